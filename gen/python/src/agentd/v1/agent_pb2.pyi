@@ -1,0 +1,125 @@
+from agentd.v1 import content_pb2 as _content_pb2
+from agentd.v1 import state_pb2 as _state_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class StateManagement(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    STATE_MANAGEMENT_UNSPECIFIED: _ClassVar[StateManagement]
+    STATE_MANAGEMENT_SERVER: _ClassVar[StateManagement]
+    STATE_MANAGEMENT_CLIENT: _ClassVar[StateManagement]
+STATE_MANAGEMENT_UNSPECIFIED: StateManagement
+STATE_MANAGEMENT_SERVER: StateManagement
+STATE_MANAGEMENT_CLIENT: StateManagement
+
+class AgentInit(_message.Message):
+    __slots__ = ("agent", "session_id", "snapshot_id", "state")
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    session_id: str
+    snapshot_id: str
+    state: _state_pb2.SessionState
+    def __init__(self, agent: _Optional[str] = ..., session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., state: _Optional[_Union[_state_pb2.SessionState, _Mapping]] = ...) -> None: ...
+
+class AgentInput(_message.Message):
+    __slots__ = ("message", "resume", "detach")
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FIELD_NUMBER: _ClassVar[int]
+    DETACH_FIELD_NUMBER: _ClassVar[int]
+    message: _content_pb2.Message
+    resume: ToolResume
+    detach: bool
+    def __init__(self, message: _Optional[_Union[_content_pb2.Message, _Mapping]] = ..., resume: _Optional[_Union[ToolResume, _Mapping]] = ..., detach: _Optional[bool] = ...) -> None: ...
+
+class ToolResume(_message.Message):
+    __slots__ = ("respond", "restart")
+    RESPOND_FIELD_NUMBER: _ClassVar[int]
+    RESTART_FIELD_NUMBER: _ClassVar[int]
+    respond: _containers.RepeatedCompositeFieldContainer[_content_pb2.Part]
+    restart: _containers.RepeatedCompositeFieldContainer[_content_pb2.Part]
+    def __init__(self, respond: _Optional[_Iterable[_Union[_content_pb2.Part, _Mapping]]] = ..., restart: _Optional[_Iterable[_Union[_content_pb2.Part, _Mapping]]] = ...) -> None: ...
+
+class JsonPatchOperation(_message.Message):
+    __slots__ = ("op", "path", "value")
+    OP_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    op: str
+    path: str
+    value: _struct_pb2.Value
+    def __init__(self, op: _Optional[str] = ..., path: _Optional[str] = ..., value: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., **kwargs) -> None: ...
+
+class ModelChunk(_message.Message):
+    __slots__ = ("role", "content", "index")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    role: _content_pb2.Role
+    content: _containers.RepeatedCompositeFieldContainer[_content_pb2.Part]
+    index: int
+    def __init__(self, role: _Optional[_Union[_content_pb2.Role, str]] = ..., content: _Optional[_Iterable[_Union[_content_pb2.Part, _Mapping]]] = ..., index: _Optional[int] = ...) -> None: ...
+
+class TurnEnd(_message.Message):
+    __slots__ = ("snapshot_id", "finish_reason", "turn_index")
+    SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    TURN_INDEX_FIELD_NUMBER: _ClassVar[int]
+    snapshot_id: str
+    finish_reason: _state_pb2.FinishReason
+    turn_index: int
+    def __init__(self, snapshot_id: _Optional[str] = ..., finish_reason: _Optional[_Union[_state_pb2.FinishReason, str]] = ..., turn_index: _Optional[int] = ...) -> None: ...
+
+class AgentStreamChunk(_message.Message):
+    __slots__ = ("model_chunk", "custom_patch", "artifact", "turn_end")
+    MODEL_CHUNK_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_PATCH_FIELD_NUMBER: _ClassVar[int]
+    ARTIFACT_FIELD_NUMBER: _ClassVar[int]
+    TURN_END_FIELD_NUMBER: _ClassVar[int]
+    model_chunk: ModelChunk
+    custom_patch: _containers.RepeatedCompositeFieldContainer[JsonPatchOperation]
+    artifact: _content_pb2.Artifact
+    turn_end: TurnEnd
+    def __init__(self, model_chunk: _Optional[_Union[ModelChunk, _Mapping]] = ..., custom_patch: _Optional[_Iterable[_Union[JsonPatchOperation, _Mapping]]] = ..., artifact: _Optional[_Union[_content_pb2.Artifact, _Mapping]] = ..., turn_end: _Optional[_Union[TurnEnd, _Mapping]] = ...) -> None: ...
+
+class AgentOutput(_message.Message):
+    __slots__ = ("session_id", "snapshot_id", "message", "artifacts", "state", "finish_reason", "error")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ARTIFACTS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    snapshot_id: str
+    message: _content_pb2.Message
+    artifacts: _containers.RepeatedCompositeFieldContainer[_content_pb2.Artifact]
+    state: _state_pb2.SessionState
+    finish_reason: _state_pb2.FinishReason
+    error: _state_pb2.AgentError
+    def __init__(self, session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., message: _Optional[_Union[_content_pb2.Message, _Mapping]] = ..., artifacts: _Optional[_Iterable[_Union[_content_pb2.Artifact, _Mapping]]] = ..., state: _Optional[_Union[_state_pb2.SessionState, _Mapping]] = ..., finish_reason: _Optional[_Union[_state_pb2.FinishReason, str]] = ..., error: _Optional[_Union[_state_pb2.AgentError, _Mapping]] = ...) -> None: ...
+
+class AgentInfo(_message.Message):
+    __slots__ = ("name", "description", "state_management", "abortable", "state_schema")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    STATE_MANAGEMENT_FIELD_NUMBER: _ClassVar[int]
+    ABORTABLE_FIELD_NUMBER: _ClassVar[int]
+    STATE_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    state_management: StateManagement
+    abortable: bool
+    state_schema: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., state_management: _Optional[_Union[StateManagement, str]] = ..., abortable: _Optional[bool] = ..., state_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,50 @@
+import type { AgentErrorData } from "../errors/agent-error.js";
+import type { SessionState } from "./session-state.js";
+
+/** Lifecycle state of a snapshot. `expired` is computed on read, never stored. */
+export type SnapshotStatus = "pending" | "completed" | "failed" | "aborted" | "expired";
+
+/** Statuses after which a snapshot never changes again. */
+export const TERMINAL_STATUSES: ReadonlySet<SnapshotStatus> = new Set(["completed", "failed", "aborted", "expired"]);
+
+/** True for a status after which the row never changes again. */
+export function isTerminalStatus(status: SnapshotStatus): boolean {
+  return TERMINAL_STATUSES.has(status);
+}
+
+/** Why a turn or invocation finished. */
+export type FinishReason =
+  | "stop"
+  | "length"
+  | "blocked"
+  | "interrupted"
+  | "other"
+  | "unknown"
+  | "aborted"
+  | "detached"
+  | "failed";
+
+/**
+ * A persisted point-in-time capture of session state. Timestamps are epoch
+ * milliseconds. The store owns `snapshotId` (and keeps `sessionId` across
+ * rewrites); the writer's mutator owns every other field.
+ */
+export interface SessionSnapshot<S = unknown> {
+  snapshotId: string;
+  sessionId: string;
+  /** The previous snapshot of the conversation (informational lineage). */
+  parentId?: string;
+  /** Zero-based index of the turn this snapshot captures. */
+  turnIndex: number;
+  createdAt: number;
+  /** Advanced on state-changing rewrites; equals createdAt until then. */
+  updatedAt: number;
+  /** Refreshed while a detached invocation runs. */
+  heartbeatAt?: number;
+  status: SnapshotStatus;
+  finishReason?: FinishReason;
+  /** Set when status is `failed`. */
+  error?: AgentErrorData;
+  /** Unset on pending rows. */
+  state?: SessionState<S>;
+}
