@@ -1,0 +1,85 @@
+import type { AgentErrorData } from "../errors/agent-error.js";
+import type { Artifact, Message, Part, Role } from "./content.js";
+import type { SessionState } from "./session-state.js";
+import type { FinishReason } from "./snapshot.js";
+
+/** Parts that resume an interrupted turn. Mirrors `agentd.v1.ToolResume`. */
+export interface ToolResume {
+  /** toolResponse parts answering pending tool requests. */
+  respond?: Part[];
+  /** toolRequest parts to run again. */
+  restart?: Part[];
+}
+
+/** One input of a conversation. Mirrors `agentd.v1.AgentInput`. */
+export interface AgentInput {
+  message?: Message;
+  resume?: ToolResume;
+  /** Hand the rest of the work to the server (background invocation). */
+  detach?: boolean;
+}
+
+/** One RFC 6902 operation. */
+export interface JsonPatchOperation {
+  op: "add" | "remove" | "replace" | "move" | "copy" | "test";
+  path: string;
+  value?: unknown;
+  from?: string;
+}
+
+/** A piece of streamed model output. */
+export interface ModelChunk {
+  role: Role;
+  content: Part[];
+  /** Index of the model message this chunk belongs to within the turn. */
+  index?: number;
+}
+
+/** Sent exactly once at the end of each turn. */
+export interface TurnEnd {
+  /** The turn-end snapshot; absent for client-managed agents and failed turns. */
+  snapshotId?: string;
+  finishReason: FinishReason;
+  turnIndex: number;
+}
+
+/** One item of an agent's output stream. Mirrors `agentd.v1.AgentStreamChunk`. */
+export interface AgentStreamChunk {
+  modelChunk?: ModelChunk;
+  customPatch?: JsonPatchOperation[];
+  artifact?: Artifact;
+  turnEnd?: TurnEnd;
+}
+
+/** The result of an invocation. Mirrors `agentd.v1.AgentOutput`. */
+export interface AgentOutput<S = unknown> {
+  sessionId: string;
+  /** Last turn-end snapshot, or the pending snapshot after detach. */
+  snapshotId?: string;
+  /** The last model message. */
+  message?: Message;
+  artifacts: Artifact[];
+  /** Final (transformed) state, client-managed agents only. */
+  state?: SessionState<S>;
+  finishReason: FinishReason;
+  /** Set when finishReason is `failed`. */
+  error?: AgentErrorData;
+}
+
+/** How a turn ended, as returned by a custom agent's turn function. */
+export interface TurnResult {
+  finishReason?: FinishReason;
+}
+
+/** Who keeps an agent's conversation state. */
+export type StateManagement = "server" | "client";
+
+/** Describes a served agent (ListAgents). */
+export interface AgentDescriptor {
+  name: string;
+  description?: string;
+  stateManagement: StateManagement;
+  abortable: boolean;
+  /** JSON Schema of the custom state (empty object when the agent has none). */
+  stateSchema: Record<string, unknown>;
+}
