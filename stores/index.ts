@@ -1,0 +1,17 @@
+/** Session stores: the contract and its implementations. */
+export * from "./snapshot-store.js";
+export { InMemorySessionStore } from "./memory-store.js";
+export { StatusChannel, type StatusObservation } from "./status-channel.js";
+export { KeyedMutex } from "./keyed-mutex.js";
+export { newSnapshotId, assertValidSnapshotId, bindIdentity } from "./snapshot-identity.js";
+export {
+  compareNewestFirst,
+  encodePageToken,
+  decodePageToken,
+  pageOf,
+  pageSizeOf,
+  snapshotPageOf,
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  type SnapshotSortKey,
+} from "./snapshot-order.js";
