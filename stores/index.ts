@@ -9,9 +9,12 @@ export {
   encodePageToken,
   decodePageToken,
   pageOf,
+  pageStartIndex,
   pageSizeOf,
   snapshotPageOf,
   DEFAULT_PAGE_SIZE,
   MAX_PAGE_SIZE,
   type SnapshotSortKey,
 } from "./snapshot-order.js";
+export { FileSessionStore, type FileSessionStoreOptions } from "./file-store.js";
+export { sanitizePathPrefix } from "./file/path-prefix.js";

@@ -47,6 +47,14 @@ export function pageSizeOf(page?: SnapshotPageRequest): number {
   return Math.min(Math.floor(size), MAX_PAGE_SIZE);
 }
 
+/** Index of the first key (in newest-first order) after the token's position; 0 without a token. */
+export function pageStartIndex(sorted: readonly SnapshotSortKey[], pageToken?: string): number {
+  if (!pageToken) return 0;
+  const after = decodePageToken(pageToken);
+  const start = sorted.findIndex((k) => compareNewestFirst(k, after) > 0);
+  return start < 0 ? sorted.length : start;
+}
+
 /**
  * Cuts one page out of keys already sorted newest first: the items strictly
  * after the token's position, at most the page size, with a token when more
@@ -54,12 +62,7 @@ export function pageSizeOf(page?: SnapshotPageRequest): number {
  */
 export function pageOf<T extends SnapshotSortKey>(sorted: readonly T[], page?: SnapshotPageRequest): { items: T[]; nextPageToken?: string } {
   const size = pageSizeOf(page);
-  let start = 0;
-  if (page?.pageToken) {
-    const after = decodePageToken(page.pageToken);
-    start = sorted.findIndex((k) => compareNewestFirst(k, after) > 0);
-    if (start < 0) start = sorted.length;
-  }
+  const start = pageStartIndex(sorted, page?.pageToken);
   const items = sorted.slice(start, start + size);
   const hasMore = start + size < sorted.length;
   return hasMore ? { items, nextPageToken: encodePageToken(items[items.length - 1]!) } : { items };

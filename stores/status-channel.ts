@@ -24,12 +24,17 @@ export class StatusChannel implements AsyncIterable<SnapshotStatus> {
   private closed = false;
   private readonly onAbort = (): void => this.close();
 
-  /** `onClose` runs once when the channel ends (abort, close, or consumer return). */
+  /**
+   * `onClose` runs once when the channel ends (abort, close, or consumer
+   * return), never from inside the constructor: a channel created with an
+   * already-aborted signal starts closed (check {@link isClosed} before registering it).
+   */
   constructor(
     private readonly signal: AbortSignal,
     private readonly onClose: () => void,
   ) {
-    if (signal.aborted) this.close();
+    // Already aborted: born closed; nothing is registered yet, so onClose is not called.
+    if (signal.aborted) this.closed = true;
     else signal.addEventListener("abort", this.onAbort, { once: true });
   }
 

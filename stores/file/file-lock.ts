@@ -1,0 +1,105 @@
+import { randomBytes } from "node:crypto";
+import { link, open, readFile, rename, stat, unlink } from "node:fs/promises";
+import { AgentError } from "../../src/errors/agent-error.js";
+
+/** Tuning for {@link acquireFileLock}. */
+export interface FileLockOptions {
+  /** A lock older than this is considered abandoned even if its holder still runs. Default 30 s. */
+  staleMs?: number;
+  /** Give up (ABORTED) after waiting this long. Default 60 s. */
+  timeoutMs?: number;
+}
+
+interface LockOwner {
+  pid: number;
+  token: string;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+async function readOwner(path: string): Promise<LockOwner | undefined> {
+  try {
+    const parsed = JSON.parse(await readFile(path, "utf8")) as LockOwner;
+    return typeof parsed.pid === "number" && typeof parsed.token === "string" ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Takes the lock at `path` away from an abandoned holder: renames it aside
+ * (atomic, so only one stealer wins), then checks that what was renamed is the
+ * lock judged abandoned; if a fresh lock was caught instead, it is put back.
+ */
+async function stealIfAbandoned(path: string, staleMs: number): Promise<void> {
+  let info;
+  try {
+    info = await stat(path);
+  } catch {
+    return;
+  }
+  const owner = await readOwner(path);
+  const abandoned =
+    Date.now() - info.mtimeMs > staleMs ||
+    (owner !== undefined && !processAlive(owner.pid)) ||
+    // An unreadable lock older than a second was left by a writer that died mid-write.
+    (owner === undefined && Date.now() - info.mtimeMs > 1000);
+  if (!abandoned) return;
+  const aside = `${path}.stale-${randomBytes(6).toString("hex")}`;
+  try {
+    await rename(path, aside);
+  } catch {
+    return; // someone else stole or released it
+  }
+  const caught = await readOwner(aside);
+  if (caught && caught.token !== owner?.token) {
+    await link(aside, path).catch(() => undefined); // a live lock: give it back
+  }
+  await unlink(aside).catch(() => undefined);
+}
+
+/**
+ * Cross-process exclusive lock on one host: creates `path` with O_EXCL
+ * (`wx`), holding this process's pid and a random token. A lock whose holder
+ * process is gone, or which is older than `staleMs`, is recovered. Resolves to
+ * a release function (idempotent; removes the lock only while it is still
+ * ours).
+ */
+export async function acquireFileLock(path: string, options: FileLockOptions = {}): Promise<() => Promise<void>> {
+  const staleMs = options.staleMs ?? 30_000;
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  const token = randomBytes(12).toString("hex");
+  let delay = 1;
+  for (;;) {
+    try {
+      const handle = await open(path, "wx", 0o600);
+      try {
+        await handle.writeFile(JSON.stringify({ pid: process.pid, token }));
+      } finally {
+        await handle.close();
+      }
+      let released = false;
+      return async () => {
+        if (released) return;
+        released = true;
+        const owner = await readOwner(path);
+        if (owner?.token === token) await unlink(path).catch(() => undefined);
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    await stealIfAbandoned(path, staleMs);
+    if (Date.now() > deadline) {
+      throw new AgentError("ABORTED", `timed out waiting for lock ${path}; if no agentd process is writing this snapshot, delete the lock file`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 25);
+  }
+}
