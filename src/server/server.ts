@@ -1,0 +1,110 @@
+import type { DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Logger } from "pino";
+import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import { Health } from "../../gen/ts/grpc/health/v1/health_pb.js";
+import { createCallContextValues, loggingInterceptor } from "./call-log.js";
+import { HealthStatus, registerHealthService } from "./health-service.js";
+import { listenDualProtocol } from "./listener.js";
+import { REFLECTION_SERVICES, registerReflectionService } from "./reflection-service.js";
+
+/** Default per-message size limit: 4 MiB. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+/** Default time in-flight calls get to finish on close. */
+export const DEFAULT_GRACE_MS = 10_000;
+
+/** Options for {@link startServer}. */
+export interface ServerOptions {
+  /** Interface to bind; default 127.0.0.1. */
+  host?: string;
+  /** TCP port; 0 picks a free one. */
+  port: number;
+  /** Structured logger; one line per RPC is written to it. */
+  logger: Logger;
+  /** Largest accepted request message; larger ones fail RESOURCE_EXHAUSTED. Default 4 MiB. */
+  maxMessageBytes?: number;
+  /** Registers `agentd.v1.AgentService` (and anything else) on the router. */
+  registerAgentService: (router: ConnectRouter) => void;
+  /**
+   * Services to list in reflection and health besides health and reflection
+   * themselves; default `[agentd.v1.AgentService]`.
+   */
+  services?: readonly DescService[];
+}
+
+/** Options for {@link RunningServer.close}. */
+export interface CloseOptions {
+  /** How long in-flight calls may run before they are cancelled; default 10 s. */
+  graceMs?: number;
+}
+
+/** A listening agentd server. */
+export interface RunningServer {
+  /** The bound host. */
+  readonly host: string;
+  /** The bound port. */
+  readonly port: number;
+  /** `http://host:port`, the base URL for Connect / gRPC-Web clients. */
+  readonly url: string;
+  /** Health statuses (e.g. to flip a service to NOT_SERVING). */
+  readonly health: HealthStatus;
+  /**
+   * Graceful shutdown: health turns NOT_SERVING (pushed to watchers), the port
+   * stops accepting, in-flight calls run up to `graceMs`, then remaining calls
+   * are cancelled with UNAVAILABLE and their sockets destroyed. Resolves when
+   * everything is closed; calling it twice returns the same promise.
+   */
+  close(options?: CloseOptions): Promise<void>;
+}
+
+/**
+ * Starts agentd on one cleartext port serving gRPC (HTTP/2), gRPC-Web and
+ * Connect (HTTP/1.1 and HTTP/2), with `grpc.health.v1.Health` and server
+ * reflection (v1 and v1alpha) next to the agent service. Rejects when the
+ * port cannot be bound.
+ */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const logger = options.logger;
+  const services = options.services ?? [AgentService];
+  const health = new HealthStatus(services.map((s) => s.typeName));
+  const shutdown = new AbortController();
+
+  const handler = connectNodeAdapter({
+    routes: (router) => {
+      registerHealthService(router, health);
+      registerReflectionService(router, [...services, Health, ...REFLECTION_SERVICES]);
+      options.registerAgentService(router);
+    },
+    readMaxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+    interceptors: [loggingInterceptor(logger)],
+    shutdownSignal: shutdown.signal,
+    contextValues: (req) => createCallContextValues(req.httpVersion),
+  });
+
+  const listener = await listenDualProtocol({ host: options.host, port: options.port, handler });
+  const url = `http://${listener.host.includes(":") ? `[${listener.host}]` : listener.host}:${listener.port}`;
+
+  let closing: Promise<void> | undefined;
+  const close = (closeOptions?: CloseOptions): Promise<void> => {
+    closing ??= (async () => {
+      const graceMs = closeOptions?.graceMs ?? DEFAULT_GRACE_MS;
+      logger.info({ inFlight: listener.inFlight(), graceMs }, "agentd draining");
+      health.setAllNotServing();
+      await new Promise((resolve) => setImmediate(resolve));
+      health.endWatches();
+      await listener.close({
+        graceMs,
+        onGraceExpired: () => {
+          logger.warn({ inFlight: listener.inFlight() }, "drain grace expired; cancelling remaining calls");
+          shutdown.abort(new ConnectError("server is shutting down", Code.Unavailable));
+        },
+      });
+      logger.info("agentd stopped");
+    })();
+    return closing;
+  };
+
+  return { host: listener.host, port: listener.port, url, health, close };
+}
