@@ -1,0 +1,84 @@
+package agentd
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	agentdv1 "github.com/agentd-dev/agentd/gen/go/agentd/v1"
+	"github.com/agentd-dev/agentd/gen/go/agentd/v1/agentdv1connect"
+)
+
+// Client talks to one agentd server. It is safe for concurrent use; each Chat
+// opens its own stream.
+type Client struct {
+	rpc agentdv1connect.AgentServiceClient
+}
+
+// NewClient returns a client for the agentd server at baseURL (for example
+// "http://127.0.0.1:8080"). By default it speaks the gRPC protocol over
+// cleartext HTTP/2 (h2c), so every RPC, bidi Chat included, works against a
+// plaintext agentd; see WithConnectProtocol, WithGRPCWeb and WithHTTPClient.
+// It does not connect until the first call.
+func NewClient(baseURL string, opts ...Option) *Client {
+	cfg := clientConfig{protocol: connect.WithGRPC()}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.httpClient == nil {
+		cfg.httpClient = NewH2CClient()
+	}
+	var copts []connect.ClientOption
+	if cfg.protocol != nil {
+		copts = append(copts, cfg.protocol)
+	}
+	copts = append(copts, cfg.extra...)
+	return &Client{rpc: agentdv1connect.NewAgentServiceClient(cfg.httpClient, baseURL, copts...)}
+}
+
+// Service returns the generated connect-go client underneath, for calls the
+// helpers do not cover.
+func (c *Client) Service() agentdv1connect.AgentServiceClient { return c.rpc }
+
+// ChatOptions chooses the conversation a Chat, Run or RunText continues. The
+// sources compete: for a server-managed agent set SessionID (resume the
+// session's latest snapshot), SnapshotID (branch from that snapshot) or both
+// (the session is asserted); for a client-managed agent set State (for
+// example AgentOutput.State of the previous invocation). Leave all empty to
+// start a fresh session. A mismatch fails with connect.CodeFailedPrecondition,
+// State together with an ID with connect.CodeInvalidArgument.
+type ChatOptions struct {
+	SessionID  string
+	SnapshotID string
+	State      *agentdv1.SessionState
+}
+
+// init builds the wire AgentInit for agent.
+func (o ChatOptions) init(agent string) *agentdv1.AgentInit {
+	return &agentdv1.AgentInit{Agent: agent, SessionId: o.SessionID, SnapshotId: o.SnapshotID, State: o.State}
+}
+
+// ListAgents describes every agent the server serves.
+func (c *Client) ListAgents(ctx context.Context) ([]*agentdv1.AgentInfo, error) {
+	res, err := c.rpc.ListAgents(ctx, connect.NewRequest(&agentdv1.ListAgentsRequest{}))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg.GetAgents(), nil
+}
+
+// Run runs one turn of agent on input, continuing the conversation chosen by
+// opts, and returns its output. An in-band turn failure is not an error: it
+// returns an output with FinishReason FINISH_REASON_FAILED and Error set.
+func (c *Client) Run(ctx context.Context, agent string, opts ChatOptions, input *agentdv1.AgentInput) (*agentdv1.AgentOutput, error) {
+	res, err := c.rpc.Run(ctx, connect.NewRequest(&agentdv1.RunRequest{Init: opts.init(agent), Input: input}))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg.GetOutput(), nil
+}
+
+// RunText is Run with a user message made of text.
+func (c *Client) RunText(ctx context.Context, agent string, opts ChatOptions, text string) (*agentdv1.AgentOutput, error) {
+	return c.Run(ctx, agent, opts, TextInput(text))
+}

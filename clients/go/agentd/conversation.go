@@ -1,0 +1,371 @@
+package agentd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"connectrpc.com/connect"
+
+	agentdv1 "github.com/agentd-dev/agentd/gen/go/agentd/v1"
+)
+
+// ErrTurnNotEnded is returned by Turn.Wait when the conversation ended (after
+// Detach, or with an output) before the turn's TurnEnd arrived.
+var ErrTurnNotEnded = errors.New("agentd: the conversation ended before this turn's TurnEnd arrived")
+
+// Conversation is one multi-turn Chat stream with an agent. Send inputs with
+// Send or SendText, read each turn from the returned Turn, and finish with
+// Output (no more input) or Detach (hand the rest to the server). Its methods
+// are safe for concurrent use; inputs are delivered in the order Send is
+// called and each turn's chunks go to the Turn of that input.
+//
+// Server-side failures of the stream (an unknown agent, a resume source that
+// does not match the agent, ...) are *connect.Error values that surface from
+// the first call that reads the stream: Turn.Chunks, Turn.Wait, Output or
+// Detach (or Send, once the server has closed the stream).
+type Conversation struct {
+	agent  string
+	stream *connect.BidiStreamForClient[agentdv1.ChatRequest, agentdv1.ChatResponse]
+	cancel context.CancelFunc
+	custom customState
+
+	sendMu        sync.Mutex
+	init          *agentdv1.AgentInit // sent with the first request, then nil
+	requestClosed bool
+
+	recvMu sync.Mutex // held while reading one response from the stream
+
+	mu         sync.Mutex // guards the fields below and every Turn's fields
+	turns      []*Turn    // sent turns whose TurnEnd has not arrived, oldest first
+	finished   bool
+	output     *agentdv1.AgentOutput
+	err        error
+	sessionID  string
+	snapshotID string
+	state      *agentdv1.SessionState
+}
+
+// Chat opens a conversation with agent, continuing the conversation chosen by
+// opts (see ChatOptions). Nothing is sent until the first Send, Output or
+// Detach; ctx bounds the whole conversation. Call Output, Detach or Close
+// when done so the stream is released.
+func (c *Client) Chat(ctx context.Context, agent string, opts ChatOptions) (*Conversation, error) {
+	conv := &Conversation{
+		agent:      agent,
+		init:       opts.init(agent),
+		sessionID:  opts.SessionID,
+		snapshotID: opts.SnapshotID,
+		state:      opts.State,
+	}
+	if opts.State != nil {
+		if err := conv.custom.reset(opts.State.GetCustom()); err != nil {
+			return nil, err
+		}
+		if conv.sessionID == "" {
+			conv.sessionID = opts.State.GetSessionId()
+		}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	conv.cancel = cancel
+	conv.stream = c.rpc.Chat(sctx)
+	return conv, nil
+}
+
+// Agent returns the name of the agent this conversation talks to.
+func (c *Conversation) Agent() string { return c.agent }
+
+// SessionID returns the conversation's session ID when known: the one
+// resumed, the one in the client-managed State, or the one in the output once
+// Output or Detach returned. (The streamed chunks do not carry it, so a fresh
+// session's ID is known only from the output.)
+func (c *Conversation) SessionID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionID
+}
+
+// SnapshotID returns the latest snapshot ID known: the resumed one, then each
+// turn's TurnEnd snapshot, then the output's (the pending snapshot after
+// Detach). Client-managed agents have none.
+func (c *Conversation) SnapshotID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.snapshotID
+}
+
+// State returns the client-managed state: the State the conversation started
+// from, replaced by the output's State once Output returned. Send it back in
+// ChatOptions.State to continue. Server-managed agents return no state in
+// their output, so this stays nil for them.
+func (c *Conversation) State() *agentdv1.SessionState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// Custom returns a copy of the live custom state as JSON: the custom state of
+// the starting State (client-managed), kept current by applying every
+// custom_patch streamed so far. It is nil while nothing is known (for example
+// before the first patch of a resumed server-managed session).
+func (c *Conversation) Custom() json.RawMessage { return c.custom.snapshot() }
+
+// DecodeCustom decodes the conversation's live custom state into a T. With no
+// custom state known it returns T's zero value.
+func DecodeCustom[T any](c *Conversation) (T, error) {
+	var v T
+	raw := c.Custom()
+	if raw == nil {
+		return v, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("agentd: cannot decode the custom state of agent %q into %T: %w", c.agent, v, err)
+	}
+	return v, nil
+}
+
+// SendText sends a user message made of text; see Send.
+func (c *Conversation) SendText(ctx context.Context, text string) (*Turn, error) {
+	return c.Send(ctx, TextInput(text))
+}
+
+// Send sends input and returns the Turn it starts; iterate Turn.Chunks or
+// call Turn.Wait to read it. Send does not wait for the turn. If ctx is
+// cancelled before the turn ends, the whole conversation is cancelled (a
+// stream cannot be interrupted per turn). Sending after Output or Detach
+// fails with connect.CodeFailedPrecondition.
+func (c *Conversation) Send(ctx context.Context, input *agentdv1.AgentInput) (*Turn, error) {
+	if err := ctx.Err(); err != nil {
+		code := connect.CodeCanceled
+		if errors.Is(err, context.DeadlineExceeded) {
+			code = connect.CodeDeadlineExceeded
+		}
+		return nil, connect.NewError(code, err)
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if c.requestClosed {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("agentd: cannot Send after Output or Detach; open a new conversation with Chat"))
+	}
+	t := &Turn{conv: c}
+	c.mu.Lock()
+	if c.finished {
+		err := c.endedErrLocked()
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.turns = append(c.turns, t)
+	c.mu.Unlock()
+
+	err := c.stream.Send(&agentdv1.ChatRequest{Init: c.init, Input: input})
+	if err != nil {
+		c.mu.Lock()
+		c.removeTurnLocked(t)
+		c.mu.Unlock()
+		return nil, c.sendError(err)
+	}
+	c.init = nil
+	t.stop = context.AfterFunc(ctx, c.cancel)
+	return t, nil
+}
+
+// Detach asks the server to carry on with the remaining work in the
+// background, closes the conversation and returns the output: finish reason
+// FINISH_REASON_DETACHED and the pending snapshot ID, to follow with
+// Client.WatchSnapshot or cancel with Client.Abort. Chunks of turns still in
+// flight are read (and patches applied) until the server closes the stream.
+// Agents whose store cannot run background work fail with
+// connect.CodeFailedPrecondition.
+func (c *Conversation) Detach(ctx context.Context) (*agentdv1.AgentOutput, error) {
+	c.sendMu.Lock()
+	if c.requestClosed {
+		c.sendMu.Unlock()
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("agentd: cannot Detach after Output or Detach"))
+	}
+	err := c.stream.Send(&agentdv1.ChatRequest{Init: c.init, Input: &agentdv1.AgentInput{Detach: true}})
+	c.init = nil
+	c.closeRequestLocked()
+	c.sendMu.Unlock()
+	if err != nil && !errors.Is(err, io.EOF) {
+		c.cancel()
+		return nil, err
+	}
+	return c.await(ctx)
+}
+
+// Output half-closes the conversation ("no more input"), reads every
+// remaining chunk (turns still in flight complete normally) and returns the
+// final AgentOutput. It is idempotent: later calls return the same result.
+// An in-band failure is not an error: the output has finish reason
+// FINISH_REASON_FAILED and Error set.
+func (c *Conversation) Output(ctx context.Context) (*agentdv1.AgentOutput, error) {
+	c.sendMu.Lock()
+	if !c.requestClosed {
+		if c.init != nil {
+			// Nothing was sent: the server still needs to know the agent.
+			_ = c.stream.Send(&agentdv1.ChatRequest{Init: c.init})
+			c.init = nil
+		}
+		c.closeRequestLocked()
+	}
+	c.sendMu.Unlock()
+	return c.await(ctx)
+}
+
+// Close abandons the conversation: it cancels the stream, which cancels the
+// server's work unless the conversation was detached. Waiting turns end with
+// a connect.CodeCanceled error. Close after Output or Detach is a no-op.
+func (c *Conversation) Close() error {
+	c.cancel()
+	return nil
+}
+
+// closeRequestLocked half-closes the request side; sendMu must be held.
+func (c *Conversation) closeRequestLocked() {
+	if !c.requestClosed {
+		c.requestClosed = true
+		_ = c.stream.CloseRequest()
+	}
+}
+
+// await reads the stream until the output (or an error) arrives.
+func (c *Conversation) await(ctx context.Context) (*agentdv1.AgentOutput, error) {
+	stop := context.AfterFunc(ctx, c.cancel)
+	defer stop()
+	for {
+		c.mu.Lock()
+		if c.finished {
+			out, err := c.output, c.err
+			c.mu.Unlock()
+			return out, err
+		}
+		c.mu.Unlock()
+		c.receive()
+	}
+}
+
+// sendError turns a failed Send into the error the caller should see. A
+// server that closed the stream makes Send fail with io.EOF; the real status
+// is read from the response side.
+func (c *Conversation) sendError(err error) error {
+	if !errors.Is(err, io.EOF) {
+		return err
+	}
+	for {
+		c.mu.Lock()
+		if c.finished {
+			err := c.endedErrLocked()
+			c.mu.Unlock()
+			return err
+		}
+		c.mu.Unlock()
+		c.receive()
+	}
+}
+
+// endedErrLocked explains why a finished conversation takes no more input.
+func (c *Conversation) endedErrLocked() error {
+	if c.err != nil {
+		return c.err
+	}
+	return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("agentd: the conversation already ended (finish reason %s); open a new one with Chat", c.output.GetFinishReason()))
+}
+
+// receive reads and dispatches one response, unless the conversation has
+// finished. Only one goroutine reads at a time.
+func (c *Conversation) receive() {
+	c.recvMu.Lock()
+	defer c.recvMu.Unlock()
+	c.mu.Lock()
+	finished := c.finished
+	c.mu.Unlock()
+	if finished {
+		return
+	}
+	msg, err := c.stream.Receive()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = connect.NewError(connect.CodeInternal, errors.New("agentd: the server closed the Chat stream without an output"))
+		}
+		c.finish(nil, err)
+		return
+	}
+	if chunk := msg.GetChunk(); chunk != nil {
+		if err := c.custom.apply(chunk.GetCustomPatch()); err != nil {
+			c.finish(nil, err)
+			return
+		}
+		c.dispatch(chunk)
+	}
+	if out := msg.GetOutput(); out != nil {
+		// The output is the last response: read to the end so the trailers
+		// (and any late status) are consumed before releasing the stream.
+		for {
+			if _, err := c.stream.Receive(); err != nil {
+				break
+			}
+		}
+		c.finish(out, nil)
+	}
+}
+
+// dispatch hands chunk to the oldest turn still waiting for its TurnEnd.
+// Chunks that arrive with no turn waiting only update the tracked state.
+func (c *Conversation) dispatch(chunk *agentdv1.AgentStreamChunk) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	end := chunk.GetTurnEnd()
+	if end != nil && end.GetSnapshotId() != "" {
+		c.snapshotID = end.GetSnapshotId()
+	}
+	if len(c.turns) == 0 {
+		return
+	}
+	t := c.turns[0]
+	t.addLocked(chunk)
+	if end != nil {
+		c.turns = c.turns[1:]
+		t.endLocked(end, nil)
+	}
+}
+
+// finish records the end of the stream and ends every waiting turn.
+func (c *Conversation) finish(out *agentdv1.AgentOutput, err error) {
+	_ = c.stream.CloseResponse()
+	c.cancel()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.finished, c.output, c.err = true, out, err
+	if out != nil {
+		if out.GetSessionId() != "" {
+			c.sessionID = out.GetSessionId()
+		}
+		if out.GetSnapshotId() != "" {
+			c.snapshotID = out.GetSnapshotId()
+		}
+		if out.GetState() != nil {
+			c.state = out.GetState()
+		}
+	}
+	turnErr := err
+	if turnErr == nil {
+		turnErr = ErrTurnNotEnded
+	}
+	for _, t := range c.turns {
+		t.endLocked(nil, turnErr)
+	}
+	c.turns = nil
+}
+
+// removeTurnLocked drops t from the waiting turns (its input was not sent).
+func (c *Conversation) removeTurnLocked(t *Turn) {
+	for i, w := range c.turns {
+		if w == t {
+			c.turns = append(c.turns[:i], c.turns[i+1:]...)
+			return
+		}
+	}
+}
