@@ -1,0 +1,77 @@
+"""agentd_client: a thin, idiomatic Python client for agentd over grpcio.
+
+``AgentClient`` opens conversations (``chat``), runs single turns (``run``, ``run_text``) and
+reads / watches / aborts snapshots; ``agentd_client.aio.AsyncAgentClient`` is the asyncio
+twin. Errors are ``AgentdError`` subclasses carrying a ``grpc.StatusCode``. The generated
+messages live in ``agentd.v1`` (package ``agentd-proto``).
+"""
+
+from .client import TERMINAL_STATUSES, AgentClient
+from .conversation import Conversation
+from .custom_state import CustomState, patch_operations
+from .errors import (
+    AgentdError,
+    CancelledError,
+    ConversationClosedError,
+    CustomPatchError,
+    DeadlineExceededError,
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+    ResourceExhaustedError,
+    TurnFailedError,
+    UnauthenticatedError,
+    UnavailableError,
+    UnimplementedError,
+    error_for_code,
+    error_from_rpc,
+)
+from .inputs import InputLike, StateLike, build_init, build_input
+from .json_values import (
+    dict_to_struct,
+    message_text,
+    python_to_value,
+    state_custom,
+    struct_to_dict,
+    value_to_python,
+)
+from .turn import Turn, TurnRecord
+
+__all__ = [
+    "AgentClient",
+    "Conversation",
+    "Turn",
+    "TurnRecord",
+    "TERMINAL_STATUSES",
+    "CustomState",
+    "patch_operations",
+    "AgentdError",
+    "CancelledError",
+    "ConversationClosedError",
+    "CustomPatchError",
+    "DeadlineExceededError",
+    "FailedPreconditionError",
+    "InternalError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "ResourceExhaustedError",
+    "TurnFailedError",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "UnimplementedError",
+    "error_for_code",
+    "error_from_rpc",
+    "InputLike",
+    "StateLike",
+    "build_init",
+    "build_input",
+    "dict_to_struct",
+    "message_text",
+    "python_to_value",
+    "state_custom",
+    "struct_to_dict",
+    "value_to_python",
+]
