@@ -8,6 +8,7 @@ require (
 	connectrpc.com/connect v1.21.1
 	github.com/agentd-dev/agentd/gen/go v0.0.0-00010101000000-000000000000
 	github.com/evanphx/json-patch/v5 v5.9.11
+	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
 
@@ -16,5 +17,4 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
-	google.golang.org/grpc v1.85.0 // indirect
 )

@@ -1,0 +1,38 @@
+// Package agentd is the Go client of agentd, a server that runs stateful,
+// multi-turn AI agents with snapshots. It wraps the generated connect-go
+// client (github.com/agentd-dev/agentd/gen/go/agentd/v1/agentdv1connect).
+//
+// A conversation is a bidi Chat stream:
+//
+//	client := agentd.NewClient("http://127.0.0.1:8080")
+//	conv, _ := client.Chat(ctx, "assistant", agentd.ChatOptions{})
+//	turn, _ := conv.SendText(ctx, "hello")
+//	for chunk, err := range turn.Chunks() {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Print(agentd.Text(chunk.GetModelChunk().GetContent()))
+//	}
+//	fmt.Println(turn.Index(), turn.SnapshotID(), turn.FinishReason())
+//	out, err := conv.Output(ctx)
+//
+// # Errors
+//
+// Every RPC failure is a *connect.Error carrying a gRPC status code; read it
+// with connect.CodeOf(err):
+//
+//   - connect.CodeNotFound: unknown agent, snapshot or session.
+//   - connect.CodeFailedPrecondition: the resume source does not match the
+//     agent (State sent to a server-managed agent, IDs sent to a
+//     client-managed one), resuming a snapshot that is not completed, or
+//     detaching where the store cannot run background work.
+//   - connect.CodeInvalidArgument: malformed or conflicting input, e.g.
+//     State together with SessionID or SnapshotID.
+//   - connect.CodeUnauthenticated, connect.CodePermissionDenied,
+//     connect.CodeResourceExhausted: auth and limits.
+//
+// An in-band turn failure is not an RPC error: the turn ends with finish
+// reason FINISH_REASON_FAILED and the output carries AgentOutput.Error (its
+// Status is the canonical gRPC status name, e.g. "INTERNAL") and the last
+// good snapshot or state.
+package agentd
