@@ -1,0 +1,64 @@
+import { AgentError } from "../errors/agent-error.js";
+import { messageText, type Message } from "../types/content.js";
+import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from "./model.js";
+
+/** Options of the offline echo model. */
+export interface EchoModelOptions {
+  /** Delay before each streamed chunk, in ms (default 0). A user message's metadata `echoDelayMs` overrides it. */
+  delayMs?: number;
+}
+
+/**
+ * The deterministic offline model: it answers `echo: <text of the last user
+ * message>`, streamed word by word (at least two chunks), with no network and no
+ * API key. Honours cancellation between chunks.
+ */
+export class EchoModel implements Model {
+  readonly name = "echo";
+  private readonly delayMs: number;
+
+  constructor(options: EchoModelOptions = {}) {
+    this.delayMs = Math.max(0, options.delayMs ?? 0);
+  }
+
+  async generate(request: ModelRequest, options: ModelCallOptions): Promise<ModelResponse> {
+    const lastUser = [...request.messages].reverse().find((m) => m.role === "user");
+    const reply = `echo: ${messageText(lastUser)}`;
+    const delayMs = messageDelay(lastUser) ?? this.delayMs;
+    for (const piece of splitIntoChunks(reply)) {
+      if (delayMs > 0) await sleep(delayMs, options.signal);
+      throwIfAborted(options.signal);
+      options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
+    }
+    throwIfAborted(options.signal);
+    const message: Message = { role: "model", content: [{ text: reply }] };
+    return { message, finishReason: "stop" };
+  }
+}
+
+function messageDelay(message: Message | undefined): number | undefined {
+  const value = message?.metadata?.["echoDelayMs"];
+  return typeof value === "number" && value >= 0 ? value : undefined;
+}
+
+/** Splits text into word-sized pieces that concatenate back to the text. */
+export function splitIntoChunks(text: string): string[] {
+  const pieces = text.match(/\S+\s*|\s+/g) ?? [text];
+  return pieces.length > 0 ? pieces : [""];
+}
+
+function throwIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw new AgentError("CANCELLED", "generation cancelled");
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}

@@ -1,0 +1,64 @@
+import type { Model } from "../models/model.js";
+import type { AgentInput, ModelChunk, TurnResult } from "../types/agent-io.js";
+import type { Artifact, Message } from "../types/content.js";
+import type { FinishReason } from "../types/snapshot.js";
+import type { SessionRunner } from "./session-runner.js";
+
+/**
+ * The output channel of an agent. Artifacts sent here are recorded in the
+ * session before the call returns (same-named ones replace) and streamed.
+ * After detach, nothing is streamed but side effects still apply.
+ */
+export interface Responder {
+  /** Streams a piece of model output. */
+  sendModelChunk(chunk: ModelChunk): void;
+  /** Records the artifact in the session and streams it. */
+  sendArtifact(artifact: Artifact): void;
+}
+
+/** Identity of the running turn, known before the turn does any work. */
+export interface TurnContext {
+  /** The ID the turn-end snapshot will be written under (absent for client-managed agents and after detach). */
+  snapshotId?: string;
+  /** The snapshot this turn continues from. */
+  parentId?: string;
+  /** Zero-based index of the turn in the conversation. */
+  turnIndex: number;
+  /** Aborts when the invocation is cancelled (client gone before detach, abort, shutdown). */
+  signal: AbortSignal;
+}
+
+/** Everything a custom agent's code can use. */
+export interface AgentContext<S> {
+  /** The session: messages, custom state, artifacts, and the turn loop. */
+  session: SessionRunner<S>;
+  responder: Responder;
+  /** Aborts when the invocation is cancelled. */
+  signal: AbortSignal;
+  /** Resolves a model by name (e.g. "echo"). */
+  model(name: string): Model;
+}
+
+/** What a custom agent returns: overrides of the output's message, artifacts or finish reason. */
+export interface AgentResult {
+  message?: Message;
+  artifacts?: Artifact[];
+  finishReason?: FinishReason;
+}
+
+/**
+ * A custom agent's whole invocation: typically `await ctx.session.run(turnFn)`
+ * then `return ctx.session.result()`. Throwing fails the invocation in-band.
+ */
+export type AgentFn<S> = (ctx: AgentContext<S>) => Promise<AgentResult | void>;
+
+/** Per-turn context: the agent context plus the turn's identity. */
+export interface TurnFnContext<S> extends AgentContext<S> {
+  turn: TurnContext;
+}
+
+/**
+ * One turn of a custom agent. The input's message is already in the history.
+ * Throwing fails the turn in-band (no snapshot is written).
+ */
+export type TurnFn<S> = (input: AgentInput, ctx: TurnFnContext<S>) => Promise<TurnResult | void>;

@@ -1,0 +1,57 @@
+import { AgentError } from "../errors/agent-error.js";
+import { builtinModelResolver, type ModelResolver } from "../models/model-resolver.js";
+import type { SessionStore } from "../../stores/snapshot-store.js";
+import type { Agent } from "./agent.js";
+import { BackgroundWork } from "./background-work.js";
+import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js";
+
+/** Options of an {@link AgentRegistry}. */
+export interface AgentRegistryOptions {
+  /** The store agents declared with `store: "default"` use. */
+  defaultStore?: SessionStore;
+  /** Per-chunk delay of the offline echo model (ms). */
+  echoDelayMs?: number;
+  /** Resolves model names; defaults to the built-in models. */
+  models?: ModelResolver;
+  /** Heartbeat interval and expiry TTL of background work. */
+  liveness?: Partial<LivenessSettings>;
+}
+
+/**
+ * The agents a process serves, by unique name, and the environment they share
+ * (default store, models, liveness, background work).
+ */
+export class AgentRegistry {
+  private readonly agents = new Map<string, Agent<any>>();
+  /** Detached work running in this process (drained at shutdown). */
+  readonly background = new BackgroundWork();
+  readonly defaultStore: SessionStore | undefined;
+  private readonly models: ModelResolver;
+  private readonly liveness: LivenessSettings;
+
+  constructor(options: AgentRegistryOptions = {}) {
+    this.defaultStore = options.defaultStore;
+    this.models = options.models ?? builtinModelResolver({ echoDelayMs: options.echoDelayMs ?? 0 });
+    this.liveness = { ...DEFAULT_LIVENESS, ...options.liveness };
+  }
+
+  /** Registers an agent; throws ALREADY_EXISTS for a duplicate name. */
+  register(agent: Agent<any>): void {
+    if (this.agents.has(agent.name)) throw new AgentError("ALREADY_EXISTS", `an agent named "${agent.name}" is already registered`);
+    agent.bind({ defaultStore: this.defaultStore, models: this.models, liveness: this.liveness, background: this.background });
+    this.agents.set(agent.name, agent);
+  }
+
+  /** The agent with this name; throws NOT_FOUND naming the available agents. */
+  get(name: string): Agent<unknown> {
+    const agent = this.agents.get(name);
+    if (agent) return agent;
+    if (!name) throw new AgentError("INVALID_ARGUMENT", "agent name is required");
+    throw new AgentError("NOT_FOUND", `unknown agent "${name}"; available: ${[...this.agents.keys()].join(", ") || "(none)"}`);
+  }
+
+  /** Every registered agent, in registration order. */
+  list(): Agent<unknown>[] {
+    return [...this.agents.values()];
+  }
+}

@@ -1,0 +1,175 @@
+import type { ZodType } from "zod";
+import { AgentError } from "../errors/agent-error.js";
+import { builtinModelResolver, type ModelResolver } from "../models/model-resolver.js";
+import type { AgentDescriptor, AgentInput, AgentOutput } from "../types/agent-io.js";
+import { userText } from "../types/content.js";
+import type { AgentInit } from "../types/session-state.js";
+import type { SessionSnapshot, SnapshotStatus } from "../types/snapshot.js";
+import type { SessionStore, SnapshotPage } from "../../stores/snapshot-store.js";
+import { isSnapshotSubscriber } from "../../stores/snapshot-store.js";
+import type { AgentConnection } from "./agent-connection.js";
+import type { AgentFn } from "./agent-function.js";
+import { BackgroundWork } from "./background-work.js";
+import { stateJsonSchema } from "./custom-state-schema.js";
+import { resolveInit } from "./init-resolver.js";
+import { Invocation, type InvocationOptions } from "./invocation.js";
+import * as snapshots from "./snapshot-access.js";
+import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js";
+import type { ClientTransforms } from "./state-transform.js";
+
+/** Options shared by every kind of agent. */
+export interface AgentDefinition<S> {
+  /** Unique name; clients address the agent by it. */
+  name: string;
+  description?: string;
+  /** zod schema of the custom state: validates client-sent state and every update. */
+  stateSchema?: ZodType<S>;
+  /**
+   * Server-managed when set: a store, or "default" for the store the server is
+   * configured with (`--store`). Client-managed when absent.
+   */
+  store?: SessionStore<S> | "default";
+  /** Client-facing state and chunk transforms (never applied to persisted state). */
+  transforms?: ClientTransforms<S>;
+}
+
+/** The process-wide services an agent uses, provided by the registry it is registered in. */
+export interface AgentEnvironment {
+  defaultStore?: SessionStore;
+  models: ModelResolver;
+  liveness: LivenessSettings;
+  background: BackgroundWork;
+}
+
+/** Per-call options of the in-process API. */
+export type CallOptions = InvocationOptions;
+
+/**
+ * A stateful, multi-turn agent. The same surface serves in-process callers and
+ * the RPC server: `connect` / `run` / `runText` invoke it; `getSnapshot`,
+ * `listSnapshots`, `watchSnapshot` and `abort` read and control its snapshots
+ * (state transform applied, expiry computed).
+ */
+export class Agent<S = unknown> {
+  /** Brand used to recognise agents exported from user modules. */
+  readonly __agentdAgent = true;
+  readonly name: string;
+  readonly description: string | undefined;
+  readonly stateSchema: ZodType<S> | undefined;
+  readonly transforms: ClientTransforms<S>;
+  private readonly storeOption: SessionStore<S> | "default" | undefined;
+  private readonly fn: AgentFn<S>;
+  private env: AgentEnvironment = { models: builtinModelResolver(), liveness: DEFAULT_LIVENESS, background: new BackgroundWork() };
+  private bound = false;
+
+  constructor(definition: AgentDefinition<S>, fn: AgentFn<S>) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(definition.name)) {
+      throw new AgentError("INVALID_ARGUMENT", `agent name "${definition.name}" must be letters, digits, ".", "_" or "-"`);
+    }
+    this.name = definition.name;
+    this.description = definition.description;
+    this.stateSchema = definition.stateSchema;
+    this.transforms = definition.transforms ?? {};
+    this.storeOption = definition.store;
+    this.fn = fn;
+  }
+
+  /** @internal Binds the agent to a registry's environment (once). */
+  bind(env: AgentEnvironment): void {
+    if (this.bound) throw new AgentError("ALREADY_EXISTS", `agent "${this.name}" is already registered`);
+    if (this.storeOption === "default" && !env.defaultStore) {
+      throw new AgentError("FAILED_PRECONDITION", `agent "${this.name}" uses the default store, but none is configured`);
+    }
+    this.env = env;
+    this.bound = true;
+  }
+
+  /** The agent's store, or undefined for a client-managed agent. */
+  get store(): SessionStore<S> | undefined {
+    if (this.storeOption === "default") {
+      if (!this.env.defaultStore) {
+        throw new AgentError("FAILED_PRECONDITION", `agent "${this.name}" uses the default store: register it in an AgentRegistry that has one`);
+      }
+      return this.env.defaultStore as SessionStore<S>;
+    }
+    return this.storeOption;
+  }
+
+  /** The liveness settings used for heartbeats and expiry. */
+  get liveness(): LivenessSettings {
+    return this.env.liveness;
+  }
+
+  /** What ListAgents reports. */
+  descriptor(): AgentDescriptor {
+    const store = this.store;
+    return {
+      name: this.name,
+      ...(this.description ? { description: this.description } : {}),
+      stateManagement: store ? "server" : "client",
+      abortable: isSnapshotSubscriber(store),
+      stateSchema: stateJsonSchema(this.stateSchema),
+    };
+  }
+
+  /** Starts a multi-turn invocation. Rejects with AgentError when `init` is invalid (spec S3/S5). */
+  async connect(init: AgentInit<S> = {}, options: CallOptions = {}): Promise<AgentConnection<S>> {
+    const target = { name: this.name, store: this.store, stateSchema: this.stateSchema, liveness: this.env.liveness };
+    const start = await resolveInit(target, init, options.storeContext);
+    return new Invocation(
+      { ...target, transforms: this.transforms, fn: this.fn, models: this.env.models, background: this.env.background },
+      start,
+      options,
+    );
+  }
+
+  /** One turn: in-band failures resolve with finishReason `failed`. */
+  async run(input: AgentInput, init: AgentInit<S> = {}, options: CallOptions = {}): Promise<AgentOutput<S>> {
+    const connection = await this.connect(init, options);
+    connection.send(input);
+    const drained = (async () => {
+      for await (const _ of connection.stream);
+    })().catch(() => {});
+    const output = await connection.output();
+    await drained;
+    return output;
+  }
+
+  /** One turn with a user text message. */
+  runText(text: string, init: AgentInit<S> = {}, options: CallOptions = {}): Promise<AgentOutput<S>> {
+    return this.run({ message: userText(text) }, init, options);
+  }
+
+  private access(): snapshots.SnapshotAccessTarget<S> {
+    return { name: this.name, store: this.store, stateTransform: this.transforms.state, liveness: this.env.liveness };
+  }
+
+  /** A snapshot by ID, or a session's latest (state transform applied, expiry computed). */
+  getSnapshot(ref: { snapshotId?: string; sessionId?: string }, options: snapshots.SnapshotReadOptions = {}): Promise<SessionSnapshot<S>> {
+    return snapshots.getSnapshot(this.access(), ref, options);
+  }
+
+  /** A session's snapshots, newest first. */
+  listSnapshots(
+    sessionId: string,
+    page: { pageSize?: number; pageToken?: string; includeState?: boolean } = {},
+    options: snapshots.SnapshotReadOptions = {},
+  ): Promise<SnapshotPage<S>> {
+    return snapshots.listSnapshots(this.access(), sessionId, page, options);
+  }
+
+  /** The snapshot's status now and on every change, until terminal. */
+  watchSnapshot(snapshotId: string, signal: AbortSignal, options: snapshots.SnapshotReadOptions = {}): AsyncGenerator<SnapshotStatus> {
+    return snapshots.watchSnapshot(this.access(), snapshotId, signal, options);
+  }
+
+  /** Flips a pending snapshot to aborted; resolves to the resulting status. */
+  abort(snapshotId: string, options: snapshots.SnapshotReadOptions = {}): Promise<SnapshotStatus> {
+    return snapshots.abortSnapshot(this.access(), snapshotId, options);
+  }
+}
+
+/** True for values that are agents (also across module copies). */
+export function isAgent(value: unknown): value is Agent<unknown> {
+  return typeof value === "object" && value !== null && (value as { __agentdAgent?: unknown }).__agentdAgent === true;
+}

@@ -1,0 +1,153 @@
+import { AgentError } from "../errors/agent-error.js";
+import type { SessionState } from "../types/session-state.js";
+import type { FinishReason, SessionSnapshot } from "../types/snapshot.js";
+import type { SessionStore, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
+import type { BackgroundTask } from "./background-work.js";
+import type { LivenessSettings } from "./snapshot-liveness.js";
+
+/** What a detached run needs from its invocation. */
+export interface DetachedRunOptions<S> {
+  store: SessionStore<S> & SnapshotSubscriber;
+  sessionId: string;
+  /** Index of the turn running (or next to run) when detach arrived. */
+  turnIndex: number;
+  liveness: LivenessSettings;
+  storeContext?: StoreCallContext;
+  /** A turn-end save still in flight when detach arrived; the pending row is chained after it. */
+  afterTurnSave: Promise<unknown>;
+  /** The latest snapshot of the conversation, read once that save settled. */
+  parentId: () => string | undefined;
+  /** The latest snapshot's createdAt (the pending row is created strictly after it). */
+  createdAfter: () => number;
+  /** Aborted when the row is flipped to aborted, or at shutdown. */
+  work: AbortController;
+}
+
+/**
+ * The background half of a detached invocation (spec S8–S10): writes one
+ * `pending` row chained off the latest snapshot, refreshes its heartbeat,
+ * cancels the work when a subscriber sees the row flip to `aborted`, and at the
+ * end rewrites the same row to `completed` / `failed` / `aborted` with the final
+ * state. The finalizer re-checks the stored status, so a late abort wins. At
+ * shutdown the row is left pending (it then reads as expired), never falsely
+ * completed.
+ */
+export class DetachedRun<S> implements BackgroundTask {
+  /** The pending row's ID, once written. */
+  readonly pendingId: Promise<string>;
+  readonly done: Promise<void>;
+  private readonly o: DetachedRunOptions<S>;
+  private readonly subscription = new AbortController();
+  private resolveDone!: () => void;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private lastTurnIndex: number;
+  private shuttingDown = false;
+
+  constructor(options: DetachedRunOptions<S>) {
+    this.o = options;
+    this.lastTurnIndex = options.turnIndex;
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+    this.pendingId = this.writePending();
+    this.pendingId.then(
+      (id) => {
+        this.startHeartbeat(id);
+        void this.watchForAbort(id);
+      },
+      (err) => {
+        this.o.work.abort(AgentError.from(err));
+        this.resolveDone();
+      },
+    );
+  }
+
+  /** Records that a turn finished (the final row carries the last turn's index). */
+  turnCompleted(turnIndex: number): void {
+    this.lastTurnIndex = turnIndex;
+  }
+
+  cancelForShutdown(): void {
+    this.shuttingDown = true;
+    this.o.work.abort(new AgentError("UNAVAILABLE", "the server is shutting down"));
+  }
+
+  /** Finalizes the row with the invocation's outcome (skipped at shutdown). Never throws. */
+  async finish(state: SessionState<S>, error: AgentError | undefined, finishReason: FinishReason): Promise<void> {
+    try {
+      const id = await this.pendingId.catch(() => undefined);
+      this.stopHeartbeat();
+      if (!id || this.shuttingDown) return;
+      await this.o.store.saveSnapshot(id, (existing) => this.finalRow(existing, state, error, finishReason), this.o.storeContext);
+    } catch {
+      // The row stays pending and reads as expired once its heartbeat is stale.
+    } finally {
+      this.stopHeartbeat();
+      this.subscription.abort();
+      this.resolveDone();
+    }
+  }
+
+  private finalRow(
+    existing: SessionSnapshot<S> | undefined,
+    state: SessionState<S>,
+    error: AgentError | undefined,
+    finishReason: FinishReason,
+  ): SessionSnapshot<S> | null {
+    if (!existing || (existing.status !== "pending" && existing.status !== "aborted")) return null;
+    const now = Date.now();
+    const base = { ...existing, state, updatedAt: now, turnIndex: Math.max(existing.turnIndex, this.lastTurnIndex) };
+    if (existing.status === "aborted") return { ...base, status: "aborted", finishReason: "aborted" };
+    if (error) return { ...base, status: "failed", finishReason: "failed", error: error.toData() };
+    return { ...base, status: "completed", finishReason };
+  }
+
+  private async writePending(): Promise<string> {
+    await this.o.afterTurnSave;
+    const now = Date.now();
+    const createdAt = Math.max(now, this.o.createdAfter() + 1);
+    const parentId = this.o.parentId();
+    const row = await this.o.store.saveSnapshot(
+      undefined,
+      () => ({
+        snapshotId: "",
+        sessionId: this.o.sessionId,
+        ...(parentId ? { parentId } : {}),
+        turnIndex: this.o.turnIndex,
+        createdAt,
+        updatedAt: createdAt,
+        heartbeatAt: now,
+        status: "pending",
+      }),
+      this.o.storeContext,
+    );
+    if (!row) throw new AgentError("INTERNAL", "the store skipped writing the pending snapshot");
+    return row.snapshotId;
+  }
+
+  private startHeartbeat(id: string): void {
+    this.heartbeat = setInterval(() => {
+      void this.o.store
+        .saveSnapshot(id, (existing) => (existing?.status === "pending" ? { ...existing, heartbeatAt: Date.now() } : null), this.o.storeContext)
+        .catch(() => {});
+    }, this.o.liveness.heartbeatIntervalMs);
+    this.heartbeat.unref();
+  }
+
+  private stopHeartbeat(): void {
+    clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+  }
+
+  private async watchForAbort(id: string): Promise<void> {
+    try {
+      for await (const status of this.o.store.subscribeStatus(id, this.subscription.signal, this.o.storeContext)) {
+        if (status === "aborted") {
+          this.o.work.abort(new AgentError("ABORTED", `snapshot "${id}" was aborted`));
+          return;
+        }
+        if (status !== "pending") return;
+      }
+    } catch {
+      // Subscription ended (store closed); the finalizer still re-checks the row.
+    }
+  }
+}

@@ -1,0 +1,341 @@
+import { v7 as uuidv7 } from "uuid";
+import type { ZodType } from "zod";
+import { AgentError } from "../errors/agent-error.js";
+import type { ModelResolver } from "../models/model-resolver.js";
+import type { AgentInput, AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
+import { userText } from "../types/content.js";
+import type { SessionState } from "../types/session-state.js";
+import type { FinishReason } from "../types/snapshot.js";
+import type { SessionStore, StoreCallContext } from "../../stores/snapshot-store.js";
+import { isSnapshotSubscriber } from "../../stores/snapshot-store.js";
+import type { AgentConnection } from "./agent-connection.js";
+import type { AgentFn, AgentResult, Responder, TurnContext } from "./agent-function.js";
+import { AsyncChannel } from "./async-channel.js";
+import type { BackgroundWork } from "./background-work.js";
+import { applyCustomPatch, CustomPatchStream } from "./custom-patch-stream.js";
+import { DetachedRun } from "./detached-run.js";
+import type { ResolvedStart } from "./init-resolver.js";
+import { SessionRunner, type TurnLifecycle } from "./session-runner.js";
+import type { LivenessSettings } from "./snapshot-liveness.js";
+import { applyChunkTransform, applyStateTransform, type ClientTransforms, type TransformContext } from "./state-transform.js";
+
+/** What an invocation needs from its agent. */
+export interface InvocationTarget<S> {
+  name: string;
+  store?: SessionStore<S>;
+  stateSchema?: ZodType<S>;
+  transforms: ClientTransforms<S>;
+  fn: AgentFn<S>;
+  models: ModelResolver;
+  liveness: LivenessSettings;
+  background: BackgroundWork;
+}
+
+/** Per-invocation options. */
+export interface InvocationOptions {
+  /** Aborting it before detach cancels the work (client disconnect). */
+  signal?: AbortSignal;
+  /** Passed to the store (tenant). */
+  storeContext?: StoreCallContext;
+  /** Request headers, passed to transforms. */
+  headers?: Headers;
+}
+
+/**
+ * The engine of one invocation: feeds inputs to the agent's turn loop, writes a
+ * snapshot at each successful turn end, streams client-facing chunks (chunk
+ * transform applied, custom-state patches diffed on the transformed state), and
+ * resolves the output. Detach hands the rest to a {@link DetachedRun}.
+ */
+export class Invocation<S> implements AgentConnection<S> {
+  readonly sessionId: string;
+  private readonly target: InvocationTarget<S>;
+  private readonly options: InvocationOptions;
+  private readonly turnInputs = new AsyncChannel<AgentInput>();
+  private readonly chunks = new AsyncChannel<AgentStreamChunk>();
+  private readonly work = new AbortController();
+  private readonly patches = new CustomPatchStream();
+  private readonly runner: SessionRunner<S>;
+  private readonly outputPromise: Promise<AgentOutput<S>>;
+  private resolveOutput!: (output: AgentOutput<S>) => void;
+  private rejectOutput!: (err: AgentError) => void;
+  private emitChain: Promise<void> = Promise.resolve();
+  private turnSave: Promise<unknown> = Promise.resolve();
+  private lastSnapshotId: string | undefined;
+  private lastCreatedAt: number;
+  private lastGood: SessionState<S>;
+  private lastFinish: FinishReason = "stop";
+  private liveCustom: unknown;
+  private inputClosed = false;
+  private settled = false;
+  private detachedRun: DetachedRun<S> | undefined;
+
+  constructor(target: InvocationTarget<S>, start: ResolvedStart<S>, options: InvocationOptions = {}) {
+    this.target = target;
+    this.options = options;
+    this.sessionId = start.state.sessionId;
+    this.lastSnapshotId = start.parent?.snapshotId;
+    this.lastCreatedAt = start.parent?.createdAt ?? 0;
+    this.lastGood = structuredClone(start.state);
+    this.liveCustom = start.state.custom;
+    this.outputPromise = new Promise((resolve, reject) => {
+      this.resolveOutput = resolve;
+      this.rejectOutput = reject;
+    });
+    this.outputPromise.catch(() => {}); // observed through output()
+    this.runner = new SessionRunner(start.state, target.stateSchema, start.nextTurnIndex, this.lifecycle());
+    this.runner.onCustomChange(() => this.streamCustom());
+    options.signal?.addEventListener("abort", () => this.clientGone(), { once: true });
+    if (options.signal?.aborted) this.clientGone();
+    void this.execute();
+  }
+
+  get stream(): AsyncIterable<AgentStreamChunk> {
+    return this.chunks;
+  }
+
+  get custom(): S | undefined {
+    return structuredClone(this.liveCustom) as S | undefined;
+  }
+
+  send(input: AgentInput): void {
+    if (this.inputClosed) {
+      throw new AgentError("FAILED_PRECONDITION", this.settled ? "the invocation has completed; read its output" : "input is closed");
+    }
+    const hasResume = (input.resume?.respond?.length ?? 0) + (input.resume?.restart?.length ?? 0) > 0;
+    if (!input.message && !hasResume && !input.detach) {
+      throw new AgentError("INVALID_ARGUMENT", "input is empty: set message, resume or detach");
+    }
+    if (input.message && input.message.content.length === 0) {
+      throw new AgentError("INVALID_ARGUMENT", "input.message has no content parts");
+    }
+    if (input.detach) this.checkDetachable();
+    if (input.message || hasResume) {
+      this.turnInputs.push({ ...(input.message ? { message: input.message } : {}), ...(hasResume ? { resume: input.resume } : {}) });
+    }
+    if (input.detach) this.startDetach();
+  }
+
+  sendText(text: string, metadata?: Record<string, unknown>): void {
+    this.send({ message: userText(text, metadata) });
+  }
+
+  detach(): void {
+    this.send({ detach: true });
+  }
+
+  close(): void {
+    this.inputClosed = true;
+    this.turnInputs.close();
+  }
+
+  output(): Promise<AgentOutput<S>> {
+    this.close();
+    return this.outputPromise;
+  }
+
+  private lifecycle(): TurnLifecycle {
+    return {
+      inputs: this.turnInputs,
+      beginTurn: (turnIndex) => this.beginTurn(turnIndex),
+      endTurn: (turn, finishReason) => this.endTurn(turn, finishReason),
+      failTurn: (turn) => this.failTurn(turn),
+    };
+  }
+
+  private beginTurn(turnIndex: number): TurnContext {
+    this.patches.startTurn();
+    const snapshotId = this.target.store && !this.detachedRun ? uuidv7() : undefined;
+    return { ...(snapshotId ? { snapshotId } : {}), ...(this.lastSnapshotId ? { parentId: this.lastSnapshotId } : {}), turnIndex, signal: this.work.signal };
+  }
+
+  private async endTurn(turn: TurnContext, finishReason: FinishReason): Promise<void> {
+    if (this.work.signal.aborted) throw AgentError.from(this.work.signal.reason, "CANCELLED");
+    await this.emitChain;
+    let snapshotId: string | undefined;
+    if (turn.snapshotId && !this.detachedRun && this.target.store) {
+      const save = this.saveTurnSnapshot(this.target.store, turn, finishReason);
+      this.turnSave = save.catch(() => {});
+      snapshotId = await save;
+    }
+    this.lastGood = this.runner.snapshotState();
+    this.lastFinish = finishReason;
+    this.detachedRun?.turnCompleted(turn.turnIndex);
+    await this.emit({ turnEnd: { ...(snapshotId ? { snapshotId } : {}), finishReason, turnIndex: turn.turnIndex } });
+  }
+
+  private async saveTurnSnapshot(store: SessionStore<S>, turn: TurnContext, finishReason: FinishReason): Promise<string> {
+    const createdAt = Math.max(Date.now(), this.lastCreatedAt + 1);
+    const state = this.runner.snapshotState();
+    await store.saveSnapshot(
+      turn.snapshotId,
+      () => ({
+        snapshotId: turn.snapshotId!,
+        sessionId: this.sessionId,
+        ...(turn.parentId ? { parentId: turn.parentId } : {}),
+        turnIndex: turn.turnIndex,
+        createdAt,
+        updatedAt: createdAt,
+        status: "completed",
+        finishReason,
+        state,
+      }),
+      this.options.storeContext,
+    );
+    this.lastSnapshotId = turn.snapshotId;
+    this.lastCreatedAt = createdAt;
+    return turn.snapshotId!;
+  }
+
+  private async failTurn(turn: TurnContext): Promise<void> {
+    this.runner.restore(this.lastGood);
+    await this.emitChain;
+    await this.emit({ turnEnd: { finishReason: "failed", turnIndex: turn.turnIndex } });
+  }
+
+  private responder(): Responder {
+    return {
+      sendModelChunk: (chunk) => void this.emit({ modelChunk: chunk }),
+      sendArtifact: (artifact) => {
+        this.runner.addArtifacts(artifact);
+        void this.emit({ artifact: structuredClone(artifact) });
+      },
+    };
+  }
+
+  private transformContext(): TransformContext {
+    return { agent: this.target.name, ...(this.options.headers ? { headers: this.options.headers } : {}) };
+  }
+
+  /** Queues a chunk for the client (dropped after detach or once the stream ended). */
+  private emit(chunk: AgentStreamChunk): Promise<void> {
+    this.emitChain = this.emitChain
+      .then(async () => {
+        if (this.detachedRun || this.chunks.isClosed) return;
+        const shaped = await applyChunkTransform(this.target.transforms.chunk, chunk, this.transformContext());
+        if (!shaped) return;
+        if (shaped.customPatch) this.liveCustom = applyCustomPatch(this.liveCustom, shaped.customPatch);
+        this.chunks.push(shaped);
+      })
+      .catch((err) => this.failClosed(AgentError.from(err)));
+    return this.emitChain;
+  }
+
+  private async streamCustom(): Promise<void> {
+    if (this.detachedRun || this.chunks.isClosed) return;
+    try {
+      const shaped = await applyStateTransform(this.target.transforms.state, this.runner.snapshotState(), this.transformContext());
+      const patch = this.patches.next(shaped?.custom);
+      if (patch) await this.emit({ customPatch: patch });
+    } catch (err) {
+      this.failClosed(AgentError.from(err));
+    }
+  }
+
+  private checkDetachable(): void {
+    const store = this.target.store;
+    if (!store) {
+      throw new AgentError("FAILED_PRECONDITION", `agent "${this.target.name}" is client-managed: detach needs a server-side store`);
+    }
+    if (!isSnapshotSubscriber(store)) {
+      throw new AgentError(
+        "FAILED_PRECONDITION",
+        `the store of agent "${this.target.name}" cannot push status changes, so background work could not be aborted: use a store with status subscription`,
+      );
+    }
+    if (this.detachedRun) throw new AgentError("FAILED_PRECONDITION", "the invocation is already detached");
+  }
+
+  private startDetach(): void {
+    this.close();
+    const store = this.target.store;
+    if (!store || !isSnapshotSubscriber(store)) return;
+    this.detachedRun = new DetachedRun({
+      store,
+      sessionId: this.sessionId,
+      turnIndex: this.runner.turnIndex,
+      liveness: this.target.liveness,
+      storeContext: this.options.storeContext,
+      afterTurnSave: this.turnSave,
+      parentId: () => this.lastSnapshotId,
+      createdAfter: () => this.lastCreatedAt,
+      work: this.work,
+    });
+    this.target.background.track(this.detachedRun);
+    this.detachedRun.pendingId.then(
+      (snapshotId) => {
+        this.settle({ sessionId: this.sessionId, snapshotId, artifacts: [], finishReason: "detached" });
+      },
+      (err) => this.failClosed(AgentError.from(err)),
+    );
+  }
+
+  private clientGone(): void {
+    if (this.detachedRun || this.settled) return;
+    this.work.abort(new AgentError("CANCELLED", "the client cancelled the invocation"));
+    this.failClosed(new AgentError("CANCELLED", "the client cancelled the invocation"));
+  }
+
+  /** Ends the client-facing side with an RPC-level error and cancels the work (before detach). */
+  private failClosed(err: AgentError): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.close();
+    if (!this.detachedRun) this.work.abort(err);
+    this.chunks.fail(err);
+    this.rejectOutput(err);
+  }
+
+  private settle(output: AgentOutput<S>): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolveOutput(output);
+    this.chunks.close();
+  }
+
+  private async execute(): Promise<void> {
+    let result: AgentResult | void = undefined;
+    let error: AgentError | undefined;
+    try {
+      result = await this.target.fn({
+        session: this.runner,
+        responder: this.responder(),
+        signal: this.work.signal,
+        model: (name) => this.target.models(name),
+      });
+      await this.runner.flushCustomEvents();
+      await this.emitChain;
+    } catch (err) {
+      error = AgentError.from(err);
+    }
+    this.close();
+    if (this.detachedRun) {
+      const state = error ? this.lastGood : this.runner.snapshotState();
+      await this.detachedRun.finish(state, error, result?.finishReason ?? this.lastFinish);
+      return;
+    }
+    if (this.settled) return;
+    try {
+      this.settle(await this.buildOutput(result, error));
+    } catch (err) {
+      this.failClosed(AgentError.from(err));
+    }
+  }
+
+  private async buildOutput(result: AgentResult | void, error: AgentError | undefined): Promise<AgentOutput<S>> {
+    const state = error ? this.lastGood : this.runner.snapshotState();
+    const message = result?.message ?? [...state.messages].reverse().find((m) => m.role === "model");
+    const clientState = this.target.store
+      ? undefined
+      : await applyStateTransform(this.target.transforms.state, state, this.transformContext());
+    return {
+      sessionId: this.sessionId,
+      ...(this.lastSnapshotId ? { snapshotId: this.lastSnapshotId } : {}),
+      ...(message ? { message } : {}),
+      artifacts: result?.artifacts ?? state.artifacts,
+      ...(clientState ? { state: clientState } : {}),
+      finishReason: error ? "failed" : (result?.finishReason ?? this.lastFinish),
+      ...(error ? { error: error.toData() } : {}),
+    };
+  }
+}

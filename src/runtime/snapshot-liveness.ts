@@ -1,0 +1,23 @@
+import type { SessionSnapshot, SnapshotStatus } from "../types/snapshot.js";
+
+/** How background work proves it is alive. */
+export interface LivenessSettings {
+  /** How often a detached invocation refreshes its pending row's heartbeat (ms). */
+  heartbeatIntervalMs: number;
+  /** A pending row whose heartbeat is older than this reads as `expired` (ms). */
+  heartbeatTtlMs: number;
+}
+
+/** Defaults: heartbeat every 5 s, expired after 30 s of silence. */
+export const DEFAULT_LIVENESS: LivenessSettings = { heartbeatIntervalMs: 5_000, heartbeatTtlMs: 30_000 };
+
+/**
+ * The status a reader reports: a `pending` row whose heartbeat (or, without
+ * one, its last update) is older than the TTL is `expired`. Computed on read,
+ * never written back.
+ */
+export function effectiveStatus(snapshot: SessionSnapshot<unknown>, settings: LivenessSettings, now = Date.now()): SnapshotStatus {
+  if (snapshot.status !== "pending") return snapshot.status;
+  const lastSign = snapshot.heartbeatAt ?? snapshot.updatedAt;
+  return now - lastSign > settings.heartbeatTtlMs ? "expired" : "pending";
+}
