@@ -1,0 +1,179 @@
+import type { ChangeStream, ChangeStreamDocument, Collection, ResumeToken } from "mongodb";
+import type { StatusChannel, StatusObservation } from "../status-channel.js";
+import type { SnapshotDocument } from "./snapshot-document.js";
+
+/** Reads a row's current status and version (undefined when it does not exist). */
+export type StatusReader = (snapshotId: string) => Promise<StatusObservation | undefined>;
+
+/**
+ * Server-side filter: inserts, `replace` events that changed the status (our
+ * own writes are replacements flagged with `statusChanged`), and `update`
+ * events (written by other tools; also how mongo-java-server reports a
+ * replacement, with no way to tell a status change apart — the version gate
+ * drops those that change nothing). The state payload is projected away.
+ */
+const PIPELINE = [
+  {
+    $match: {
+      $or: [{ operationType: { $in: ["insert", "update"] } }, { operationType: "replace", "fullDocument.statusChanged": true }],
+    },
+  },
+  { $project: { "fullDocument.data": 0 } },
+];
+
+/**
+ * One change stream per store instance, multiplexed to every status
+ * subscriber by snapshot ID. Opened lazily with the first subscriber, closed
+ * when the last one leaves. After an error (network failure, server restart)
+ * it reopens with the last resume token (falling back to a fresh stream when
+ * the server no longer knows the token), then re-reads every subscribed row, so
+ * a change made while it was down is still delivered; each subscriber's
+ * {@link StatusChannel} version gate drops anything already delivered.
+ */
+export class ChangeStreamMultiplexer {
+  private readonly channels = new Map<string, Set<StatusChannel>>();
+  private stream: ChangeStream<SnapshotDocument> | undefined;
+  private generation = 0;
+  private running = false;
+  private resumeToken: ResumeToken | undefined;
+  private reopenCount = 0;
+
+  constructor(
+    private readonly collection: () => Promise<Collection<SnapshotDocument>>,
+    private readonly readStatus: StatusReader,
+  ) {}
+
+  /** True while a change stream is open on the server. */
+  get isOpen(): boolean {
+    return this.stream !== undefined;
+  }
+
+  /** How many times the stream was reopened after an error (diagnostics, tests). */
+  get reopens(): number {
+    return this.reopenCount;
+  }
+
+  /** Number of subscribed channels. */
+  get size(): number {
+    let n = 0;
+    for (const set of this.channels.values()) n += set.size;
+    return n;
+  }
+
+  /** Adds a subscriber, starts the stream if needed, and delivers the row's current status. */
+  add(snapshotId: string, channel: StatusChannel): void {
+    let set = this.channels.get(snapshotId);
+    if (!set) this.channels.set(snapshotId, (set = new Set()));
+    set.add(channel);
+    if (!this.running) this.start();
+    void this.reread(snapshotId);
+  }
+
+  /** Removes a subscriber; closes the stream when none remain. */
+  remove(snapshotId: string, channel: StatusChannel): void {
+    const set = this.channels.get(snapshotId);
+    set?.delete(channel);
+    if (set?.size === 0) this.channels.delete(snapshotId);
+    if (this.channels.size === 0) this.stop();
+  }
+
+  /** Delivers an observation made by this instance's own write (faster than the round trip). */
+  deliver(snapshotId: string, observation: StatusObservation): void {
+    for (const channel of this.channels.get(snapshotId) ?? []) channel.push(observation);
+  }
+
+  /** Ends every subscriber and closes the stream. */
+  closeAll(): void {
+    for (const set of [...this.channels.values()]) for (const channel of [...set]) channel.close();
+    this.stop();
+  }
+
+  private start(): void {
+    this.running = true;
+    const generation = ++this.generation;
+    void this.run(generation);
+  }
+
+  private stop(): void {
+    this.running = false;
+    this.generation++;
+    this.resumeToken = undefined;
+    const stream = this.stream;
+    this.stream = undefined;
+    void stream?.close().catch(() => undefined);
+  }
+
+  private live(generation: number): boolean {
+    return this.running && generation === this.generation;
+  }
+
+  private async run(generation: number): Promise<void> {
+    let delay = 50;
+    let first = true;
+    while (this.live(generation)) {
+      let stream: ChangeStream<SnapshotDocument> | undefined;
+      const resuming = this.resumeToken !== undefined;
+      try {
+        const collection = await this.collection();
+        if (!this.live(generation)) return;
+        stream = collection.watch<SnapshotDocument>(PIPELINE, {
+          fullDocument: "updateLookup",
+          maxAwaitTimeMS: 1000,
+          ...(this.resumeToken ? { resumeAfter: this.resumeToken } : {}),
+        });
+        this.stream = stream;
+        const early = await stream.tryNext(); // sends the aggregate: the stream is now established
+        if (!this.live(generation)) return;
+        if (!first) this.reopenCount++;
+        first = false;
+        delay = 50;
+        await Promise.all([...this.channels.keys()].map((id) => this.reread(id)));
+        if (early) this.handle(early);
+        this.resumeToken = stream.resumeToken ?? this.resumeToken;
+        while (this.live(generation)) {
+          const change = await stream.next();
+          this.handle(change);
+          this.resumeToken = stream.resumeToken ?? this.resumeToken;
+        }
+      } catch (err) {
+        if (!this.live(generation)) return;
+        // A token the server rejects (history lost, invalid) cannot be resumed: start fresh; the re-read covers the gap.
+        if (resuming && isUnresumable(err)) this.resumeToken = undefined;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        delay = Math.min(delay * 2, 1000);
+      } finally {
+        if (stream && this.stream === stream) this.stream = undefined;
+        await stream?.close().catch(() => undefined);
+      }
+    }
+  }
+
+  private handle(change: ChangeStreamDocument<SnapshotDocument>): void {
+    if (!("documentKey" in change) || !change.documentKey) return;
+    const id = String((change.documentKey as { _id: unknown })._id);
+    if (!this.channels.has(id)) return;
+    const doc = "fullDocument" in change ? change.fullDocument : undefined;
+    if (doc && typeof doc.version === "number" && typeof doc.status === "string") {
+      this.deliver(id, { status: doc.status, version: doc.version });
+    } else {
+      void this.reread(id);
+    }
+  }
+
+  private async reread(snapshotId: string): Promise<void> {
+    try {
+      const observation = await this.readStatus(snapshotId);
+      if (observation) this.deliver(snapshotId, observation);
+    } catch {
+      // server unreachable: the reopen after reconnecting re-reads again
+    }
+  }
+}
+
+/** Server errors meaning the resume token can never be used again. */
+const UNRESUMABLE_CODES = new Set([260 /* InvalidResumeToken */, 280 /* ChangeStreamFatalError */, 286 /* ChangeStreamHistoryLost */]);
+
+function isUnresumable(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === "number" && UNRESUMABLE_CODES.has(code);
+}
