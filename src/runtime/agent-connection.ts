@@ -1,3 +1,4 @@
+import type { AgentError } from "../errors/agent-error.js";
 import type { AgentInput, AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
 
 /**
@@ -19,6 +20,12 @@ export interface AgentConnection<S = unknown> {
   detach(): void;
   /** No more input. Idempotent. */
   close(): void;
+  /**
+   * Ends the invocation with an RPC-level error: before detach the work is
+   * cancelled and no snapshot is written for the running turn; `stream` and
+   * `output()` reject with `error`. No-op once the invocation has settled.
+   */
+  cancel(error: AgentError): void;
   /** Every chunk of every turn, in order; ends with the invocation, or throws its RPC-level error. Single consumer. */
   readonly stream: AsyncIterable<AgentStreamChunk>;
   /** Closes the input side and resolves with the final output. In-band failures resolve (finishReason `failed`). */

@@ -29,7 +29,22 @@ export interface InvocationTarget<S> {
   models: ModelResolver;
   liveness: LivenessSettings;
   background: BackgroundWork;
+  turnLog?: TurnLogger;
 }
+
+/** Fields of the per-turn log line. */
+export interface TurnLogFields {
+  agent: string;
+  sessionId: string;
+  snapshotId?: string;
+  turnIndex: number;
+  finishReason: FinishReason;
+  detached: boolean;
+  durationMs: number;
+}
+
+/** Receives one call per finished turn (successful or failed). */
+export type TurnLogger = (fields: TurnLogFields) => void;
 
 /** Per-invocation options. */
 export interface InvocationOptions {
@@ -69,6 +84,7 @@ export class Invocation<S> implements AgentConnection<S> {
   private inputClosed = false;
   private settled = false;
   private detachedRun: DetachedRun<S> | undefined;
+  private turnStartedAt = 0;
 
   constructor(target: InvocationTarget<S>, start: ResolvedStart<S>, options: InvocationOptions = {}) {
     this.target = target;
@@ -129,6 +145,10 @@ export class Invocation<S> implements AgentConnection<S> {
     this.turnInputs.close();
   }
 
+  cancel(error: AgentError): void {
+    this.failClosed(error);
+  }
+
   output(): Promise<AgentOutput<S>> {
     this.close();
     return this.outputPromise;
@@ -146,6 +166,7 @@ export class Invocation<S> implements AgentConnection<S> {
   private beginTurn(turnIndex: number): TurnContext {
     this.patches.startTurn();
     const snapshotId = this.target.store && !this.detachedRun ? uuidv7() : undefined;
+    this.turnStartedAt = Date.now();
     return { ...(snapshotId ? { snapshotId } : {}), ...(this.lastSnapshotId ? { parentId: this.lastSnapshotId } : {}), turnIndex, signal: this.work.signal };
   }
 
@@ -161,6 +182,7 @@ export class Invocation<S> implements AgentConnection<S> {
     this.lastGood = this.runner.snapshotState();
     this.lastFinish = finishReason;
     this.detachedRun?.turnCompleted(turn.turnIndex);
+    this.logTurn(turn, finishReason, snapshotId);
     await this.emit({ turnEnd: { ...(snapshotId ? { snapshotId } : {}), finishReason, turnIndex: turn.turnIndex } });
   }
 
@@ -187,7 +209,20 @@ export class Invocation<S> implements AgentConnection<S> {
     return turn.snapshotId!;
   }
 
+  private logTurn(turn: TurnContext, finishReason: FinishReason, snapshotId: string | undefined): void {
+    this.target.turnLog?.({
+      agent: this.target.name,
+      sessionId: this.sessionId,
+      ...(snapshotId ? { snapshotId } : {}),
+      turnIndex: turn.turnIndex,
+      finishReason,
+      detached: this.detachedRun !== undefined,
+      durationMs: Date.now() - this.turnStartedAt,
+    });
+  }
+
   private async failTurn(turn: TurnContext): Promise<void> {
+    this.logTurn(turn, "failed", undefined);
     this.runner.restore(this.lastGood);
     await this.emitChain;
     await this.emit({ turnEnd: { finishReason: "failed", turnIndex: turn.turnIndex } });

@@ -1,0 +1,164 @@
+import { create } from "@bufbuild/protobuf";
+import { ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import {
+  AbortResponseSchema,
+  AgentService,
+  ChatResponseSchema,
+  GetSnapshotResponseSchema,
+  ListAgentsResponseSchema,
+  ListSnapshotsResponseSchema,
+  RunResponseSchema,
+  RunStreamResponseSchema,
+  WatchSnapshotResponseSchema,
+  type ChatRequest,
+} from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import type { AgentInit as WireAgentInit, AgentInput as WireAgentInput } from "../../gen/ts/agentd/v1/agent_pb.js";
+import { AgentError } from "../errors/agent-error.js";
+import type { AgentConnection } from "../runtime/agent-connection.js";
+import type { AgentRegistry } from "../runtime/agent-registry.js";
+import { annotateCall } from "./call-log.js";
+import { statusForCode } from "./error-mapping.js";
+import {
+  agentInfoToWire,
+  agentInitFromWire,
+  agentInputFromWire,
+  agentOutputToWire,
+  optionalString,
+  snapshotStatusToWire,
+  snapshotToWire,
+  streamChunkToWire,
+} from "./wire/index.js";
+
+/**
+ * Registers `agentd.v1.AgentService` on a router: every RPC of the wire
+ * contract, backed by the agents in `registry`. Runtime AgentErrors become RPC
+ * statuses unchanged (see error-mapping.ts); in-band turn failures are outputs.
+ */
+export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRouter) => void {
+  const open = (init: WireAgentInit | undefined, ctx: HandlerContext) => openConnection(registry, init, ctx);
+  return (router) =>
+    router.service(AgentService, {
+      async *chat(requests, ctx) {
+        const iterator = requests[Symbol.asyncIterator]();
+        const first = await iterator.next();
+        if (first.done || !first.value.init) {
+          throw new AgentError("INVALID_ARGUMENT", "the first ChatRequest must carry init (agent name and resume source)");
+        }
+        const connection = await open(first.value.init, ctx);
+        if (first.value.input) send(connection, first.value.input);
+        void pumpInputs(iterator, connection);
+        for await (const chunk of connection.stream) {
+          if (chunk.turnEnd?.snapshotId) annotateCall(ctx, { snapshotId: chunk.turnEnd.snapshotId });
+          yield create(ChatResponseSchema, { chunk: streamChunkToWire(chunk) });
+        }
+        const output = await connection.output();
+        annotateCall(ctx, { snapshotId: output.snapshotId });
+        yield create(ChatResponseSchema, { output: agentOutputToWire(output) });
+      },
+
+      async run(request, ctx) {
+        const connection = await open(request.init, ctx);
+        send(connection, requireInput(request.input));
+        for await (const _ of connection.stream);
+        const output = await connection.output();
+        annotateCall(ctx, { snapshotId: output.snapshotId });
+        return create(RunResponseSchema, { output: agentOutputToWire(output) });
+      },
+
+      async *runStream(request, ctx) {
+        const connection = await open(request.init, ctx);
+        send(connection, requireInput(request.input));
+        for await (const chunk of connection.stream) {
+          yield create(RunStreamResponseSchema, { chunk: streamChunkToWire(chunk) });
+        }
+        const output = await connection.output();
+        annotateCall(ctx, { snapshotId: output.snapshotId });
+        yield create(RunStreamResponseSchema, { output: agentOutputToWire(output) });
+      },
+
+      async getSnapshot(request, ctx) {
+        annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId, sessionId: request.sessionId });
+        const agent = registry.get(request.agent);
+        const ref = { snapshotId: optionalString(request.snapshotId), sessionId: optionalString(request.sessionId) };
+        const snapshot = await agent.getSnapshot(ref, { headers: ctx.requestHeader });
+        annotateCall(ctx, { snapshotId: snapshot.snapshotId, sessionId: snapshot.sessionId });
+        return create(GetSnapshotResponseSchema, { snapshot: snapshotToWire(snapshot) });
+      },
+
+      async listSnapshots(request, ctx) {
+        annotateCall(ctx, { agent: request.agent, sessionId: request.sessionId });
+        const agent = registry.get(request.agent);
+        const page = await agent.listSnapshots(
+          request.sessionId,
+          { pageSize: request.pageSize, pageToken: optionalString(request.pageToken), includeState: request.includeState },
+          { headers: ctx.requestHeader },
+        );
+        return create(ListSnapshotsResponseSchema, {
+          snapshots: page.snapshots.map((s) => snapshotToWire(s, { includeState: request.includeState })),
+          nextPageToken: page.nextPageToken ?? "",
+        });
+      },
+
+      async *watchSnapshot(request, ctx) {
+        annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId });
+        const agent = registry.get(request.agent);
+        for await (const status of agent.watchSnapshot(request.snapshotId, ctx.signal, { headers: ctx.requestHeader })) {
+          yield create(WatchSnapshotResponseSchema, { snapshotId: request.snapshotId, status: snapshotStatusToWire(status) });
+        }
+      },
+
+      async abort(request, ctx) {
+        annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId });
+        const agent = registry.get(request.agent);
+        const status = await agent.abort(request.snapshotId, { headers: ctx.requestHeader });
+        return create(AbortResponseSchema, { snapshotId: request.snapshotId, status: snapshotStatusToWire(status) });
+      },
+
+      async listAgents() {
+        return create(ListAgentsResponseSchema, { agents: registry.list().map((a) => agentInfoToWire(a.descriptor())) });
+      },
+    });
+}
+
+async function openConnection(registry: AgentRegistry, wireInit: WireAgentInit | undefined, ctx: HandlerContext): Promise<AgentConnection> {
+  if (!wireInit) throw new AgentError("INVALID_ARGUMENT", "init is required (agent name and resume source)");
+  const { agent: name, init } = agentInitFromWire(wireInit);
+  annotateCall(ctx, { agent: name, sessionId: init.sessionId, snapshotId: init.snapshotId });
+  const agent = registry.get(name);
+  const connection = await agent.connect(init, { signal: ctx.signal, headers: ctx.requestHeader });
+  annotateCall(ctx, { sessionId: connection.sessionId });
+  return connection;
+}
+
+function requireInput(input: WireAgentInput | undefined): WireAgentInput {
+  if (!input) throw new AgentError("INVALID_ARGUMENT", "input is required");
+  return input;
+}
+
+/** Converts and queues one input; a rejected input ends the invocation with its error. */
+function send(connection: AgentConnection, input: WireAgentInput): void {
+  try {
+    connection.send(agentInputFromWire(input));
+  } catch (err) {
+    const error = AgentError.from(err, "INVALID_ARGUMENT");
+    connection.cancel(error);
+    throw error;
+  }
+}
+
+/** Feeds the rest of a Chat request stream into the connection; half-close means "no more input". */
+async function pumpInputs(requests: AsyncIterator<ChatRequest>, connection: AgentConnection): Promise<void> {
+  try {
+    for (;;) {
+      const next = await requests.next();
+      if (next.done) break;
+      if (next.value.init) throw new AgentError("INVALID_ARGUMENT", "init is only allowed on the first ChatRequest");
+      if (!next.value.input) throw new AgentError("INVALID_ARGUMENT", "a ChatRequest after the first must carry input");
+      send(connection, next.value.input);
+    }
+    connection.close();
+  } catch (err) {
+    const error = err instanceof ConnectError ? new AgentError(statusForCode(err.code), err.rawMessage) : AgentError.from(err, "INVALID_ARGUMENT");
+    connection.cancel(error);
+  }
+}
