@@ -153,3 +153,54 @@ func TestSendAfterOutputFailsWithFailedPrecondition(t *testing.T) {
 	_, err = conv.SendText(ctx, "too late")
 	assertCode(t, err, connect.CodeFailedPrecondition)
 }
+
+func TestCancellingASendContextAfterItsTurnKeepsTheConversation(t *testing.T) {
+	ctx := testContext(t)
+	conv, err := newClient(t).Chat(ctx, "assistant", agentd.ChatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Close()
+	turnCtx, cancel := context.WithCancel(ctx)
+	runTurn(t, turnCtx, conv, "one")
+	cancel()
+	if second := runTurn(t, ctx, conv, "two"); second.Text() != "echo: two" {
+		t.Errorf("turn after cancelling the first turn's context = %q", second.Text())
+	}
+}
+
+func TestQueuedInputsEachGetTheirOwnTurn(t *testing.T) {
+	ctx := testContext(t)
+	conv, err := newClient(t).Chat(ctx, "assistant", agentd.ChatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Close()
+	first, err := conv.SendText(ctx, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := conv.SendText(ctx, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Wait(); err != nil { // reads the first turn on the way
+		t.Fatal(err)
+	}
+	if !first.Done() || first.Text() != "echo: one" || first.Index() != 0 {
+		t.Errorf("first turn: done %v text %q index %d", first.Done(), first.Text(), first.Index())
+	}
+	if second.Text() != "echo: two" || second.Index() != 1 {
+		t.Errorf("second turn: text %q index %d", second.Text(), second.Index())
+	}
+	var replayed int
+	for _, err := range first.Chunks() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		replayed++
+	}
+	if replayed < 2 {
+		t.Errorf("replayed %d chunks of the first turn, want them all kept", replayed)
+	}
+}

@@ -157,6 +157,10 @@ func (c *Conversation) Send(ctx context.Context, input *agentdv1.AgentInput) (*T
 		c.mu.Unlock()
 		return nil, err
 	}
+	// Registered before sending, so a turn that ends at once still
+	// unregisters it: a ctx cancelled after its turn must not cancel the
+	// conversation.
+	t.stop = context.AfterFunc(ctx, c.cancel)
 	c.turns = append(c.turns, t)
 	c.mu.Unlock()
 
@@ -165,10 +169,10 @@ func (c *Conversation) Send(ctx context.Context, input *agentdv1.AgentInput) (*T
 		c.mu.Lock()
 		c.removeTurnLocked(t)
 		c.mu.Unlock()
+		t.stop()
 		return nil, c.sendError(err)
 	}
 	c.init = nil
-	t.stop = context.AfterFunc(ctx, c.cancel)
 	return t, nil
 }
 
