@@ -18,3 +18,4 @@ export {
 } from "./snapshot-order.js";
 export { FileSessionStore, type FileSessionStoreOptions } from "./file-store.js";
 export { sanitizePathPrefix } from "./file/path-prefix.js";
+export { openStoreFromUri, mongoConfigFromUri } from "./store-from-uri.js";

@@ -1,0 +1,60 @@
+import { resolve } from "node:path";
+import { AgentError } from "../src/errors/agent-error.js";
+import { FileSessionStore } from "./file-store.js";
+import { InMemorySessionStore } from "./memory-store.js";
+import type { SessionStore } from "./snapshot-store.js";
+
+/**
+ * Opens the store a URI names (the CLI's `--store`):
+ * - `memory:` — {@link InMemorySessionStore};
+ * - `file:./dir`, `file:/abs/dir` or `file:///abs/dir` — {@link FileSessionStore}
+ *   (relative paths resolve against the current directory);
+ * - `mongodb://…` / `mongodb+srv://…` — MongoSessionStore; the database is the
+ *   URI's path (default `agentd`), the query parameter `collectionPrefix` sets the
+ *   collection prefix (it is removed before the URI reaches the driver).
+ * Anything else fails with INVALID_ARGUMENT. The MongoDB driver is loaded only
+ * when a MongoDB URI is opened.
+ */
+export async function openStoreFromUri(uri: string): Promise<SessionStore> {
+  const trimmed = uri.trim();
+  if (trimmed === "memory:" || trimmed === "memory") return new InMemorySessionStore();
+  if (trimmed.startsWith("file:")) {
+    let path = trimmed.slice("file:".length);
+    if (path.startsWith("//")) path = decodeURIComponent(new URL(trimmed).pathname);
+    if (path.length === 0) {
+      throw new AgentError("INVALID_ARGUMENT", `store URI "${uri}" has no directory: use e.g. file:./.agentd/snapshots`);
+    }
+    return new FileSessionStore(resolve(process.cwd(), path));
+  }
+  if (trimmed.startsWith("mongodb://") || trimmed.startsWith("mongodb+srv://")) {
+    const { MongoSessionStore } = await import("./mongodb/mongo-store.js");
+    return new MongoSessionStore(mongoConfigFromUri(trimmed));
+  }
+  throw new AgentError(
+    "INVALID_ARGUMENT",
+    `unknown store URI "${uri}": use memory:, file:<directory> or mongodb://host[:port]/<database>[?collectionPrefix=<prefix>]`,
+  );
+}
+
+/** Splits a MongoDB URI into the driver URI (without `collectionPrefix`), database and collection prefix. */
+export function mongoConfigFromUri(uri: string): { uri: string; database: string; collectionPrefix: string } {
+  const schemeEnd = uri.indexOf("://");
+  const rest = uri.slice(schemeEnd + 3);
+  const queryStart = rest.indexOf("?");
+  const beforeQuery = queryStart >= 0 ? rest.slice(0, queryStart) : rest;
+  const query = new URLSearchParams(queryStart >= 0 ? rest.slice(queryStart + 1) : "");
+  const slash = beforeQuery.indexOf("/");
+  const hosts = slash >= 0 ? beforeQuery.slice(0, slash) : beforeQuery;
+  if (hosts.length === 0) {
+    throw new AgentError("INVALID_ARGUMENT", `invalid MongoDB URI "${uri}": no host; use e.g. mongodb://127.0.0.1:27017/agentd`);
+  }
+  const database = slash >= 0 ? decodeURIComponent(beforeQuery.slice(slash + 1)) : "";
+  if (/[/\\. "$]/.test(database)) {
+    throw new AgentError("INVALID_ARGUMENT", `invalid MongoDB database name "${database}" in store URI "${uri}"`);
+  }
+  const collectionPrefix = query.get("collectionPrefix") ?? "";
+  query.delete("collectionPrefix");
+  const driverQuery = query.toString();
+  const driverUri = `${uri.slice(0, schemeEnd + 3)}${hosts}/${database ? encodeURIComponent(database) : ""}${driverQuery ? `?${driverQuery}` : ""}`;
+  return { uri: driverUri, database: database || "agentd", collectionPrefix };
+}
