@@ -1,7 +1,10 @@
 """Detach hands the work to the server; watch follows it; abort cancels it."""
 
+import grpc
+import pytest
+
 from agentd.v1 import state_pb2
-from agentd_client import AgentClient, message_text
+from agentd_client import AgentClient, FailedPreconditionError, message_text
 
 SLOW = {"echoDelayMs": 100}
 VERY_SLOW = {"echoDelayMs": 2000}
@@ -55,3 +58,11 @@ def test_run_with_detach_returns_the_pending_snapshot(client: AgentClient):
     output = client.run("assistant", "single detached turn", detach=True, metadata=SLOW)
     assert output.finish_reason == state_pb2.FINISH_REASON_DETACHED
     assert client.wait_snapshot("assistant", output.snapshot_id, timeout=30) == state_pb2.SNAPSHOT_STATUS_COMPLETED
+
+
+def test_detach_on_a_store_without_status_subscription_raises_failed_precondition(client: AgentClient):
+    conversation = client.chat("no-subscribe")
+    conversation.send("cannot go to the background")
+    with pytest.raises(FailedPreconditionError) as info:
+        conversation.detach()
+    assert info.value.code == grpc.StatusCode.FAILED_PRECONDITION

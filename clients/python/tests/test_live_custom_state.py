@@ -49,3 +49,10 @@ def test_turn_collects_the_streamed_artifact(client: AgentClient):
         turn = conversation.send("write docs")
         turn.wait()
     assert [a.name for a in turn.artifacts] == ["tasks.md"]
+
+
+def test_live_custom_state_is_the_transformed_client_view(client: AgentClient):
+    with client.chat("redacted") as conversation:
+        conversation.send("shown").wait()
+        live = conversation.custom
+    assert live == {"visible": "shown"}
