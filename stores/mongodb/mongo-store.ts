@@ -65,6 +65,16 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     }
     this.databaseName = config.database ?? "agentd";
     this.collectionName = `${config.collectionPrefix ?? ""}snapshots`;
+    // After a lost connection comes back, make subscribers catch up (see ChangeStreamMultiplexer.resync).
+    let connectionLost = false;
+    this.client.on("connectionPoolCleared", () => {
+      connectionLost = true;
+    });
+    this.client.on("connectionPoolReady", () => {
+      if (!connectionLost) return;
+      connectionLost = false;
+      this.statusStream.resync();
+    });
     this.statusStream = new ChangeStreamMultiplexer(
       () => this.collection(),
       async (id) => {

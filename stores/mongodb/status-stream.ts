@@ -37,6 +37,7 @@ export class ChangeStreamMultiplexer {
   private running = false;
   private resumeToken: ResumeToken | undefined;
   private reopenCount = 0;
+  private readonly resyncTimers = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly collection: () => Promise<Collection<SnapshotDocument>>,
@@ -48,9 +49,35 @@ export class ChangeStreamMultiplexer {
     return this.stream !== undefined;
   }
 
-  /** How many times the stream was reopened after an error (diagnostics, tests). */
+  /** How many times the stream was reopened or resynchronised after a connection loss (diagnostics, tests). */
   get reopens(): number {
     return this.reopenCount;
+  }
+
+  /**
+   * Re-reads every subscribed row now and again 1 s and 3 s later. Called after
+   * the connection to the server was lost and is back: the driver resumes the
+   * stream with its resume token by itself, and these re-reads deliver any
+   * status change a resumed stream cannot (history lost, or an in-memory server
+   * that restarted empty and silently skips an unknown token); the version gate
+   * drops whatever was already delivered.
+   */
+  resync(): void {
+    if (!this.running) return;
+    this.reopenCount++;
+    this.rereadAll();
+    for (const ms of [1000, 3000]) {
+      const timer = setTimeout(() => {
+        this.resyncTimers.delete(timer);
+        this.rereadAll();
+      }, ms);
+      timer.unref();
+      this.resyncTimers.add(timer);
+    }
+  }
+
+  private rereadAll(): void {
+    for (const id of this.channels.keys()) void this.reread(id);
   }
 
   /** Number of subscribed channels. */
@@ -95,6 +122,8 @@ export class ChangeStreamMultiplexer {
   }
 
   private stop(): void {
+    for (const timer of this.resyncTimers) clearTimeout(timer);
+    this.resyncTimers.clear();
     this.running = false;
     this.generation++;
     this.resumeToken = undefined;
@@ -124,10 +153,10 @@ export class ChangeStreamMultiplexer {
         this.stream = stream;
         const early = await stream.tryNext(); // sends the aggregate: the stream is now established
         if (!this.live(generation)) return;
-        if (!first) this.reopenCount++;
+        if (!first) this.resync();
+        else await Promise.all([...this.channels.keys()].map((id) => this.reread(id)));
         first = false;
         delay = 50;
-        await Promise.all([...this.channels.keys()].map((id) => this.reread(id)));
         if (early) this.handle(early);
         this.resumeToken = stream.resumeToken ?? this.resumeToken;
         while (this.live(generation)) {
