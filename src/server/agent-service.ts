@@ -59,6 +59,7 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
       async run(request, ctx) {
         const connection = await open(request.init, ctx);
         send(connection, requireInput(request.input));
+        connection.close();
         for await (const _ of connection.stream);
         const output = await connection.output();
         annotateCall(ctx, { snapshotId: output.snapshotId });
@@ -68,6 +69,7 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
       async *runStream(request, ctx) {
         const connection = await open(request.init, ctx);
         send(connection, requireInput(request.input));
+        connection.close();
         for await (const chunk of connection.stream) {
           yield create(RunStreamResponseSchema, { chunk: streamChunkToWire(chunk) });
         }
