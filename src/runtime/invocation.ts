@@ -183,7 +183,7 @@ export class Invocation<S> implements AgentConnection<S> {
     this.lastFinish = finishReason;
     this.detachedRun?.turnCompleted(turn.turnIndex);
     this.logTurn(turn, finishReason, snapshotId);
-    await this.emit({ turnEnd: { ...(snapshotId ? { snapshotId } : {}), finishReason, turnIndex: turn.turnIndex } });
+    await this.emit({ turnEnd: { ...(snapshotId ? { snapshotId } : {}), finishReason, turnIndex: turn.turnIndex, sessionId: this.sessionId } });
   }
 
   private async saveTurnSnapshot(store: SessionStore<S>, turn: TurnContext, finishReason: FinishReason): Promise<string> {
@@ -225,7 +225,7 @@ export class Invocation<S> implements AgentConnection<S> {
     this.logTurn(turn, "failed", undefined);
     this.runner.restore(this.lastGood);
     await this.emitChain;
-    await this.emit({ turnEnd: { finishReason: "failed", turnIndex: turn.turnIndex } });
+    await this.emit({ turnEnd: { finishReason: "failed", turnIndex: turn.turnIndex, sessionId: this.sessionId } });
   }
 
   private responder(): Responder {

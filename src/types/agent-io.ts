@@ -41,6 +41,8 @@ export interface TurnEnd {
   snapshotId?: string;
   finishReason: FinishReason;
   turnIndex: number;
+  /** The conversation the turn belongs to. */
+  sessionId: string;
 }
 
 /** One item of an agent's output stream. Mirrors `agentd.v1.AgentStreamChunk`. */

@@ -68,6 +68,7 @@ export function turnEndToWire(turnEnd: TurnEnd): WireTurnEnd {
     snapshotId: turnEnd.snapshotId ?? "",
     finishReason: finishReasonToWire(turnEnd.finishReason),
     turnIndex: turnEnd.turnIndex,
+    sessionId: turnEnd.sessionId,
   });
 }
 
@@ -78,6 +79,7 @@ export function turnEndFromWire(turnEnd: WireTurnEnd): TurnEnd {
     ...(snapshotId ? { snapshotId } : {}),
     finishReason: finishReasonFromWire(turnEnd.finishReason) ?? "unknown",
     turnIndex: turnEnd.turnIndex,
+    sessionId: turnEnd.sessionId,
   };
 }
 

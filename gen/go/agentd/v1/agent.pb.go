@@ -410,9 +410,12 @@ func (x *ModelChunk) GetIndex() int32 {
 type TurnEnd struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The turn-end snapshot (empty for client-managed agents and failed turns).
-	SnapshotId    string       `protobuf:"bytes,1,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
-	FinishReason  FinishReason `protobuf:"varint,2,opt,name=finish_reason,json=finishReason,proto3,enum=agentd.v1.FinishReason" json:"finish_reason,omitempty"`
-	TurnIndex     int32        `protobuf:"varint,3,opt,name=turn_index,json=turnIndex,proto3" json:"turn_index,omitempty"`
+	SnapshotId   string       `protobuf:"bytes,1,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
+	FinishReason FinishReason `protobuf:"varint,2,opt,name=finish_reason,json=finishReason,proto3,enum=agentd.v1.FinishReason" json:"finish_reason,omitempty"`
+	TurnIndex    int32        `protobuf:"varint,3,opt,name=turn_index,json=turnIndex,proto3" json:"turn_index,omitempty"`
+	// The conversation the turn belongs to (lets a client resume by session even
+	// if the stream breaks before the output).
+	SessionId     string `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -466,6 +469,13 @@ func (x *TurnEnd) GetTurnIndex() int32 {
 		return x.TurnIndex
 	}
 	return 0
+}
+
+func (x *TurnEnd) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
 }
 
 // AgentStreamChunk is one item of an agent's output stream.
@@ -745,13 +755,15 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"ModelChunk\x12#\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x0f.agentd.v1.RoleR\x04role\x12)\n" +
 	"\acontent\x18\x02 \x03(\v2\x0f.agentd.v1.PartR\acontent\x12\x14\n" +
-	"\x05index\x18\x03 \x01(\x05R\x05index\"\x87\x01\n" +
+	"\x05index\x18\x03 \x01(\x05R\x05index\"\xa6\x01\n" +
 	"\aTurnEnd\x12\x1f\n" +
 	"\vsnapshot_id\x18\x01 \x01(\tR\n" +
 	"snapshotId\x12<\n" +
 	"\rfinish_reason\x18\x02 \x01(\x0e2\x17.agentd.v1.FinishReasonR\ffinishReason\x12\x1d\n" +
 	"\n" +
-	"turn_index\x18\x03 \x01(\x05R\tturnIndex\"\xec\x01\n" +
+	"turn_index\x18\x03 \x01(\x05R\tturnIndex\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\"\xec\x01\n" +
 	"\x10AgentStreamChunk\x126\n" +
 	"\vmodel_chunk\x18\x01 \x01(\v2\x15.agentd.v1.ModelChunkR\n" +
 	"modelChunk\x12@\n" +

@@ -71,14 +71,16 @@ class ModelChunk(_message.Message):
     def __init__(self, role: _Optional[_Union[_content_pb2.Role, str]] = ..., content: _Optional[_Iterable[_Union[_content_pb2.Part, _Mapping]]] = ..., index: _Optional[int] = ...) -> None: ...
 
 class TurnEnd(_message.Message):
-    __slots__ = ("snapshot_id", "finish_reason", "turn_index")
+    __slots__ = ("snapshot_id", "finish_reason", "turn_index", "session_id")
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
     TURN_INDEX_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     snapshot_id: str
     finish_reason: _state_pb2.FinishReason
     turn_index: int
-    def __init__(self, snapshot_id: _Optional[str] = ..., finish_reason: _Optional[_Union[_state_pb2.FinishReason, str]] = ..., turn_index: _Optional[int] = ...) -> None: ...
+    session_id: str
+    def __init__(self, snapshot_id: _Optional[str] = ..., finish_reason: _Optional[_Union[_state_pb2.FinishReason, str]] = ..., turn_index: _Optional[int] = ..., session_id: _Optional[str] = ...) -> None: ...
 
 class AgentStreamChunk(_message.Message):
     __slots__ = ("model_chunk", "custom_patch", "artifact", "turn_end")
