@@ -1,0 +1,20 @@
+// The agentd library: define agents, run them in-process, serve them.
+export { AgentError, type AgentErrorData, type StatusName } from "./errors/agent-error.js";
+export * from "./types/content.js";
+export * from "./types/session-state.js";
+export * from "./types/snapshot.js";
+export * from "./types/agent-io.js";
+export { Agent, isAgent, type AgentDefinition, type CallOptions } from "./runtime/agent.js";
+export { defineCustomAgent, type CustomAgentDefinition } from "./runtime/custom-agent.js";
+export type { AgentContext, AgentFn, AgentResult, Responder, TurnContext, TurnFn, TurnFnContext } from "./runtime/agent-function.js";
+export type { AgentConnection } from "./runtime/agent-connection.js";
+export { AgentRegistry, type AgentRegistryOptions } from "./runtime/agent-registry.js";
+export { Session } from "./runtime/session.js";
+export { SessionRunner } from "./runtime/session-runner.js";
+export { generateModelTurn } from "./runtime/model-turn.js";
+export { applyCustomPatch } from "./runtime/custom-patch-stream.js";
+export type { ChunkTransform, ClientTransforms, StateTransform, TransformContext } from "./runtime/state-transform.js";
+export { DEFAULT_LIVENESS, type LivenessSettings } from "./runtime/snapshot-liveness.js";
+export type { Model, ModelRequest, ModelResponse, ModelCallOptions } from "./models/model.js";
+export { EchoModel } from "./models/echo-model.js";
+export * from "../stores/index.js";
