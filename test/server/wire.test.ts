@@ -119,8 +119,8 @@ describe("stream wire", () => {
         ],
       },
       { artifact: { name: "tasks.md", parts: [{ text: "x" }] } },
-      { turnEnd: { snapshotId: "snap-1", finishReason: "stop", turnIndex: 1 } },
-      { turnEnd: { finishReason: "failed", turnIndex: 0 } },
+      { turnEnd: { snapshotId: "snap-1", finishReason: "stop", turnIndex: 1, sessionId: "sess-1" } },
+      { turnEnd: { finishReason: "failed", turnIndex: 0, sessionId: "sess-1" } },
     ];
     for (const chunk of chunks) {
       expect(streamChunkFromWire(overTheWire(AgentStreamChunkSchema, streamChunkToWire(chunk)))).toEqual(chunk);
