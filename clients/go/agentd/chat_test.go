@@ -204,3 +204,27 @@ func TestQueuedInputsEachGetTheirOwnTurn(t *testing.T) {
 		t.Errorf("replayed %d chunks of the first turn, want them all kept", replayed)
 	}
 }
+
+func TestSessionIDIsKnownAfterTheFirstTurnOfAFreshSession(t *testing.T) {
+	ctx := testContext(t)
+	client := newClient(t)
+	conv, err := client.Chat(ctx, "assistant", agentd.ChatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := runTurn(t, ctx, conv, "one")
+	sessionID := conv.SessionID()
+	if sessionID == "" {
+		t.Fatal("session ID unknown after the first TurnEnd")
+	}
+	snap, err := client.GetLatestSnapshot(ctx, "assistant", sessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.GetSnapshotId() != first.SnapshotID() {
+		t.Errorf("latest snapshot of session %q = %q, want the first turn's %q", sessionID, snap.GetSnapshotId(), first.SnapshotID())
+	}
+	if _, err := conv.Output(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

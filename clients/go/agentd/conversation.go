@@ -79,9 +79,8 @@ func (c *Client) Chat(ctx context.Context, agent string, opts ChatOptions) (*Con
 func (c *Conversation) Agent() string { return c.agent }
 
 // SessionID returns the conversation's session ID when known: the one
-// resumed, the one in the client-managed State, or the one in the output once
-// Output or Detach returned. (The streamed chunks do not carry it, so a fresh
-// session's ID is known only from the output.)
+// resumed, the one in the client-managed State, or, for a fresh session, the
+// one the first TurnEnd (or the output) carries.
 func (c *Conversation) SessionID() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -324,6 +323,9 @@ func (c *Conversation) dispatch(chunk *agentdv1.AgentStreamChunk) {
 	end := chunk.GetTurnEnd()
 	if end != nil && end.GetSnapshotId() != "" {
 		c.snapshotID = end.GetSnapshotId()
+	}
+	if end != nil && end.GetSessionId() != "" {
+		c.sessionID = end.GetSessionId()
 	}
 	if len(c.turns) == 0 {
 		return
