@@ -78,11 +78,6 @@ class AsyncAgentClient:
         """Opens a conversation with ``agent`` (sources as in ``AgentClient.chat``)."""
         init = build_init(agent, session_id=session_id, snapshot_id=snapshot_id, state=state)
         conversation = AsyncConversation(self._stub, init, metadata=self._metadata, timeout=timeout)
-
-        async def lookup(snap_id: str) -> str:
-            return (await self.get_snapshot(agent, snap_id)).session_id
-
-        conversation._session_lookup_async = lookup
         return conversation
 
     async def run(

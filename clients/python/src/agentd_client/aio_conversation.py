@@ -67,7 +67,6 @@ class AsyncConversation(ConversationCore):
         self._init: Optional[agent_pb2.AgentInit] = init
         self._call: grpc.aio.StreamStreamCall = stub.Chat(metadata=metadata, timeout=timeout)
         self._read_lock = asyncio.Lock()
-        self._session_lookup_async: Any = None
 
     async def send(
         self, input: Optional[InputLike] = None, *, metadata: Optional[Dict[str, Any]] = None
@@ -107,13 +106,6 @@ class AsyncConversation(ConversationCore):
         while self._output is None:
             await self._read_next()
         return self._output
-
-    async def session_id_async(self) -> Optional[str]:
-        """Like ``session_id``, but the lookup for a fresh session (before the output) is
-        awaited instead of skipped."""
-        if self._session_id is None and self._snapshot_id and self._session_lookup_async:
-            self._session_id = (await self._session_lookup_async(self._snapshot_id)) or None
-        return self._session_id
 
     def close(self) -> None:
         """Cancels the call unless the conversation already ended. Idempotent."""

@@ -102,9 +102,6 @@ class AgentClient:
         """
         init = build_init(agent, session_id=session_id, snapshot_id=snapshot_id, state=state)
         conversation = Conversation(self._stub, init, metadata=self._metadata, timeout=timeout)
-        conversation._session_lookup = lambda snap_id: self.get_snapshot(
-            agent, snapshot_id=snap_id
-        ).session_id
         return conversation
 
     def run(

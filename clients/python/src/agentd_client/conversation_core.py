@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable, Deque, Optional
+from typing import Any, Deque, Optional
 
 from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
@@ -42,7 +42,6 @@ class ConversationCore:
         self._output: Optional[agent_pb2.AgentOutput] = None
         self._error: Optional[AgentdError] = None
         self._input_closed = False
-        self._session_lookup: Optional[Callable[[str], str]] = None
 
     @property
     def custom(self) -> Any:
@@ -70,10 +69,8 @@ class ConversationCore:
 
     @property
     def session_id(self) -> Optional[str]:
-        """The session ID: from the resume source, the final output, or - for a fresh
-        server-managed session before the output - looked up once from the latest snapshot."""
-        if self._session_id is None and self._snapshot_id and self._session_lookup:
-            self._session_id = self._session_lookup(self._snapshot_id) or None
+        """The session ID: from the resume source, or - for a fresh session - from the
+        first TurnEnd (or the output)."""
         return self._session_id
 
     def _ensure_accepting_input(self) -> None:
@@ -102,6 +99,8 @@ class ConversationCore:
             if chunk.HasField("turn_end"):
                 if chunk.turn_end.snapshot_id:
                     self._snapshot_id = chunk.turn_end.snapshot_id
+                if chunk.turn_end.session_id:
+                    self._session_id = chunk.turn_end.session_id
                 if head is not None:
                     self._pending.popleft()
         if response.HasField("output"):
