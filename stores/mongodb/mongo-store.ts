@@ -66,15 +66,24 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     this.databaseName = config.database ?? "agentd";
     this.collectionName = `${config.collectionPrefix ?? ""}snapshots`;
     // After a lost connection comes back, make subscribers catch up (see ChangeStreamMultiplexer.resync).
+    // The driver resumes change streams by itself, often without clearing the pool, so any
+    // connection failure counts as a loss and the next established connection as the recovery.
     let connectionLost = false;
-    this.client.on("connectionPoolCleared", () => {
+    const lost = (): void => {
       connectionLost = true;
-    });
-    this.client.on("connectionPoolReady", () => {
+    };
+    const recovered = (): void => {
       if (!connectionLost) return;
       connectionLost = false;
       this.statusStream.resync();
+    };
+    this.client.on("connectionPoolCleared", lost);
+    this.client.on("connectionCheckOutFailed", lost);
+    this.client.on("connectionClosed", (event) => {
+      if (event.reason === "error") lost();
     });
+    this.client.on("connectionReady", recovered);
+    this.client.on("connectionPoolReady", recovered);
     this.statusStream = new ChangeStreamMultiplexer(
       () => this.collection(),
       async (id) => {

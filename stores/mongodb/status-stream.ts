@@ -21,6 +21,9 @@ const PIPELINE = [
   { $project: { "fullDocument.data": 0 } },
 ];
 
+/** Pause after an empty getMore batch (bounds the extra delivery latency). */
+const IDLE_PAUSE_MS = 25;
+
 /**
  * One change stream per store instance, multiplexed to every status
  * subscriber by snapshot ID. Opened lazily with the first subscriber, closed
@@ -160,9 +163,13 @@ export class ChangeStreamMultiplexer {
         if (early) this.handle(early);
         this.resumeToken = stream.resumeToken ?? this.resumeToken;
         while (this.live(generation)) {
-          const change = await stream.next();
-          this.handle(change);
+          // One getMore per call (a real server holds it up to maxAwaitTimeMS); after an empty
+          // batch pause briefly, so a server that answers getMore at once (mongo-java-server)
+          // is polled ~40 times a second instead of in a tight loop.
+          const change = await stream.tryNext();
           this.resumeToken = stream.resumeToken ?? this.resumeToken;
+          if (change) this.handle(change);
+          else await new Promise((resolve) => setTimeout(resolve, IDLE_PAUSE_MS));
         }
       } catch (err) {
         if (!this.live(generation)) return;
