@@ -1,0 +1,152 @@
+import { createClient, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
+import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import {
+  agentInfoFromWire,
+  agentInitToWire,
+  agentInputToWire,
+  agentOutputFromWire,
+  snapshotFromWire,
+  snapshotStatusFromWire,
+} from "../server/wire/index.js";
+import type { AgentDescriptor, AgentInput, AgentOutput } from "../types/agent-io.js";
+import { userText } from "../types/content.js";
+import type { AgentInit } from "../types/session-state.js";
+import { isTerminalStatus, type SessionSnapshot, type SnapshotStatus } from "../types/snapshot.js";
+import { Code } from "@connectrpc/connect";
+import { clientError, toClientError } from "./client-errors.js";
+import { Conversation, type ConversationInput } from "./conversation.js";
+
+/** Which snapshot `getSnapshot` reads: one by ID, or a session's latest. */
+export type SnapshotRef = { snapshotId: string; sessionId?: string } | { sessionId: string; snapshotId?: undefined };
+
+/** Paging and shape of `listSnapshots`. */
+export interface ListSnapshotsOptions {
+  /** At most this many snapshots (server default 50, max 1000). */
+  pageSize?: number;
+  /** From a previous page's `nextPageToken`. */
+  pageToken?: string;
+  /** Include each snapshot's (transformed) state. */
+  includeState?: boolean;
+}
+
+/** One page of a session's snapshots, newest first. */
+export interface SnapshotPage {
+  snapshots: SessionSnapshot[];
+  /** Pass as `pageToken` for the next page; absent on the last page. */
+  nextPageToken?: string;
+}
+
+/**
+ * A typed agentd client over any Connect `Transport`, speaking the plain
+ * runtime types (`src/types/*`), never protobuf classes.
+ *
+ * Errors: every method rejects (or throws) with a `ConnectError` from
+ * `@connectrpc/connect`; compare `err.code` with `Code` — e.g. `Code.NotFound`
+ * for an unknown agent, session or snapshot, `Code.FailedPrecondition` for a
+ * state sent to a server-managed agent or an ID sent to a client-managed one,
+ * `Code.InvalidArgument` for a malformed request. In-band agent failures do
+ * not reject: the output has `finishReason: "failed"` and `error`.
+ */
+export class AgentClient {
+  /** The generated connect-es client, for calls this wrapper does not cover. */
+  readonly rpc: Client<typeof AgentService>;
+
+  /** Wraps a transport (see `createAgentClient`, `createNodeTransport`, `createBrowserTransport`). */
+  constructor(transport: Transport) {
+    this.rpc = createClient(AgentService, transport);
+  }
+
+  /**
+   * Opens a multi-turn conversation (bidi Chat; needs HTTP/2, so Node with
+   * gRPC or Connect over HTTP/2). `source` picks where it starts: `{}` a fresh
+   * session, `{ sessionId }` the session's latest snapshot, `{ snapshotId }`
+   * that snapshot (server-managed agents), `{ state }` a client-held state
+   * (client-managed agents). Source errors (unknown agent, wrong source kind)
+   * surface on the first turn and on `output()`.
+   */
+  chat<S = unknown>(agent: string, source: AgentInit<S> = {}, options?: CallOptions): Conversation<S> {
+    return new Conversation<S>(this.rpc, agent, source, options);
+  }
+
+  /** One turn (Run): sends `input` (a string is a user text) from `source` and resolves with the output. */
+  async run<S = unknown>(agent: string, input: ConversationInput, source: AgentInit<S> = {}, options?: CallOptions): Promise<AgentOutput<S>> {
+    return call(async () => {
+      const response = await this.rpc.run({ init: agentInitToWire(agent, source), input: agentInputToWire(toInput(input)) }, options);
+      if (!response.output) throw clientError(Code.DataLoss, "the Run response carried no output");
+      return agentOutputFromWire(response.output) as AgentOutput<S>;
+    });
+  }
+
+  /** Reads a snapshot by ID (`sessionId`, if also given, is asserted), or a session's latest snapshot. */
+  async getSnapshot(agent: string, ref: SnapshotRef, options?: CallOptions): Promise<SessionSnapshot> {
+    return call(async () => {
+      const response = await this.rpc.getSnapshot({ agent, snapshotId: ref.snapshotId ?? "", sessionId: ref.sessionId ?? "" }, options);
+      if (!response.snapshot) throw clientError(Code.DataLoss, "the GetSnapshot response carried no snapshot");
+      return snapshotFromWire(response.snapshot);
+    });
+  }
+
+  /** One page of a session's snapshots, newest first (without state unless `includeState`). */
+  async listSnapshots(agent: string, sessionId: string, page: ListSnapshotsOptions = {}, options?: CallOptions): Promise<SnapshotPage> {
+    return call(async () => {
+      const response = await this.rpc.listSnapshots(
+        { agent, sessionId, pageSize: page.pageSize ?? 0, pageToken: page.pageToken ?? "", includeState: page.includeState ?? false },
+        options,
+      );
+      return {
+        snapshots: response.snapshots.map(snapshotFromWire),
+        ...(response.nextPageToken ? { nextPageToken: response.nextPageToken } : {}),
+      };
+    });
+  }
+
+  /**
+   * The snapshot's status now and on every change, ending after a terminal
+   * status (`completed`, `failed`, `aborted`, `expired`). Stop early with
+   * `options.signal` (the iteration then throws `Code.Canceled`) or by
+   * breaking out of the loop.
+   */
+  async *watchSnapshot(agent: string, snapshotId: string, options?: CallOptions): AsyncGenerator<SnapshotStatus, void, undefined> {
+    try {
+      for await (const response of this.rpc.watchSnapshot({ agent, snapshotId }, options)) {
+        const status = snapshotStatusFromWire(response.status);
+        if (!status) continue;
+        yield status;
+        if (isTerminalStatus(status)) return;
+      }
+    } catch (err) {
+      throw toClientError(err);
+    }
+  }
+
+  /**
+   * Aborts a pending (detached) snapshot, cancelling its background work.
+   * Resolves with `"aborted"` on success, or the existing status of a snapshot
+   * that was already terminal.
+   */
+  async abort(agent: string, snapshotId: string, options?: CallOptions): Promise<SnapshotStatus> {
+    return call(async () => {
+      const response = await this.rpc.abort({ agent, snapshotId }, options);
+      const status = snapshotStatusFromWire(response.status);
+      if (!status) throw clientError(Code.DataLoss, "the Abort response carried no status");
+      return status;
+    });
+  }
+
+  /** Describes every agent the server serves. */
+  async listAgents(options?: CallOptions): Promise<AgentDescriptor[]> {
+    return call(async () => (await this.rpc.listAgents({}, options)).agents.map(agentInfoFromWire));
+  }
+}
+
+function toInput(input: ConversationInput): AgentInput {
+  return typeof input === "string" ? { message: userText(input) } : input;
+}
+
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw toClientError(err);
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * The agentd TypeScript client (package subpath `agentd/client`).
+ *
+ * Node.js: `createAgentClient(url, { protocol: "grpc" | "connect" | "grpc-web" })`.
+ * Browsers: bundlers resolving the `browser` export condition get
+ * `./browser.ts` instead, whose `createAgentClient` uses fetch-based
+ * transports and never imports Node modules.
+ *
+ * All errors are `ConnectError`s; compare `err.code` with {@link Code}.
+ */
+export { Code, ConnectError } from "@connectrpc/connect";
+export { AgentClient, type ListSnapshotsOptions, type SnapshotPage, type SnapshotRef } from "./agent-client.js";
+export { createBrowserTransport, type BrowserProtocol, type BrowserTransportOptions } from "./browser-transport.js";
+export { ERROR_DETAILS_METADATA_KEY, errorDetails } from "./client-errors.js";
+export { Conversation, type ConversationInput } from "./conversation.js";
+export { createAgentClient, type AgentClientOptions } from "./create-agent-client.js";
+export { createNodeTransport, type ClientProtocol, type NodeTransportOptions } from "./node-transport.js";
+export { Turn } from "./turn.js";
+export * from "./public-types.js";

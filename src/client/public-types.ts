@@ -1,0 +1,19 @@
+/**
+ * The plain runtime types the client speaks (re-exported so client code needs
+ * only `agentd/client`), plus the helpers to build inputs.
+ */
+export type { AgentErrorData, StatusName } from "../errors/agent-error.js";
+export type {
+  AgentDescriptor,
+  AgentInput,
+  AgentOutput,
+  AgentStreamChunk,
+  JsonPatchOperation,
+  ModelChunk,
+  StateManagement,
+  ToolResume,
+  TurnEnd,
+} from "../types/agent-io.js";
+export { messageText, userText, type Artifact, type Message, type Part, type Role } from "../types/content.js";
+export type { AgentInit, SessionState } from "../types/session-state.js";
+export { isTerminalStatus, type FinishReason, type SessionSnapshot, type SnapshotStatus } from "../types/snapshot.js";

@@ -1,0 +1,105 @@
+import type { ConnectError } from "@connectrpc/connect";
+import type { AgentStreamChunk, TurnEnd } from "../types/agent-io.js";
+
+/**
+ * One turn of a {@link Conversation}, as returned by `conversation.send()`.
+ *
+ * - Iterate it (`for await (const chunk of turn)`) for the turn's chunks in
+ *   order: model chunks, custom-state patches, artifacts, and last the TurnEnd
+ *   chunk. Chunks are buffered from the moment they arrive, so a turn can be
+ *   read late, and read more than once (each iteration replays from the start).
+ * - Await it (`await turn`, or `turn.end`) for its {@link TurnEnd}: resolves
+ *   when the TurnEnd chunk arrives. A turn that failed in-band still resolves,
+ *   with `finishReason: "failed"` (the error is in the conversation's output).
+ * - It rejects (and its iteration throws) with a `ConnectError` when the call
+ *   fails, when the conversation is closed, or with `Code.Canceled` when the
+ *   conversation was detached before this turn ended.
+ */
+export class Turn implements AsyncIterable<AgentStreamChunk>, PromiseLike<TurnEnd> {
+  /** Resolves with the turn's TurnEnd (see the class description for rejections). */
+  readonly end: Promise<TurnEnd>;
+  private readonly chunks: AgentStreamChunk[] = [];
+  private waiters: (() => void)[] = [];
+  private settled = false;
+  private failure: ConnectError | undefined;
+  private resolveEnd!: (turnEnd: TurnEnd) => void;
+  private rejectEnd!: (err: ConnectError) => void;
+
+  /** Created by the conversation; not meant to be constructed by callers. */
+  constructor() {
+    this.end = new Promise<TurnEnd>((resolve, reject) => {
+      this.resolveEnd = resolve;
+      this.rejectEnd = reject;
+    });
+    this.end.catch(() => {}); // a turn nobody awaits must not surface as an unhandled rejection
+  }
+
+  /** True once the turn ended (TurnEnd received) or failed. */
+  get done(): boolean {
+    return this.settled;
+  }
+
+  /** The chunks received so far (a copy). */
+  get received(): AgentStreamChunk[] {
+    return [...this.chunks];
+  }
+
+  /** Awaiting a turn awaits its TurnEnd. */
+  then<R1 = TurnEnd, R2 = never>(
+    onfulfilled?: ((value: TurnEnd) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    return this.end.then(onfulfilled, onrejected);
+  }
+
+  /** The concatenated text of the turn's model chunks, once the turn ended. */
+  async text(): Promise<string> {
+    await this.end;
+    return this.chunks
+      .flatMap((c) => c.modelChunk?.content ?? [])
+      .map((p) => p.text ?? "")
+      .join("");
+  }
+
+  /** Replays the buffered chunks, then the live ones, ending after the TurnEnd chunk. */
+  async *[Symbol.asyncIterator](): AsyncIterator<AgentStreamChunk> {
+    let next = 0;
+    for (;;) {
+      if (next < this.chunks.length) {
+        yield this.chunks[next++]!;
+        continue;
+      }
+      if (this.settled) {
+        if (this.failure) throw this.failure;
+        return;
+      }
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
+  /** Records a chunk; a chunk carrying `turnEnd` ends the turn. Ignored once settled. */
+  push(chunk: AgentStreamChunk): void {
+    if (this.settled) return;
+    this.chunks.push(chunk);
+    if (chunk.turnEnd) {
+      this.settled = true;
+      this.resolveEnd(chunk.turnEnd);
+    }
+    this.wake();
+  }
+
+  /** Fails the turn (no TurnEnd will come). Ignored once settled. */
+  fail(err: ConnectError): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.failure = err;
+    this.rejectEnd(err);
+    this.wake();
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+}
