@@ -1,0 +1,57 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { FileSessionStore } from "../../stores/file-store.js";
+import { InMemorySessionStore } from "../../stores/memory-store.js";
+import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
+import { mongoConfigFromUri, openStoreFromUri } from "../../stores/store-from-uri.js";
+
+describe("openStoreFromUri", () => {
+  it("opens the memory store for memory:", async () => {
+    expect(await openStoreFromUri("memory:")).toBeInstanceOf(InMemorySessionStore);
+  });
+
+  it("opens the file store in a directory relative to the current directory", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "agentd-uri-"));
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      const store = await openStoreFromUri("file:./snaps");
+      expect(store).toBeInstanceOf(FileSessionStore);
+      expect((store as FileSessionStore).directory).toBe(join(process.cwd(), "snaps"));
+    } finally {
+      process.chdir(cwd);
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("opens the MongoDB store for a mongodb:// URI without connecting", async () => {
+    const store = await openStoreFromUri("mongodb://127.0.0.1:1/app?collectionPrefix=t_");
+    expect(store).toBeInstanceOf(MongoSessionStore);
+    await store.close?.();
+  });
+
+  it("rejects an unknown scheme with INVALID_ARGUMENT naming the supported ones", async () => {
+    await expect(openStoreFromUri("redis://localhost")).rejects.toMatchObject({
+      status: "INVALID_ARGUMENT",
+      message: expect.stringContaining("memory:, file:<directory> or mongodb://"),
+    });
+  });
+
+  it("takes the database from the URI path and strips collectionPrefix from the driver URI", () => {
+    expect(mongoConfigFromUri("mongodb://u:p@h1:1,h2:2/mydb?replicaSet=rs&collectionPrefix=t1_")).toEqual({
+      uri: "mongodb://u:p@h1:1,h2:2/mydb?replicaSet=rs",
+      database: "mydb",
+      collectionPrefix: "t1_",
+    });
+  });
+
+  it("defaults the database to agentd and the collection prefix to empty", () => {
+    expect(mongoConfigFromUri("mongodb+srv://cluster.example")).toEqual({
+      uri: "mongodb+srv://cluster.example/",
+      database: "agentd",
+      collectionPrefix: "",
+    });
+  });
+});
