@@ -1,0 +1,67 @@
+import { stat } from "node:fs/promises";
+import { isAbsolute, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { isAgent, type Agent } from "../runtime/agent.js";
+
+/** An agents module that cannot be used; the message names the module and the fix. */
+export class AgentModuleError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "AgentModuleError";
+  }
+}
+
+/**
+ * Every Agent a module exports: the default export (an agent or an array of
+ * agents) and every named export that is an agent or an array of agents, each
+ * instance once, in export order. Agents are recognised by their brand
+ * (`__agentdAgent`), so modules that import agentd through another path work.
+ */
+export function collectAgents(moduleNamespace: Record<string, unknown>): Agent<unknown>[] {
+  const found: Agent<unknown>[] = [];
+  const add = (value: unknown): void => {
+    if (isAgent(value) && !found.includes(value)) found.push(value);
+  };
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) value.forEach(add);
+    else add(value);
+  };
+  if ("default" in moduleNamespace) visit(moduleNamespace.default);
+  for (const [name, value] of Object.entries(moduleNamespace)) if (name !== "default") visit(value);
+  return found;
+}
+
+/**
+ * Imports each module (a path relative to `cwd`, an absolute path, or a
+ * package specifier) and returns the agents they export, in order.
+ * Throws {@link AgentModuleError} for a missing file, an import that throws,
+ * or a module that exports no agents.
+ */
+export async function loadAgentModules(specifiers: readonly string[], cwd: string = process.cwd()): Promise<Agent<unknown>[]> {
+  const agents: Agent<unknown>[] = [];
+  for (const specifier of specifiers) {
+    const looksLikePath = specifier.startsWith(".") || isAbsolute(specifier) || /\.[cm]?[jt]sx?$/.test(specifier);
+    let target = specifier;
+    if (looksLikePath) {
+      const path = resolve(cwd, specifier);
+      const info = await stat(path).catch(() => undefined);
+      if (!info?.isFile()) throw new AgentModuleError(`agents module "${specifier}" not found (looked for ${path})`);
+      target = pathToFileURL(path).href;
+    }
+    let namespace: Record<string, unknown>;
+    try {
+      namespace = (await import(target)) as Record<string, unknown>;
+    } catch (err) {
+      const reason = err instanceof Error ? err.message.split("\n")[0] : String(err);
+      throw new AgentModuleError(`agents module "${specifier}" failed to load: ${reason}`, { cause: err });
+    }
+    const exported = collectAgents(namespace);
+    if (exported.length === 0) {
+      throw new AgentModuleError(
+        `agents module "${specifier}" exports no agents: export Agent instances (e.g. from defineCustomAgent) as default, an array, or named exports`,
+      );
+    }
+    agents.push(...exported);
+  }
+  return agents;
+}

@@ -1,0 +1,80 @@
+import { readFileSync } from "node:fs";
+import { parseCommandLine, USAGE, UsageError } from "./args.js";
+import { startServe, type ServeInstance } from "./serve-command.js";
+
+/** Exit code for a start-up failure (bad flag, unreadable module, port in use, bad store). */
+export const EXIT_STARTUP_FAILURE = 2;
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}
+
+/** One line explaining a start-up failure. */
+function describeStartupError(err: unknown): string {
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e?.code === "EADDRINUSE") return `port ${e.port} on ${e.address} is already in use; pick another with --port (0 = any free port)`;
+  if (e?.code === "EADDRNOTAVAIL") return `cannot bind ${e.address}: no such local address; check --host`;
+  if (e?.code === "EACCES" && e.syscall === "listen") return `not allowed to bind port ${e.port}; use a port above 1023`;
+  if (err instanceof Error) return err.message.split("\n")[0];
+  return String(err);
+}
+
+/**
+ * Runs the agentd CLI: `agentd serve ...` starts the server and keeps running
+ * until SIGTERM/SIGINT, then shuts down gracefully and exits 0 (a second
+ * signal exits 1 at once). Start-up failures print one line to stderr and
+ * exit 2.
+ */
+export async function main(argv: readonly string[]): Promise<void> {
+  let command;
+  try {
+    command = parseCommandLine(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`agentd: ${err.message}\n`);
+    process.exit(EXIT_STARTUP_FAILURE);
+  }
+  if (command.kind === "help") {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (command.kind === "version") {
+    process.stdout.write(`${version()}\n`);
+    return;
+  }
+  // Signal handlers go in before the server starts, so a signal that arrives
+  // right after the listening line (or during start-up) is never missed.
+  const drainMs = command.config.drainMs;
+  let instance: ServeInstance | undefined;
+  let signalled: NodeJS.Signals | undefined;
+  const shutDown = (ready: ServeInstance, signal: NodeJS.Signals): void => {
+    ready.logger.info({ signal, drainMs }, "agentd shutting down");
+    ready.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        ready.logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (signalled) {
+      process.stderr.write(`agentd: second ${signal}: exiting without draining\n`);
+      process.exit(1);
+    }
+    signalled = signal;
+    if (instance) shutDown(instance, signal);
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  try {
+    instance = await startServe(command.config);
+  } catch (err) {
+    process.stderr.write(`agentd: ${describeStartupError(err)}\n`);
+    process.exit(EXIT_STARTUP_FAILURE);
+  }
+  if (signalled) shutDown(instance, signalled);
+}
+
+await main(process.argv.slice(2));

@@ -1,0 +1,94 @@
+import { stat } from "node:fs/promises";
+import { resolve } from "node:path";
+import { pino, type Logger } from "pino";
+import { openStoreFromUri } from "../../stores/store-from-uri.js";
+import type { SessionStore } from "../../stores/snapshot-store.js";
+import { exampleAgents } from "../examples/example-agents.js";
+import { AgentRegistry } from "../runtime/agent-registry.js";
+import { agentServiceRoutes } from "../server/agent-service.js";
+import { startServer, type RunningServer } from "../server/server.js";
+import type { ServeConfig } from "./args.js";
+import { loadAgentModules } from "./load-agents.js";
+
+/** A started `agentd serve`: the server plus what shutdown must release. */
+export interface ServeInstance {
+  readonly server: RunningServer;
+  readonly registry: AgentRegistry;
+  readonly logger: Logger;
+  /**
+   * Graceful stop: the port stops accepting and in-flight RPCs and detached
+   * work get `drainMs` to finish (then are cancelled), then the store closes.
+   * Idempotent.
+   */
+  stop(): Promise<void>;
+}
+
+/** A store URI with any password replaced by `***`, safe to log. */
+export function redactStoreUri(uri: string): string {
+  return uri.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]+):[^@/]*@/i, "$1:***@");
+}
+
+/**
+ * Starts agentd as configured: opens the store, registers the example agents
+ * and the agents of every module, starts the server and logs the
+ * `agentd listening` line (host, port, url, store, agents). Rejects (after
+ * releasing whatever it opened) when anything fails to start.
+ */
+export async function startServe(config: ServeConfig, logger: Logger = createCliLogger(config.logLevel)): Promise<ServeInstance> {
+  if (config.promptsDir !== undefined) {
+    const dir = resolve(config.promptsDir);
+    const info = await stat(dir).catch(() => undefined);
+    if (!info?.isDirectory()) throw new Error(`--prompts directory "${config.promptsDir}" does not exist (looked for ${dir})`);
+  }
+  const userAgents = await loadAgentModules(config.agentModules);
+  let store: SessionStore | undefined;
+  try {
+    store = await openStoreFromUri(config.store);
+    const registry = new AgentRegistry({
+      defaultStore: store,
+      echoDelayMs: config.echoDelayMs,
+      turnLog: (fields) => logger.info(fields, "turn"),
+    });
+    for (const agent of [...exampleAgents(), ...userAgents]) registry.register(agent);
+    const server = await startServer({
+      host: config.host,
+      port: config.port,
+      logger,
+      maxMessageBytes: config.maxMessageBytes,
+      registerAgentService: agentServiceRoutes(registry),
+    });
+    logger.info(
+      {
+        host: server.host,
+        port: server.port,
+        url: server.url,
+        store: redactStoreUri(config.store),
+        agents: registry.list().map((a) => a.name),
+        ...(config.promptsDir !== undefined ? { prompts: config.promptsDir } : {}),
+      },
+      "agentd listening",
+    );
+    const openStore = store;
+    let stopping: Promise<void> | undefined;
+    const stop = (): Promise<void> => {
+      stopping ??= (async () => {
+        const [, cancelled] = await Promise.all([
+          server.close({ graceMs: config.drainMs }),
+          registry.background.drain(config.drainMs),
+        ]);
+        if (cancelled > 0) logger.warn({ cancelled }, "background work cancelled at shutdown (rows stay pending)");
+        await openStore.close?.();
+      })();
+      return stopping;
+    };
+    return { server, registry, logger, stop };
+  } catch (err) {
+    await store?.close?.().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The CLI's logger: JSON lines on stdout, written synchronously so nothing is lost at exit. */
+export function createCliLogger(level: string): Logger {
+  return pino({ level, base: { pid: process.pid } }, pino.destination({ dest: 1, sync: true }));
+}

@@ -1,0 +1,137 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+/** The repository root (where package.json and src/cli/main.ts live). */
+export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+/** Options for {@link startAgentd}. */
+export interface StartAgentdOptions {
+  /** Extra CLI arguments after `serve --port 0 --store memory:` (later flags win, e.g. `--store file:...`). */
+  args?: string[];
+  /** Extra environment variables. */
+  env?: NodeJS.ProcessEnv;
+  /** Working directory; default the repository root. */
+  cwd?: string;
+  /** How long to wait for the listening line; default 30 s. */
+  startupTimeoutMs?: number;
+}
+
+/** A running `agentd serve` process. */
+export interface AgentdProcess {
+  /** The port it listens on. */
+  readonly port: number;
+  /** `host:port`, for grpcurl and gRPC dialers. */
+  readonly target: string;
+  /** The `url` of its listening line, e.g. `http://127.0.0.1:40123`. */
+  readonly url: string;
+  /** Base URL for Connect / gRPC-Web / gRPC transports (same as url). */
+  readonly baseUrl: string;
+  /** The child process. */
+  readonly proc: ChildProcess;
+  /** The parsed `agentd listening` log line. */
+  readonly listening: Record<string, unknown>;
+  /**
+   * Sends `signal` (default SIGTERM) and resolves with the exit code once the
+   * process has exited (SIGKILL after `killAfterMs`, default 15 s). Resolves
+   * at once with the code if it already exited.
+   */
+  stop(signal?: NodeJS.Signals, killAfterMs?: number): Promise<number | null>;
+  /** Everything written to stdout and stderr so far. */
+  logs(): string;
+  /** stdout lines that are JSON log records, parsed. */
+  logLines(): Record<string, unknown>[];
+}
+
+function nodeBinary(): string {
+  const local = `${REPO_ROOT}node_modules/.bin/node`;
+  return existsSync(local) ? local : process.execPath;
+}
+
+/**
+ * Spawns `node --import tsx src/cli/main.ts serve --port 0 --store memory:
+ * ...args` (one process, so signals reach the server directly), waits for
+ * its `agentd listening` line and returns a handle. Rejects with the
+ * collected output if the process exits or stays silent first.
+ */
+export async function startAgentd(options: StartAgentdOptions = {}): Promise<AgentdProcess> {
+  const argv = ["--import", "tsx", `${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", "memory:", ...(options.args ?? [])];
+  const proc = spawn(nodeBinary(), argv, {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  let stdoutText = "";
+  let exitCode: number | null | undefined;
+  const exited = new Promise<number | null>((resolve) => {
+    proc.once("exit", (code, signal) => {
+      exitCode = code ?? (signal ? null : code);
+      resolve(exitCode);
+    });
+  });
+
+  const listening = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill("SIGKILL");
+      reject(new Error(`agentd did not log "agentd listening" within ${options.startupTimeoutMs ?? 30_000} ms:\n${output}`));
+    }, options.startupTimeoutMs ?? 30_000);
+    let pending = "";
+    proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk;
+      stdoutText += chunk;
+      pending += chunk;
+      let newline;
+      while ((newline = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        const record = parseJson(line);
+        if (record?.msg === "agentd listening") {
+          clearTimeout(timer);
+          resolve(record);
+        }
+      }
+    });
+    proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk;
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`agentd exited with code ${code} before listening:\n${output}`));
+    });
+  });
+
+  const port = listening.port as number;
+  const url = (listening.url as string) ?? `http://127.0.0.1:${port}`;
+  return {
+    port,
+    target: `127.0.0.1:${port}`,
+    url,
+    baseUrl: url,
+    proc,
+    listening,
+    stop: async (signal = "SIGTERM", killAfterMs = 15_000) => {
+      if (exitCode !== undefined) return exitCode;
+      proc.kill(signal);
+      const timer = setTimeout(() => proc.kill("SIGKILL"), killAfterMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+    logs: () => output,
+    logLines: () =>
+      stdoutText
+        .split("\n")
+        .map(parseJson)
+        .filter((r): r is Record<string, unknown> => r !== undefined),
+  };
+}
+
+function parseJson(line: string): Record<string, unknown> | undefined {
+  if (!line.startsWith("{")) return undefined;
+  try {
+    return JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,138 @@
+import { execFile } from "node:child_process";
+import { createServer, type Server } from "node:net";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { REPO_ROOT, startAgentd } from "../harness/agentd-process.js";
+import { GRPCURL } from "./test-server.js";
+
+const NODE = `${REPO_ROOT}node_modules/.bin/node`;
+
+/** Runs the CLI to completion (for commands that exit on their own). */
+async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(NODE, ["--import", "tsx", "src/cli/main.ts", ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+      timeout: 30_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe("agentd serve (a real process)", () => {
+  it("logs one listening line with host, port, url, store and the example agents", async () => {
+    const agentd = await startAgentd();
+    try {
+      expect(agentd.listening).toMatchObject({
+        host: "127.0.0.1",
+        url: `http://127.0.0.1:${agentd.port}`,
+        store: "memory:",
+        agents: ["assistant", "tasks"],
+      });
+      expect(agentd.port).toBeGreaterThan(0);
+    } finally {
+      await agentd.stop();
+    }
+  });
+
+  it("answers grpcurl list and a Connect call over HTTP/1.1 on the same port", async () => {
+    const agentd = await startAgentd();
+    try {
+      const { stdout } = await promisify(execFile)(GRPCURL, ["-plaintext", agentd.target, "list"]);
+      expect(stdout).toContain("agentd.v1.AgentService");
+      const res = await fetch(`${agentd.baseUrl}/agentd.v1.AgentService/ListAgents`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
+      const body = (await res.json()) as { agents: { name: string }[] };
+      expect(body.agents.map((a) => a.name)).toEqual(["assistant", "tasks"]);
+    } finally {
+      await agentd.stop();
+    }
+  });
+
+  it("serves the agents a TypeScript module exports next to the examples", async () => {
+    const agentd = await startAgentd({ args: ["test/fixtures/agents.ts"] });
+    try {
+      expect(agentd.listening.agents).toEqual(expect.arrayContaining(["assistant", "tasks", "notes", "flaky", "redacted"]));
+    } finally {
+      await agentd.stop();
+    }
+  });
+
+  it("exits 0 after SIGTERM", async () => {
+    const agentd = await startAgentd();
+    expect(await agentd.stop("SIGTERM")).toBe(0);
+    expect(agentd.logLines().some((l) => l.msg === "agentd stopped")).toBe(true);
+  });
+
+  it("exits 0 after SIGINT", async () => {
+    const agentd = await startAgentd();
+    expect(await agentd.stop("SIGINT")).toBe(0);
+  });
+
+  it("takes its port from PORT when --port is not given", async () => {
+    const blocker = await listenOnFreePort();
+    const busy = (blocker.address() as { port: number }).port;
+    try {
+      const result = await runCli(["serve", "--store", "memory:"], { PORT: String(busy) });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`port ${busy} on 127.0.0.1 is already in use`);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it("exits 2 with one line on stderr for an unknown flag", async () => {
+    const result = await runCli(["serve", "--bogus"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).toContain("--bogus");
+  });
+
+  it("exits 2 naming the module when an agents module does not exist", async () => {
+    const result = await runCli(["serve", "./no-such-agents.ts", "--port", "0", "--store", "memory:"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/agents module "\.\/no-such-agents\.ts" not found/);
+  });
+
+  it("exits 2 when the port is already in use", async () => {
+    const blocker = await listenOnFreePort();
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const result = await runCli(["serve", "--port", String(port), "--store", "memory:"]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain("already in use");
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it("exits 2 for an unknown store URI", async () => {
+    const result = await runCli(["serve", "--port", "0", "--store", "redis://x"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('unknown store URI "redis://x"');
+  });
+
+  it("prints usage for --help and exits 0", async () => {
+    const result = await runCli(["--help"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("Usage: agentd serve");
+  });
+
+  it("runs through bin/agentd.js", async () => {
+    const { stdout } = await promisify(execFile)(NODE, ["bin/agentd.js", "--version"], { cwd: REPO_ROOT });
+    expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+function listenOnFreePort(): Promise<Server> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => resolve(server));
+  });
+}
