@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code, createAgentClient, userText, type AgentClient, type SnapshotStatus } from "../../src/client/index.js";
+import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+
+let server: AgentdProcess;
+beforeAll(async () => {
+  server = await startAgentd({ args: ["test/fixtures/agents.ts"] });
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+const slow = (text: string, echoDelayMs: number) => ({ message: userText(text, { echoDelayMs }) });
+
+async function statuses(client: AgentClient, agent: string, snapshotId: string): Promise<SnapshotStatus[]> {
+  const seen: SnapshotStatus[] = [];
+  for await (const status of client.watchSnapshot(agent, snapshotId)) seen.push(status);
+  return seen;
+}
+
+describe.each(["grpc", "connect"] as const)("background work over %s", (protocol) => {
+  let client: AgentClient;
+  beforeAll(() => {
+    client = createAgentClient(server.baseUrl, { protocol });
+  });
+
+  it("detach resolves with the pending snapshot, which watchSnapshot follows to completed", async () => {
+    const conversation = client.chat("assistant");
+    const first = await conversation.send("first");
+    const queued = conversation.send(slow("in the background", 30));
+    const output = await conversation.detach();
+    expect(output.finishReason).toBe("detached");
+    expect(output.snapshotId).toBeTruthy();
+    expect(conversation.snapshotId).toBe(output.snapshotId);
+    await expect(queued.end).rejects.toMatchObject({ code: Code.Canceled });
+
+    expect((await client.getSnapshot("assistant", { snapshotId: output.snapshotId! })).status).toBe("pending");
+    expect(await statuses(client, "assistant", output.snapshotId!)).toEqual(["pending", "completed"]);
+    const done = await client.getSnapshot("assistant", { snapshotId: output.snapshotId! });
+    expect(done.parentId).toBe(first.snapshotId);
+    expect(done.state?.messages.at(-1)?.content[0]?.text).toBe("echo: in the background");
+  });
+
+  it("detach can carry the last input itself", async () => {
+    const conversation = client.chat("assistant");
+    const output = await conversation.detach(slow("finish this", 10));
+    expect(await statuses(client, "assistant", output.snapshotId!)).toEqual(["pending", "completed"]);
+    const done = await client.getSnapshot("assistant", { sessionId: output.sessionId });
+    expect(done.state?.messages.map((m) => m.content[0]?.text)).toEqual(["finish this", "echo: finish this"]);
+  });
+
+  it("abort stops slow detached work and the snapshot ends aborted", async () => {
+    const conversation = client.chat("assistant");
+    conversation.send(slow("a long running reply with many words", 200));
+    const { snapshotId } = await conversation.detach();
+    const watching = statuses(client, "assistant", snapshotId!);
+    expect(await client.abort("assistant", snapshotId!)).toBe("aborted");
+    expect(await watching).toEqual(["pending", "aborted"]);
+    expect((await client.getSnapshot("assistant", { snapshotId: snapshotId! })).status).toBe("aborted");
+  });
+
+  it("abort of a completed snapshot reports completed and changes nothing", async () => {
+    const output = await client.run("assistant", "done already");
+    expect(await client.abort("assistant", output.snapshotId!)).toBe("completed");
+  });
+
+  it("detach on the client-managed notes agent rejects with FAILED_PRECONDITION", async () => {
+    const conversation = client.chat("notes");
+    await expect(conversation.detach("x")).rejects.toMatchObject({ code: Code.FailedPrecondition });
+  });
+
+  it("watchSnapshot stops with CANCELED when its signal aborts", async () => {
+    const conversation = client.chat("assistant");
+    conversation.send(slow("take your time here", 200));
+    const { snapshotId } = await conversation.detach();
+    const controller = new AbortController();
+    const seen: SnapshotStatus[] = [];
+    const watching = (async () => {
+      for await (const status of client.watchSnapshot("assistant", snapshotId!, { signal: controller.signal })) {
+        seen.push(status);
+        controller.abort();
+      }
+    })();
+    await expect(watching).rejects.toMatchObject({ code: Code.Canceled });
+    expect(seen).toEqual(["pending"]);
+    await client.abort("assistant", snapshotId!);
+  });
+});
