@@ -15,6 +15,10 @@ export interface ServeConfig {
   maxMessageBytes: number;
   logLevel: string;
   drainMs: number;
+  /** Heartbeat interval of detached work (ms); undefined = runtime default. */
+  heartbeatIntervalMs?: number;
+  /** Age after which a pending row's heartbeat reads as expired (ms); undefined = runtime default. */
+  heartbeatTtlMs?: number;
 }
 
 /** What the command line asks for. */
@@ -50,6 +54,8 @@ Options:
   --max-message-bytes <n>     largest accepted request message (default ${DEFAULT_MAX_MESSAGE_BYTES})
   --log-level <level>         fatal|error|warn|info|debug|trace|silent (default info)
   --drain-ms <n>              on SIGTERM/SIGINT, how long in-flight work may finish (default ${DEFAULT_GRACE_MS})
+  --heartbeat-interval-ms <n> how often detached work refreshes its pending snapshot (default 5000)
+  --heartbeat-ttl-ms <n>      a pending snapshot silent this long reads as expired (default 30000)
   -h, --help                  show this help
   -v, --version               print the version
 `;
@@ -82,6 +88,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "max-message-bytes": { type: "string" },
         "log-level": { type: "string" },
         "drain-ms": { type: "string" },
+        "heartbeat-interval-ms": { type: "string" },
+        "heartbeat-ttl-ms": { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -120,6 +128,12 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
           : DEFAULT_MAX_MESSAGE_BYTES,
       logLevel,
       drainMs: values["drain-ms"] !== undefined ? integer("drain-ms", values["drain-ms"], 0, 3_600_000) : DEFAULT_GRACE_MS,
+      ...(values["heartbeat-interval-ms"] !== undefined
+        ? { heartbeatIntervalMs: integer("heartbeat-interval-ms", values["heartbeat-interval-ms"], 10, 3_600_000) }
+        : {}),
+      ...(values["heartbeat-ttl-ms"] !== undefined
+        ? { heartbeatTtlMs: integer("heartbeat-ttl-ms", values["heartbeat-ttl-ms"], 10, 86_400_000) }
+        : {}),
     },
   };
 }

@@ -47,6 +47,10 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
     const registry = new AgentRegistry({
       defaultStore: store,
       echoDelayMs: config.echoDelayMs,
+      liveness: {
+        ...(config.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: config.heartbeatIntervalMs } : {}),
+        ...(config.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: config.heartbeatTtlMs } : {}),
+      },
       turnLog: (fields) => logger.info(fields, "turn"),
     });
     for (const agent of [...exampleAgents(), ...userAgents]) registry.register(agent);
