@@ -1,4 +1,4 @@
-import { createClient, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
+import { Code, createClient, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
 import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import {
   agentInfoFromWire,
@@ -12,9 +12,9 @@ import type { AgentDescriptor, AgentInput, AgentOutput } from "../types/agent-io
 import { userText } from "../types/content.js";
 import type { AgentInit } from "../types/session-state.js";
 import { isTerminalStatus, type SessionSnapshot, type SnapshotStatus } from "../types/snapshot.js";
-import { Code } from "@connectrpc/connect";
 import { clientError, toClientError } from "./client-errors.js";
 import { Conversation, type ConversationInput } from "./conversation.js";
+import { StreamedRun } from "./streamed-run.js";
 
 /** Which snapshot `getSnapshot` reads: one by ID, or a session's latest. */
 export type SnapshotRef = { snapshotId: string; sessionId?: string } | { sessionId: string; snapshotId?: undefined };
@@ -75,6 +75,22 @@ export class AgentClient {
       if (!response.output) throw clientError(Code.DataLoss, "the Run response carried no output");
       return agentOutputFromWire(response.output) as AgentOutput<S>;
     });
+  }
+
+  /**
+   * One turn, streamed (RunStream): iterate the result for its chunks, await
+   * it for the output. Works over HTTP/1.1 and in browsers, where it is the way
+   * to stream a turn (continue with `{ sessionId }` or `{ state }`). Encoding
+   * errors throw a `ConnectError` at once; RPC errors reject the output.
+   */
+  runStream<S = unknown>(agent: string, input: ConversationInput, source: AgentInit<S> = {}, options?: CallOptions): StreamedRun<S> {
+    let request;
+    try {
+      request = { init: agentInitToWire(agent, source), input: agentInputToWire(toInput(input)) };
+    } catch (err) {
+      throw toClientError(err);
+    }
+    return new StreamedRun<S>(this.rpc.runStream(request, options), source.state?.custom);
   }
 
   /** Reads a snapshot by ID (`sessionId`, if also given, is asserted), or a session's latest snapshot. */

@@ -15,6 +15,7 @@ export { AgentClient, type ListSnapshotsOptions, type SnapshotPage, type Snapsho
 export { createBrowserTransport, type BrowserProtocol, type BrowserTransportOptions } from "./browser-transport.js";
 export { ERROR_DETAILS_METADATA_KEY, errorDetails } from "./client-errors.js";
 export { Conversation, type ConversationInput } from "./conversation.js";
+export { StreamedRun } from "./streamed-run.js";
 export { Turn } from "./turn.js";
 export * from "./public-types.js";
 

@@ -1,5 +1,6 @@
 import type { ConnectError } from "@connectrpc/connect";
 import type { AgentStreamChunk, TurnEnd } from "../types/agent-io.js";
+import { ChunkLog } from "./chunk-log.js";
 
 /**
  * One turn of a {@link Conversation}, as returned by `conversation.send()`.
@@ -18,10 +19,7 @@ import type { AgentStreamChunk, TurnEnd } from "../types/agent-io.js";
 export class Turn implements AsyncIterable<AgentStreamChunk>, PromiseLike<TurnEnd> {
   /** Resolves with the turn's TurnEnd (see the class description for rejections). */
   readonly end: Promise<TurnEnd>;
-  private readonly chunks: AgentStreamChunk[] = [];
-  private waiters: (() => void)[] = [];
-  private settled = false;
-  private failure: ConnectError | undefined;
+  private readonly log = new ChunkLog();
   private resolveEnd!: (turnEnd: TurnEnd) => void;
   private rejectEnd!: (err: ConnectError) => void;
 
@@ -36,12 +34,12 @@ export class Turn implements AsyncIterable<AgentStreamChunk>, PromiseLike<TurnEn
 
   /** True once the turn ended (TurnEnd received) or failed. */
   get done(): boolean {
-    return this.settled;
+    return this.log.done;
   }
 
   /** The chunks received so far (a copy). */
   get received(): AgentStreamChunk[] {
-    return [...this.chunks];
+    return this.log.received;
   }
 
   /** Awaiting a turn awaits its TurnEnd. */
@@ -55,51 +53,28 @@ export class Turn implements AsyncIterable<AgentStreamChunk>, PromiseLike<TurnEn
   /** The concatenated text of the turn's model chunks, once the turn ended. */
   async text(): Promise<string> {
     await this.end;
-    return this.chunks
-      .flatMap((c) => c.modelChunk?.content ?? [])
-      .map((p) => p.text ?? "")
-      .join("");
+    return this.log.modelText();
   }
 
   /** Replays the buffered chunks, then the live ones, ending after the TurnEnd chunk. */
-  async *[Symbol.asyncIterator](): AsyncIterator<AgentStreamChunk> {
-    let next = 0;
-    for (;;) {
-      if (next < this.chunks.length) {
-        yield this.chunks[next++]!;
-        continue;
-      }
-      if (this.settled) {
-        if (this.failure) throw this.failure;
-        return;
-      }
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
+  [Symbol.asyncIterator](): AsyncIterator<AgentStreamChunk> {
+    return this.log[Symbol.asyncIterator]();
   }
 
-  /** Records a chunk; a chunk carrying `turnEnd` ends the turn. Ignored once settled. */
+  /** Records a chunk; a chunk carrying `turnEnd` ends the turn. Ignored once done. */
   push(chunk: AgentStreamChunk): void {
-    if (this.settled) return;
-    this.chunks.push(chunk);
+    if (this.log.done) return;
+    this.log.append(chunk);
     if (chunk.turnEnd) {
-      this.settled = true;
+      this.log.finish();
       this.resolveEnd(chunk.turnEnd);
     }
-    this.wake();
   }
 
-  /** Fails the turn (no TurnEnd will come). Ignored once settled. */
+  /** Fails the turn (no TurnEnd will come). Ignored once done. */
   fail(err: ConnectError): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.failure = err;
+    if (this.log.done) return;
+    this.log.fail(err);
     this.rejectEnd(err);
-    this.wake();
-  }
-
-  private wake(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w();
   }
 }

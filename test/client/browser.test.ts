@@ -31,6 +31,14 @@ describe.each(["connect", "grpc-web"] as const)("browser transport (fetch) over 
     expect(snapshot.state?.messages.map((m) => m.content[0]?.text)).toEqual(["one", "echo: one", "two", "echo: two"]);
   });
 
+  it("streams a turn with runStream", async () => {
+    const run = client().runStream("assistant", "stream to the browser");
+    const chunks = [];
+    for await (const chunk of run) chunks.push(chunk);
+    expect(chunks.filter((c) => c.modelChunk).length).toBeGreaterThan(1);
+    expect((await run).message?.content[0]?.text).toBe("echo: stream to the browser");
+  });
+
   it("streams watchSnapshot statuses of a detached run until terminal", async () => {
     const detached = await client().run("assistant", { message: { role: "user", content: [{ text: "later" }] }, detach: true });
     expect(detached.finishReason).toBe("detached");

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAgentClient, type AgentClientOptions } from "../../src/client/index.js";
+import { Code, createAgentClient, type AgentClientOptions } from "../../src/client/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 
 let server: AgentdProcess;
@@ -66,6 +66,29 @@ describe.each(transports)("unary and server-streaming calls over %s", (_name, op
     const seen: string[] = [];
     for await (const status of client().watchSnapshot("assistant", output.snapshotId!)) seen.push(status);
     expect(seen).toEqual(["completed"]);
+  });
+
+  it("runStream streams a turn's chunks and resolves with the output", async () => {
+    const run = client().runStream("assistant", "streamed over one call");
+    const chunks = [];
+    for await (const chunk of run) chunks.push(chunk);
+    expect(chunks.filter((c) => c.modelChunk).length).toBeGreaterThan(1);
+    expect(chunks.at(-1)?.turnEnd).toMatchObject({ turnIndex: 0, finishReason: "stop" });
+    const output = await run;
+    expect(await run.text()).toBe("echo: streamed over one call");
+    expect(output.snapshotId).toBe(chunks.at(-1)?.turnEnd?.snapshotId);
+  });
+
+  it("runStream keeps live custom state equal to the snapshot's", async () => {
+    const run = client().runStream("tasks", "stream a task");
+    const output = await run;
+    const snapshot = await client().getSnapshot("tasks", { snapshotId: output.snapshotId! });
+    expect(run.custom).toEqual(snapshot.state?.custom);
+    expect(run.custom).toEqual({ tasks: [{ id: 1, title: "stream a task", done: false }], nextId: 2 });
+  });
+
+  it("runStream rejects with NOT_FOUND for an unknown agent", async () => {
+    await expect(client().runStream("no-such-agent", "x").output).rejects.toMatchObject({ code: Code.NotFound });
   });
 
   it("run carries client-managed state both ways", async () => {

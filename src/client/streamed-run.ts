@@ -1,0 +1,85 @@
+import { Code, type ConnectError } from "@connectrpc/connect";
+import type { RunStreamResponse } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import { applyCustomPatch } from "../runtime/custom-patch-stream.js";
+import { agentOutputFromWire, streamChunkFromWire } from "../server/wire/index.js";
+import type { AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
+import { ChunkLog } from "./chunk-log.js";
+import { clientError, toClientError } from "./client-errors.js";
+
+/**
+ * One streamed turn (RunStream), as returned by `client.runStream()`. It
+ * works over HTTP/1.1, so in browsers too.
+ *
+ * - Iterate it for every chunk (model chunks, patches, artifacts, the
+ *   TurnEnd); the iteration ends when the output arrives. Chunks are buffered;
+ *   each iteration replays from the first.
+ * - Await it (or `run.output`) for the {@link AgentOutput}; in-band failures
+ *   resolve with `finishReason: "failed"` and `error`.
+ * - `custom` is the live custom state (streamed patches applied as they arrive).
+ * - RPC errors reject the output and make the iteration throw, as a `ConnectError`.
+ */
+export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>, PromiseLike<AgentOutput<S>> {
+  /** Resolves with the invocation's output. */
+  readonly output: Promise<AgentOutput<S>>;
+  private readonly log = new ChunkLog();
+  private liveCustom: S | undefined;
+  private resolveOutput!: (output: AgentOutput<S>) => void;
+  private rejectOutput!: (err: ConnectError) => void;
+
+  /** Reads `responses` (the generated client's RunStream call). Use `client.runStream()`. */
+  constructor(responses: AsyncIterable<RunStreamResponse>, initialCustom?: S) {
+    this.liveCustom = initialCustom;
+    this.output = new Promise<AgentOutput<S>>((resolve, reject) => {
+      this.resolveOutput = resolve;
+      this.rejectOutput = reject;
+    });
+    this.output.catch(() => {}); // observed by awaiting the run
+    void this.read(responses);
+  }
+
+  /** The live custom state (a copy). */
+  get custom(): S | undefined {
+    return structuredClone(this.liveCustom);
+  }
+
+  /** Awaiting the run awaits its output. */
+  then<R1 = AgentOutput<S>, R2 = never>(
+    onfulfilled?: ((value: AgentOutput<S>) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    return this.output.then(onfulfilled, onrejected);
+  }
+
+  /** The concatenated text of the streamed model chunks, once the output arrived. */
+  async text(): Promise<string> {
+    await this.output;
+    return this.log.modelText();
+  }
+
+  /** Replays the buffered chunks, then the live ones, ending at the output. */
+  [Symbol.asyncIterator](): AsyncIterator<AgentStreamChunk> {
+    return this.log[Symbol.asyncIterator]();
+  }
+
+  private async read(responses: AsyncIterable<RunStreamResponse>): Promise<void> {
+    try {
+      let output: AgentOutput<S> | undefined;
+      for await (const response of responses) {
+        if (response.chunk) {
+          const chunk = streamChunkFromWire(response.chunk);
+          if (chunk.customPatch) this.liveCustom = applyCustomPatch<S>(this.liveCustom, chunk.customPatch);
+          this.log.append(chunk);
+        } else if (response.output) {
+          output = agentOutputFromWire(response.output) as AgentOutput<S>;
+        }
+      }
+      if (!output) throw clientError(Code.DataLoss, "the RunStream stream ended without an output");
+      this.log.finish();
+      this.resolveOutput(output);
+    } catch (err) {
+      const error = toClientError(err);
+      this.log.fail(error);
+      this.rejectOutput(error);
+    }
+  }
+}
