@@ -136,3 +136,22 @@ function listenOnFreePort(): Promise<Server> {
     server.listen(0, "127.0.0.1", () => resolve(server));
   });
 }
+
+describe("agentd serve shutdown with a turn in flight", () => {
+  it("finishes the running turn before exiting 0 on SIGTERM", async () => {
+    const agentd = await startAgentd({ args: ["--echo-delay-ms", "100"] });
+    const call = fetch(`${agentd.baseUrl}/agentd.v1.AgentService/Run`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ init: { agent: "assistant" }, input: { message: { content: [{ text: "one two three four" }] } } }),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const exitCode = agentd.stop("SIGTERM");
+    const res = await call;
+    const body = (await res.json()) as { output: { message: { content: { text: string }[] }; finishReason: string } };
+    expect(body.output.finishReason).toBe("FINISH_REASON_STOP");
+    expect(body.output.message.content.map((p) => p.text).join("")).toBe("echo: one two three four");
+    expect(await exitCode).toBe(0);
+    expect(agentd.logLines().find((l) => l.msg === "agentd draining")?.inFlight).toBe(1);
+  });
+});
