@@ -56,17 +56,25 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
     if (draining && active === 0) drained?.();
   };
 
-  const track = (res: { once(event: "close", fn: () => void): unknown }, onDone?: () => void): void => {
+  // A call is done once its response has ended ("finish"), even when the client
+  // never half-closes its side of the stream ("close" would wait for that).
+  const track = (res: { once(event: "close" | "finish", fn: () => void): unknown }, onDone?: () => void): void => {
     active++;
-    res.once("close", () => {
+    let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
       active--;
       onDone?.();
       settleIfDrained();
-    });
+    };
+    res.once("finish", finish);
+    res.once("close", finish);
   };
 
   const h2Server = http2.createServer({}, (req, res) => {
-    track(res);
+    // The stream's writable side finishing means the response (trailers included) is sent.
+    track({ once: (event, fn) => (event === "finish" ? res.stream.once("finish", fn) : res.once("close", fn)) });
     options.handler(req, res);
   });
   h2Server.on("session", (session) => {
