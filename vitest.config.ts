@@ -1,10 +1,29 @@
 import { defineConfig } from "vitest/config";
 
-/** Vitest runs every TypeScript test under test/ (unit, conformance and e2e against real processes). */
+/** The end-to-end suites that also run with every server on the MongoDB store. */
+const STORE_AGNOSTIC_E2E = [
+  "test/e2e/chat.test.ts",
+  "test/e2e/run.test.ts",
+  "test/e2e/snapshots.test.ts",
+  "test/e2e/client-managed.test.ts",
+  "test/e2e/bad-input.test.ts",
+  "test/e2e/background.test.ts",
+];
+
+/**
+ * Every TypeScript test under test/ (unit, store conformance, end-to-end
+ * against real processes) runs in the `default` project with servers on the
+ * memory store; the `e2e-mongodb` project runs the store-agnostic end-to-end
+ * suites again with servers on `--store mongodb://…` (mongo-java-server, or
+ * MONGODB_URI when set).
+ */
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    projects: [
+      { test: { name: "default", include: ["test/**/*.test.ts"] } },
+      { test: { name: "e2e-mongodb", include: STORE_AGNOSTIC_E2E, globalSetup: ["test/harness/mongodb-global-setup.ts"], hookTimeout: 300_000 } },
+    ],
   },
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
+import { toJsonString } from "@bufbuild/protobuf";
+import { FinishReason, SnapshotSchema } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
@@ -15,11 +16,11 @@ beforeAll(async () => {
   client = agentServiceClient(server.baseUrl, "grpc");
   const { output } = await client.run({ init: { agent: "assistant" }, input: textInput("keep me") });
   sessionId = output!.sessionId;
-  snapshotsBefore = (await client.listSnapshots({ agent: "assistant", sessionId, includeState: true })).snapshots.map((s) => JSON.stringify(s));
+  snapshotsBefore = (await client.listSnapshots({ agent: "assistant", sessionId, includeState: true })).snapshots.map((s) => toJsonString(SnapshotSchema, s));
 });
 afterAll(async () => {
   // None of the bad inputs touched the stored conversation, and the server still serves.
-  const after = (await client.listSnapshots({ agent: "assistant", sessionId, includeState: true })).snapshots.map((s) => JSON.stringify(s));
+  const after = (await client.listSnapshots({ agent: "assistant", sessionId, includeState: true })).snapshots.map((s) => toJsonString(SnapshotSchema, s));
   expect(after).toEqual(snapshotsBefore);
   expect((await client.run({ init: { agent: "assistant" }, input: textInput("still alive") })).output?.finishReason).toBe(FinishReason.STOP);
   await server?.stop();

@@ -8,7 +8,7 @@ import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
 async function storedStatus(dir: string, snapshotId: string): Promise<string> {
-  return JSON.parse(await readFile(join(dir, `${snapshotId}.json`), "utf8")).status;
+  return JSON.parse(await readFile(join(dir, `${snapshotId}.json`), "utf8")).snapshot.status;
 }
 
 describe("liveness", () => {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { chunksText, textInput } from "../harness/wire-chat.js";
@@ -45,5 +45,12 @@ describe.each<WireProtocol>(["grpc", "connect-h2", "connect-h1", "grpc-web-h1"])
     expect(byName.get("notes")?.stateManagement).toBe(2);
     expect(byName.get("tasks")?.abortable).toBe(true);
     expect(byName.get("tasks")?.stateSchema?.["properties"]).toBeDefined();
+  });
+});
+
+describe("the server under test", () => {
+  it("runs on the store this test project selects (memory, or MongoDB in e2e-mongodb)", () => {
+    const expected = inject("e2eStoreUri") || "memory:";
+    expect(server.listening.store).toBe(expected);
   });
 });

@@ -20,8 +20,9 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/** The raw row the file store persisted (its files wrap the row as `snapshot`). */
 async function storedRow(snapshotId: string): Promise<{ state: { custom: Record<string, unknown> } }> {
-  return JSON.parse(await readFile(join(storeDir, `${snapshotId}.json`), "utf8"));
+  return JSON.parse(await readFile(join(storeDir, `${snapshotId}.json`), "utf8")).snapshot;
 }
 
 describe("state transform", () => {
@@ -55,9 +56,9 @@ describe("state transform", () => {
   it("fails GetSnapshot closed with the transform's status", async () => {
     const { output } = await client.run({ init: { agent: "redacted" }, input: textInput("calm") });
     const file = join(storeDir, `${output!.snapshotId}.json`);
-    const row = JSON.parse(await readFile(file, "utf8"));
-    row.state.custom.visible = "explode";
-    await writeFile(file, JSON.stringify(row));
+    const stored = JSON.parse(await readFile(file, "utf8"));
+    stored.snapshot.state.custom.visible = "explode";
+    await writeFile(file, JSON.stringify(stored));
     const err = await client.getSnapshot({ agent: "redacted", snapshotId: output!.snapshotId }).catch((e) => e);
     expect(ConnectError.from(err).code).toBe(Code.PermissionDenied);
   });

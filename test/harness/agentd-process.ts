@@ -1,3 +1,4 @@
+import { inject } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -54,8 +55,20 @@ function nodeBinary(): string {
  * its `agentd listening` line and returns a handle. Rejects with the
  * collected output if the process exits or stays silent first.
  */
+/**
+ * The store servers get unless a test passes its own `--store`: the project's
+ * provided `e2eStoreUri` (the `e2e-mongodb` project), else `memory:`.
+ */
+function defaultStoreUri(): string {
+  try {
+    return inject("e2eStoreUri") || "memory:";
+  } catch {
+    return "memory:";
+  }
+}
+
 export async function startAgentd(options: StartAgentdOptions = {}): Promise<AgentdProcess> {
-  const argv = ["--import", "tsx", `${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", "memory:", ...(options.args ?? [])];
+  const argv = ["--import", "tsx", `${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", defaultStoreUri(), ...(options.args ?? [])];
   const proc = spawn(nodeBinary(), argv, {
     cwd: options.cwd ?? REPO_ROOT,
     env: { ...process.env, ...options.env },
