@@ -33,8 +33,9 @@ export type ConversationInput = string | AgentInput;
  *   `snapshotId`); `close()` cancels the call.
  *
  * Every rejection is a `ConnectError` (see `err.code`). In-band failures do not
- * reject: a failed turn resolves with `finishReason: "failed"` and the output
- * carries `error`.
+ * reject: a failed turn resolves with `finishReason: "failed"`, the invocation
+ * ends there (turns queued behind it reject with `Code.Aborted`), and the
+ * output carries `error`.
  */
 export class Conversation<S = unknown> {
   /** The agent this conversation talks to. */
@@ -216,7 +217,7 @@ export class Conversation<S = unknown> {
     const reason =
       output.finishReason === "detached"
         ? clientError(Code.Canceled, `the conversation was detached before this turn ended; watch snapshot ${output.snapshotId} for the result`)
-        : clientError(Code.DataLoss, "the Chat output arrived before this turn's TurnEnd");
+        : clientError(Code.Aborted, `the invocation ended (finishReason "${output.finishReason}") before this turn ran; see conversation.output()`);
     for (const turn of this.pending.splice(0)) turn.fail(reason);
     this.resolveOutput(output);
   }

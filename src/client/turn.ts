@@ -13,8 +13,9 @@ import { ChunkLog } from "./chunk-log.js";
  *   when the TurnEnd chunk arrives. A turn that failed in-band still resolves,
  *   with `finishReason: "failed"` (the error is in the conversation's output).
  * - It rejects (and its iteration throws) with a `ConnectError` when the call
- *   fails, when the conversation is closed, or with `Code.Canceled` when the
- *   conversation was detached before this turn ended.
+ *   fails, when the conversation is closed, with `Code.Canceled` when the
+ *   conversation was detached before this turn ended, and with `Code.Aborted`
+ *   when an earlier turn failed in-band (which ends the invocation).
  */
 export class Turn implements AsyncIterable<AgentStreamChunk>, PromiseLike<TurnEnd> {
   /** Resolves with the turn's TurnEnd (see the class description for rejections). */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError, createAgentClient, type AgentClient } from "../../src/client/index.js";
+import { Code, ConnectError, createAgentClient, ERROR_DETAILS_METADATA_KEY, errorDetails, type AgentClient } from "../../src/client/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 
 let server: AgentdProcess;
@@ -54,9 +54,31 @@ describe.each(["grpc", "connect"] as const)("errors over %s", (protocol) => {
     expect(output.error).toMatchObject({ status: "INTERNAL", message: "flaky agent failed on purpose" });
   });
 
+  it("an in-band failed turn ends the invocation: turns queued behind it reject with ABORTED", async () => {
+    const conversation = client.chat("flaky");
+    const failed = conversation.send("fail now");
+    const queued = conversation.send("never runs");
+    expect((await failed).finishReason).toBe("failed");
+    await expect(queued.end).rejects.toMatchObject({ code: Code.Aborted });
+    expect((await conversation.output()).error?.status).toBe("INTERNAL");
+  });
+
   it("gRPC over HTTP/1.1 is refused locally with INVALID_ARGUMENT", () => {
     expect(() => createAgentClient(server.baseUrl, { protocol: "grpc", httpVersion: "1.1" })).toThrow(
       expect.objectContaining({ code: Code.InvalidArgument }),
     );
+  });
+});
+
+describe("errorDetails", () => {
+  it("parses the agentd-error-details metadata entry as a JSON object", () => {
+    const err = new ConnectError("refused", Code.PermissionDenied, { [ERROR_DETAILS_METADATA_KEY]: '{"field":"secret"}' });
+    expect(errorDetails(err)).toEqual({ field: "secret" });
+  });
+
+  it("is undefined without the entry, for non-object JSON, and for other errors", () => {
+    expect(errorDetails(new ConnectError("plain", Code.Internal))).toBeUndefined();
+    expect(errorDetails(new ConnectError("odd", Code.Internal, { [ERROR_DETAILS_METADATA_KEY]: "[1,2]" }))).toBeUndefined();
+    expect(errorDetails(new Error("not connect"))).toBeUndefined();
   });
 });
