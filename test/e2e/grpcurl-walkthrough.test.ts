@@ -1,17 +1,15 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const run = promisify(execFile);
-const GRPCURL = ".tools/bin/grpcurl";
-const ADDRESS = "127.0.0.1:50051";
+import { REPO_ROOT } from "../harness/agentd-process.js";
+import { jsonMessages, readmeShellBlocks } from "./readme-commands.js";
 
 let server: ChildProcess;
 
 /** Starts the README's run command, `npm start`, with no flags, and waits until it listens. */
 beforeAll(async () => {
-  server = spawn("npm", ["start"], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+  server = spawn("npm", ["start"], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let out = "";
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`npm start did not listen:\n${out}`)), 60_000);
@@ -33,63 +31,74 @@ afterAll(async () => {
   }
 });
 
-async function grpcurl(args: string[], input?: string): Promise<string> {
-  const child = execFile(GRPCURL, ["-plaintext", ...args]);
-  if (input !== undefined) child.stdin!.end(input);
+/** Runs a README shell block as a user would (bash, grpcurl on the PATH), with placeholders filled in. */
+async function sh(block: string, values: Record<string, string> = {}): Promise<string> {
+  let script = block;
+  for (const [name, value] of Object.entries(values)) script = script.replaceAll(name, value);
+  const child = execFile("bash", ["-euo", "pipefail", "-c", script], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, PATH: `${join(REPO_ROOT, ".tools/bin")}:${process.env.PATH}` },
+  });
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));
   child.stderr!.on("data", (d) => (stderr += d));
   const [code] = await once(child, "exit");
-  if (code !== 0) throw new Error(`grpcurl ${args.join(" ")} exited ${code}: ${stderr}`);
+  if (code !== 0) throw new Error(`README block failed (${code}):\n${script}\n${stderr}`);
   return stdout;
 }
 
-/** Splits grpcurl's stream of pretty-printed JSON messages. */
-function messages(output: string): Record<string, any>[] {
-  return output
-    .split(/\n(?=\{)/)
-    .map((s) => s.trim())
-    .filter(Boolean)
-    .map((s) => JSON.parse(s));
-}
+describe("the README's grpcurl walkthrough, verbatim, against npm start", () => {
+  const blocks = readmeShellBlocks("Call it with grpcurl");
 
-describe("grpcurl against npm start", () => {
-  it("lists the services by reflection", async () => {
-    const services = (await grpcurl([ADDRESS, "list"])).split("\n");
-    expect(services).toEqual(expect.arrayContaining(["agentd.v1.AgentService", "grpc.health.v1.Health"]));
+  it("has the list/describe, Chat and snapshot blocks", () => {
+    expect(blocks).toHaveLength(3);
   });
 
-  it("describes the service without proto files", async () => {
-    const text = await grpcurl([ADDRESS, "describe", "agentd.v1.AgentService"]);
-    expect(text).toContain("rpc Chat ( stream .agentd.v1.ChatRequest ) returns ( stream .agentd.v1.ChatResponse );");
+  it("lists and describes the services by reflection", async () => {
+    const out = await sh(blocks[0]!);
+    expect(out).toContain("agentd.v1.AgentService\n");
+    expect(out).toContain("grpc.health.v1.Health\n");
+    expect(out).toContain("rpc Chat ( stream .agentd.v1.ChatRequest ) returns ( stream .agentd.v1.ChatResponse );");
+    expect(out).toContain("message ChatRequest {");
   });
 
-  it("completes a two-turn Chat, then reads the session and resumes by snapshot", async () => {
-    const requests = [
-      { init: { agent: "assistant" }, input: { message: { role: "ROLE_USER", content: [{ text: "Hi there" }] } } },
-      { input: { message: { role: "ROLE_USER", content: [{ text: "And again" }] } } },
-    ];
-    const responses = messages(await grpcurl(["-d", "@", ADDRESS, "agentd.v1.AgentService/Chat"], requests.map((r) => JSON.stringify(r)).join("\n")));
+  it("runs a two-turn Chat, reads the session, and branches from the first snapshot", async () => {
+    const responses = jsonMessages(await sh(blocks[1]!));
     const turnEnds = responses.filter((r) => r.chunk?.turnEnd).map((r) => r.chunk.turnEnd);
     expect(turnEnds.map((t) => t.turnIndex ?? 0)).toEqual([0, 1]);
     const output = responses.at(-1)!.output;
     expect(output.finishReason).toBe("FINISH_REASON_STOP");
     expect(output.message.content[0].text).toBe("echo: And again");
 
-    const latest = JSON.parse(await grpcurl(["-d", JSON.stringify({ agent: "assistant", sessionId: output.sessionId }), ADDRESS, "agentd.v1.AgentService/GetSnapshot"]));
-    expect(latest.snapshot.snapshotId).toBe(output.snapshotId);
-    expect(latest.snapshot.state.messages).toHaveLength(4);
+    const [latest, branch] = jsonMessages(await sh(blocks[2]!, { SESSION_ID: output.sessionId, FIRST_SNAPSHOT_ID: turnEnds[0].snapshotId }));
+    expect(latest!.snapshot.snapshotId).toBe(output.snapshotId);
+    expect(latest!.snapshot.state.messages).toHaveLength(4);
+    expect(branch!.output.sessionId).toBe(output.sessionId);
+    expect(branch!.output.message.content[0].text).toBe("echo: A branch");
+  });
+});
 
-    const branch = JSON.parse(
-      await grpcurl([
-        "-d",
-        JSON.stringify({ init: { agent: "assistant", snapshotId: turnEnds[0].snapshotId }, input: { message: { role: "ROLE_USER", content: [{ text: "A branch" }] } } }),
-        ADDRESS,
-        "agentd.v1.AgentService/Run",
-      ]),
-    );
-    expect(branch.output.sessionId).toBe(output.sessionId);
-    expect(branch.output.message.content[0].text).toBe("echo: A branch");
+describe("the README's background-work commands, verbatim, against npm start", () => {
+  const [block] = readmeShellBlocks("Background work: detach, watch, abort, expiry");
+  const [detach, watch, abort] = block!.split(/\n(?=# )/).filter((s) => s.trim());
+
+  it("detaches, watches to completion, and aborting a finished row reports its status", async () => {
+    const detached = JSON.parse(await sh(detach!));
+    expect(detached.output.finishReason).toBe("FINISH_REASON_DETACHED");
+    const statuses = jsonMessages(await sh(watch!, { PENDING_ID: detached.output.snapshotId })).map((m) => m.status);
+    expect(statuses).toEqual(["SNAPSHOT_STATUS_PENDING", "SNAPSHOT_STATUS_COMPLETED"]);
+    const aborted = JSON.parse(await sh(abort!, { PENDING_ID: detached.output.snapshotId }));
+    expect(aborted.status).toBe("SNAPSHOT_STATUS_COMPLETED");
+  });
+});
+
+describe("the README's curl example, verbatim, against npm start", () => {
+  const [block] = readmeShellBlocks("Call it with curl (Connect, HTTP/1.1)");
+
+  it("runs one turn with a Connect JSON request over HTTP/1.1", async () => {
+    const reply = JSON.parse(await sh(block!));
+    expect(reply.output.finishReason).toBe("FINISH_REASON_STOP");
+    expect(reply.output.message.content[0].text).toBe("echo: hello");
   });
 });
