@@ -6,6 +6,13 @@ import type { connectNodeAdapter } from "@connectrpc/connect-node";
 /** A request listener usable by both `http` and `http2` servers (what connectNodeAdapter returns). */
 export type NodeHandlerFn = ReturnType<typeof connectNodeAdapter>;
 
+/** How long closing connections may take to flush after the last request ended. */
+const SETTLE_MS = 1000;
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
 /** The HTTP/2 client connection preface (RFC 9113 §3.4). */
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 
@@ -51,6 +58,7 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
   let active = 0;
   let draining = false;
   let drained: (() => void) | undefined;
+  let socketsGone: (() => void) | undefined;
 
   const settleIfDrained = (): void => {
     if (draining && active === 0) drained?.();
@@ -100,6 +108,7 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
     sockets.add(socket);
     socket.once("close", () => {
       sockets.delete(socket);
+      if (sockets.size === 0) socketsGone?.();
       http1Active.delete(socket);
     });
     socket.on("error", () => socket.destroy());
@@ -144,8 +153,17 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
       clearTimeout(timer);
       if (expired) {
         onGraceExpired?.();
-        await Promise.race([allDone, new Promise((r) => setTimeout(r, 250))]);
+        await Promise.race([allDone, delay(250)]);
       }
+      // Let connections close on their own so responses already written are
+      // flushed (HTTP/2 sessions end after GOAWAY, HTTP/1.1 sockets after
+      // their last response); destroy whatever is left after a short wait.
+      for (const session of sessions) session.close();
+      const gone = new Promise<void>((resolve) => {
+        socketsGone = resolve;
+        if (sockets.size === 0) resolve();
+      });
+      await Promise.race([gone, delay(SETTLE_MS)]);
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
       await listenerClosed;
