@@ -1,4 +1,5 @@
 import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import type { Logger } from "pino";
 import { statusForCode, toConnectError } from "./error-mapping.js";
 
@@ -14,14 +15,59 @@ export interface CallLogContext {
   /** "1.1" or "2.0", from the Node request. */
   httpVersion?: string;
   fields: CallLogFields;
+  /** Set once the call reached the logging interceptor (which then writes its line). */
+  intercepted?: boolean;
 }
 
 /** Context key holding the call's {@link CallLogContext}; a fresh object per call. */
 export const callLogKey = createContextKey<CallLogContext | undefined>(undefined, { description: "agentd call log" });
 
-/** Creates the context values for one incoming request (used by the node adapter). */
-export function createCallContextValues(httpVersion: string | undefined): ContextValues {
-  return createContextValues().set(callLogKey, { httpVersion, fields: {} });
+/** Creates the context values for one incoming request (used by the node adapter), and its log context. */
+export function createCallContext(httpVersion: string | undefined): { values: ContextValues; log: CallLogContext } {
+  const log: CallLogContext = { httpVersion, fields: {} };
+  return { values: createContextValues().set(callLogKey, log), log };
+}
+
+/** HTTP statuses a Connect server sends for exactly one code, mapped to that code's name. */
+const CODE_BY_CONNECT_HTTP_STATUS: ReadonlyMap<number, string> = (() => {
+  const byStatus = new Map<number, Code[]>();
+  for (const value of Object.values(Code)) {
+    if (typeof value !== "number") continue;
+    const status = codeToHttpStatus(value);
+    byStatus.set(status, [...(byStatus.get(status) ?? []), value]);
+  }
+  const unique = new Map<number, string>([[200, "OK"]]);
+  for (const [status, codes] of byStatus) if (codes.length === 1) unique.set(status, statusForCode(codes[0]));
+  return unique;
+})();
+
+/**
+ * Writes the RPC line for a request that ended without reaching the logging
+ * interceptor (oversized or malformed request, unknown procedure, bad
+ * content type): procedure, protocol, HTTP status, and the code when the
+ * protocol puts it in the HTTP status (Connect).
+ */
+export function logRejectedRequest(
+  logger: Logger,
+  request: { url?: string; httpVersion?: string; headers: Record<string, string | string[] | undefined> },
+  statusCode: number,
+  durationMs: number,
+): void {
+  const contentType = request.headers["content-type"];
+  const protocol = protocolOf(typeof contentType === "string" ? contentType : null);
+  logger.info(
+    {
+      procedure: (request.url ?? "").split("?")[0],
+      protocol,
+      http: request.httpVersion,
+      httpStatus: statusCode,
+      ...(protocol === "connect" && CODE_BY_CONNECT_HTTP_STATUS.has(statusCode)
+        ? { code: CODE_BY_CONNECT_HTTP_STATUS.get(statusCode) }
+        : {}),
+      durationMs: Math.round(durationMs * 10) / 10,
+    },
+    "rpc rejected before its handler",
+  );
 }
 
 /**
@@ -68,6 +114,7 @@ export function loggingInterceptor(logger: Logger): Interceptor {
     const callLog = log;
     const procedure = `/${req.service.typeName}/${req.method.name}`;
     const protocol = protocolOf(req.header.get("content-type"));
+    callLog.intercepted = true;
     const finish = (err?: ConnectError): void => {
       const line = {
         procedure,

@@ -4,7 +4,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { Health } from "../../gen/ts/grpc/health/v1/health_pb.js";
-import { createCallContextValues, loggingInterceptor } from "./call-log.js";
+import { createCallContext, loggingInterceptor, logRejectedRequest, type CallLogContext } from "./call-log.js";
 import { HealthStatus, registerHealthService } from "./health-service.js";
 import { listenDualProtocol } from "./listener.js";
 import { REFLECTION_SERVICES, registerReflectionService } from "./reflection-service.js";
@@ -71,7 +71,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const health = new HealthStatus(services.map((s) => s.typeName));
   const shutdown = new AbortController();
 
-  const handler = connectNodeAdapter({
+  const callLogs = new WeakMap<object, CallLogContext>();
+  const connectHandler = connectNodeAdapter({
     routes: (router) => {
       registerHealthService(router, health);
       registerReflectionService(router, [...services, Health, ...REFLECTION_SERVICES]);
@@ -80,8 +81,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     readMaxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     interceptors: [loggingInterceptor(logger)],
     shutdownSignal: shutdown.signal,
-    contextValues: (req) => createCallContextValues(req.httpVersion),
+    contextValues: (req) => {
+      const { values, log } = createCallContext(req.httpVersion);
+      callLogs.set(req, log);
+      return values;
+    },
   });
+  // Requests that never reach the logging interceptor still get their line.
+  const handler: typeof connectHandler = (req, res) => {
+    const started = performance.now();
+    res.once("close", () => {
+      if (callLogs.get(req)?.intercepted) return;
+      logRejectedRequest(logger, req, res.statusCode, performance.now() - started);
+    });
+    connectHandler(req, res);
+  };
 
   const listener = await listenDualProtocol({ host: options.host, port: options.port, handler });
   const url = `http://${listener.host.includes(":") ? `[${listener.host}]` : listener.host}:${listener.port}`;

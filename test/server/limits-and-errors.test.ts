@@ -40,6 +40,17 @@ describe("size limit, error mapping and RPC logs", () => {
     expect((await res.json()).code).toBe("resource_exhausted");
   });
 
+  it("logs an oversized request that never reached a handler", async () => {
+    await fetch(`${server.url}/grpc.health.v1.Health/Check`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ service: "y".repeat(2048) }),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const line = server.logLines().find((l) => l.msg === "rpc rejected before its handler" && l.httpStatus === 429);
+    expect(line).toMatchObject({ procedure: "/grpc.health.v1.Health/Check", protocol: "connect", code: "RESOURCE_EXHAUSTED" });
+  });
+
   it("rejects an oversized gRPC request with RESOURCE_EXHAUSTED and keeps serving", async () => {
     const client = createClient(Health, createGrpcTransport({ baseUrl: server.url }));
     const err = await client.check({ service: "x".repeat(4096) }).catch((e: unknown) => ConnectError.from(e));
