@@ -51,7 +51,11 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
         ...(config.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: config.heartbeatIntervalMs } : {}),
         ...(config.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: config.heartbeatTtlMs } : {}),
       },
-      turnLog: (fields) => logger.info(fields, "turn"),
+      events: {
+        turn: (event) => logger.info(event, "turn"),
+        abortObserved: (event) => logger.info(event, "abort observed"),
+        backgroundFinished: (event) => logger.info(event, "background work finished"),
+      },
     });
     for (const agent of [...exampleAgents(), ...userAgents]) registry.register(agent);
     const server = await startServer({

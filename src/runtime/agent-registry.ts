@@ -4,7 +4,7 @@ import type { SessionStore } from "../../stores/snapshot-store.js";
 import type { Agent } from "./agent.js";
 import { BackgroundWork } from "./background-work.js";
 import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js";
-import type { TurnLogger } from "./invocation.js";
+import type { RuntimeEvents } from "./runtime-events.js";
 
 /** Options of an {@link AgentRegistry}. */
 export interface AgentRegistryOptions {
@@ -16,8 +16,8 @@ export interface AgentRegistryOptions {
   models?: ModelResolver;
   /** Heartbeat interval and expiry TTL of background work. */
   liveness?: Partial<LivenessSettings>;
-  /** Receives one structured line per turn (agent, session, snapshot, turn index, finish reason). */
-  turnLog?: TurnLogger;
+  /** Listeners for turns (agent, session, snapshot, turn index, finish reason) and background work. */
+  events?: RuntimeEvents;
 }
 
 /**
@@ -31,19 +31,19 @@ export class AgentRegistry {
   readonly defaultStore: SessionStore | undefined;
   private readonly models: ModelResolver;
   private readonly liveness: LivenessSettings;
-  private readonly turnLog: TurnLogger | undefined;
+  private readonly events: RuntimeEvents | undefined;
 
   constructor(options: AgentRegistryOptions = {}) {
     this.defaultStore = options.defaultStore;
     this.models = options.models ?? builtinModelResolver({ echoDelayMs: options.echoDelayMs ?? 0 });
     this.liveness = { ...DEFAULT_LIVENESS, ...options.liveness };
-    this.turnLog = options.turnLog;
+    this.events = options.events;
   }
 
   /** Registers an agent; throws ALREADY_EXISTS for a duplicate name. */
   register(agent: Agent<any>): void {
     if (this.agents.has(agent.name)) throw new AgentError("ALREADY_EXISTS", `an agent named "${agent.name}" is already registered`);
-    agent.bind({ defaultStore: this.defaultStore, models: this.models, liveness: this.liveness, background: this.background, ...(this.turnLog ? { turnLog: this.turnLog } : {}) });
+    agent.bind({ defaultStore: this.defaultStore, models: this.models, liveness: this.liveness, background: this.background, ...(this.events ? { events: this.events } : {}) });
     this.agents.set(agent.name, agent);
   }
 

@@ -16,7 +16,7 @@ import { Invocation, type InvocationOptions } from "./invocation.js";
 import * as snapshots from "./snapshot-access.js";
 import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js";
 import type { ClientTransforms } from "./state-transform.js";
-import type { TurnLogger } from "./invocation.js";
+import type { RuntimeEvents } from "./runtime-events.js";
 
 /** Options shared by every kind of agent. */
 export interface AgentDefinition<S> {
@@ -40,8 +40,8 @@ export interface AgentEnvironment {
   models: ModelResolver;
   liveness: LivenessSettings;
   background: BackgroundWork;
-  /** Receives one structured line per turn. */
-  turnLog?: TurnLogger;
+  /** Listeners for turns and background work (the CLI logs them). */
+  events?: RuntimeEvents;
 }
 
 /** Per-call options of the in-process API. */
@@ -120,7 +120,7 @@ export class Agent<S = unknown> {
     const target = { name: this.name, store: this.store, stateSchema: this.stateSchema, liveness: this.env.liveness };
     const start = await resolveInit(target, init, options.storeContext);
     return new Invocation(
-      { ...target, transforms: this.transforms, fn: this.fn, models: this.env.models, background: this.env.background, turnLog: this.env.turnLog },
+      { ...target, transforms: this.transforms, fn: this.fn, models: this.env.models, background: this.env.background, ...(this.env.events ? { events: this.env.events } : {}) },
       start,
       options,
     );

@@ -4,6 +4,7 @@ import type { FinishReason, SessionSnapshot } from "../types/snapshot.js";
 import type { SessionStore, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
 import type { BackgroundTask } from "./background-work.js";
 import type { LivenessSettings } from "./snapshot-liveness.js";
+import type { RuntimeEvents } from "./runtime-events.js";
 
 /** What a detached run needs from its invocation. */
 export interface DetachedRunOptions<S> {
@@ -21,6 +22,9 @@ export interface DetachedRunOptions<S> {
   createdAfter: () => number;
   /** Aborted when the row is flipped to aborted, or at shutdown. */
   work: AbortController;
+  /** The agent's name (for events). */
+  agent: string;
+  events?: RuntimeEvents;
 }
 
 /**
@@ -75,8 +79,14 @@ export class DetachedRun<S> implements BackgroundTask {
     try {
       const id = await this.pendingId.catch(() => undefined);
       this.stopHeartbeat();
-      if (!id || this.shuttingDown) return;
-      await this.o.store.saveSnapshot(id, (existing) => this.finalRow(existing, state, error, finishReason), this.o.storeContext);
+      if (!id) return;
+      if (this.shuttingDown) {
+        this.o.events?.backgroundFinished?.({ agent: this.o.agent, sessionId: this.o.sessionId, snapshotId: id, status: "pending" });
+        return;
+      }
+      const row = await this.o.store.saveSnapshot(id, (existing) => this.finalRow(existing, state, error, finishReason), this.o.storeContext);
+      const status = row?.status ?? (await this.o.store.getSnapshot(id, this.o.storeContext))?.status ?? "pending";
+      this.o.events?.backgroundFinished?.({ agent: this.o.agent, sessionId: this.o.sessionId, snapshotId: id, status });
     } catch {
       // The row stays pending and reads as expired once its heartbeat is stale.
     } finally {
@@ -142,6 +152,7 @@ export class DetachedRun<S> implements BackgroundTask {
       for await (const status of this.o.store.subscribeStatus(id, this.subscription.signal, this.o.storeContext)) {
         if (status === "aborted") {
           this.o.work.abort(new AgentError("ABORTED", `snapshot "${id}" was aborted`));
+          this.o.events?.abortObserved?.({ agent: this.o.agent, sessionId: this.o.sessionId, snapshotId: id, observedAt: Date.now() });
           return;
         }
         if (status !== "pending") return;

@@ -17,6 +17,7 @@ import { DetachedRun } from "./detached-run.js";
 import type { ResolvedStart } from "./init-resolver.js";
 import { SessionRunner, type TurnLifecycle } from "./session-runner.js";
 import type { LivenessSettings } from "./snapshot-liveness.js";
+import type { RuntimeEvents } from "./runtime-events.js";
 import { applyChunkTransform, applyStateTransform, type ClientTransforms, type TransformContext } from "./state-transform.js";
 
 /** What an invocation needs from its agent. */
@@ -29,22 +30,8 @@ export interface InvocationTarget<S> {
   models: ModelResolver;
   liveness: LivenessSettings;
   background: BackgroundWork;
-  turnLog?: TurnLogger;
+  events?: RuntimeEvents;
 }
-
-/** Fields of the per-turn log line. */
-export interface TurnLogFields {
-  agent: string;
-  sessionId: string;
-  snapshotId?: string;
-  turnIndex: number;
-  finishReason: FinishReason;
-  detached: boolean;
-  durationMs: number;
-}
-
-/** Receives one call per finished turn (successful or failed). */
-export type TurnLogger = (fields: TurnLogFields) => void;
 
 /** Per-invocation options. */
 export interface InvocationOptions {
@@ -210,7 +197,7 @@ export class Invocation<S> implements AgentConnection<S> {
   }
 
   private logTurn(turn: TurnContext, finishReason: FinishReason, snapshotId: string | undefined): void {
-    this.target.turnLog?.({
+    this.target.events?.turn?.({
       agent: this.target.name,
       sessionId: this.sessionId,
       ...(snapshotId ? { snapshotId } : {}),
@@ -295,6 +282,8 @@ export class Invocation<S> implements AgentConnection<S> {
       parentId: () => this.lastSnapshotId,
       createdAfter: () => this.lastCreatedAt,
       work: this.work,
+      agent: this.target.name,
+      ...(this.target.events ? { events: this.target.events } : {}),
     });
     this.target.background.track(this.detachedRun);
     this.detachedRun.pendingId.then(
