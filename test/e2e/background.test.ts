@@ -75,6 +75,8 @@ describe("detach", () => {
     expect(row.error?.status).toBe("INTERNAL");
     expect(row.error?.message).toBe("flaky agent failed on purpose");
     expect(messageTexts(row)).toEqual(["ok", "echo: ok"]);
+    const resumed = await client.run({ init: { agent: "flaky", snapshotId: output.snapshotId }, input: textInput("x") }).catch((e) => e);
+    expect(ConnectError.from(resumed).code).toBe(Code.FailedPrecondition);
   });
 
   it("cannot be resumed while pending, but can once completed", async () => {
