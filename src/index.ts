@@ -17,4 +17,19 @@ export type { ChunkTransform, ClientTransforms, StateTransform, TransformContext
 export { DEFAULT_LIVENESS, type LivenessSettings } from "./runtime/snapshot-liveness.js";
 export type { Model, ModelRequest, ModelResponse, ModelCallOptions } from "./models/model.js";
 export { EchoModel } from "./models/echo-model.js";
+export { ScriptedModel, directiveScript, type ModelScript, type ScriptedReply } from "./models/scripted-model.js";
+export { builtinModelResolver, type ModelResolver, type ModelSettings } from "./models/model-resolver.js";
+export { toolRequestsOf, type ModelToolDefinition } from "./models/model.js";
+export {
+  defineAgent,
+  definePromptAgent,
+  promptAgentsFromDirectory,
+  type InlineAgentDefinition,
+  type PromptAgentDefinition,
+  type PromptBackedOptions,
+} from "./runtime/prompt-agent.js";
+export { PromptRegistry, type LoadedPrompt, type RenderedPromptTurn } from "./prompts/prompt-registry.js";
+export { defineTool, type Tool, type ToolContext, type ToolDefinition } from "./tools/define-tool.js";
+export { ToolInterrupt } from "./tools/interrupts.js";
+export { DEFAULT_MAX_TOOL_ITERATIONS } from "./tools/tool-loop.js";
 export * from "../stores/index.js";

@@ -4,7 +4,9 @@ import { pino, type Logger } from "pino";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { exampleAgents } from "../examples/example-agents.js";
+import type { Agent } from "../runtime/agent.js";
 import { AgentRegistry } from "../runtime/agent-registry.js";
+import { promptAgentsFromDirectory } from "../runtime/prompt-agent.js";
 import { agentServiceRoutes } from "../server/agent-service.js";
 import { startServer, type RunningServer } from "../server/server.js";
 import type { ServeConfig } from "./args.js";
@@ -29,18 +31,23 @@ export function redactStoreUri(uri: string): string {
 }
 
 /**
- * Starts agentd as configured: opens the store, registers the example agents
- * and the agents of every module, starts the server and logs the
+ * Starts agentd as configured: opens the store, registers the example agents,
+ * the agents of every module and one agent per `--prompts` file (after their
+ * start-up checks pass), starts the server and logs the
  * `agentd listening` line (host, port, url, store, agents). Rejects (after
  * releasing whatever it opened) when anything fails to start.
  */
 export async function startServe(config: ServeConfig, logger: Logger = createCliLogger(config.logLevel)): Promise<ServeInstance> {
+  const promptAgents: Agent<unknown>[] = [];
   if (config.promptsDir !== undefined) {
     const dir = resolve(config.promptsDir);
     const info = await stat(dir).catch(() => undefined);
     if (!info?.isDirectory()) throw new Error(`--prompts directory "${config.promptsDir}" does not exist (looked for ${dir})`);
+    promptAgents.push(...promptAgentsFromDirectory(dir));
   }
-  const userAgents = await loadAgentModules(config.agentModules);
+  const userAgents = [...(await loadAgentModules(config.agentModules)), ...promptAgents];
+  // Start-up checks (e.g. prompt agents' smoke renders) fail the start, naming the file.
+  await Promise.all(userAgents.map((agent) => agent.ready()));
   let store: SessionStore | undefined;
   try {
     store = await openStoreFromUri(config.store);

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Agent } from "../runtime/agent.js";
 import { defineCustomAgent } from "../runtime/custom-agent.js";
+import { defineAgent } from "../runtime/prompt-agent.js";
 import { generateModelTurn } from "../runtime/model-turn.js";
 import { messageText } from "../types/content.js";
 import { splitIntoChunks } from "../models/echo-model.js";
@@ -14,13 +15,27 @@ export const TaskListSchema = z.object({
 /** The `tasks` agent's custom state. */
 export type TaskList = z.infer<typeof TaskListSchema>;
 
-/** `assistant`: keeps the conversation on the server and answers with the offline echo model. */
-export function assistantAgent(): Agent<unknown> {
-  return defineCustomAgent({
+/**
+ * `assistant`: keeps the conversation on the server and answers with the
+ * offline echo model, or with the model named by `AGENTD_ASSISTANT_MODEL`
+ * (e.g. `openai/gpt-4o-mini`; the key is checked on the first turn).
+ */
+export function assistantAgent(env: NodeJS.ProcessEnv = process.env): Agent<unknown> {
+  const model = env.AGENTD_ASSISTANT_MODEL?.trim() || "echo";
+  if (model === "echo") {
+    return defineCustomAgent({
+      name: "assistant",
+      description: "A conversational assistant on the offline echo model; keeps the conversation on the server.",
+      store: "default",
+      turn: (_input, ctx) => generateModelTurn(ctx, "echo"),
+    });
+  }
+  return defineAgent({
     name: "assistant",
-    description: "A conversational assistant on the offline echo model; keeps the conversation on the server.",
+    description: `A conversational assistant on ${model}; keeps the conversation on the server.`,
     store: "default",
-    turn: (_input, ctx) => generateModelTurn(ctx, "echo"),
+    model,
+    system: "You are a helpful, concise assistant.",
   });
 }
 

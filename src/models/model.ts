@@ -1,4 +1,4 @@
-import type { Message, Part } from "../types/content.js";
+import type { Message, Part, ToolRequest } from "../types/content.js";
 import type { FinishReason } from "../types/snapshot.js";
 import type { ModelChunk } from "../types/agent-io.js";
 
@@ -10,18 +10,38 @@ export interface ModelToolDefinition {
   inputSchema: Record<string, unknown>;
 }
 
-/** What a model is asked to continue. */
+/**
+ * What a model is asked to continue. System text travels as `system`-role
+ * messages (prompt-rendered ones first); providers place leading system
+ * messages where their API expects system instructions.
+ */
 export interface ModelRequest {
   /** Prompt-rendered messages first, then the session history. */
   messages: Message[];
+  /** Tools the model may request (it never runs them: the caller does). */
   tools?: ModelToolDefinition[];
+  /**
+   * Generation config: `temperature`, `maxOutputTokens`, `topP`, `topK`,
+   * `stopSequences`, `seed`, `presencePenalty`, `frequencyPenalty`, plus
+   * `timeoutMs` and `maxRetries` for hosted providers; other keys are passed
+   * to the provider as provider options.
+   */
   config?: Record<string, unknown>;
 }
 
-/** A model's complete answer to one request. */
+/**
+ * A model's complete answer to one request. Tool calls are `toolRequest`
+ * parts of `message` (each with a `ref`); `finishReason` is `stop` when the
+ * model stopped to call tools.
+ */
 export interface ModelResponse {
   message: Message;
   finishReason: FinishReason;
+}
+
+/** The tool requests of a message, in the model's order. */
+export function toolRequestsOf(message: Message | undefined): ToolRequest[] {
+  return (message?.content ?? []).flatMap((p) => (p.toolRequest ? [p.toolRequest] : []));
 }
 
 /** Per-call options: cancellation and streaming. */

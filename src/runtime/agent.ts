@@ -64,8 +64,10 @@ export class Agent<S = unknown> {
   private readonly fn: AgentFn<S>;
   private env: AgentEnvironment = { models: builtinModelResolver(), liveness: DEFAULT_LIVENESS, background: new BackgroundWork() };
   private bound = false;
+  private readonly readiness: Promise<void>;
 
-  constructor(definition: AgentDefinition<S>, fn: AgentFn<S>) {
+  /** `options.ready` is the agent's start-up check (e.g. a prompt agent's smoke render); see {@link Agent.ready}. */
+  constructor(definition: AgentDefinition<S>, fn: AgentFn<S>, options: { ready?: Promise<void> } = {}) {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(definition.name)) {
       throw new AgentError("INVALID_ARGUMENT", `agent name "${definition.name}" must be letters, digits, ".", "_" or "-"`);
     }
@@ -75,6 +77,17 @@ export class Agent<S = unknown> {
     this.transforms = definition.transforms ?? {};
     this.storeOption = definition.store;
     this.fn = fn;
+    this.readiness = options.ready ?? Promise.resolve();
+    this.readiness.catch(() => {}); // observed through ready()
+  }
+
+  /**
+   * Resolves once the agent's start-up checks passed; rejects with the
+   * problem (e.g. a prompt whose input fails its schema, naming the file).
+   * `agentd serve` awaits it before listening.
+   */
+  ready(): Promise<void> {
+    return this.readiness;
   }
 
   /** @internal Binds the agent to a registry's environment (once). */

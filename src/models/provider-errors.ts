@@ -1,0 +1,77 @@
+import { APICallError, LoadAPIKeyError, RetryError } from "ai";
+import { AgentError, type StatusName } from "../errors/agent-error.js";
+
+/**
+ * The status an HTTP status code from a model provider maps to: 400 →
+ * INVALID_ARGUMENT, 401 → UNAUTHENTICATED, 403 → PERMISSION_DENIED, 404 →
+ * NOT_FOUND, 408/504 → DEADLINE_EXCEEDED, 409 → ABORTED, 413 →
+ * INVALID_ARGUMENT, 429 → RESOURCE_EXHAUSTED, other 5xx → UNAVAILABLE,
+ * anything else → UNKNOWN.
+ */
+export function statusForHttp(code: number): StatusName {
+  switch (code) {
+    case 400:
+    case 413:
+    case 422:
+      return "INVALID_ARGUMENT";
+    case 401:
+      return "UNAUTHENTICATED";
+    case 403:
+      return "PERMISSION_DENIED";
+    case 404:
+      return "NOT_FOUND";
+    case 408:
+    case 504:
+      return "DEADLINE_EXCEEDED";
+    case 409:
+      return "ABORTED";
+    case 429:
+      return "RESOURCE_EXHAUSTED";
+  }
+  return code >= 500 ? "UNAVAILABLE" : "UNKNOWN";
+}
+
+/** The provider's own error message from an error body (OpenAI, Anthropic and Google shapes), if any. */
+function bodyMessage(body: string | undefined): string | undefined {
+  if (!body) return undefined;
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown };
+    if (typeof parsed.error === "string") return parsed.error;
+    if (typeof parsed.error?.message === "string") return parsed.error.message;
+    if (typeof parsed.message === "string") return parsed.message;
+  } catch {
+    // not JSON
+  }
+  return undefined;
+}
+
+/**
+ * Turns anything a provider call threw (or streamed as an error) into an
+ * AgentError whose status follows {@link statusForHttp}; the message names the
+ * model and carries the provider's message, and `details.httpStatus` the code.
+ * Retries that gave up are unwrapped to their last error.
+ */
+export function mapProviderError(err: unknown, model: string): AgentError {
+  if (err instanceof AgentError) return err;
+  if (RetryError.isInstance(err)) return mapProviderError(err.lastError, model);
+  if (APICallError.isInstance(err)) {
+    if (err.statusCode !== undefined) {
+      const detail = bodyMessage(err.responseBody) ?? err.message;
+      return new AgentError(statusForHttp(err.statusCode), `model "${model}" failed with HTTP ${err.statusCode}: ${detail}`, {
+        details: { httpStatus: err.statusCode, model },
+        cause: err,
+      });
+    }
+    return new AgentError("UNAVAILABLE", `model "${model}" could not be reached at ${err.url}: ${err.message}`, { details: { model }, cause: err });
+  }
+  if (LoadAPIKeyError.isInstance(err)) return new AgentError("FAILED_PRECONDITION", `model "${model}": ${err.message}`, { cause: err });
+  if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) {
+    return new AgentError(err.name === "TimeoutError" ? "DEADLINE_EXCEEDED" : "CANCELLED", `model "${model}": ${err.message}`, { cause: err });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  const cause = err instanceof Error ? (err.cause as { code?: string } | undefined) : undefined;
+  if (cause?.code === "ECONNREFUSED" || cause?.code === "ENOTFOUND") {
+    return new AgentError("UNAVAILABLE", `model "${model}" could not be reached: ${message}`, { cause: err });
+  }
+  return new AgentError("UNKNOWN", `model "${model}" failed: ${message}`, { cause: err });
+}

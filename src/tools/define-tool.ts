@@ -1,0 +1,80 @@
+import { z, type ZodType } from "zod";
+import { AgentError } from "../errors/agent-error.js";
+import type { ModelToolDefinition } from "../models/model.js";
+import type { Responder, TurnContext } from "../runtime/agent-function.js";
+import type { Session } from "../runtime/session.js";
+import type { ToolRequest } from "../types/content.js";
+
+/** What a tool's `run` can use besides its input. */
+export interface ToolContext<S = unknown> {
+  /** The current session: `updateCustom` streams patches, `addArtifacts`/`responder.sendArtifact` record artifacts. */
+  session: Session<S>;
+  /** The agent's output channel (artifacts, extra model chunks). */
+  responder: Responder;
+  /** Aborts when the invocation is cancelled. */
+  signal: AbortSignal;
+  /** The running turn. */
+  turn: TurnContext;
+  /** The model's request being answered (ref, name and raw input). */
+  request: ToolRequest;
+  /**
+   * Set when the tool runs again because a client restarted an interrupted
+   * request: the restart part's `metadata.resumed`, or `true`.
+   */
+  resumed?: unknown;
+  /**
+   * Stops the tool without an answer: the turn ends `interrupted` with this
+   * request pending; `metadata` is stored on the request for the client.
+   */
+  interrupt(metadata?: Record<string, unknown>): never;
+}
+
+/** A tool as declared with {@link defineTool}. */
+export interface ToolDefinition<I, O, S = unknown> {
+  /** Letters, digits, "_" or "-", at most 64 characters (what every provider accepts). */
+  name: string;
+  /** Tells the model when and how to use the tool. */
+  description: string;
+  /** Validates the model's input; its JSON Schema is what the model sees. */
+  inputSchema: ZodType<I>;
+  /** Validates what `run` returns (and what clients send back when resuming). */
+  outputSchema?: ZodType<O>;
+  run(input: I, ctx: ToolContext<S>): O | Promise<O>;
+}
+
+/** A defined tool: its definition plus the JSON Schema description sent to models. */
+export interface Tool<I = any, O = any, S = any> extends ToolDefinition<I, O, S> {
+  /** Brand used to recognise tools. */
+  readonly __agentdTool: true;
+  /** The tool as described to a model (input as JSON Schema). */
+  readonly modelDefinition: ModelToolDefinition;
+}
+
+/**
+ * Defines a tool for prompt-backed agents. The input schema is converted once
+ * (zod 4 `z.toJSONSchema`) and sent to the model; the tool loop validates the
+ * model's input before `run` and the output after it. Throws AgentError
+ * INVALID_ARGUMENT for a bad name or a schema that has no JSON Schema form.
+ */
+export function defineTool<I, O, S = any>(definition: ToolDefinition<I, O, S>): Tool<I, O, S> {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(definition.name)) {
+    throw new AgentError("INVALID_ARGUMENT", `tool name "${definition.name}" must be 1-64 letters, digits, "_" or "-"`);
+  }
+  let inputSchema: Record<string, unknown>;
+  try {
+    inputSchema = z.toJSONSchema(definition.inputSchema, { io: "input" }) as Record<string, unknown>;
+  } catch (err) {
+    throw new AgentError("INVALID_ARGUMENT", `tool "${definition.name}": its inputSchema has no JSON Schema form: ${(err as Error).message}`);
+  }
+  delete inputSchema.$schema;
+  return {
+    ...definition,
+    __agentdTool: true,
+    modelDefinition: { name: definition.name, description: definition.description, inputSchema },
+  };
+}
+
+/** A zod error as one line: `path: message; ...`. */
+export function describeZodError(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`).join("; ");
+}

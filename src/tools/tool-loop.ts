@@ -1,0 +1,195 @@
+import { AgentError } from "../errors/agent-error.js";
+import { toolRequestsOf, type Model } from "../models/model.js";
+import type { TurnFnContext } from "../runtime/agent-function.js";
+import type { AgentInput, TurnResult } from "../types/agent-io.js";
+import type { Message, Part, ToolRequest } from "../types/content.js";
+import { describeZodError, type Tool, type ToolContext } from "./define-tool.js";
+import {
+  INTERRUPT_KEY,
+  PENDING_OUTPUT_KEY,
+  pendingRequests,
+  planResume,
+  RESOLVED_INTERRUPT_KEY,
+  ToolInterrupt,
+  unresolvedInterruptError,
+} from "./interrupts.js";
+
+/** Default bound of tool rounds per turn. */
+export const DEFAULT_MAX_TOOL_ITERATIONS = 10;
+
+/** What one turn of a prompt-backed agent runs with. */
+export interface ToolLoopSettings {
+  model: Model;
+  /** Prompt-rendered messages, sent before the history and never stored. */
+  prelude: Message[];
+  tools: Tool[];
+  config?: Record<string, unknown>;
+  /** Tool rounds allowed per turn; one more tool request fails the turn. */
+  maxToolIterations: number;
+}
+
+/** How each request of a model message is answered: a known output, or by running the tool. */
+type Answer = { kind: "known"; output: unknown } | { kind: "run"; request: ToolRequest; resumed?: unknown };
+type ToolOutcome = { output: unknown } | { interrupt: Record<string, unknown> | true };
+
+/**
+ * One turn of a prompt-backed agent: calls the model over prelude + history,
+ * streams its chunks, appends its message, runs the tools it requests (in
+ * parallel; responses keep the model's order in one `tool` message) and
+ * loops until the model answers without tool requests, at most
+ * `maxToolIterations` tool rounds (then AgentError RESOURCE_EXHAUSTED naming
+ * the limit). A tool that interrupts ends the turn `interrupted` with the
+ * model message (its requests marked) last in the history; `input.resume`
+ * continues it after {@link planResume} validated it. A model request for an
+ * unknown tool or with input failing the tool's schema is answered with
+ * `{ error }` so the model can correct itself; a tool that throws fails the turn.
+ */
+export async function runToolLoop<S>(input: AgentInput, ctx: TurnFnContext<S>, settings: ToolLoopSettings): Promise<TurnResult> {
+  return new ToolLoop(ctx, settings).run(input);
+}
+
+class ToolLoop<S> {
+  private readonly tools: Map<string, Tool>;
+  private streamIndex = 0;
+
+  constructor(
+    private readonly ctx: TurnFnContext<S>,
+    private readonly settings: ToolLoopSettings,
+  ) {
+    this.tools = new Map(settings.tools.map((t) => [t.name, t]));
+  }
+
+  async run(input: AgentInput): Promise<TurnResult> {
+    const history = this.ctx.session.messages();
+    let rounds = 0;
+    const resuming = (input.resume?.respond?.length ?? 0) + (input.resume?.restart?.length ?? 0) > 0;
+    if (resuming) {
+      if (input.message) throw new AgentError("INVALID_ARGUMENT", "send input.resume without input.message: a resume continues the interrupted turn");
+      const pending = pendingRequests(history.at(-1));
+      if (!pending) throw new AgentError("INVALID_ARGUMENT", "input.resume: the conversation has no interrupted turn to resume (its last message holds no pending tool requests)");
+      const actions = planResume(pending, input.resume!);
+      const answers = new Map<number, Answer>();
+      for (const p of pending) {
+        const action = actions.get(p.partIndex);
+        if (!action) answers.set(p.partIndex, { kind: "known", output: p.output ?? null });
+        else if (action.kind === "respond") answers.set(p.partIndex, { kind: "known", output: this.checkClientOutput(p.request, action.output) });
+        else answers.set(p.partIndex, { kind: "run", request: action.request, resumed: action.resumed });
+      }
+      if (await this.answer(answers)) return { finishReason: "interrupted" };
+      rounds = 1;
+    } else {
+      const pending = pendingRequests(history.at(input.message ? -2 : -1));
+      if (pending) throw unresolvedInterruptError(pending);
+    }
+    for (;;) {
+      const index = this.streamIndex++;
+      const response = await this.settings.model.generate(
+        {
+          messages: [...this.settings.prelude, ...this.ctx.session.messages()],
+          ...(this.settings.tools.length > 0 ? { tools: this.settings.tools.map((t) => t.modelDefinition) } : {}),
+          ...(this.settings.config ? { config: this.settings.config } : {}),
+        },
+        { signal: this.ctx.turn.signal, onChunk: (chunk) => this.ctx.responder.sendModelChunk({ ...chunk, index }) },
+      );
+      this.ctx.session.addMessages(response.message);
+      if (toolRequestsOf(response.message).length === 0) return { finishReason: response.finishReason };
+      const max = this.settings.maxToolIterations;
+      if (rounds >= max) {
+        throw new AgentError(
+          "RESOURCE_EXHAUSTED",
+          `tool loop limit reached: the model requested tools again after ${max} tool round(s) in this turn (maxToolIterations = ${max}); raise maxToolIterations or change the prompt`,
+          { details: { maxToolIterations: max } },
+        );
+      }
+      rounds++;
+      const answers = new Map<number, Answer>();
+      response.message.content.forEach((part, i) => {
+        if (part.toolRequest) answers.set(i, { kind: "run", request: part.toolRequest });
+      });
+      if (await this.answer(answers)) return { finishReason: "interrupted" };
+    }
+  }
+
+  /**
+   * Answers the requests of the last message (a model message): runs the
+   * tools, then either marks the message interrupted (returns true) or
+   * appends the `tool` message with every response in the model's order.
+   */
+  private async answer(answers: Map<number, Answer>): Promise<boolean> {
+    const entries = [...answers.entries()];
+    const settled = await Promise.allSettled(
+      entries.map(([, a]): Promise<ToolOutcome> => (a.kind === "known" ? Promise.resolve({ output: a.output }) : this.runTool(a.request, a.resumed))),
+    );
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+    if (failed) throw failed.reason;
+    const outcomes = new Map(entries.map(([i], k) => [i, (settled[k] as PromiseFulfilledResult<ToolOutcome>).value]));
+    const messages = this.ctx.session.messages();
+    const last = messages.at(-1)!;
+    const interrupted = [...outcomes.values()].some((o) => "interrupt" in o);
+    last.content = last.content.map((part, i) => {
+      const outcome = outcomes.get(i);
+      if (!part.toolRequest || !outcome) return part;
+      const { [INTERRUPT_KEY]: wasInterrupted, [PENDING_OUTPUT_KEY]: _known, ...rest } = part.metadata ?? {};
+      const request = answers.get(i)?.kind === "run" ? (answers.get(i) as { request: ToolRequest }).request : part.toolRequest;
+      let metadata: Record<string, unknown> = rest;
+      if (interrupted) metadata = "interrupt" in outcome ? { ...rest, [INTERRUPT_KEY]: outcome.interrupt } : { ...rest, [PENDING_OUTPUT_KEY]: outcome.output };
+      else if (wasInterrupted !== undefined) metadata = { ...rest, [RESOLVED_INTERRUPT_KEY]: wasInterrupted };
+      return { ...part, toolRequest: { ...part.toolRequest, input: request.input }, ...(Object.keys(metadata).length > 0 ? { metadata } : { metadata: undefined }) };
+    }).map(dropUndefinedMetadata);
+    this.ctx.session.setMessages(messages);
+    if (interrupted) return true;
+    const responses: Part[] = entries.map(([i]) => {
+      const request = last.content[i]!.toolRequest!;
+      return { toolResponse: { ...(request.ref ? { ref: request.ref } : {}), name: request.name, output: (outcomes.get(i) as { output: unknown }).output } };
+    });
+    this.ctx.session.addMessages({ role: "tool", content: responses });
+    this.ctx.responder.sendModelChunk({ role: "tool", content: structuredClone(responses), index: this.streamIndex++ });
+    return false;
+  }
+
+  private async runTool(request: ToolRequest, resumed?: unknown): Promise<ToolOutcome> {
+    const tool = this.tools.get(request.name);
+    if (!tool) return { output: { error: `unknown tool "${request.name}"; available tools: ${[...this.tools.keys()].join(", ") || "(none)"}` } };
+    const parsed = tool.inputSchema.safeParse(request.input ?? {});
+    if (!parsed.success) return { output: { error: `invalid input for tool "${request.name}": ${describeZodError(parsed.error)}` } };
+    const toolCtx: ToolContext<S> = {
+      session: this.ctx.session,
+      responder: this.ctx.responder,
+      signal: this.ctx.turn.signal,
+      turn: this.ctx.turn,
+      request: structuredClone(request),
+      ...(resumed !== undefined ? { resumed } : {}),
+      interrupt: (metadata) => {
+        throw new ToolInterrupt(metadata);
+      },
+    };
+    try {
+      const output = await tool.run(parsed.data, toolCtx);
+      if (!tool.outputSchema) return { output: output === undefined ? null : output };
+      const checked = tool.outputSchema.safeParse(output);
+      if (!checked.success) throw new AgentError("INTERNAL", `returned output that fails its outputSchema: ${describeZodError(checked.error)}`);
+      return { output: checked.data === undefined ? null : checked.data };
+    } catch (err) {
+      if (err instanceof ToolInterrupt) return { interrupt: err.metadata ?? true };
+      const e = AgentError.from(err);
+      throw new AgentError(e.status, `tool "${request.name}" failed: ${e.message}`, { cause: err, ...(e.details ? { details: e.details } : {}) });
+    }
+  }
+
+  /** A client's respond output, checked against the tool's output schema when it has one. */
+  private checkClientOutput(request: ToolRequest, output: unknown): unknown {
+    const schema = this.tools.get(request.name)?.outputSchema;
+    if (!schema) return output ?? null;
+    const checked = schema.safeParse(output);
+    if (!checked.success) {
+      throw new AgentError("INVALID_ARGUMENT", `resume response for tool "${request.name}" fails its outputSchema: ${describeZodError(checked.error)}`);
+    }
+    return checked.data ?? null;
+  }
+}
+
+function dropUndefinedMetadata(part: Part): Part {
+  if (part.metadata !== undefined) return part;
+  const { metadata: _m, ...rest } = part;
+  return rest;
+}
