@@ -24,17 +24,17 @@ const CALL_SETTINGS = ["temperature", "maxOutputTokens", "topP", "topK", "stopSe
 export class AiSdkModel implements Model {
   readonly name: string;
   private readonly provider: string;
-  private readonly create: () => LanguageModel;
+  private readonly create: () => Promise<LanguageModel>;
   private model: LanguageModel | undefined;
 
-  constructor(name: string, create: () => LanguageModel) {
+  constructor(name: string, create: () => Promise<LanguageModel>) {
     this.name = name;
     this.provider = name.split("/")[0] ?? name;
     this.create = create;
   }
 
   async generate(request: ModelRequest, options: ModelCallOptions): Promise<ModelResponse> {
-    this.model ??= this.create();
+    this.model ??= await this.create();
     const config = { ...request.config };
     const timeoutMs = numberSetting(config, "timeoutMs") ?? DEFAULT_MODEL_TIMEOUT_MS;
     const maxRetries = numberSetting(config, "maxRetries") ?? 0;
