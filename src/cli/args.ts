@@ -15,6 +15,8 @@ export interface ServeConfig {
   maxMessageBytes: number;
   logLevel: string;
   drainMs: number;
+  /** Browser origins allowed to call cross-origin (`*` = any). */
+  corsOrigins: string[];
   /** Heartbeat interval of detached work (ms); undefined = runtime default. */
   heartbeatIntervalMs?: number;
   /** Age after which a pending row's heartbeat reads as expired (ms); undefined = runtime default. */
@@ -53,12 +55,24 @@ Options:
   --echo-delay-ms <n>         delay between chunks of the offline echo model (default 0)
   --max-message-bytes <n>     largest accepted request message (default ${DEFAULT_MAX_MESSAGE_BYTES})
   --log-level <level>         fatal|error|warn|info|debug|trace|silent (default info)
+  --cors-origin <origin>      let browsers on this origin call cross-origin (repeatable; * = any)
   --drain-ms <n>              on SIGTERM/SIGINT, how long in-flight work may finish (default ${DEFAULT_GRACE_MS})
   --heartbeat-interval-ms <n> how often detached work refreshes its pending snapshot (default 5000)
   --heartbeat-ttl-ms <n>      a pending snapshot silent this long reads as expired (default 30000)
   -h, --help                  show this help
   -v, --version               print the version
 `;
+
+/** `--cors-origin` values: repeatable and comma-separated; each `*` or an `http(s)://host[:port]` origin. */
+function corsOrigins(raw: readonly string[]): string[] {
+  const origins = raw.flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
+  for (const origin of origins) {
+    if (origin !== "*" && !/^https?:\/\/[^/\s]+$/.test(origin)) {
+      throw new UsageError(`--cors-origin must be "*" or an origin like https://app.example.com, got "${origin}"`);
+    }
+  }
+  return origins;
+}
 
 function integer(name: string, raw: string, min: number, max: number): number {
   if (!/^\d+$/.test(raw.trim())) throw new UsageError(`--${name} must be a whole number, got "${raw}"`);
@@ -90,6 +104,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "drain-ms": { type: "string" },
         "heartbeat-interval-ms": { type: "string" },
         "heartbeat-ttl-ms": { type: "string" },
+        "cors-origin": { type: "string", multiple: true },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -127,6 +142,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
           ? integer("max-message-bytes", values["max-message-bytes"], 1024, 2 ** 32 - 1)
           : DEFAULT_MAX_MESSAGE_BYTES,
       logLevel,
+      corsOrigins: corsOrigins(values["cors-origin"] ?? []),
       drainMs: values["drain-ms"] !== undefined ? integer("drain-ms", values["drain-ms"], 0, 3_600_000) : DEFAULT_GRACE_MS,
       ...(values["heartbeat-interval-ms"] !== undefined
         ? { heartbeatIntervalMs: integer("heartbeat-interval-ms", values["heartbeat-interval-ms"], 10, 3_600_000) }

@@ -70,6 +70,7 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
       port: config.port,
       logger,
       maxMessageBytes: config.maxMessageBytes,
+      corsOrigins: config.corsOrigins,
       registerAgentService: agentServiceRoutes(registry),
     });
     logger.info(

@@ -8,6 +8,7 @@ import { createCallContext, loggingInterceptor, logRejectedRequest, type CallLog
 import { HealthStatus, registerHealthService } from "./health-service.js";
 import { listenDualProtocol } from "./listener.js";
 import { REFLECTION_SERVICES, registerReflectionService } from "./reflection-service.js";
+import { withCors } from "./cors.js";
 
 /** Default per-message size limit: 4 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -32,6 +33,8 @@ export interface ServerOptions {
    * themselves; default `[agentd.v1.AgentService]`.
    */
   services?: readonly DescService[];
+  /** Browser origins allowed to call cross-origin (`*` for any); default none. */
+  corsOrigins?: readonly string[];
 }
 
 /** Options for {@link RunningServer.close}. */
@@ -97,7 +100,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     connectHandler(req, res);
   };
 
-  const listener = await listenDualProtocol({ host: options.host, port: options.port, handler });
+  const listener = await listenDualProtocol({
+    host: options.host,
+    port: options.port,
+    handler: withCors(handler, { allowedOrigins: options.corsOrigins ?? [] }),
+  });
   const url = `http://${listener.host.includes(":") ? `[${listener.host}]` : listener.host}:${listener.port}`;
 
   let closing: Promise<void> | undefined;
