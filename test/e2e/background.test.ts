@@ -1,115 +1,102 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
-import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { snapshotTexts, useAgentd } from "../harness/use-agentd.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
-import { agentServiceClient } from "../harness/wire-clients.js";
 
-let server: AgentdProcess;
-let client: ReturnType<typeof agentServiceClient>;
-beforeAll(async () => {
-  server = await startAgentd({ args: ["test/fixtures/agents.ts", "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "2000"] });
-  client = agentServiceClient(server.baseUrl, "grpc");
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const agentd = useAgentd({ args: ["test/fixtures/agents.ts", "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "2000"] });
 
 const slow = (text: string, ms = 40) => textInput(text, { echoDelayMs: ms });
 
 /** Every status WatchSnapshot reports for `snapshotId`, until it ends. */
 async function watch(agent: string, snapshotId: string): Promise<SnapshotStatus[]> {
   const statuses: SnapshotStatus[] = [];
-  for await (const res of client.watchSnapshot({ agent, snapshotId })) statuses.push(res.status);
+  for await (const res of agentd.client.watchSnapshot({ agent, snapshotId })) statuses.push(res.status);
   return statuses;
-}
-
-function messageTexts(snapshot: { state?: { messages: { content: { kind: { case?: string; value?: unknown } }[] }[] } } | undefined): string[] {
-  return (snapshot?.state?.messages ?? []).map((m) => m.content.map((p) => (p.kind.case === "text" ? String(p.kind.value) : "")).join(""));
 }
 
 describe("detach", () => {
   it("returns a pending snapshot at once and finishes in-flight and queued inputs in the background", async () => {
-    const chat = new WireChat(client, { init: { agent: "assistant" }, input: slow("one") });
+    const chat = new WireChat(agentd.client, { init: { agent: "assistant" }, input: slow("one") });
     chat.send({ input: slow("two") });
     chat.send({ input: { ...slow("three"), detach: true } });
     const { output } = await chat.drain();
     expect(output.finishReason).toBe(FinishReason.DETACHED);
-    const pending = await client.getSnapshot({ agent: "assistant", snapshotId: output.snapshotId });
+    const pending = await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output.snapshotId });
     expect(pending.snapshot?.status).toBe(SnapshotStatus.PENDING);
 
     expect(await watch("assistant", output.snapshotId)).toEqual([SnapshotStatus.PENDING, SnapshotStatus.COMPLETED]);
-    const done = await client.getSnapshot({ agent: "assistant", snapshotId: output.snapshotId });
-    expect(messageTexts(done.snapshot)).toEqual(["one", "echo: one", "two", "echo: two", "three", "echo: three"]);
+    const done = await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output.snapshotId });
+    expect(snapshotTexts(done.snapshot)).toEqual(["one", "echo: one", "two", "echo: two", "three", "echo: three"]);
     expect(done.snapshot?.turnIndex).toBe(2);
   });
 
   it("after earlier turns chains off the last snapshot and continues the turn index", async () => {
-    const chat = new WireChat(client, { init: { agent: "assistant" }, input: textInput("first") });
+    const chat = new WireChat(agentd.client, { init: { agent: "assistant" }, input: textInput("first") });
     const first = await chat.nextTurn();
     chat.send({ input: { ...slow("second"), detach: true } });
     const { output } = await chat.drain();
-    const pending = (await client.getSnapshot({ agent: "assistant", snapshotId: output.snapshotId })).snapshot!;
+    const pending = (await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output.snapshotId })).snapshot!;
     expect(pending.parentId).toBe(first.turnEnd.snapshotId);
     expect(pending.turnIndex).toBe(1);
     await watch("assistant", output.snapshotId);
-    const latest = (await client.getSnapshot({ agent: "assistant", sessionId: output.sessionId })).snapshot!;
+    const latest = (await agentd.client.getSnapshot({ agent: "assistant", sessionId: output.sessionId })).snapshot!;
     expect(latest.snapshotId).toBe(output.snapshotId);
     expect(latest.status).toBe(SnapshotStatus.COMPLETED);
-    expect(messageTexts(latest)).toEqual(["first", "echo: first", "second", "echo: second"]);
+    expect(snapshotTexts(latest)).toEqual(["first", "echo: first", "second", "echo: second"]);
   });
 
   it("is refused on a store without status subscription and on a client-managed agent", async () => {
     for (const agent of ["no-subscribe", "notes"]) {
-      const err = await client.run({ init: { agent }, input: { ...textInput("x"), detach: true } }).catch((e) => e);
+      const err = await agentd.client.run({ init: { agent }, input: { ...textInput("x"), detach: true } }).catch((e) => e);
       expect(ConnectError.from(err).code).toBe(Code.FailedPrecondition);
     }
   });
 
   it("records a failing turn after detach as failed with its error", async () => {
-    const chat = new WireChat(client, { init: { agent: "flaky" }, input: slow("ok") });
+    const chat = new WireChat(agentd.client, { init: { agent: "flaky" }, input: slow("ok") });
     chat.send({ input: { ...textInput("now fail"), detach: true } });
     const { output } = await chat.drain();
     expect(await watch("flaky", output.snapshotId)).toEqual([SnapshotStatus.PENDING, SnapshotStatus.FAILED]);
-    const row = (await client.getSnapshot({ agent: "flaky", snapshotId: output.snapshotId })).snapshot!;
+    const row = (await agentd.client.getSnapshot({ agent: "flaky", snapshotId: output.snapshotId })).snapshot!;
     expect(row.error?.status).toBe("INTERNAL");
     expect(row.error?.message).toBe("flaky agent failed on purpose");
-    expect(messageTexts(row)).toEqual(["ok", "echo: ok"]);
-    const resumed = await client.run({ init: { agent: "flaky", snapshotId: output.snapshotId }, input: textInput("x") }).catch((e) => e);
+    expect(snapshotTexts(row)).toEqual(["ok", "echo: ok"]);
+    const resumed = await agentd.client.run({ init: { agent: "flaky", snapshotId: output.snapshotId }, input: textInput("x") }).catch((e) => e);
     expect(ConnectError.from(resumed).code).toBe(Code.FailedPrecondition);
   });
 
   it("cannot be resumed while pending, but can once completed", async () => {
-    const { output } = await client.run({ init: { agent: "assistant" }, input: { ...slow("bg", 60), detach: true } });
-    const early = await client.run({ init: { agent: "assistant", snapshotId: output!.snapshotId }, input: textInput("x") }).catch((e) => e);
+    const { output } = await agentd.client.run({ init: { agent: "assistant" }, input: { ...slow("bg", 60), detach: true } });
+    const early = await agentd.client.run({ init: { agent: "assistant", snapshotId: output!.snapshotId }, input: textInput("x") }).catch((e) => e);
     expect(ConnectError.from(early).code).toBe(Code.FailedPrecondition);
     await watch("assistant", output!.snapshotId);
-    const later = await client.run({ init: { agent: "assistant", snapshotId: output!.snapshotId }, input: textInput("after") });
+    const later = await agentd.client.run({ init: { agent: "assistant", snapshotId: output!.snapshotId }, input: textInput("after") });
     expect(later.output?.finishReason).toBe(FinishReason.STOP);
   });
 });
 
 describe("abort", () => {
   it("stops detached work and the row ends aborted", async () => {
-    const chat = new WireChat(client, { init: { agent: "assistant" }, input: slow("long running reply with many words", 200) });
+    const chat = new WireChat(agentd.client, { init: { agent: "assistant" }, input: slow("long running reply with many words", 200) });
     chat.send({ input: { ...slow("queued", 200), detach: true } });
     const { output } = await chat.drain();
     const watching = watch("assistant", output.snapshotId);
-    const aborted = await client.abort({ agent: "assistant", snapshotId: output.snapshotId });
+    const aborted = await agentd.client.abort({ agent: "assistant", snapshotId: output.snapshotId });
     expect(aborted).toMatchObject({ snapshotId: output.snapshotId, status: SnapshotStatus.ABORTED });
     expect(await watching).toEqual([SnapshotStatus.PENDING, SnapshotStatus.ABORTED]);
-    const resumed = await client.run({ init: { agent: "assistant", snapshotId: output.snapshotId }, input: textInput("x") }).catch((e) => e);
+    const resumed = await agentd.client.run({ init: { agent: "assistant", snapshotId: output.snapshotId }, input: textInput("x") }).catch((e) => e);
     expect(ConnectError.from(resumed).code).toBe(Code.FailedPrecondition);
     await new Promise((r) => setTimeout(r, 300));
-    const row = (await client.getSnapshot({ agent: "assistant", snapshotId: output.snapshotId })).snapshot!;
+    const row = (await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output.snapshotId })).snapshot!;
     expect(row.status).toBe(SnapshotStatus.ABORTED);
-    expect(messageTexts(row)).not.toContain("echo: queued");
+    expect(snapshotTexts(row)).not.toContain("echo: queued");
   });
 
   it("wins or loses a race with completion consistently: the row ends in the status Abort reported", async () => {
     for (let i = 0; i < 10; i++) {
-      const { output } = await client.run({ init: { agent: "assistant" }, input: { ...slow("race", i % 3), detach: true } });
-      const { status } = await client.abort({ agent: "assistant", snapshotId: output!.snapshotId });
+      const { output } = await agentd.client.run({ init: { agent: "assistant" }, input: { ...slow("race", i % 3), detach: true } });
+      const { status } = await agentd.client.abort({ agent: "assistant", snapshotId: output!.snapshotId });
       const statuses = await watch("assistant", output!.snapshotId);
       expect([SnapshotStatus.ABORTED, SnapshotStatus.COMPLETED]).toContain(status);
       expect(statuses.at(-1)).toBe(status);
@@ -117,36 +104,36 @@ describe("abort", () => {
   });
 
   it("is a no-op on a terminal snapshot and reports its status", async () => {
-    const { output } = await client.run({ init: { agent: "assistant" }, input: textInput("done") });
-    const before = await client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId });
-    const res = await client.abort({ agent: "assistant", snapshotId: output!.snapshotId });
+    const { output } = await agentd.client.run({ init: { agent: "assistant" }, input: textInput("done") });
+    const before = await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId });
+    const res = await agentd.client.abort({ agent: "assistant", snapshotId: output!.snapshotId });
     expect(res.status).toBe(SnapshotStatus.COMPLETED);
-    expect((await client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId })).snapshot).toEqual(before.snapshot);
+    expect((await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId })).snapshot).toEqual(before.snapshot);
   });
 
   it("of an unknown snapshot is NOT_FOUND", async () => {
-    const err = await client.abort({ agent: "assistant", snapshotId: "missing" }).catch((e) => e);
+    const err = await agentd.client.abort({ agent: "assistant", snapshotId: "missing" }).catch((e) => e);
     expect(ConnectError.from(err).code).toBe(Code.NotFound);
   });
 });
 
 describe("client disconnect", () => {
   it("before detach cancels the work and writes no snapshot", async () => {
-    const { output } = await client.run({ init: { agent: "assistant" }, input: textInput("base") });
+    const { output } = await agentd.client.run({ init: { agent: "assistant" }, input: textInput("base") });
     const controller = new AbortController();
-    const chat = new WireChat(client, { init: { agent: "assistant", sessionId: output!.sessionId }, input: slow("never finishes", 150) }, { signal: controller.signal });
+    const chat = new WireChat(agentd.client, { init: { agent: "assistant", sessionId: output!.sessionId }, input: slow("never finishes", 150) }, { signal: controller.signal });
     const firstChunk = chat.nextTurn().catch(() => undefined);
     await new Promise((r) => setTimeout(r, 200));
     controller.abort();
     await firstChunk;
     await new Promise((r) => setTimeout(r, 1000));
-    const page = await client.listSnapshots({ agent: "assistant", sessionId: output!.sessionId });
+    const page = await agentd.client.listSnapshots({ agent: "assistant", sessionId: output!.sessionId });
     expect(page.snapshots.map((s) => s.snapshotId)).toEqual([output!.snapshotId]);
   });
 
   it("after detach changes nothing: the work completes", async () => {
     const controller = new AbortController();
-    const chat = new WireChat(client, { init: { agent: "assistant" }, input: { ...slow("detached then gone", 50), detach: true } }, { signal: controller.signal });
+    const chat = new WireChat(agentd.client, { init: { agent: "assistant" }, input: { ...slow("detached then gone", 50), detach: true } }, { signal: controller.signal });
     const { output } = await chat.drain();
     controller.abort();
     expect((await watch("assistant", output.snapshotId)).at(-1)).toBe(SnapshotStatus.COMPLETED);

@@ -1,27 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { snapshotTexts, useAgentd } from "../harness/use-agentd.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
-import { agentServiceClient } from "../harness/wire-clients.js";
 import { sessionStateFromWire, sessionStateToWire, valueFromWire } from "../../src/server/wire/index.js";
 
-let server: AgentdProcess;
-let client: ReturnType<typeof agentServiceClient>;
-beforeAll(async () => {
-  server = await startAgentd({ args: ["test/fixtures/agents.ts"] });
-  client = agentServiceClient(server.baseUrl, "grpc");
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const agentd = useAgentd({ args: ["test/fixtures/agents.ts"] });
 
 describe("client-managed state", () => {
   it("round-trips: the state from one output continues the next invocation", async () => {
-    const first = await client.run({ init: { agent: "notes" }, input: textInput("milk") });
+    const first = await agentd.client.run({ init: { agent: "notes" }, input: textInput("milk") });
     expect(first.output?.snapshotId).toBe("");
     const state = first.output!.state!;
     expect(valueFromWire(state.custom)).toEqual({ notes: ["milk"] });
-    const second = await client.run({ init: { agent: "notes", state }, input: textInput("eggs") });
+    const second = await agentd.client.run({ init: { agent: "notes", state }, input: textInput("eggs") });
     const next = sessionStateFromWire(second.output!.state!);
     expect(next.custom).toEqual({ notes: ["milk", "eggs"] });
     expect(next.sessionId).toBe(state.sessionId);
@@ -29,7 +20,7 @@ describe("client-managed state", () => {
   });
 
   it("streams custom patches in a multi-turn Chat", async () => {
-    const chat = new WireChat(client, { init: { agent: "notes" }, input: textInput("a") });
+    const chat = new WireChat(agentd.client, { init: { agent: "notes" }, input: textInput("a") });
     const turn = await chat.nextTurn();
     expect(turn.turnEnd.snapshotId).toBe("");
     expect(turn.chunks.some((c) => c.customPatch.length > 0)).toBe(true);
@@ -39,7 +30,7 @@ describe("client-managed state", () => {
 
   it("rejects custom state that fails the schema, naming the field", async () => {
     const bad = sessionStateToWire({ messages: [], artifacts: [], custom: { notes: [1] } });
-    const err = await client.run({ init: { agent: "notes", state: bad }, input: textInput("x") }).catch((e) => e);
+    const err = await agentd.client.run({ init: { agent: "notes", state: bad }, input: textInput("x") }).catch((e) => e);
     expect(ConnectError.from(err).code).toBe(Code.InvalidArgument);
     expect(ConnectError.from(err).rawMessage).toContain("notes.0");
   });
