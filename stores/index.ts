@@ -2,6 +2,7 @@
 export * from "./snapshot-store.js";
 export { InMemorySessionStore } from "./memory-store.js";
 export { StatusChannel, type StatusObservation } from "./status-channel.js";
+export { StatusSubscribers } from "./status-subscribers.js";
 export { KeyedMutex } from "./keyed-mutex.js";
 export { newSnapshotId, assertValidSnapshotId, bindIdentity } from "./snapshot-identity.js";
 export {

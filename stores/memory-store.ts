@@ -11,6 +11,7 @@ import type {
   StoreCallContext,
 } from "./snapshot-store.js";
 import { StatusChannel } from "./status-channel.js";
+import { StatusSubscribers } from "./status-subscribers.js";
 
 interface StoredRow<S> {
   snapshot: SessionSnapshot<S>;
@@ -31,7 +32,7 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
   private readonly rows = new Map<string, StoredRow<S>>();
   private readonly bySession = new Map<string, Set<string>>();
   private readonly mutex = new KeyedMutex();
-  private readonly subscribers = new Map<string, Set<StatusChannel>>();
+  private readonly subscribers = new StatusSubscribers();
 
   /** Deep copy of the row, or undefined. */
   async getSnapshot(snapshotId: string, _ctx?: StoreCallContext): Promise<SessionSnapshot<S> | undefined> {
@@ -74,22 +75,16 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
       let ids = this.bySession.get(row.sessionId);
       if (!ids) this.bySession.set(row.sessionId, (ids = new Set()));
       ids.add(id);
-      for (const channel of this.subscribers.get(id) ?? []) channel.push({ status: row.status, version });
+      this.subscribers.deliver(id, { status: row.status, version });
       return structuredClone(row);
     });
   }
 
   /** Current status (if the row exists), then every change, until `signal` aborts. */
   subscribeStatus(snapshotId: string, signal: AbortSignal, _ctx?: StoreCallContext): AsyncIterable<SnapshotStatus> {
-    const channel: StatusChannel = new StatusChannel(signal, () => {
-      const set = this.subscribers.get(snapshotId);
-      set?.delete(channel);
-      if (set?.size === 0) this.subscribers.delete(snapshotId);
-    });
+    const channel: StatusChannel = new StatusChannel(signal, () => this.subscribers.remove(snapshotId, channel));
     if (!channel.isClosed) {
-      let set = this.subscribers.get(snapshotId);
-      if (!set) this.subscribers.set(snapshotId, (set = new Set()));
-      set.add(channel);
+      this.subscribers.add(snapshotId, channel);
       const row = this.rows.get(snapshotId);
       if (row) channel.push({ status: row.snapshot.status, version: row.version });
     }
@@ -98,13 +93,11 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
 
   /** Number of live status subscriptions (for tests and diagnostics). */
   get subscriberCount(): number {
-    let n = 0;
-    for (const set of this.subscribers.values()) n += set.size;
-    return n;
+    return this.subscribers.size;
   }
 
   /** Ends every subscription. The data stays readable. Idempotent. */
   async close(): Promise<void> {
-    for (const set of [...this.subscribers.values()]) for (const channel of [...set]) channel.close();
+    this.subscribers.closeAll();
   }
 }

@@ -1,6 +1,7 @@
 import { watch, type FSWatcher } from "node:fs";
 import { join } from "node:path";
-import type { StatusChannel } from "../status-channel.js";
+import type { StatusChannel, StatusObservation } from "../status-channel.js";
+import { StatusSubscribers } from "../status-subscribers.js";
 import { readSnapshotHeader } from "./snapshot-file.js";
 
 /** Tuning for {@link DirectoryStatusWatcher}. */
@@ -20,7 +21,7 @@ export interface StatusWatcherOptions {
  * subscribers.
  */
 export class DirectoryStatusWatcher {
-  private readonly channels = new Map<string, Set<StatusChannel>>();
+  private readonly channels = new StatusSubscribers();
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly pending = new Set<string>();
@@ -33,13 +34,6 @@ export class DirectoryStatusWatcher {
     private readonly onIdle: () => void,
   ) {}
 
-  /** Number of subscribed channels. */
-  get size(): number {
-    let n = 0;
-    for (const set of this.channels.values()) n += set.size;
-    return n;
-  }
-
   /** True while an OS watcher or poll timer is open. */
   get active(): boolean {
     return this.watcher !== undefined || this.timer !== undefined;
@@ -47,32 +41,28 @@ export class DirectoryStatusWatcher {
 
   /** Adds a subscriber for `snapshotId` and delivers the file's current status to it. */
   add(snapshotId: string, channel: StatusChannel): void {
-    let set = this.channels.get(snapshotId);
-    if (!set) this.channels.set(snapshotId, (set = new Set()));
-    set.add(channel);
+    this.channels.add(snapshotId, channel);
     this.start();
     this.check(snapshotId);
   }
 
   /** Removes a subscriber; stops watching when none remain. */
   remove(snapshotId: string, channel: StatusChannel): void {
-    const set = this.channels.get(snapshotId);
-    set?.delete(channel);
-    if (set?.size === 0) this.channels.delete(snapshotId);
-    if (this.channels.size === 0) {
+    this.channels.remove(snapshotId, channel);
+    if (this.channels.isEmpty) {
       this.stop();
       this.onIdle();
     }
   }
 
   /** Delivers an observation made by this process's own write. */
-  deliver(snapshotId: string, status: Parameters<StatusChannel["push"]>[0]): void {
-    for (const channel of this.channels.get(snapshotId) ?? []) channel.push(status);
+  deliver(snapshotId: string, observation: StatusObservation): void {
+    this.channels.deliver(snapshotId, observation);
   }
 
   /** Closes every subscriber and stops watching. */
   closeAll(): void {
-    for (const set of [...this.channels.values()]) for (const channel of [...set]) channel.close();
+    this.channels.closeAll();
     this.stop();
   }
 
@@ -94,7 +84,7 @@ export class DirectoryStatusWatcher {
     const interval = this.options.pollIntervalMs ?? 500;
     if (interval > 0) {
       this.timer = setInterval(() => {
-        for (const id of this.channels.keys()) this.check(id);
+        for (const id of this.channels.ids()) this.check(id);
       }, interval);
       this.timer.unref();
     }

@@ -1,5 +1,6 @@
 import type { ChangeStream, ChangeStreamDocument, Collection, ResumeToken } from "mongodb";
 import type { StatusChannel, StatusObservation } from "../status-channel.js";
+import { StatusSubscribers } from "../status-subscribers.js";
 import type { SnapshotDocument } from "./snapshot-document.js";
 
 /** Reads a row's current status and version (undefined when it does not exist). */
@@ -34,7 +35,7 @@ const IDLE_PAUSE_MS = 25;
  * {@link StatusChannel} version gate drops anything already delivered.
  */
 export class ChangeStreamMultiplexer {
-  private readonly channels = new Map<string, Set<StatusChannel>>();
+  private readonly channels = new StatusSubscribers();
   private stream: ChangeStream<SnapshotDocument> | undefined;
   private generation = 0;
   private running = false;
@@ -80,41 +81,30 @@ export class ChangeStreamMultiplexer {
   }
 
   private rereadAll(): void {
-    for (const id of this.channels.keys()) void this.reread(id);
-  }
-
-  /** Number of subscribed channels. */
-  get size(): number {
-    let n = 0;
-    for (const set of this.channels.values()) n += set.size;
-    return n;
+    for (const id of this.channels.ids()) void this.reread(id);
   }
 
   /** Adds a subscriber, starts the stream if needed, and delivers the row's current status. */
   add(snapshotId: string, channel: StatusChannel): void {
-    let set = this.channels.get(snapshotId);
-    if (!set) this.channels.set(snapshotId, (set = new Set()));
-    set.add(channel);
+    this.channels.add(snapshotId, channel);
     if (!this.running) this.start();
     void this.reread(snapshotId);
   }
 
   /** Removes a subscriber; closes the stream when none remain. */
   remove(snapshotId: string, channel: StatusChannel): void {
-    const set = this.channels.get(snapshotId);
-    set?.delete(channel);
-    if (set?.size === 0) this.channels.delete(snapshotId);
-    if (this.channels.size === 0) this.stop();
+    this.channels.remove(snapshotId, channel);
+    if (this.channels.isEmpty) this.stop();
   }
 
   /** Delivers an observation made by this instance's own write (faster than the round trip). */
   deliver(snapshotId: string, observation: StatusObservation): void {
-    for (const channel of this.channels.get(snapshotId) ?? []) channel.push(observation);
+    this.channels.deliver(snapshotId, observation);
   }
 
   /** Ends every subscriber and closes the stream. */
   closeAll(): void {
-    for (const set of [...this.channels.values()]) for (const channel of [...set]) channel.close();
+    this.channels.closeAll();
     this.stop();
   }
 
@@ -157,7 +147,7 @@ export class ChangeStreamMultiplexer {
         const early = await stream.tryNext(); // sends the aggregate: the stream is now established
         if (!this.live(generation)) return;
         if (!first) this.resync();
-        else await Promise.all([...this.channels.keys()].map((id) => this.reread(id)));
+        else await Promise.all([...this.channels.ids()].map((id) => this.reread(id)));
         first = false;
         delay = 50;
         if (early) this.handle(early);
