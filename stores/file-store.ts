@@ -10,7 +10,7 @@ import { SessionIndex } from "./file/session-index.js";
 import { readSnapshotFile, readSnapshotHeader, serializeSnapshotFile } from "./file/snapshot-file.js";
 import { DirectoryStatusWatcher } from "./file/status-watcher.js";
 import { KeyedMutex } from "./keyed-mutex.js";
-import { assertValidSnapshotId, bindIdentity, newSnapshotId } from "./snapshot-identity.js";
+import { assertValidSnapshotId, bindIdentity, isValidSnapshotId, newSnapshotId } from "./snapshot-identity.js";
 import { encodePageToken, pageSizeOf, pageStartIndex } from "./snapshot-order.js";
 import type {
   SessionStore,
@@ -104,7 +104,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
 
   /** The row, or undefined (also for IDs that are not valid snapshot IDs). */
   async getSnapshot(snapshotId: string, ctx?: StoreCallContext): Promise<SessionSnapshot<S> | undefined> {
-    if (!isValidId(snapshotId)) return undefined;
+    if (!isValidSnapshotId(snapshotId)) return undefined;
     return (await readSnapshotFile<S>(join(this.baseDir(ctx), `${snapshotId}.json`)))?.snapshot;
   }
 
@@ -135,36 +135,44 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     assertValidSnapshotId(id);
     const base = this.baseDir(ctx);
     await this.ensureDir(base);
-    const saved = await this.mutex.run(`${base}\0${id}`, () => this.saveLocked(base, id, mutator));
+    const saved = await this.withRowLock(base, id, () => this.saveLocked(base, id, mutator));
     if (!saved) return null;
     this.watchers.get(base)?.deliver(id, { status: saved.snapshot.status, version: saved.version });
     if (this.options.maxChainLength !== undefined) await this.pruneChain(base, saved.snapshot);
     return saved.snapshot;
   }
 
+  /** Runs `fn` holding row `id`'s in-process mutex and its cross-process lock file. */
+  private withRowLock<T>(base: string, id: string, fn: () => Promise<T>): Promise<T> {
+    return this.mutex.run(`${base}\0${id}`, async () => {
+      const release = await acquireFileLock(join(base, `.${id}.lock`), { staleMs: this.options.lockStaleMs });
+      try {
+        return await fn();
+      } finally {
+        await release();
+      }
+    });
+  }
+
+  /** Read→mutate→write of one row; the caller holds its row lock. */
   private async saveLocked(
     base: string,
     id: string,
     mutator: SnapshotMutator<S>,
   ): Promise<{ snapshot: SessionSnapshot<S>; version: number } | null> {
     const path = join(base, `${id}.json`);
-    const release = await acquireFileLock(join(base, `.${id}.lock`), { staleMs: this.options.lockStaleMs });
-    try {
-      const existing = await readSnapshotFile<S>(path);
-      const result = await mutator(existing ? existing.snapshot : undefined);
-      if (result === null) return null;
-      const row = bindIdentity(result, id, existing?.snapshot);
-      const version = (existing?.version ?? 0) + 1;
-      const text = serializeSnapshotFile(version, row);
-      const snapshot = JSON.parse(text).snapshot as SessionSnapshot<S>; // exactly what a reader will see
-      if (!existing || existing.snapshot.createdAt !== row.createdAt) {
-        await new SessionIndex(base).append(row.sessionId, id, row.createdAt);
-      }
-      await this.writeAtomically(base, id, path, text);
-      return { snapshot, version };
-    } finally {
-      await release();
+    const existing = await readSnapshotFile<S>(path);
+    const result = await mutator(existing ? existing.snapshot : undefined);
+    if (result === null) return null;
+    const row = bindIdentity(result, id, existing?.snapshot);
+    const version = (existing?.version ?? 0) + 1;
+    const text = serializeSnapshotFile(version, row);
+    const snapshot = JSON.parse(text).snapshot as SessionSnapshot<S>; // exactly what a reader will see
+    if (!existing || existing.snapshot.createdAt !== row.createdAt) {
+      await new SessionIndex(base).append(row.sessionId, id, row.createdAt);
     }
+    await this.writeAtomically(base, id, path, text);
+    return { snapshot, version };
   }
 
   private async writeAtomically(base: string, id: string, path: string, text: string): Promise<void> {
@@ -188,24 +196,18 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     let parentId = newest.parentId;
     let depth = 1;
     const seen = new Set([newest.snapshotId]);
-    while (parentId && isValidId(parentId) && !seen.has(parentId)) {
+    while (parentId && isValidSnapshotId(parentId) && !seen.has(parentId)) {
       seen.add(parentId);
       depth += 1;
       const path = join(base, `${parentId}.json`);
       const header = await readSnapshotHeader(path);
       if (!header) return; // already pruned: everything older is gone too
       if (depth > max) {
-        const id = parentId;
-        await this.mutex.run(`${base}\0${id}`, async () => {
-          const release = await acquireFileLock(join(base, `.${id}.lock`), { staleMs: this.options.lockStaleMs });
-          try {
-            await unlink(path).catch((err: NodeJS.ErrnoException) => {
-              if (err.code !== "ENOENT") throw err;
-            });
-          } finally {
-            await release();
-          }
-        });
+        await this.withRowLock(base, parentId, () =>
+          unlink(path).catch((err: NodeJS.ErrnoException) => {
+            if (err.code !== "ENOENT") throw err;
+          }),
+        );
       }
       parentId = header.parentId;
     }
@@ -224,7 +226,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     const owner = watcher;
     const channel: StatusChannel = new StatusChannel(signal, () => owner.remove(snapshotId, channel));
     // An invalid ID can never exist: the subscription just waits for the abort.
-    if (channel.isClosed || !isValidId(snapshotId)) return channel;
+    if (channel.isClosed || !isValidSnapshotId(snapshotId)) return channel;
     this.watchers.set(base, owner);
     mkdirSync(base, { recursive: true, mode: 0o700 });
     owner.add(snapshotId, channel);
@@ -240,14 +242,5 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   async close(): Promise<void> {
     for (const watcher of [...this.watchers.values()]) watcher.closeAll();
     this.watchers.clear();
-  }
-}
-
-function isValidId(id: string): boolean {
-  try {
-    assertValidSnapshotId(id);
-    return true;
-  } catch {
-    return false;
   }
 }

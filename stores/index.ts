@@ -4,7 +4,7 @@ export { InMemorySessionStore } from "./memory-store.js";
 export { StatusChannel, type StatusObservation } from "./status-channel.js";
 export { StatusSubscribers } from "./status-subscribers.js";
 export { KeyedMutex } from "./keyed-mutex.js";
-export { newSnapshotId, assertValidSnapshotId, bindIdentity } from "./snapshot-identity.js";
+export { newSnapshotId, isValidSnapshotId, assertValidSnapshotId, bindIdentity } from "./snapshot-identity.js";
 export {
   compareNewestFirst,
   encodePageToken,

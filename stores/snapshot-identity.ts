@@ -10,12 +10,16 @@ export function newSnapshotId(): string {
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
 /**
- * Rejects IDs that could not be stored safely by every store (they become file
- * names): 1–200 characters of letters, digits, `.`, `_`, `-`, not starting with
- * a dot or dash.
+ * True for IDs every store can hold safely (they become file names): 1–200
+ * characters of letters, digits, `.`, `_`, `-`, not starting with a dot or dash.
  */
+export function isValidSnapshotId(snapshotId: string): boolean {
+  return ID_PATTERN.test(snapshotId);
+}
+
+/** Throws INVALID_ARGUMENT for an ID that fails {@link isValidSnapshotId}. */
 export function assertValidSnapshotId(snapshotId: string): void {
-  if (!ID_PATTERN.test(snapshotId)) {
+  if (!isValidSnapshotId(snapshotId)) {
     throw new AgentError(
       "INVALID_ARGUMENT",
       `invalid snapshot ID ${JSON.stringify(snapshotId)}: use 1-200 letters, digits, '.', '_' or '-', starting with a letter or digit`,
