@@ -1,4 +1,8 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer, type Server } from "node:net";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
@@ -127,6 +131,35 @@ describe("agentd serve (a real process)", () => {
   it("runs through bin/agentd.js", async () => {
     const { stdout } = await promisify(execFile)(NODE, ["bin/agentd.js", "--version"], { cwd: REPO_ROOT });
     expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it("serves a TypeScript agents module with import syntax from a CommonJS project through bin/agentd.js", async () => {
+    const project = await mkdtemp(join(tmpdir(), "agentd-cjs-project-"));
+    await writeFile(join(project, "package.json"), JSON.stringify({ name: "user-project", type: "commonjs" }));
+    await writeFile(
+      join(project, "my-agents.ts"),
+      [
+        `import { defineCustomAgent, generateModelTurn } from ${JSON.stringify(`${REPO_ROOT}src/index.ts`)};`,
+        `export const shopper = defineCustomAgent({ name: "shopper", turn: (_input, ctx) => generateModelTurn(ctx, "echo") });`,
+      ].join("\n"),
+    );
+    const child = spawn(NODE, [`${REPO_ROOT}bin/agentd.js`, "serve", "./my-agents.ts", "--port", "0", "--store", "memory:"], { cwd: project });
+    try {
+      const listening = await new Promise<string>((resolve, reject) => {
+        let out = "";
+        child.stdout.on("data", (d: Buffer) => {
+          out += d.toString();
+          const line = out.split("\n").find((l) => l.includes('"msg":"agentd listening"'));
+          if (line) resolve(line);
+        });
+        child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+        child.once("exit", (code) => reject(new Error(`agentd exited ${code}: ${out}`)));
+      });
+      expect(JSON.parse(listening).agents).toContain("shopper");
+    } finally {
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    }
   });
 });
 
