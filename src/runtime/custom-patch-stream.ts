@@ -43,6 +43,7 @@ function diff(from: unknown, to: unknown): JsonPatchOperation[] {
 
 /** Applies patches to a document and returns the new document (the input is not mutated). */
 export function applyCustomPatch<T = unknown>(document: unknown, patch: JsonPatchOperation[]): T {
-  const result = fastJsonPatch.applyPatch(structuredClone(document ?? null), patch as fastJsonPatch.Operation[], false, false);
+  // Patch our own copy in place: mutateDocument=false would deep-clone it a second time.
+  const result = fastJsonPatch.applyPatch(structuredClone(document ?? null), patch as fastJsonPatch.Operation[], false, true);
   return result.newDocument as T;
 }
