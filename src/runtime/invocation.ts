@@ -246,7 +246,8 @@ export class Invocation<S> implements AgentConnection<S> {
   private async streamCustom(): Promise<void> {
     if (this.detachedRun || this.chunks.isClosed) return;
     try {
-      const shaped = await applyStateTransform(this.target.transforms.state, this.runner.snapshotState(), this.transformContext());
+      // applyStateTransform takes its own deep copy (synchronously), so no snapshotState() copy first.
+      const shaped = await applyStateTransform(this.target.transforms.state, this.runner.liveState(), this.transformContext());
       const patch = this.patches.next(shaped?.custom);
       if (patch) await this.emit({ customPatch: patch });
     } catch (err) {

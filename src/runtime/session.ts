@@ -93,6 +93,14 @@ export class Session<S = unknown> {
     this.customListener = listener;
   }
 
+  /**
+   * @internal The live state itself, not a copy: for runtime code that copies
+   * it anyway (e.g. before a state transform). Callers must not mutate or keep it.
+   */
+  liveState(): Readonly<SessionState<S>> {
+    return this.state;
+  }
+
   /** @internal Resolves once every custom-change notification so far has been handled. */
   flushCustomEvents(): Promise<void> {
     return this.pendingCustomEvent;
