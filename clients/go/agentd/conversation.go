@@ -181,13 +181,23 @@ func (c *Conversation) Send(ctx context.Context, input *agentdv1.AgentInput) (*T
 // Client.WatchSnapshot or cancel with Client.Abort. Chunks of turns still in
 // flight are read (and patches applied) until the server closes the stream.
 // Agents whose store cannot run background work fail with
-// connect.CodeFailedPrecondition.
+// connect.CodeFailedPrecondition; a conversation that already failed returns
+// its error.
 func (c *Conversation) Detach(ctx context.Context) (*agentdv1.AgentOutput, error) {
 	c.sendMu.Lock()
 	if c.requestClosed {
 		c.sendMu.Unlock()
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("agentd: cannot Detach after Output or Detach"))
 	}
+	c.mu.Lock()
+	if c.finished {
+		// The stream is gone: report why, as Send does, not the failed send.
+		err := c.endedErrLocked()
+		c.mu.Unlock()
+		c.sendMu.Unlock()
+		return nil, err
+	}
+	c.mu.Unlock()
 	err := c.stream.Send(&agentdv1.ChatRequest{Init: c.init, Input: &agentdv1.AgentInput{Detach: true}})
 	c.init = nil
 	c.closeRequestLocked()

@@ -75,3 +75,19 @@ func TestGetUnknownSnapshotFailsWithNotFound(t *testing.T) {
 	_, err := newClient(t).GetSnapshot(testContext(t), "assistant", "no-such-snapshot")
 	assertCode(t, err, connect.CodeNotFound)
 }
+
+func TestDetachAfterAStreamErrorReportsThatError(t *testing.T) {
+	ctx := testContext(t)
+	conv, err := newClient(t).Chat(ctx, "no-such-agent", agentd.ChatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Close()
+	turn, err := conv.SendText(ctx, "hello")
+	if err == nil {
+		_, err = turn.Wait()
+	}
+	assertCode(t, err, connect.CodeNotFound)
+	_, err = conv.Detach(ctx)
+	assertCode(t, err, connect.CodeNotFound)
+}
