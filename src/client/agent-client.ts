@@ -8,12 +8,11 @@ import {
   snapshotFromWire,
   snapshotStatusFromWire,
 } from "../server/wire/index.js";
-import type { AgentDescriptor, AgentInput, AgentOutput } from "../types/agent-io.js";
-import { userText } from "../types/content.js";
+import type { AgentDescriptor, AgentOutput } from "../types/agent-io.js";
 import type { AgentInit } from "../types/session-state.js";
 import { isTerminalStatus, type SessionSnapshot, type SnapshotStatus } from "../types/snapshot.js";
 import { clientError, toClientError } from "./client-errors.js";
-import { Conversation, type ConversationInput } from "./conversation.js";
+import { Conversation, normalizeInput, type ConversationInput } from "./conversation.js";
 import { StreamedRun } from "./streamed-run.js";
 
 /** Which snapshot `getSnapshot` reads: one by ID, or a session's latest. */
@@ -71,7 +70,7 @@ export class AgentClient {
   /** One turn (Run): sends `input` (a string is a user text) from `source` and resolves with the output. */
   async run<S = unknown>(agent: string, input: ConversationInput, source: AgentInit<S> = {}, options?: CallOptions): Promise<AgentOutput<S>> {
     return call(async () => {
-      const response = await this.rpc.run({ init: agentInitToWire(agent, source), input: agentInputToWire(toInput(input)) }, options);
+      const response = await this.rpc.run({ init: agentInitToWire(agent, source), input: agentInputToWire(normalizeInput(input)) }, options);
       if (!response.output) throw clientError(Code.DataLoss, "the Run response carried no output");
       return agentOutputFromWire(response.output) as AgentOutput<S>;
     });
@@ -86,7 +85,7 @@ export class AgentClient {
   runStream<S = unknown>(agent: string, input: ConversationInput, source: AgentInit<S> = {}, options?: CallOptions): StreamedRun<S> {
     let request;
     try {
-      request = { init: agentInitToWire(agent, source), input: agentInputToWire(toInput(input)) };
+      request = { init: agentInitToWire(agent, source), input: agentInputToWire(normalizeInput(input)) };
     } catch (err) {
       throw toClientError(err);
     }
@@ -153,10 +152,6 @@ export class AgentClient {
   async listAgents(options?: CallOptions): Promise<AgentDescriptor[]> {
     return call(async () => (await this.rpc.listAgents({}, options)).agents.map(agentInfoFromWire));
   }
-}
-
-function toInput(input: ConversationInput): AgentInput {
-  return typeof input === "string" ? { message: userText(input) } : input;
 }
 
 async function call<T>(fn: () => Promise<T>): Promise<T> {

@@ -232,7 +232,8 @@ export class Conversation<S = unknown> {
   }
 }
 
-function normalizeInput(input: ConversationInput): AgentInput {
+/** The {@link AgentInput} a {@link ConversationInput} stands for: a string becomes a user text message. */
+export function normalizeInput(input: ConversationInput): AgentInput {
   return typeof input === "string" ? { message: userText(input) } : input;
 }
 
