@@ -53,6 +53,8 @@ export class Conversation<S = unknown> {
   private inputClosed = false;
   private settled = false;
   private failure: ConnectError | undefined;
+  /** Removes the listener on the caller's `options.signal` (it must not outlive the call). */
+  private releaseOuterSignal: (() => void) | undefined;
 
   /** Opens the Chat call. Use `client.chat()` rather than constructing this directly. */
   constructor(client: Client<typeof AgentService>, agent: string, source: AgentInit<S> = {}, options: CallOptions = {}) {
@@ -75,7 +77,11 @@ export class Conversation<S = unknown> {
     if (options.signal) {
       const outer = options.signal;
       if (outer.aborted) this.close();
-      else outer.addEventListener("abort", () => this.close(), { once: true });
+      else {
+        const onAbort = (): void => this.close();
+        outer.addEventListener("abort", onAbort, { once: true });
+        this.releaseOuterSignal = () => outer.removeEventListener("abort", onAbort);
+      }
     }
     void this.read(client.chat(this.requests, { ...options, signal: this.controller.signal }));
   }
@@ -207,6 +213,7 @@ export class Conversation<S = unknown> {
   private onOutput(output: AgentOutput<S>): void {
     if (this.settled) return;
     this.settled = true;
+    this.releaseOuterSignal?.();
     this.closeInput();
     if (output.sessionId) this.currentSessionId = output.sessionId;
     if (output.snapshotId) this.currentSnapshotId = output.snapshotId;
@@ -225,6 +232,7 @@ export class Conversation<S = unknown> {
   private fail(err: ConnectError): void {
     if (this.settled) return;
     this.settled = true;
+    this.releaseOuterSignal?.();
     this.failure = err;
     this.closeInput();
     for (const turn of this.pending.splice(0)) turn.fail(err);

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, createAgentClient, type AgentClient, type AgentStreamChunk } from "../../src/client/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
@@ -153,5 +154,14 @@ describe.each(["grpc", "connect"] as const)("Conversation over %s", (protocol) =
     conversation.close();
     await expect(turn.end).rejects.toMatchObject({ code: Code.Canceled });
     await expect(conversation.output()).rejects.toMatchObject({ code: Code.Canceled });
+  });
+
+  it("releases its listener on the caller's signal once the output arrived", async () => {
+    const controller = new AbortController();
+    const conversation = client.chat("assistant", {}, { signal: controller.signal });
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
+    conversation.send("hi");
+    await conversation.output();
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
   });
 });
