@@ -26,6 +26,18 @@ func newClient(t *testing.T, opts ...agentd.Option) *agentd.Client {
 	return agentd.NewClient(agentdURL(t), opts...)
 }
 
+// openChat opens a conversation that is closed when the test ends (a no-op
+// once Output or Detach returned), failing the test if Chat fails.
+func openChat(t *testing.T, ctx context.Context, client *agentd.Client, agent string, opts agentd.ChatOptions) *agentd.Conversation {
+	t.Helper()
+	conv, err := client.Chat(ctx, agent, opts)
+	if err != nil {
+		t.Fatalf("Chat(%q): %v", agent, err)
+	}
+	t.Cleanup(func() { _ = conv.Close() })
+	return conv
+}
+
 // runTurn sends text and reads the whole turn, failing the test on errors.
 func runTurn(t *testing.T, ctx context.Context, conv *agentd.Conversation, text string) *agentd.Turn {
 	t.Helper()
@@ -41,11 +53,7 @@ func runTurn(t *testing.T, ctx context.Context, conv *agentd.Conversation, text 
 
 func TestChatStreamsEachTurnInChunksEndingWithTurnEnd(t *testing.T) {
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "assistant", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
+	conv := openChat(t, ctx, newClient(t), "assistant", agentd.ChatOptions{})
 
 	turn, err := conv.SendText(ctx, "hello there")
 	if err != nil {
@@ -78,11 +86,7 @@ func TestChatStreamsEachTurnInChunksEndingWithTurnEnd(t *testing.T) {
 
 func TestChatTwoTurnsReportTurnIndexesAndSnapshots(t *testing.T) {
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "assistant", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
+	conv := openChat(t, ctx, newClient(t), "assistant", agentd.ChatOptions{})
 
 	first := runTurn(t, ctx, conv, "one")
 	second := runTurn(t, ctx, conv, "two")
@@ -111,10 +115,7 @@ func TestChatTwoTurnsReportTurnIndexesAndSnapshots(t *testing.T) {
 
 func TestOutputReturnsSessionLastSnapshotAndLastMessage(t *testing.T) {
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "assistant", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conv := openChat(t, ctx, newClient(t), "assistant", agentd.ChatOptions{})
 	runTurn(t, ctx, conv, "one")
 	last := runTurn(t, ctx, conv, "two")
 
@@ -142,25 +143,18 @@ func TestOutputReturnsSessionLastSnapshotAndLastMessage(t *testing.T) {
 
 func TestSendAfterOutputFailsWithFailedPrecondition(t *testing.T) {
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "assistant", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conv := openChat(t, ctx, newClient(t), "assistant", agentd.ChatOptions{})
 	runTurn(t, ctx, conv, "one")
 	if _, err := conv.Output(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err = conv.SendText(ctx, "too late")
+	_, err := conv.SendText(ctx, "too late")
 	assertCode(t, err, connect.CodeFailedPrecondition)
 }
 
 func TestCancellingASendContextAfterItsTurnKeepsTheConversation(t *testing.T) {
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "assistant", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
+	conv := openChat(t, ctx, newClient(t), "assistant", agentd.ChatOptions{})
 	turnCtx, cancel := context.WithCancel(ctx)
 	runTurn(t, turnCtx, conv, "one")
 	cancel()
@@ -171,11 +165,7 @@ func TestCancellingASendContextAfterItsTurnKeepsTheConversation(t *testing.T) {
 
 func TestQueuedInputsEachGetTheirOwnTurn(t *testing.T) {
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "assistant", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
+	conv := openChat(t, ctx, newClient(t), "assistant", agentd.ChatOptions{})
 	first, err := conv.SendText(ctx, "one")
 	if err != nil {
 		t.Fatal(err)
@@ -208,10 +198,7 @@ func TestQueuedInputsEachGetTheirOwnTurn(t *testing.T) {
 func TestSessionIDIsKnownAfterTheFirstTurnOfAFreshSession(t *testing.T) {
 	ctx := testContext(t)
 	client := newClient(t)
-	conv, err := client.Chat(ctx, "assistant", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conv := openChat(t, ctx, client, "assistant", agentd.ChatOptions{})
 	first := runTurn(t, ctx, conv, "one")
 	sessionID := conv.SessionID()
 	if sessionID == "" {

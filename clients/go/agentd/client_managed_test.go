@@ -1,8 +1,6 @@
 package agentd_test
 
 import (
-	"connectrpc.com/connect"
-
 	"testing"
 
 	"github.com/agentd-dev/agentd/clients/go/agentd"
@@ -17,10 +15,7 @@ func TestClientManagedStateRoundTripAccumulatesNotes(t *testing.T) {
 	ctx := testContext(t)
 	client := newClient(t)
 
-	first, err := client.Chat(ctx, "notes", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := openChat(t, ctx, client, "notes", agentd.ChatOptions{})
 	turn := runTurn(t, ctx, first, "milk")
 	if turn.Text() != "noted: milk" || turn.SnapshotID() != "" {
 		t.Errorf("client-managed turn: text %q, snapshot %q; want %q and no snapshot", turn.Text(), turn.SnapshotID(), "noted: milk")
@@ -33,10 +28,7 @@ func TestClientManagedStateRoundTripAccumulatesNotes(t *testing.T) {
 		t.Fatalf("output state = %v, conversation state = %v; want the output's state tracked", out.GetState(), first.State())
 	}
 
-	second, err := client.Chat(ctx, "notes", agentd.ChatOptions{State: first.State()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := openChat(t, ctx, client, "notes", agentd.ChatOptions{State: first.State()})
 	if second.SessionID() != out.GetState().GetSessionId() {
 		t.Errorf("session from state = %q, want %q", second.SessionID(), out.GetState().GetSessionId())
 	}
@@ -64,18 +56,4 @@ func TestClientManagedStateRoundTripAccumulatesNotes(t *testing.T) {
 	if out2.GetState().GetSessionId() != out.GetState().GetSessionId() {
 		t.Errorf("session changed across the round trip: %q -> %q", out.GetState().GetSessionId(), out2.GetState().GetSessionId())
 	}
-}
-
-func TestSessionIDSentToClientManagedAgentFailsWithFailedPrecondition(t *testing.T) {
-	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "notes", agentd.ChatOptions{SessionID: "some-session"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
-	turn, err := conv.SendText(ctx, "milk")
-	if err == nil {
-		_, err = turn.Wait()
-	}
-	assertCode(t, err, connect.CodeFailedPrecondition)
 }

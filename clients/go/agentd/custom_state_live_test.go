@@ -37,11 +37,7 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 func TestLiveCustomStateEqualsTheSnapshotCustomStateAfterEachTurn(t *testing.T) {
 	ctx := testContext(t)
 	client := newClient(t)
-	conv, err := client.Chat(ctx, "tasks", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
+	conv := openChat(t, ctx, client, "tasks", agentd.ChatOptions{})
 	for _, title := range []string{"buy milk", "walk the dog"} {
 		turn := runTurn(t, ctx, conv, title)
 		snap, err := client.GetSnapshot(ctx, "tasks", turn.SnapshotID())
@@ -61,11 +57,7 @@ func TestLiveCustomStateEqualsTheSnapshotCustomStateAfterEachTurn(t *testing.T) 
 
 func TestDecodeCustomReturnsTheTypedLiveState(t *testing.T) {
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "tasks", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
+	conv := openChat(t, ctx, newClient(t), "tasks", agentd.ChatOptions{})
 	runTurn(t, ctx, conv, "buy milk")
 	runTurn(t, ctx, conv, "walk the dog")
 	state, err := agentd.DecodeCustom[taskList](conv)
@@ -79,11 +71,7 @@ func TestDecodeCustomReturnsTheTypedLiveState(t *testing.T) {
 
 func TestTurnCarriesTheArtifactsItRecorded(t *testing.T) {
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "tasks", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
+	conv := openChat(t, ctx, newClient(t), "tasks", agentd.ChatOptions{})
 	turn := runTurn(t, ctx, conv, "buy milk")
 	var names []string
 	for _, a := range turn.Artifacts() {

@@ -26,10 +26,7 @@ func slowInput(t *testing.T, text string, delayMs int) *agentdv1.AgentInput {
 func detachSlowTurn(t *testing.T, client *agentd.Client, delayMs int) *agentdv1.AgentOutput {
 	t.Helper()
 	ctx := testContext(t)
-	conv, err := client.Chat(ctx, "assistant", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conv := openChat(t, ctx, client, "assistant", agentd.ChatOptions{})
 	if _, err := conv.Send(ctx, slowInput(t, "background", delayMs)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package agentd_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -25,41 +26,40 @@ func assertCode(t *testing.T, err error, want connect.Code) {
 	}
 }
 
-func TestChatWithUnknownAgentFailsWithNotFound(t *testing.T) {
-	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "no-such-agent", agentd.ChatOptions{})
+// firstTurnErr sends text and reads its turn, returning the error of
+// whichever call reported the stream's failure (nil if none did).
+func firstTurnErr(ctx context.Context, conv *agentd.Conversation, text string) error {
+	turn, err := conv.SendText(ctx, text)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	defer conv.Close()
-	turn, err := conv.SendText(ctx, "hello")
-	if err == nil {
-		_, err = turn.Wait()
-	}
-	assertCode(t, err, connect.CodeNotFound)
+	_, err = turn.Wait()
+	return err
 }
 
-func TestStateSentToServerManagedAgentFailsWithFailedPrecondition(t *testing.T) {
-	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "assistant", agentd.ChatOptions{State: &agentdv1.SessionState{}})
-	if err != nil {
-		t.Fatal(err)
+func TestChatStreamFailuresCarryTheirStatusCode(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		agent string
+		opts  agentd.ChatOptions
+		want  connect.Code
+	}{
+		{"UnknownAgentFailsWithNotFound", "no-such-agent", agentd.ChatOptions{}, connect.CodeNotFound},
+		{"StateSentToServerManagedAgentFailsWithFailedPrecondition", "assistant", agentd.ChatOptions{State: &agentdv1.SessionState{}}, connect.CodeFailedPrecondition},
+		{"SessionIDSentToClientManagedAgentFailsWithFailedPrecondition", "notes", agentd.ChatOptions{SessionID: "some-session"}, connect.CodeFailedPrecondition},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			conv := openChat(t, ctx, newClient(t), tc.agent, tc.opts)
+			assertCode(t, firstTurnErr(ctx, conv, "hello"), tc.want)
+		})
 	}
-	defer conv.Close()
-	turn, err := conv.SendText(ctx, "hello")
-	if err == nil {
-		_, err = turn.Wait()
-	}
-	assertCode(t, err, connect.CodeFailedPrecondition)
 }
 
 func TestOutputReportsTheStreamErrorToo(t *testing.T) {
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "no-such-agent", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = conv.Output(ctx)
+	conv := openChat(t, ctx, newClient(t), "no-such-agent", agentd.ChatOptions{})
+	_, err := conv.Output(ctx)
 	assertCode(t, err, connect.CodeNotFound)
 }
 
@@ -78,16 +78,8 @@ func TestGetUnknownSnapshotFailsWithNotFound(t *testing.T) {
 
 func TestDetachAfterAStreamErrorReportsThatError(t *testing.T) {
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "no-such-agent", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
-	turn, err := conv.SendText(ctx, "hello")
-	if err == nil {
-		_, err = turn.Wait()
-	}
-	assertCode(t, err, connect.CodeNotFound)
-	_, err = conv.Detach(ctx)
+	conv := openChat(t, ctx, newClient(t), "no-such-agent", agentd.ChatOptions{})
+	assertCode(t, firstTurnErr(ctx, conv, "hello"), connect.CodeNotFound)
+	_, err := conv.Detach(ctx)
 	assertCode(t, err, connect.CodeNotFound)
 }

@@ -4,16 +4,14 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/clients/go/agentd"
+	agentdv1 "github.com/agentd-dev/agentd/gen/go/agentd/v1"
 )
 
 // twoTurnSession runs two turns on assistant and returns the output's session.
 func twoTurnSession(t *testing.T) (sessionID, lastSnapshot string) {
 	t.Helper()
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "assistant", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conv := openChat(t, ctx, newClient(t), "assistant", agentd.ChatOptions{})
 	runTurn(t, ctx, conv, "one")
 	runTurn(t, ctx, conv, "two")
 	out, err := conv.Output(ctx)
@@ -21,6 +19,15 @@ func twoTurnSession(t *testing.T) (sessionID, lastSnapshot string) {
 		t.Fatalf("Output: %v", err)
 	}
 	return out.GetSessionId(), out.GetSnapshotId()
+}
+
+// historyTexts returns the text of every message in snap's history, in order.
+func historyTexts(snap *agentdv1.Snapshot) []string {
+	var texts []string
+	for _, m := range snap.GetState().GetMessages() {
+		texts = append(texts, agentd.MessageText(m))
+	}
+	return texts
 }
 
 func TestLatestSnapshotOfSessionHoldsTheWholeHistory(t *testing.T) {
@@ -33,10 +40,7 @@ func TestLatestSnapshotOfSessionHoldsTheWholeHistory(t *testing.T) {
 		t.Errorf("latest snapshot = %s (turn %d, session %s), want %s (turn 1, session %s)",
 			snap.GetSnapshotId(), snap.GetTurnIndex(), snap.GetSessionId(), lastSnapshot, sessionID)
 	}
-	var texts []string
-	for _, m := range snap.GetState().GetMessages() {
-		texts = append(texts, agentd.MessageText(m))
-	}
+	texts := historyTexts(snap)
 	want := []string{"one", "echo: one", "two", "echo: two"}
 	if len(texts) != len(want) {
 		t.Fatalf("history = %q, want %q", texts, want)
@@ -52,10 +56,7 @@ func TestResumeBySessionOnANewConnectionContinuesTheHistory(t *testing.T) {
 	sessionID, lastSnapshot := twoTurnSession(t)
 	ctx := testContext(t)
 	client := newClient(t) // a new client: its own HTTP/2 connection
-	conv, err := client.Chat(ctx, "assistant", agentd.ChatOptions{SessionID: sessionID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conv := openChat(t, ctx, client, "assistant", agentd.ChatOptions{SessionID: sessionID})
 	turn := runTurn(t, ctx, conv, "three")
 	if turn.Index() != 2 {
 		t.Errorf("resumed turn index = %d, want 2", turn.Index())
@@ -85,20 +86,14 @@ func TestResumeBySessionOnANewConnectionContinuesTheHistory(t *testing.T) {
 func TestResumeBySnapshotBranchesFromThatSnapshot(t *testing.T) {
 	ctx := testContext(t)
 	client := newClient(t)
-	conv, err := client.Chat(ctx, "assistant", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conv := openChat(t, ctx, client, "assistant", agentd.ChatOptions{})
 	first := runTurn(t, ctx, conv, "one")
 	runTurn(t, ctx, conv, "two")
 	if _, err := conv.Output(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	branch, err := client.Chat(ctx, "assistant", agentd.ChatOptions{SnapshotID: first.SnapshotID()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	branch := openChat(t, ctx, client, "assistant", agentd.ChatOptions{SnapshotID: first.SnapshotID()})
 	turn := runTurn(t, ctx, branch, "other")
 	if _, err := branch.Output(ctx); err != nil {
 		t.Fatal(err)
@@ -107,10 +102,7 @@ func TestResumeBySnapshotBranchesFromThatSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var texts []string
-	for _, m := range snap.GetState().GetMessages() {
-		texts = append(texts, agentd.MessageText(m))
-	}
+	texts := historyTexts(snap)
 	if len(texts) != 4 || texts[2] != "other" || turn.Index() != 1 {
 		t.Errorf("branch history = %q at turn %d, want [one, echo: one, other, echo: other] at turn 1", texts, turn.Index())
 	}

@@ -46,10 +46,7 @@ func TestConnectProtocolOverHTTP1RunsUnaryCalls(t *testing.T) {
 
 func TestInBandTurnFailureIsAFailedOutputNotAnError(t *testing.T) {
 	ctx := testContext(t)
-	conv, err := newClient(t).Chat(ctx, "flaky", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conv := openChat(t, ctx, newClient(t), "flaky", agentd.ChatOptions{})
 	good := runTurn(t, ctx, conv, "fine")
 	turn, err := conv.SendText(ctx, "please fail")
 	if err != nil {

@@ -10,10 +10,7 @@ import (
 func TestListSnapshotsPagesNewestFirst(t *testing.T) {
 	ctx := testContext(t)
 	client := newClient(t)
-	conv, err := client.Chat(ctx, "assistant", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conv := openChat(t, ctx, client, "assistant", agentd.ChatOptions{})
 	var ids []string
 	for _, text := range []string{"one", "two", "three"} {
 		ids = append(ids, runTurn(t, ctx, conv, text).SnapshotID())
@@ -60,11 +57,7 @@ func TestWatchCompletedSnapshotYieldsCompletedAndEnds(t *testing.T) {
 func TestSnapshotReadsApplyTheStateTransform(t *testing.T) {
 	ctx := testContext(t)
 	client := newClient(t)
-	conv, err := client.Chat(ctx, "redacted", agentd.ChatOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conv.Close()
+	conv := openChat(t, ctx, client, "redacted", agentd.ChatOptions{})
 	turn := runTurn(t, ctx, conv, "hello")
 	snap, err := client.GetSnapshot(ctx, "redacted", turn.SnapshotID())
 	if err != nil {
