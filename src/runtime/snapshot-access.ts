@@ -2,6 +2,7 @@ import { AgentError } from "../errors/agent-error.js";
 import type { SessionSnapshot, SnapshotStatus } from "../types/snapshot.js";
 import { isTerminalStatus } from "../types/snapshot.js";
 import type { SessionStore, SnapshotPage, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
+import { pageSizeOf } from "../../stores/snapshot-order.js";
 import { isSnapshotSubscriber } from "../../stores/snapshot-store.js";
 import { effectiveStatus, type LivenessSettings } from "./snapshot-liveness.js";
 import { applyStateTransform, type StateTransform, type TransformContext } from "./state-transform.js";
@@ -19,10 +20,6 @@ export interface SnapshotReadOptions {
   storeContext?: StoreCallContext;
   headers?: Headers;
 }
-
-/** Default and maximum ListSnapshots page sizes. */
-export const DEFAULT_PAGE_SIZE = 50;
-export const MAX_PAGE_SIZE = 1000;
 
 function requireStore<S>(target: SnapshotAccessTarget<S>): SessionStore<S> {
   if (!target.store) {
@@ -94,9 +91,8 @@ export async function listSnapshots<S>(
 ): Promise<SnapshotPage<S>> {
   const store = requireStore(target);
   if (!sessionId) throw new AgentError("INVALID_ARGUMENT", "session_id is required");
-  const size = page.pageSize ?? 0;
-  if (size < 0) throw new AgentError("INVALID_ARGUMENT", "page_size must not be negative");
-  const pageSize = size === 0 ? DEFAULT_PAGE_SIZE : Math.min(size, MAX_PAGE_SIZE);
+  if ((page.pageSize ?? 0) < 0) throw new AgentError("INVALID_ARGUMENT", "page_size must not be negative");
+  const pageSize = pageSizeOf(page);
   const result = await store.listSnapshots(sessionId, { pageSize, ...(page.pageToken ? { pageToken: page.pageToken } : {}) }, options.storeContext);
   const snapshots = await Promise.all(
     result.snapshots.map((row) => shapeSnapshot(target, row, { ...options, includeState: page.includeState ?? false })),
