@@ -148,8 +148,13 @@ export async function* watchSnapshot<S>(
     const checkEvery = Math.max(50, Math.floor(target.liveness.heartbeatTtlMs / 4));
     let next = statuses.next();
     while (!signal.aborted) {
-      const tick = new Promise<"tick">((resolve) => setTimeout(() => resolve("tick"), checkEvery).unref());
+      let timer: NodeJS.Timeout | undefined;
+      const tick = new Promise<"tick">((resolve) => {
+        timer = setTimeout(() => resolve("tick"), checkEvery);
+        timer.unref();
+      });
       const got = await Promise.race([next, tick]);
+      clearTimeout(timer); // a status that won the race must not leave its expiry timer behind
       if (got === "tick") {
         const row = await store.getSnapshot(snapshotId, options.storeContext);
         const status = row ? effectiveStatus(row, target.liveness) : undefined;
