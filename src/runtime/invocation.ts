@@ -297,8 +297,7 @@ export class Invocation<S> implements AgentConnection<S> {
 
   private clientGone(): void {
     if (this.detachedRun || this.settled) return;
-    this.work.abort(new AgentError("CANCELLED", "the client cancelled the invocation"));
-    this.failClosed(new AgentError("CANCELLED", "the client cancelled the invocation"));
+    this.failClosed(new AgentError("CANCELLED", "the client cancelled the invocation")); // also aborts the work
   }
 
   /** Ends the client-facing side with an RPC-level error and cancels the work (before detach). */
