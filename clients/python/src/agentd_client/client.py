@@ -22,12 +22,14 @@ __all__ = ["AgentClient", "TERMINAL_STATUSES"]
 
 Metadata = Optional[Sequence[Tuple[str, str]]]
 
-#: Snapshot statuses after which a snapshot never changes again.
+#: Snapshot statuses after which a snapshot never changes again (``expired`` is a pending
+#: snapshot whose heartbeat went stale, computed on read).
 TERMINAL_STATUSES = frozenset(
     {
         state_pb2.SNAPSHOT_STATUS_COMPLETED,
         state_pb2.SNAPSHOT_STATUS_FAILED,
         state_pb2.SNAPSHOT_STATUS_ABORTED,
+        state_pb2.SNAPSHOT_STATUS_EXPIRED,
     }
 )
 
@@ -203,7 +205,8 @@ class AgentClient:
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
     ) -> Iterator[agent_service_pb2.WatchSnapshotResponse]:
         """Yields the snapshot's status at once and on every change, and ends after a
-        terminal status (completed, failed, aborted) or when the server ends the stream.
+        terminal status (completed, failed, aborted, expired) or when the server ends the
+        stream.
         Leaving the loop early cancels the call."""
         request = agent_service_pb2.WatchSnapshotRequest(agent=agent, snapshot_id=snapshot_id)
         call = self._stub.WatchSnapshot(request, metadata=self._metadata, timeout=timeout)
