@@ -1,31 +1,22 @@
 // defineAgent over the wire: a real agentd serving test/fixtures/prompt-agents.ts (scripted model).
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { agentErrorFromWire, messageFromWire, modelChunkFromWire, snapshotFromWire } from "../../src/server/wire/index.js";
 import type { Message } from "../../src/types/content.js";
-import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
-import { agentServiceClient } from "../harness/wire-clients.js";
+import { useAgentd } from "../harness/use-agentd.js";
 
-let server: AgentdProcess;
-let client: ReturnType<typeof agentServiceClient>;
-beforeAll(async () => {
-  server = await startAgentd({ args: ["test/fixtures/prompt-agents.ts"] });
-  client = agentServiceClient(server.baseUrl, "grpc");
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const agentd = useAgentd({ args: ["test/fixtures/prompt-agents.ts"] });
 
 async function history(agent: string, snapshotId: string): Promise<{ messages: Message[]; custom: unknown; artifacts: unknown[] }> {
-  const { snapshot } = await client.getSnapshot({ agent, snapshotId });
+  const { snapshot } = await agentd.client.getSnapshot({ agent, snapshotId });
   const state = snapshotFromWire(snapshot!).state!;
   return { messages: state.messages, custom: state.custom, artifacts: state.artifacts };
 }
 
 describe("inline prompt agent with tools", () => {
   it("a tool that updates custom state streams patches and its artifact during the turn", async () => {
-    const chat = new WireChat(client, { init: { agent: "shopper" }, input: textInput('call add_item {"item":"milk"}') });
+    const chat = new WireChat(agentd.client, { init: { agent: "shopper" }, input: textInput('call add_item {"item":"milk"}') });
     const turn = await chat.nextTurn();
     const kinds = turn.chunks.map((c) => (c.customPatch.length > 0 ? "patch" : c.artifact ? "artifact" : c.modelChunk ? "model" : "end"));
     expect(kinds.indexOf("patch")).toBeGreaterThanOrEqual(0);
@@ -37,7 +28,7 @@ describe("inline prompt agent with tools", () => {
   });
 
   it("streams the model's tool requests, the tool responses and the final answer as model chunks", async () => {
-    const chat = new WireChat(client, { init: { agent: "shopper" }, input: textInput('call add_item {"item":"tea"}') });
+    const chat = new WireChat(agentd.client, { init: { agent: "shopper" }, input: textInput('call add_item {"item":"tea"}') });
     const turn = await chat.nextTurn();
     const chunks = turn.chunks.filter((c) => c.modelChunk).map((c) => modelChunkFromWire(c.modelChunk!));
     expect(chunks[0]?.content[0]?.toolRequest).toMatchObject({ name: "add_item", input: { item: "tea" } });
@@ -48,7 +39,7 @@ describe("inline prompt agent with tools", () => {
   });
 
   it("the snapshot after a tool loop holds request, parallel responses in the model's order, answer and state", async () => {
-    const { output } = await client.run({ init: { agent: "shopper" }, input: textInput('call add_item {"item":"milk"}\ncall add_item {"item":"eggs"}') });
+    const { output } = await agentd.client.run({ init: { agent: "shopper" }, input: textInput('call add_item {"item":"milk"}\ncall add_item {"item":"eggs"}') });
     const { messages, custom, artifacts } = await history("shopper", output!.snapshotId);
     expect(messages.map((m) => m.role)).toEqual(["user", "model", "tool", "model"]);
     expect(messages[1]!.content.map((p) => p.toolRequest?.input)).toEqual([{ item: "milk" }, { item: "eggs" }]);
@@ -61,7 +52,7 @@ describe("inline prompt agent with tools", () => {
   });
 
   it("sends the system prompt before the history every turn without storing or duplicating it", async () => {
-    const chat = new WireChat(client, { init: { agent: "shopper" }, input: textInput("hello") });
+    const chat = new WireChat(agentd.client, { init: { agent: "shopper" }, input: textInput("hello") });
     const first = await chat.nextTurn();
     chat.sendText("again");
     const second = await chat.nextTurn();
@@ -75,7 +66,7 @@ describe("inline prompt agent with tools", () => {
   });
 
   it("answers model input that fails the tool's schema with an error the model sees", async () => {
-    const { output } = await client.run({ init: { agent: "shopper" }, input: textInput('call add_item {"item":""}') });
+    const { output } = await agentd.client.run({ init: { agent: "shopper" }, input: textInput('call add_item {"item":""}') });
     expect(output!.finishReason).toBe(FinishReason.STOP);
     const { messages, custom } = await history("shopper", output!.snapshotId);
     const response = messages[2]!.content[0]!.toolResponse;
@@ -84,13 +75,13 @@ describe("inline prompt agent with tools", () => {
   });
 
   it("answers a request for an unknown tool with an error naming the available tools", async () => {
-    const { output } = await client.run({ init: { agent: "shopper" }, input: textInput("call teleport {}") });
+    const { output } = await agentd.client.run({ init: { agent: "shopper" }, input: textInput("call teleport {}") });
     const { messages } = await history("shopper", output!.snapshotId);
     expect(messages[2]!.content[0]!.toolResponse?.output).toEqual({ error: 'unknown tool "teleport"; available tools: add_item' });
   });
 
   it("fails the turn in-band with RESOURCE_EXHAUSTED naming the limit when the model exceeds maxToolIterations", async () => {
-    const { output } = await client.run({ init: { agent: "looper" }, input: textInput("go") });
+    const { output } = await agentd.client.run({ init: { agent: "looper" }, input: textInput("go") });
     expect(output!.finishReason).toBe(FinishReason.FAILED);
     expect(output!.error?.status).toBe("RESOURCE_EXHAUSTED");
     expect(output!.error?.message).toContain("maxToolIterations = 2");

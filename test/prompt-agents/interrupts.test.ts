@@ -1,23 +1,14 @@
 // Interrupting tools and AgentInput.resume over the wire (test/fixtures/prompt-agents.ts: bank, bank-client).
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import type { AgentOutput as WireOutput } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { agentInputToWire, messageFromWire, sessionStateFromWire, snapshotFromWire } from "../../src/server/wire/index.js";
 import type { ToolResume } from "../../src/types/agent-io.js";
 import type { Message } from "../../src/types/content.js";
-import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
-import { agentServiceClient } from "../harness/wire-clients.js";
+import { useAgentd } from "../harness/use-agentd.js";
 
-let server: AgentdProcess;
-let client: ReturnType<typeof agentServiceClient>;
-beforeAll(async () => {
-  server = await startAgentd({ args: ["test/fixtures/prompt-agents.ts"] });
-  client = agentServiceClient(server.baseUrl, "grpc");
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const agentd = useAgentd({ args: ["test/fixtures/prompt-agents.ts"] });
 
 const TRANSFER = 'call transfer {"amount":5,"to":"bob"}';
 
@@ -31,19 +22,19 @@ function lastMessage(output: WireOutput): Message {
 
 /** Starts a server-managed bank conversation that ends interrupted; returns its output. */
 async function interrupted(text = TRANSFER): Promise<WireOutput> {
-  const { output } = await client.run({ init: { agent: "bank" }, input: textInput(text) });
+  const { output } = await agentd.client.run({ init: { agent: "bank" }, input: textInput(text) });
   expect(output!.finishReason).toBe(FinishReason.INTERRUPTED);
   return output!;
 }
 
 async function latestMessages(sessionId: string): Promise<Message[]> {
-  const { snapshot } = await client.getSnapshot({ agent: "bank", sessionId });
+  const { snapshot } = await agentd.client.getSnapshot({ agent: "bank", sessionId });
   return snapshotFromWire(snapshot!).state!.messages;
 }
 
 describe("interrupts", () => {
   it("an interrupting tool ends the turn INTERRUPTED with the pending request last, stored in the snapshot", async () => {
-    const chat = new WireChat(client, { init: { agent: "bank" }, input: textInput(TRANSFER) });
+    const chat = new WireChat(agentd.client, { init: { agent: "bank" }, input: textInput(TRANSFER) });
     const turn = await chat.nextTurn();
     expect(turn.turnEnd.finishReason).toBe(FinishReason.INTERRUPTED);
     expect(turn.turnEnd.snapshotId).not.toBe("");
@@ -57,7 +48,7 @@ describe("interrupts", () => {
   it("resume.respond in a new connection answers the request and the model continues", async () => {
     const first = await interrupted();
     const ref = lastMessage(first).content[0]!.toolRequest!.ref!;
-    const { output } = await client.run({
+    const { output } = await agentd.client.run({
       init: { agent: "bank", sessionId: first.sessionId },
       input: resumeInput({ respond: [{ toolResponse: { ref, name: "transfer", output: { status: "declined", amount: 0 } } }] }),
     });
@@ -69,7 +60,7 @@ describe("interrupts", () => {
   });
 
   it("resume.restart in the same connection re-runs the tool, which sees it was resumed", async () => {
-    const chat = new WireChat(client, { init: { agent: "bank" }, input: textInput(TRANSFER) });
+    const chat = new WireChat(agentd.client, { init: { agent: "bank" }, input: textInput(TRANSFER) });
     await chat.nextTurn();
     chat.send({ input: resumeInput({ restart: [{ toolRequest: { name: "transfer" }, metadata: { resumed: { confirmed: true } } }] }) });
     const turn = await chat.nextTurn();
@@ -80,7 +71,7 @@ describe("interrupts", () => {
 
   it("a restart may change the request's input", async () => {
     const first = await interrupted();
-    const { output } = await client.run({
+    const { output } = await agentd.client.run({
       init: { agent: "bank", sessionId: first.sessionId },
       input: resumeInput({ restart: [{ toolRequest: { name: "transfer", input: { amount: 3, to: "ann" } } }] }),
     });
@@ -91,7 +82,7 @@ describe("interrupts", () => {
     const first = await interrupted(`call balance {}\n${TRANSFER}`);
     const pending = lastMessage(first).content;
     expect(pending.map((p) => p.metadata)).toEqual([{ pendingOutput: { balance: 100 } }, { interrupt: { question: "Transfer 5 to bob?" } }]);
-    const { output } = await client.run({
+    const { output } = await agentd.client.run({
       init: { agent: "bank", sessionId: first.sessionId },
       input: resumeInput({ restart: [{ toolRequest: { name: "transfer", ref: pending[1]!.toolRequest!.ref! } }] }),
     });
@@ -99,10 +90,10 @@ describe("interrupts", () => {
   });
 
   it("client-managed: the state carries the interrupted message and a resume with that state completes", async () => {
-    const { output: first } = await client.run({ init: { agent: "bank-client" }, input: textInput(TRANSFER) });
+    const { output: first } = await agentd.client.run({ init: { agent: "bank-client" }, input: textInput(TRANSFER) });
     expect(first!.finishReason).toBe(FinishReason.INTERRUPTED);
     expect(sessionStateFromWire(first!.state!).messages.at(-1)!.content[0]!.metadata).toEqual({ interrupt: { question: "Transfer 5 to bob?" } });
-    const { output } = await client.run({
+    const { output } = await agentd.client.run({
       init: { agent: "bank-client", state: first!.state },
       input: resumeInput({ respond: [{ toolResponse: { name: "transfer", output: { status: "held", amount: 5 } } }] }),
     });
@@ -113,7 +104,7 @@ describe("interrupts", () => {
   });
 
   it("client-managed: restart in the same connection", async () => {
-    const chat = new WireChat(client, { init: { agent: "bank-client" }, input: textInput(TRANSFER) });
+    const chat = new WireChat(agentd.client, { init: { agent: "bank-client" }, input: textInput(TRANSFER) });
     expect((await chat.nextTurn()).turnEnd.finishReason).toBe(FinishReason.INTERRUPTED);
     chat.send({ input: resumeInput({ restart: [{ toolRequest: { name: "transfer" } }] }) });
     expect(chunksText((await chat.nextTurn()).chunks)).toContain("sent to bob");
@@ -125,7 +116,7 @@ describe("interrupts", () => {
 describe("resume validation", () => {
   async function resumeFails(resume: ToolResume, text = TRANSFER): Promise<{ message: string; sessionId: string }> {
     const first = await interrupted(text);
-    const { output } = await client.run({ init: { agent: "bank", sessionId: first.sessionId }, input: resumeInput(resume) });
+    const { output } = await agentd.client.run({ init: { agent: "bank", sessionId: first.sessionId }, input: resumeInput(resume) });
     expect(output!.finishReason).toBe(FinishReason.FAILED);
     expect(output!.error?.status).toBe("INVALID_ARGUMENT");
     return { message: output!.error!.message, sessionId: first.sessionId };
@@ -156,7 +147,7 @@ describe("resume validation", () => {
 
   it("a failed resume leaves the interrupted snapshot as the resume point", async () => {
     const { sessionId } = await resumeFails({ respond: [{ toolResponse: { ref: "nope", name: "transfer", output: {} } }] });
-    const { output } = await client.run({
+    const { output } = await agentd.client.run({
       init: { agent: "bank", sessionId },
       input: resumeInput({ restart: [{ toolRequest: { name: "transfer" } }] }),
     });
@@ -164,8 +155,8 @@ describe("resume validation", () => {
   });
 
   it("resuming a conversation that is not interrupted is INVALID_ARGUMENT", async () => {
-    const { output: done } = await client.run({ init: { agent: "bank" }, input: textInput("hi") });
-    const { output } = await client.run({
+    const { output: done } = await agentd.client.run({ init: { agent: "bank" }, input: textInput("hi") });
+    const { output } = await agentd.client.run({
       init: { agent: "bank", sessionId: done!.sessionId },
       input: resumeInput({ respond: [{ toolResponse: { name: "transfer", output: {} } }] }),
     });
@@ -175,7 +166,7 @@ describe("resume validation", () => {
 
   it("a new message while a turn waits for a resume is INVALID_ARGUMENT", async () => {
     const first = await interrupted();
-    const { output } = await client.run({ init: { agent: "bank", sessionId: first.sessionId }, input: textInput("never mind") });
+    const { output } = await agentd.client.run({ init: { agent: "bank", sessionId: first.sessionId }, input: textInput("never mind") });
     expect(output!.error?.status).toBe("INVALID_ARGUMENT");
     expect(output!.error?.message).toContain("continue it with input.resume");
   });

@@ -1,23 +1,16 @@
 // .prompt-backed agents over the wire: definePromptAgent in a module, `serve --prompts`, start-up smoke checks.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { StateManagement } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
-import { REPO_ROOT, startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { REPO_ROOT, startAgentd } from "../harness/agentd-process.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
+import { useAgentd } from "../harness/use-agentd.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
-let server: AgentdProcess;
-let client: ReturnType<typeof agentServiceClient>;
-beforeAll(async () => {
-  server = await startAgentd({ args: ["test/fixtures/prompt-agents.ts"] });
-  client = agentServiceClient(server.baseUrl, "grpc");
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const agentd = useAgentd({ args: ["test/fixtures/prompt-agents.ts"] });
 
 async function reply(agent: string, text: string): Promise<string> {
-  const chat = new WireChat(client, { init: { agent }, input: textInput(text) });
+  const chat = new WireChat(agentd.client, { init: { agent }, input: textInput(text) });
   const turn = await chat.nextTurn();
   expect(turn.turnEnd.finishReason).toBe(FinishReason.STOP);
   await chat.finish();
@@ -48,7 +41,7 @@ describe("prompt agents from .prompt files", () => {
   });
 
   it("the prompt renders every turn of a multi-turn conversation", async () => {
-    const chat = new WireChat(client, { init: { agent: "pirate" }, input: textInput("one") });
+    const chat = new WireChat(agentd.client, { init: { agent: "pirate" }, input: textInput("one") });
     await chat.nextTurn();
     chat.sendText("two");
     expect(chunksText((await chat.nextTurn()).chunks)).toContain("(system: You are a sarcastic pirate.");
@@ -56,7 +49,7 @@ describe("prompt agents from .prompt files", () => {
   });
 
   it("ListAgents describes a prompt agent with its front matter's description", async () => {
-    const { agents } = await client.listAgents({});
+    const { agents } = await agentd.client.listAgents({});
     expect(agents.find((a) => a.name === "chat")?.description).toBe("Chats in a configurable personality.");
   });
 });
