@@ -1,59 +1,35 @@
 """``AsyncAgentClient``: the asyncio agentd client over a ``grpc.aio`` channel.
 
 Mirrors :class:`agentd_client.AgentClient` method for method; every RPC method is a
-coroutine (``watch_snapshot`` is an async iterator) and raises the same ``AgentdError``
-subclasses.
+coroutine (``watch_snapshot`` is an async iterator) and raises the same
+``AgentdError`` subclasses.
 """
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Tuple
+from typing import Any, AsyncIterator, Dict, List, Optional
 
 import grpc
 import grpc.aio
 
-from agentd.v1 import agent_pb2, agent_service_pb2, agent_service_pb2_grpc, state_pb2
+from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
+from . import service_calls as calls
 from .aio_conversation import AsyncConversation, AsyncTurn
-from .client import TERMINAL_STATUSES
-from .errors import TurnFailedError, error_from_rpc
-from .inputs import InputLike, StateLike, build_init, build_input
-from .json_values import message_text
+from .client_base import ClientBase
+from .errors import error_from_rpc
+from .inputs import InputLike, StateLike, build_init
+from .service_calls import TERMINAL_STATUSES
 
 __all__ = ["AsyncAgentClient", "AsyncConversation", "AsyncTurn"]
 
-Metadata = Optional[Sequence[Tuple[str, str]]]
 
-
-class AsyncAgentClient:
+class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
     """Talks to one agentd server over gRPC on asyncio. Create it inside a running event
     loop; ``async with AsyncAgentClient("127.0.0.1:50051") as client`` closes the channel.
     Options as for :class:`agentd_client.AgentClient`."""
 
-    def __init__(
-        self,
-        target: Optional[str] = None,
-        *,
-        channel: Optional[grpc.aio.Channel] = None,
-        credentials: Optional[grpc.ChannelCredentials] = None,
-        options: Optional[Sequence[Tuple[str, Any]]] = None,
-        metadata: Metadata = None,
-        timeout: Optional[float] = None,
-    ) -> None:
-        if channel is None:
-            if not target:
-                raise ValueError("AsyncAgentClient needs a target like '127.0.0.1:50051' or a channel")
-            if credentials is not None:
-                channel = grpc.aio.secure_channel(target, credentials, options=options)
-            else:
-                channel = grpc.aio.insecure_channel(target, options=options)
-            self._owns_channel = True
-        else:
-            self._owns_channel = False
-        self._channel = channel
-        self._stub = agent_service_pb2_grpc.AgentServiceStub(channel)
-        self._metadata = tuple(metadata or ())
-        self._timeout = timeout
+    _channels = grpc.aio
 
     async def close(self) -> None:
         """Closes the channel if this client created it. Idempotent."""
@@ -77,8 +53,7 @@ class AsyncAgentClient:
     ) -> AsyncConversation:
         """Opens a conversation with ``agent`` (sources as in ``AgentClient.chat``)."""
         init = build_init(agent, session_id=session_id, snapshot_id=snapshot_id, state=state)
-        conversation = AsyncConversation(self._stub, init, metadata=self._metadata, timeout=timeout)
-        return conversation
+        return AsyncConversation(self._stub, init, metadata=self._metadata, timeout=timeout)
 
     async def run(
         self,
@@ -93,11 +68,16 @@ class AsyncAgentClient:
         timeout: Optional[float] = None,
     ) -> agent_pb2.AgentOutput:
         """Runs one turn and returns its ``AgentOutput`` (in-band failures returned)."""
-        request = agent_service_pb2.RunRequest(
-            init=build_init(agent, session_id=session_id, snapshot_id=snapshot_id, state=state),
-            input=build_input(input, metadata=metadata, detach=detach),
+        call = calls.run_call(
+            agent,
+            input,
+            session_id=session_id,
+            snapshot_id=snapshot_id,
+            state=state,
+            detach=detach,
+            metadata=metadata,
         )
-        return (await self._unary(self._stub.Run, request, timeout)).output
+        return await self._unary(call, timeout)
 
     async def run_text(
         self,
@@ -114,9 +94,7 @@ class AsyncAgentClient:
         output = await self.run(
             agent, text, session_id=session_id, snapshot_id=snapshot_id, state=state, timeout=timeout
         )
-        if output.finish_reason == state_pb2.FINISH_REASON_FAILED:
-            raise TurnFailedError(output)
-        return message_text(output.message)
+        return calls.reply_text(output)
 
     async def get_snapshot(
         self,
@@ -127,12 +105,7 @@ class AsyncAgentClient:
         timeout: Optional[float] = None,
     ) -> state_pb2.Snapshot:
         """Returns a snapshot by ID, or the latest of ``session_id`` (transform applied)."""
-        if not snapshot_id and not session_id:
-            raise ValueError("get_snapshot needs snapshot_id or session_id")
-        request = agent_service_pb2.GetSnapshotRequest(
-            agent=agent, snapshot_id=snapshot_id or "", session_id=session_id or ""
-        )
-        return (await self._unary(self._stub.GetSnapshot, request, timeout)).snapshot
+        return await self._unary(calls.get_snapshot_call(agent, snapshot_id, session_id), timeout)
 
     async def list_snapshots(
         self,
@@ -145,21 +118,21 @@ class AsyncAgentClient:
         timeout: Optional[float] = None,
     ) -> agent_service_pb2.ListSnapshotsResponse:
         """Returns one page of a session's snapshots, newest first."""
-        request = agent_service_pb2.ListSnapshotsRequest(
-            agent=agent,
-            session_id=session_id,
+        call = calls.list_snapshots_call(
+            agent,
+            session_id,
             page_size=page_size,
             page_token=page_token,
             include_state=include_state,
         )
-        return await self._unary(self._stub.ListSnapshots, request, timeout)
+        return await self._unary(call, timeout)
 
     async def watch_snapshot(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
     ) -> AsyncIterator[agent_service_pb2.WatchSnapshotResponse]:
         """Yields the snapshot's status now and on every change; ends after a terminal
         status or when the server ends the stream."""
-        request = agent_service_pb2.WatchSnapshotRequest(agent=agent, snapshot_id=snapshot_id)
+        request = calls.watch_snapshot_request(agent, snapshot_id)
         call = self._stub.WatchSnapshot(request, metadata=self._metadata, timeout=timeout)
         try:
             async for update in call:
@@ -175,22 +148,17 @@ class AsyncAgentClient:
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
     ) -> agent_service_pb2.AbortResponse:
         """Aborts a pending snapshot; ``status`` is ABORTED or the existing terminal status."""
-        request = agent_service_pb2.AbortRequest(agent=agent, snapshot_id=snapshot_id)
-        return await self._unary(self._stub.Abort, request, timeout)
+        return await self._unary(calls.abort_call(agent, snapshot_id), timeout)
 
     async def list_agents(self, *, timeout: Optional[float] = None) -> List[agent_pb2.AgentInfo]:
         """Returns every served agent."""
-        response = await self._unary(
-            self._stub.ListAgents, agent_service_pb2.ListAgentsRequest(), timeout
-        )
-        return list(response.agents)
+        return await self._unary(calls.list_agents_call(), timeout)
 
-    async def _unary(self, method: Any, request: Any, timeout: Optional[float]) -> Any:
+    async def _unary(self, call: calls.UnaryCall, timeout: Optional[float]) -> Any:
         try:
-            return await method(
-                request,
-                metadata=self._metadata,
-                timeout=timeout if timeout is not None else self._timeout,
+            response = await getattr(self._stub, call.method)(
+                call.request, **self._call_settings(timeout)
             )
         except grpc.RpcError as err:
             raise error_from_rpc(err) from err
+        return call.shape(response)

@@ -2,39 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional
 
 import grpc
 
-from agentd.v1 import (
-    agent_pb2,
-    agent_service_pb2,
-    agent_service_pb2_grpc,
-    state_pb2,
-)
+from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
+from . import service_calls as calls
+from .client_base import ClientBase
 from .conversation import Conversation
-from .errors import TurnFailedError, error_from_rpc
-from .inputs import InputLike, StateLike, build_init, build_input
-from .json_values import message_text
+from .errors import error_from_rpc
+from .inputs import InputLike, StateLike, build_init
+from .service_calls import TERMINAL_STATUSES
 
 __all__ = ["AgentClient", "TERMINAL_STATUSES"]
 
-Metadata = Optional[Sequence[Tuple[str, str]]]
 
-#: Snapshot statuses after which a snapshot never changes again (``expired`` is a pending
-#: snapshot whose heartbeat went stale, computed on read).
-TERMINAL_STATUSES = frozenset(
-    {
-        state_pb2.SNAPSHOT_STATUS_COMPLETED,
-        state_pb2.SNAPSHOT_STATUS_FAILED,
-        state_pb2.SNAPSHOT_STATUS_ABORTED,
-        state_pb2.SNAPSHOT_STATUS_EXPIRED,
-    }
-)
-
-
-class AgentClient:
+class AgentClient(ClientBase[grpc.Channel]):
     """Talks to one agentd server over gRPC (HTTP/2).
 
     ``AgentClient("127.0.0.1:50051")`` opens an insecure channel; pass ``credentials=`` for
@@ -44,36 +28,6 @@ class AgentClient:
     carrying the call's ``grpc.StatusCode``. Use as a context manager to close the channel.
     Thread-safe (the channel is); conversations are not.
     """
-
-    def __init__(
-        self,
-        target: Optional[str] = None,
-        *,
-        channel: Optional[grpc.Channel] = None,
-        credentials: Optional[grpc.ChannelCredentials] = None,
-        options: Optional[Sequence[Tuple[str, Any]]] = None,
-        metadata: Metadata = None,
-        timeout: Optional[float] = None,
-    ) -> None:
-        if channel is None:
-            if not target:
-                raise ValueError("AgentClient needs a target like '127.0.0.1:50051' or a channel")
-            if credentials is not None:
-                channel = grpc.secure_channel(target, credentials, options=options)
-            else:
-                channel = grpc.insecure_channel(target, options=options)
-            self._owns_channel = True
-        else:
-            self._owns_channel = False
-        self._channel = channel
-        self._stub = agent_service_pb2_grpc.AgentServiceStub(channel)
-        self._metadata = tuple(metadata or ())
-        self._timeout = timeout
-
-    @property
-    def channel(self) -> grpc.Channel:
-        """The underlying grpcio channel (e.g. for the generated stubs directly)."""
-        return self._channel
 
     def close(self) -> None:
         """Closes the channel if this client created it. Idempotent."""
@@ -103,8 +57,7 @@ class AgentClient:
         bounds the whole conversation (default: none).
         """
         init = build_init(agent, session_id=session_id, snapshot_id=snapshot_id, state=state)
-        conversation = Conversation(self._stub, init, metadata=self._metadata, timeout=timeout)
-        return conversation
+        return Conversation(self._stub, init, metadata=self._metadata, timeout=timeout)
 
     def run(
         self,
@@ -121,11 +74,16 @@ class AgentClient:
         """Runs one turn and returns its ``AgentOutput`` (in-band failures are returned with
         ``finish_reason`` FAILED, not raised). ``detach=True`` returns at once with the
         pending snapshot ID. ``metadata`` goes on the input message."""
-        request = agent_service_pb2.RunRequest(
-            init=build_init(agent, session_id=session_id, snapshot_id=snapshot_id, state=state),
-            input=build_input(input, metadata=metadata, detach=detach),
+        call = calls.run_call(
+            agent,
+            input,
+            session_id=session_id,
+            snapshot_id=snapshot_id,
+            state=state,
+            detach=detach,
+            metadata=metadata,
         )
-        return self._unary(self._stub.Run, request, timeout).output
+        return self._unary(call, timeout)
 
     def run_text(
         self,
@@ -143,9 +101,7 @@ class AgentClient:
         output = self.run(
             agent, text, session_id=session_id, snapshot_id=snapshot_id, state=state, timeout=timeout
         )
-        if output.finish_reason == state_pb2.FINISH_REASON_FAILED:
-            raise TurnFailedError(output)
-        return message_text(output.message)
+        return calls.reply_text(output)
 
     def get_snapshot(
         self,
@@ -158,12 +114,7 @@ class AgentClient:
         """Returns a snapshot by ID, or the latest snapshot of ``session_id`` (with both, the
         session is asserted). Its ``state`` has the agent's state transform applied; use
         ``state_custom(snapshot.state)`` for the custom state as plain Python."""
-        if not snapshot_id and not session_id:
-            raise ValueError("get_snapshot needs snapshot_id or session_id")
-        request = agent_service_pb2.GetSnapshotRequest(
-            agent=agent, snapshot_id=snapshot_id or "", session_id=session_id or ""
-        )
-        return self._unary(self._stub.GetSnapshot, request, timeout).snapshot
+        return self._unary(calls.get_snapshot_call(agent, snapshot_id, session_id), timeout)
 
     def list_snapshots(
         self,
@@ -178,14 +129,14 @@ class AgentClient:
         """Returns one page of a session's snapshots, newest first (``snapshots`` and
         ``next_page_token``, empty on the last page). ``page_size`` 0 means the server's
         default (50)."""
-        request = agent_service_pb2.ListSnapshotsRequest(
-            agent=agent,
-            session_id=session_id,
+        call = calls.list_snapshots_call(
+            agent,
+            session_id,
             page_size=page_size,
             page_token=page_token,
             include_state=include_state,
         )
-        return self._unary(self._stub.ListSnapshots, request, timeout)
+        return self._unary(call, timeout)
 
     def iter_snapshots(
         self, agent: str, session_id: str, *, page_size: int = 0, include_state: bool = False
@@ -208,7 +159,7 @@ class AgentClient:
         terminal status (completed, failed, aborted, expired) or when the server ends the
         stream.
         Leaving the loop early cancels the call."""
-        request = agent_service_pb2.WatchSnapshotRequest(agent=agent, snapshot_id=snapshot_id)
+        request = calls.watch_snapshot_request(agent, snapshot_id)
         call = self._stub.WatchSnapshot(request, metadata=self._metadata, timeout=timeout)
         try:
             for update in call:
@@ -235,21 +186,16 @@ class AgentClient:
     ) -> agent_service_pb2.AbortResponse:
         """Aborts a pending (detached) snapshot. The response's ``status`` is
         SNAPSHOT_STATUS_ABORTED on success, or the snapshot's existing terminal status."""
-        request = agent_service_pb2.AbortRequest(agent=agent, snapshot_id=snapshot_id)
-        return self._unary(self._stub.Abort, request, timeout)
+        return self._unary(calls.abort_call(agent, snapshot_id), timeout)
 
     def list_agents(self, *, timeout: Optional[float] = None) -> List[agent_pb2.AgentInfo]:
         """Returns every served agent: name, description, state management, abortable, and
         the JSON Schema of its custom state (``struct_to_dict(info.state_schema)``)."""
-        response = self._unary(self._stub.ListAgents, agent_service_pb2.ListAgentsRequest(), timeout)
-        return list(response.agents)
+        return self._unary(calls.list_agents_call(), timeout)
 
-    def _unary(self, method: Any, request: Any, timeout: Optional[float]) -> Any:
+    def _unary(self, call: calls.UnaryCall, timeout: Optional[float]) -> Any:
         try:
-            return method(
-                request,
-                metadata=self._metadata,
-                timeout=timeout if timeout is not None else self._timeout,
-            )
+            response = getattr(self._stub, call.method)(call.request, **self._call_settings(timeout))
         except grpc.RpcError as err:
             raise error_from_rpc(err) from err
+        return call.shape(response)
