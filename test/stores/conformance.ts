@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { userText } from "../../src/types/content.js";
-import type { SessionSnapshot, SnapshotStatus } from "../../src/types/snapshot.js";
+import type { SessionSnapshot } from "../../src/types/snapshot.js";
 import type { SessionStore, SnapshotSubscriber } from "../../stores/snapshot-store.js";
 import { eventually, snapshotRow, type CounterState } from "./snapshot-factory.js";
+import { recordStatuses } from "./status-recorder.js";
 
 /** What a store factory hands the conformance suite. */
 export interface StoreUnderTest {
@@ -149,11 +150,7 @@ export function runStoreConformance(name: string, factory: () => Promise<StoreUn
     it("tells a subscriber the current status, then every change in order without duplicates", async () => {
       const { store } = await fresh();
       await store.saveSnapshot("bg", () => snapshotRow("s1", { status: "pending" }));
-      const controller = new AbortController();
-      const seen: SnapshotStatus[] = [];
-      const done = (async () => {
-        for await (const status of store.subscribeStatus("bg", controller.signal)) seen.push(status);
-      })();
+      const { seen, stop } = recordStatuses(store, "bg");
       await eventually(() => seen.length === 1);
       for (let i = 0; i < 3; i++) await store.saveSnapshot("bg", (e) => ({ ...e!, heartbeatAt: Date.now() + i }));
       await store.saveSnapshot("bg", (e) => ({ ...e!, status: "failed" }));
@@ -161,23 +158,17 @@ export function runStoreConformance(name: string, factory: () => Promise<StoreUn
       await store.saveSnapshot("bg", (e) => ({ ...e!, status: "completed" }));
       await eventually(() => seen.length === 3);
       await new Promise((resolve) => setTimeout(resolve, 700)); // room for a duplicate to show up
-      controller.abort();
-      await done;
+      await stop();
       expect(seen).toEqual(["pending", "failed", "completed"]);
     });
 
     it("tells a subscriber of a not-yet-written row its first status", async () => {
       const { store } = await fresh();
-      const controller = new AbortController();
-      const seen: SnapshotStatus[] = [];
-      const done = (async () => {
-        for await (const status of store.subscribeStatus("later", controller.signal)) seen.push(status);
-      })();
+      const { seen, stop } = recordStatuses(store, "later");
       await new Promise((resolve) => setTimeout(resolve, 100));
       await store.saveSnapshot("later", () => snapshotRow("s1", { status: "pending" }));
       await eventually(() => seen.length === 1);
-      controller.abort();
-      await done;
+      await stop();
       expect(seen).toEqual(["pending"]);
     });
 

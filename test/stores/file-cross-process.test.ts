@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import type { SnapshotStatus } from "../../src/types/snapshot.js";
 import { FileSessionStore } from "../../stores/file-store.js";
 import { eventually, snapshotRow, type CounterState } from "./snapshot-factory.js";
+import { recordStatuses } from "./status-recorder.js";
 
 const WRITER = join(dirname(fileURLToPath(import.meta.url)), "file-store-writer.ts");
 
@@ -27,16 +27,11 @@ describe("file store across processes", () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-file-xproc-"));
     const store = new FileSessionStore<CounterState>(dir, { pollIntervalMs: 0 }); // fs.watch alone must deliver
     await store.saveSnapshot("bg", () => snapshotRow("s1", { status: "pending" }));
-    const controller = new AbortController();
-    const seen: SnapshotStatus[] = [];
-    const done = (async () => {
-      for await (const status of store.subscribeStatus("bg", controller.signal)) seen.push(status);
-    })();
+    const { seen, stop } = recordStatuses(store, "bg");
     await eventually(() => seen.length === 1);
     await runWriter([dir, "bg", "status", "aborted"]);
     await eventually(() => seen.length === 2, 5_000);
-    controller.abort();
-    await done;
+    await stop();
     expect(seen).toEqual(["pending", "aborted"]);
     await store.close();
     await rm(dir, { recursive: true, force: true });

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userText } from "../../src/types/content.js";
-import type { SnapshotStatus } from "../../src/types/snapshot.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { mongoForTests, type MongoJavaServer } from "../harness/mongo-java-server.js";
 import { runStoreConformance } from "./conformance.js";
 import { eventually, snapshotRow, type CounterState } from "./snapshot-factory.js";
+import { recordStatuses } from "./status-recorder.js";
 
 let mongo: Awaited<ReturnType<typeof mongoForTests>>;
 // The first run builds the launcher with Maven (downloads mongo-java-server): allow for it.
@@ -51,16 +51,11 @@ describe("mongodb store", () => {
     const watcher = freshStore();
     const writer = sameCollection(watcher);
     await writer.saveSnapshot("bg", () => snapshotRow("s1", { status: "pending" }));
-    const controller = new AbortController();
-    const seen: SnapshotStatus[] = [];
-    const done = (async () => {
-      for await (const status of watcher.subscribeStatus("bg", controller.signal)) seen.push(status);
-    })();
+    const { seen, stop } = recordStatuses(watcher, "bg");
     await eventually(() => seen.length === 1 && watcher.changeStreamOpen);
     await writer.saveSnapshot("bg", (e) => ({ ...e!, status: "aborted" }));
     await eventually(() => seen.length === 2);
-    controller.abort();
-    await done;
+    await stop();
     expect(seen).toEqual(["pending", "aborted"]);
     await watcher.close();
     await writer.close();
@@ -71,20 +66,15 @@ describe("mongodb store", () => {
     const writer = sameCollection(watcher);
     const ids = ["a", "b", "c"];
     for (const id of ids) await writer.saveSnapshot(id, () => snapshotRow("s1", { status: "pending" }));
-    const controllers = ids.map(() => new AbortController());
-    const seen = ids.map((): SnapshotStatus[] => []);
-    const loops = ids.map(async (id, i) => {
-      for await (const status of watcher.subscribeStatus(id, controllers[i]!.signal)) seen[i]!.push(status);
-    });
+    const recorders = ids.map((id) => recordStatuses(watcher, id));
+    const seen = recorders.map((r) => r.seen);
     await eventually(() => watcher.changeStreamOpen && seen.every((s) => s.length === 1));
     for (const id of ids) await writer.saveSnapshot(id, (e) => ({ ...e!, status: "completed" }));
     await eventually(() => seen.every((s) => s.length === 2));
-    controllers[0]!.abort();
-    controllers[1]!.abort();
+    await Promise.all([recorders[0]!.stop(), recorders[1]!.stop()]);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(watcher.changeStreamOpen).toBe(true);
-    controllers[2]!.abort();
-    await Promise.all(loops);
+    await recorders[2]!.stop();
     await eventually(() => !watcher.changeStreamOpen);
     expect(seen).toEqual(ids.map(() => ["pending", "completed"]));
     await watcher.close();
@@ -102,11 +92,7 @@ describe("mongodb store across a server restart", () => {
     const watcher = freshStore();
     const writer = sameCollection(watcher);
     await writer.saveSnapshot("bg", () => snapshotRow("s1", { status: "pending" }));
-    const controller = new AbortController();
-    const seen: SnapshotStatus[] = [];
-    const done = (async () => {
-      for await (const status of watcher.subscribeStatus("bg", controller.signal)) seen.push(status);
-    })();
+    const { seen, stop } = recordStatuses(watcher, "bg");
     await eventually(() => seen.length === 1 && watcher.changeStreamOpen);
     if (server) {
       await server.restart();
@@ -115,8 +101,7 @@ describe("mongodb store across a server restart", () => {
     }
     await writer.saveSnapshot("bg", (e) => ({ ...e!, status: "aborted" }));
     await eventually(() => seen.length === 2, 30_000);
-    controller.abort();
-    await done;
+    await stop();
     expect(seen).toEqual(["pending", "aborted"]);
     await watcher.close();
     await writer.close();
