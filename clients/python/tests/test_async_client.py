@@ -73,3 +73,31 @@ def test_async_list_agents_includes_assistant(agentd_address: str):
             return [a.name for a in await client.list_agents()]
 
     assert "assistant" in asyncio.run(scenario())
+
+
+def test_async_iter_snapshots_pages_through_a_session_newest_first(agentd_address: str):
+    async def scenario():
+        async with AsyncAgentClient(agentd_address) as client:
+            async with client.chat("assistant") as conversation:
+                ids = []
+                for text in ("one", "two", "three"):
+                    turn = await conversation.send(text)
+                    await turn.wait()
+                    ids.append(turn.snapshot_id)
+            listed = [
+                s.snapshot_id
+                async for s in client.iter_snapshots("assistant", conversation.session_id, page_size=2)
+            ]
+            return ids, listed
+
+    ids, listed = asyncio.run(scenario())
+    assert listed == list(reversed(ids))
+
+
+def test_async_wait_snapshot_returns_the_settled_status(agentd_address: str):
+    async def scenario():
+        async with AsyncAgentClient(agentd_address) as client:
+            output = await client.run("assistant", "wait for me", detach=True, metadata={"echoDelayMs": 50})
+            return await client.wait_snapshot("assistant", output.snapshot_id, timeout=30)
+
+    assert asyncio.run(scenario()) == state_pb2.SNAPSHOT_STATUS_COMPLETED

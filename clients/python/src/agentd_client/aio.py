@@ -1,7 +1,7 @@
 """``AsyncAgentClient``: the asyncio agentd client over a ``grpc.aio`` channel.
 
 Mirrors :class:`agentd_client.AgentClient` method for method; every RPC method is a
-coroutine (``watch_snapshot`` is an async iterator) and raises the same
+coroutine (``watch_snapshot`` and ``iter_snapshots`` are async iterators) and raises the same
 ``AgentdError`` subclasses.
 """
 
@@ -127,6 +127,21 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         )
         return await self._unary(call, timeout)
 
+    async def iter_snapshots(
+        self, agent: str, session_id: str, *, page_size: int = 0, include_state: bool = False
+    ) -> AsyncIterator[state_pb2.Snapshot]:
+        """Yields every snapshot of a session, newest first, fetching pages as needed."""
+        token = ""
+        while True:
+            page = await self.list_snapshots(
+                agent, session_id, page_size=page_size, page_token=token, include_state=include_state
+            )
+            for snapshot in page.snapshots:
+                yield snapshot
+            token = page.next_page_token
+            if not token:
+                return
+
     async def watch_snapshot(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
     ) -> AsyncIterator[agent_service_pb2.WatchSnapshotResponse]:
@@ -143,6 +158,15 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
             raise error_from_rpc(err) from err
         finally:
             call.cancel()
+
+    async def wait_snapshot(
+        self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
+    ) -> "state_pb2.SnapshotStatus":
+        """Watches a snapshot until it settles and returns its last status."""
+        status = state_pb2.SNAPSHOT_STATUS_UNSPECIFIED
+        async for update in self.watch_snapshot(agent, snapshot_id, timeout=timeout):
+            status = update.status
+        return status
 
     async def abort(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
