@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from "uuid";
 import type { ZodType } from "zod";
 import { AgentError } from "../errors/agent-error.js";
 import type { ModelResolver } from "../models/model-resolver.js";
-import type { AgentInput, AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
+import { hasResume, type AgentInput, type AgentOutput, type AgentStreamChunk } from "../types/agent-io.js";
 import { userText } from "../types/content.js";
 import type { SessionState } from "../types/session-state.js";
 import type { FinishReason } from "../types/snapshot.js";
@@ -105,16 +105,16 @@ export class Invocation<S> implements AgentConnection<S> {
     if (this.inputClosed) {
       throw new AgentError("FAILED_PRECONDITION", this.settled ? "the invocation has completed; read its output" : "input is closed");
     }
-    const hasResume = (input.resume?.respond?.length ?? 0) + (input.resume?.restart?.length ?? 0) > 0;
-    if (!input.message && !hasResume && !input.detach) {
+    const resuming = hasResume(input);
+    if (!input.message && !resuming && !input.detach) {
       throw new AgentError("INVALID_ARGUMENT", "input is empty: set message, resume or detach");
     }
     if (input.message && input.message.content.length === 0) {
       throw new AgentError("INVALID_ARGUMENT", "input.message has no content parts");
     }
     if (input.detach) this.checkDetachable();
-    if (input.message || hasResume) {
-      this.turnInputs.push({ ...(input.message ? { message: input.message } : {}), ...(hasResume ? { resume: input.resume } : {}) });
+    if (input.message || resuming) {
+      this.turnInputs.push({ ...(input.message ? { message: input.message } : {}), ...(resuming ? { resume: input.resume } : {}) });
     }
     if (input.detach) this.startDetach();
   }

@@ -1,7 +1,7 @@
 import { AgentError } from "../errors/agent-error.js";
 import { toolRequestsOf, type Model } from "../models/model.js";
 import type { TurnFnContext } from "../runtime/agent-function.js";
-import type { AgentInput, TurnResult } from "../types/agent-io.js";
+import { hasResume, type AgentInput, type TurnResult } from "../types/agent-io.js";
 import type { Message, Part, ToolRequest } from "../types/content.js";
 import { describeZodError, type Tool, type ToolContext } from "./define-tool.js";
 import {
@@ -62,8 +62,7 @@ class ToolLoop<S> {
   async run(input: AgentInput): Promise<TurnResult> {
     const history = this.ctx.session.messages();
     let rounds = 0;
-    const resuming = (input.resume?.respond?.length ?? 0) + (input.resume?.restart?.length ?? 0) > 0;
-    if (resuming) {
+    if (hasResume(input)) {
       if (input.message) throw new AgentError("INVALID_ARGUMENT", "send input.resume without input.message: a resume continues the interrupted turn");
       const pending = pendingRequests(history.at(-1));
       if (!pending) throw new AgentError("INVALID_ARGUMENT", "input.resume: the conversation has no interrupted turn to resume (its last message holds no pending tool requests)");

@@ -19,6 +19,11 @@ export interface AgentInput {
   detach?: boolean;
 }
 
+/** True when `input` resumes an interrupted turn (its resume has at least one respond or restart part). */
+export function hasResume(input: AgentInput): boolean {
+  return (input.resume?.respond?.length ?? 0) + (input.resume?.restart?.length ?? 0) > 0;
+}
+
 /** One RFC 6902 operation. */
 export interface JsonPatchOperation {
   op: "add" | "remove" | "replace" | "move" | "copy" | "test";
