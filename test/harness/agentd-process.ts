@@ -8,7 +8,7 @@ export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /** Options for {@link startAgentd}. */
 export interface StartAgentdOptions {
-  /** Extra CLI arguments after `serve --port 0 --store memory:` (later flags win, e.g. `--store file:...`). */
+  /** Extra CLI arguments after `serve --port 0 --store <default>` (later flags win, e.g. `--store file:...`). */
   args?: string[];
   /** Extra environment variables. */
   env?: NodeJS.ProcessEnv;
@@ -50,12 +50,6 @@ function nodeBinary(): string {
 }
 
 /**
- * Spawns `node --import tsx src/cli/main.ts serve --port 0 --store memory:
- * ...args` (one process, so signals reach the server directly), waits for
- * its `agentd listening` line and returns a handle. Rejects with the
- * collected output if the process exits or stays silent first.
- */
-/**
  * The store servers get unless a test passes its own `--store`: the project's
  * provided `e2eStoreUri` (the `e2e-mongodb` project), else `memory:`.
  */
@@ -67,6 +61,13 @@ function defaultStoreUri(): string {
   }
 }
 
+/**
+ * Spawns `node --import tsx src/cli/main.ts serve --port 0 --store <default>
+ * ...args` (default: see {@link defaultStoreUri}; one process, so signals
+ * reach the server directly), waits for
+ * its `agentd listening` line and returns a handle. Rejects with the
+ * collected output if the process exits or stays silent first.
+ */
 export async function startAgentd(options: StartAgentdOptions = {}): Promise<AgentdProcess> {
   const argv = ["--import", "tsx", `${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", defaultStoreUri(), ...(options.args ?? [])];
   const proc = spawn(nodeBinary(), argv, {
