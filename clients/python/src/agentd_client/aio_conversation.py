@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Dict, Optional, Sequence, Tuple
+from typing import Any, AsyncIterator, Dict, Optional
 
 import grpc
 import grpc.aio
 
 from agentd.v1 import agent_pb2, agent_service_pb2, agent_service_pb2_grpc
 
+from .client_base import Metadata
 from .conversation_core import ConversationCore
-from .errors import CancelledError, InternalError, error_from_rpc
+from .errors import error_from_rpc
 from .inputs import InputLike, build_input
 from .turn import TurnRecord
 
 __all__ = ["AsyncConversation", "AsyncTurn"]
-
-Metadata = Optional[Sequence[Tuple[str, str]]]
 
 
 class AsyncTurn(TurnRecord):
@@ -91,10 +90,9 @@ class AsyncConversation(ConversationCore):
     async def output(self) -> agent_pb2.AgentOutput:
         """Half-closes, reads every remaining turn and returns the final ``AgentOutput``.
         Idempotent; in-band failures are returned (``finish_reason`` FAILED), not raised."""
-        if self._output is not None:
-            return self._output
-        if self._error is not None:
-            raise self._error
+        output = self._settled_output()
+        if output is not None:
+            return output
         if not self._input_closed:
             self._input_closed = True
             if self._init is not None:
@@ -109,10 +107,8 @@ class AsyncConversation(ConversationCore):
 
     def close(self) -> None:
         """Cancels the call unless the conversation already ended. Idempotent."""
-        self._input_closed = True
-        if not self.finished:
+        if self._closed_by_client():
             self._call.cancel()
-            self._fail(CancelledError(f"the conversation with {self.agent!r} was closed by the client"))
 
     async def __aenter__(self) -> "AsyncConversation":
         return self
@@ -137,22 +133,14 @@ class AsyncConversation(ConversationCore):
 
     async def _read_next(self) -> None:
         async with self._read_lock:
-            if self._error is not None:
-                raise self._error
-            if self._output is not None:
-                self._end_open_turns()
+            if self._settled_output() is not None:
                 return
             try:
                 response = await self._call.read()
             except grpc.RpcError as err:
                 raise self._fail(error_from_rpc(err)) from err
             if response is grpc.aio.EOF:
-                raise self._fail(
-                    InternalError(
-                        f"the Chat stream with {self.agent!r} ended without an AgentOutput; "
-                        "the server broke the protocol"
-                    )
-                )
+                raise self._stream_broke()
             self._route(response)
             if self._output is not None:
                 await self._drain_after_output()

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional
 
 import grpc
 
 from agentd.v1 import agent_pb2, agent_service_pb2, agent_service_pb2_grpc
 
+from .client_base import Metadata
 from .conversation_core import ConversationCore
-from .errors import CancelledError, InternalError, error_from_rpc
+from .errors import error_from_rpc
 from .inputs import InputLike, build_input
 from .request_queue import RequestQueue
 from .turn import Turn
 
 __all__ = ["Conversation"]
-
-Metadata = Optional[Sequence[Tuple[str, str]]]
 
 
 class Conversation(ConversationCore):
@@ -41,11 +40,8 @@ class Conversation(ConversationCore):
         super().__init__(init)
         self._requests: RequestQueue[agent_service_pb2.ChatRequest] = RequestQueue()
         self._requests.put(agent_service_pb2.ChatRequest(init=init))
-        try:
-            self._call = stub.Chat(iter(self._requests), metadata=metadata, timeout=timeout)
-        except grpc.RpcError as err:  # pragma: no cover - grpcio reports errors on read
-            self._requests.close()
-            raise error_from_rpc(err) from err
+        # grpcio reports every call error on read, never here.
+        self._call = stub.Chat(iter(self._requests), metadata=metadata, timeout=timeout)
 
     def send(self, input: Optional[InputLike] = None, *, metadata: Optional[Dict[str, Any]] = None) -> Turn:
         """Queues one input (a user text, ``Message`` or ``AgentInput``) and returns its
@@ -78,10 +74,9 @@ class Conversation(ConversationCore):
         ``AgentOutput``. Idempotent: later calls return the same output (or re-raise the same
         error). An in-band failure is not raised: check ``output.finish_reason`` /
         ``output.error``."""
-        if self._output is not None:
-            return self._output
-        if self._error is not None:
-            raise self._error
+        output = self._settled_output()
+        if output is not None:
+            return output
         self._input_closed = True
         self._requests.close()
         while self._output is None:
@@ -91,11 +86,9 @@ class Conversation(ConversationCore):
     def close(self) -> None:
         """Ends the conversation now. Before the output arrived this cancels the call, which
         cancels the server's work (unless it was detached). Idempotent."""
-        self._input_closed = True
         self._requests.close()
-        if not self.finished:
+        if self._closed_by_client():
             self._call.cancel()
-            self._fail(CancelledError(f"the conversation with {self.agent!r} was closed by the client"))
 
     def __enter__(self) -> "Conversation":
         return self
@@ -106,28 +99,22 @@ class Conversation(ConversationCore):
         else:
             self.close()
 
+    def _ended(self) -> None:
+        # grpcio's request thread blocks on the queue until it is closed.
+        self._requests.close()
+
     def _read_next(self) -> None:
         """Reads one response and routes it; raises the conversation's error if it failed."""
-        if self._error is not None:
-            raise self._error
-        if self._output is not None:
-            self._end_open_turns()
+        if self._settled_output() is not None:
             return
         try:
             response = next(self._call)
         except StopIteration:
-            raise self._fail(
-                InternalError(
-                    f"the Chat stream with {self.agent!r} ended without an AgentOutput; "
-                    "the server broke the protocol"
-                )
-            ) from None
+            raise self._stream_broke() from None
         except grpc.RpcError as err:
-            self._requests.close()
             raise self._fail(error_from_rpc(err)) from err
         self._route(response)
         if self._output is not None:
-            self._requests.close()
             self._drain_after_output()
 
     def _drain_after_output(self) -> None:

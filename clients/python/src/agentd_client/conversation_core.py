@@ -8,7 +8,7 @@ from typing import Any, Deque, Optional
 from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
 from .custom_state import CustomState
-from .errors import AgentdError, ConversationClosedError, CustomPatchError
+from .errors import AgentdError, CancelledError, ConversationClosedError, CustomPatchError, InternalError
 from .json_values import state_custom
 from .turn import TurnRecord
 
@@ -73,6 +73,35 @@ class ConversationCore:
         first TurnEnd (or the output)."""
         return self._session_id
 
+    def _settled_output(self) -> Optional[agent_pb2.AgentOutput]:
+        """The final output once it arrived, None while the conversation runs; raises the
+        conversation's error once it failed."""
+        if self._error is not None:
+            raise self._error
+        return self._output
+
+    def _stream_broke(self) -> AgentdError:
+        """Fails the conversation because the stream ended without an output."""
+        return self._fail(
+            InternalError(
+                f"the Chat stream with {self.agent!r} ended without an AgentOutput; "
+                "the server broke the protocol"
+            )
+        )
+
+    def _closed_by_client(self) -> bool:
+        """Takes no more input and, unless the conversation already ended, fails it with
+        CANCELLED. Returns True when the caller must cancel its call."""
+        self._input_closed = True
+        if self.finished:
+            return False
+        self._fail(CancelledError(f"the conversation with {self.agent!r} was closed by the client"))
+        return True
+
+    def _ended(self) -> None:
+        """Called once the output settled or the conversation failed; transports override it to
+        release their request side."""
+
     def _ensure_accepting_input(self) -> None:
         if self._error is not None:
             raise ConversationClosedError(
@@ -119,11 +148,13 @@ class ConversationCore:
             self._custom.reset(state_custom(output.state))
             self._session_id = self._session_id or output.state.session_id or None
         self._end_open_turns()
+        self._ended()
 
     def _fail(self, error: AgentdError) -> AgentdError:
         if self._error is None:
             self._error = error
         self._end_open_turns()
+        self._ended()
         return self._error
 
     def _end_open_turns(self) -> None:
