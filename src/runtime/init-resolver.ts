@@ -6,6 +6,7 @@ import { emptySessionState } from "../types/session-state.js";
 import type { SessionSnapshot } from "../types/snapshot.js";
 import type { SessionStore, StoreCallContext } from "../../stores/snapshot-store.js";
 import { validateCustomState } from "./custom-state-schema.js";
+import { readSnapshotRef } from "./snapshot-access.js";
 import { effectiveStatus, type LivenessSettings } from "./snapshot-liveness.js";
 
 /** Where an invocation starts: the state and the lineage it continues. */
@@ -57,15 +58,7 @@ export async function resolveInit<S>(agent: InitTarget<S>, init: AgentInit<S>, c
   if (!sessionId && !snapshotId) {
     return { state: { ...emptySessionState<S>(), sessionId: uuidv7() }, nextTurnIndex: 0 };
   }
-  const parent = snapshotId ? await store.getSnapshot(snapshotId, ctx) : await store.getLatestSnapshot(sessionId!, ctx);
-  if (!parent) {
-    throw snapshotId
-      ? new AgentError("NOT_FOUND", `snapshot "${snapshotId}" not found`)
-      : new AgentError("NOT_FOUND", `session "${sessionId}" has no snapshots`);
-  }
-  if (snapshotId && sessionId && parent.sessionId !== sessionId) {
-    throw new AgentError("INVALID_ARGUMENT", `snapshot "${snapshotId}" belongs to another session than "${sessionId}"`);
-  }
+  const parent = await readSnapshotRef(store, { snapshotId, sessionId }, ctx);
   const status = effectiveStatus(parent, agent.liveness);
   if (status !== "completed") {
     const hint = parent.parentId ? ` (its parent is "${parent.parentId}")` : "";

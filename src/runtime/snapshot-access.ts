@@ -68,9 +68,22 @@ export async function getSnapshot<S>(
 ): Promise<SessionSnapshot<S>> {
   const store = requireStore(target);
   if (!ref.snapshotId && !ref.sessionId) throw new AgentError("INVALID_ARGUMENT", "set snapshot_id or session_id");
-  const row = ref.snapshotId
-    ? await store.getSnapshot(ref.snapshotId, options.storeContext)
-    : await store.getLatestSnapshot(ref.sessionId!, options.storeContext);
+  return shapeSnapshot(target, await readSnapshotRef(store, ref, options.storeContext), options);
+}
+
+/**
+ * The stored row `ref` names (at least one ID must be set): the snapshot by
+ * ID, asserted to belong to `sessionId` when that is set too, else the
+ * session's latest. Throws AgentError NOT_FOUND naming the missing snapshot or
+ * session, INVALID_ARGUMENT for a session mismatch. Shared by snapshot reads
+ * and resume, so both refuse the same refs with the same messages.
+ */
+export async function readSnapshotRef<S>(
+  store: SessionStore<S>,
+  ref: { snapshotId?: string; sessionId?: string },
+  ctx?: StoreCallContext,
+): Promise<SessionSnapshot<S>> {
+  const row = ref.snapshotId ? await store.getSnapshot(ref.snapshotId, ctx) : await store.getLatestSnapshot(ref.sessionId!, ctx);
   if (!row) {
     throw ref.snapshotId
       ? new AgentError("NOT_FOUND", `snapshot "${ref.snapshotId}" not found`)
@@ -79,7 +92,7 @@ export async function getSnapshot<S>(
   if (ref.snapshotId && ref.sessionId && row.sessionId !== ref.sessionId) {
     throw new AgentError("INVALID_ARGUMENT", `snapshot "${ref.snapshotId}" belongs to another session than "${ref.sessionId}"`);
   }
-  return shapeSnapshot(target, row, options);
+  return row;
 }
 
 /** A session's snapshots, newest first, paginated; states only with `includeState`. */
