@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"time"
 
 	"connectrpc.com/connect"
 )
@@ -48,10 +49,16 @@ func WithClientOptions(opts ...connect.ClientOption) Option {
 	return func(cfg *clientConfig) { cfg.extra = append(cfg.extra, opts...) }
 }
 
+// idleConnTimeout is how long NewH2CClient keeps an unused connection, the
+// value http.DefaultTransport uses.
+const idleConnTimeout = 90 * time.Second
+
 // NewH2CClient returns an http.Client that speaks HTTP/2 over cleartext TCP
 // (prior knowledge, no TLS, no upgrade) for "http://" URLs and ordinary
 // HTTP/2 over TLS for "https://" URLs. It is the default transport of
-// NewClient, so bidi Chat works against a plaintext agentd.
+// NewClient, so bidi Chat works against a plaintext agentd. Like
+// http.DefaultTransport it closes connections idle for 90 seconds, so a
+// Client that is dropped does not keep its connection open forever.
 func NewH2CClient() *http.Client {
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
@@ -61,5 +68,6 @@ func NewH2CClient() *http.Client {
 		DialContext:       (&net.Dialer{}).DialContext,
 		TLSClientConfig:   &tls.Config{MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2: true,
+		IdleConnTimeout:   idleConnTimeout,
 	}}
 }
