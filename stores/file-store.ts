@@ -228,7 +228,10 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     // An invalid ID can never exist: the subscription just waits for the abort.
     if (channel.isClosed || !isValidSnapshotId(snapshotId)) return channel;
     this.watchers.set(base, owner);
-    mkdirSync(base, { recursive: true, mode: 0o700 });
+    if (!this.ensured.has(base)) {
+      mkdirSync(base, { recursive: true, mode: 0o700 }); // fs.watch needs the directory
+      this.ensured.add(base);
+    }
     owner.add(snapshotId, channel);
     return channel;
   }
