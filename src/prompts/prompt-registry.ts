@@ -40,6 +40,8 @@ export class PromptRegistry {
   private readonly prompts = new Map<string, LoadedPrompt>();
   private readonly dotprompt: Dotprompt;
   private readonly metadata = new Map<string, Promise<PromptMetadata>>();
+  /** Each prompt's input schema as zod, converted from the front matter's JSON schema on first render. */
+  private readonly inputSchemas = new Map<string, z.ZodType>();
   private readonly partials: Record<string, string> = {};
   /** The directory it was loaded from, if any. */
   readonly dir: string | undefined;
@@ -86,6 +88,7 @@ export class PromptRegistry {
     }
     this.prompts.set(name, { name, origin, source, parsed });
     this.metadata.delete(name);
+    this.inputSchemas.delete(name);
   }
 
   /** Names of the prompts (partials excluded), sorted. */
@@ -126,7 +129,9 @@ export class PromptRegistry {
     }
     const merged = { ...(meta.input?.default ?? {}), ...(input ?? {}) };
     if (meta.input?.schema) {
-      const checked = z.fromJSONSchema(meta.input.schema).safeParse(merged);
+      let schema = this.inputSchemas.get(name);
+      if (!schema) this.inputSchemas.set(name, (schema = z.fromJSONSchema(meta.input.schema)));
+      const checked = schema.safeParse(merged);
       if (!checked.success) throw fail(`input fails the prompt's input schema: ${describeZodError(checked.error)}`);
     }
     let rendered;
