@@ -18,8 +18,18 @@ export function defineCustomAgent<S = unknown>(definition: CustomAgentDefinition
   if (definition.run) return new Agent(definition, definition.run);
   const turn = definition.turn;
   if (!turn) throw new AgentError("INVALID_ARGUMENT", `custom agent "${(definition as AgentDefinition<S>).name}" needs a run or turn function`);
-  return new Agent(definition, async (ctx) => {
+  return new Agent(definition, agentFnFromTurns(turn));
+}
+
+/**
+ * The whole-invocation function that runs `turn` once per input through the
+ * session's turn loop (after `ready` settles, when given; a rejection fails the
+ * invocation in-band) and returns the session's default result.
+ */
+export function agentFnFromTurns<S>(turn: TurnFn<S>, ready?: Promise<void>): AgentFn<S> {
+  return async (ctx) => {
+    if (ready) await ready;
     await ctx.session.run((input, turnContext) => turn(input, { ...ctx, signal: turnContext.signal, turn: turnContext }));
     return ctx.session.result();
-  });
+  };
 }

@@ -3,10 +3,10 @@ import type { Model } from "../models/model.js";
 import { PromptRegistry, type RenderedPromptTurn } from "../prompts/prompt-registry.js";
 import type { Tool } from "../tools/define-tool.js";
 import { DEFAULT_MAX_TOOL_ITERATIONS, runToolLoop } from "../tools/tool-loop.js";
-import type { AgentInput, TurnResult } from "../types/agent-io.js";
 import type { Message } from "../types/content.js";
 import { Agent, type AgentDefinition } from "./agent.js";
-import type { AgentFn, TurnFnContext } from "./agent-function.js";
+import type { TurnFnContext } from "./agent-function.js";
+import { agentFnFromTurns } from "./custom-agent.js";
 
 /** Options every prompt-backed agent takes besides the agent options. */
 export interface PromptBackedOptions {
@@ -60,15 +60,6 @@ function resolveModel<S>(ctx: TurnFnContext<S>, model: string | Model): Model {
   return typeof model === "string" ? ctx.model(model) : model;
 }
 
-/** The invocation of a prompt-backed agent: waits for its start-up check, then runs `turn` per input. */
-function promptAgentFn<S>(turn: (ctx: TurnFnContext<S>, input: AgentInput) => Promise<TurnResult>, ready?: Promise<void>): AgentFn<S> {
-  return async (ctx) => {
-    await ready;
-    await ctx.session.run((input, turnContext) => turn({ ...ctx, signal: turnContext.signal, turn: turnContext }, input));
-    return ctx.session.result();
-  };
-}
-
 /**
  * Defines an agent from an inline prompt. Each turn sends the system text
  * (not stored) then the session history to the model, runs the tools it
@@ -83,7 +74,7 @@ export function defineAgent<S = unknown>(definition: InlineAgentDefinition<S>): 
   if (!definition.model) throw new AgentError("INVALID_ARGUMENT", `agent "${definition.name}" needs a model (e.g. "echo" or "openai/gpt-4o-mini")`);
   return new Agent(
     definition,
-    promptAgentFn<S>((ctx, input) => {
+    agentFnFromTurns<S>((input, ctx) => {
       const system = typeof definition.system === "function" ? definition.system(ctx.session.custom()) : definition.system;
       const prelude: Message[] = system ? [{ role: "system", content: [{ text: system }] }] : [];
       return runToolLoop(input, ctx, {
@@ -140,7 +131,7 @@ export function definePromptAgent<S = unknown>(definition: PromptAgentDefinition
   ready.catch(() => {});
   return new Agent(
     { ...definition, description: definition.description ?? prompt.parsed.description },
-    promptAgentFn<S>(async (ctx, input) => {
+    agentFnFromTurns<S>(async (input, ctx) => {
       const rendered = await render();
       const { model, tools } = settle(rendered);
       const config = { ...rendered.config, ...definition.config };
