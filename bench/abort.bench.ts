@@ -10,6 +10,7 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SnapshotStatus } from "../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../test/harness/agentd-process.js";
 import { mongoForTests } from "../test/harness/mongo-java-server.js";
 import { textInput } from "../test/harness/wire-chat.js";
@@ -47,7 +48,7 @@ async function measure(scenario: Scenario): Promise<Sample[]> {
       const sentAt = Date.now();
       const { status } = await onB.abort({ agent: "assistant", snapshotId });
       const returnedAt = Date.now();
-      if (status !== 4 /* ABORTED */) throw new Error(`abort of ${snapshotId} returned status ${status}`);
+      if (status !== SnapshotStatus.ABORTED) throw new Error(`abort of ${snapshotId} returned status ${SnapshotStatus[status]}`);
       const observed = await observedAt(a, snapshotId);
       samples.push({ fromSend: observed - sentAt, fromReturn: observed - returnedAt });
     }
