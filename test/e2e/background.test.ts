@@ -9,10 +9,31 @@ const agentd = useAgentd({ args: ["test/fixtures/agents.ts", "--heartbeat-interv
 const slow = (text: string, ms = 40) => textInput(text, { echoDelayMs: ms });
 
 /** Every status WatchSnapshot reports for `snapshotId`, until it ends. */
+/**
+ * Starts WatchSnapshot: `statuses` resolves with every status once the stream
+ * ends; `started` resolves once the first status arrived (the server has read
+ * the row), so a change made after it is reported as a change.
+ */
+function startWatch(agent: string, snapshotId: string): { started: Promise<void>; statuses: Promise<SnapshotStatus[]> } {
+  let markStarted!: () => void;
+  const started = new Promise<void>((resolve) => (markStarted = resolve));
+  const statuses = (async () => {
+    const seen: SnapshotStatus[] = [];
+    try {
+      for await (const res of agentd.client.watchSnapshot({ agent, snapshotId })) {
+        seen.push(res.status);
+        markStarted();
+      }
+    } finally {
+      markStarted();
+    }
+    return seen;
+  })();
+  return { started, statuses };
+}
+
 async function watch(agent: string, snapshotId: string): Promise<SnapshotStatus[]> {
-  const statuses: SnapshotStatus[] = [];
-  for await (const res of agentd.client.watchSnapshot({ agent, snapshotId })) statuses.push(res.status);
-  return statuses;
+  return startWatch(agent, snapshotId).statuses;
 }
 
 describe("detach", () => {
@@ -81,10 +102,11 @@ describe("abort", () => {
     const chat = new WireChat(agentd.client, { init: { agent: "assistant" }, input: slow("long running reply with many words", 200) });
     chat.send({ input: { ...slow("queued", 200), detach: true } });
     const { output } = await chat.drain();
-    const watching = watch("assistant", output.snapshotId);
+    const watching = startWatch("assistant", output.snapshotId);
+    await watching.started; // the abort must come after the watch's first read, or PENDING is never seen
     const aborted = await agentd.client.abort({ agent: "assistant", snapshotId: output.snapshotId });
     expect(aborted).toMatchObject({ snapshotId: output.snapshotId, status: SnapshotStatus.ABORTED });
-    expect(await watching).toEqual([SnapshotStatus.PENDING, SnapshotStatus.ABORTED]);
+    expect(await watching.statuses).toEqual([SnapshotStatus.PENDING, SnapshotStatus.ABORTED]);
     const resumed = await agentd.client.run({ init: { agent: "assistant", snapshotId: output.snapshotId }, input: textInput("x") }).catch((e) => e);
     expect(ConnectError.from(resumed).code).toBe(Code.FailedPrecondition);
     await new Promise((r) => setTimeout(r, 300));
