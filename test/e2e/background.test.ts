@@ -6,7 +6,8 @@ import { textInput, WireChat } from "../harness/wire-chat.js";
 
 const agentd = useAgentd({ args: ["test/fixtures/agents.ts", "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "2000"] });
 
-const slow = (text: string, ms = 40) => textInput(text, { echoDelayMs: ms });
+// Slow enough that a watch started right after detach still sees the row pending, even on a loaded machine.
+const slow = (text: string, ms = 150) => textInput(text, { echoDelayMs: ms });
 
 /** Every status WatchSnapshot reports for `snapshotId`, until it ends. */
 /**
@@ -88,7 +89,7 @@ describe("detach", () => {
   });
 
   it("cannot be resumed while pending, but can once completed", async () => {
-    const { output } = await agentd.client.run({ init: { agent: "assistant" }, input: { ...slow("bg", 60), detach: true } });
+    const { output } = await agentd.client.run({ init: { agent: "assistant" }, input: { ...slow("bg"), detach: true } });
     const early = await agentd.client.run({ init: { agent: "assistant", snapshotId: output!.snapshotId }, input: textInput("x") }).catch((e) => e);
     expect(ConnectError.from(early).code).toBe(Code.FailedPrecondition);
     await watch("assistant", output!.snapshotId);

@@ -62,7 +62,7 @@ describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) =>
   it("WatchSnapshot on B sees A's background work complete", async () => {
     const { output } = await agentServiceClient(a.baseUrl, "grpc").run({
       init: { agent: "assistant" },
-      input: { ...textInput("finish me", { echoDelayMs: 100 }), detach: true },
+      input: { ...textInput("finish me", { echoDelayMs: 200 }), detach: true },
     });
     expect(await watch(b, output!.snapshotId)).toEqual([SnapshotStatus.PENDING, SnapshotStatus.COMPLETED]);
     const latest = await agentServiceClient(b.baseUrl, "grpc").getSnapshot({ agent: "assistant", sessionId: output!.sessionId });
