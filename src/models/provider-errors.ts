@@ -1,4 +1,4 @@
-import { APICallError, LoadAPIKeyError, RetryError } from "ai";
+import { APICallError, LoadAPIKeyError, RetryError, StreamProviderError } from "ai";
 import { AgentError, type StatusName } from "../errors/agent-error.js";
 
 /**
@@ -49,7 +49,10 @@ function bodyMessage(body: string | undefined): string | undefined {
  * Turns anything a provider call threw (or streamed as an error) into an
  * AgentError whose status follows {@link statusForHttp}; the message names the
  * model and carries the provider's message, and `details.httpStatus` the code.
- * Retries that gave up are unwrapped to their last error.
+ * Retries that gave up are unwrapped to their last error. An error the
+ * provider streamed in the middle of a 200 response (Anthropic's
+ * `overloaded_error` event, a Gemini chunk with `error`) maps by the HTTP
+ * status the provider package inferred for it, like an HTTP error.
  */
 export function mapProviderError(err: unknown, model: string): AgentError {
   if (err instanceof AgentError) return err;
@@ -63,6 +66,13 @@ export function mapProviderError(err: unknown, model: string): AgentError {
       });
     }
     return new AgentError("UNAVAILABLE", `model "${model}" could not be reached at ${err.url}: ${err.message}`, { details: { model }, cause: err });
+  }
+  if (StreamProviderError.isInstance(err) && err.statusCode !== undefined) {
+    const kind = err.type ? ` (${err.type})` : "";
+    return new AgentError(statusForHttp(err.statusCode), `model "${model}" failed mid-stream${kind}: ${err.message}`, {
+      details: { httpStatus: err.statusCode, model },
+      cause: err,
+    });
   }
   if (LoadAPIKeyError.isInstance(err)) return new AgentError("FAILED_PRECONDITION", `model "${model}": ${err.message}`, { cause: err });
   if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) {
