@@ -45,10 +45,26 @@ function bodyMessage(body: string | undefined): string | undefined {
   return undefined;
 }
 
+/** Google's ErrorInfo reasons that mean the API key was refused (Gemini answers them with HTTP 400). */
+const GOOGLE_AUTH_REASONS = new Set(["API_KEY_INVALID"]);
+
+/** True when an error body is Google's way of saying the API key was refused (`error.details[].reason`). */
+function refusesApiKey(body: string | undefined): boolean {
+  if (!body) return false;
+  try {
+    const details = (JSON.parse(body) as { error?: { details?: unknown } }).error?.details;
+    return Array.isArray(details) && details.some((d) => GOOGLE_AUTH_REASONS.has((d as { reason?: string } | null)?.reason ?? ""));
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Turns anything a provider call threw (or streamed as an error) into an
  * AgentError whose status follows {@link statusForHttp}; the message names the
  * model and carries the provider's message, and `details.httpStatus` the code.
+ * A refused API key is UNAUTHENTICATED whatever the code (Gemini says HTTP
+ * 400 with reason API_KEY_INVALID).
  * Retries that gave up are unwrapped to their last error. An error the
  * provider streamed in the middle of a 200 response (Anthropic's
  * `overloaded_error` event, a Gemini chunk with `error`) maps by the HTTP
@@ -60,7 +76,8 @@ export function mapProviderError(err: unknown, model: string): AgentError {
   if (APICallError.isInstance(err)) {
     if (err.statusCode !== undefined) {
       const detail = bodyMessage(err.responseBody) ?? err.message;
-      return new AgentError(statusForHttp(err.statusCode), `model "${model}" failed with HTTP ${err.statusCode}: ${detail}`, {
+      const status = refusesApiKey(err.responseBody) ? "UNAUTHENTICATED" : statusForHttp(err.statusCode);
+      return new AgentError(status, `model "${model}" failed with HTTP ${err.statusCode}: ${detail}`, {
         details: { httpStatus: err.statusCode, model },
         cause: err,
       });
