@@ -78,6 +78,24 @@ describe("interrupts", () => {
     expect(lastMessage(output!).content[0]?.text).toBe('tool results: transfer={"status":"sent to ann","amount":3}');
   });
 
+  it("a restarted tool that interrupts again ends the turn INTERRUPTED with the new request, and a respond completes it", async () => {
+    const first = await interrupted('call transfer {"amount":5000,"to":"bob"}');
+    const resumeAt = { agent: "bank", sessionId: first.sessionId };
+    const { output: again } = await agentd.client.run({ init: resumeAt, input: resumeInput({ restart: [{ toolRequest: { name: "transfer" } }] }) });
+    expect(again!.finishReason).toBe(FinishReason.INTERRUPTED);
+    const pending = lastMessage(again!).content[0]!;
+    expect(pending.toolRequest).toMatchObject({ name: "transfer", input: { amount: 5000, to: "bob" } });
+    expect(pending.metadata).toEqual({ interrupt: { question: "Large transfer: confirm 5000 to bob once more?" } });
+    expect((await latestMessages(first.sessionId)).at(-1)).toEqual(lastMessage(again!));
+    const { output } = await agentd.client.run({
+      init: resumeAt,
+      input: resumeInput({ respond: [{ toolResponse: { ref: pending.toolRequest!.ref!, name: "transfer", output: { status: "held for review", amount: 5000 } } }] }),
+    });
+    expect(output!.finishReason).toBe(FinishReason.STOP);
+    expect(lastMessage(output!).content[0]?.text).toBe('tool results: transfer={"status":"held for review","amount":5000}');
+    expect((await latestMessages(first.sessionId)).map((m) => m.role)).toEqual(["user", "model", "tool", "model"]);
+  });
+
   it("a parallel sibling's output is kept with the interrupted message and answered in the model's order", async () => {
     const first = await interrupted(`call balance {}\n${TRANSFER}`);
     const pending = lastMessage(first).content;
