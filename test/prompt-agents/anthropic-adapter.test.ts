@@ -3,15 +3,14 @@
 // messages and tools, and how streamed events, stop reasons and errors map back.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
-import { AgentError } from "../../src/errors/agent-error.js";
 import { builtinModelResolver } from "../../src/models/model-resolver.js";
-import type { ModelRequest, ModelResponse } from "../../src/models/model.js";
+import type { ModelRequest } from "../../src/models/model.js";
 import { sessionStateFromWire } from "../../src/server/wire/index.js";
-import type { ModelChunk } from "../../src/types/agent-io.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { startFakeAnthropicServer, type FakeAnthropicServer } from "../harness/fake-anthropic-server.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
+import { COMMON_HTTP_STATUS_MAPPING, failureOf, generateWith, HELLO, WEATHER_TOOL } from "../harness/model-calls.js";
 
 let fake: FakeAnthropicServer;
 beforeAll(async () => {
@@ -22,36 +21,21 @@ afterAll(async () => {
 });
 beforeEach(() => fake.reset());
 
-const weatherTool = {
-  name: "weather",
-  description: "Current weather for a city.",
-  inputSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false },
-};
-
 function model() {
   return builtinModelResolver({ env: { ANTHROPIC_BASE_URL: fake.baseUrl, ANTHROPIC_API_KEY: "sk-ant-test" } })("anthropic/claude-sonnet-4-5");
 }
 
-async function generate(request: ModelRequest): Promise<{ response: ModelResponse; chunks: ModelChunk[] }> {
-  const chunks: ModelChunk[] = [];
-  const response = await model().generate(request, { signal: new AbortController().signal, onChunk: (c) => chunks.push(c) });
-  return { response, chunks };
+function generate(request: ModelRequest) {
+  return generateWith(model(), request);
 }
 
-async function failure(request: ModelRequest): Promise<AgentError> {
-  const err = await model().generate(request, { signal: new AbortController().signal }).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AgentError);
-  return err as AgentError;
+function failure(request: ModelRequest) {
+  return failureOf(model(), request);
 }
-
-const hello: ModelRequest = { messages: [{ role: "user", content: [{ text: "hello" }] }] };
 
 describe("anthropic adapter: the request", () => {
   it("streams from {ANTHROPIC_BASE_URL}/messages with the model id, x-api-key and anthropic-version", async () => {
-    await generate(hello);
+    await generate(HELLO);
     const [request] = fake.requests;
     expect(request!.path).toBe("/v1/messages");
     expect(request!.body.model).toBe("claude-sonnet-4-5");
@@ -79,10 +63,10 @@ describe("anthropic adapter: the request", () => {
   });
 
   it("declares tools with their JSON Schema as input_schema", async () => {
-    await generate({ ...hello, tools: [weatherTool] });
+    await generate({ ...HELLO, tools: [WEATHER_TOOL] });
     const { tools } = fake.requests[0]!.body;
     expect(tools).toHaveLength(1);
-    expect(tools[0]).toMatchObject({ name: "weather", description: "Current weather for a city.", input_schema: weatherTool.inputSchema });
+    expect(tools[0]).toMatchObject({ name: "weather", description: "Current weather for a city.", input_schema: WEATHER_TOOL.inputSchema });
   });
 
   it("sends tool requests as assistant tool_use blocks and tool responses as user tool_result blocks", async () => {
@@ -92,7 +76,7 @@ describe("anthropic adapter: the request", () => {
         { role: "model", content: [{ toolRequest: { ref: "toolu_9", name: "weather", input: { city: "Oslo" } } }] },
         { role: "tool", content: [{ toolResponse: { ref: "toolu_9", name: "weather", output: { forecast: "snow" } } }] },
       ],
-      tools: [weatherTool],
+      tools: [WEATHER_TOOL],
     });
     const [, assistant, toolResult] = fake.requests[0]!.body.messages;
     expect(assistant).toEqual({ role: "assistant", content: [{ type: "tool_use", id: "toolu_9", name: "weather", input: { city: "Oslo" } }] });
@@ -100,7 +84,7 @@ describe("anthropic adapter: the request", () => {
   });
 
   it("passes generation config (temperature, max_tokens)", async () => {
-    await generate({ ...hello, config: { temperature: 0.2, maxOutputTokens: 64 } });
+    await generate({ ...HELLO, config: { temperature: 0.2, maxOutputTokens: 64 } });
     expect(fake.requests[0]!.body).toMatchObject({ temperature: 0.2, max_tokens: 64 });
   });
 });
@@ -108,7 +92,7 @@ describe("anthropic adapter: the request", () => {
 describe("anthropic adapter: the response", () => {
   it("streams text_delta events as model chunks and returns the whole text", async () => {
     fake.enqueue({ kind: "stream", text: ["Hel", "lo ", "there"] });
-    const { response, chunks } = await generate(hello);
+    const { response, chunks } = await generate(HELLO);
     expect(chunks.map((c) => c.content[0]?.text)).toEqual(["Hel", "lo ", "there"]);
     expect(response.message).toEqual({ role: "model", content: [{ text: "Hello there" }] });
     expect(response.finishReason).toBe("stop");
@@ -123,7 +107,7 @@ describe("anthropic adapter: the response", () => {
         { id: "toolu_b", name: "weather", input: '{"city":"Rome"}' },
       ],
     });
-    const { response } = await generate({ ...hello, tools: [weatherTool] });
+    const { response } = await generate({ ...HELLO, tools: [WEATHER_TOOL] });
     expect(response.message.content).toEqual([
       { text: "Checking." },
       { toolRequest: { ref: "toolu_a", name: "weather", input: { city: "Paris" } } },
@@ -138,23 +122,15 @@ describe("anthropic adapter: the response", () => {
     ["refusal", "blocked"],
   ] as const)("maps stop_reason %s to %s", async (wire, ours) => {
     fake.enqueue({ kind: "stream", text: ["cut"], stopReason: wire });
-    const { response } = await generate(hello);
+    const { response } = await generate(HELLO);
     expect(response.finishReason).toBe(ours);
   });
 });
 
 describe("anthropic adapter: errors", () => {
-  it.each([
-    [400, "INVALID_ARGUMENT"],
-    [401, "UNAUTHENTICATED"],
-    [403, "PERMISSION_DENIED"],
-    [404, "NOT_FOUND"],
-    [429, "RESOURCE_EXHAUSTED"],
-    [500, "UNAVAILABLE"],
-    [529, "UNAVAILABLE"],
-  ] as const)("HTTP %i maps to %s with Anthropic's message", async (status, expected) => {
+  it.each([...COMMON_HTTP_STATUS_MAPPING, [529, "UNAVAILABLE"]] as const)("HTTP %i maps to %s with Anthropic's message", async (status, expected) => {
     fake.enqueue({ kind: "error", status, message: `anthropic says ${status}` });
-    const err = await failure(hello);
+    const err = await failure(HELLO);
     expect(err.status).toBe(expected);
     expect(err.message).toContain(`anthropic says ${status}`);
     expect(err.details).toMatchObject({ httpStatus: status });
@@ -165,7 +141,7 @@ describe("anthropic adapter: errors", () => {
     ["rate_limit_error", "RESOURCE_EXHAUSTED"],
   ] as const)("an %s event in the middle of the stream maps to %s", async (type, expected) => {
     fake.enqueue({ kind: "stream-error", type, message: `mid-stream ${type}` });
-    const err = await failure(hello);
+    const err = await failure(HELLO);
     expect(err.status).toBe(expected);
     expect(err.message).toContain(`mid-stream ${type}`);
   });

@@ -3,15 +3,14 @@
 // and tools, and how streamed chunks, finish reasons and errors map back.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
-import { AgentError } from "../../src/errors/agent-error.js";
 import { builtinModelResolver } from "../../src/models/model-resolver.js";
-import type { ModelRequest, ModelResponse } from "../../src/models/model.js";
+import type { ModelRequest } from "../../src/models/model.js";
 import { sessionStateFromWire } from "../../src/server/wire/index.js";
-import type { ModelChunk } from "../../src/types/agent-io.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { startFakeGoogleServer, type FakeGoogleServer } from "../harness/fake-google-server.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
+import { COMMON_HTTP_STATUS_MAPPING, failureOf, generateWith, HELLO, WEATHER_TOOL } from "../harness/model-calls.js";
 
 let fake: FakeGoogleServer;
 beforeAll(async () => {
@@ -24,36 +23,21 @@ beforeEach(() => fake.reset());
 
 const MODEL = "gemini-2.5-flash";
 
-const weatherTool = {
-  name: "weather",
-  description: "Current weather for a city.",
-  inputSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false },
-};
-
 function model() {
   return builtinModelResolver({ env: { GOOGLE_GENERATIVE_AI_BASE_URL: fake.baseUrl, GOOGLE_GENERATIVE_AI_API_KEY: "g-test" } })(`google/${MODEL}`);
 }
 
-async function generate(request: ModelRequest): Promise<{ response: ModelResponse; chunks: ModelChunk[] }> {
-  const chunks: ModelChunk[] = [];
-  const response = await model().generate(request, { signal: new AbortController().signal, onChunk: (c) => chunks.push(c) });
-  return { response, chunks };
+function generate(request: ModelRequest) {
+  return generateWith(model(), request);
 }
 
-async function failure(request: ModelRequest): Promise<AgentError> {
-  const err = await model().generate(request, { signal: new AbortController().signal }).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AgentError);
-  return err as AgentError;
+function failure(request: ModelRequest) {
+  return failureOf(model(), request);
 }
-
-const hello: ModelRequest = { messages: [{ role: "user", content: [{ text: "hello" }] }] };
 
 describe("google adapter: the request", () => {
   it("streams from {base}/models/{model}:streamGenerateContent?alt=sse with x-goog-api-key", async () => {
-    await generate(hello);
+    await generate(HELLO);
     const [request] = fake.requests;
     expect(request!.path).toBe(`/v1beta/models/${MODEL}:streamGenerateContent?alt=sse`);
     expect(request!.headers["x-goog-api-key"]).toBe("g-test");
@@ -78,9 +62,9 @@ describe("google adapter: the request", () => {
   });
 
   it("declares tools as functionDeclarations with their JSON Schema", async () => {
-    await generate({ ...hello, tools: [weatherTool] });
+    await generate({ ...HELLO, tools: [WEATHER_TOOL] });
     expect(fake.requests[0]!.body.tools).toEqual([
-      { functionDeclarations: [{ name: "weather", description: "Current weather for a city.", parametersJsonSchema: weatherTool.inputSchema }] },
+      { functionDeclarations: [{ name: "weather", description: "Current weather for a city.", parametersJsonSchema: WEATHER_TOOL.inputSchema }] },
     ]);
   });
 
@@ -91,7 +75,7 @@ describe("google adapter: the request", () => {
         { role: "model", content: [{ toolRequest: { ref: "fc_9", name: "weather", input: { city: "Oslo" } } }] },
         { role: "tool", content: [{ toolResponse: { ref: "fc_9", name: "weather", output: { forecast: "snow" } } }] },
       ],
-      tools: [weatherTool],
+      tools: [WEATHER_TOOL],
     });
     const [, call, result] = fake.requests[0]!.body.contents;
     expect(call).toEqual({ role: "model", parts: [{ functionCall: { id: "fc_9", name: "weather", args: { city: "Oslo" } } }] });
@@ -102,7 +86,7 @@ describe("google adapter: the request", () => {
   });
 
   it("passes generation config (temperature, maxOutputTokens) as generationConfig", async () => {
-    await generate({ ...hello, config: { temperature: 0.2, maxOutputTokens: 64 } });
+    await generate({ ...HELLO, config: { temperature: 0.2, maxOutputTokens: 64 } });
     expect(fake.requests[0]!.body.generationConfig).toMatchObject({ temperature: 0.2, maxOutputTokens: 64 });
   });
 });
@@ -110,7 +94,7 @@ describe("google adapter: the request", () => {
 describe("google adapter: the response", () => {
   it("streams text parts as model chunks and returns the whole text", async () => {
     fake.enqueue({ kind: "stream", text: ["Hel", "lo ", "there"] });
-    const { response, chunks } = await generate(hello);
+    const { response, chunks } = await generate(HELLO);
     expect(chunks.map((c) => c.content[0]?.text)).toEqual(["Hel", "lo ", "there"]);
     expect(response.message).toEqual({ role: "model", content: [{ text: "Hello there" }] });
     expect(response.finishReason).toBe("stop");
@@ -118,7 +102,7 @@ describe("google adapter: the response", () => {
 
   it("turns functionCall parts into toolRequest parts in order, with ids when Gemini sends none", async () => {
     fake.enqueue({ kind: "stream", functionCalls: [{ name: "weather", args: { city: "Paris" } }, { name: "weather", args: { city: "Rome" } }] });
-    const { response } = await generate({ ...hello, tools: [weatherTool] });
+    const { response } = await generate({ ...HELLO, tools: [WEATHER_TOOL] });
     const requests = response.message.content.map((p) => p.toolRequest!);
     expect(requests.map(({ name, input }) => ({ name, input }))).toEqual([
       { name: "weather", input: { city: "Paris" } },
@@ -134,23 +118,15 @@ describe("google adapter: the response", () => {
     ["SAFETY", "blocked"],
   ] as const)("maps finishReason %s to %s", async (wire, ours) => {
     fake.enqueue({ kind: "stream", text: ["cut"], finishReason: wire });
-    const { response } = await generate(hello);
+    const { response } = await generate(HELLO);
     expect(response.finishReason).toBe(ours);
   });
 });
 
 describe("google adapter: errors", () => {
-  it.each([
-    [400, "INVALID_ARGUMENT"],
-    [401, "UNAUTHENTICATED"],
-    [403, "PERMISSION_DENIED"],
-    [404, "NOT_FOUND"],
-    [429, "RESOURCE_EXHAUSTED"],
-    [500, "UNAVAILABLE"],
-    [503, "UNAVAILABLE"],
-  ] as const)("HTTP %i maps to %s with Google's message", async (code, expected) => {
+  it.each([...COMMON_HTTP_STATUS_MAPPING, [503, "UNAVAILABLE"]] as const)("HTTP %i maps to %s with Google's message", async (code, expected) => {
     fake.enqueue({ kind: "error", code, message: `google says ${code}` });
-    const err = await failure(hello);
+    const err = await failure(HELLO);
     expect(err.status).toBe(expected);
     expect(err.message).toContain(`google says ${code}`);
     expect(err.details).toMatchObject({ httpStatus: code });
@@ -158,14 +134,14 @@ describe("google adapter: errors", () => {
 
   it("an invalid API key (HTTP 400, reason API_KEY_INVALID) maps to UNAUTHENTICATED", async () => {
     fake.enqueue({ kind: "error", code: 400, message: "API key not valid. Please pass a valid API key.", reason: "API_KEY_INVALID" });
-    const err = await failure(hello);
+    const err = await failure(HELLO);
     expect(err.status).toBe("UNAUTHENTICATED");
     expect(err.message).toContain("API key not valid");
   });
 
   it("an error chunk in the middle of the stream maps by its status", async () => {
     fake.enqueue({ kind: "stream-error", code: 503, message: "The model is overloaded.", status: "UNAVAILABLE" });
-    const err = await failure(hello);
+    const err = await failure(HELLO);
     expect(err.status).toBe("UNAVAILABLE");
     expect(err.message).toContain("The model is overloaded.");
   });

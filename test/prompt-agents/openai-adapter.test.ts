@@ -2,9 +2,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { builtinModelResolver } from "../../src/models/model-resolver.js";
-import type { ModelRequest, ModelResponse } from "../../src/models/model.js";
-import type { ModelChunk } from "../../src/types/agent-io.js";
+import type { ModelRequest } from "../../src/models/model.js";
 import { startFakeOpenAiServer, type FakeOpenAiServer } from "../harness/fake-openai-server.js";
+import { COMMON_HTTP_STATUS_MAPPING, failureOf, generateWith, HELLO, WEATHER_TOOL } from "../harness/model-calls.js";
 
 let fake: FakeOpenAiServer;
 beforeAll(async () => {
@@ -15,36 +15,21 @@ afterAll(async () => {
 });
 beforeEach(() => fake.reset());
 
-const weatherTool = {
-  name: "weather",
-  description: "Current weather for a city.",
-  inputSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false },
-};
-
 function model(env: NodeJS.ProcessEnv = { OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: "sk-test" }) {
   return builtinModelResolver({ env })("openai/test-model");
 }
 
-async function generate(request: ModelRequest, signal = new AbortController().signal): Promise<{ response: ModelResponse; chunks: ModelChunk[] }> {
-  const chunks: ModelChunk[] = [];
-  const response = await model().generate(request, { signal, onChunk: (c) => chunks.push(c) });
-  return { response, chunks };
+function generate(request: ModelRequest, signal?: AbortSignal) {
+  return generateWith(model(), request, signal);
 }
 
-async function failure(request: ModelRequest, m = model()): Promise<AgentError> {
-  const err = await m.generate(request, { signal: new AbortController().signal }).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AgentError);
-  return err as AgentError;
+function failure(request: ModelRequest, m = model()) {
+  return failureOf(m, request);
 }
-
-const hello: ModelRequest = { messages: [{ role: "user", content: [{ text: "hello" }] }] };
 
 describe("openai adapter: the request", () => {
   it("streams from /v1/chat/completions with the model id and the API key", async () => {
-    await generate(hello);
+    await generate(HELLO);
     const [request] = fake.requests;
     expect(request!.path).toBe("/v1/chat/completions");
     expect(request!.body.model).toBe("test-model");
@@ -70,9 +55,9 @@ describe("openai adapter: the request", () => {
   });
 
   it("declares tools with their JSON Schema as functions", async () => {
-    await generate({ ...hello, tools: [weatherTool] });
+    await generate({ ...HELLO, tools: [WEATHER_TOOL] });
     expect(fake.requests[0]!.body.tools).toEqual([
-      { type: "function", function: { name: "weather", description: "Current weather for a city.", parameters: weatherTool.inputSchema } },
+      { type: "function", function: { name: "weather", description: "Current weather for a city.", parameters: WEATHER_TOOL.inputSchema } },
     ]);
   });
 
@@ -83,7 +68,7 @@ describe("openai adapter: the request", () => {
         { role: "model", content: [{ toolRequest: { ref: "call_9", name: "weather", input: { city: "Oslo" } } }] },
         { role: "tool", content: [{ toolResponse: { ref: "call_9", name: "weather", output: { forecast: "snow" } } }] },
       ],
-      tools: [weatherTool],
+      tools: [WEATHER_TOOL],
     });
     const [, assistant, tool] = fake.requests[0]!.body.messages;
     expect(assistant).toMatchObject({ role: "assistant", tool_calls: [{ id: "call_9", type: "function", function: { name: "weather", arguments: '{"city":"Oslo"}' } }] });
@@ -91,7 +76,7 @@ describe("openai adapter: the request", () => {
   });
 
   it("passes generation config (temperature, max tokens)", async () => {
-    await generate({ ...hello, config: { temperature: 0.2, maxOutputTokens: 64 } });
+    await generate({ ...HELLO, config: { temperature: 0.2, maxOutputTokens: 64 } });
     expect(fake.requests[0]!.body).toMatchObject({ temperature: 0.2, max_tokens: 64 });
   });
 });
@@ -99,7 +84,7 @@ describe("openai adapter: the request", () => {
 describe("openai adapter: the response", () => {
   it("streams text deltas as model chunks and returns the whole text", async () => {
     fake.enqueue({ kind: "stream", text: ["Hel", "lo ", "there"] });
-    const { response, chunks } = await generate(hello);
+    const { response, chunks } = await generate(HELLO);
     expect(chunks.map((c) => c.content[0]?.text)).toEqual(["Hel", "lo ", "there"]);
     expect(response.message).toEqual({ role: "model", content: [{ text: "Hello there" }] });
     expect(response.finishReason).toBe("stop");
@@ -113,7 +98,7 @@ describe("openai adapter: the response", () => {
         { id: "call_b", name: "weather", arguments: '{"city":"Rome"}' },
       ],
     });
-    const { response, chunks } = await generate({ ...hello, tools: [weatherTool] });
+    const { response, chunks } = await generate({ ...HELLO, tools: [WEATHER_TOOL] });
     expect(response.message.content).toEqual([
       { toolRequest: { ref: "call_a", name: "weather", input: { city: "Paris" } } },
       { toolRequest: { ref: "call_b", name: "weather", input: { city: "Rome" } } },
@@ -127,23 +112,15 @@ describe("openai adapter: the response", () => {
     ["content_filter", "blocked"],
   ] as const)("maps finish_reason %s to %s", async (wire, ours) => {
     fake.enqueue({ kind: "stream", text: ["cut"], finishReason: wire });
-    const { response } = await generate(hello);
+    const { response } = await generate(HELLO);
     expect(response.finishReason).toBe(ours);
   });
 });
 
 describe("openai adapter: errors", () => {
-  it.each([
-    [400, "INVALID_ARGUMENT"],
-    [401, "UNAUTHENTICATED"],
-    [403, "PERMISSION_DENIED"],
-    [404, "NOT_FOUND"],
-    [429, "RESOURCE_EXHAUSTED"],
-    [500, "UNAVAILABLE"],
-    [503, "UNAVAILABLE"],
-  ] as const)("HTTP %i maps to its status with the provider's message", async (status, expected) => {
+  it.each([...COMMON_HTTP_STATUS_MAPPING, [503, "UNAVAILABLE"]] as const)("HTTP %i maps to its status with the provider's message", async (status, expected) => {
     fake.enqueue({ kind: "error", status, message: `provider says ${status}` });
-    const err = await failure(hello);
+    const err = await failure(HELLO);
     expect(err.status).toBe(expected);
     expect(err.message).toContain(`provider says ${status}`);
     expect(err.details).toMatchObject({ httpStatus: status });
@@ -151,7 +128,7 @@ describe("openai adapter: errors", () => {
 
   it("a call slower than config.timeoutMs fails with DEADLINE_EXCEEDED", async () => {
     fake.enqueue({ kind: "hang" });
-    const err = await failure({ ...hello, config: { timeoutMs: 300 } });
+    const err = await failure({ ...HELLO, config: { timeoutMs: 300 } });
     expect(err.status).toBe("DEADLINE_EXCEEDED");
     expect(err.message).toContain("300 ms");
   });
@@ -160,19 +137,19 @@ describe("openai adapter: errors", () => {
     fake.enqueue({ kind: "hang" });
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    const err = await model().generate(hello, { signal: controller.signal }).catch((e: unknown) => e);
+    const err = await model().generate(HELLO, { signal: controller.signal }).catch((e: unknown) => e);
     expect((err as AgentError).status).toBe("CANCELLED");
   });
 
   it("a missing API key fails with FAILED_PRECONDITION naming OPENAI_API_KEY, without a request", async () => {
-    const err = await failure(hello, model({}));
+    const err = await failure(HELLO, model({}));
     expect(err.status).toBe("FAILED_PRECONDITION");
     expect(err.message).toContain("OPENAI_API_KEY");
     expect(fake.requests).toHaveLength(0);
   });
 
   it("an unreachable server fails with UNAVAILABLE", async () => {
-    const err = await failure(hello, model({ OPENAI_BASE_URL: "http://127.0.0.1:1/v1", OPENAI_API_KEY: "k" }));
+    const err = await failure(HELLO, model({ OPENAI_BASE_URL: "http://127.0.0.1:1/v1", OPENAI_API_KEY: "k" }));
     expect(err.status).toBe("UNAVAILABLE");
   });
 });
