@@ -8,6 +8,7 @@ const STORE_AGNOSTIC_E2E = [
   "test/e2e/client-managed.test.ts",
   "test/e2e/bad-input.test.ts",
   "test/e2e/background.test.ts",
+  "test/e2e/busy-sessions.test.ts",
 ];
 
 /**
@@ -22,8 +23,16 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
-      { test: { name: "default", include: ["test/**/*.test.ts"] } },
-      { test: { name: "e2e-mongodb", include: STORE_AGNOSTIC_E2E, globalSetup: ["test/harness/mongodb-global-setup.ts"], hookTimeout: 300_000 } },
+      { test: { name: "default", include: ["test/**/*.test.ts"], provide: { e2eExpectedStore: "memory" } } },
+      {
+        test: {
+          name: "e2e-mongodb",
+          include: [...STORE_AGNOSTIC_E2E, "test/e2e/store-in-use.test.ts"],
+          globalSetup: ["test/harness/mongodb-global-setup.ts"],
+          hookTimeout: 300_000,
+          provide: { e2eExpectedStore: "mongodb" },
+        },
+      },
     ],
   },
 });

@@ -1,22 +1,32 @@
-import { randomBytes } from "node:crypto";
-import { accessSync, constants, mkdirSync } from "node:fs";
-import { mkdir, open, rename, unlink } from "node:fs/promises";
+import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
+import { access, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { AgentError } from "../src/errors/agent-error.js";
-import type { SessionSnapshot, SnapshotStatus } from "../src/types/snapshot.js";
+import type { SnapshotStatus } from "../src/types/snapshot.js";
+import { writeFileAtomically } from "./file/atomic-write.js";
+import { sweepDebris, type DebrisSweepResult } from "./file/debris-sweep.js";
 import { acquireFileLock } from "./file/file-lock.js";
+import { readHeadFile, writeHeadFile } from "./file/head-file.js";
 import { sanitizePathPrefix } from "./file/path-prefix.js";
-import { SessionIndex } from "./file/session-index.js";
-import { readSnapshotFile, readSnapshotHeader, serializeSnapshotFile } from "./file/snapshot-file.js";
+import { readRecordFile, recordFileText, recordJson } from "./file/record-file.js";
+import { appendIndexEntry, readIndexEntries } from "./file/session-index.js";
 import { DirectoryStatusWatcher } from "./file/status-watcher.js";
+import { ensureStoreFormat } from "./file/store-format.js";
+import { StoreLayout } from "./file/store-layout.js";
 import { KeyedMutex } from "./keyed-mutex.js";
-import { assertValidSnapshotId, bindIdentity, isValidSnapshotId, newSnapshotId } from "./snapshot-identity.js";
+import { deepFreeze } from "./ledger/frozen-value.js";
+import { walkChain } from "./ledger/state-chain.js";
+import { headToStore, keepIdentity } from "./record-identity.js";
+import { isValidSnapshotId } from "./snapshot-identity.js";
 import { encodePageToken, pageSizeOf, pageStartIndex } from "./snapshot-order.js";
 import type {
+  HeadCommit,
+  RecordMutator,
+  RecordPage,
+  SessionHead,
   SessionStore,
-  SnapshotMutator,
-  SnapshotPage,
   SnapshotPageRequest,
+  SnapshotRecord,
   SnapshotSubscriber,
   StoreCallContext,
 } from "./snapshot-store.js";
@@ -25,12 +35,6 @@ import { StatusChannel } from "./status-channel.js";
 /** Options of {@link FileSessionStore}. */
 export interface FileSessionStoreOptions {
   /**
-   * Keep at most this many snapshots per conversation: after each save the new
-   * row's `parentId` chain is walked and rows past the newest n are deleted.
-   * Must be >= 1. Unset keeps everything.
-   */
-  maxChainLength?: number;
-  /**
    * Per-call subdirectory (tenant isolation), e.g. `(ctx) => ctx.tenant ?? ""`.
    * May nest with `/`; `..`/`.` segments are rejected and other unsafe
    * characters percent-encoded, so a prefix never escapes the store directory.
@@ -38,50 +42,91 @@ export interface FileSessionStoreOptions {
   pathPrefix?: (ctx: StoreCallContext) => string;
   /** Fallback poll interval for cross-process status changes (fs.watch is primary). Default 500 ms; <= 0 disables. */
   pollIntervalMs?: number;
-  /** fsync each snapshot file before renaming it into place (survives power loss). Default true. */
+  /** fsync record, index and head files (and their directories) as they are written (survives power loss). Default true. */
   fsync?: boolean;
-  /** A cross-process row lock older than this is considered abandoned. Default 30 s. */
+  /** A cross-process session or record lock older than this is considered abandoned. Default 30 s. */
   lockStaleMs?: number;
+  /**
+   * Removal of crash debris (see `sweepDebris`): once when the store opens,
+   * then every `intervalMs` (default 60 s; <= 0: only at open) on an unref'd
+   * timer. Temporary files older than `tmpMaxAgeMs` (default 60 s) and lock
+   * files of dead processes go.
+   */
+  debrisSweep?: { intervalMs?: number; tmpMaxAgeMs?: number };
 }
 
 /**
- * A session store keeping one JSON file per snapshot at
- * `<dir>/<prefix?>/<snapshotId>.json`, for one host.
+ * The session ledger (store format 2) in a directory, for any number of
+ * processes on one host sharing it. Layout of `<dir>/<prefix?>/` (see
+ * `StoreLayout`): `agentd-store.json` (format marker), `records/<snapshotId>.json`,
+ * `sessions/<hash of session ID>.head.json` and `.idx` (the session's record index).
  *
- * Guarantees: each write is atomic (temp file, optional fsync, rename), so a
- * reader sees the old or the new row, never a torn one; `saveSnapshot` holds an
- * in-process per-ID mutex plus a cross-process lock file (`wx`, with recovery
- * of locks left by dead processes), so processes sharing the directory never
- * lose an update; status changes written by any process sharing the directory
- * reach subscribers (fs.watch, with a header-only poll as fallback).
- * Latest-by-session and listing read a per-session index file, not the whole
- * directory. Directories are created with mode 0700 and files with 0600.
+ * Guarantees: the constructor (for `dir`) and the first use of each prefix
+ * directory fail with FAILED_PRECONDITION when they hold another store format
+ * (a marker of another format, or format-1 snapshot files). Every file write
+ * is atomic (temp file, fsync unless disabled, rename), so readers see the old
+ * or the new file, never a torn one. `commit` holds the session's in-process
+ * mutex and cross-process lock file (with recovery of locks left by dead
+ * processes), so two commits with the same `expectedVersion` never both
+ * succeed, in any processes; a commit that fails (version conflict, existing
+ * record ID, I/O error) leaves no record visible. `updateRecord` holds the
+ * record's mutex and lock file (no lost update across processes). Status
+ * changes written by any process reach subscribers (fs.watch plus a poll, both
+ * reading only a record's 1 KiB header). Directories are created with mode
+ * 0700, files with 0600. Records and heads are handed out deep-frozen. A
+ * corrupt record or head file reads as DATA_LOSS, never as missing.
  */
 export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber {
   private readonly root: string;
   private readonly mutex = new KeyedMutex();
   private readonly watchers = new Map<string, DirectoryStatusWatcher>();
-  private readonly ensured = new Set<string>();
+  /** Directories whose format is checked, and those whose layout directories exist. */
+  private readonly checked = new Set<string>();
+  private readonly ready = new Set<string>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  /** The sweep run when the store opened (tests, diagnostics); never rejects. */
+  readonly debrisSwept: Promise<DebrisSweepResult>;
 
-  /** Creates `dir` (0700) if needed; throws FAILED_PRECONDITION when it cannot be created or written. */
+  /**
+   * Creates `dir` (0700) if needed and checks its store format (writing the
+   * marker on a new directory). Throws FAILED_PRECONDITION when the directory
+   * cannot be created or written, or holds another store format.
+   */
   constructor(
     dir: string,
     private readonly options: FileSessionStoreOptions = {},
   ) {
-    const max = options.maxChainLength;
-    if (max !== undefined && (!Number.isInteger(max) || max < 1)) {
-      throw new AgentError("INVALID_ARGUMENT", `maxChainLength must be an integer >= 1 (got ${max}); leave it unset to keep every snapshot`);
-    }
     this.root = resolve(dir);
     try {
       mkdirSync(this.root, { recursive: true, mode: 0o700 });
       accessSync(this.root, constants.W_OK);
     } catch (err) {
-      throw new AgentError("FAILED_PRECONDITION", `snapshot directory ${this.root} cannot be created or is not writable: ${(err as Error).message}`, {
+      throw new AgentError("FAILED_PRECONDITION", `store directory ${this.root} cannot be created or is not writable: ${(err as Error).message}`, {
         cause: err,
       });
     }
-    this.ensured.add(this.root);
+    ensureStoreFormat(this.root, true);
+    this.checked.add(this.root);
+    this.debrisSwept = this.sweepDebris();
+    const every = options.debrisSweep?.intervalMs ?? 60_000;
+    if (every > 0) {
+      this.sweepTimer = setInterval(() => void this.sweepDebris(), every);
+      this.sweepTimer.unref();
+    }
+  }
+
+  /** Removes crash debris (stale temporary files, lock files of dead processes) under the store directory. Never rejects. */
+  sweepDebris(): Promise<DebrisSweepResult> {
+    return sweepDebris(this.root, { tmpMaxAgeMs: this.options.debrisSweep?.tmpMaxAgeMs }).catch(() => ({ tmpFiles: 0, lockFiles: 0 }));
+  }
+
+  /** Health probe: the store directory exists and is writable. */
+  async ping(): Promise<void> {
+    try {
+      await access(this.root, constants.W_OK);
+    } catch (err) {
+      throw new AgentError("UNAVAILABLE", `store directory ${this.root} is not writable: ${(err as Error).message}`, { cause: err });
+    }
   }
 
   /** The absolute store directory. */
@@ -89,63 +134,34 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     return this.root;
   }
 
-  /** The directory holding this call's snapshots (root plus sanitised prefix). */
+  /** The directory holding this call's data (root plus sanitised prefix). */
   baseDir(ctx: StoreCallContext = {}): string {
     if (!this.options.pathPrefix) return this.root;
     const segments = sanitizePathPrefix(this.options.pathPrefix(ctx));
     return segments.length ? join(this.root, ...segments) : this.root;
   }
 
-  private async ensureDir(dir: string): Promise<void> {
-    if (this.ensured.has(dir)) return;
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    this.ensured.add(dir);
-  }
-
-  /** The row, or undefined (also for IDs that are not valid snapshot IDs). */
-  async getSnapshot(snapshotId: string, ctx?: StoreCallContext): Promise<SessionSnapshot<S> | undefined> {
-    if (!isValidSnapshotId(snapshotId)) return undefined;
-    return (await readSnapshotFile<S>(join(this.baseDir(ctx), `${snapshotId}.json`)))?.snapshot;
-  }
-
-  /** The session's newest row, found through its index file. */
-  async getLatestSnapshot(sessionId: string, ctx?: StoreCallContext): Promise<SessionSnapshot<S> | undefined> {
-    return (await this.listSnapshots(sessionId, { pageSize: 1 }, ctx)).snapshots[0];
-  }
-
-  /** The session's rows newest first; pages are cut from the index, rows whose file is gone are skipped. */
-  async listSnapshots(sessionId: string, page?: SnapshotPageRequest, ctx?: StoreCallContext): Promise<SnapshotPage<S>> {
-    const base = this.baseDir(ctx);
-    const entries = await new SessionIndex(base).entries(sessionId);
-    const size = pageSizeOf(page);
-    const snapshots: SessionSnapshot<S>[] = [];
-    let next = pageStartIndex(entries, page?.pageToken);
-    while (snapshots.length < size && next < entries.length) {
-      const batch = entries.slice(next, next + size - snapshots.length);
-      next += batch.length;
-      const rows = await Promise.all(batch.map((e) => readSnapshotFile<S>(join(base, `${e.snapshotId}.json`))));
-      for (const row of rows) if (row && row.snapshot.sessionId === sessionId) snapshots.push(row.snapshot);
+  /** The layout of this call's directory after its format check; `write` also creates its directories. */
+  private layout(ctx: StoreCallContext | undefined, write: boolean): StoreLayout {
+    const layout = new StoreLayout(this.baseDir(ctx));
+    const base = layout.base;
+    if (!this.checked.has(base) && ensureStoreFormat(base, write)) this.checked.add(base);
+    if (write && !this.ready.has(base)) {
+      mkdirSync(layout.recordsDir, { recursive: true, mode: 0o700 });
+      mkdirSync(layout.sessionsDir, { recursive: true, mode: 0o700 });
+      this.ready.add(base);
     }
-    return next < entries.length ? { snapshots, nextPageToken: encodePageToken(entries[next - 1]!) } : { snapshots };
+    return layout;
   }
 
-  /** Atomic read→mutate→write under an in-process mutex and a cross-process lock file. */
-  async saveSnapshot(snapshotId: string | undefined, mutator: SnapshotMutator<S>, ctx?: StoreCallContext): Promise<SessionSnapshot<S> | null> {
-    const id = snapshotId ?? newSnapshotId();
-    assertValidSnapshotId(id);
-    const base = this.baseDir(ctx);
-    await this.ensureDir(base);
-    const saved = await this.withRowLock(base, id, () => this.saveLocked(base, id, mutator));
-    if (!saved) return null;
-    this.watchers.get(base)?.deliver(id, { status: saved.snapshot.status, version: saved.version });
-    if (this.options.maxChainLength !== undefined) await this.pruneChain(base, saved.snapshot);
-    return saved.snapshot;
+  private get fsync(): boolean {
+    return this.options.fsync ?? true;
   }
 
-  /** Runs `fn` holding row `id`'s in-process mutex and its cross-process lock file. */
-  private withRowLock<T>(base: string, id: string, fn: () => Promise<T>): Promise<T> {
-    return this.mutex.run(`${base}\0${id}`, async () => {
-      const release = await acquireFileLock(join(base, `.${id}.lock`), { staleMs: this.options.lockStaleMs });
+  /** Runs `fn` holding the in-process mutex `key` and the cross-process lock file `lockPath`. */
+  private locked<T>(key: string, lockPath: string, fn: () => Promise<T>): Promise<T> {
+    return this.mutex.run(key, async () => {
+      const release = await acquireFileLock(lockPath, { staleMs: this.options.lockStaleMs });
       try {
         return await fn();
       } finally {
@@ -154,84 +170,126 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     });
   }
 
-  /** Read→mutate→write of one row; the caller holds its row lock. */
-  private async saveLocked(
-    base: string,
-    id: string,
-    mutator: SnapshotMutator<S>,
-  ): Promise<{ snapshot: SessionSnapshot<S>; version: number } | null> {
-    const path = join(base, `${id}.json`);
-    const existing = await readSnapshotFile<S>(path);
-    const result = await mutator(existing ? existing.snapshot : undefined);
-    if (result === null) return null;
-    const row = bindIdentity(result, id, existing?.snapshot);
-    const version = (existing?.version ?? 0) + 1;
-    const text = serializeSnapshotFile(version, row);
-    const snapshot = JSON.parse(text).snapshot as SessionSnapshot<S>; // exactly what a reader will see
-    if (!existing || existing.snapshot.createdAt !== row.createdAt) {
-      await new SessionIndex(base).append(row.sessionId, id, row.createdAt);
-    }
-    await this.writeAtomically(base, id, path, text);
-    return { snapshot, version };
+  /** The session's head (deep-frozen), or undefined. DATA_LOSS when its file is corrupt. */
+  async getHead(sessionId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
+    return readHeadFile(this.layout(ctx, false).headPath(sessionId), sessionId);
   }
 
-  private async writeAtomically(base: string, id: string, path: string, text: string): Promise<void> {
-    const tmp = join(base, `.${id}.${randomBytes(6).toString("hex")}.tmp`);
-    const handle = await open(tmp, "w", 0o600);
-    try {
-      await handle.writeFile(text, "utf8");
-      if (this.options.fsync ?? true) await handle.sync();
-    } catch (err) {
-      await handle.close();
-      await unlink(tmp).catch(() => undefined);
-      throw err;
-    }
-    await handle.close();
-    await rename(tmp, path);
-  }
-
-  /** Deletes rows of `newest`'s parentId chain past the newest `maxChainLength`. */
-  private async pruneChain(base: string, newest: SessionSnapshot<S>): Promise<void> {
-    const max = this.options.maxChainLength!;
-    let parentId = newest.parentId;
-    let depth = 1;
-    const seen = new Set([newest.snapshotId]);
-    while (parentId && isValidSnapshotId(parentId) && !seen.has(parentId)) {
-      seen.add(parentId);
-      depth += 1;
-      const path = join(base, `${parentId}.json`);
-      const header = await readSnapshotHeader(path);
-      if (!header) return; // already pruned: everything older is gone too
-      if (depth > max) {
-        await this.withRowLock(base, parentId, () =>
-          unlink(path).catch((err: NodeJS.ErrnoException) => {
-            if (err.code !== "ENOENT") throw err;
-          }),
-        );
+  /**
+   * Compare-and-set of the head under the session's locks: the record file is
+   * created (never replacing one: ALREADY_EXISTS), its index line appended,
+   * then the head replaced. On a version conflict nothing is written; when a
+   * later step fails the record file is removed again.
+   */
+  async commit(commit: HeadCommit<S>, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
+    const next = headToStore(commit);
+    const layout = this.layout(ctx, true);
+    const record = commit.record;
+    const text = record ? recordFileText(1, record.status, recordJson(record)) : undefined; // serialized outside the lock
+    const sessionId = next.sessionId;
+    const stored = await this.locked(`${layout.base}\0s\0${sessionId}`, layout.headLockPath(sessionId), async () => {
+      const current = await readHeadFile(layout.headPath(sessionId), sessionId);
+      if ((current?.version ?? 0) !== commit.expectedVersion) return undefined;
+      if (!record || text === undefined) return writeHeadFile(layout.headPath(sessionId), next, this.fsync);
+      const recordPath = layout.recordPath(record.snapshotId);
+      if (!(await writeFileAtomically(recordPath, text, { fsync: this.fsync, exclusive: true }))) {
+        throw new AgentError("ALREADY_EXISTS", `snapshot ${record.snapshotId} already exists; a commit needs a new snapshot ID`);
       }
-      parentId = header.parentId;
-    }
+      try {
+        await appendIndexEntry(layout.indexPath(sessionId), record, this.fsync);
+        return await writeHeadFile(layout.headPath(sessionId), next, this.fsync);
+      } catch (err) {
+        await unlink(recordPath).catch(() => undefined); // the commit failed: its record must not show
+        throw err;
+      }
+    });
+    if (stored && record) this.watchers.get(layout.base)?.deliver(record.snapshotId, { status: record.status, version: 1 });
+    return stored;
   }
 
-  /** Current status (if the file exists), then every change by any process, until `signal` aborts. */
+  /** The record (deep-frozen), or undefined (also for IDs that are not valid snapshot IDs). DATA_LOSS when its file is corrupt. */
+  async getRecord(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | undefined> {
+    if (!isValidSnapshotId(snapshotId)) return undefined;
+    const file = await readRecordFile<S>(this.layout(ctx, false).recordPath(snapshotId), snapshotId);
+    return file && deepFreeze(file.record);
+  }
+
+  /** The chain from the nearest checkpoint, by parent links (one file read per record). */
+  async getChain(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S>[] | undefined> {
+    return walkChain((id) => this.getRecord(id, ctx), snapshotId);
+  }
+
+  /**
+   * The session's records newest first, cut from its index file; only the
+   * page's record files are read (concurrently). Index entries whose file is
+   * gone (a commit that failed after appending) are skipped.
+   */
+  async listRecords(sessionId: string, page?: SnapshotPageRequest, ctx?: StoreCallContext): Promise<RecordPage<S>> {
+    const layout = this.layout(ctx, false);
+    const entries = await readIndexEntries(layout.indexPath(sessionId));
+    const size = pageSizeOf(page);
+    const records: SnapshotRecord<S>[] = [];
+    let next = pageStartIndex(entries, page?.pageToken);
+    while (records.length < size && next < entries.length) {
+      const batch = entries.slice(next, next + size - records.length);
+      next += batch.length;
+      const files = await Promise.all(batch.map((e) => readRecordFile<S>(layout.recordPath(e.snapshotId), e.snapshotId)));
+      for (const file of files) if (file && file.record.sessionId === sessionId) records.push(deepFreeze(file.record));
+    }
+    return next < entries.length ? { records, nextPageToken: encodePageToken(entries[next - 1]!) } : { records };
+  }
+
+  /**
+   * Atomic read→mutate→write of one record under its in-process mutex and
+   * cross-process lock file; the file's version is incremented (it orders
+   * status observations) and local subscribers are told at once.
+   */
+  async updateRecord(snapshotId: string, mutator: RecordMutator<S>, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | null> {
+    if (!isValidSnapshotId(snapshotId)) return null;
+    const layout = this.layout(ctx, false);
+    if (!this.ready.has(layout.base) && !existsSync(layout.recordsDir)) return null; // no record was ever committed here
+    const saved = await this.locked(`${layout.base}\0r\0${snapshotId}`, layout.recordLockPath(snapshotId), async () => {
+      const path = layout.recordPath(snapshotId);
+      const existing = await readRecordFile<S>(path, snapshotId);
+      if (!existing) return null;
+      const previous = deepFreeze(existing.record);
+      const result = mutator(previous);
+      if (result === null) return null;
+      const record = deepFreeze(keepIdentity(result, previous));
+      const version = existing.version + 1;
+      await writeFileAtomically(path, recordFileText(version, record.status, recordJson(record)), { fsync: this.fsync });
+      return { record, version };
+    });
+    if (!saved) return null;
+    this.watchers.get(layout.base)?.deliver(snapshotId, { status: saved.record.status, version: saved.version });
+    return saved.record;
+  }
+
+  /** Current status (if the record exists), then every change by any process, until `signal` aborts. */
   subscribeStatus(snapshotId: string, signal: AbortSignal, ctx?: StoreCallContext): AsyncIterable<SnapshotStatus> {
     const base = this.baseDir(ctx);
     let watcher = this.watchers.get(base);
     if (!watcher) {
-      const created: DirectoryStatusWatcher = new DirectoryStatusWatcher(base, { pollIntervalMs: this.options.pollIntervalMs }, () => {
-        if (this.watchers.get(base) === created) this.watchers.delete(base);
-      });
+      const created: DirectoryStatusWatcher = new DirectoryStatusWatcher(
+        new StoreLayout(base).recordsDir,
+        { pollIntervalMs: this.options.pollIntervalMs },
+        () => {
+          if (this.watchers.get(base) === created) this.watchers.delete(base);
+        },
+      );
       watcher = created;
     }
     const owner = watcher;
     const channel: StatusChannel = new StatusChannel(signal, () => owner.remove(snapshotId, channel));
     // An invalid ID can never exist: the subscription just waits for the abort.
     if (channel.isClosed || !isValidSnapshotId(snapshotId)) return channel;
-    this.watchers.set(base, owner);
-    if (!this.ensured.has(base)) {
-      mkdirSync(base, { recursive: true, mode: 0o700 }); // fs.watch needs the directory
-      this.ensured.add(base);
+    try {
+      this.layout(ctx, true); // fs.watch needs the records directory
+    } catch (err) {
+      channel.close();
+      throw err;
     }
+    this.watchers.set(base, owner);
     owner.add(snapshotId, channel);
     return channel;
   }
@@ -243,6 +301,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
 
   /** Ends every subscription and closes every watcher. Idempotent. */
   async close(): Promise<void> {
+    clearInterval(this.sweepTimer);
     for (const watcher of [...this.watchers.values()]) watcher.closeAll();
     this.watchers.clear();
   }

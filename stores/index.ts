@@ -4,7 +4,12 @@ export { InMemorySessionStore } from "./memory-store.js";
 export { StatusChannel, type StatusObservation } from "./status-channel.js";
 export { StatusSubscribers } from "./status-subscribers.js";
 export { KeyedMutex } from "./keyed-mutex.js";
-export { newSnapshotId, isValidSnapshotId, assertValidSnapshotId, bindIdentity } from "./snapshot-identity.js";
+export { newSnapshotId, isValidSnapshotId, assertValidSnapshotId } from "./snapshot-identity.js";
+export { headToStore, keepIdentity, assertRecordShape } from "./record-identity.js";
+export { diffState, applyStateDelta, addArtifact, jsonBytes } from "./ledger/state-delta.js";
+export { DEFAULT_CHECKPOINT_POLICY, recordStateFields, type CheckpointPolicy, type RecordStateFields } from "./ledger/checkpoint-policy.js";
+export { walkChain, chainFrom, stateOfChain, type RecordReader } from "./ledger/state-chain.js";
+export { deepFreeze } from "./ledger/frozen-value.js";
 export {
   compareNewestFirst,
   encodePageToken,
@@ -12,7 +17,6 @@ export {
   pageOf,
   pageStartIndex,
   pageSizeOf,
-  snapshotPageOf,
   DEFAULT_PAGE_SIZE,
   MAX_PAGE_SIZE,
   type SnapshotSortKey,

@@ -1,20 +1,25 @@
-import type { SessionSnapshot, SnapshotStatus } from "../src/types/snapshot.js";
-import { KeyedMutex } from "./keyed-mutex.js";
-import { assertValidSnapshotId, bindIdentity, newSnapshotId } from "./snapshot-identity.js";
-import { compareNewestFirst, snapshotPageOf } from "./snapshot-order.js";
+import { deepFreeze } from "./ledger/frozen-value.js";
+import { walkChain } from "./ledger/state-chain.js";
+import { keepIdentity, headToStore } from "./record-identity.js";
+import { compareNewestFirst, pageOf } from "./snapshot-order.js";
 import type {
+  HeadCommit,
+  RecordMutator,
+  RecordPage,
+  SessionHead,
   SessionStore,
-  SnapshotMutator,
-  SnapshotPage,
   SnapshotPageRequest,
+  SnapshotRecord,
   SnapshotSubscriber,
   StoreCallContext,
 } from "./snapshot-store.js";
+import type { SnapshotStatus } from "../src/types/snapshot.js";
+import { AgentError } from "../src/errors/agent-error.js";
 import { StatusChannel } from "./status-channel.js";
 import { StatusSubscribers } from "./status-subscribers.js";
 
-interface StoredRow<S> {
-  snapshot: SessionSnapshot<S>;
+interface StoredRecord<S> {
+  record: SnapshotRecord<S>;
   version: number;
 }
 
@@ -22,71 +27,86 @@ interface StoredRow<S> {
  * A session store held in this process's memory: for tests, demos and
  * single-process servers that need no durability.
  *
- * Guarantees: every row goes in and comes out as a deep copy (structuredClone),
- * so callers can never alias stored state; `saveSnapshot` is serialised per
- * snapshot ID (no lost update); status subscribers get the current status, then
- * every change in order, without duplicates. Data is lost when the process
- * exits. The call context is ignored (one namespace).
+ * Guarantees: heads and records are stored deep-frozen and handed out as they
+ * are (no copies: a record shares the frozen messages of the turn that wrote
+ * them, so a turn costs the size of what it changed); `commit` is a
+ * compare-and-set on the head version and `updateRecord` an atomic rewrite
+ * (JavaScript runs each synchronously); status subscribers get the current
+ * status, then every change in order, without duplicates. Data is lost when
+ * the process exits. The call context is ignored (one namespace).
  */
 export class InMemorySessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber {
-  private readonly rows = new Map<string, StoredRow<S>>();
-  private readonly bySession = new Map<string, Set<string>>();
-  private readonly mutex = new KeyedMutex();
+  private readonly heads = new Map<string, SessionHead>();
+  private readonly records = new Map<string, StoredRecord<S>>();
+  private readonly bySession = new Map<string, SnapshotRecord<S>[]>();
   private readonly subscribers = new StatusSubscribers();
 
-  /** Deep copy of the row, or undefined. */
-  async getSnapshot(snapshotId: string, _ctx?: StoreCallContext): Promise<SessionSnapshot<S> | undefined> {
-    const row = this.rows.get(snapshotId);
-    return row ? structuredClone(row.snapshot) : undefined;
+  /** The session's head (frozen), or undefined. */
+  async getHead(sessionId: string, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {
+    return this.heads.get(sessionId);
   }
 
-  /** Deep copy of the session's newest row (greatest createdAt, then greatest snapshotId). */
-  async getLatestSnapshot(sessionId: string, _ctx?: StoreCallContext): Promise<SessionSnapshot<S> | undefined> {
-    let best: SessionSnapshot<S> | undefined;
-    for (const id of this.bySession.get(sessionId) ?? []) {
-      const snap = this.rows.get(id)!.snapshot;
-      if (!best || compareNewestFirst(snap, best) < 0) best = snap;
+  /** Compare-and-set of the head, inserting the record first. */
+  async commit(commit: HeadCommit<S>, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {
+    const next = headToStore(commit);
+    const current = this.heads.get(next.sessionId);
+    if ((current?.version ?? 0) !== commit.expectedVersion) return undefined;
+    const record = commit.record;
+    if (record) {
+      if (this.records.has(record.snapshotId)) {
+        throw new AgentError("ALREADY_EXISTS", `snapshot ${record.snapshotId} already exists; a commit needs a new snapshot ID`);
+      }
+      const frozen = deepFreeze(record);
+      this.records.set(record.snapshotId, { record: frozen, version: 1 });
+      let list = this.bySession.get(record.sessionId);
+      if (!list) this.bySession.set(record.sessionId, (list = []));
+      list.push(frozen);
+      this.subscribers.deliver(record.snapshotId, { status: frozen.status, version: 1 });
     }
-    return best ? structuredClone(best) : undefined;
+    const head = deepFreeze(next);
+    this.heads.set(head.sessionId, head);
+    return head;
   }
 
-  /** The session's rows newest first, paginated with opaque tokens. */
-  async listSnapshots(sessionId: string, page?: SnapshotPageRequest, _ctx?: StoreCallContext): Promise<SnapshotPage<S>> {
-    const all = [...(this.bySession.get(sessionId) ?? [])].map((id) => this.rows.get(id)!.snapshot).sort(compareNewestFirst);
-    const result = snapshotPageOf(all, page);
-    return { ...result, snapshots: result.snapshots.map((s) => structuredClone(s)) };
+  /** The record (frozen), or undefined. */
+  async getRecord(snapshotId: string, _ctx?: StoreCallContext): Promise<SnapshotRecord<S> | undefined> {
+    return this.records.get(snapshotId)?.record;
   }
 
-  /** Atomic read→mutate→write, serialised per snapshot ID. */
-  async saveSnapshot(
-    snapshotId: string | undefined,
-    mutator: SnapshotMutator<S>,
-    _ctx?: StoreCallContext,
-  ): Promise<SessionSnapshot<S> | null> {
-    const id = snapshotId ?? newSnapshotId();
-    assertValidSnapshotId(id);
-    return this.mutex.run(id, async () => {
-      const existing = this.rows.get(id);
-      const result = await mutator(existing ? structuredClone(existing.snapshot) : undefined);
-      if (result === null) return null;
-      const row = structuredClone(bindIdentity(result, id, existing?.snapshot));
-      const version = (existing?.version ?? 0) + 1;
-      this.rows.set(id, { snapshot: row, version });
-      let ids = this.bySession.get(row.sessionId);
-      if (!ids) this.bySession.set(row.sessionId, (ids = new Set()));
-      ids.add(id);
-      this.subscribers.deliver(id, { status: row.status, version });
-      return structuredClone(row);
-    });
+  /** The chain from the nearest checkpoint, by parent links. */
+  async getChain(snapshotId: string, _ctx?: StoreCallContext): Promise<SnapshotRecord<S>[] | undefined> {
+    return walkChain(async (id) => this.records.get(id)?.record, snapshotId);
   }
 
-  /** Current status (if the row exists), then every change, until `signal` aborts. */
+  /** The session's records newest first, paginated with opaque tokens. */
+  async listRecords(sessionId: string, page?: SnapshotPageRequest, _ctx?: StoreCallContext): Promise<RecordPage<S>> {
+    const sorted = [...(this.bySession.get(sessionId) ?? [])].sort(compareNewestFirst);
+    const { items, nextPageToken } = pageOf(sorted, page);
+    return nextPageToken ? { records: items, nextPageToken } : { records: items };
+  }
+
+  /** Atomic rewrite of one record. */
+  async updateRecord(snapshotId: string, mutator: RecordMutator<S>, _ctx?: StoreCallContext): Promise<SnapshotRecord<S> | null> {
+    const stored = this.records.get(snapshotId);
+    if (!stored) return null;
+    const result = mutator(stored.record);
+    if (result === null) return null;
+    const record = deepFreeze(keepIdentity(result, stored.record));
+    const version = stored.version + 1;
+    this.records.set(snapshotId, { record, version });
+    const list = this.bySession.get(record.sessionId)!;
+    list[list.indexOf(stored.record)] = record;
+    this.subscribers.deliver(snapshotId, { status: record.status, version });
+    return record;
+  }
+
+  /** Current status (if the record exists), then every change, until `signal` aborts. */
   subscribeStatus(snapshotId: string, signal: AbortSignal, _ctx?: StoreCallContext): AsyncIterable<SnapshotStatus> {
     const channel: StatusChannel = new StatusChannel(signal, () => this.subscribers.remove(snapshotId, channel));
     if (!channel.isClosed) {
       this.subscribers.add(snapshotId, channel);
-      const row = this.rows.get(snapshotId);
-      if (row) channel.push({ status: row.snapshot.status, version: row.version });
+      const stored = this.records.get(snapshotId);
+      if (stored) channel.push({ status: stored.record.status, version: stored.version });
     }
     return channel;
   }
@@ -95,6 +115,9 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
   get subscriberCount(): number {
     return this.subscribers.size;
   }
+
+  /** Health probe: an in-memory store is always available. */
+  async ping(): Promise<void> {}
 
   /** Ends every subscription. The data stays readable. Idempotent. */
   async close(): Promise<void> {

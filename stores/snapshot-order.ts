@@ -1,6 +1,5 @@
 import { AgentError } from "../src/errors/agent-error.js";
-import type { SessionSnapshot } from "../src/types/snapshot.js";
-import type { SnapshotPage, SnapshotPageRequest } from "./snapshot-store.js";
+import type { SnapshotPageRequest } from "./snapshot-store.js";
 
 /** Page size used when a request does not set one. */
 export const DEFAULT_PAGE_SIZE = 50;
@@ -66,10 +65,4 @@ export function pageOf<T extends SnapshotSortKey>(sorted: readonly T[], page?: S
   const items = sorted.slice(start, start + size);
   const hasMore = start + size < sorted.length;
   return hasMore ? { items, nextPageToken: encodePageToken(items[items.length - 1]!) } : { items };
-}
-
-/** Builds a {@link SnapshotPage} from rows already sorted newest first. */
-export function snapshotPageOf<S>(sorted: readonly SessionSnapshot<S>[], page?: SnapshotPageRequest): SnapshotPage<S> {
-  const { items, nextPageToken } = pageOf(sorted, page);
-  return nextPageToken ? { snapshots: items, nextPageToken } : { snapshots: items };
 }

@@ -1,70 +1,188 @@
+import type { Operation } from "fast-json-patch";
+import type { Artifact, Message } from "../src/types/content.js";
+import type { SessionState } from "../src/types/session-state.js";
 import type { SessionSnapshot, SnapshotStatus } from "../src/types/snapshot.js";
+
+/**
+ * Version of the stored data layout (session heads + snapshot records with
+ * per-turn deltas). A store opened on data written in another format fails at
+ * start with FAILED_PRECONDITION.
+ */
+export const STORE_FORMAT_VERSION = 2;
 
 /**
  * Per-call context a store may use, e.g. to pick a tenant's path prefix or
  * collection. The server fills it from the request; in-process callers may
- * pass their own.
+ * pass their own. The runtime also stamps `tenant` as the owner of sessions it
+ * creates and refuses (NOT_FOUND) sessions of another owner.
  */
 export interface StoreCallContext {
-  /** Tenant identifier for stores configured for tenant isolation. */
+  /** Tenant identifier (the session owner); empty or unset for the anonymous owner. */
   tenant?: string;
 }
 
-/** A page request for {@link SnapshotReader.listSnapshots}. */
+/** The invocation that holds a session (see the busy-session policy). */
+export interface SessionLease {
+  /** ID of the holding invocation (also what a rejected caller is told). */
+  invocationId: string;
+  /** Epoch ms after which the lease is void (its holder died or stalled); refreshed while it runs. */
+  expiresAt: number;
+}
+
+/** An invocation waiting (ENQUEUE) for a busy session, in arrival order. */
+export interface SessionWaiter {
+  invocationId: string;
+  /** Epoch ms after which the entry is void (the waiter gave up or died); refreshed while it waits. */
+  expiresAt: number;
+}
+
+/**
+ * One record per session: who owns it, which snapshot is its head, and who
+ * holds it now. Every head write is a compare-and-set on `version`.
+ */
+export interface SessionHead {
+  sessionId: string;
+  /** Name of the agent the session belongs to; other agents see NOT_FOUND. */
+  agent: string;
+  /** Owner (tenant); empty until authentication fills it. Other owners see NOT_FOUND. */
+  owner: string;
+  /** The snapshot new turns build on (the most recent commit, or an explicit branch point). */
+  headSnapshotId: string;
+  /** Number of snapshot records committed to the session (every branch). */
+  turnCount: number;
+  /** Incremented by every head write; the compare-and-set key. */
+  version: number;
+  createdAt: number;
+  updatedAt: number;
+  /** The invocation running on the session, if any. */
+  lease?: SessionLease;
+  /** ENQUEUE waiters, first come first served. */
+  waiters?: SessionWaiter[];
+}
+
+/**
+ * What a turn changed relative to its parent snapshot's state. Applying it to
+ * the parent state yields the snapshot's state (see `applyStateDelta`).
+ */
+export interface StateDelta<S = unknown> {
+  /** How many of the parent's messages are kept (normally all of them). */
+  keepMessages: number;
+  /** Messages appended after the kept ones. */
+  appendMessages: Message[];
+  /** RFC 6902 patch from the parent's custom state (root path `""` for a whole replace). */
+  customPatch?: Operation[];
+  /** The custom state was removed. */
+  customRemoved?: boolean;
+  /** When true `artifacts` is the whole new artifact list, exactly as it is (order and duplicates kept). */
+  artifactsReset?: boolean;
+  /** Without a reset: artifacts added in order (a named one replaces the same-named artifact, unnamed ones append). */
+  artifacts?: Artifact[];
+  /** Phantom marker tying the delta to its state type. */
+  readonly __state?: S;
+}
+
+/**
+ * A stored snapshot: its metadata and either the full state (a checkpoint) or
+ * the delta from its parent. A pending row has neither until it is finalized.
+ */
+export interface SnapshotRecord<S = unknown> extends Omit<SessionSnapshot<S>, "state"> {
+  /** The whole state: this record is a checkpoint. */
+  checkpoint?: SessionState<S>;
+  /** The change from the parent's state. */
+  delta?: StateDelta<S>;
+  /** Deltas between this record and its nearest checkpoint, this one included (0 for a checkpoint). */
+  depth: number;
+  /** Serialized bytes of those deltas (0 for a checkpoint). */
+  deltaBytes: number;
+  /** Serialized bytes of the nearest checkpoint's state. */
+  checkpointBytes: number;
+  /** Turn index of the nearest checkpoint (lets a store fetch a chain with one range query). */
+  checkpointTurn: number;
+}
+
+/** A page request for {@link SessionStore.listRecords}. */
 export interface SnapshotPageRequest {
-  /** At most this many snapshots (store default when unset). */
+  /** At most this many records (store default when unset). */
   pageSize?: number;
   /** Opaque token from a previous page's `nextPageToken`. */
   pageToken?: string;
 }
 
-/** One page of a session's snapshots, newest first. */
-export interface SnapshotPage<S = unknown> {
-  snapshots: SessionSnapshot<S>[];
+/** One page of a session's records, newest first (greatest createdAt, then greatest ID). */
+export interface RecordPage<S = unknown> {
+  records: SnapshotRecord<S>[];
   /** Absent on the last page. */
   nextPageToken?: string;
 }
 
 /**
- * Reads snapshots. Every method returns the raw stored row (no transform, no
- * expiry computation) or `undefined` when it does not exist.
+ * A compare-and-set of a session head, optionally inserting a new record in
+ * the same step (a turn commit).
  */
-export interface SnapshotReader<S = unknown> {
-  /** The snapshot with this ID, or undefined. */
-  getSnapshot(snapshotId: string, ctx?: StoreCallContext): Promise<SessionSnapshot<S> | undefined>;
-  /**
-   * The session's most recently created snapshot (greatest `createdAt`, ties
-   * broken by the greater `snapshotId`), whatever its status. A rewrite of an
-   * older row never moves it ahead, because `createdAt` is kept across rewrites.
-   */
-  getLatestSnapshot(sessionId: string, ctx?: StoreCallContext): Promise<SessionSnapshot<S> | undefined>;
-  /** The session's snapshots, newest first (same order as getLatestSnapshot), paginated. */
-  listSnapshots(sessionId: string, page?: SnapshotPageRequest, ctx?: StoreCallContext): Promise<SnapshotPage<S>>;
+export interface HeadCommit<S = unknown> {
+  /** The head's version the caller read; 0 creates the session (fails when it exists). */
+  expectedVersion: number;
+  /** The head to store; the store writes it with `version = expectedVersion + 1`. */
+  head: Omit<SessionHead, "version">;
+  /** A new record (its ID must be unused), written before the head moves. */
+  record?: SnapshotRecord<S>;
 }
 
 /**
- * Computes the new row from the existing one (undefined for a new row). It must
- * be a pure function of its input: a store may call it more than once. Returning
- * null skips the write.
+ * Computes an existing record's new version. Must be pure (a store may call it
+ * more than once) and must not mutate its argument (it may be frozen).
+ * Returning null skips the write. The store keeps the existing record's
+ * `snapshotId`, `sessionId`, `parentId` and `createdAt` whatever the mutator
+ * returns.
  */
-export type SnapshotMutator<S = unknown> = (
-  existing: SessionSnapshot<S> | undefined,
-) => SessionSnapshot<S> | null | Promise<SessionSnapshot<S> | null>;
+export type RecordMutator<S = unknown> = (existing: SnapshotRecord<S>) => SnapshotRecord<S> | null;
 
-/** Writes snapshots atomically. */
-export interface SnapshotWriter<S = unknown> {
+/**
+ * The session ledger every store implements: one head per session, one record
+ * per snapshot. Guarantees, in every store and across the processes sharing
+ * it: `commit` is atomic with respect to the head (two commits with the same
+ * `expectedVersion` never both succeed); `updateRecord` is an atomic
+ * read-modify-write of one record (no lost update); records and heads come out
+ * as values the caller must treat as read-only (stores may share frozen
+ * objects); reads never return a record of a failed commit.
+ */
+export interface SessionStore<S = unknown> {
+  /** The session's head, or undefined. */
+  getHead(sessionId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined>;
   /**
-   * Atomically reads the row at `snapshotId` (if any), applies `mutator`, and
-   * persists the result, with no lost update under concurrent savers. The store
-   * owns identity only: it generates an ID when `snapshotId` is undefined and
-   * keeps an existing row's `sessionId`. Resolves to the stored row, or null when
-   * the mutator skipped the write.
+   * Writes `commit.head` if the stored version equals `commit.expectedVersion`
+   * (0: the session must not exist), inserting `commit.record` first. Resolves
+   * to the stored head, or `undefined` on a version conflict (nothing written).
+   * A record over the store's size limit fails with RESOURCE_EXHAUSTED and
+   * nothing is written.
    */
-  saveSnapshot(
-    snapshotId: string | undefined,
-    mutator: SnapshotMutator<S>,
-    ctx?: StoreCallContext,
-  ): Promise<SessionSnapshot<S> | null>;
+  commit(commit: HeadCommit<S>, ctx?: StoreCallContext): Promise<SessionHead | undefined>;
+  /** The record with this ID, or undefined. */
+  getRecord(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | undefined>;
+  /**
+   * The records from the nearest checkpoint at or before `snapshotId` up to it,
+   * oldest first (so `[0]` is a checkpoint and each next one's parent is the
+   * previous one). Undefined when the record does not exist; DATA_LOSS when
+   * the chain is broken.
+   */
+  getChain(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S>[] | undefined>;
+  /** The session's records, newest first, paginated. */
+  listRecords(sessionId: string, page?: SnapshotPageRequest, ctx?: StoreCallContext): Promise<RecordPage<S>>;
+  /**
+   * Atomically rewrites an existing record (status, heartbeat, final state of
+   * a detached run). Resolves to the stored record, or null when the record is
+   * missing or the mutator skipped the write.
+   */
+  updateRecord(snapshotId: string, mutator: RecordMutator<S>, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | null>;
+  /**
+   * Optional health probe: resolves when the store can serve requests now,
+   * rejects (preferably with an AgentError UNAVAILABLE) when it cannot (the
+   * database is unreachable, the directory is not writable). The server's
+   * health service polls it.
+   */
+  ping?(): Promise<void>;
+  /** Releases connections, watchers and timers. Idempotent. */
+  close?(): Promise<void>;
 }
 
 /**
@@ -73,17 +191,11 @@ export interface SnapshotWriter<S = unknown> {
  */
 export interface SnapshotSubscriber {
   /**
-   * Yields the snapshot's stored status at once (if the row exists), then every
+   * Yields the record's stored status at once (if it exists), then every
    * change, in order and without duplicates, until `signal` aborts (the
    * iterable then ends and releases its resources).
    */
   subscribeStatus(snapshotId: string, signal: AbortSignal, ctx?: StoreCallContext): AsyncIterable<SnapshotStatus>;
-}
-
-/** The minimum a server-managed agent needs. */
-export interface SessionStore<S = unknown> extends SnapshotReader<S>, SnapshotWriter<S> {
-  /** Releases connections, watchers and timers. Idempotent. */
-  close?(): Promise<void>;
 }
 
 /** True when the store can push status changes (and so supports detach/abort). */

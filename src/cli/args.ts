@@ -1,5 +1,8 @@
 import { parseArgs } from "node:util";
+import { DEFAULT_SESSION_SETTINGS } from "../runtime/session-settings.js";
+import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from "../server/connection-limits.js";
 import { DEFAULT_GRACE_MS, DEFAULT_MAX_MESSAGE_BYTES } from "../server/server.js";
+import type { BusyPolicy } from "../types/session-state.js";
 
 /** Everything `agentd serve` is configured with. */
 export interface ServeConfig {
@@ -21,6 +24,12 @@ export interface ServeConfig {
   heartbeatIntervalMs?: number;
   /** Age after which a pending row's heartbeat reads as expired (ms); undefined = runtime default. */
   heartbeatTtlMs?: number;
+  /** What a call on a busy session does when it sets no policy. */
+  busyPolicy: BusyPolicy;
+  /** Largest stored state of one session (bytes). */
+  maxSessionBytes: number;
+  /** Connection timeouts and caps given on the command line (unset = listener defaults). */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 /** What the command line asks for. */
@@ -59,6 +68,20 @@ Options:
   --drain-ms <n>              on SIGTERM/SIGINT, how long in-flight work may finish (default ${DEFAULT_GRACE_MS})
   --heartbeat-interval-ms <n> how often detached work refreshes its pending snapshot (default 5000)
   --heartbeat-ttl-ms <n>      a pending snapshot silent this long reads as expired (default 30000)
+  --busy-policy <policy>      reject|enqueue|interrupt: a call on a busy session that sets no
+                              busy_policy (default reject)
+  --max-session-bytes <n>     largest stored state of one session; a turn past it fails
+                              with RESOURCE_EXHAUSTED (default ${DEFAULT_SESSION_SETTINGS.records.maxSessionBytes})
+  --first-bytes-timeout-ms <n>
+                              close a connection that has not sent enough bytes to pick its
+                              protocol (HTTP/2 preface or HTTP/1.1) by then (default ${DEFAULT_CONNECTION_LIMITS.firstBytesTimeoutMs})
+  --headers-timeout-ms <n>    HTTP/1.1: close (408) a request whose headers are not complete
+                              by then (default ${DEFAULT_CONNECTION_LIMITS.headersTimeoutMs})
+  --idle-timeout-ms <n>       close an HTTP/1.1 keep-alive connection or HTTP/2 session with no
+                              request or stream open for this long (default ${DEFAULT_CONNECTION_LIMITS.idleTimeoutMs})
+  --max-connections <n>       open connections at most; more are closed at once (default ${DEFAULT_CONNECTION_LIMITS.maxConnections})
+  --max-concurrent-streams <n>
+                              HTTP/2 streams (calls) open at once per connection (default ${DEFAULT_CONNECTION_LIMITS.maxConcurrentStreams})
   -h, --help                  show this help
   -v, --version               print the version
 `;
@@ -104,7 +127,14 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "drain-ms": { type: "string" },
         "heartbeat-interval-ms": { type: "string" },
         "heartbeat-ttl-ms": { type: "string" },
+        "busy-policy": { type: "string" },
+        "max-session-bytes": { type: "string" },
         "cors-origin": { type: "string", multiple: true },
+        "first-bytes-timeout-ms": { type: "string" },
+        "headers-timeout-ms": { type: "string" },
+        "idle-timeout-ms": { type: "string" },
+        "max-connections": { type: "string" },
+        "max-concurrent-streams": { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -127,6 +157,23 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   if (host.trim() === "") throw new UsageError("--host must not be empty");
   const store = values.store ?? "file:./.agentd";
   if (store.trim() === "") throw new UsageError("--store must not be empty");
+  const busyPolicy = (values["busy-policy"] ?? DEFAULT_SESSION_SETTINGS.busyPolicy) as BusyPolicy;
+  if (!["reject", "enqueue", "interrupt"].includes(busyPolicy)) {
+    throw new UsageError(`--busy-policy must be reject, enqueue or interrupt, got "${busyPolicy}"`);
+  }
+
+  const connectionLimits: Partial<ConnectionLimits> = {};
+  const limitFlags: [string, keyof ConnectionLimits, number, number][] = [
+    ["first-bytes-timeout-ms", "firstBytesTimeoutMs", 100, 3_600_000],
+    ["headers-timeout-ms", "headersTimeoutMs", 100, 3_600_000],
+    ["idle-timeout-ms", "idleTimeoutMs", 100, 86_400_000],
+    ["max-connections", "maxConnections", 1, 1_000_000],
+    ["max-concurrent-streams", "maxConcurrentStreams", 1, 2 ** 31 - 1],
+  ];
+  for (const [flag, key, min, max] of limitFlags) {
+    const raw = values[flag as keyof typeof values];
+    if (typeof raw === "string") connectionLimits[key] = integer(flag, raw, min, max);
+  }
 
   return {
     kind: "serve",
@@ -150,6 +197,12 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       ...(values["heartbeat-ttl-ms"] !== undefined
         ? { heartbeatTtlMs: integer("heartbeat-ttl-ms", values["heartbeat-ttl-ms"], 10, 86_400_000) }
         : {}),
+      busyPolicy,
+      maxSessionBytes:
+        values["max-session-bytes"] !== undefined
+          ? integer("max-session-bytes", values["max-session-bytes"], 1024, Number.MAX_SAFE_INTEGER)
+          : DEFAULT_SESSION_SETTINGS.records.maxSessionBytes,
+      ...(Object.keys(connectionLimits).length > 0 ? { connectionLimits } : {}),
     },
   };
 }

@@ -58,6 +58,7 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
         ...(config.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: config.heartbeatIntervalMs } : {}),
         ...(config.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: config.heartbeatTtlMs } : {}),
       },
+      sessions: { busyPolicy: config.busyPolicy, maxSessionBytes: config.maxSessionBytes },
       events: {
         turn: (event) => logger.info(event, "turn"),
         abortObserved: (event) => logger.info(event, "abort observed"),
@@ -71,7 +72,9 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
       logger,
       maxMessageBytes: config.maxMessageBytes,
       corsOrigins: config.corsOrigins,
+      ...(config.connectionLimits !== undefined ? { connectionLimits: config.connectionLimits } : {}),
       registerAgentService: agentServiceRoutes(registry),
+      ...(store.ping ? { storeHealth: { ping: store.ping.bind(store) } } : {}),
     });
     logger.info(
       {

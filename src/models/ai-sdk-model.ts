@@ -140,7 +140,7 @@ function toolSet(request: ModelRequest): ToolSet {
  * call's instructions (each provider places them where its API wants system
  * text); later ones stay in place.
  */
-export function toModelMessages(history: Message[]): { instructions: SystemModelMessage[]; messages: ModelMessage[] } {
+export function toModelMessages(history: readonly Message[]): { instructions: SystemModelMessage[]; messages: ModelMessage[] } {
   const instructions: SystemModelMessage[] = [];
   const messages: ModelMessage[] = [];
   let leading = true;

@@ -22,7 +22,7 @@ export class EchoModel implements Model {
   }
 
   async generate(request: ModelRequest, options: ModelCallOptions): Promise<ModelResponse> {
-    const lastUser = [...request.messages].reverse().find((m) => m.role === "user");
+    const lastUser = request.messages.findLast((m) => m.role === "user");
     const reply = `echo: ${messageText(lastUser)}`;
     const delayMs = messageDelay(lastUser) ?? this.delayMs;
     for (const piece of splitIntoChunks(reply)) {

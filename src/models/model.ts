@@ -17,7 +17,7 @@ export interface ModelToolDefinition {
  */
 export interface ModelRequest {
   /** Prompt-rendered messages first, then the session history. */
-  messages: Message[];
+  messages: readonly Message[];
   /** Tools the model may request (it never runs them: the caller does). */
   tools?: ModelToolDefinition[];
   /**

@@ -5,6 +5,8 @@ import type { Agent } from "./agent.js";
 import { BackgroundWork } from "./background-work.js";
 import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
+import { sessionSettings, type SessionSettingsOptions } from "./session-settings.js";
+import type { SessionSettings } from "./session-settings.js";
 
 /** Options of an {@link AgentRegistry}. */
 export interface AgentRegistryOptions {
@@ -18,6 +20,8 @@ export interface AgentRegistryOptions {
   liveness?: Partial<LivenessSettings>;
   /** Listeners for turns (agent, session, snapshot, turn index, finish reason) and background work. */
   events?: RuntimeEvents;
+  /** Busy policy, leases, checkpoints and limits of server-managed sessions (defaults: DEFAULT_SESSION_SETTINGS). */
+  sessions?: SessionSettingsOptions;
 }
 
 /**
@@ -32,18 +36,27 @@ export class AgentRegistry {
   private readonly models: ModelResolver;
   private readonly liveness: LivenessSettings;
   private readonly events: RuntimeEvents | undefined;
+  private readonly sessions: SessionSettings;
 
   constructor(options: AgentRegistryOptions = {}) {
     this.defaultStore = options.defaultStore;
     this.models = options.models ?? builtinModelResolver({ echoDelayMs: options.echoDelayMs ?? 0 });
     this.liveness = { ...DEFAULT_LIVENESS, ...options.liveness };
     this.events = options.events;
+    this.sessions = sessionSettings(options.sessions);
   }
 
   /** Registers an agent; throws ALREADY_EXISTS for a duplicate name. */
   register(agent: Agent<any>): void {
     if (this.agents.has(agent.name)) throw new AgentError("ALREADY_EXISTS", `an agent named "${agent.name}" is already registered`);
-    agent.bind({ defaultStore: this.defaultStore, models: this.models, liveness: this.liveness, background: this.background, ...(this.events ? { events: this.events } : {}) });
+    agent.bind({
+      defaultStore: this.defaultStore,
+      models: this.models,
+      liveness: this.liveness,
+      background: this.background,
+      sessions: this.sessions,
+      ...(this.events ? { events: this.events } : {}),
+    });
     this.agents.set(agent.name, agent);
   }
 

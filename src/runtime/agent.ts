@@ -1,3 +1,4 @@
+import { v7 as uuidv7 } from "uuid";
 import type { ZodType } from "zod";
 import { AgentError } from "../errors/agent-error.js";
 import { builtinModelResolver, type ModelResolver } from "../models/model-resolver.js";
@@ -5,7 +6,7 @@ import type { AgentDescriptor, AgentInput, AgentOutput } from "../types/agent-io
 import { userText } from "../types/content.js";
 import type { AgentInit } from "../types/session-state.js";
 import type { SessionSnapshot, SnapshotStatus } from "../types/snapshot.js";
-import type { SessionStore, SnapshotPage } from "../../stores/snapshot-store.js";
+import type { SessionStore } from "../../stores/snapshot-store.js";
 import { isSnapshotSubscriber } from "../../stores/snapshot-store.js";
 import type { AgentConnection } from "./agent-connection.js";
 import type { AgentFn } from "./agent-function.js";
@@ -17,6 +18,7 @@ import * as snapshots from "./snapshot-access.js";
 import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js";
 import type { ClientTransforms } from "./state-transform.js";
 import type { RuntimeEvents } from "./runtime-events.js";
+import { DEFAULT_SESSION_SETTINGS, type SessionSettings } from "./session-settings.js";
 
 /** Options shared by every kind of agent. */
 export interface AgentDefinition<S> {
@@ -42,6 +44,8 @@ export interface AgentEnvironment {
   background: BackgroundWork;
   /** Listeners for turns and background work (the CLI logs them). */
   events?: RuntimeEvents;
+  /** Busy policy, leases, checkpoints and limits of server-managed sessions. */
+  sessions?: SessionSettings;
 }
 
 /** Per-call options of the in-process API. */
@@ -130,10 +134,32 @@ export class Agent<S = unknown> {
 
   /** Starts a multi-turn invocation. Rejects with AgentError when `init` is invalid (spec S3/S5). */
   async connect(init: AgentInit<S> = {}, options: CallOptions = {}): Promise<AgentConnection<S>> {
-    const target = { name: this.name, store: this.store, stateSchema: this.stateSchema, liveness: this.env.liveness };
-    const start = await resolveInit(target, init, options.storeContext);
+    const sessions = this.env.sessions ?? DEFAULT_SESSION_SETTINGS;
+    const target = {
+      name: this.name,
+      store: this.store,
+      stateSchema: this.stateSchema,
+      liveness: this.env.liveness,
+      busyPolicy: sessions.busyPolicy,
+      claims: sessions.claims,
+    };
+    const invocationId = uuidv7();
+    const start = await resolveInit(target, init, {
+      invocationId,
+      ...(options.storeContext ? { ctx: options.storeContext } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
     return new Invocation(
-      { ...target, transforms: this.transforms, fn: this.fn, models: this.env.models, background: this.env.background, ...(this.env.events ? { events: this.env.events } : {}) },
+      {
+        ...target,
+        transforms: this.transforms,
+        fn: this.fn,
+        models: this.env.models,
+        background: this.env.background,
+        records: sessions.records,
+        maxQueuedInputs: sessions.maxQueuedInputs,
+        ...(this.env.events ? { events: this.env.events } : {}),
+      },
       start,
       options,
     );
@@ -170,7 +196,7 @@ export class Agent<S = unknown> {
     sessionId: string,
     page: { pageSize?: number; pageToken?: string; includeState?: boolean } = {},
     options: snapshots.SnapshotReadOptions = {},
-  ): Promise<SnapshotPage<S>> {
+  ): Promise<snapshots.SnapshotPage<S>> {
     return snapshots.listSnapshots(this.access(), sessionId, page, options);
   }
 

@@ -1,10 +1,15 @@
+import { v7 as uuidv7 } from "uuid";
 import { AgentError } from "../errors/agent-error.js";
 import type { SessionState } from "../types/session-state.js";
-import type { FinishReason, SessionSnapshot } from "../types/snapshot.js";
-import type { SessionStore, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
+import type { FinishReason } from "../types/snapshot.js";
+import type { SessionStore, SnapshotRecord, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
 import type { BackgroundTask } from "./background-work.js";
+import type { SessionClaim } from "./session-claim.js";
+import { buildRecord, stateFieldsFor, type CommittedPoint, type RecordSettings } from "./turn-record.js";
 import type { LivenessSettings } from "./snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
+
+type StateFields<S> = ReturnType<typeof stateFieldsFor<S>>;
 
 /** What a detached run needs from its invocation. */
 export interface DetachedRunOptions<S> {
@@ -16,10 +21,12 @@ export interface DetachedRunOptions<S> {
   storeContext?: StoreCallContext;
   /** A turn-end save still in flight when detach arrived; the pending row is chained after it. */
   afterTurnSave: Promise<unknown>;
-  /** The latest snapshot of the conversation, read once that save settled. */
-  parentId: () => string | undefined;
-  /** The latest snapshot's createdAt (the pending row is created strictly after it). */
-  createdAfter: () => number;
+  /** The invocation's hold on the session: commits the pending row; released when the run ends. */
+  claim: SessionClaim<S>;
+  /** The last committed snapshot of the conversation, read once that save settled. */
+  parent: () => CommittedPoint<S> | undefined;
+  /** Checkpoint policy and size cap for the final row. */
+  records: RecordSettings;
   /** Aborted when the row is flipped to aborted, or at shutdown. */
   work: AbortController;
   /** The agent's name (for events). */
@@ -46,6 +53,7 @@ export class DetachedRun<S> implements BackgroundTask {
   private heartbeat: NodeJS.Timeout | undefined;
   private lastTurnIndex: number;
   private shuttingDown = false;
+  private parentPoint: CommittedPoint<S> | undefined;
 
   constructor(options: DetachedRunOptions<S>) {
     this.o = options;
@@ -74,7 +82,7 @@ export class DetachedRun<S> implements BackgroundTask {
     this.o.work.abort(new AgentError("UNAVAILABLE", "the server is shutting down"));
   }
 
-  /** Finalizes the row with the invocation's outcome (skipped at shutdown). Never throws. */
+  /** Finalizes the row with the invocation's outcome (skipped at shutdown), then releases the session. Never throws. */
   async finish(state: SessionState<S>, error: AgentError | undefined, finishReason: FinishReason): Promise<void> {
     try {
       const id = await this.pendingId.catch(() => undefined);
@@ -84,28 +92,36 @@ export class DetachedRun<S> implements BackgroundTask {
         this.o.events?.backgroundFinished?.({ agent: this.o.agent, sessionId: this.o.sessionId, snapshotId: id, status: "pending" });
         return;
       }
-      const row = await this.o.store.saveSnapshot(id, (existing) => this.finalRow(existing, state, error, finishReason), this.o.storeContext);
-      const status = row?.status ?? (await this.o.store.getSnapshot(id, this.o.storeContext))?.status ?? "pending";
+      const { fields, failure } = this.finalFields(state, error);
+      const row = await this.o.store.updateRecord(id, (existing) => this.finalRow(existing, fields, failure, finishReason), this.o.storeContext);
+      const status = row?.status ?? (await this.o.store.getRecord(id, this.o.storeContext))?.status ?? "pending";
       this.o.events?.backgroundFinished?.({ agent: this.o.agent, sessionId: this.o.sessionId, snapshotId: id, status });
     } catch {
       // The row stays pending and reads as expired once its heartbeat is stale.
     } finally {
       this.stopHeartbeat();
       this.subscription.abort();
+      await this.o.claim.release();
       this.resolveDone();
     }
   }
 
-  private finalRow(
-    existing: SessionSnapshot<S> | undefined,
-    state: SessionState<S>,
-    error: AgentError | undefined,
-    finishReason: FinishReason,
-  ): SessionSnapshot<S> | null {
-    if (!existing || (existing.status !== "pending" && existing.status !== "aborted")) return null;
+  /** The final state's record fields; a state over the size cap keeps the parent's state and fails the run. */
+  private finalFields(state: SessionState<S>, error: AgentError | undefined): { fields: StateFields<S>; failure: AgentError | undefined } {
+    const parent = this.parentPoint;
+    try {
+      return { fields: stateFieldsFor(parent, state, this.lastTurnIndex, this.o.records), failure: error };
+    } catch (err) {
+      const base = parent?.state ?? { sessionId: this.o.sessionId, messages: [], artifacts: [] };
+      return { fields: stateFieldsFor(parent, base, this.lastTurnIndex, this.o.records), failure: error ?? AgentError.from(err) };
+    }
+  }
+
+  private finalRow(existing: SnapshotRecord<S>, fields: StateFields<S>, error: AgentError | undefined, finishReason: FinishReason): SnapshotRecord<S> | null {
+    if (existing.status !== "pending" && existing.status !== "aborted") return null;
     const now = Date.now();
-    const base = { ...existing, state, updatedAt: now, turnIndex: Math.max(existing.turnIndex, this.lastTurnIndex) };
-    if (existing.status === "aborted") return { ...base, status: "aborted", finishReason: "aborted" };
+    const base: SnapshotRecord<S> = { ...existing, ...fields, updatedAt: now, turnIndex: Math.max(existing.turnIndex, this.lastTurnIndex) };
+    if (existing.status === "aborted" || error?.status === "ABORTED") return { ...base, status: "aborted", finishReason: "aborted" };
     if (error) return { ...base, status: "failed", finishReason: "failed", error: error.toData() };
     return { ...base, status: "completed", finishReason };
   }
@@ -113,30 +129,20 @@ export class DetachedRun<S> implements BackgroundTask {
   private async writePending(): Promise<string> {
     await this.o.afterTurnSave;
     const now = Date.now();
-    const createdAt = Math.max(now, this.o.createdAfter() + 1);
-    const parentId = this.o.parentId();
-    const row = await this.o.store.saveSnapshot(
-      undefined,
-      () => ({
-        snapshotId: "",
-        sessionId: this.o.sessionId,
-        ...(parentId ? { parentId } : {}),
-        turnIndex: this.o.turnIndex,
-        createdAt,
-        updatedAt: createdAt,
-        heartbeatAt: now,
-        status: "pending",
-      }),
-      this.o.storeContext,
-    );
-    if (!row) throw new AgentError("INTERNAL", "the store skipped writing the pending snapshot");
-    return row.snapshotId;
+    const parent = this.o.parent();
+    this.parentPoint = parent;
+    const createdAt = Math.max(now, (parent?.createdAt ?? 0) + 1);
+    const snapshotId = uuidv7();
+    const position = parent?.position ?? { depth: 0, deltaBytes: 0, checkpointBytes: 0, checkpointTurn: this.o.turnIndex };
+    const meta = { snapshotId, sessionId: this.o.sessionId, turnIndex: this.o.turnIndex, createdAt, heartbeatAt: now, status: "pending" as const };
+    await this.o.claim.commit(buildRecord(meta, parent, position));
+    return snapshotId;
   }
 
   private startHeartbeat(id: string): void {
     this.heartbeat = setInterval(() => {
       void this.o.store
-        .saveSnapshot(id, (existing) => (existing?.status === "pending" ? { ...existing, heartbeatAt: Date.now() } : null), this.o.storeContext)
+        .updateRecord(id, (existing) => (existing.status === "pending" ? { ...existing, heartbeatAt: Date.now() } : null), this.o.storeContext)
         .catch(() => {});
     }, this.o.liveness.heartbeatIntervalMs);
     this.heartbeat.unref();

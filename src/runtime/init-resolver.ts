@@ -1,21 +1,24 @@
 import { v7 as uuidv7 } from "uuid";
 import type { ZodType } from "zod";
 import { AgentError } from "../errors/agent-error.js";
-import type { AgentInit, SessionState } from "../types/session-state.js";
+import type { AgentInit, BusyPolicy, SessionState } from "../types/session-state.js";
 import { emptySessionState } from "../types/session-state.js";
-import type { SessionSnapshot } from "../types/snapshot.js";
-import type { SessionStore, StoreCallContext } from "../../stores/snapshot-store.js";
+import type { SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { validateCustomState } from "./custom-state-schema.js";
-import { readSnapshotRef } from "./snapshot-access.js";
+import { SessionClaim, type ClaimSettings } from "./session-claim.js";
+import { loadRecordState, ownedHead, ownerOf, resolveRecordRef } from "./session-lookup.js";
 import { effectiveStatus, type LivenessSettings } from "./snapshot-liveness.js";
+import { chainPosition, type CommittedPoint } from "./turn-record.js";
 
-/** Where an invocation starts: the state and the lineage it continues. */
+/** Where an invocation starts: the state, the snapshot it continues, and its hold on the session. */
 export interface ResolvedStart<S> {
   state: SessionState<S> & { sessionId: string };
   /** The snapshot this invocation continues (server-managed resume). */
-  parent?: SessionSnapshot<S>;
+  parent?: CommittedPoint<S>;
   /** Index the first turn of this invocation gets. */
   nextTurnIndex: number;
+  /** The session lease (server-managed agents); released when the invocation ends. */
+  claim?: SessionClaim<S>;
 }
 
 /** What init resolution needs to know about the agent. */
@@ -24,16 +27,32 @@ export interface InitTarget<S> {
   store?: SessionStore<S>;
   stateSchema?: ZodType<S>;
   liveness: LivenessSettings;
+  /** Busy policy when the call sets none. */
+  busyPolicy: BusyPolicy;
+  claims: ClaimSettings;
+}
+
+/** Per-call inputs of init resolution. */
+export interface InitCall {
+  ctx?: StoreCallContext;
+  /** Bounds an ENQUEUE wait (the call's deadline / cancellation). */
+  signal?: AbortSignal;
+  /** ID of the invocation being started (the lease holder). */
+  invocationId: string;
 }
 
 /**
- * Validates `init` against the agent's state management (spec S3) and loads the
- * resume point (S5). Throws AgentError: INVALID_ARGUMENT for state combined with
- * IDs, a session/snapshot mismatch or custom state failing the schema;
- * FAILED_PRECONDITION for a mode mismatch or a non-completed resume point;
- * NOT_FOUND for an unknown session or snapshot.
+ * Validates `init` against the agent's state management (spec S3), takes the
+ * session per the busy policy and loads the resume point (S5). Resuming by
+ * session skips an expired, failed or aborted head back to its nearest
+ * completed ancestor. Throws
+ * AgentError: INVALID_ARGUMENT for state combined with IDs, a session/snapshot
+ * mismatch or custom state failing the schema; FAILED_PRECONDITION for a mode
+ * mismatch or a non-completed resume point; NOT_FOUND for an unknown session
+ * or snapshot, or one of another agent or owner; ABORTED for a busy session
+ * under REJECT; DEADLINE_EXCEEDED when an ENQUEUE wait outlives the call.
  */
-export async function resolveInit<S>(agent: InitTarget<S>, init: AgentInit<S>, ctx?: StoreCallContext): Promise<ResolvedStart<S>> {
+export async function resolveInit<S>(agent: InitTarget<S>, init: AgentInit<S>, call: InitCall): Promise<ResolvedStart<S>> {
   const sessionId = init.sessionId || undefined;
   const snapshotId = init.snapshotId || undefined;
   if (init.state && (sessionId || snapshotId)) {
@@ -55,21 +74,134 @@ export async function resolveInit<S>(agent: InitTarget<S>, init: AgentInit<S>, c
       `agent "${agent.name}" keeps conversation state on the server: resume with session_id or snapshot_id instead of sending state`,
     );
   }
+  const policy = init.busyPolicy ?? agent.busyPolicy;
   if (!sessionId && !snapshotId) {
-    return { state: { ...emptySessionState<S>(), sessionId: uuidv7() }, nextTurnIndex: 0 };
+    const fresh = uuidv7();
+    const claim = newClaim(agent, store, fresh, call);
+    claim.startFresh();
+    return { state: { ...emptySessionState<S>(), sessionId: fresh }, nextTurnIndex: 0, claim };
   }
-  const parent = await readSnapshotRef(store, { snapshotId, sessionId }, ctx);
-  const status = effectiveStatus(parent, agent.liveness);
-  if (status !== "completed") {
-    const hint = parent.parentId ? ` (its parent is "${parent.parentId}")` : "";
+  if (snapshotId) {
+    // A branch point is fixed by its ID: check it before waiting for the session.
+    const { record } = await resolveRecordRef(store, agent.name, { snapshotId, sessionId }, call.ctx);
+    assertResumable(agent, record);
+    const claim = newClaim(agent, store, record.sessionId, call);
+    await claim.acquire(policy, call.signal);
+    return startedOrReleased(claim, () => started(store, record, claim, call.ctx));
+  }
+  const current = await ownedHead(store, agent.name, sessionId!, call.ctx);
+  if (policy === "interrupt") await refuseInterruptingBackgroundWork(agent, store, current.headSnapshotId, call.ctx);
+  await voidLeaseOfDeadWorker(agent, store, current, call.ctx);
+  const claim = newClaim(agent, store, sessionId!, call);
+  const head = await claim.acquire(policy, call.signal);
+  return startedOrReleased(claim, async () => {
+    const { record } = await resolveRecordRef(store, agent.name, { snapshotId: head.headSnapshotId }, call.ctx);
+    const from = await lastCompleted(agent, store, record, call.ctx);
+    assertResumable(agent, from);
+    return started(store, from, claim, call.ctx);
+  });
+}
+
+/** Statuses of a head that resume-by-session steps over (the work behind them is over and left no state). */
+const SKIPPED_HEAD_STATUSES: ReadonlySet<string> = new Set(["expired", "failed", "aborted"]);
+
+/**
+ * Resume by session: when the head is an expired (its detached worker died),
+ * failed or aborted snapshot, the nearest completed ancestor (following
+ * `parentId`); the new turn builds on it and the head moves past the dead
+ * one. Any other head (completed, or still pending) is returned as it is.
+ * When no completed ancestor exists the head itself is returned (and refused
+ * by {@link assertResumable}).
+ */
+async function lastCompleted<S>(agent: InitTarget<S>, store: SessionStore<S>, head: SnapshotRecord<S>, ctx?: StoreCallContext): Promise<SnapshotRecord<S>> {
+  let record = head;
+  for (let hops = 0; SKIPPED_HEAD_STATUSES.has(effectiveStatus(record, agent.liveness)); hops++) {
+    if (!record.parentId || hops > 10_000) return head;
+    const parent = await store.getRecord(record.parentId, ctx);
+    if (!parent || parent.sessionId !== head.sessionId) return head;
+    record = parent;
+  }
+  return effectiveStatus(record, agent.liveness) === "completed" ? record : head;
+}
+
+/**
+ * A detached worker holds its session's lease until it finishes; when its
+ * process dies the lease would block the session until it runs out
+ * (`claims.leaseTtlMs`, 15 s) although its pending head already reads
+ * `expired`. This drops such a lease at once. The lease is judged the dead
+ * worker's when it was last refreshed no later than
+ * `heartbeatAt + min(heartbeatTtlMs, leaseTtlMs - refreshMs)`: the worker
+ * refreshed it before it died, while any later holder can only have taken it
+ * after the record expired (INTERRUPT is refused on pending detached work) or
+ * after the worker's lease ran out, i.e. at least `leaseTtlMs - refreshMs`
+ * after its last heartbeat. A compare-and-set: a head that moved meanwhile is
+ * left alone.
+ */
+async function voidLeaseOfDeadWorker<S>(agent: InitTarget<S>, store: SessionStore<S>, head: SessionHead, ctx?: StoreCallContext): Promise<void> {
+  const lease = head.lease;
+  const now = Date.now();
+  if (!lease || lease.expiresAt <= now) return;
+  const record = await store.getRecord(head.headSnapshotId, ctx);
+  if (!record || effectiveStatus(record, agent.liveness, now) !== "expired") return;
+  const lastSign = record.heartbeatAt ?? record.updatedAt;
+  const leaseRefreshedAt = lease.expiresAt - agent.claims.leaseTtlMs;
+  const window = Math.min(agent.liveness.heartbeatTtlMs, agent.claims.leaseTtlMs - agent.claims.refreshMs);
+  if (leaseRefreshedAt > lastSign + window) return;
+  const { version: _version, lease: _lease, ...rest } = head;
+  await store.commit({ expectedVersion: head.version, head: { ...rest, updatedAt: now } }, ctx).catch(() => undefined);
+}
+
+/** Runs `fn` under a freshly acquired claim, releasing the claim when it throws. */
+async function startedOrReleased<S>(claim: SessionClaim<S>, fn: () => Promise<ResolvedStart<S>>): Promise<ResolvedStart<S>> {
+  try {
+    return await fn();
+  } catch (err) {
+    await claim.release();
+    throw err;
+  }
+}
+
+/**
+ * INTERRUPT stops an attached invocation, not detached work: that has its own
+ * Abort RPC, and taking its session would leave the session's head pending.
+ */
+async function refuseInterruptingBackgroundWork<S>(agent: InitTarget<S>, store: SessionStore<S>, headId: string, ctx?: StoreCallContext): Promise<void> {
+  const head = await store.getRecord(headId, ctx);
+  if (head && effectiveStatus(head, agent.liveness) === "pending") {
     throw new AgentError(
       "FAILED_PRECONDITION",
-      `snapshot "${parent.snapshotId}" is ${status}: only completed snapshots can be resumed; resume from an earlier snapshot${hint}`,
+      `session "${head.sessionId}" is running detached work (snapshot "${headId}" is pending): Abort that snapshot first, or wait for it with busy_policy ENQUEUE`,
     );
   }
-  const loaded = parent.state ?? emptySessionState<S>();
-  const state = { messages: loaded.messages ?? [], artifacts: loaded.artifacts ?? [], custom: loaded.custom, sessionId: parent.sessionId };
-  return { state, parent, nextTurnIndex: parent.turnIndex + 1 };
+}
+
+function newClaim<S>(agent: InitTarget<S>, store: SessionStore<S>, sessionId: string, call: InitCall): SessionClaim<S> {
+  return new SessionClaim({
+    store,
+    sessionId,
+    agent: agent.name,
+    owner: ownerOf(call.ctx),
+    invocationId: call.invocationId,
+    ...(call.ctx ? { ctx: call.ctx } : {}),
+    settings: agent.claims,
+  });
+}
+
+function assertResumable<S>(agent: InitTarget<S>, record: SnapshotRecord<S>): void {
+  const status = effectiveStatus(record, agent.liveness);
+  if (status === "completed") return;
+  const hint = record.parentId ? ` (its parent is "${record.parentId}")` : "";
+  throw new AgentError(
+    "FAILED_PRECONDITION",
+    `snapshot "${record.snapshotId}" is ${status}: only completed snapshots can be resumed; resume from an earlier snapshot${hint}`,
+  );
+}
+
+async function started<S>(store: SessionStore<S>, record: SnapshotRecord<S>, claim: SessionClaim<S>, ctx?: StoreCallContext): Promise<ResolvedStart<S>> {
+  const loaded = (await loadRecordState(store, record, ctx)) ?? emptySessionState<S>();
+  const state = { ...loaded, sessionId: record.sessionId };
+  const parent: CommittedPoint<S> = { snapshotId: record.snapshotId, createdAt: record.createdAt, state, position: chainPosition(record) };
+  return { state, parent, nextTurnIndex: record.turnIndex + 1, claim };
 }
 
 function clientState<S>(agent: InitTarget<S>, state: SessionState<S> | undefined): SessionState<S> & { sessionId: string } {

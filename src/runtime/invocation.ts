@@ -15,6 +15,9 @@ import type { BackgroundWork } from "./background-work.js";
 import { applyCustomPatch, CustomPatchStream } from "./custom-patch-stream.js";
 import { DetachedRun } from "./detached-run.js";
 import type { ResolvedStart } from "./init-resolver.js";
+import type { SessionClaim } from "./session-claim.js";
+import { TurnCommits } from "./turn-commits.js";
+import type { RecordSettings } from "./turn-record.js";
 import { SessionRunner, type TurnLifecycle } from "./session-runner.js";
 import type { LivenessSettings } from "./snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
@@ -31,6 +34,10 @@ export interface InvocationTarget<S> {
   liveness: LivenessSettings;
   background: BackgroundWork;
   events?: RuntimeEvents;
+  /** Checkpoint policy and session size cap of the records this invocation writes. */
+  records: RecordSettings;
+  /** Most inputs queued ahead of the running turn; one more is RESOURCE_EXHAUSTED. */
+  maxQueuedInputs: number;
 }
 
 /** Per-invocation options. */
@@ -63,13 +70,15 @@ export class Invocation<S> implements AgentConnection<S> {
   private rejectOutput!: (err: AgentError) => void;
   private emitChain: Promise<void> = Promise.resolve();
   private turnSave: Promise<unknown> = Promise.resolve();
-  private lastSnapshotId: string | undefined;
-  private lastCreatedAt: number;
+  private readonly claim: SessionClaim<S> | undefined;
+  private readonly commits: TurnCommits<S> | undefined;
   private lastGood: SessionState<S>;
   private lastFinish: FinishReason = "stop";
   private liveCustom: unknown;
   private inputClosed = false;
   private settled = false;
+  /** The RPC-level error the invocation ended with, if it failed closed. */
+  private failure: AgentError | undefined;
   private detachedRun: DetachedRun<S> | undefined;
   private turnStartedAt = 0;
 
@@ -77,9 +86,8 @@ export class Invocation<S> implements AgentConnection<S> {
     this.target = target;
     this.options = options;
     this.sessionId = start.state.sessionId;
-    this.lastSnapshotId = start.parent?.snapshotId;
-    this.lastCreatedAt = start.parent?.createdAt ?? 0;
-    this.lastGood = structuredClone(start.state);
+    this.claim = start.claim;
+    this.commits = start.claim ? new TurnCommits(start.claim, this.sessionId, target.records, start.parent) : undefined;
     this.liveCustom = start.state.custom;
     this.outputPromise = new Promise((resolve, reject) => {
       this.resolveOutput = resolve;
@@ -87,7 +95,12 @@ export class Invocation<S> implements AgentConnection<S> {
     });
     this.outputPromise.catch(() => {}); // observed through output()
     this.runner = new SessionRunner(start.state, target.stateSchema, start.nextTurnIndex, this.lifecycle());
+    this.lastGood = this.runner.snapshotState();
     this.runner.onCustomChange(() => this.streamCustom());
+    this.claim?.whenLost((err) => {
+      if (this.detachedRun) this.work.abort(err);
+      else this.failClosed(err);
+    });
     options.signal?.addEventListener("abort", () => this.clientGone(), { once: true });
     if (options.signal?.aborted) this.clientGone();
     void this.execute();
@@ -102,6 +115,7 @@ export class Invocation<S> implements AgentConnection<S> {
   }
 
   send(input: AgentInput): void {
+    if (this.failure) throw this.failure;
     if (this.inputClosed) {
       throw new AgentError("FAILED_PRECONDITION", this.settled ? "the invocation has completed; read its output" : "input is closed");
     }
@@ -113,6 +127,13 @@ export class Invocation<S> implements AgentConnection<S> {
       throw new AgentError("INVALID_ARGUMENT", "input.message has no content parts");
     }
     if (input.detach) this.checkDetachable();
+    if ((input.message || resuming) && this.turnInputs.size >= this.target.maxQueuedInputs) {
+      throw new AgentError(
+        "RESOURCE_EXHAUSTED",
+        `${this.turnInputs.size} inputs are already queued on this invocation (the limit is ${this.target.maxQueuedInputs}); wait for a TurnEnd before sending more`,
+        { details: { maxQueuedInputs: this.target.maxQueuedInputs } },
+      );
+    }
     if (input.message || resuming) {
       this.turnInputs.push({ ...(input.message ? { message: input.message } : {}), ...(resuming ? { resume: input.resume } : {}) });
     }
@@ -154,46 +175,27 @@ export class Invocation<S> implements AgentConnection<S> {
     this.patches.startTurn();
     const snapshotId = this.target.store && !this.detachedRun ? uuidv7() : undefined;
     this.turnStartedAt = Date.now();
-    return { ...(snapshotId ? { snapshotId } : {}), ...(this.lastSnapshotId ? { parentId: this.lastSnapshotId } : {}), turnIndex, signal: this.work.signal };
+    const parentId = this.commits?.last?.snapshotId;
+    return { ...(snapshotId ? { snapshotId } : {}), ...(parentId ? { parentId } : {}), turnIndex, signal: this.work.signal };
   }
 
   private async endTurn(turn: TurnContext, finishReason: FinishReason): Promise<void> {
     if (this.work.signal.aborted) throw AgentError.from(this.work.signal.reason, "CANCELLED");
     await this.emitChain;
     let snapshotId: string | undefined;
-    if (turn.snapshotId && !this.detachedRun && this.target.store) {
-      const save = this.saveTurnSnapshot(this.target.store, turn, finishReason);
+    const commits = this.commits;
+    if (turn.snapshotId && !this.detachedRun && commits) {
+      const save = commits.commit(turn.snapshotId, turn.turnIndex, finishReason, this.runner.snapshotState(), this.runner.unchangedMessages());
       this.turnSave = save.catch(() => {});
-      snapshotId = await save;
+      await save;
+      this.runner.markUnchanged();
+      snapshotId = turn.snapshotId;
     }
     this.lastGood = this.runner.snapshotState();
     this.lastFinish = finishReason;
     this.detachedRun?.turnCompleted(turn.turnIndex);
     this.logTurn(turn, finishReason, snapshotId);
     await this.emit({ turnEnd: { ...(snapshotId ? { snapshotId } : {}), finishReason, turnIndex: turn.turnIndex, sessionId: this.sessionId } });
-  }
-
-  private async saveTurnSnapshot(store: SessionStore<S>, turn: TurnContext, finishReason: FinishReason): Promise<string> {
-    const createdAt = Math.max(Date.now(), this.lastCreatedAt + 1);
-    const state = this.runner.snapshotState();
-    await store.saveSnapshot(
-      turn.snapshotId,
-      () => ({
-        snapshotId: turn.snapshotId!,
-        sessionId: this.sessionId,
-        ...(turn.parentId ? { parentId: turn.parentId } : {}),
-        turnIndex: turn.turnIndex,
-        createdAt,
-        updatedAt: createdAt,
-        status: "completed",
-        finishReason,
-        state,
-      }),
-      this.options.storeContext,
-    );
-    this.lastSnapshotId = turn.snapshotId;
-    this.lastCreatedAt = createdAt;
-    return turn.snapshotId!;
   }
 
   private logTurn(turn: TurnContext, finishReason: FinishReason, snapshotId: string | undefined): void {
@@ -246,9 +248,13 @@ export class Invocation<S> implements AgentConnection<S> {
   private async streamCustom(): Promise<void> {
     if (this.detachedRun || this.chunks.isClosed) return;
     try {
-      // applyStateTransform takes its own deep copy (synchronously), so no snapshotState() copy first.
-      const shaped = await applyStateTransform(this.target.transforms.state, this.runner.liveState(), this.transformContext());
-      const patch = this.patches.next(shaped?.custom);
+      // Without a state transform only custom state is diffed (no copy of the history);
+      // a transform gets its own deep copy of the whole state (applyStateTransform).
+      const transform = this.target.transforms.state;
+      const custom = transform
+        ? (await applyStateTransform(transform, this.runner.snapshotState(), this.transformContext()))?.custom
+        : this.runner.frozenCustom();
+      const patch = this.patches.next(custom);
       if (patch) await this.emit({ customPatch: patch });
     } catch (err) {
       this.failClosed(AgentError.from(err));
@@ -280,8 +286,9 @@ export class Invocation<S> implements AgentConnection<S> {
       liveness: this.target.liveness,
       storeContext: this.options.storeContext,
       afterTurnSave: this.turnSave,
-      parentId: () => this.lastSnapshotId,
-      createdAfter: () => this.lastCreatedAt,
+      claim: this.claim!,
+      parent: () => this.commits?.last,
+      records: this.target.records,
       work: this.work,
       agent: this.target.name,
       ...(this.target.events ? { events: this.target.events } : {}),
@@ -304,6 +311,7 @@ export class Invocation<S> implements AgentConnection<S> {
   private failClosed(err: AgentError): void {
     if (this.settled) return;
     this.settled = true;
+    this.failure = err;
     this.close();
     if (!this.detachedRun) this.work.abort(err);
     this.chunks.fail(err);
@@ -338,12 +346,19 @@ export class Invocation<S> implements AgentConnection<S> {
       await this.detachedRun.finish(state, error, result?.finishReason ?? this.lastFinish);
       return;
     }
-    if (this.settled) return;
-    try {
-      this.settle(await this.buildOutput(result, error));
-    } catch (err) {
-      this.failClosed(AgentError.from(err));
+    let output: AgentOutput<S> | undefined;
+    let outputError: AgentError | undefined;
+    if (!this.settled) {
+      try {
+        output = await this.buildOutput(result, error);
+      } catch (err) {
+        outputError = AgentError.from(err);
+      }
     }
+    // Free the session before answering, so the caller's next call finds it free.
+    await this.claim?.release();
+    if (outputError) this.failClosed(outputError);
+    else if (output) this.settle(output);
   }
 
   private async buildOutput(result: AgentResult | void, error: AgentError | undefined): Promise<AgentOutput<S>> {
@@ -354,7 +369,7 @@ export class Invocation<S> implements AgentConnection<S> {
       : await applyStateTransform(this.target.transforms.state, state, this.transformContext());
     return {
       sessionId: this.sessionId,
-      ...(this.lastSnapshotId ? { snapshotId: this.lastSnapshotId } : {}),
+      ...(this.commits?.last ? { snapshotId: this.commits.last.snapshotId } : {}),
       ...(message ? { message } : {}),
       artifacts: result?.artifacts ?? state.artifacts,
       ...(clientState ? { state: clientState } : {}),

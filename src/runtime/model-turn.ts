@@ -10,7 +10,7 @@ import type { TurnFnContext } from "./agent-function.js";
 export async function generateModelTurn<S>(ctx: TurnFnContext<S>, modelName: string, prelude: Message[] = []): Promise<TurnResult> {
   const model = ctx.model(modelName);
   const response = await model.generate(
-    { messages: [...prelude, ...ctx.session.messages()] },
+    { messages: prelude.length > 0 ? [...prelude, ...ctx.session.messages()] : ctx.session.messages() },
     { signal: ctx.turn.signal, onChunk: (chunk) => ctx.responder.sendModelChunk(chunk) },
   );
   ctx.session.addMessages(response.message);

@@ -55,6 +55,6 @@ export class SessionRunner<S = unknown> extends Session<S> {
   result(): AgentResult {
     const messages = this.messages();
     const message = [...messages].reverse().find((m) => m.role === "model");
-    return { ...(message ? { message } : {}), artifacts: this.artifacts() };
+    return { ...(message ? { message } : {}), artifacts: [...this.artifacts()] };
   }
 }

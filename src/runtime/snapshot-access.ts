@@ -1,9 +1,10 @@
 import { AgentError } from "../errors/agent-error.js";
 import type { SessionSnapshot, SnapshotStatus } from "../types/snapshot.js";
 import { isTerminalStatus } from "../types/snapshot.js";
-import type { SessionStore, SnapshotPage, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
+import type { SessionStore, SnapshotRecord, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
 import { pageSizeOf } from "../../stores/snapshot-order.js";
 import { isSnapshotSubscriber } from "../../stores/snapshot-store.js";
+import { loadRecordState, ownedHead, ownedRecord, resolveRecordRef } from "./session-lookup.js";
 import { effectiveStatus, type LivenessSettings } from "./snapshot-liveness.js";
 import { applyStateTransform, type StateTransform, type TransformContext } from "./state-transform.js";
 
@@ -19,6 +20,13 @@ export interface SnapshotAccessTarget<S> {
 export interface SnapshotReadOptions {
   storeContext?: StoreCallContext;
   headers?: Headers;
+}
+
+/** One page of a session's snapshots, newest first. */
+export interface SnapshotPage<S = unknown> {
+  snapshots: SessionSnapshot<S>[];
+  /** Absent on the last page. */
+  nextPageToken?: string;
 }
 
 function requireStore<S>(target: SnapshotAccessTarget<S>): SessionStore<S> {
@@ -37,18 +45,31 @@ function requireSubscriber<S>(target: SnapshotAccessTarget<S>): SessionStore<S> 
 }
 
 /**
- * The client-facing view of a stored row: `expired` computed from the
- * heartbeat, and the state transform applied to a copy of the state (or the
- * state dropped when `includeState` is false). Transform errors fail closed.
+ * The client-facing view of a stored record: metadata, `expired` computed
+ * from the heartbeat, and (unless `includeState` is false) the state rebuilt
+ * from its checkpoint and deltas with the state transform applied to a copy.
+ * Transform errors fail closed.
  */
 export async function shapeSnapshot<S>(
   target: SnapshotAccessTarget<S>,
-  row: SessionSnapshot<S>,
+  record: SnapshotRecord<S>,
   options: SnapshotReadOptions & { includeState?: boolean },
 ): Promise<SessionSnapshot<S>> {
-  const { state, ...rest } = row;
-  const shaped: SessionSnapshot<S> = { ...structuredClone(rest), status: effectiveStatus(row, target.liveness) };
-  if (state && options.includeState !== false) {
+  const shaped: SessionSnapshot<S> = {
+    snapshotId: record.snapshotId,
+    sessionId: record.sessionId,
+    ...(record.parentId ? { parentId: record.parentId } : {}),
+    turnIndex: record.turnIndex,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+    ...(record.heartbeatAt !== undefined ? { heartbeatAt: record.heartbeatAt } : {}),
+    status: effectiveStatus(record, target.liveness),
+    ...(record.finishReason ? { finishReason: record.finishReason } : {}),
+    ...(record.error ? { error: structuredClone(record.error) } : {}),
+  };
+  if (options.includeState === false) return shaped;
+  const state = await loadRecordState(requireStore(target), record, options.storeContext);
+  if (state) {
     const ctx: TransformContext = { agent: target.name, ...(options.headers ? { headers: options.headers } : {}) };
     const transformed = await applyStateTransform(target.stateTransform, state, ctx);
     if (transformed) shaped.state = transformed;
@@ -58,8 +79,9 @@ export async function shapeSnapshot<S>(
 
 /**
  * Reads a snapshot by ID (with `sessionId`, asserted against it) or, with only
- * `sessionId`, the session's latest. Throws AgentError INVALID_ARGUMENT (neither
- * given, session mismatch), NOT_FOUND, FAILED_PRECONDITION (client-managed agent).
+ * `sessionId`, the session's head snapshot. Throws AgentError INVALID_ARGUMENT
+ * (neither given, session mismatch), NOT_FOUND (unknown, or another agent's or
+ * owner's), FAILED_PRECONDITION (client-managed agent).
  */
 export async function getSnapshot<S>(
   target: SnapshotAccessTarget<S>,
@@ -68,34 +90,11 @@ export async function getSnapshot<S>(
 ): Promise<SessionSnapshot<S>> {
   const store = requireStore(target);
   if (!ref.snapshotId && !ref.sessionId) throw new AgentError("INVALID_ARGUMENT", "set snapshot_id or session_id");
-  return shapeSnapshot(target, await readSnapshotRef(store, ref, options.storeContext), options);
+  const { record } = await resolveRecordRef(store, target.name, ref, options.storeContext);
+  return shapeSnapshot(target, record, options);
 }
 
-/**
- * The stored row `ref` names (at least one ID must be set): the snapshot by
- * ID, asserted to belong to `sessionId` when that is set too, else the
- * session's latest. Throws AgentError NOT_FOUND naming the missing snapshot or
- * session, INVALID_ARGUMENT for a session mismatch. Shared by snapshot reads
- * and resume, so both refuse the same refs with the same messages.
- */
-export async function readSnapshotRef<S>(
-  store: SessionStore<S>,
-  ref: { snapshotId?: string; sessionId?: string },
-  ctx?: StoreCallContext,
-): Promise<SessionSnapshot<S>> {
-  const row = ref.snapshotId ? await store.getSnapshot(ref.snapshotId, ctx) : await store.getLatestSnapshot(ref.sessionId!, ctx);
-  if (!row) {
-    throw ref.snapshotId
-      ? new AgentError("NOT_FOUND", `snapshot "${ref.snapshotId}" not found`)
-      : new AgentError("NOT_FOUND", `session "${ref.sessionId}" has no snapshots`);
-  }
-  if (ref.snapshotId && ref.sessionId && row.sessionId !== ref.sessionId) {
-    throw new AgentError("INVALID_ARGUMENT", `snapshot "${ref.snapshotId}" belongs to another session than "${ref.sessionId}"`);
-  }
-  return row;
-}
-
-/** A session's snapshots, newest first, paginated; states only with `includeState`. */
+/** A session's snapshots, newest first, paginated; states only with `includeState`. NOT_FOUND for a foreign session. */
 export async function listSnapshots<S>(
   target: SnapshotAccessTarget<S>,
   sessionId: string,
@@ -105,38 +104,41 @@ export async function listSnapshots<S>(
   const store = requireStore(target);
   if (!sessionId) throw new AgentError("INVALID_ARGUMENT", "session_id is required");
   if ((page.pageSize ?? 0) < 0) throw new AgentError("INVALID_ARGUMENT", "page_size must not be negative");
+  await ownedHead(store, target.name, sessionId, options.storeContext);
   const pageSize = pageSizeOf(page);
-  const result = await store.listSnapshots(sessionId, { pageSize, ...(page.pageToken ? { pageToken: page.pageToken } : {}) }, options.storeContext);
+  const result = await store.listRecords(sessionId, { pageSize, ...(page.pageToken ? { pageToken: page.pageToken } : {}) }, options.storeContext);
   const snapshots = await Promise.all(
-    result.snapshots.map((row) => shapeSnapshot(target, row, { ...options, includeState: page.includeState ?? false })),
+    result.records.map((record) => shapeSnapshot(target, record, { ...options, includeState: page.includeState ?? false })),
   );
   return { snapshots, ...(result.nextPageToken ? { nextPageToken: result.nextPageToken } : {}) };
 }
 
 /**
- * Flips a pending row to aborted (an ordinary atomic save); the worker learns of
- * it by subscription. No-op on terminal rows. Resolves to the resulting status;
- * throws NOT_FOUND for an unknown snapshot.
+ * Flips a pending record to aborted (an ordinary atomic update); the worker
+ * learns of it by subscription. No-op on terminal records. Resolves to the
+ * resulting status; throws NOT_FOUND for an unknown or foreign snapshot.
  */
 export async function abortSnapshot<S>(target: SnapshotAccessTarget<S>, snapshotId: string, options: SnapshotReadOptions = {}): Promise<SnapshotStatus> {
   const store = requireSubscriber(target);
   if (!snapshotId) throw new AgentError("INVALID_ARGUMENT", "snapshot_id is required");
-  const saved = await store.saveSnapshot(
+  await ownedRecord(store, target.name, snapshotId, options.storeContext);
+  const saved = await store.updateRecord(
     snapshotId,
-    (existing) =>
-      existing?.status === "pending" ? { ...existing, status: "aborted", finishReason: "aborted", updatedAt: Date.now() } : null,
+    (existing) => (existing.status === "pending" ? { ...existing, status: "aborted", finishReason: "aborted", updatedAt: Date.now() } : null),
     options.storeContext,
   );
   if (saved) return "aborted";
-  const row = await store.getSnapshot(snapshotId, options.storeContext);
-  if (!row) throw new AgentError("NOT_FOUND", `snapshot "${snapshotId}" not found`);
-  return effectiveStatus(row, target.liveness);
+  const record = await store.getRecord(snapshotId, options.storeContext);
+  if (!record) throw new AgentError("NOT_FOUND", `snapshot "${snapshotId}" not found`);
+  return effectiveStatus(record, target.liveness);
 }
 
 /**
  * Yields the snapshot's status now and on every change (no duplicates), and
- * ends after a terminal status. A pending row whose heartbeat goes stale yields
- * `expired` and ends. Throws NOT_FOUND for an unknown snapshot.
+ * ends after a terminal status. A pending record whose heartbeat goes stale
+ * yields `expired` and ends. Throws NOT_FOUND for an unknown or foreign
+ * snapshot, and when the record disappears from the store mid-watch (seen by
+ * the periodic re-check, every quarter heartbeat TTL).
  */
 export async function* watchSnapshot<S>(
   target: SnapshotAccessTarget<S>,
@@ -146,8 +148,7 @@ export async function* watchSnapshot<S>(
 ): AsyncGenerator<SnapshotStatus> {
   const store = requireSubscriber(target);
   if (!snapshotId) throw new AgentError("INVALID_ARGUMENT", "snapshot_id is required");
-  const first = await store.getSnapshot(snapshotId, options.storeContext);
-  if (!first) throw new AgentError("NOT_FOUND", `snapshot "${snapshotId}" not found`);
+  const { record: first } = await ownedRecord(store, target.name, snapshotId, options.storeContext);
   const subscription = new AbortController();
   const stop = () => subscription.abort();
   signal.addEventListener("abort", stop, { once: true });
@@ -169,8 +170,10 @@ export async function* watchSnapshot<S>(
       const got = await Promise.race([next, tick]);
       clearTimeout(timer); // a status that won the race must not leave its expiry timer behind
       if (got === "tick") {
-        const row = await store.getSnapshot(snapshotId, options.storeContext);
-        const status = row ? effectiveStatus(row, target.liveness) : undefined;
+        const record = await store.getRecord(snapshotId, options.storeContext);
+        // The row vanished (its file was deleted, the database was restarted empty): nothing left to watch.
+        if (!record) throw new AgentError("NOT_FOUND", `snapshot "${snapshotId}" no longer exists in the store`);
+        const status = effectiveStatus(record, target.liveness);
         if (status === "expired") {
           yield status;
           return;

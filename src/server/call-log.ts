@@ -1,7 +1,8 @@
 import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import type { Logger } from "pino";
-import { statusForCode, toConnectError } from "./error-mapping.js";
+import { deadlineError } from "./call-errors.js";
+import { statusForCode, toCallError } from "./error-mapping.js";
 
 /** IDs a handler attaches to its call so the per-RPC log line carries them. */
 export interface CallLogFields {
@@ -17,6 +18,8 @@ export interface CallLogContext {
   fields: CallLogFields;
   /** Set once the call reached the logging interceptor (which then writes its line). */
   intercepted?: boolean;
+  /** How a call that never reached the interceptor ended, when known (set by the request gate). */
+  outcome?: { code: string; error: string };
 }
 
 /** Context key holding the call's {@link CallLogContext}; a fresh object per call. */
@@ -52,6 +55,7 @@ export function logRejectedRequest(
   request: { url?: string; httpVersion?: string; headers: Record<string, string | string[] | undefined> },
   statusCode: number,
   durationMs: number,
+  outcome?: { code: string; error: string },
 ): void {
   const contentType = request.headers["content-type"];
   const protocol = protocolOf(typeof contentType === "string" ? contentType : null);
@@ -61,9 +65,11 @@ export function logRejectedRequest(
       protocol,
       http: request.httpVersion,
       httpStatus: statusCode,
-      ...(protocol === "connect" && CODE_BY_CONNECT_HTTP_STATUS.has(statusCode)
-        ? { code: CODE_BY_CONNECT_HTTP_STATUS.get(statusCode) }
-        : {}),
+      ...(outcome
+        ? outcome
+        : protocol === "connect" && CODE_BY_CONNECT_HTTP_STATUS.has(statusCode)
+          ? { code: CODE_BY_CONNECT_HTTP_STATUS.get(statusCode) }
+          : {}),
       durationMs: Math.round(durationMs * 10) / 10,
     },
     "rpc rejected before its handler",
@@ -97,11 +103,15 @@ const SERVER_FAULTS = new Set<Code>([Code.Internal, Code.Unknown, Code.DataLoss]
 
 /**
  * An interceptor that (1) maps every error a handler throws through
- * {@link toConnectError} (so AgentError statuses reach the client unchanged
- * and unexpected errors become a safe INTERNAL), and (2) writes exactly one
+ * {@link toCallError} (so AgentError statuses reach the client unchanged,
+ * passed deadlines are DEADLINE_EXCEEDED, undecodable requests
+ * INVALID_ARGUMENT, clients that went away CANCELLED, and unexpected errors
+ * become a safe INTERNAL), and (2) writes exactly one
  * structured log line per RPC when it ends: procedure, protocol, HTTP
  * version, status code, duration in ms, and any IDs from {@link annotateCall}.
- * Streaming calls are logged when their response stream ends.
+ * Streaming calls are logged when their response stream ends. Only server
+ * faults (INTERNAL, UNKNOWN, DATA_LOSS) are logged at error level, with the
+ * cause; client faults, cancellations and deadlines are info lines.
  */
 export function loggingInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
@@ -130,9 +140,11 @@ export function loggingInterceptor(logger: Logger): Interceptor {
     };
     let res;
     try {
+      const expired = deadlineError(req.signal);
+      if (expired) throw expired;
       res = await next(req);
     } catch (err) {
-      const mapped = toConnectError(err);
+      const mapped = toCallError(err, req.signal);
       finish(mapped);
       throw mapped;
     }
@@ -147,7 +159,7 @@ export function loggingInterceptor(logger: Logger): Interceptor {
         yield* source;
       } catch (err) {
         failed = true;
-        const mapped = toConnectError(err);
+        const mapped = toCallError(err, req.signal);
         finish(mapped);
         throw mapped;
       } finally {

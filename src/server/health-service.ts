@@ -18,6 +18,7 @@ export class HealthStatus {
   private readonly statuses = new Map<string, ServingStatus>();
   private readonly listeners = new Set<() => void>();
   private ended = false;
+  private draining = false;
 
   /** Marks `services` (and "") as SERVING. */
   constructor(services: readonly string[]) {
@@ -31,10 +32,29 @@ export class HealthStatus {
     this.notify();
   }
 
-  /** Sets every known service (and "") to NOT_SERVING; used when draining. */
+  /** Sets every known service (and "") to NOT_SERVING; used when draining (final: dependency checks no longer change it). */
   setAllNotServing(): void {
+    this.draining = true;
     for (const name of this.statuses.keys()) this.statuses.set(name, ServingStatus.NOT_SERVING);
     this.notify();
+  }
+
+  /**
+   * A dependency every service needs (the session store) became available or
+   * unavailable: every known service (and "") turns SERVING or NOT_SERVING.
+   * Ignored once draining. Watchers hear only actual changes.
+   */
+  setDependencyAvailable(available: boolean): void {
+    if (this.draining) return;
+    const status = available ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+    let changed = false;
+    for (const [name, current] of this.statuses) {
+      if (current !== status) {
+        this.statuses.set(name, status);
+        changed = true;
+      }
+    }
+    if (changed) this.notify();
   }
 
   /** The status of `service`, or undefined when it is not health-checked. */
@@ -67,6 +87,69 @@ export class HealthStatus {
   private notify(): void {
     for (const listener of [...this.listeners]) listener();
   }
+}
+
+/** Options of {@link watchDependencyHealth}. */
+export interface DependencyHealthOptions {
+  /** Resolves when the dependency is usable, rejects when not (e.g. `SessionStore.ping`). */
+  ping: () => Promise<void>;
+  /** Time between probes; default 2 s. */
+  intervalMs?: number;
+  /** A probe still unanswered after this long counts as failed; default the interval. */
+  timeoutMs?: number;
+  /** Told of every availability change (e.g. to log it). */
+  onChange?: (available: boolean, err?: unknown) => void;
+}
+
+/** Default interval of the store health probe. */
+export const DEFAULT_DEPENDENCY_HEALTH_INTERVAL_MS = 2_000;
+
+/**
+ * Probes a dependency every `intervalMs` (one probe at a time, on unref'd
+ * timers) and turns the whole server NOT_SERVING while the probe fails or
+ * times out, SERVING again once it succeeds. Returns the stop function.
+ */
+export function watchDependencyHealth(health: HealthStatus, options: DependencyHealthOptions): () => void {
+  const intervalMs = options.intervalMs ?? DEFAULT_DEPENDENCY_HEALTH_INTERVAL_MS;
+  const timeoutMs = options.timeoutMs ?? intervalMs;
+  let stopped = false;
+  let available = true;
+  let timer: NodeJS.Timeout | undefined;
+  const probe = async (): Promise<void> => {
+    let ok = true;
+    let failure: unknown;
+    let timeout: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        options.ping(),
+        new Promise<never>((_, reject) => {
+          timeout = setTimeout(() => reject(new Error(`health probe timed out after ${timeoutMs} ms`)), timeoutMs);
+          timeout.unref();
+        }),
+      ]);
+    } catch (err) {
+      ok = false;
+      failure = err;
+    } finally {
+      clearTimeout(timeout);
+    }
+    if (stopped) return;
+    if (ok !== available) {
+      available = ok;
+      health.setDependencyAvailable(ok);
+      options.onChange?.(ok, failure);
+    }
+    schedule();
+  };
+  const schedule = (): void => {
+    timer = setTimeout(() => void probe(), intervalMs);
+    timer.unref();
+  };
+  schedule();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }
 
 function response(status: ServingStatus): HealthCheckResponse {

@@ -2,6 +2,7 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
+import { resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
 
 /** A request listener usable by both `http` and `http2` servers (what connectNodeAdapter returns). */
 export type NodeHandlerFn = ReturnType<typeof connectNodeAdapter>;
@@ -24,6 +25,13 @@ export interface DualProtocolListenerOptions {
   port: number;
   /** The request handler shared by the HTTP/2 and HTTP/1.1 servers. */
   handler: NodeHandlerFn;
+  /** Connection timeouts and caps; unset ones take {@link DEFAULT_CONNECTION_LIMITS}. */
+  limits?: Partial<ConnectionLimits>;
+  /**
+   * Called each time a connection over `limits.maxConnections` was closed at
+   * accept, with the running total of such connections.
+   */
+  onConnectionRejected?: (total: number) => void;
 }
 
 /** A bound cleartext port serving HTTP/2 (h2c, prior knowledge) and HTTP/1.1. */
@@ -34,6 +42,12 @@ export interface DualProtocolListener {
   readonly port: number;
   /** Requests currently being served, over both protocols. */
   inFlight(): number;
+  /** Open connections (every protocol, and those still being sniffed). */
+  connections(): number;
+  /** Connections closed at accept because `maxConnections` were already open, since start. */
+  rejectedConnections(): number;
+  /** The limits in force (defaults filled in). */
+  readonly limits: Readonly<ConnectionLimits>;
   /**
    * Stops accepting connections and drains: HTTP/2 sessions get GOAWAY,
    * idle HTTP/1.1 connections close, busy ones close after their response.
@@ -52,6 +66,8 @@ export interface DualProtocolListener {
  */
 export async function listenDualProtocol(options: DualProtocolListenerOptions): Promise<DualProtocolListener> {
   const host = options.host ?? "127.0.0.1";
+  const limits = resolveConnectionLimits(options.limits);
+  let rejected = 0;
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.Http2Session>();
   const http1Active = new Map<net.Socket, number>();
@@ -80,7 +96,10 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
     res.once("close", finish);
   };
 
-  const h2Server = http2.createServer({}, (req, res) => {
+  // Node's rapid-reset (CVE-2023-44487) and flood protections stay at their
+  // defaults: streamResetBurst/streamResetRate, maxSessionRejectedStreams,
+  // maxSessionInvalidFrames.
+  const h2Server = http2.createServer({ settings: { maxConcurrentStreams: limits.maxConcurrentStreams } }, (req, res) => {
     // The stream's writable side finishing means the response (trailers included) is sent.
     track({ once: (event, fn) => (event === "finish" ? res.stream.once("finish", fn) : res.once("close", fn)) });
     options.handler(req, res);
@@ -88,10 +107,17 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
   h2Server.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    closeWhenIdle(session, limits.idleTimeoutMs);
     if (draining) session.close();
   });
 
-  const h1Server = http.createServer({}, (req, res) => {
+  const h1Options: http.ServerOptions = {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.idleTimeoutMs,
+    connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(limits.headersTimeoutMs / 5))),
+  };
+  const h1Server = http.createServer(h1Options, (req, res) => {
     const socket = req.socket;
     http1Active.set(socket, (http1Active.get(socket) ?? 0) + 1);
     if (draining) res.setHeader("connection", "close");
@@ -103,6 +129,12 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
     });
     options.handler(req, res);
   });
+  // This server never listens itself (sockets arrive by emit("connection")),
+  // and Node only starts the connection tracking that enforces headersTimeout
+  // and requestTimeout on "listening": start it here. (keepAliveTimeout is a
+  // per-socket timer and needs nothing.) test/robustness/connection-timeouts
+  // fails if a Node upgrade changes this.
+  h1Server.emit("listening");
 
   const netServer = net.createServer((socket) => {
     sockets.add(socket);
@@ -112,7 +144,14 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
       http1Active.delete(socket);
     });
     socket.on("error", () => socket.destroy());
-    routeBySniffing(socket, h2Server, h1Server);
+    routeBySniffing(socket, h2Server, h1Server, limits.firstBytesTimeoutMs);
+  });
+  // Over the cap, Node closes the accepted handle at once (before any socket
+  // object or timer exists) and emits "drop".
+  netServer.maxConnections = limits.maxConnections;
+  netServer.on("drop", () => {
+    rejected++;
+    options.onConnectionRejected?.(rejected);
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -129,6 +168,9 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
     host,
     port: address.port,
     inFlight: () => active,
+    connections: () => sockets.size,
+    rejectedConnections: () => rejected,
+    limits,
     close: async ({ graceMs, onGraceExpired }) => {
       if (draining) return;
       draining = true;
@@ -166,6 +208,8 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
       await Promise.race([gone, delay(SETTLE_MS)]);
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
+      // Stops the http server's connection-checking interval.
+      h1Server.close(() => undefined);
       await listenerClosed;
     },
   };
@@ -175,17 +219,51 @@ const kProtocol = Symbol("agentd.protocol");
 type SniffedSocket = net.Socket & { [kProtocol]?: "h2" | "http1" };
 
 /**
+ * Closes `session` once it has had no open stream for `idleMs` (GOAWAY, then
+ * destroy if the peer keeps it open). Only streams count: frames without one
+ * (PING, SETTINGS, WINDOW_UPDATE, partial HEADERS) do not restart the clock,
+ * and an open stream, however quiet, keeps the session.
+ */
+function closeWhenIdle(session: http2.ServerHttp2Session, idleMs: number): void {
+  let open = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    timer = setTimeout(() => {
+      session.close();
+      // A peer that ignores GOAWAY still goes (unless a stream slipped in before it).
+      setTimeout(() => {
+        if (open === 0) session.destroy();
+      }, SETTLE_MS).unref();
+    }, idleMs).unref();
+  };
+  session.on("stream", (stream: http2.ServerHttp2Stream) => {
+    open++;
+    clearTimeout(timer);
+    stream.once("close", () => {
+      open--;
+      if (open === 0 && !session.closed && !session.destroyed) arm();
+    });
+  });
+  session.once("close", () => clearTimeout(timer));
+  arm();
+}
+
+/**
  * Reads until the bytes either match the full HTTP/2 preface or diverge from
  * it, puts them back on the socket and hands it to the matching server.
+ * Destroys the socket if that has not happened `timeoutMs` after accept.
  */
-function routeBySniffing(socket: net.Socket, h2Server: http2.Http2Server, h1Server: http.Server): void {
+function routeBySniffing(socket: net.Socket, h2Server: http2.Http2Server, h1Server: http.Server, timeoutMs: number): void {
   let buffered: Buffer = Buffer.alloc(0);
+  const timer = setTimeout(() => socket.destroy(), timeoutMs).unref();
+  socket.once("close", () => clearTimeout(timer));
   const onData = (chunk: Buffer): void => {
     buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk;
     const n = Math.min(buffered.length, HTTP2_PREFACE.length);
     const prefixMatches = buffered.subarray(0, n).equals(HTTP2_PREFACE.subarray(0, n));
     if (prefixMatches && buffered.length < HTTP2_PREFACE.length) return;
     socket.off("data", onData);
+    clearTimeout(timer);
     socket.pause();
     socket.unshift(buffered);
     const sniffed = socket as SniffedSocket;

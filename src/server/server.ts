@@ -1,13 +1,17 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { Health } from "../../gen/ts/grpc/health/v1/health_pb.js";
+import { dropUnreachableDeadline } from "./call-errors.js";
 import { createCallContext, loggingInterceptor, logRejectedRequest, type CallLogContext } from "./call-log.js";
-import { HealthStatus, registerHealthService } from "./health-service.js";
+import { HealthStatus, registerHealthService, watchDependencyHealth, type DependencyHealthOptions } from "./health-service.js";
 import { listenDualProtocol } from "./listener.js";
+import { DEFAULT_CONNECTION_LIMITS, rejectedConnectionLogger, type ConnectionLimits } from "./connection-limits.js";
+import { agentdNodeAdapter } from "./node-adapter.js";
 import { REFLECTION_SERVICES, registerReflectionService } from "./reflection-service.js";
+import { requestGate } from "./request-gate.js";
+import { requestValidationInterceptor } from "./request-validation.js";
 import { withCors } from "./cors.js";
 
 /** Default per-message size limit: 4 MiB. */
@@ -35,6 +39,18 @@ export interface ServerOptions {
   services?: readonly DescService[];
   /** Browser origins allowed to call cross-origin (`*` for any); default none. */
   corsOrigins?: readonly string[];
+  /**
+   * Connection timeouts and caps (first bytes, HTTP/1.1 headers, idle
+   * connections, max connections, HTTP/2 streams per connection); unset ones
+   * take {@link DEFAULT_CONNECTION_LIMITS}.
+   */
+  connectionLimits?: Partial<ConnectionLimits>;
+  /**
+   * Probe of the session store (`SessionStore.ping`): health turns
+   * NOT_SERVING while it fails, SERVING when it recovers (see
+   * `watchDependencyHealth`; default every 2 s).
+   */
+  storeHealth?: Omit<DependencyHealthOptions, "onChange">;
 }
 
 /** Options for {@link RunningServer.close}. */
@@ -75,14 +91,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const shutdown = new AbortController();
 
   const callLogs = new WeakMap<object, CallLogContext>();
-  const connectHandler = connectNodeAdapter({
+  const connectHandler = agentdNodeAdapter({
     routes: (router) => {
       registerHealthService(router, health);
       registerReflectionService(router, [...services, Health, ...REFLECTION_SERVICES]);
       options.registerAgentService(router);
     },
     readMaxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
-    interceptors: [loggingInterceptor(logger)],
+    interceptors: [loggingInterceptor(logger), requestValidationInterceptor()],
+    requestGate,
+    onWriteError: (procedure, err) => logger.warn({ procedure, err }, "writing the response failed"),
     shutdownSignal: shutdown.signal,
     contextValues: (req) => {
       const { values, log } = createCallContext(req.httpVersion);
@@ -94,9 +112,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const handler: typeof connectHandler = (req, res) => {
     const started = performance.now();
     res.once("close", () => {
-      if (callLogs.get(req)?.intercepted) return;
-      logRejectedRequest(logger, req, res.statusCode, performance.now() - started);
+      const log = callLogs.get(req);
+      if (log?.intercepted) return;
+      logRejectedRequest(logger, req, res.statusCode, performance.now() - started, log?.outcome);
     });
+    dropUnreachableDeadline(req.headers);
     connectHandler(req, res);
   };
 
@@ -104,14 +124,27 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     host: options.host,
     port: options.port,
     handler: withCors(handler, { allowedOrigins: options.corsOrigins ?? [] }),
+    ...(options.connectionLimits !== undefined ? { limits: options.connectionLimits } : {}),
+    onConnectionRejected: rejectedConnectionLogger(
+      logger,
+      options.connectionLimits?.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
+    ),
   });
   const url = `http://${listener.host.includes(":") ? `[${listener.host}]` : listener.host}:${listener.port}`;
+  const stopStoreHealth = options.storeHealth
+    ? watchDependencyHealth(health, {
+        ...options.storeHealth,
+        onChange: (available, err) =>
+          available ? logger.info("session store reachable again: health SERVING") : logger.warn({ err }, "session store unreachable: health NOT_SERVING"),
+      })
+    : () => undefined;
 
   let closing: Promise<void> | undefined;
   const close = (closeOptions?: CloseOptions): Promise<void> => {
     closing ??= (async () => {
       const graceMs = closeOptions?.graceMs ?? DEFAULT_GRACE_MS;
       logger.info({ inFlight: listener.inFlight(), graceMs }, "agentd draining");
+      stopStoreHealth();
       health.setAllNotServing();
       await new Promise((resolve) => setImmediate(resolve));
       health.endWatches();

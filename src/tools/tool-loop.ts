@@ -123,9 +123,9 @@ class ToolLoop<S> {
     if (failed) throw failed.reason;
     const outcomes = new Map(entries.map(([i], k) => [i, (settled[k] as PromiseFulfilledResult<ToolOutcome>).value]));
     const messages = this.ctx.session.messages();
-    const last = messages.at(-1)!;
+    const answered = messages.at(-1)!;
     const interrupted = [...outcomes.values()].some((o) => "interrupt" in o);
-    last.content = last.content.map((part, i) => {
+    const last: Message = { ...answered, content: answered.content.map((part, i) => {
       const outcome = outcomes.get(i);
       if (!part.toolRequest || !outcome) return part;
       const { [INTERRUPT_KEY]: wasInterrupted, [PENDING_OUTPUT_KEY]: _known, ...rest } = part.metadata ?? {};
@@ -134,8 +134,8 @@ class ToolLoop<S> {
       if (interrupted) metadata = "interrupt" in outcome ? { ...rest, [INTERRUPT_KEY]: outcome.interrupt } : { ...rest, [PENDING_OUTPUT_KEY]: outcome.output };
       else if (wasInterrupted !== undefined) metadata = { ...rest, [RESOLVED_INTERRUPT_KEY]: wasInterrupted };
       return { ...part, toolRequest: { ...part.toolRequest, input: request.input }, ...(Object.keys(metadata).length > 0 ? { metadata } : { metadata: undefined }) };
-    }).map(dropUndefinedMetadata);
-    this.ctx.session.setMessages(messages);
+    }).map(dropUndefinedMetadata) };
+    this.ctx.session.setMessages([...messages.slice(0, -1), last]);
     if (interrupted) return true;
     const responses: Part[] = entries.map(([i]) => {
       const request = last.content[i]!.toolRequest!;

@@ -12,8 +12,19 @@ export interface SessionState<S = unknown> {
   artifacts: Artifact[];
 }
 
+/**
+ * What a call does when its session is busy (another invocation holds it):
+ * `reject` fails at once with ABORTED naming the running invocation;
+ * `enqueue` waits (first come, first served) until the session is free,
+ * bounded by the call's deadline; `interrupt` stops the running invocation
+ * (it ends ABORTED, its unfinished turn unwritten) and runs.
+ */
+export type BusyPolicy = "reject" | "enqueue" | "interrupt";
+
 /** Resumes resume-point selection for an invocation (the seeds' AgentInit). */
 export interface AgentInit<S = unknown> {
+  /** What to do when the session is busy; the server's default (`--busy-policy`, REJECT) when unset. */
+  busyPolicy?: BusyPolicy;
   /** Resume the latest snapshot of this session (server-managed agents). */
   sessionId?: string;
   /** Resume this snapshot (server-managed agents). */

@@ -66,40 +66,117 @@ async function stealIfAbandoned(path: string, staleMs: number): Promise<void> {
 }
 
 /**
+ * Removes the lock (or lock-wait) file at `path` when its holder process is
+ * gone, or when it stayed unreadable for over a second (a holder that died
+ * mid-write); age alone never counts here. Race-free like a stealing
+ * acquirer: renamed aside first, put back when a live lock was caught.
+ * Resolves to true when a dead holder's file was removed.
+ */
+export async function removeIfAbandoned(path: string): Promise<boolean> {
+  let info;
+  try {
+    info = await stat(path);
+  } catch {
+    return false;
+  }
+  const owner = await readOwner(path);
+  const abandoned = owner !== undefined ? !processAlive(owner.pid) : Date.now() - info.mtimeMs > 1000;
+  if (!abandoned) return false;
+  const aside = `${path}.stale-${randomBytes(6).toString("hex")}`;
+  try {
+    await rename(path, aside);
+  } catch {
+    return false;
+  }
+  const caught = await readOwner(aside);
+  let removed = true;
+  if (caught && caught.token !== owner?.token) {
+    await link(aside, path).catch(() => undefined); // a live lock taken meanwhile: give it back
+    removed = false;
+  }
+  await unlink(aside).catch(() => undefined);
+  return removed;
+}
+
+/** True when another live lock user (not `token`) announced at `wantPath` that it waits for the lock. */
+async function wantedByOther(wantPath: string, token: string, staleMs: number): Promise<boolean> {
+  const owner = await readOwner(wantPath);
+  if (!owner || owner.token === token || !processAlive(owner.pid)) return false;
+  try {
+    return Date.now() - (await stat(wantPath)).mtimeMs <= staleMs;
+  } catch {
+    return false;
+  }
+}
+
+/** Announces at `wantPath` that this waiter wants the lock next; false when another waiter announced first (a dead one's claim is cleared). */
+async function announce(wantPath: string, token: string, staleMs: number): Promise<boolean> {
+  try {
+    const handle = await open(wantPath, "wx", 0o600);
+    try {
+      await handle.writeFile(JSON.stringify({ pid: process.pid, token }));
+    } finally {
+      await handle.close();
+    }
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  }
+  await stealIfAbandoned(wantPath, staleMs).catch(() => undefined);
+  return false;
+}
+
+/** How long an acquirer lets an announced waiter of another process go first. */
+const YIELD_MS = 200;
+
+/**
  * Cross-process exclusive lock on one host: creates `path` with O_EXCL
  * (`wx`), holding this process's pid and a random token. A lock whose holder
- * process is gone, or which is older than `staleMs`, is recovered. Resolves to
- * a release function (idempotent; removes the lock only while it is still
- * ours).
+ * process is gone, or which is older than `staleMs`, is recovered. A waiter
+ * that has to wait announces itself in `<path>.want`; other acquirers let it
+ * go first (for up to 200 ms), so a process whose own writers keep re-taking
+ * the lock cannot starve another process. Resolves to a release function
+ * (idempotent; removes the lock only while it is still ours).
  */
 export async function acquireFileLock(path: string, options: FileLockOptions = {}): Promise<() => Promise<void>> {
   const staleMs = options.staleMs ?? 30_000;
-  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  const started = Date.now();
+  const deadline = started + (options.timeoutMs ?? 60_000);
   const token = randomBytes(12).toString("hex");
+  const wantPath = `${path}.want`;
+  let announced = false;
   let delay = 1;
-  for (;;) {
-    try {
-      const handle = await open(path, "wx", 0o600);
-      try {
-        await handle.writeFile(JSON.stringify({ pid: process.pid, token }));
-      } finally {
-        await handle.close();
+  try {
+    for (;;) {
+      const yielding = !announced && Date.now() - started < YIELD_MS && (await wantedByOther(wantPath, token, staleMs));
+      if (!yielding) {
+        try {
+          const handle = await open(path, "wx", 0o600);
+          try {
+            await handle.writeFile(JSON.stringify({ pid: process.pid, token }));
+          } finally {
+            await handle.close();
+          }
+          let released = false;
+          return async () => {
+            if (released) return;
+            released = true;
+            const owner = await readOwner(path);
+            if (owner?.token === token) await unlink(path).catch(() => undefined);
+          };
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+        }
+        await stealIfAbandoned(path, staleMs);
+        if (!announced) announced = await announce(wantPath, token, staleMs);
       }
-      let released = false;
-      return async () => {
-        if (released) return;
-        released = true;
-        const owner = await readOwner(path);
-        if (owner?.token === token) await unlink(path).catch(() => undefined);
-      };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      if (Date.now() > deadline) {
+        throw new AgentError("ABORTED", `timed out waiting for lock ${path}; if no agentd process is using this store, delete the lock file`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, announced || yielding ? 1 : delay));
+      delay = Math.min(delay * 2, 25);
     }
-    await stealIfAbandoned(path, staleMs);
-    if (Date.now() > deadline) {
-      throw new AgentError("ABORTED", `timed out waiting for lock ${path}; if no agentd process is writing this snapshot, delete the lock file`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    delay = Math.min(delay * 2, 25);
+  } finally {
+    if (announced && (await readOwner(wantPath))?.token === token) await unlink(wantPath).catch(() => undefined);
   }
 }

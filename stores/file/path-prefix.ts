@@ -1,4 +1,5 @@
 import { AgentError } from "../../src/errors/agent-error.js";
+import { LAYOUT_NAMES } from "./store-layout.js";
 
 /**
  * Turns a tenant path prefix into safe relative path segments: splits on `/`
@@ -6,7 +7,10 @@ import { AgentError } from "../../src/errors/agent-error.js";
  * `.` and `..` segments with INVALID_ARGUMENT, and percent-encodes every
  * character outside `[A-Za-z0-9_-]` plus a leading dot, so distinct prefixes
  * never map to the same directory and no segment can start with `.` (the
- * store's own `.`-prefixed entries can never be reached).
+ * store's own `.`-prefixed entries can never be reached). A segment equal
+ * (case-insensitively) to a name of the store layout (`records`, `sessions`,
+ * `agentd-store.json`) gets its first character percent-encoded too, so a
+ * tenant directory never lands on another directory's records or heads.
  */
 export function sanitizePathPrefix(prefix: string): string[] {
   const segments = prefix.split(/[\\/]+/).filter((s) => s.length > 0);
@@ -18,7 +22,7 @@ export function sanitizePathPrefix(prefix: string): string[] {
     for (const ch of segment) {
       out += /[A-Za-z0-9_-]/.test(ch) || (ch === "." && out.length > 0) ? ch : encodeChar(ch);
     }
-    return out;
+    return LAYOUT_NAMES.has(out.toLowerCase()) ? encodeChar(out[0]!) + out.slice(1) : out;
   });
 }
 

@@ -2,7 +2,7 @@ import { watch, type FSWatcher } from "node:fs";
 import { join } from "node:path";
 import type { StatusChannel, StatusObservation } from "../status-channel.js";
 import { StatusSubscribers } from "../status-subscribers.js";
-import { readSnapshotHeader } from "./snapshot-file.js";
+import { readRecordHeader } from "./record-file.js";
 
 /** Tuning for {@link DirectoryStatusWatcher}. */
 export interface StatusWatcherOptions {
@@ -11,10 +11,11 @@ export interface StatusWatcherOptions {
 }
 
 /**
- * Observes status changes of snapshot files in one directory, including
- * changes written by other processes: an `fs.watch` on the directory (instant
- * on Linux/macOS; each write is a rename into place, which it reports) plus a
- * cheap poll that re-reads only the 1 KiB header of each subscribed file.
+ * Observes status changes of the record files (`<snapshotId>.json`) in one
+ * records directory, including changes written by other processes: an
+ * `fs.watch` on the directory (instant on Linux/macOS; every record write is a
+ * link or rename into place, which it reports) plus a cheap poll; both re-read
+ * only the 1 KiB header of a subscribed file, never the whole record.
  * Both paths, and the store's own in-process writes, feed the same
  * per-subscriber {@link StatusChannel}, whose version gate delivers each change
  * exactly once. The watcher and the timer exist only while the directory has
@@ -39,7 +40,7 @@ export class DirectoryStatusWatcher {
     return this.watcher !== undefined || this.timer !== undefined;
   }
 
-  /** Adds a subscriber for `snapshotId` and delivers the file's current status to it. */
+  /** Adds a subscriber for `snapshotId` and delivers the file's current status to it (once the file exists). */
   add(snapshotId: string, channel: StatusChannel): void {
     this.channels.add(snapshotId, channel);
     this.start();
@@ -113,7 +114,7 @@ export class DirectoryStatusWatcher {
 
   private async read(snapshotId: string): Promise<void> {
     try {
-      const header = await readSnapshotHeader(join(this.dir, `${snapshotId}.json`));
+      const header = await readRecordHeader(join(this.dir, `${snapshotId}.json`));
       if (header) this.deliver(snapshotId, { status: header.status, version: header.version });
     } catch {
       // unreadable right now (e.g. replaced mid-read); the next event or poll retries

@@ -1,26 +1,11 @@
-import type { ChangeStream, ChangeStreamDocument, Collection, ResumeToken } from "mongodb";
+import type { ChangeStream, Collection, Document, ResumeToken } from "mongodb";
 import type { StatusChannel, StatusObservation } from "../status-channel.js";
 import { StatusSubscribers } from "../status-subscribers.js";
-import type { SnapshotDocument } from "./snapshot-document.js";
+import type { RecordDocument } from "./record-document.js";
+import { STATUS_PIPELINE, statusEventOf } from "./status-events.js";
 
-/** Reads a row's current status and version (undefined when it does not exist). */
+/** Reads a record's current status and version (undefined when it does not exist). */
 export type StatusReader = (snapshotId: string) => Promise<StatusObservation | undefined>;
-
-/**
- * Server-side filter: inserts, `replace` events that changed the status (our
- * own writes are replacements flagged with `statusChanged`), and `update`
- * events (written by other tools; also how mongo-java-server reports a
- * replacement, with no way to tell a status change apart — the version gate
- * drops those that change nothing). The state payload is projected away.
- */
-const PIPELINE = [
-  {
-    $match: {
-      $or: [{ operationType: { $in: ["insert", "update"] } }, { operationType: "replace", "fullDocument.statusChanged": true }],
-    },
-  },
-  { $project: { "fullDocument.data": 0 } },
-];
 
 /** Pause after an empty getMore batch (bounds the extra delivery latency). */
 const IDLE_PAUSE_MS = 25;
@@ -30,27 +15,30 @@ const IDLE_PAUSE_MS = 25;
  * subscriber by snapshot ID. Opened lazily with the first subscriber, closed
  * when the last one leaves. After an error (network failure, server restart)
  * it reopens with the last resume token (falling back to a fresh stream when
- * the server no longer knows the token), then re-reads every subscribed row, so
+ * the server no longer knows the token), then re-reads every subscribed record, so
  * a change made while it was down is still delivered; each subscriber's
  * {@link StatusChannel} version gate drops anything already delivered.
  */
 export class ChangeStreamMultiplexer {
   private readonly channels = new StatusSubscribers();
-  private stream: ChangeStream<SnapshotDocument> | undefined;
+  private stream: ChangeStream<RecordDocument, Document> | undefined;
+  /** True once the server has answered the stream's aggregate: changes from then on arrive through it. */
+  private established = false;
   private generation = 0;
   private running = false;
   private resumeToken: ResumeToken | undefined;
   private reopenCount = 0;
+  private eventCount = 0;
   private readonly resyncTimers = new Set<NodeJS.Timeout>();
 
   constructor(
-    private readonly collection: () => Promise<Collection<SnapshotDocument>>,
+    private readonly collection: () => Promise<Collection<RecordDocument>>,
     private readonly readStatus: StatusReader,
   ) {}
 
-  /** True while a change stream is open on the server. */
+  /** True while a change stream is established on the server (a change written from then on reaches it). */
   get isOpen(): boolean {
-    return this.stream !== undefined;
+    return this.stream !== undefined && this.established;
   }
 
   /** How many times the stream was reopened or resynchronised after a connection loss (diagnostics, tests). */
@@ -58,8 +46,13 @@ export class ChangeStreamMultiplexer {
     return this.reopenCount;
   }
 
+  /** Change events the server delivered to this instance (after its server-side filter). */
+  get eventsReceived(): number {
+    return this.eventCount;
+  }
+
   /**
-   * Re-reads every subscribed row now and again 1 s and 3 s later. Called after
+   * Re-reads every subscribed record now and again 1 s and 3 s later. Called after
    * the connection to the server was lost and is back: the driver resumes the
    * stream with its resume token by itself, and these re-reads deliver any
    * status change a resumed stream cannot (history lost, or an in-memory server
@@ -84,7 +77,7 @@ export class ChangeStreamMultiplexer {
     for (const id of this.channels.ids()) void this.reread(id);
   }
 
-  /** Adds a subscriber, starts the stream if needed, and delivers the row's current status. */
+  /** Adds a subscriber, starts the stream if needed, and delivers the record's current status. */
   add(snapshotId: string, channel: StatusChannel): void {
     this.channels.add(snapshotId, channel);
     if (!this.running) this.start();
@@ -122,6 +115,7 @@ export class ChangeStreamMultiplexer {
     this.resumeToken = undefined;
     const stream = this.stream;
     this.stream = undefined;
+    this.established = false;
     void stream?.close().catch(() => undefined);
   }
 
@@ -133,19 +127,21 @@ export class ChangeStreamMultiplexer {
     let delay = 50;
     let first = true;
     while (this.live(generation)) {
-      let stream: ChangeStream<SnapshotDocument> | undefined;
+      let stream: ChangeStream<RecordDocument, Document> | undefined;
       const resuming = this.resumeToken !== undefined;
       try {
         const collection = await this.collection();
         if (!this.live(generation)) return;
-        stream = collection.watch<SnapshotDocument>(PIPELINE, {
-          fullDocument: "updateLookup",
+        // No updateLookup: the pipeline reads the status from the event itself (see STATUS_PIPELINE).
+        stream = collection.watch<RecordDocument, Document>(STATUS_PIPELINE, {
           maxAwaitTimeMS: 1000,
           ...(this.resumeToken ? { resumeAfter: this.resumeToken } : {}),
         });
         this.stream = stream;
+        this.established = false;
         const early = await stream.tryNext(); // sends the aggregate: the stream is now established
         if (!this.live(generation)) return;
+        this.established = true;
         if (!first) this.resync();
         else await Promise.all([...this.channels.ids()].map((id) => this.reread(id)));
         first = false;
@@ -174,16 +170,12 @@ export class ChangeStreamMultiplexer {
     }
   }
 
-  private handle(change: ChangeStreamDocument<SnapshotDocument>): void {
-    if (!("documentKey" in change) || !change.documentKey) return;
-    const id = String((change.documentKey as { _id: unknown })._id);
-    if (!this.channels.has(id)) return;
-    const doc = "fullDocument" in change ? change.fullDocument : undefined;
-    if (doc && typeof doc.version === "number" && typeof doc.status === "string") {
-      this.deliver(id, { status: doc.status, version: doc.version });
-    } else {
-      void this.reread(id);
-    }
+  private handle(change: Document): void {
+    this.eventCount++;
+    const event = statusEventOf(change);
+    if (!event || !this.channels.has(event.snapshotId)) return;
+    if (event.observation) this.deliver(event.snapshotId, event.observation);
+    else void this.reread(event.snapshotId);
   }
 
   private async reread(snapshotId: string): Promise<void> {

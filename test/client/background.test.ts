@@ -13,9 +13,22 @@ afterAll(async () => {
 const slow = (text: string, echoDelayMs: number) => ({ message: userText(text, { echoDelayMs }) });
 
 async function statuses(client: AgentClient, agent: string, snapshotId: string): Promise<SnapshotStatus[]> {
-  const seen: SnapshotStatus[] = [];
-  for await (const status of client.watchSnapshot(agent, snapshotId)) seen.push(status);
-  return seen;
+  return watchFrom(client, agent, snapshotId).all;
+}
+
+/** A running watch: `first` resolves with the first status seen (so an abort can be sent after it), `all` with every status. */
+function watchFrom(client: AgentClient, agent: string, snapshotId: string): { first: Promise<SnapshotStatus>; all: Promise<SnapshotStatus[]> } {
+  let sawFirst!: (status: SnapshotStatus) => void;
+  const first = new Promise<SnapshotStatus>((resolve) => (sawFirst = resolve));
+  const all = (async () => {
+    const seen: SnapshotStatus[] = [];
+    for await (const status of client.watchSnapshot(agent, snapshotId)) {
+      seen.push(status);
+      if (seen.length === 1) sawFirst(status);
+    }
+    return seen;
+  })();
+  return { first, all };
 }
 
 describe.each(["grpc", "connect"] as const)("background work over %s", (protocol) => {
@@ -27,7 +40,7 @@ describe.each(["grpc", "connect"] as const)("background work over %s", (protocol
   it("detach resolves with the pending snapshot, which watchSnapshot follows to completed", async () => {
     const conversation = client.chat("assistant");
     const first = await conversation.send("first");
-    const queued = conversation.send(slow("in the background", 30));
+    const queued = conversation.send(slow("in the background", 300)); // still pending when the watch opens, even under load
     const output = await conversation.detach();
     expect(output.finishReason).toBe("detached");
     expect(output.snapshotId).toBeTruthy();
@@ -43,7 +56,7 @@ describe.each(["grpc", "connect"] as const)("background work over %s", (protocol
 
   it("detach can carry the last input itself", async () => {
     const conversation = client.chat("assistant");
-    const output = await conversation.detach(slow("finish this", 10));
+    const output = await conversation.detach(slow("finish this", 300)); // still pending when the watch opens, even under load
     expect(await statuses(client, "assistant", output.snapshotId!)).toEqual(["pending", "completed"]);
     const done = await client.getSnapshot("assistant", { sessionId: output.sessionId });
     expect(done.state?.messages.map((m) => m.content[0]?.text)).toEqual(["finish this", "echo: finish this"]);
@@ -53,9 +66,10 @@ describe.each(["grpc", "connect"] as const)("background work over %s", (protocol
     const conversation = client.chat("assistant");
     conversation.send(slow("a long running reply with many words", 200));
     const { snapshotId } = await conversation.detach();
-    const watching = statuses(client, "assistant", snapshotId!);
+    const watching = watchFrom(client, "assistant", snapshotId!);
+    expect(await watching.first).toBe("pending"); // the watch is open before the abort is sent
     expect(await client.abort("assistant", snapshotId!)).toBe("aborted");
-    expect(await watching).toEqual(["pending", "aborted"]);
+    expect(await watching.all).toEqual(["pending", "aborted"]);
     expect((await client.getSnapshot("assistant", { snapshotId: snapshotId! })).status).toBe("aborted");
   });
 

@@ -75,6 +75,16 @@ describe("detach", () => {
     }
   });
 
+  it("Abort and WatchSnapshot are refused with FAILED_PRECONDITION on a store that cannot push status changes", async () => {
+    const { output } = await agentd.client.run({ init: { agent: "no-subscribe" }, input: textInput("x") });
+    const abort = await agentd.client.abort({ agent: "no-subscribe", snapshotId: output!.snapshotId }).catch((e) => ConnectError.from(e));
+    expect((abort as ConnectError).code).toBe(Code.FailedPrecondition);
+    const watch = (async () => {
+      for await (const _ of agentd.client.watchSnapshot({ agent: "no-subscribe", snapshotId: output!.snapshotId })) void _;
+    })().catch((e) => ConnectError.from(e));
+    expect(((await watch) as ConnectError).code).toBe(Code.FailedPrecondition);
+  });
+
   it("records a failing turn after detach as failed with its error", async () => {
     const chat = new WireChat(agentd.client, { init: { agent: "flaky" }, input: slow("ok") });
     chat.send({ input: { ...textInput("now fail"), detach: true } });

@@ -2,9 +2,12 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { BusyPolicy } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { mongoForTests } from "../harness/mongo-java-server.js";
+import { snapshotTexts } from "../harness/use-agentd.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
@@ -34,10 +37,23 @@ describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) =>
     await shared?.stop();
   });
 
-  async function watch(server: AgentdProcess, snapshotId: string): Promise<SnapshotStatus[]> {
-    const statuses: SnapshotStatus[] = [];
-    for await (const res of agentServiceClient(server.baseUrl, "grpc").watchSnapshot({ agent: "assistant", snapshotId })) statuses.push(res.status);
-    return statuses;
+  /** A running watch on `server`: `first` resolves with the first status, `all` with every status until the stream ends. */
+  function watching(server: AgentdProcess, snapshotId: string): { first: Promise<SnapshotStatus>; all: Promise<SnapshotStatus[]> } {
+    let sawFirst!: (status: SnapshotStatus) => void;
+    const first = new Promise<SnapshotStatus>((resolve) => (sawFirst = resolve));
+    const all = (async () => {
+      const statuses: SnapshotStatus[] = [];
+      for await (const res of agentServiceClient(server.baseUrl, "grpc").watchSnapshot({ agent: "assistant", snapshotId })) {
+        statuses.push(res.status);
+        if (statuses.length === 1) sawFirst(res.status);
+      }
+      return statuses;
+    })();
+    return { first, all };
+  }
+
+  function watch(server: AgentdProcess, snapshotId: string): Promise<SnapshotStatus[]> {
+    return watching(server, snapshotId).all;
   }
 
   it("an Abort on B stops work detached on A", async () => {
@@ -47,10 +63,11 @@ describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) =>
     });
     chat.send({ input: { ...textInput("queued behind it", { echoDelayMs: 150 }), detach: true } });
     const { output } = await chat.drain();
-    const watching = watch(b, output.snapshotId);
+    const watch = watching(b, output.snapshotId);
+    expect(await watch.first).toBe(SnapshotStatus.PENDING); // the watch is open before the abort is sent
     const res = await agentServiceClient(b.baseUrl, "grpc").abort({ agent: "assistant", snapshotId: output.snapshotId });
     expect(res.status).toBe(SnapshotStatus.ABORTED);
-    expect(await watching).toEqual([SnapshotStatus.PENDING, SnapshotStatus.ABORTED]);
+    expect(await watch.all).toEqual([SnapshotStatus.PENDING, SnapshotStatus.ABORTED]);
     // A observed the abort and stopped: its finalizer recorded the state it had, without the queued turn.
     await new Promise((r) => setTimeout(r, 2500));
     const row = (await agentServiceClient(b.baseUrl, "grpc").getSnapshot({ agent: "assistant", snapshotId: output.snapshotId })).snapshot!;
@@ -75,5 +92,37 @@ describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) =>
     const snap = await agentServiceClient(a.baseUrl, "grpc").getSnapshot({ agent: "assistant", sessionId: first.output!.sessionId });
     expect(snap.snapshot?.snapshotId).toBe(second.output!.snapshotId);
     expect(snap.snapshot?.state?.messages).toHaveLength(4);
+  });
+
+  it("REJECT on B names A's running Chat; ENQUEUE on B runs once A's Chat closes", async () => {
+    const chat = new WireChat(agentServiceClient(a.baseUrl, "grpc"), { init: { agent: "assistant" }, input: textInput("held on A") });
+    const sessionId = (await chat.nextTurn()).turnEnd.sessionId;
+    const onB = agentServiceClient(b.baseUrl, "grpc");
+    const rejected = await onB.run({ init: { agent: "assistant", sessionId }, input: textInput("no") }).catch((e) => ConnectError.from(e));
+    expect((rejected as ConnectError).code).toBe(Code.Aborted);
+    const queued = onB.run({ init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.ENQUEUE }, input: textInput("after A") });
+    await new Promise((r) => setTimeout(r, 300));
+    await chat.finish();
+    const { output } = await queued;
+    const snap = await onB.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId });
+    expect(snapshotTexts(snap.snapshot)).toEqual(["held on A", "echo: held on A", "after A", "echo: after A"]);
+  });
+
+  it("INTERRUPT on B takes the session from A's Chat: A's next turn is refused with ABORTED and never written", async () => {
+    const chat = new WireChat(agentServiceClient(a.baseUrl, "grpc"), { init: { agent: "assistant" }, input: textInput("on A") });
+    const sessionId = (await chat.nextTurn()).turnEnd.sessionId;
+    const onB = agentServiceClient(b.baseUrl, "grpc");
+    const taken = await onB.run({ init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.INTERRUPT }, input: textInput("on B") });
+    chat.sendText("A again"); // A learns it lost the session when it commits this turn
+    const ended = await chat.drain().then(
+      () => undefined,
+      (e) => ConnectError.from(e),
+    );
+    expect(ended?.code).toBe(Code.Aborted);
+    const head = await onB.getSnapshot({ agent: "assistant", sessionId });
+    expect(head.snapshot?.snapshotId).toBe(taken.output!.snapshotId);
+    expect(snapshotTexts(head.snapshot)).toEqual(["on A", "echo: on A", "on B", "echo: on B"]);
+    const all = await onB.listSnapshots({ agent: "assistant", sessionId, includeState: true });
+    expect(all.snapshots.flatMap((s) => snapshotTexts(s))).not.toContain("A again");
   });
 });

@@ -3,6 +3,8 @@ import { once } from "node:events";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../harness/agentd-process.js";
+import { textInput, WireChat } from "../harness/wire-chat.js";
+import { agentServiceClient } from "../harness/wire-clients.js";
 import { jsonMessages, readmeShellBlocks } from "./readme-commands.js";
 
 let server: ChildProcess;
@@ -100,5 +102,29 @@ describe("the README's curl example, verbatim, against npm start", () => {
     const reply = JSON.parse(await sh(block!));
     expect(reply.output.finishReason).toBe("FINISH_REASON_STOP");
     expect(reply.output.message.content[0].text).toBe("echo: hello");
+  });
+});
+
+describe("the README's busy-session command, verbatim, against npm start", () => {
+  const blocks = readmeShellBlocks("Resume, branch, and client-managed state");
+  const enqueue = blocks.find((b) => b.includes("BUSY_POLICY_ENQUEUE"));
+
+  it("waits with BUSY_POLICY_ENQUEUE while a Chat holds the session, then continues after its turn", async () => {
+    expect(enqueue).toBeDefined();
+    const client = agentServiceClient("http://127.0.0.1:50051", "grpc");
+    const chat = new WireChat(client, { init: { agent: "assistant" }, input: textInput("holding the session") });
+    const sessionId = (await chat.nextTurn()).turnEnd.sessionId;
+    const queued = sh(enqueue!, { SESSION_ID: sessionId });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await chat.finish();
+    const reply = JSON.parse(await queued);
+    expect(reply.output.message.content[0].text).toBe("echo: after the others");
+    const { snapshot } = await client.getSnapshot({ agent: "assistant", sessionId });
+    expect(snapshot?.state?.messages.map((m) => m.content[0]?.kind.value)).toEqual([
+      "holding the session",
+      "echo: holding the session",
+      "after the others",
+      "echo: after the others",
+    ]);
   });
 });

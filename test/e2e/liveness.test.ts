@@ -1,4 +1,4 @@
-import { mkdtemp, readFile } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -6,9 +6,10 @@ import { SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd } from "../harness/agentd-process.js";
 import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
+import { storedSnapshot } from "../harness/stored-records.js";
 
 async function storedStatus(dir: string, snapshotId: string): Promise<string> {
-  return JSON.parse(await readFile(join(dir, `${snapshotId}.json`), "utf8")).snapshot.status;
+  return (await storedSnapshot(dir, snapshotId)).record.status;
 }
 
 describe("liveness", () => {
@@ -29,6 +30,32 @@ describe("liveness", () => {
       expect(await storedStatus(dir, output!.snapshotId)).toBe("pending");
     } finally {
       await reader.stop();
+    }
+  });
+
+  it("WatchSnapshot reports expired when the pending row's worker dies mid-watch", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "agentd-watch-expiry-"));
+    const doomed = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-interval-ms", "100"] });
+    const watcher = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-ttl-ms", "800"] });
+    try {
+      const { output } = await agentServiceClient(doomed.baseUrl, "grpc").run({
+        init: { agent: "assistant" },
+        input: { ...textInput("a slow reply that will never finish", { echoDelayMs: 1000 }), detach: true },
+      });
+      const statuses: SnapshotStatus[] = [];
+      let killedAt = 0;
+      for await (const res of agentServiceClient(watcher.baseUrl, "grpc").watchSnapshot({ agent: "assistant", snapshotId: output!.snapshotId })) {
+        statuses.push(res.status);
+        if (res.status === SnapshotStatus.PENDING) {
+          await doomed.stop("SIGKILL"); // the worker dies while the watch is open
+          killedAt = Date.now();
+        }
+      }
+      expect(statuses).toEqual([SnapshotStatus.PENDING, SnapshotStatus.EXPIRED]);
+      expect(Date.now() - killedAt).toBeLessThan(800 + 1500); // the TTL plus the re-check period, with slack
+    } finally {
+      await watcher.stop();
+      await doomed.stop("SIGKILL").catch(() => undefined);
     }
   });
 

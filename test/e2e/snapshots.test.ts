@@ -83,6 +83,24 @@ describe("resume", () => {
     expect(after.snapshot).toEqual(before.snapshot);
   });
 
+  it("by an earlier snapshot moves the session's head: resuming by session continues the branch", async () => {
+    const { sessionId, snapshots } = await conversation("assistant", ["root", "main-2"]);
+    const branch = await agentd.client.run({ init: { agent: "assistant", snapshotId: snapshots[0] }, input: textInput("branch-2") });
+    const head = await agentd.client.getSnapshot({ agent: "assistant", sessionId });
+    expect(head.snapshot?.snapshotId).toBe(branch.output?.snapshotId);
+    const { output } = await agentd.client.run({ init: { agent: "assistant", sessionId }, input: textInput("branch-3") });
+    const next = await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output?.snapshotId });
+    expect(next.snapshot?.parentId).toBe(branch.output?.snapshotId);
+    expect(snapshotTexts(next.snapshot)).toEqual(["root", "echo: root", "branch-2", "echo: branch-2", "branch-3", "echo: branch-3"]);
+  });
+
+  it("ListSnapshots refuses a negative page_size with INVALID_ARGUMENT", async () => {
+    const { sessionId } = await conversation("assistant", ["one"]);
+    const err = await agentd.client.listSnapshots({ agent: "assistant", sessionId, pageSize: -1 }).catch((e) => ConnectError.from(e));
+    expect((err as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((err as ConnectError).rawMessage).toMatch(/page_size must not be negative/);
+  });
+
   it("by snapshot and session asserts the session", async () => {
     const a = await conversation("assistant", ["a"]);
     const b = await conversation("assistant", ["b"]);

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +7,7 @@ import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { valueFromWire } from "../../src/server/wire/index.js";
+import { storedSnapshot } from "../harness/stored-records.js";
 
 let server: AgentdProcess;
 let client: ReturnType<typeof agentServiceClient>;
@@ -20,17 +21,13 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** The raw row the file store persisted (its files wrap the row as `snapshot`). */
-async function storedRow(snapshotId: string): Promise<{ state: { custom: Record<string, unknown> } }> {
-  return JSON.parse(await readFile(join(storeDir, `${snapshotId}.json`), "utf8")).snapshot;
-}
 
 describe("state transform", () => {
   it("redacts GetSnapshot while the store keeps the raw state", async () => {
     const { output } = await client.run({ init: { agent: "redacted" }, input: textInput("hello") });
     const { snapshot } = await client.getSnapshot({ agent: "redacted", snapshotId: output!.snapshotId });
     expect(valueFromWire(snapshot?.state?.custom)).toEqual({ visible: "hello" });
-    expect((await storedRow(output!.snapshotId)).state.custom).toEqual({ visible: "hello", secret: "secret-of-hello" });
+    expect((await storedSnapshot(storeDir, output!.snapshotId)).state?.custom).toEqual({ visible: "hello", secret: "secret-of-hello" });
   });
 
   it("redacts the custom patch stream", async () => {
@@ -55,11 +52,28 @@ describe("state transform", () => {
 
   it("fails GetSnapshot closed with the transform's status", async () => {
     const { output } = await client.run({ init: { agent: "redacted" }, input: textInput("calm") });
-    const file = join(storeDir, `${output!.snapshotId}.json`);
-    const stored = JSON.parse(await readFile(file, "utf8"));
-    stored.snapshot.state.custom.visible = "explode";
-    await writeFile(file, JSON.stringify(stored));
-    const err = await client.getSnapshot({ agent: "redacted", snapshotId: output!.snapshotId }).catch((e) => e);
+    const request = { agent: "redacted", snapshotId: output!.snapshotId };
+    const err = await client.getSnapshot(request, { headers: { "x-redaction": "refuse" } }).catch((e) => e);
+    expect(ConnectError.from(err).code).toBe(Code.PermissionDenied);
+    expect(err.message).not.toContain("secret-of-calm");
+  });
+});
+
+describe("chunk transform", () => {
+  it("rewrites and drops streamed chunks, while the snapshot keeps the raw text", async () => {
+    const chunks: string[] = [];
+    let snapshotId = "";
+    for await (const res of client.runStream({ init: { agent: "censored" }, input: textInput("my password is hunter2 ok") })) {
+      const part = res.chunk?.modelChunk?.content[0]?.kind;
+      if (part?.case === "text") chunks.push(part.value);
+      if (res.output) snapshotId = res.output.snapshotId;
+    }
+    expect(chunks.join("")).toBe("echo: my ******** is ok");
+    expect((await storedSnapshot(storeDir, snapshotId)).state?.messages.at(-1)?.content[0]?.text).toBe("echo: my password is hunter2 ok");
+  });
+
+  it("fails the stream closed with the transform's status", async () => {
+    const err = await client.run({ init: { agent: "censored" }, input: textInput("please explode") }).catch((e) => e);
     expect(ConnectError.from(err).code).toBe(Code.PermissionDenied);
   });
 });

@@ -51,14 +51,23 @@ function nodeBinary(): string {
 
 /**
  * The store servers get unless a test passes its own `--store`: the project's
- * provided `e2eStoreUri` (the `e2e-mongodb` project), else `memory:`.
+ * provided `e2eStoreUri` (the `e2e-mongodb` project), else `memory:`. A
+ * project that expects MongoDB but got no URI fails here instead of silently
+ * running on `memory:`.
  */
-function defaultStoreUri(): string {
+export function defaultStoreUri(): string {
+  let uri = "";
+  let expected = "memory";
   try {
-    return inject("e2eStoreUri") || "memory:";
+    uri = inject("e2eStoreUri") ?? "";
+    expected = inject("e2eExpectedStore") ?? "memory";
   } catch {
-    return "memory:";
+    // not inside a vitest worker (a benchmark or script): memory
   }
+  if (expected === "mongodb" && !uri.startsWith("mongodb")) {
+    throw new Error(`this test project must run its servers on MongoDB, but its setup provided no MongoDB URI (got "${uri}")`);
+  }
+  return uri || "memory:";
 }
 
 /**

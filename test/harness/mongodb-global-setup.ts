@@ -5,6 +5,8 @@ declare module "vitest" {
   interface ProvidedContext {
     /** The store URI e2e servers use by default in the `e2e-mongodb` project. */
     e2eStoreUri: string;
+    /** Which store the project's servers must run on ("memory" or "mongodb"; set in vitest.config.ts). */
+    e2eExpectedStore: string;
   }
 }
 

@@ -7,6 +7,8 @@ import { createServer, type Server } from "node:net";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT, startAgentd } from "../harness/agentd-process.js";
+import { textInput, WireChat } from "../harness/wire-chat.js";
+import { agentServiceClient } from "../harness/wire-clients.js";
 import { GRPCURL } from "./test-server.js";
 
 const NODE = `${REPO_ROOT}node_modules/.bin/node`;
@@ -120,6 +122,40 @@ describe("agentd serve (a real process)", () => {
     const result = await runCli(["serve", "--port", "0", "--store", "redis://x"]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('unknown store URI "redis://x"');
+  });
+
+  it("exits 2 for an unknown --busy-policy", async () => {
+    const result = await runCli(["serve", "--port", "0", "--store", "memory:", "--busy-policy", "wait"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--busy-policy must be reject, enqueue or interrupt, got "wait"');
+  });
+
+  it("--busy-policy enqueue makes a call that sets no policy wait for a busy session", async () => {
+    const server = await startAgentd({ args: ["--store", "memory:", "--busy-policy", "enqueue"] });
+    try {
+      const client = agentServiceClient(server.baseUrl, "grpc");
+      const chat = new WireChat(client, { init: { agent: "assistant" }, input: textInput("held") });
+      const sessionId = (await chat.nextTurn()).turnEnd.sessionId;
+      const queued = client.run({ init: { agent: "assistant", sessionId }, input: textInput("waited") });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await chat.finish();
+      expect((await queued).output?.message?.content[0]?.kind.value).toBe("echo: waited");
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("--max-session-bytes caps a session: the turn past it fails in-band with RESOURCE_EXHAUSTED", async () => {
+    const server = await startAgentd({ args: ["--store", "memory:", "--max-session-bytes", "4096"] });
+    try {
+      const client = agentServiceClient(server.baseUrl, "grpc");
+      const first = await client.run({ init: { agent: "assistant" }, input: textInput("small") });
+      const { output } = await client.run({ init: { agent: "assistant", sessionId: first.output!.sessionId }, input: textInput("y".repeat(5000)) });
+      expect(output?.error?.status).toBe("RESOURCE_EXHAUSTED");
+      expect(output?.snapshotId).toBe(first.output!.snapshotId);
+    } finally {
+      await server.stop();
+    }
   });
 
   it("prints usage for --help and exits 0", async () => {

@@ -1,86 +1,253 @@
-import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
-import { FileSessionStore } from "../../stores/file-store.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { FileSessionStore, type FileSessionStoreOptions } from "../../stores/file-store.js";
+import { StoreLayout } from "../../stores/file/store-layout.js";
 import { runStoreConformance } from "./conformance.js";
-import { snapshotRow, type CounterState } from "./snapshot-factory.js";
+import { allRecords, checkpointRecord, commitOf, commitRecord, pendingRecord, T0, type CounterState } from "./snapshot-factory.js";
+
+const dirs: string[] = [];
+const stores: FileSessionStore<CounterState>[] = [];
 
 async function tempDir(): Promise<string> {
-  return mkdtemp(join(tmpdir(), "agentd-file-store-"));
+  const dir = await mkdtemp(join(tmpdir(), "agentd-file-store-"));
+  dirs.push(dir);
+  return dir;
 }
 
-runStoreConformance("file", async () => {
-  const dir = await tempDir();
-  const store = new FileSessionStore<CounterState>(dir);
-  return { store, openResources: () => store.activeWatcherCount, cleanup: () => rm(dir, { recursive: true, force: true }) };
+function open(dir: string, options: FileSessionStoreOptions = {}): FileSessionStore<CounterState> {
+  const store = new FileSessionStore<CounterState>(dir, options);
+  stores.push(store);
+  return store;
+}
+
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close();
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 });
 
-describe("file store", () => {
-  it("creates its directory with mode 0700", async () => {
+runStoreConformance("file", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "agentd-file-store-"));
+  const store = new FileSessionStore<CounterState>(dir);
+  return {
+    store,
+    openResources: () => store.activeWatcherCount,
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+    crossProcess: { kind: "file", dir },
+  };
+}, { sharedAcrossProcesses: true });
+
+const mode = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;
+
+/** The pid of a process that has exited. */
+function deadPid(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+    child.once("error", reject);
+    child.once("exit", () => resolve(child.pid!));
+  });
+}
+
+describe("file store layout", () => {
+  it("creates directories with mode 0700 and files with mode 0600", async () => {
     const parent = await tempDir();
-    const store = new FileSessionStore(join(parent, "nested", "snapshots"));
-    expect((await stat(store.directory)).mode & 0o777).toBe(0o700);
-    await rm(parent, { recursive: true, force: true });
+    const store = open(join(parent, "nested", "store"));
+    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    await store.updateRecord("snap-1", (e) => ({ ...e, heartbeatAt: 1 }));
+    const layout = new StoreLayout(store.directory);
+    for (const dir of [join(parent, "nested"), store.directory, layout.recordsDir, layout.sessionsDir]) expect(await mode(dir)).toBe(0o700);
+    for (const file of [layout.markerPath, layout.recordPath("snap-1"), layout.headPath("s1"), layout.indexPath("s1")]) expect(await mode(file)).toBe(0o600);
+    expect(JSON.parse(await readFile(layout.markerPath, "utf8"))).toEqual({ format: 2 });
+    // Nothing but the layout is left behind (no temp or lock files).
+    expect((await readdir(store.directory)).sort()).toEqual(["agentd-store.json", "records", "sessions"]);
+    expect(await readdir(layout.recordsDir)).toEqual(["snap-1.json"]);
   });
 
-  it("rejects a maxChainLength below 1", async () => {
+  it("stores each tenant's data under its own prefix directory", async () => {
     const dir = await tempDir();
-    expect(() => new FileSessionStore(dir, { maxChainLength: 0 })).toThrow(/maxChainLength must be an integer >= 1/);
-    await rm(dir, { recursive: true, force: true });
+    const store = open(dir, { pathPrefix: (ctx) => `tenants/${ctx.tenant ?? "none"}` });
+    await store.commit(commitOf(undefined, checkpointRecord("s1", "snap-1")), { tenant: "acme" });
+    expect(await store.getRecord("snap-1", { tenant: "acme" })).toBeDefined();
+    expect(await store.getRecord("snap-1", { tenant: "globex" })).toBeUndefined();
+    expect(await store.getHead("s1", { tenant: "globex" })).toBeUndefined();
+    expect(await readdir(join(dir, "tenants", "acme", "records"))).toContain("snap-1.json");
+    expect(await readdir(join(dir, "tenants"))).toEqual(["acme"]); // reads create nothing
   });
 
-  it("keeps only the newest maxChainLength rows of a parentId chain", async () => {
+  it("keeps a tenant named like a layout directory apart from the records there", async () => {
     const dir = await tempDir();
-    const store = new FileSessionStore<CounterState>(dir, { maxChainLength: 3 });
-    let parentId: string | undefined;
-    const ids: string[] = [];
-    for (let turn = 0; turn < 6; turn++) {
-      const saved = await store.saveSnapshot(undefined, () => snapshotRow("s1", { turnIndex: turn, createdAt: 1000 + turn, ...(parentId ? { parentId } : {}) }));
-      parentId = saved!.snapshotId;
-      ids.push(parentId);
-    }
-    const listed = (await store.listSnapshots("s1")).snapshots.map((s) => s.snapshotId);
-    expect(listed).toEqual([ids[5], ids[4], ids[3]]);
-    expect(await store.getSnapshot(ids[0]!)).toBeUndefined();
-    const files = (await readdir(dir)).filter((f) => f.endsWith(".json"));
-    expect(files.sort()).toEqual([ids[3], ids[4], ids[5]].map((id) => `${id}.json`).sort());
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  it("stores each tenant's rows under its own prefix directory", async () => {
-    const dir = await tempDir();
-    const store = new FileSessionStore<CounterState>(dir, { pathPrefix: (ctx) => `tenants/${ctx.tenant ?? "none"}` });
-    await store.saveSnapshot("snap-1", () => snapshotRow("s1"), { tenant: "acme" });
-    expect(await store.getSnapshot("snap-1", { tenant: "acme" })).toBeDefined();
-    expect(await store.getSnapshot("snap-1", { tenant: "globex" })).toBeUndefined();
-    expect(await readdir(join(dir, "tenants", "acme"))).toContain("snap-1.json");
-    await rm(dir, { recursive: true, force: true });
+    const store = open(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
+    expect(store.baseDir({ tenant: "records" })).toBe(join(dir, "%72ecords"));
+    expect(store.baseDir({ tenant: "Sessions/x" })).toBe(join(dir, "%53essions", "x"));
+    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    await store.commit(commitOf(undefined, checkpointRecord("s1", "snap-1")), { tenant: "records" });
+    expect(await readdir(join(dir, "records"))).toEqual(["snap-1.json"]);
   });
 
   it("rejects a path prefix that climbs out with ..", async () => {
     const dir = await tempDir();
-    const store = new FileSessionStore<CounterState>(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
-    await expect(store.saveSnapshot("snap-1", () => snapshotRow("s1"), { tenant: "../escape" })).rejects.toMatchObject({
+    const store = open(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
+    await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "snap-1")), { tenant: "../escape" })).rejects.toMatchObject({
       status: "INVALID_ARGUMENT",
     });
     expect(await readdir(join(dir, ".."))).not.toContain("escape");
-    await rm(dir, { recursive: true, force: true });
   });
 
   it("keeps an absolute or dotted path prefix inside the store directory", async () => {
     const dir = await tempDir();
-    const store = new FileSessionStore<CounterState>(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
+    const store = open(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
     expect(store.baseDir({ tenant: "/etc/passwd" })).toBe(join(dir, "etc", "passwd"));
     expect(store.baseDir({ tenant: ".hidden/a b" })).toBe(join(dir, "%2Ehidden", "a%20b"));
-    await rm(dir, { recursive: true, force: true });
   });
 
   it("rejects a snapshot ID that is not a safe file name", async () => {
+    const store = open(await tempDir());
+    await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "../x")))).rejects.toMatchObject({ status: "INVALID_ARGUMENT" });
+    expect(await store.getRecord("../x")).toBeUndefined();
+    expect(await store.updateRecord("../x", (e) => e)).toBeNull();
+  });
+});
+
+describe("file store format check", () => {
+  it("fails with FAILED_PRECONDITION on a directory whose marker names another format", async () => {
+    for (const format of [1, 3]) {
+      const dir = await tempDir();
+      await writeFile(join(dir, "agentd-store.json"), JSON.stringify({ format }));
+      let error: unknown;
+      try {
+        open(dir);
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toMatchObject({ status: "FAILED_PRECONDITION", details: { foundFormat: format } });
+      expect((error as Error).message).toContain(`${dir} was written in store format ${format}`);
+      expect((error as Error).message).toMatch(/this agentd reads format 2.*new, empty directory/);
+    }
+  });
+
+  it("fails with FAILED_PRECONDITION on format-1 snapshot files without a marker, and leaves them alone", async () => {
     const dir = await tempDir();
-    const store = new FileSessionStore<CounterState>(dir);
-    await expect(store.saveSnapshot("../x", () => snapshotRow("s1"))).rejects.toMatchObject({ status: "INVALID_ARGUMENT" });
-    expect(await store.getSnapshot("../x")).toBeUndefined();
-    await rm(dir, { recursive: true, force: true });
+    const old = `{"format":1,"version":1,"status":"completed","createdAt":1,"parentId":null,"snapshot":{"snapshotId":"abc"}}`;
+    await writeFile(join(dir, "abc.json"), old);
+    expect(() => open(dir)).toThrow(expect.objectContaining({ status: "FAILED_PRECONDITION", message: expect.stringMatching(/store format 1 \(snapshot file .*abc\.json\)/) }));
+    expect(await readdir(dir)).toEqual(["abc.json"]);
+    expect(await readFile(join(dir, "abc.json"), "utf8")).toBe(old);
+  });
+
+  it("recognises a format-1 session index directory as format-1 data", async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, ".sessions"));
+    expect(() => open(dir)).toThrow(expect.objectContaining({ status: "FAILED_PRECONDITION", message: expect.stringContaining("store format 1") }));
+  });
+
+  it("checks a tenant prefix directory at its first use", async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, "old"));
+    await writeFile(join(dir, "old", "abc.json"), `{"format":1,"version":1,"snapshot":{}}`);
+    const store = open(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
+    await expect(store.getRecord("abc", { tenant: "old" })).rejects.toMatchObject({ status: "FAILED_PRECONDITION" });
+    await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "snap-1")), { tenant: "old" })).rejects.toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message: expect.stringContaining(join(dir, "old")),
+    });
+    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1")); // the root is format 2
+  });
+
+  it("accepts a directory holding unrelated JSON files and marks it", async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, "package.json"), JSON.stringify({ name: "x", format: 1 }));
+    open(dir);
+    expect(JSON.parse(await readFile(join(dir, "agentd-store.json"), "utf8"))).toEqual({ format: 2 });
+  });
+});
+
+describe("file store failures", () => {
+  it("reads a corrupt or truncated record file as DATA_LOSS, not as missing", async () => {
+    const store = open(await tempDir());
+    const head = await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    await commitRecord(store, head, checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 }));
+    const path = new StoreLayout(store.directory).recordPath("snap-1");
+    const size = (await stat(path)).size;
+    await truncate(path, Math.floor(size / 2));
+    const dataLoss = { status: "DATA_LOSS", message: expect.stringContaining(path) };
+    await expect(store.getRecord("snap-1")).rejects.toMatchObject(dataLoss);
+    await expect(store.getChain("snap-1")).rejects.toMatchObject(dataLoss);
+    await expect(store.listRecords("s1")).rejects.toMatchObject(dataLoss);
+    await expect(store.updateRecord("snap-1", (e) => e)).rejects.toMatchObject(dataLoss);
+    await writeFile(path, "");
+    await expect(store.getRecord("snap-1")).rejects.toMatchObject(dataLoss);
+    await writeFile(path, JSON.stringify({ format: 2, version: 1, status: "completed", record: { snapshotId: "other", status: "completed" } }));
+    await expect(store.getRecord("snap-1")).rejects.toMatchObject(dataLoss);
+  });
+
+  it("reads a corrupt head file as DATA_LOSS and commits nothing over it", async () => {
+    const store = open(await tempDir());
+    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    const path = new StoreLayout(store.directory).headPath("s1");
+    await writeFile(path, "{");
+    await expect(store.getHead("s1")).rejects.toMatchObject({ status: "DATA_LOSS", message: expect.stringContaining(path) });
+    const next = checkpointRecord("s1", "snap-2");
+    await expect(store.commit({ ...commitOf(undefined, next), expectedVersion: 1 })).rejects.toMatchObject({ status: "DATA_LOSS" });
+    expect(await store.getRecord("snap-2")).toBeUndefined();
+  });
+
+  it("leaves no record of a commit that lost its version check or reused an ID", async () => {
+    const store = open(await tempDir());
+    const head = await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    expect(await store.commit({ ...commitOf(head, checkpointRecord("s1", "late")), expectedVersion: 0 })).toBeUndefined();
+    await expect(store.commit(commitOf(undefined, checkpointRecord("s2", "snap-1")))).rejects.toMatchObject({ status: "ALREADY_EXISTS" });
+    expect(await store.getRecord("late")).toBeUndefined();
+    expect((await allRecords(store, "s1")).map((r) => r.snapshotId)).toEqual(["snap-1"]);
+    expect(await allRecords(store, "s2")).toEqual([]);
+    expect(await store.getHead("s2")).toBeUndefined();
+    expect((await store.getRecord("snap-1"))!.sessionId).toBe("s1");
+  });
+
+  it("removes the record of a commit that fails after writing it, so a retry with the same ID succeeds", async () => {
+    const store = open(await tempDir());
+    const head = await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    const indexPath = new StoreLayout(store.directory).indexPath("s1");
+    const index = await readFile(indexPath, "utf8");
+    await rm(indexPath);
+    await mkdir(indexPath); // the index append (after the record is written) now fails
+    const next = checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 });
+    await expect(store.commit(commitOf(head, next))).rejects.toMatchObject({ code: "EISDIR" });
+    expect(await store.getRecord("snap-2")).toBeUndefined();
+    expect(await store.getHead("s1")).toEqual(head);
+    await rm(indexPath, { recursive: true });
+    await writeFile(indexPath, index);
+    expect(await store.commit(commitOf(head, next))).toMatchObject({ headSnapshotId: "snap-2", version: 2 });
+    expect((await allRecords(store, "s1")).map((r) => r.snapshotId)).toEqual(["snap-2", "snap-1"]);
+  });
+
+  it("recovers session and record locks abandoned by a dead process", { timeout: 15_000 }, async () => {
+    const store = open(await tempDir(), { lockStaleMs: 10 * 60_000 }); // only the dead holder makes them abandoned
+    const head = await commitRecord(store, undefined, pendingRecord("s1", "snap-1"));
+    const layout = new StoreLayout(store.directory);
+    const pid = await deadPid();
+    const abandoned = JSON.stringify({ pid, token: "left-behind" });
+    await writeFile(layout.headLockPath("s1"), abandoned);
+    await writeFile(layout.recordLockPath("snap-1"), abandoned);
+    const started = Date.now();
+    await commitRecord(store, head, checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 }));
+    expect(await store.updateRecord("snap-1", (e) => ({ ...e, status: "aborted" }))).toMatchObject({ status: "aborted" });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((await readdir(layout.sessionsDir)).filter((f) => f.includes("lock"))).toEqual([]);
+    expect((await readdir(layout.recordsDir)).filter((f) => f.includes("lock"))).toEqual([]);
+  });
+
+  it("waits for a lock held by a live process instead of stealing it", async () => {
+    const store = open(await tempDir(), { lockStaleMs: 10 * 60_000 });
+    await commitRecord(store, undefined, pendingRecord("s1", "snap-1"));
+    const lockPath = new StoreLayout(store.directory).recordLockPath("snap-1");
+    await writeFile(lockPath, JSON.stringify({ pid: process.pid, token: "held" }));
+    let done = false;
+    const update = store.updateRecord("snap-1", (e) => ({ ...e, status: "aborted" })).finally(() => (done = true));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(done).toBe(false);
+    await rm(lockPath);
+    expect(await update).toMatchObject({ status: "aborted" });
   });
 });

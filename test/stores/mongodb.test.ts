@@ -1,78 +1,174 @@
 import { randomBytes } from "node:crypto";
+import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userText } from "../../src/types/content.js";
+import { DEFAULT_CHECKPOINT_POLICY } from "../../stores/ledger/checkpoint-policy.js";
+import { stateOfChain } from "../../stores/ledger/state-chain.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { mongoForTests, type MongoJavaServer } from "../harness/mongo-java-server.js";
 import { runStoreConformance } from "./conformance.js";
-import { eventually, snapshotRow, type CounterState } from "./snapshot-factory.js";
+import { frozenMessage, RuntimeSession } from "./ledger-fixtures.js";
+import { checkpointRecord, commitOf, commitRecord, eventually, pendingRecord, sleep, T0, type CounterRecord, type CounterState } from "./snapshot-factory.js";
 import { recordStatuses } from "./status-recorder.js";
 
+const DATABASE = "agentd_test";
 let mongo: Awaited<ReturnType<typeof mongoForTests>>;
+let raw: MongoClient;
+let db: Db;
 // The first run builds the launcher with Maven (downloads mongo-java-server): allow for it.
 beforeAll(async () => {
   mongo = await mongoForTests();
+  raw = new MongoClient(mongo.uri);
+  db = raw.db(DATABASE);
 }, 300_000);
 afterAll(async () => {
+  await raw?.close();
   await mongo?.stop();
 });
 
-/** A store on a fresh collection prefix, so tests never see each other's rows. */
-function freshStore(): MongoSessionStore<CounterState> {
-  const collectionPrefix = `t${randomBytes(5).toString("hex")}_`;
-  const store = new MongoSessionStore<CounterState>({ uri: mongo.uri, database: "agentd_test", collectionPrefix });
-  prefixes.set(store, collectionPrefix);
+type Store = MongoSessionStore<CounterState>;
+const prefixes = new WeakMap<Store, string>();
+
+/** A store on a fresh collection prefix, so tests never see each other's data. */
+function freshStore(prefix = `t${randomBytes(5).toString("hex")}_`): Store {
+  const store = new MongoSessionStore<CounterState>({ uri: mongo.uri, database: DATABASE, collectionPrefix: prefix });
+  prefixes.set(store, prefix);
   return store;
 }
 
-/** A second store instance (own client) on the same collection as `store`: its writes reach `store` only via MongoDB. */
-function sameCollection(store: MongoSessionStore<CounterState>): MongoSessionStore<CounterState> {
-  return new MongoSessionStore<CounterState>({ uri: mongo.uri, database: "agentd_test", collectionPrefix: prefixes.get(store)! });
+/** A second store instance (own client) on the same collections as `store`: its writes reach `store` only via MongoDB. */
+function sameCollections(store: Store): Store {
+  return freshStore(prefixes.get(store)!);
 }
-const prefixes = new WeakMap<MongoSessionStore<CounterState>, string>();
 
 runStoreConformance("mongodb", async () => {
   const store = freshStore();
-  return { store, openResources: () => (store.changeStreamOpen ? 1 : 0) };
-});
+  return {
+    store,
+    openResources: () => (store.changeStreamOpen ? 1 : 0),
+    crossProcess: { kind: "mongodb", uri: mongo.uri, database: DATABASE, collectionPrefix: prefixes.get(store)! },
+  };
+}, { sharedAcrossProcesses: true });
 
-describe("mongodb store", () => {
-  it("rejects a state over 16 MB with RESOURCE_EXHAUSTED and leaves the row intact", async () => {
+describe("mongodb store: documents and limits", () => {
+  it("splits a checkpoint over 16 MiB across chunk documents and reads it back whole", { timeout: 60_000 }, async () => {
     const store = freshStore();
-    const small = await store.saveSnapshot("big", () => snapshotRow("s1"));
-    const chunk = "y".repeat(1024 * 1024);
-    const messages = Array.from({ length: 17 }, () => userText(chunk));
-    const attempt = store.saveSnapshot("big", (e) => ({ ...e!, state: { messages, artifacts: [], custom: { n: 1 } } }));
-    await expect(attempt).rejects.toMatchObject({ status: "RESOURCE_EXHAUSTED", message: expect.stringMatching(/16 MiB document limit/) });
-    expect(await store.getSnapshot("big")).toEqual(small);
+    const prefix = prefixes.get(store)!;
+    const mib = "m".repeat(1024 * 1024 - 16);
+    const messages = Array.from({ length: 20 }, (_, i) => userText(`${String(i).padStart(2, "0")}${mib}`));
+    const record = checkpointRecord("s1", "huge", { checkpoint: { sessionId: "s1", messages, artifacts: [], custom: { n: 7 } } });
+    const expected = structuredClone(record);
+    const head = await commitRecord(store, undefined, record);
+    const doc = await db.collection(`${prefix}snapshots`).findOne({ _id: "huge" as never });
+    expect(doc!.checkpointChunks).toMatchObject({ count: 3 });
+    expect(await db.collection(`${prefix}checkpoint_chunks`).countDocuments({ set: doc!.checkpointChunks.set })).toBe(3);
+    expect(await store.getRecord("huge")).toEqual(expected);
+    expect(await store.getChain("huge")).toEqual([expected]);
+    expect((await store.listRecords("s1")).records).toEqual([expected]);
+    // A delta on top of it: the chain's range query fetches it, only the checkpoint's chunks are joined.
+    const next = { ...record.checkpoint!, messages: [...messages, userText("after")] };
+    const delta: CounterRecord = {
+      ...pendingRecord("s1", "after", { parentId: "huge", turnIndex: 1, createdAt: T0 + 1 }),
+      status: "completed",
+      delta: { keepMessages: 20, appendMessages: [userText("after")] },
+      depth: 1,
+      deltaBytes: 40,
+      checkpointTurn: 0,
+    };
+    await commitRecord(store, head, delta);
+    expect(stateOfChain((await store.getChain("after"))!)).toEqual(next);
+    // A status change keeps the chunks (the checkpoint is unchanged), so nothing is rewritten or orphaned.
+    await store.updateRecord("huge", (e) => ({ ...e, status: "failed" }));
+    expect(await db.collection(`${prefix}checkpoint_chunks`).countDocuments()).toBe(3);
+    expect(await store.getRecord("huge")).toEqual({ ...expected, status: "failed" });
     await store.close();
   });
 
+  it("rejects a record whose delta cannot fit one document with RESOURCE_EXHAUSTED and writes nothing", { timeout: 60_000 }, async () => {
+    const store = freshStore();
+    const prefix = prefixes.get(store)!;
+    const root = checkpointRecord("s1", "root");
+    const head = await commitRecord(store, undefined, root);
+    const mib = "d".repeat(1024 * 1024);
+    const appendMessages = Array.from({ length: 17 }, () => userText(mib));
+    const big: CounterRecord = {
+      ...pendingRecord("s1", "big", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }),
+      status: "completed",
+      delta: { keepMessages: 0, appendMessages },
+      depth: 1,
+      deltaBytes: 17 * 1024 * 1024,
+    };
+    const attempt = store.commit(commitOf(head, big));
+    await expect(attempt).rejects.toMatchObject({ status: "RESOURCE_EXHAUSTED", message: expect.stringMatching(/16 MiB document limit; nothing was written/) });
+    expect(await store.getHead("s1")).toEqual(head);
+    expect(await store.getRecord("big")).toBeUndefined();
+    expect(await db.collection(`${prefix}snapshots`).countDocuments()).toBe(1);
+    expect(await db.collection(`${prefix}checkpoint_chunks`).countDocuments()).toBe(0);
+    await store.close();
+  });
+
+  it("refuses to open format-1 data (the layout before the session ledger) with FAILED_PRECONDITION", async () => {
+    const prefix = `t${randomBytes(5).toString("hex")}_`;
+    const legacy = { snapshotId: "old", sessionId: "s1", turnIndex: 0, createdAt: T0, updatedAt: T0, status: "completed", state: { messages: [], artifacts: [] } };
+    await db.collection(`${prefix}snapshots`).insertOne({ _id: "old" as never, version: 1, sessionId: "s1", createdAt: T0, data: JSON.stringify(legacy) });
+    const store = freshStore(prefix);
+    const failure = store.getHead("s1");
+    await expect(failure).rejects.toMatchObject({ status: "FAILED_PRECONDITION" });
+    const message = ((await failure.catch((e: unknown) => e)) as Error).message;
+    expect(message).toContain(`"${DATABASE}"`);
+    expect(message).toContain(`"${prefix}snapshots"`);
+    expect(message).toMatch(/store format 1; this agentd reads format 2/);
+    expect(message).toMatch(/collectionPrefix/);
+    // Nothing was written into the old layout.
+    expect(await db.collection(`${prefix}store_meta`).countDocuments()).toBe(0);
+    await store.close();
+  });
+
+  it("refuses a store whose meta document names another format", async () => {
+    const prefix = `t${randomBytes(5).toString("hex")}_`;
+    await db.collection(`${prefix}store_meta`).insertOne({ _id: "format" as never, format: 3, createdAt: T0 });
+    const store = freshStore(prefix);
+    await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "a")))).rejects.toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message: expect.stringMatching(/store format 3; this agentd reads format 2/),
+    });
+    await store.close();
+  });
+});
+
+describe("mongodb store: status change stream", () => {
   it("delivers a status change written by another store instance through the change stream", async () => {
     const watcher = freshStore();
-    const writer = sameCollection(watcher);
-    await writer.saveSnapshot("bg", () => snapshotRow("s1", { status: "pending" }));
+    const writer = sameCollections(watcher);
+    await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
     const { seen, stop } = recordStatuses(watcher, "bg");
     await eventually(() => seen.length === 1 && watcher.changeStreamOpen);
-    await writer.saveSnapshot("bg", (e) => ({ ...e!, status: "aborted" }));
+    await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
     await eventually(() => seen.length === 2);
     await stop();
     expect(seen).toEqual(["pending", "aborted"]);
+    expect(watcher.changeEventsReceived).toBe(1);
     await watcher.close();
     await writer.close();
   });
 
   it("serves every subscriber of a store instance from one change stream, closed when the last leaves", async () => {
     const watcher = freshStore();
-    const writer = sameCollection(watcher);
+    const writer = sameCollections(watcher);
     const ids = ["a", "b", "c"];
-    for (const id of ids) await writer.saveSnapshot(id, () => snapshotRow("s1", { status: "pending" }));
+    let head = await commitRecord(writer, undefined, checkpointRecord("s1", "root"));
+    for (const [i, id] of ids.entries()) {
+      head = await commitRecord(writer, head, pendingRecord("s1", id, { parentId: "root", turnIndex: 1, createdAt: T0 + i + 1 }));
+    }
     const recorders = ids.map((id) => recordStatuses(watcher, id));
     const seen = recorders.map((r) => r.seen);
     await eventually(() => watcher.changeStreamOpen && seen.every((s) => s.length === 1));
-    for (const id of ids) await writer.saveSnapshot(id, (e) => ({ ...e!, status: "completed" }));
+    for (const id of ids) await writer.updateRecord(id, (e) => ({ ...e, status: "completed" }));
     await eventually(() => seen.every((s) => s.length === 2));
+    // One stream: each status change arrived once, not once per subscriber.
+    expect(watcher.changeEventsReceived).toBe(ids.length);
     await Promise.all([recorders[0]!.stop(), recorders[1]!.stop()]);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
     expect(watcher.changeStreamOpen).toBe(true);
     await recorders[2]!.stop();
     await eventually(() => !watcher.changeStreamOpen);
@@ -80,26 +176,61 @@ describe("mongodb store", () => {
     await watcher.close();
     await writer.close();
   });
+
+  it("receives status transitions only, not the turns other instances commit (1,000 turns)", { timeout: 60_000 }, async () => {
+    const b = freshStore();
+    const a = sameCollections(b);
+    // B subscribes first (its change stream runs throughout) to the two rows A will create as pending.
+    const p1 = recordStatuses(b, "p1");
+    const p2 = recordStatuses(b, "p2");
+    await eventually(() => b.changeStreamOpen);
+    await sleep(100);
+    const before = b.changeEventsReceived;
+    const session = new RuntimeSession(a, "busy", DEFAULT_CHECKPOINT_POLICY);
+    let state = session.state;
+    for (let t = 0; t < 1000; t++) {
+      state = { ...state, messages: [...state.messages, frozenMessage(`turn ${t}`)], custom: { n: t } };
+      await session.commit(`turn-${String(t).padStart(4, "0")}`, state);
+    }
+    // The status rows: pending (a detach), heartbeats (no status change), then the final status.
+    let head = await commitRecord(a, session.head, pendingRecord("busy", "p1", { parentId: session.record!.snapshotId, turnIndex: 1000 }));
+    head = await commitRecord(a, head, pendingRecord("busy", "p2", { parentId: session.record!.snapshotId, turnIndex: 1000 }));
+    for (let i = 0; i < 5; i++) {
+      await a.updateRecord("p1", (e) => ({ ...e, heartbeatAt: T0 + i }));
+      await a.updateRecord("p2", (e) => ({ ...e, heartbeatAt: T0 + i }));
+    }
+    await a.updateRecord("p1", (e) => ({ ...e, status: "aborted", finishReason: "aborted" }));
+    await a.updateRecord("p2", (e) => ({ ...e, status: "completed" }));
+    await eventually(() => p1.seen.length === 2 && p2.seen.length === 2, 20_000);
+    await sleep(300); // room for anything else the stream would still deliver
+    await Promise.all([p1.stop(), p2.stop()]);
+    expect(p1.seen).toEqual(["pending", "aborted"]);
+    expect(p2.seen).toEqual(["pending", "completed"]);
+    // Two pending inserts and two status updates; none of the 1,000 turns or the 10 heartbeats.
+    expect(b.changeEventsReceived - before).toBe(4);
+    await a.close();
+    await b.close();
+  });
 });
 
 describe("mongodb store across a server restart", () => {
   // mongo-java-server keeps data in memory, so a restart empties it: after the restart the
-  // pending row is written again (as a detached turn's heartbeat would), then another instance
-  // aborts it. The watcher's change stream must reopen and deliver the abort. Against
-  // MONGODB_URI (nothing to restart) the same test checks delivery without the restart.
-  it("still delivers the next status change to an active subscriber after the server restarts", async () => {
+  // pending record is committed again (as the detached run's instance would still have it),
+  // then another instance aborts it. The watcher's change stream must reopen and deliver the
+  // abort. Against MONGODB_URI (nothing to restart) the same test checks delivery without it.
+  it("still delivers the next status change to an active subscriber after the server restarts", { timeout: 60_000 }, async () => {
     const server: MongoJavaServer | undefined = mongo.server;
     const watcher = freshStore();
-    const writer = sameCollection(watcher);
-    await writer.saveSnapshot("bg", () => snapshotRow("s1", { status: "pending" }));
+    const writer = sameCollections(watcher);
+    await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
     const { seen, stop } = recordStatuses(watcher, "bg");
     await eventually(() => seen.length === 1 && watcher.changeStreamOpen);
     if (server) {
       await server.restart();
       await eventually(() => watcher.changeStreamReopens >= 1, 30_000);
-      await writer.saveSnapshot("bg", () => snapshotRow("s1", { status: "pending" }));
+      await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
     }
-    await writer.saveSnapshot("bg", (e) => ({ ...e!, status: "aborted" }));
+    await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
     await eventually(() => seen.length === 2, 30_000);
     await stop();
     expect(seen).toEqual(["pending", "aborted"]);

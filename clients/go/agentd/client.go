@@ -47,15 +47,42 @@ func (c *Client) Service() agentdv1connect.AgentServiceClient { return c.rpc }
 // example AgentOutput.State of the previous invocation). Leave all empty to
 // start a fresh session. A mismatch fails with connect.CodeFailedPrecondition,
 // State together with an ID with connect.CodeInvalidArgument.
+//
+// BusyPolicy chooses what the invocation does when the session is busy
+// (another Chat, Run or detached work holds it): BusyReject, BusyEnqueue or
+// BusyInterrupt; the zero value leaves the choice to the server's default
+// (REJECT unless the server sets --busy-policy).
 type ChatOptions struct {
 	SessionID  string
 	SnapshotID string
 	State      *agentdv1.SessionState
+	BusyPolicy agentdv1.BusyPolicy
 }
+
+// The busy policies of ChatOptions.BusyPolicy. A session is busy while
+// another invocation runs on it: an open Chat, a Run in progress, or detached
+// work that has not finished.
+const (
+	// BusyDefault leaves the choice to the server (REJECT unless the server
+	// sets --busy-policy).
+	BusyDefault = agentdv1.BusyPolicy_BUSY_POLICY_UNSPECIFIED
+	// BusyReject fails the call at once with connect.CodeAborted; the error
+	// message names the running invocation.
+	BusyReject = agentdv1.BusyPolicy_BUSY_POLICY_REJECT
+	// BusyEnqueue waits until the session is free (first come, first
+	// served), bounded by the call's context deadline
+	// (connect.CodeDeadlineExceeded). The call then continues from the
+	// session's head at that moment.
+	BusyEnqueue = agentdv1.BusyPolicy_BUSY_POLICY_ENQUEUE
+	// BusyInterrupt stops the running invocation (it ends with
+	// connect.CodeAborted; its unfinished turn is not written), then runs.
+	// Detached work is not interrupted: Abort it (Client.Abort) first.
+	BusyInterrupt = agentdv1.BusyPolicy_BUSY_POLICY_INTERRUPT
+)
 
 // init builds the wire AgentInit for agent.
 func (o ChatOptions) init(agent string) *agentdv1.AgentInit {
-	return &agentdv1.AgentInit{Agent: agent, SessionId: o.SessionID, SnapshotId: o.SnapshotID, State: o.State}
+	return &agentdv1.AgentInit{Agent: agent, SessionId: o.SessionID, SnapshotId: o.SnapshotID, State: o.State, BusyPolicy: o.BusyPolicy}
 }
 
 // ListAgents describes every agent the server serves.

@@ -28,6 +28,9 @@
 //     detaching where the store cannot run background work.
 //   - connect.CodeInvalidArgument: malformed or conflicting input, e.g.
 //     State together with SessionID or SnapshotID.
+//   - connect.CodeAborted: the session is busy (ChatOptions.BusyPolicy
+//     BusyReject, the server's default), or this invocation was stopped by
+//     another call with BusyInterrupt.
 //   - connect.CodeUnauthenticated, connect.CodePermissionDenied,
 //     connect.CodeResourceExhausted: auth and limits.
 //

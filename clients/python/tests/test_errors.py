@@ -4,6 +4,7 @@ import grpc
 
 from agentd.v1 import agent_pb2, state_pb2
 from agentd_client import (
+    AbortedError,
     AgentdError,
     FailedPreconditionError,
     NotFoundError,
@@ -16,6 +17,11 @@ def test_known_codes_map_to_their_subclass():
     err = error_for_code(grpc.StatusCode.NOT_FOUND, "agent 'x' is not served")
     assert isinstance(err, NotFoundError) and err.code == grpc.StatusCode.NOT_FOUND
     assert err.details == "agent 'x' is not served"
+
+
+def test_aborted_maps_to_aborted_error():
+    err = error_for_code(grpc.StatusCode.ABORTED, "session 's' is busy")
+    assert isinstance(err, AbortedError) and err.code == grpc.StatusCode.ABORTED
 
 
 def test_codes_without_a_subclass_map_to_the_base_class_with_that_code():

@@ -54,3 +54,39 @@ def test_init_accepts_state_as_session_state():
 def test_init_without_agent_name_raises():
     with pytest.raises(ValueError):
         build_init("")
+
+
+def test_init_leaves_the_busy_policy_to_the_server_by_default():
+    assert build_init("assistant").busy_policy == agent_pb2.BUSY_POLICY_UNSPECIFIED
+
+
+@pytest.mark.parametrize(
+    "given, wire",
+    [
+        ("reject", agent_pb2.BUSY_POLICY_REJECT),
+        ("enqueue", agent_pb2.BUSY_POLICY_ENQUEUE),
+        ("interrupt", agent_pb2.BUSY_POLICY_INTERRUPT),
+        ("Enqueue", agent_pb2.BUSY_POLICY_ENQUEUE),
+        ("BUSY_POLICY_INTERRUPT", agent_pb2.BUSY_POLICY_INTERRUPT),
+        (agent_pb2.BUSY_POLICY_REJECT, agent_pb2.BUSY_POLICY_REJECT),
+        (agent_pb2.BUSY_POLICY_ENQUEUE, agent_pb2.BUSY_POLICY_ENQUEUE),
+        (agent_pb2.BUSY_POLICY_UNSPECIFIED, agent_pb2.BUSY_POLICY_UNSPECIFIED),
+        (None, agent_pb2.BUSY_POLICY_UNSPECIFIED),
+    ],
+)
+def test_init_carries_the_busy_policy(given, wire):
+    init = build_init("assistant", session_id="s1", busy_policy=given)
+    assert (init.busy_policy, init.session_id) == (wire, "s1")
+
+
+@pytest.mark.parametrize("given", ["wait", "", "unspecified-ish", 7, -1])
+def test_an_unknown_busy_policy_raises_a_value_error_naming_the_choices(given):
+    with pytest.raises(ValueError) as info:
+        build_init("assistant", busy_policy=given)
+    assert "busy_policy" in str(info.value) and "'enqueue'" in str(info.value)
+
+
+@pytest.mark.parametrize("given", [True, 1.0, b"reject"])
+def test_a_busy_policy_of_another_type_raises_type_error(given):
+    with pytest.raises(TypeError):
+        build_init("assistant", busy_policy=given)

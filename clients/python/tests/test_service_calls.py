@@ -22,6 +22,20 @@ def test_run_call_builds_the_run_request_and_returns_the_output():
     assert call.shape(agent_service_pb2.RunResponse(output=output)) == output
 
 
+def test_run_call_carries_the_busy_policy():
+    call = calls.run_call(
+        "assistant",
+        "hi",
+        session_id="s",
+        snapshot_id=None,
+        state=None,
+        detach=False,
+        metadata=None,
+        busy_policy="enqueue",
+    )
+    assert call.request.init.busy_policy == agent_pb2.BUSY_POLICY_ENQUEUE
+
+
 def test_get_snapshot_call_needs_a_snapshot_id_or_a_session_id():
     with pytest.raises(ValueError):
         calls.get_snapshot_call("assistant", None, None)

@@ -1,8 +1,10 @@
-import { StateManagement as WireStateManagement } from "../../../gen/ts/agentd/v1/agent_pb.js";
+import { AgentError } from "../../errors/agent-error.js";
+import { BusyPolicy as WireBusyPolicy, StateManagement as WireStateManagement } from "../../../gen/ts/agentd/v1/agent_pb.js";
 import { Role as WireRole } from "../../../gen/ts/agentd/v1/content_pb.js";
 import { FinishReason as WireFinishReason, SnapshotStatus as WireSnapshotStatus } from "../../../gen/ts/agentd/v1/state_pb.js";
 import type { StateManagement } from "../../types/agent-io.js";
 import type { Role } from "../../types/content.js";
+import type { BusyPolicy } from "../../types/session-state.js";
 import type { FinishReason, SnapshotStatus } from "../../types/snapshot.js";
 
 const ROLES: Record<Role, WireRole> = {
@@ -37,6 +39,12 @@ const STATE_MANAGEMENT: Record<StateManagement, WireStateManagement> = {
   client: WireStateManagement.CLIENT,
 };
 
+const BUSY_POLICIES: Record<BusyPolicy, WireBusyPolicy> = {
+  reject: WireBusyPolicy.REJECT,
+  enqueue: WireBusyPolicy.ENQUEUE,
+  interrupt: WireBusyPolicy.INTERRUPT,
+};
+
 function invert<K extends string, V extends number>(table: Record<K, V>): Map<V, K> {
   return new Map(Object.entries(table).map(([k, v]) => [v as V, k as K]));
 }
@@ -45,6 +53,20 @@ const ROLE_NAMES = invert(ROLES);
 const FINISH_REASON_NAMES = invert(FINISH_REASONS);
 const SNAPSHOT_STATUS_NAMES = invert(SNAPSHOT_STATUSES);
 const STATE_MANAGEMENT_NAMES = invert(STATE_MANAGEMENT);
+const BUSY_POLICY_NAMES = invert(BUSY_POLICIES);
+
+/** A busy policy as its wire enum; undefined is BUSY_POLICY_UNSPECIFIED (the server's default). */
+export function busyPolicyToWire(policy: BusyPolicy | undefined): WireBusyPolicy {
+  return policy ? BUSY_POLICIES[policy] : WireBusyPolicy.UNSPECIFIED;
+}
+
+/** A wire busy policy; UNSPECIFIED is undefined (the server's default); an unknown number is INVALID_ARGUMENT. */
+export function busyPolicyFromWire(policy: WireBusyPolicy): BusyPolicy | undefined {
+  if (policy === WireBusyPolicy.UNSPECIFIED) return undefined;
+  const name = BUSY_POLICY_NAMES.get(policy);
+  if (!name) throw new AgentError("INVALID_ARGUMENT", `init.busy_policy: unknown value ${policy}; use BUSY_POLICY_REJECT, BUSY_POLICY_ENQUEUE or BUSY_POLICY_INTERRUPT`);
+  return name;
+}
 
 /** A role as its wire enum. */
 export function roleToWire(role: Role): WireRole {

@@ -17,6 +17,7 @@ import type { AgentErrorData, StatusName } from "../../errors/agent-error.js";
 import type { AgentInput, ToolResume } from "../../types/agent-io.js";
 import type { AgentInit, SessionState } from "../../types/session-state.js";
 import { artifactFromWire, artifactToWire, messageFromWire, messageToWire, partFromWire, partToWire } from "./content-wire.js";
+import { busyPolicyFromWire, busyPolicyToWire } from "./enum-wire.js";
 import { optionalString, structFromWire, structToWire, valueFromWire, valueToWire } from "./json-wire.js";
 
 const STATUS_NAMES: ReadonlySet<string> = new Set<StatusName>([
@@ -68,6 +69,7 @@ export function agentInitToWire(agent: string, init: AgentInit = {}): WireAgentI
     sessionId: init.sessionId ?? "",
     snapshotId: init.snapshotId ?? "",
     ...(init.state ? { state: sessionStateToWire(init.state) } : {}),
+    busyPolicy: busyPolicyToWire(init.busyPolicy),
   });
 }
 
@@ -75,9 +77,11 @@ export function agentInitToWire(agent: string, init: AgentInit = {}): WireAgentI
 export function agentInitFromWire(init: WireAgentInit): { agent: string; init: AgentInit } {
   const sessionId = optionalString(init.sessionId);
   const snapshotId = optionalString(init.snapshotId);
+  const busyPolicy = busyPolicyFromWire(init.busyPolicy);
   return {
     agent: init.agent,
     init: {
+      ...(busyPolicy ? { busyPolicy } : {}),
       ...(sessionId ? { sessionId } : {}),
       ...(snapshotId ? { snapshotId } : {}),
       ...(init.state ? { state: sessionStateFromWire(init.state) } : {}),

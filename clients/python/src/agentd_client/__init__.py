@@ -10,6 +10,7 @@ from .client import TERMINAL_STATUSES, AgentClient
 from .conversation import Conversation
 from .custom_state import CustomState, patch_operations
 from .errors import (
+    AbortedError,
     AgentdError,
     CancelledError,
     ConversationClosedError,
@@ -28,7 +29,7 @@ from .errors import (
     error_for_code,
     error_from_rpc,
 )
-from .inputs import InputLike, StateLike, build_init, build_input
+from .inputs import BusyPolicyLike, InputLike, StateLike, build_init, build_input
 from .json_values import (
     dict_to_struct,
     message_text,
@@ -48,6 +49,7 @@ __all__ = [
     "CustomState",
     "patch_operations",
     "AgentdError",
+    "AbortedError",
     "CancelledError",
     "ConversationClosedError",
     "CustomPatchError",
@@ -64,6 +66,7 @@ __all__ = [
     "UnimplementedError",
     "error_for_code",
     "error_from_rpc",
+    "BusyPolicyLike",
     "InputLike",
     "StateLike",
     "build_init",

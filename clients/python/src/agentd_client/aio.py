@@ -18,7 +18,7 @@ from . import service_calls as calls
 from .aio_conversation import AsyncConversation, AsyncTurn
 from .client_base import ClientBase
 from .errors import error_from_rpc
-from .inputs import InputLike, StateLike, build_init
+from .inputs import BusyPolicyLike, InputLike, StateLike, build_init
 from .service_calls import TERMINAL_STATUSES
 
 __all__ = ["AsyncAgentClient", "AsyncConversation", "AsyncTurn"]
@@ -49,10 +49,18 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         session_id: Optional[str] = None,
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
+        busy_policy: Optional[BusyPolicyLike] = None,
         timeout: Optional[float] = None,
     ) -> AsyncConversation:
-        """Opens a conversation with ``agent`` (sources as in ``AgentClient.chat``)."""
-        init = build_init(agent, session_id=session_id, snapshot_id=snapshot_id, state=state)
+        """Opens a conversation with ``agent`` (sources and ``busy_policy`` as in
+        ``AgentClient.chat``)."""
+        init = build_init(
+            agent,
+            session_id=session_id,
+            snapshot_id=snapshot_id,
+            state=state,
+            busy_policy=busy_policy,
+        )
         return AsyncConversation(self._stub, init, metadata=self._metadata, timeout=timeout)
 
     async def run(
@@ -63,11 +71,13 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         session_id: Optional[str] = None,
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
+        busy_policy: Optional[BusyPolicyLike] = None,
         detach: bool = False,
         metadata: Optional[Dict[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> agent_pb2.AgentOutput:
-        """Runs one turn and returns its ``AgentOutput`` (in-band failures returned)."""
+        """Runs one turn and returns its ``AgentOutput`` (in-band failures returned);
+        ``busy_policy`` as in ``AgentClient.chat``."""
         call = calls.run_call(
             agent,
             input,
@@ -76,6 +86,7 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
             state=state,
             detach=detach,
             metadata=metadata,
+            busy_policy=busy_policy,
         )
         return await self._unary(call, timeout)
 
@@ -87,12 +98,19 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         session_id: Optional[str] = None,
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
+        busy_policy: Optional[BusyPolicyLike] = None,
         timeout: Optional[float] = None,
     ) -> str:
         """Runs one turn with a user text and returns the reply text; raises
         ``TurnFailedError`` when the turn failed in-band."""
         output = await self.run(
-            agent, text, session_id=session_id, snapshot_id=snapshot_id, state=state, timeout=timeout
+            agent,
+            text,
+            session_id=session_id,
+            snapshot_id=snapshot_id,
+            state=state,
+            busy_policy=busy_policy,
+            timeout=timeout,
         )
         return calls.reply_text(output)
 

@@ -12,7 +12,7 @@ from . import service_calls as calls
 from .client_base import ClientBase
 from .conversation import Conversation
 from .errors import error_from_rpc
-from .inputs import InputLike, StateLike, build_init
+from .inputs import BusyPolicyLike, InputLike, StateLike, build_init
 from .service_calls import TERMINAL_STATUSES
 
 __all__ = ["AgentClient", "TERMINAL_STATUSES"]
@@ -47,6 +47,7 @@ class AgentClient(ClientBase[grpc.Channel]):
         session_id: Optional[str] = None,
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
+        busy_policy: Optional[BusyPolicyLike] = None,
         timeout: Optional[float] = None,
     ) -> Conversation:
         """Opens a multi-turn conversation with ``agent``.
@@ -55,8 +56,22 @@ class AgentClient(ClientBase[grpc.Channel]):
         ``snapshot_id`` (a branch) or both; continue a client-managed agent with ``state``
         (a previous ``conversation.state``); pass none for a fresh session. ``timeout``
         bounds the whole conversation (default: none).
+
+        ``busy_policy`` says what to do when another invocation holds the session (an open
+        chat, a run in progress, unfinished detached work): ``"reject"`` fails with
+        ``AbortedError``, ``"enqueue"`` waits for the session (bounded by ``timeout``:
+        ``DeadlineExceededError``), ``"interrupt"`` stops the running invocation (it ends with
+        ``AbortedError``). Also an ``agentd.v1.BusyPolicy`` value; ``None`` is the server's
+        default (REJECT unless it sets ``--busy-policy``). Unknown values raise ``ValueError``.
+        While this conversation is open it holds the session.
         """
-        init = build_init(agent, session_id=session_id, snapshot_id=snapshot_id, state=state)
+        init = build_init(
+            agent,
+            session_id=session_id,
+            snapshot_id=snapshot_id,
+            state=state,
+            busy_policy=busy_policy,
+        )
         return Conversation(self._stub, init, metadata=self._metadata, timeout=timeout)
 
     def run(
@@ -67,13 +82,15 @@ class AgentClient(ClientBase[grpc.Channel]):
         session_id: Optional[str] = None,
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
+        busy_policy: Optional[BusyPolicyLike] = None,
         detach: bool = False,
         metadata: Optional[Dict[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> agent_pb2.AgentOutput:
         """Runs one turn and returns its ``AgentOutput`` (in-band failures are returned with
         ``finish_reason`` FAILED, not raised). ``detach=True`` returns at once with the
-        pending snapshot ID. ``metadata`` goes on the input message."""
+        pending snapshot ID. ``metadata`` goes on the input message. ``busy_policy`` as in
+        ``chat``."""
         call = calls.run_call(
             agent,
             input,
@@ -82,6 +99,7 @@ class AgentClient(ClientBase[grpc.Channel]):
             state=state,
             detach=detach,
             metadata=metadata,
+            busy_policy=busy_policy,
         )
         return self._unary(call, timeout)
 
@@ -93,13 +111,20 @@ class AgentClient(ClientBase[grpc.Channel]):
         session_id: Optional[str] = None,
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
+        busy_policy: Optional[BusyPolicyLike] = None,
         timeout: Optional[float] = None,
     ) -> str:
         """Runs one turn with a user text and returns the reply's text. Raises
         ``TurnFailedError`` (with the in-band status code and the full output) when the
         turn failed."""
         output = self.run(
-            agent, text, session_id=session_id, snapshot_id=snapshot_id, state=state, timeout=timeout
+            agent,
+            text,
+            session_id=session_id,
+            snapshot_id=snapshot_id,
+            state=state,
+            busy_policy=busy_policy,
+            timeout=timeout,
         )
         return calls.reply_text(output)
 

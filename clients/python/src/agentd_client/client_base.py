@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, ClassVar, Dict, Generic, Optional, Sequence, Tuple, TypeVar
+from typing import Any, ClassVar, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar
 
 import grpc
 
@@ -28,6 +28,11 @@ class ClientBase(Generic[ChannelT]):
     (``timeout``, else the client's default) of one call.
     """
 
+    #: Largest response the client accepts by default (grpcio's own default is 4 MiB). The server
+    #: stores up to ``--max-session-bytes`` (64 MiB by default) per session and GetSnapshot returns
+    #: the whole state, so the client accepts that much and some framing headroom.
+    DEFAULT_MAX_RECEIVE_BYTES: ClassVar[int] = 128 * 1024 * 1024
+
     #: ``grpc`` for the synchronous client, ``grpc.aio`` for the asyncio one.
     _channels: ClassVar[ModuleType] = grpc
 
@@ -46,6 +51,7 @@ class ClientBase(Generic[ChannelT]):
                 raise ValueError(
                     f"{type(self).__name__} needs a target like '127.0.0.1:50051' or a channel"
                 )
+            options = with_default_limits(options)
             if credentials is not None:
                 channel = self._channels.secure_channel(target, credentials, options=options)
             else:
@@ -68,3 +74,12 @@ class ClientBase(Generic[ChannelT]):
             "metadata": self._metadata,
             "timeout": timeout if timeout is not None else self._timeout,
         }
+
+
+def with_default_limits(options: Optional[Sequence[Tuple[str, Any]]]) -> List[Tuple[str, Any]]:
+    """``options`` plus ``grpc.max_receive_message_length`` = ``ClientBase.DEFAULT_MAX_RECEIVE_BYTES``
+    unless the caller set it (the caller's value always wins)."""
+    merged = list(options or ())
+    if not any(name == "grpc.max_receive_message_length" for name, _ in merged):
+        merged.append(("grpc.max_receive_message_length", ClientBase.DEFAULT_MAX_RECEIVE_BYTES))
+    return merged

@@ -10,6 +10,7 @@ from agentd.v1 import agent_pb2
 
 __all__ = [
     "AgentdError",
+    "AbortedError",
     "CancelledError",
     "DeadlineExceededError",
     "FailedPreconditionError",
@@ -88,6 +89,13 @@ class FailedPreconditionError(AgentdError):
     default_code = grpc.StatusCode.FAILED_PRECONDITION
 
 
+class AbortedError(AgentdError):
+    """The session is busy (``busy_policy="reject"``, the server's default), or this
+    invocation was stopped by a call with ``busy_policy="interrupt"`` (ABORTED)."""
+
+    default_code = grpc.StatusCode.ABORTED
+
+
 class UnimplementedError(AgentdError):
     """The server does not implement this call (UNIMPLEMENTED)."""
 
@@ -143,6 +151,7 @@ class ConversationClosedError(AgentdError):
 _BY_CODE: Dict[grpc.StatusCode, Type[AgentdError]] = {
     cls.default_code: cls
     for cls in (
+        AbortedError,
         CancelledError,
         InvalidArgumentError,
         DeadlineExceededError,

@@ -10,7 +10,7 @@ from agentd.v1 import agent_pb2, content_pb2, state_pb2
 
 from .json_values import dict_to_struct
 
-__all__ = ["InputLike", "StateLike", "build_init", "build_input"]
+__all__ = ["BusyPolicyLike", "InputLike", "StateLike", "build_init", "build_input"]
 
 #: What ``send`` / ``run`` accept: a user text, a ``Message``, or a full ``AgentInput``.
 InputLike = Union[str, content_pb2.Message, agent_pb2.AgentInput]
@@ -19,6 +19,45 @@ InputLike = Union[str, content_pb2.Message, agent_pb2.AgentInput]
 #: ``output.state``) or its proto-JSON form as a dict (``{"sessionId": ..., "custom": ...}``).
 StateLike = Union[state_pb2.SessionState, Mapping[str, Any]]
 
+#: What ``busy_policy=`` accepts: ``"reject"``, ``"enqueue"`` or ``"interrupt"``, or an
+#: ``agentd.v1.BusyPolicy`` value (e.g. ``agent_pb2.BUSY_POLICY_ENQUEUE``). ``None`` (or
+#: ``BUSY_POLICY_UNSPECIFIED``) leaves the choice to the server (REJECT unless it sets
+#: ``--busy-policy``).
+BusyPolicyLike = Union[str, "agent_pb2.BusyPolicy"]
+
+_BUSY_POLICIES: Dict[str, int] = {
+    "reject": agent_pb2.BUSY_POLICY_REJECT,
+    "enqueue": agent_pb2.BUSY_POLICY_ENQUEUE,
+    "interrupt": agent_pb2.BUSY_POLICY_INTERRUPT,
+}
+
+
+def _busy_policy(value: Optional[BusyPolicyLike]) -> int:
+    """The wire ``BusyPolicy`` number of ``value``; raises ``ValueError`` for an unknown name
+    or number and ``TypeError`` for other types."""
+    if value is None:
+        return agent_pb2.BUSY_POLICY_UNSPECIFIED
+    if isinstance(value, str):
+        name = value.strip().lower()
+        policy = _BUSY_POLICIES.get(name[len("busy_policy_"):] if name.startswith("busy_policy_") else name)
+        if policy is None:
+            raise ValueError(
+                f"unknown busy_policy {value!r}: use 'reject', 'enqueue' or 'interrupt' "
+                "(or an agentd.v1.BusyPolicy value)"
+            )
+        return policy
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value not in agent_pb2.BusyPolicy.values():
+            raise ValueError(
+                f"unknown busy_policy {value!r}: use 'reject', 'enqueue' or 'interrupt' "
+                "(or an agentd.v1.BusyPolicy value)"
+            )
+        return int(value)
+    raise TypeError(
+        f"busy_policy must be 'reject', 'enqueue', 'interrupt' or an agentd.v1.BusyPolicy value, "
+        f"not {type(value).__name__}"
+    )
+
 
 def build_init(
     agent: str,
@@ -26,17 +65,20 @@ def build_init(
     session_id: Optional[str] = None,
     snapshot_id: Optional[str] = None,
     state: Optional[StateLike] = None,
+    busy_policy: Optional[BusyPolicyLike] = None,
 ) -> agent_pb2.AgentInit:
-    """Returns the ``AgentInit`` for ``agent`` with the given conversation source.
+    """Returns the ``AgentInit`` for ``agent`` with the given conversation source and busy
+    policy (what the call does when another invocation holds the session).
 
     Passes the sources through unvalidated: the server owns the rules (state on a
     server-managed agent is FAILED_PRECONDITION, state with an ID is INVALID_ARGUMENT).
-    Raises ``ValueError`` for an empty agent name and ``json_format.ParseError`` for a
-    ``state`` dict that is not a SessionState in proto-JSON form.
+    Raises ``ValueError`` for an empty agent name or an unknown ``busy_policy``, and
+    ``json_format.ParseError`` for a ``state`` dict that is not a SessionState in proto-JSON
+    form.
     """
     if not agent:
         raise ValueError("agent name is required (see AgentClient.list_agents())")
-    init = agent_pb2.AgentInit(agent=agent)
+    init = agent_pb2.AgentInit(agent=agent, busy_policy=_busy_policy(busy_policy))
     if session_id:
         init.session_id = session_id
     if snapshot_id:

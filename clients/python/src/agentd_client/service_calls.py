@@ -15,7 +15,7 @@ from google.protobuf.message import Message
 from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
 from .errors import TurnFailedError
-from .inputs import InputLike, StateLike, build_init, build_input
+from .inputs import BusyPolicyLike, InputLike, StateLike, build_init, build_input
 from .json_values import message_text
 
 __all__ = [
@@ -64,10 +64,17 @@ def run_call(
     state: Optional[StateLike],
     detach: bool,
     metadata: Optional[Dict[str, Any]],
+    busy_policy: Optional[BusyPolicyLike] = None,
 ) -> UnaryCall:
     """``Run``: one turn; returns the ``AgentOutput``."""
     request = agent_service_pb2.RunRequest(
-        init=build_init(agent, session_id=session_id, snapshot_id=snapshot_id, state=state),
+        init=build_init(
+            agent,
+            session_id=session_id,
+            snapshot_id=snapshot_id,
+            state=state,
+            busy_policy=busy_policy,
+        ),
         input=build_input(input, metadata=metadata, detach=detach),
     )
     return UnaryCall("Run", request, lambda response: response.output)

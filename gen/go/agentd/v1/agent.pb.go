@@ -22,6 +22,67 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// BusyPolicy decides what a call on a busy session does. A session is busy
+// while another invocation runs on it: an open Chat, a Run or RunStream in
+// progress, or detached work that has not finished.
+type BusyPolicy int32
+
+const (
+	// The server's default.
+	BusyPolicy_BUSY_POLICY_UNSPECIFIED BusyPolicy = 0
+	// Fail at once with ABORTED naming the running invocation.
+	BusyPolicy_BUSY_POLICY_REJECT BusyPolicy = 1
+	// Wait until the session is free (first come, first served), bounded by the
+	// call's deadline (DEADLINE_EXCEEDED).
+	BusyPolicy_BUSY_POLICY_ENQUEUE BusyPolicy = 2
+	// Stop the running invocation (it ends ABORTED; its unfinished turn is not
+	// written), then run. Detached work is not interrupted: Abort it.
+	BusyPolicy_BUSY_POLICY_INTERRUPT BusyPolicy = 3
+)
+
+// Enum value maps for BusyPolicy.
+var (
+	BusyPolicy_name = map[int32]string{
+		0: "BUSY_POLICY_UNSPECIFIED",
+		1: "BUSY_POLICY_REJECT",
+		2: "BUSY_POLICY_ENQUEUE",
+		3: "BUSY_POLICY_INTERRUPT",
+	}
+	BusyPolicy_value = map[string]int32{
+		"BUSY_POLICY_UNSPECIFIED": 0,
+		"BUSY_POLICY_REJECT":      1,
+		"BUSY_POLICY_ENQUEUE":     2,
+		"BUSY_POLICY_INTERRUPT":   3,
+	}
+)
+
+func (x BusyPolicy) Enum() *BusyPolicy {
+	p := new(BusyPolicy)
+	*p = x
+	return p
+}
+
+func (x BusyPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BusyPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentd_v1_agent_proto_enumTypes[0].Descriptor()
+}
+
+func (BusyPolicy) Type() protoreflect.EnumType {
+	return &file_agentd_v1_agent_proto_enumTypes[0]
+}
+
+func (x BusyPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BusyPolicy.Descriptor instead.
+func (BusyPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{0}
+}
+
 // StateManagement says who keeps an agent's conversation state.
 type StateManagement int32
 
@@ -58,11 +119,11 @@ func (x StateManagement) String() string {
 }
 
 func (StateManagement) Descriptor() protoreflect.EnumDescriptor {
-	return file_agentd_v1_agent_proto_enumTypes[0].Descriptor()
+	return file_agentd_v1_agent_proto_enumTypes[1].Descriptor()
 }
 
 func (StateManagement) Type() protoreflect.EnumType {
-	return &file_agentd_v1_agent_proto_enumTypes[0]
+	return &file_agentd_v1_agent_proto_enumTypes[1]
 }
 
 func (x StateManagement) Number() protoreflect.EnumNumber {
@@ -71,7 +132,7 @@ func (x StateManagement) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StateManagement.Descriptor instead.
 func (StateManagement) EnumDescriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{0}
+	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{1}
 }
 
 // AgentInit starts an invocation. session_id, snapshot_id and state are
@@ -86,10 +147,13 @@ func (StateManagement) EnumDescriptor() ([]byte, []int) {
 type AgentInit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The agent's name (see ListAgents).
-	Agent         string        `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
-	SessionId     string        `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	SnapshotId    string        `protobuf:"bytes,3,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
-	State         *SessionState `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	Agent      string        `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	SessionId  string        `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SnapshotId string        `protobuf:"bytes,3,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
+	State      *SessionState `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	// What to do when the session is busy (another invocation holds it).
+	// Unspecified: the server's default (`--busy-policy`, REJECT unless set).
+	BusyPolicy    BusyPolicy `protobuf:"varint,5,opt,name=busy_policy,json=busyPolicy,proto3,enum=agentd.v1.BusyPolicy" json:"busy_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -150,6 +214,13 @@ func (x *AgentInit) GetState() *SessionState {
 		return x.State
 	}
 	return nil
+}
+
+func (x *AgentInit) GetBusyPolicy() BusyPolicy {
+	if x != nil {
+		return x.BusyPolicy
+	}
+	return BusyPolicy_BUSY_POLICY_UNSPECIFIED
 }
 
 // AgentInput is one input of a conversation.
@@ -729,14 +800,16 @@ var File_agentd_v1_agent_proto protoreflect.FileDescriptor
 
 const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x15agentd/v1/agent.proto\x12\tagentd.v1\x1a\x17agentd/v1/content.proto\x1a\x15agentd/v1/state.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x90\x01\n" +
+	"\x15agentd/v1/agent.proto\x12\tagentd.v1\x1a\x17agentd/v1/content.proto\x1a\x15agentd/v1/state.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc8\x01\n" +
 	"\tAgentInit\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x1f\n" +
 	"\vsnapshot_id\x18\x03 \x01(\tR\n" +
 	"snapshotId\x12-\n" +
-	"\x05state\x18\x04 \x01(\v2\x17.agentd.v1.SessionStateR\x05state\"\x81\x01\n" +
+	"\x05state\x18\x04 \x01(\v2\x17.agentd.v1.SessionStateR\x05state\x126\n" +
+	"\vbusy_policy\x18\x05 \x01(\x0e2\x15.agentd.v1.BusyPolicyR\n" +
+	"busyPolicy\"\x81\x01\n" +
 	"\n" +
 	"AgentInput\x12,\n" +
 	"\amessage\x18\x01 \x01(\v2\x12.agentd.v1.MessageR\amessage\x12-\n" +
@@ -785,7 +858,13 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12E\n" +
 	"\x10state_management\x18\x03 \x01(\x0e2\x1a.agentd.v1.StateManagementR\x0fstateManagement\x12\x1c\n" +
 	"\tabortable\x18\x04 \x01(\bR\tabortable\x12:\n" +
-	"\fstate_schema\x18\x05 \x01(\v2\x17.google.protobuf.StructR\vstateSchema*m\n" +
+	"\fstate_schema\x18\x05 \x01(\v2\x17.google.protobuf.StructR\vstateSchema*u\n" +
+	"\n" +
+	"BusyPolicy\x12\x1b\n" +
+	"\x17BUSY_POLICY_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12BUSY_POLICY_REJECT\x10\x01\x12\x17\n" +
+	"\x13BUSY_POLICY_ENQUEUE\x10\x02\x12\x19\n" +
+	"\x15BUSY_POLICY_INTERRUPT\x10\x03*m\n" +
 	"\x0fStateManagement\x12 \n" +
 	"\x1cSTATE_MANAGEMENT_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17STATE_MANAGEMENT_SERVER\x10\x01\x12\x1b\n" +
@@ -803,55 +882,57 @@ func file_agentd_v1_agent_proto_rawDescGZIP() []byte {
 	return file_agentd_v1_agent_proto_rawDescData
 }
 
-var file_agentd_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_agentd_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_agentd_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_agentd_v1_agent_proto_goTypes = []any{
-	(StateManagement)(0),       // 0: agentd.v1.StateManagement
-	(*AgentInit)(nil),          // 1: agentd.v1.AgentInit
-	(*AgentInput)(nil),         // 2: agentd.v1.AgentInput
-	(*ToolResume)(nil),         // 3: agentd.v1.ToolResume
-	(*JsonPatchOperation)(nil), // 4: agentd.v1.JsonPatchOperation
-	(*ModelChunk)(nil),         // 5: agentd.v1.ModelChunk
-	(*TurnEnd)(nil),            // 6: agentd.v1.TurnEnd
-	(*AgentStreamChunk)(nil),   // 7: agentd.v1.AgentStreamChunk
-	(*AgentOutput)(nil),        // 8: agentd.v1.AgentOutput
-	(*AgentInfo)(nil),          // 9: agentd.v1.AgentInfo
-	(*SessionState)(nil),       // 10: agentd.v1.SessionState
-	(*Message)(nil),            // 11: agentd.v1.Message
-	(*Part)(nil),               // 12: agentd.v1.Part
-	(*structpb.Value)(nil),     // 13: google.protobuf.Value
-	(Role)(0),                  // 14: agentd.v1.Role
-	(FinishReason)(0),          // 15: agentd.v1.FinishReason
-	(*Artifact)(nil),           // 16: agentd.v1.Artifact
-	(*AgentError)(nil),         // 17: agentd.v1.AgentError
-	(*structpb.Struct)(nil),    // 18: google.protobuf.Struct
+	(BusyPolicy)(0),            // 0: agentd.v1.BusyPolicy
+	(StateManagement)(0),       // 1: agentd.v1.StateManagement
+	(*AgentInit)(nil),          // 2: agentd.v1.AgentInit
+	(*AgentInput)(nil),         // 3: agentd.v1.AgentInput
+	(*ToolResume)(nil),         // 4: agentd.v1.ToolResume
+	(*JsonPatchOperation)(nil), // 5: agentd.v1.JsonPatchOperation
+	(*ModelChunk)(nil),         // 6: agentd.v1.ModelChunk
+	(*TurnEnd)(nil),            // 7: agentd.v1.TurnEnd
+	(*AgentStreamChunk)(nil),   // 8: agentd.v1.AgentStreamChunk
+	(*AgentOutput)(nil),        // 9: agentd.v1.AgentOutput
+	(*AgentInfo)(nil),          // 10: agentd.v1.AgentInfo
+	(*SessionState)(nil),       // 11: agentd.v1.SessionState
+	(*Message)(nil),            // 12: agentd.v1.Message
+	(*Part)(nil),               // 13: agentd.v1.Part
+	(*structpb.Value)(nil),     // 14: google.protobuf.Value
+	(Role)(0),                  // 15: agentd.v1.Role
+	(FinishReason)(0),          // 16: agentd.v1.FinishReason
+	(*Artifact)(nil),           // 17: agentd.v1.Artifact
+	(*AgentError)(nil),         // 18: agentd.v1.AgentError
+	(*structpb.Struct)(nil),    // 19: google.protobuf.Struct
 }
 var file_agentd_v1_agent_proto_depIdxs = []int32{
-	10, // 0: agentd.v1.AgentInit.state:type_name -> agentd.v1.SessionState
-	11, // 1: agentd.v1.AgentInput.message:type_name -> agentd.v1.Message
-	3,  // 2: agentd.v1.AgentInput.resume:type_name -> agentd.v1.ToolResume
-	12, // 3: agentd.v1.ToolResume.respond:type_name -> agentd.v1.Part
-	12, // 4: agentd.v1.ToolResume.restart:type_name -> agentd.v1.Part
-	13, // 5: agentd.v1.JsonPatchOperation.value:type_name -> google.protobuf.Value
-	14, // 6: agentd.v1.ModelChunk.role:type_name -> agentd.v1.Role
-	12, // 7: agentd.v1.ModelChunk.content:type_name -> agentd.v1.Part
-	15, // 8: agentd.v1.TurnEnd.finish_reason:type_name -> agentd.v1.FinishReason
-	5,  // 9: agentd.v1.AgentStreamChunk.model_chunk:type_name -> agentd.v1.ModelChunk
-	4,  // 10: agentd.v1.AgentStreamChunk.custom_patch:type_name -> agentd.v1.JsonPatchOperation
-	16, // 11: agentd.v1.AgentStreamChunk.artifact:type_name -> agentd.v1.Artifact
-	6,  // 12: agentd.v1.AgentStreamChunk.turn_end:type_name -> agentd.v1.TurnEnd
-	11, // 13: agentd.v1.AgentOutput.message:type_name -> agentd.v1.Message
-	16, // 14: agentd.v1.AgentOutput.artifacts:type_name -> agentd.v1.Artifact
-	10, // 15: agentd.v1.AgentOutput.state:type_name -> agentd.v1.SessionState
-	15, // 16: agentd.v1.AgentOutput.finish_reason:type_name -> agentd.v1.FinishReason
-	17, // 17: agentd.v1.AgentOutput.error:type_name -> agentd.v1.AgentError
-	0,  // 18: agentd.v1.AgentInfo.state_management:type_name -> agentd.v1.StateManagement
-	18, // 19: agentd.v1.AgentInfo.state_schema:type_name -> google.protobuf.Struct
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	11, // 0: agentd.v1.AgentInit.state:type_name -> agentd.v1.SessionState
+	0,  // 1: agentd.v1.AgentInit.busy_policy:type_name -> agentd.v1.BusyPolicy
+	12, // 2: agentd.v1.AgentInput.message:type_name -> agentd.v1.Message
+	4,  // 3: agentd.v1.AgentInput.resume:type_name -> agentd.v1.ToolResume
+	13, // 4: agentd.v1.ToolResume.respond:type_name -> agentd.v1.Part
+	13, // 5: agentd.v1.ToolResume.restart:type_name -> agentd.v1.Part
+	14, // 6: agentd.v1.JsonPatchOperation.value:type_name -> google.protobuf.Value
+	15, // 7: agentd.v1.ModelChunk.role:type_name -> agentd.v1.Role
+	13, // 8: agentd.v1.ModelChunk.content:type_name -> agentd.v1.Part
+	16, // 9: agentd.v1.TurnEnd.finish_reason:type_name -> agentd.v1.FinishReason
+	6,  // 10: agentd.v1.AgentStreamChunk.model_chunk:type_name -> agentd.v1.ModelChunk
+	5,  // 11: agentd.v1.AgentStreamChunk.custom_patch:type_name -> agentd.v1.JsonPatchOperation
+	17, // 12: agentd.v1.AgentStreamChunk.artifact:type_name -> agentd.v1.Artifact
+	7,  // 13: agentd.v1.AgentStreamChunk.turn_end:type_name -> agentd.v1.TurnEnd
+	12, // 14: agentd.v1.AgentOutput.message:type_name -> agentd.v1.Message
+	17, // 15: agentd.v1.AgentOutput.artifacts:type_name -> agentd.v1.Artifact
+	11, // 16: agentd.v1.AgentOutput.state:type_name -> agentd.v1.SessionState
+	16, // 17: agentd.v1.AgentOutput.finish_reason:type_name -> agentd.v1.FinishReason
+	18, // 18: agentd.v1.AgentOutput.error:type_name -> agentd.v1.AgentError
+	1,  // 19: agentd.v1.AgentInfo.state_management:type_name -> agentd.v1.StateManagement
+	19, // 20: agentd.v1.AgentInfo.state_schema:type_name -> google.protobuf.Struct
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_agent_proto_init() }
@@ -866,7 +947,7 @@ func file_agentd_v1_agent_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentd_v1_agent_proto_rawDesc), len(file_agentd_v1_agent_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentd/v1/agent.proto.
  */
 export const file_agentd_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChVhZ2VudGQvdjEvYWdlbnQucHJvdG8SCWFnZW50ZC52MSJrCglBZ2VudEluaXQSDQoFYWdlbnQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRITCgtzbmFwc2hvdF9pZBgDIAEoCRImCgVzdGF0ZRgEIAEoCzIXLmFnZW50ZC52MS5TZXNzaW9uU3RhdGUiaAoKQWdlbnRJbnB1dBIjCgdtZXNzYWdlGAEgASgLMhIuYWdlbnRkLnYxLk1lc3NhZ2USJQoGcmVzdW1lGAIgASgLMhUuYWdlbnRkLnYxLlRvb2xSZXN1bWUSDgoGZGV0YWNoGAMgASgIIlAKClRvb2xSZXN1bWUSIAoHcmVzcG9uZBgBIAMoCzIPLmFnZW50ZC52MS5QYXJ0EiAKB3Jlc3RhcnQYAiADKAsyDy5hZ2VudGQudjEuUGFydCJjChJKc29uUGF0Y2hPcGVyYXRpb24SCgoCb3AYASABKAkSDAoEcGF0aBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIMCgRmcm9tGAQgASgJIlwKCk1vZGVsQ2h1bmsSHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEiAKB2NvbnRlbnQYAiADKAsyDy5hZ2VudGQudjEuUGFydBINCgVpbmRleBgDIAEoBSJ2CgdUdXJuRW5kEhMKC3NuYXBzaG90X2lkGAEgASgJEi4KDWZpbmlzaF9yZWFzb24YAiABKA4yFy5hZ2VudGQudjEuRmluaXNoUmVhc29uEhIKCnR1cm5faW5kZXgYAyABKAUSEgoKc2Vzc2lvbl9pZBgEIAEoCSLAAQoQQWdlbnRTdHJlYW1DaHVuaxIqCgttb2RlbF9jaHVuaxgBIAEoCzIVLmFnZW50ZC52MS5Nb2RlbENodW5rEjMKDGN1c3RvbV9wYXRjaBgCIAMoCzIdLmFnZW50ZC52MS5Kc29uUGF0Y2hPcGVyYXRpb24SJQoIYXJ0aWZhY3QYAyABKAsyEy5hZ2VudGQudjEuQXJ0aWZhY3QSJAoIdHVybl9lbmQYBCABKAsyEi5hZ2VudGQudjEuVHVybkVuZCKBAgoLQWdlbnRPdXRwdXQSEgoKc2Vzc2lvbl9pZBgBIAEoCRITCgtzbmFwc2hvdF9pZBgCIAEoCRIjCgdtZXNzYWdlGAMgASgLMhIuYWdlbnRkLnYxLk1lc3NhZ2USJgoJYXJ0aWZhY3RzGAQgAygLMhMuYWdlbnRkLnYxLkFydGlmYWN0EiYKBXN0YXRlGAUgASgLMhcuYWdlbnRkLnYxLlNlc3Npb25TdGF0ZRIuCg1maW5pc2hfcmVhc29uGAYgASgOMhcuYWdlbnRkLnYxLkZpbmlzaFJlYXNvbhIkCgVlcnJvchgHIAEoCzIVLmFnZW50ZC52MS5BZ2VudEVycm9yIqYBCglBZ2VudEluZm8SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRI0ChBzdGF0ZV9tYW5hZ2VtZW50GAMgASgOMhouYWdlbnRkLnYxLlN0YXRlTWFuYWdlbWVudBIRCglhYm9ydGFibGUYBCABKAgSLQoMc3RhdGVfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCptCg9TdGF0ZU1hbmFnZW1lbnQSIAocU1RBVEVfTUFOQUdFTUVOVF9VTlNQRUNJRklFRBAAEhsKF1NUQVRFX01BTkFHRU1FTlRfU0VSVkVSEAESGwoXU1RBVEVfTUFOQUdFTUVOVF9DTElFTlQQAkI4WjZnaXRodWIuY29tL2FnZW50ZC1kZXYvYWdlbnRkL2dlbi9nby9hZ2VudGQvdjE7YWdlbnRkdjFiBnByb3RvMw", [file_agentd_v1_content, file_agentd_v1_state, file_google_protobuf_struct]);
+  fileDesc("ChVhZ2VudGQvdjEvYWdlbnQucHJvdG8SCWFnZW50ZC52MSKXAQoJQWdlbnRJbml0Eg0KBWFnZW50GAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc25hcHNob3RfaWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5hZ2VudGQudjEuU2Vzc2lvblN0YXRlEioKC2J1c3lfcG9saWN5GAUgASgOMhUuYWdlbnRkLnYxLkJ1c3lQb2xpY3kiaAoKQWdlbnRJbnB1dBIjCgdtZXNzYWdlGAEgASgLMhIuYWdlbnRkLnYxLk1lc3NhZ2USJQoGcmVzdW1lGAIgASgLMhUuYWdlbnRkLnYxLlRvb2xSZXN1bWUSDgoGZGV0YWNoGAMgASgIIlAKClRvb2xSZXN1bWUSIAoHcmVzcG9uZBgBIAMoCzIPLmFnZW50ZC52MS5QYXJ0EiAKB3Jlc3RhcnQYAiADKAsyDy5hZ2VudGQudjEuUGFydCJjChJKc29uUGF0Y2hPcGVyYXRpb24SCgoCb3AYASABKAkSDAoEcGF0aBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIMCgRmcm9tGAQgASgJIlwKCk1vZGVsQ2h1bmsSHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEiAKB2NvbnRlbnQYAiADKAsyDy5hZ2VudGQudjEuUGFydBINCgVpbmRleBgDIAEoBSJ2CgdUdXJuRW5kEhMKC3NuYXBzaG90X2lkGAEgASgJEi4KDWZpbmlzaF9yZWFzb24YAiABKA4yFy5hZ2VudGQudjEuRmluaXNoUmVhc29uEhIKCnR1cm5faW5kZXgYAyABKAUSEgoKc2Vzc2lvbl9pZBgEIAEoCSLAAQoQQWdlbnRTdHJlYW1DaHVuaxIqCgttb2RlbF9jaHVuaxgBIAEoCzIVLmFnZW50ZC52MS5Nb2RlbENodW5rEjMKDGN1c3RvbV9wYXRjaBgCIAMoCzIdLmFnZW50ZC52MS5Kc29uUGF0Y2hPcGVyYXRpb24SJQoIYXJ0aWZhY3QYAyABKAsyEy5hZ2VudGQudjEuQXJ0aWZhY3QSJAoIdHVybl9lbmQYBCABKAsyEi5hZ2VudGQudjEuVHVybkVuZCKBAgoLQWdlbnRPdXRwdXQSEgoKc2Vzc2lvbl9pZBgBIAEoCRITCgtzbmFwc2hvdF9pZBgCIAEoCRIjCgdtZXNzYWdlGAMgASgLMhIuYWdlbnRkLnYxLk1lc3NhZ2USJgoJYXJ0aWZhY3RzGAQgAygLMhMuYWdlbnRkLnYxLkFydGlmYWN0EiYKBXN0YXRlGAUgASgLMhcuYWdlbnRkLnYxLlNlc3Npb25TdGF0ZRIuCg1maW5pc2hfcmVhc29uGAYgASgOMhcuYWdlbnRkLnYxLkZpbmlzaFJlYXNvbhIkCgVlcnJvchgHIAEoCzIVLmFnZW50ZC52MS5BZ2VudEVycm9yIqYBCglBZ2VudEluZm8SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRI0ChBzdGF0ZV9tYW5hZ2VtZW50GAMgASgOMhouYWdlbnRkLnYxLlN0YXRlTWFuYWdlbWVudBIRCglhYm9ydGFibGUYBCABKAgSLQoMc3RhdGVfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCp1CgpCdXN5UG9saWN5EhsKF0JVU1lfUE9MSUNZX1VOU1BFQ0lGSUVEEAASFgoSQlVTWV9QT0xJQ1lfUkVKRUNUEAESFwoTQlVTWV9QT0xJQ1lfRU5RVUVVRRACEhkKFUJVU1lfUE9MSUNZX0lOVEVSUlVQVBADKm0KD1N0YXRlTWFuYWdlbWVudBIgChxTVEFURV9NQU5BR0VNRU5UX1VOU1BFQ0lGSUVEEAASGwoXU1RBVEVfTUFOQUdFTUVOVF9TRVJWRVIQARIbChdTVEFURV9NQU5BR0VNRU5UX0NMSUVOVBACQjhaNmdpdGh1Yi5jb20vYWdlbnRkLWRldi9hZ2VudGQvZ2VuL2dvL2FnZW50ZC92MTthZ2VudGR2MWIGcHJvdG8z", [file_agentd_v1_content, file_agentd_v1_state, file_google_protobuf_struct]);
 
 /**
  * AgentInit starts an invocation. session_id, snapshot_id and state are
@@ -52,6 +52,14 @@ export type AgentInit = Message<"agentd.v1.AgentInit"> & {
    * @generated from field: agentd.v1.SessionState state = 4;
    */
   state?: SessionState | undefined;
+
+  /**
+   * What to do when the session is busy (another invocation holds it).
+   * Unspecified: the server's default (`--busy-policy`, REJECT unless set).
+   *
+   * @generated from field: agentd.v1.BusyPolicy busy_policy = 5;
+   */
+  busyPolicy: BusyPolicy;
 };
 
 /**
@@ -373,6 +381,51 @@ export const AgentInfoSchema: GenMessage<AgentInfo> = /*@__PURE__*/
   messageDesc(file_agentd_v1_agent, 8);
 
 /**
+ * BusyPolicy decides what a call on a busy session does. A session is busy
+ * while another invocation runs on it: an open Chat, a Run or RunStream in
+ * progress, or detached work that has not finished.
+ *
+ * @generated from enum agentd.v1.BusyPolicy
+ */
+export enum BusyPolicy {
+  /**
+   * The server's default.
+   *
+   * @generated from enum value: BUSY_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Fail at once with ABORTED naming the running invocation.
+   *
+   * @generated from enum value: BUSY_POLICY_REJECT = 1;
+   */
+  REJECT = 1,
+
+  /**
+   * Wait until the session is free (first come, first served), bounded by the
+   * call's deadline (DEADLINE_EXCEEDED).
+   *
+   * @generated from enum value: BUSY_POLICY_ENQUEUE = 2;
+   */
+  ENQUEUE = 2,
+
+  /**
+   * Stop the running invocation (it ends ABORTED; its unfinished turn is not
+   * written), then run. Detached work is not interrupted: Abort it.
+   *
+   * @generated from enum value: BUSY_POLICY_INTERRUPT = 3;
+   */
+  INTERRUPT = 3,
+}
+
+/**
+ * Describes the enum agentd.v1.BusyPolicy.
+ */
+export const BusyPolicySchema: GenEnum<BusyPolicy> = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agent, 0);
+
+/**
  * StateManagement says who keeps an agent's conversation state.
  *
  * @generated from enum agentd.v1.StateManagement
@@ -402,5 +455,5 @@ export enum StateManagement {
  * Describes the enum agentd.v1.StateManagement.
  */
 export const StateManagementSchema: GenEnum<StateManagement> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agent, 0);
+  enumDesc(file_agentd_v1_agent, 1);
 

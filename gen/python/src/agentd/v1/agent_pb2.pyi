@@ -10,26 +10,39 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class BusyPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BUSY_POLICY_UNSPECIFIED: _ClassVar[BusyPolicy]
+    BUSY_POLICY_REJECT: _ClassVar[BusyPolicy]
+    BUSY_POLICY_ENQUEUE: _ClassVar[BusyPolicy]
+    BUSY_POLICY_INTERRUPT: _ClassVar[BusyPolicy]
+
 class StateManagement(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     STATE_MANAGEMENT_UNSPECIFIED: _ClassVar[StateManagement]
     STATE_MANAGEMENT_SERVER: _ClassVar[StateManagement]
     STATE_MANAGEMENT_CLIENT: _ClassVar[StateManagement]
+BUSY_POLICY_UNSPECIFIED: BusyPolicy
+BUSY_POLICY_REJECT: BusyPolicy
+BUSY_POLICY_ENQUEUE: BusyPolicy
+BUSY_POLICY_INTERRUPT: BusyPolicy
 STATE_MANAGEMENT_UNSPECIFIED: StateManagement
 STATE_MANAGEMENT_SERVER: StateManagement
 STATE_MANAGEMENT_CLIENT: StateManagement
 
 class AgentInit(_message.Message):
-    __slots__ = ("agent", "session_id", "snapshot_id", "state")
+    __slots__ = ("agent", "session_id", "snapshot_id", "state", "busy_policy")
     AGENT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    BUSY_POLICY_FIELD_NUMBER: _ClassVar[int]
     agent: str
     session_id: str
     snapshot_id: str
     state: _state_pb2.SessionState
-    def __init__(self, agent: _Optional[str] = ..., session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., state: _Optional[_Union[_state_pb2.SessionState, _Mapping]] = ...) -> None: ...
+    busy_policy: BusyPolicy
+    def __init__(self, agent: _Optional[str] = ..., session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., state: _Optional[_Union[_state_pb2.SessionState, _Mapping]] = ..., busy_policy: _Optional[_Union[BusyPolicy, str]] = ...) -> None: ...
 
 class AgentInput(_message.Message):
     __slots__ = ("message", "resume", "detach")

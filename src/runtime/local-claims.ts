@@ -1,0 +1,68 @@
+import type { SessionClaim } from "./session-claim.js";
+
+/**
+ * This process's running claims per store and session, used only to make
+ * in-process hand-offs immediate: an INTERRUPT tells a local holder at once
+ * (a holder in another process notices at its next lease refresh or commit),
+ * and a release wakes local ENQUEUE waiters (others poll). Losing this
+ * registry loses nothing: the session head in the store is the truth.
+ */
+export class LocalClaims {
+  private static readonly byStore = new WeakMap<object, LocalClaims>();
+  private readonly claims = new Map<string, Set<SessionClaim<unknown>>>();
+  private readonly wakers = new Map<string, Set<() => void>>();
+
+  /** The registry of `store` in this process. */
+  static of(store: object): LocalClaims {
+    let registry = LocalClaims.byStore.get(store);
+    if (!registry) LocalClaims.byStore.set(store, (registry = new LocalClaims()));
+    return registry;
+  }
+
+  /** Records a claim held in this process. */
+  add(sessionId: string, claim: SessionClaim<unknown>): void {
+    let set = this.claims.get(sessionId);
+    if (!set) this.claims.set(sessionId, (set = new Set()));
+    set.add(claim);
+  }
+
+  /** Forgets a claim (released or lost). */
+  remove(sessionId: string, claim: SessionClaim<unknown>): void {
+    const set = this.claims.get(sessionId);
+    set?.delete(claim);
+    if (set?.size === 0) this.claims.delete(sessionId);
+  }
+
+  /** Tells the local holder `holderId` of `sessionId` (if it runs here) that `byId` took the session. */
+  interrupt(sessionId: string, holderId: string, byId: string): void {
+    for (const claim of [...(this.claims.get(sessionId) ?? [])]) {
+      if (claim.invocationId === holderId) claim.interruptedBy(byId);
+    }
+  }
+
+  /** Wakes everyone waiting in {@link waitForChange} for `sessionId`. */
+  changed(sessionId: string): void {
+    const set = this.wakers.get(sessionId);
+    this.wakers.delete(sessionId);
+    for (const wake of set ?? []) wake();
+  }
+
+  /** Resolves after `ms`, on a local change of `sessionId`, or when `signal` aborts (whichever is first). */
+  waitForChange(sessionId: string, ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      let set = this.wakers.get(sessionId);
+      if (!set) this.wakers.set(sessionId, (set = new Set()));
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        const waiting = this.wakers.get(sessionId);
+        waiting?.delete(done);
+        if (waiting?.size === 0) this.wakers.delete(sessionId);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      set.add(done);
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+}

@@ -1,0 +1,304 @@
+import { AgentError } from "../errors/agent-error.js";
+import type { BusyPolicy } from "../types/session-state.js";
+import type { SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
+import { LocalClaims } from "./local-claims.js";
+
+/** Timing of session leases (see {@link SessionClaim}). */
+export interface ClaimSettings {
+  /** A lease not refreshed for this long is void (its holder died). Default 15 s. */
+  leaseTtlMs: number;
+  /** How often a holder refreshes its lease (and notices it was taken over). Default 5 s. */
+  refreshMs: number;
+  /** How often an ENQUEUE waiter re-reads the head (in-process releases wake it at once). Default 50 ms. */
+  pollMs: number;
+  /** Most ENQUEUE waiters one session takes; more get RESOURCE_EXHAUSTED. Default 64. */
+  maxWaiters: number;
+}
+
+/** The default lease timing. */
+export const DEFAULT_CLAIM_SETTINGS: Readonly<ClaimSettings> = Object.freeze({ leaseTtlMs: 15_000, refreshMs: 5_000, pollMs: 50, maxWaiters: 64 });
+
+/** Who claims a session. */
+export interface ClaimIdentity<S> {
+  store: SessionStore<S>;
+  sessionId: string;
+  agent: string;
+  owner: string;
+  invocationId: string;
+  ctx?: StoreCallContext;
+  settings: ClaimSettings;
+}
+
+const MAX_CAS_ATTEMPTS = 200;
+
+/**
+ * An invocation's hold on one session: the lease in the session head, taken
+ * according to the busy policy, refreshed while the invocation runs, and the
+ * compare-and-set commits that move the head. Every head write is conditional
+ * on the version read, so a commit made after another invocation took the
+ * session (INTERRUPT, or a lease that expired) is refused with ABORTED and
+ * never written: no acknowledged turn of the new holder is overwritten, and
+ * no turn of the old holder lands half-way. Nothing here lives only in this
+ * process: the head is the truth; {@link LocalClaims} only speeds up
+ * in-process hand-offs.
+ */
+export class SessionClaim<S> {
+  private head: SessionHead | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private lostError: AgentError | undefined;
+  private released = false;
+  private onLost: ((err: AgentError) => void) | undefined;
+
+  constructor(private readonly id: ClaimIdentity<S>) {}
+
+  /** The session ID. */
+  get sessionId(): string {
+    return this.id.sessionId;
+  }
+
+  /** The invocation holding the claim. */
+  get invocationId(): string {
+    return this.id.invocationId;
+  }
+
+  /** The head as last read or written by this claim. */
+  get currentHead(): SessionHead | undefined {
+    return this.head;
+  }
+
+  /** Installs the callback told when the session is taken away (the invocation then ends ABORTED). */
+  whenLost(listener: (err: AgentError) => void): void {
+    this.onLost = listener;
+    if (this.lostError) listener(this.lostError);
+  }
+
+  /**
+   * Takes the lease of an existing session per `policy`: REJECT fails at once
+   * with ABORTED naming the running invocation; ENQUEUE waits in FIFO order
+   * until the session is free or `signal` aborts; INTERRUPT takes the lease
+   * from the running invocation (which ends ABORTED). Resolves to the head
+   * read under the new lease.
+   */
+  async acquire(policy: BusyPolicy, signal?: AbortSignal): Promise<SessionHead> {
+    const local = LocalClaims.of(this.id.store);
+    let queued = false;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        throwIfAborted(signal, this.id.sessionId);
+        const head = await this.readHead();
+        const now = Date.now();
+        const holder = head.lease && head.lease.expiresAt > now && head.lease.invocationId !== this.id.invocationId ? head.lease : undefined;
+        const waiters = (head.waiters ?? []).filter((w) => w.expiresAt > now);
+        const others = waiters.filter((w) => w.invocationId !== this.id.invocationId);
+        const mine = waiters.find((w) => w.invocationId === this.id.invocationId);
+        const myTurn = policy !== "enqueue" || (others.length === 0 ? true : waiters[0]?.invocationId === this.id.invocationId);
+        if (!holder && myTurn) {
+          if (await this.writeHead(head, { lease: this.freshLease(), waiters: others })) return this.started(local);
+          continue;
+        }
+        if (holder && policy === "reject") throw busyError(this.id.sessionId, holder.invocationId);
+        if (holder && policy === "interrupt") {
+          if (await this.writeHead(head, { lease: this.freshLease(), waiters: others })) {
+            local.interrupt(this.id.sessionId, holder.invocationId, this.id.invocationId);
+            return this.started(local);
+          }
+          continue;
+        }
+        // ENQUEUE: join (or stay in) the line, refreshing our entry before it expires.
+        if (!mine || mine.expiresAt - now < this.id.settings.leaseTtlMs / 2) {
+          if (!mine && others.length >= this.id.settings.maxWaiters) {
+            throw new AgentError(
+              "RESOURCE_EXHAUSTED",
+              `session "${this.id.sessionId}" already has ${others.length} queued invocations (the limit); retry later`,
+              { details: { sessionId: this.id.sessionId, maxWaiters: this.id.settings.maxWaiters } },
+            );
+          }
+          const entry = { invocationId: this.id.invocationId, expiresAt: now + this.id.settings.leaseTtlMs };
+          const line = mine ? waiters.map((w) => (w === mine ? entry : w)) : [...waiters, entry];
+          if (!(await this.writeHead(head, { ...(head.lease ? { lease: head.lease } : {}), waiters: line }))) continue;
+          queued = true;
+          if (!holder) continue; // free but not our turn yet: re-check at once
+        }
+        await local.waitForChange(this.id.sessionId, this.id.settings.pollMs, signal);
+      }
+    } catch (err) {
+      if (queued) await this.leaveLine().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Marks the claim held for a session this invocation creates with its first commit. */
+  startFresh(): void {
+    this.started(LocalClaims.of(this.id.store));
+  }
+
+  /**
+   * Inserts `record` and moves the head to it (compare-and-set). Retries when
+   * only bookkeeping changed (a waiter joined); throws ABORTED when the head
+   * moved or the lease went to another invocation (nothing is written then).
+   */
+  commit(record: SnapshotRecord<S>): Promise<SessionHead> {
+    return this.serialized(async () => {
+      this.throwIfLost();
+      for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+        const now = Date.now();
+        const known = this.head;
+        const head: Omit<SessionHead, "version"> = known
+          ? { ...withoutVersion(known), headSnapshotId: record.snapshotId, turnCount: known.turnCount + 1, updatedAt: now, lease: this.freshLease() }
+          : {
+              sessionId: this.id.sessionId,
+              agent: this.id.agent,
+              owner: this.id.owner,
+              headSnapshotId: record.snapshotId,
+              turnCount: 1,
+              createdAt: now,
+              updatedAt: now,
+              lease: this.freshLease(),
+            };
+        const stored = await this.id.store.commit({ expectedVersion: known?.version ?? 0, head, record }, this.id.ctx);
+        if (stored) {
+          this.head = stored;
+          return stored;
+        }
+        await this.revalidate(known);
+      }
+      throw new AgentError("ABORTED", `session "${this.id.sessionId}": gave up committing after ${MAX_CAS_ATTEMPTS} concurrent head updates; retry the turn`);
+    });
+  }
+
+  /** Ends the claim: stops refreshing and removes the lease (if still ours). Idempotent; never throws. */
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    clearInterval(this.refreshTimer);
+    const local = LocalClaims.of(this.id.store);
+    local.remove(this.id.sessionId, this);
+    await this.serialized(async () => {
+      for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS && this.head && !this.lostError; attempt++) {
+        const head = this.head;
+        if (head.lease?.invocationId !== this.id.invocationId) return;
+        if (await this.writeHead(head, { waiters: head.waiters ?? [] }, { keepLease: false })) return;
+        const current = await this.id.store.getHead(this.id.sessionId, this.id.ctx);
+        if (!current || current.lease?.invocationId !== this.id.invocationId) return;
+        this.head = current;
+      }
+    }).catch(() => undefined);
+    local.changed(this.id.sessionId);
+  }
+
+  /** @internal Called by {@link LocalClaims} when an INTERRUPT in this process took the session. */
+  interruptedBy(invocationId: string): void {
+    this.lose(new AgentError("ABORTED", `the invocation was interrupted: invocation "${invocationId}" took over session "${this.id.sessionId}" (busy policy INTERRUPT)`));
+  }
+
+  private started(local: LocalClaims): SessionHead {
+    local.add(this.id.sessionId, this);
+    this.refreshTimer = setInterval(() => void this.refresh(), this.id.settings.refreshMs);
+    this.refreshTimer.unref();
+    return this.head!;
+  }
+
+  private async refresh(): Promise<void> {
+    await this.serialized(async () => {
+      if (this.released || this.lostError || !this.head) return;
+      for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+        const known = this.head;
+        if (await this.writeHead(known, { lease: this.freshLease(), waiters: known.waiters ?? [] })) return;
+        await this.revalidate(known);
+      }
+    }).catch(() => undefined);
+  }
+
+  /** After a failed CAS: adopts the current head if it is still ours and unmoved, else loses the claim (ABORTED). */
+  private async revalidate(known: SessionHead | undefined): Promise<void> {
+    const current = await this.id.store.getHead(this.id.sessionId, this.id.ctx);
+    if (!known) {
+      this.lose(new AgentError("ABORTED", `session "${this.id.sessionId}" was created by another invocation`));
+    } else if (!current) {
+      this.lose(new AgentError("ABORTED", `session "${this.id.sessionId}" no longer exists`));
+    } else if (current.lease?.invocationId !== this.id.invocationId) {
+      const by = current.lease && current.lease.expiresAt > Date.now() ? ` to invocation "${current.lease.invocationId}"` : "";
+      this.lose(new AgentError("ABORTED", `the invocation lost session "${this.id.sessionId}"${by}; its turn was not written`));
+    } else if (current.headSnapshotId !== known.headSnapshotId) {
+      this.lose(new AgentError("ABORTED", `session "${this.id.sessionId}" moved to snapshot "${current.headSnapshotId}"; the turn was not written`));
+    }
+    this.throwIfLost();
+    this.head = current;
+  }
+
+  private lose(err: AgentError): void {
+    if (this.lostError) return;
+    this.lostError = err;
+    clearInterval(this.refreshTimer);
+    LocalClaims.of(this.id.store).remove(this.id.sessionId, this);
+    this.onLost?.(err);
+  }
+
+  private throwIfLost(): void {
+    if (this.lostError) throw this.lostError;
+  }
+
+  private async readHead(): Promise<SessionHead> {
+    const head = await this.id.store.getHead(this.id.sessionId, this.id.ctx);
+    if (!head) throw new AgentError("NOT_FOUND", `session "${this.id.sessionId}" not found`);
+    this.head = head;
+    return head;
+  }
+
+  /** CAS of the head with some fields replaced; true when written (this.head updated). */
+  private async writeHead(
+    head: SessionHead,
+    fields: Partial<Pick<SessionHead, "lease" | "waiters">>,
+    options: { keepLease?: boolean } = {},
+  ): Promise<boolean> {
+    const next: Omit<SessionHead, "version"> = { ...withoutVersion(head), ...fields, updatedAt: Date.now() };
+    if (options.keepLease === false) delete next.lease;
+    if (next.waiters && next.waiters.length === 0) delete next.waiters;
+    const stored = await this.id.store.commit({ expectedVersion: head.version, head: next }, this.id.ctx);
+    if (stored) this.head = stored;
+    return stored !== undefined;
+  }
+
+  private async leaveLine(): Promise<void> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const head = await this.id.store.getHead(this.id.sessionId, this.id.ctx);
+      const waiters = head?.waiters ?? [];
+      if (!head || !waiters.some((w) => w.invocationId === this.id.invocationId)) return;
+      if (await this.writeHead(head, { waiters: waiters.filter((w) => w.invocationId !== this.id.invocationId) }, { keepLease: head.lease !== undefined })) return;
+    }
+  }
+
+  private freshLease(): { invocationId: string; expiresAt: number } {
+    return { invocationId: this.id.invocationId, expiresAt: Date.now() + this.id.settings.leaseTtlMs };
+  }
+
+  private serialized<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+function withoutVersion(head: SessionHead): Omit<SessionHead, "version"> {
+  const { version: _version, ...rest } = head;
+  return rest;
+}
+
+function busyError(sessionId: string, holder: string): AgentError {
+  return new AgentError(
+    "ABORTED",
+    `session "${sessionId}" is busy: invocation "${holder}" is running on it (busy policy REJECT); retry when it has finished, or send busy_policy ENQUEUE to wait or INTERRUPT to stop it`,
+    { details: { sessionId, runningInvocationId: holder } },
+  );
+}
+
+function throwIfAborted(signal: AbortSignal | undefined, sessionId: string): void {
+  if (!signal?.aborted) return;
+  const reason = signal.reason as { code?: unknown; status?: unknown } | undefined;
+  // A cancelled call (Connect code 1, or our CANCELLED) stays CANCELLED; a passed deadline is DEADLINE_EXCEEDED.
+  if (reason?.code === 1 || reason?.status === "CANCELLED") {
+    throw new AgentError("CANCELLED", `the call was cancelled while waiting for busy session "${sessionId}"`);
+  }
+  throw new AgentError("DEADLINE_EXCEEDED", `gave up waiting for busy session "${sessionId}": the call's deadline passed first (busy policy ENQUEUE)`);
+}

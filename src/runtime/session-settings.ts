@@ -1,0 +1,67 @@
+import { AgentError } from "../errors/agent-error.js";
+import type { BusyPolicy } from "../types/session-state.js";
+import type { CheckpointPolicy } from "../../stores/ledger/checkpoint-policy.js";
+import { DEFAULT_CLAIM_SETTINGS, type ClaimSettings } from "./session-claim.js";
+import { DEFAULT_RECORD_SETTINGS, type RecordSettings } from "./turn-record.js";
+
+/** How server-managed sessions are run: busy policy, leases, records and limits. */
+export interface SessionSettings {
+  /** What a call does on a busy session when it sets no `busyPolicy` (`--busy-policy`). Default `reject`. */
+  busyPolicy: BusyPolicy;
+  /** Lease timing and the ENQUEUE line length. */
+  claims: ClaimSettings;
+  /** Checkpoint policy and the per-session size cap (`--max-session-bytes`). */
+  records: RecordSettings;
+  /** Inputs queued ahead of the running turn of one invocation (Chat); one more is RESOURCE_EXHAUSTED. Default 16. */
+  maxQueuedInputs: number;
+}
+
+/** The defaults: REJECT, 15 s leases, checkpoints per the default policy, 64 MiB sessions, 16 queued inputs. */
+export const DEFAULT_SESSION_SETTINGS: Readonly<SessionSettings> = Object.freeze({
+  busyPolicy: "reject",
+  claims: DEFAULT_CLAIM_SETTINGS,
+  records: DEFAULT_RECORD_SETTINGS,
+  maxQueuedInputs: 16,
+});
+
+/** Overrides of {@link DEFAULT_SESSION_SETTINGS}; each field falls back to its default. */
+export interface SessionSettingsOptions {
+  busyPolicy?: BusyPolicy;
+  claims?: Partial<ClaimSettings>;
+  checkpoints?: Partial<CheckpointPolicy>;
+  maxSessionBytes?: number;
+  maxQueuedInputs?: number;
+}
+
+/** The settings `options` asks for on top of the defaults; INVALID_ARGUMENT for a value out of range. */
+export function sessionSettings(options: SessionSettingsOptions = {}): SessionSettings {
+  const d = DEFAULT_SESSION_SETTINGS;
+  const settings: SessionSettings = {
+    busyPolicy: options.busyPolicy ?? d.busyPolicy,
+    claims: { ...d.claims, ...options.claims },
+    records: {
+      checkpoints: { ...d.records.checkpoints, ...options.checkpoints },
+      maxSessionBytes: options.maxSessionBytes ?? d.records.maxSessionBytes,
+    },
+    maxQueuedInputs: options.maxQueuedInputs ?? d.maxQueuedInputs,
+  };
+  if (!["reject", "enqueue", "interrupt"].includes(settings.busyPolicy)) {
+    throw new AgentError("INVALID_ARGUMENT", `busyPolicy must be "reject", "enqueue" or "interrupt", got "${settings.busyPolicy}"`);
+  }
+  const positive: [string, number][] = [
+    ["maxSessionBytes", settings.records.maxSessionBytes],
+    ["maxQueuedInputs", settings.maxQueuedInputs],
+    ["claims.leaseTtlMs", settings.claims.leaseTtlMs],
+    ["claims.refreshMs", settings.claims.refreshMs],
+    ["claims.pollMs", settings.claims.pollMs],
+    ["claims.maxWaiters", settings.claims.maxWaiters],
+    ["checkpoints.maxDepth", settings.records.checkpoints.maxDepth],
+  ];
+  for (const [name, value] of positive) {
+    if (!Number.isFinite(value) || value < 1) throw new AgentError("INVALID_ARGUMENT", `${name} must be a number >= 1, got ${value}`);
+  }
+  if (settings.claims.refreshMs >= settings.claims.leaseTtlMs) {
+    throw new AgentError("INVALID_ARGUMENT", `claims.refreshMs (${settings.claims.refreshMs}) must be below claims.leaseTtlMs (${settings.claims.leaseTtlMs})`);
+  }
+  return settings;
+}

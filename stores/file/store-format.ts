@@ -1,0 +1,116 @@
+import { randomBytes } from "node:crypto";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { AgentError } from "../../src/errors/agent-error.js";
+import { STORE_FORMAT_VERSION } from "../snapshot-store.js";
+import { STORE_MARKER_FILE } from "./store-layout.js";
+
+/** What showed a directory's format: the marker, or data of the old layout. */
+interface FoundFormat {
+  format: number | string;
+  evidence: string;
+}
+
+function wrongFormat(dir: string, found: FoundFormat): AgentError {
+  return new AgentError(
+    "FAILED_PRECONDITION",
+    `store directory ${dir} was written in store format ${found.format} (${found.evidence}); this agentd reads format ${STORE_FORMAT_VERSION}. ` +
+      `Point the store at a new, empty directory (e.g. --store file:<new directory>) and keep this one for the agentd release that wrote it; ` +
+      `its data is not converted automatically.`,
+    { details: { directory: dir, foundFormat: found.format, expectedFormat: STORE_FORMAT_VERSION } },
+  );
+}
+
+function errnoCode(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException).code;
+}
+
+/** The marker's format, or undefined when there is no marker. */
+function readMarker(dir: string): FoundFormat | undefined {
+  const path = join(dir, STORE_MARKER_FILE);
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    if (errnoCode(err) === "ENOENT" || errnoCode(err) === "ENOTDIR") return undefined;
+    throw new AgentError("FAILED_PRECONDITION", `store marker ${path} cannot be read: ${(err as Error).message}`, { cause: err });
+  }
+  try {
+    const format = (JSON.parse(text) as { format?: unknown }).format;
+    if (typeof format === "number" && Number.isInteger(format)) return { format, evidence: `marker ${path}` };
+  } catch {
+    // reported below
+  }
+  return { format: "unknown", evidence: `unreadable marker ${path}; if the directory holds format-${STORE_FORMAT_VERSION} data, restore or rewrite it as {"format":${STORE_FORMAT_VERSION}}` };
+}
+
+const OLD_FILE_PATTERN = /^\s*\{\s*"format"\s*:\s*(\d+)/;
+
+/**
+ * Looks for data of another layout in a directory without a marker: the
+ * format-1 file store kept `<snapshotId>.json` files starting with
+ * `{"format":1,…` and a `.sessions/` index directory. Other JSON files (no
+ * top-level `format` first) are not agentd's and are ignored.
+ */
+function findOtherLayout(dir: string): FoundFormat | undefined {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (err) {
+    if (errnoCode(err) === "ENOENT") return undefined;
+    throw err;
+  }
+  for (const entry of entries) {
+    if (entry.name === ".sessions" && entry.isDirectory()) return { format: 1, evidence: `format-1 session index ${join(dir, ".sessions")}` };
+    if (!entry.isFile() || !entry.name.endsWith(".json") || entry.name === STORE_MARKER_FILE) continue;
+    const path = join(dir, entry.name);
+    const match = OLD_FILE_PATTERN.exec(readStart(path));
+    if (match && Number(match[1]) !== STORE_FORMAT_VERSION) return { format: Number(match[1]), evidence: `snapshot file ${path}` };
+  }
+  return undefined;
+}
+
+function readStart(path: string): string {
+  try {
+    const fd = openSync(path, "r");
+    try {
+      const buffer = Buffer.alloc(64);
+      return buffer.subarray(0, readSync(fd, buffer, 0, 64, 0)).toString("utf8");
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * Makes sure `dir` holds store format {@link STORE_FORMAT_VERSION} data (or
+ * nothing yet). With a marker: its format must be 2. Without one: the
+ * directory must hold no data of the old layout; the marker is then written
+ * (atomically; concurrent writers write the same bytes), creating the
+ * directory (mode 0700) when `create` is set. Returns true once the directory
+ * is known to be format 2; false when it does not exist and `create` is unset
+ * (nothing to read there yet). Throws FAILED_PRECONDITION naming the
+ * directory, the format found and what to do. Synchronous: it runs once per
+ * directory.
+ */
+export function ensureStoreFormat(dir: string, create: boolean): boolean {
+  const marker = readMarker(dir);
+  if (marker) {
+    if (marker.format !== STORE_FORMAT_VERSION) throw wrongFormat(dir, marker);
+    return true;
+  }
+  if (!create && !existsSync(dir)) return false;
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new AgentError("FAILED_PRECONDITION", `store directory ${dir} cannot be created: ${(err as Error).message}`, { cause: err });
+  }
+  const other = findOtherLayout(dir);
+  if (other) throw wrongFormat(dir, other);
+  const tmp = join(dir, `.${STORE_MARKER_FILE}.${randomBytes(6).toString("hex")}.tmp`);
+  writeFileSync(tmp, `${JSON.stringify({ format: STORE_FORMAT_VERSION })}\n`, { mode: 0o600, flag: "wx" });
+  renameSync(tmp, join(dir, STORE_MARKER_FILE));
+  return true;
+}

@@ -1,0 +1,71 @@
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+
+/** Name of the format marker file at the top of every store (or tenant prefix) directory. */
+export const STORE_MARKER_FILE = "agentd-store.json";
+/** Directory (inside a store or prefix directory) holding one `<snapshotId>.json` per record. */
+export const RECORDS_DIR = "records";
+/** Directory (inside a store or prefix directory) holding the session heads and indexes. */
+export const SESSIONS_DIR = "sessions";
+
+/**
+ * The names the layout uses inside a store directory, lower-cased. A tenant
+ * path prefix segment equal to one of them (case-insensitively) is escaped by
+ * `sanitizePathPrefix`, so a tenant directory never lands on the layout.
+ */
+export const LAYOUT_NAMES: ReadonlySet<string> = new Set([STORE_MARKER_FILE, RECORDS_DIR, SESSIONS_DIR]);
+
+/**
+ * The file-name key of a session: 40 hex digits of SHA-256 of its ID (session
+ * IDs are arbitrary strings; the head file also stores the ID, so a reader can
+ * tell a collision from its own session).
+ */
+export function sessionKey(sessionId: string): string {
+  return createHash("sha256").update(sessionId, "utf8").digest("hex").slice(0, 40);
+}
+
+/**
+ * Where everything of one store (or tenant prefix) directory lives:
+ * - `agentd-store.json` — the format marker (`{"format":2}`);
+ * - `records/<snapshotId>.json` — one record file each (`records/.<id>.lock`: its update lock);
+ * - `sessions/<key>.head.json` — the session head, `sessions/<key>.idx` — the
+ *   session's record index, `sessions/<key>.lock` — its commit lock.
+ * Temporary files start with a dot, so they never look like records or heads.
+ * Callers pass only validated snapshot IDs (they are file names).
+ */
+export class StoreLayout {
+  /** `base` is the absolute store or prefix directory. */
+  constructor(readonly base: string) {}
+
+  get markerPath(): string {
+    return join(this.base, STORE_MARKER_FILE);
+  }
+
+  get recordsDir(): string {
+    return join(this.base, RECORDS_DIR);
+  }
+
+  get sessionsDir(): string {
+    return join(this.base, SESSIONS_DIR);
+  }
+
+  recordPath(snapshotId: string): string {
+    return join(this.recordsDir, `${snapshotId}.json`);
+  }
+
+  recordLockPath(snapshotId: string): string {
+    return join(this.recordsDir, `.${snapshotId}.lock`);
+  }
+
+  headPath(sessionId: string): string {
+    return join(this.sessionsDir, `${sessionKey(sessionId)}.head.json`);
+  }
+
+  headLockPath(sessionId: string): string {
+    return join(this.sessionsDir, `${sessionKey(sessionId)}.lock`);
+  }
+
+  indexPath(sessionId: string): string {
+    return join(this.sessionsDir, `${sessionKey(sessionId)}.idx`);
+  }
+}

@@ -1,0 +1,149 @@
+import { BSON } from "mongodb";
+import { AgentError } from "../../src/errors/agent-error.js";
+import type { SnapshotStatus } from "../../src/types/snapshot.js";
+import type { SnapshotRecord } from "../snapshot-store.js";
+import { splitCheckpoint, type ChunkedCheckpoint, type ChunkRef } from "./checkpoint-chunks.js";
+
+/** MongoDB's maximum BSON document size (16 MiB). */
+export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
+
+/** A checkpoint whose serialized record is larger than this is stored in chunk documents. */
+export const CHECKPOINT_INLINE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * How a snapshot record is stored in `<prefix>snapshots`: the fields queries
+ * and the change stream need at top level, the whole record as a JSON string
+ * in `body` (so any state round-trips exactly, whatever its keys), and a
+ * per-record `version` for optimistic concurrency and status ordering.
+ */
+export interface RecordDocument {
+  /** The snapshot ID. */
+  _id: string;
+  /**
+   * The snapshot ID again: set together with every status change, because
+   * mongo-java-server reports an update's `documentKey` as the update itself;
+   * its change events then still name the record.
+   */
+  snapshotId: string;
+  version: number;
+  sessionId: string;
+  createdAt: number;
+  turnIndex: number;
+  status: SnapshotStatus;
+  parentId: string | null;
+  /** JSON of the record; without `checkpoint` when that is in chunk documents. */
+  body: string;
+  /** Set when the checkpoint is in chunk documents. */
+  checkpointChunks: ChunkRef | null;
+}
+
+/** The top-level fields `updateRecord` may change (identity fields never change). */
+export type MutableFields = Pick<RecordDocument, "version" | "turnIndex" | "status" | "body" | "checkpointChunks">;
+
+/** A record ready to write: its document and, for a big checkpoint, the chunks to write first. */
+export interface EncodedRecord {
+  doc: RecordDocument;
+  chunks?: ChunkedCheckpoint;
+}
+
+/**
+ * The next version of a record: greater than the previous one and, being
+ * derived from the clock (microsecond-scaled epoch), also greater than any
+ * version a record of that ID had before (restore, a restarted in-memory test
+ * server), so a subscriber's version gate never drops a genuinely new write.
+ */
+export function nextVersion(previous: number | undefined): number {
+  return Math.max((previous ?? 0) + 1, Date.now() * 1000);
+}
+
+/**
+ * Builds the document for `record`. A checkpoint over
+ * {@link CHECKPOINT_INLINE_BYTES} goes to chunk documents; anything else that
+ * would not fit one document fails with RESOURCE_EXHAUSTED (nothing written).
+ * `reuse` is the existing record's chunked checkpoint: when the checkpoint is
+ * unchanged its chunks are kept instead of written again.
+ */
+export function encodeRecord<S>(
+  record: SnapshotRecord<S>,
+  version: number,
+  update: boolean,
+  reuse?: { ref: ChunkRef; json: string },
+): EncodedRecord {
+  const body = JSON.stringify(record);
+  const doc: RecordDocument = {
+    _id: record.snapshotId,
+    snapshotId: record.snapshotId,
+    version,
+    sessionId: record.sessionId,
+    createdAt: record.createdAt,
+    turnIndex: record.turnIndex,
+    status: record.status,
+    parentId: record.parentId ?? null,
+    body,
+    checkpointChunks: null,
+  };
+  const bodyBytes = Buffer.byteLength(body, "utf8");
+  if (!record.checkpoint || bodyBytes <= CHECKPOINT_INLINE_BYTES) {
+    assertFits(doc, record.snapshotId, update);
+    return { doc };
+  }
+  const { checkpoint, ...rest } = record;
+  doc.body = JSON.stringify(rest);
+  assertFits(doc, record.snapshotId, update);
+  const json = JSON.stringify(checkpoint);
+  if (reuse && reuse.json === json) {
+    doc.checkpointChunks = reuse.ref;
+    return { doc };
+  }
+  const chunks = splitCheckpoint(json);
+  doc.checkpointChunks = chunks.ref;
+  return { doc, chunks };
+}
+
+function assertFits(doc: RecordDocument, snapshotId: string, update: boolean): void {
+  const bytes = BSON.calculateObjectSize(doc as unknown as BSON.Document);
+  if (bytes > MAX_DOCUMENT_BYTES) throw tooLarge(snapshotId, bytes, update);
+}
+
+/** The RESOURCE_EXHAUSTED error for a record over MongoDB's document limit. */
+export function tooLarge(snapshotId: string, bytes: number, update: boolean): AgentError {
+  const size = `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  return new AgentError(
+    "RESOURCE_EXHAUSTED",
+    `snapshot ${snapshotId} needs a ${size} document (its delta: one turn's new messages and artifacts; only a checkpoint is ` +
+      `split into chunks), over MongoDB's 16 MiB document limit; ${update ? "the stored record is unchanged" : "nothing was written"}. ` +
+      `Make the turn smaller (e.g. store large tool results or artifacts elsewhere and reference them) or use the file store.`,
+    { details: { snapshotId, bytes, limitBytes: MAX_DOCUMENT_BYTES } },
+  );
+}
+
+/** A stored record and where its checkpoint is, when that is not inline. */
+export interface DecodedRecord<S> {
+  record: SnapshotRecord<S>;
+  version: number;
+  /** The checkpoint must still be read from these chunks (the record has none yet). */
+  chunks?: ChunkRef;
+}
+
+/** The record stored in a document, without a chunked checkpoint (see {@link DecodedRecord.chunks}). */
+export function decodeRecord<S>(doc: RecordDocument): DecodedRecord<S> {
+  const record = JSON.parse(doc.body) as SnapshotRecord<S>;
+  return doc.checkpointChunks ? { record, version: doc.version, chunks: doc.checkpointChunks } : { record, version: doc.version };
+}
+
+/**
+ * The `$set` that turns `before` into `after`: only changed fields, plus
+ * `version`. `status` (with `snapshotId`) appears only when the status
+ * changed, which is what the change stream filters on.
+ */
+export function changedFields(before: RecordDocument, after: RecordDocument): Partial<RecordDocument> {
+  const set: Partial<RecordDocument> = { version: after.version };
+  if (after.status !== before.status) {
+    set.status = after.status;
+    set.snapshotId = after.snapshotId;
+  }
+  if (after.turnIndex !== before.turnIndex) set.turnIndex = after.turnIndex;
+  if (after.body !== before.body) set.body = after.body;
+  if (after.checkpointChunks?.set !== before.checkpointChunks?.set) set.checkpointChunks = after.checkpointChunks;
+  return set;
+}

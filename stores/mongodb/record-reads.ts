@@ -1,0 +1,119 @@
+import type { Collection, Filter } from "mongodb";
+import { AgentError } from "../../src/errors/agent-error.js";
+import { chainFrom, walkChain } from "../ledger/state-chain.js";
+import { decodePageToken, encodePageToken, pageSizeOf } from "../snapshot-order.js";
+import type { RecordPage, SnapshotPageRequest, SnapshotRecord } from "../snapshot-store.js";
+import type { CheckpointChunks } from "./checkpoint-chunks.js";
+import { decodeRecord, type RecordDocument } from "./record-document.js";
+
+/** A record as read, with the document it came from (the base of a conditional rewrite). */
+export interface LoadedRecord<S> {
+  record: SnapshotRecord<S>;
+  doc: RecordDocument;
+  /** The serialized checkpoint when it came from chunks (lets an unchanged checkpoint keep its chunks). */
+  chunkedJson?: string;
+}
+
+/** How often a read retries when a concurrent rewrite replaced the chunks it was loading. */
+const CHUNK_READ_ATTEMPTS = 5;
+
+/**
+ * The read side of the MongoDB store: records with their chunked checkpoints
+ * joined back, chains with one range query, and keyset-paginated listings.
+ */
+export class RecordReads<S> {
+  constructor(
+    private readonly records: Collection<RecordDocument>,
+    private readonly chunks: CheckpointChunks,
+  ) {}
+
+  /** The record with this ID (checkpoint joined from its chunks), or undefined. */
+  async load(snapshotId: string): Promise<LoadedRecord<S> | undefined> {
+    const doc = await this.records.findOne({ _id: snapshotId });
+    return doc ? this.complete(doc) : undefined;
+  }
+
+  /**
+   * The record of `doc` with its checkpoint joined from chunks. When the
+   * chunks are gone (a concurrent rewrite replaced them), re-reads the
+   * document and tries again; undefined when the record itself is gone.
+   */
+  async complete(doc: RecordDocument): Promise<LoadedRecord<S> | undefined> {
+    let current: RecordDocument | null = doc;
+    for (let attempt = 0; attempt < CHUNK_READ_ATTEMPTS && current; attempt++) {
+      const { record, chunks } = decodeRecord<S>(current);
+      if (!chunks) return { record, doc: current };
+      const json = await this.chunks.read(chunks);
+      if (json !== undefined) {
+        record.checkpoint = JSON.parse(json) as SnapshotRecord<S>["checkpoint"];
+        return { record, doc: current, chunkedJson: json };
+      }
+      current = await this.records.findOne({ _id: current._id });
+    }
+    if (!current) return undefined;
+    throw new AgentError(
+      "DATA_LOSS",
+      `snapshot "${doc._id}" cannot be read: the chunk documents of its checkpoint are missing or incomplete (restore the store from a backup)`,
+    );
+  }
+
+  /**
+   * The chain ending at `snapshotId`: the target, then ONE range query for the
+   * session's records between its nearest checkpoint's turn and its own
+   * (served by the `{sessionId, turnIndex}` index), from which parent links
+   * pick the chain. Only the checkpoint at its start has its chunks read.
+   */
+  async chain(snapshotId: string): Promise<SnapshotRecord<S>[] | undefined> {
+    const targetDoc = await this.records.findOne({ _id: snapshotId });
+    if (!targetDoc) return undefined;
+    const target = decodeRecord<S>(targetDoc);
+    if (!target.record.delta) {
+      const loaded = await this.complete(targetDoc);
+      return loaded ? [loaded.record] : undefined;
+    }
+    const docs = await this.records
+      .find({ sessionId: targetDoc.sessionId, turnIndex: { $gte: target.record.checkpointTurn, $lte: targetDoc.turnIndex } })
+      .toArray();
+    const byId = new Map<string, RecordDocument>(docs.map((d) => [d._id, d]));
+    const candidates = docs.filter((d) => d._id !== snapshotId).map((d) => decodeRecord<S>(d).record);
+    candidates.push(target.record);
+    const chain = await chainFrom(candidates, snapshotId);
+    if (!chain) return undefined;
+    const base = chain[0]!;
+    const baseDoc = byId.get(base.snapshotId);
+    if (baseDoc?.checkpointChunks) {
+      const loaded = await this.complete(baseDoc);
+      if (!loaded?.record.checkpoint) return this.chainAfterRace(snapshotId);
+      chain[0] = loaded.record;
+    }
+    return chain;
+  }
+
+  /** The checkpoint at a chain's start was rewritten while it was read: read the chain by single lookups. */
+  private async chainAfterRace(snapshotId: string): Promise<SnapshotRecord<S>[] | undefined> {
+    return walkChain(async (id) => (await this.load(id))?.record, snapshotId);
+  }
+
+  /** The session's records newest first, keyset-paginated (the token holds the last record's createdAt and ID). */
+  async list(sessionId: string, page?: SnapshotPageRequest): Promise<RecordPage<S>> {
+    const size = pageSizeOf(page);
+    const filter: Filter<RecordDocument> = { sessionId };
+    if (page?.pageToken) {
+      const after = decodePageToken(page.pageToken);
+      filter.$or = [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.snapshotId } }];
+    }
+    const docs = await this.records
+      .find(filter)
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(size + 1)
+      .toArray();
+    const records: SnapshotRecord<S>[] = [];
+    for (const doc of docs.slice(0, size)) {
+      const loaded = await this.complete(doc);
+      if (loaded) records.push(loaded.record);
+    }
+    if (docs.length <= size) return { records };
+    const last = docs[size - 1]!;
+    return { records, nextPageToken: encodePageToken({ createdAt: last.createdAt, snapshotId: last._id }) };
+  }
+}

@@ -1,0 +1,83 @@
+import { createServer, connect, type Server, type Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { mongoForTests } from "../harness/mongo-java-server.js";
+import { textInput } from "../harness/wire-chat.js";
+import { agentServiceClient } from "../harness/wire-clients.js";
+import { outcomeOf } from "./call-outcome.js";
+
+/** A TCP proxy to `port` whose connections can all be reset at once (RST, like a flaky network). */
+class ResettingProxy {
+  private readonly sockets = new Set<Socket>();
+  private server!: Server;
+  port = 0;
+
+  async start(targetPort: number): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = connect(targetPort, "127.0.0.1");
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on("close", () => this.sockets.delete(s));
+        s.on("error", () => undefined);
+      }
+      client.pipe(upstream);
+      upstream.pipe(client);
+      client.on("close", () => upstream.destroy());
+      upstream.on("close", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  /** Resets every open connection. */
+  reset(): void {
+    for (const s of this.sockets) s.resetAndDestroy();
+  }
+
+  async close(): Promise<void> {
+    this.reset();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+
+// Needs its own MongoDB behind a proxy: mongo-java-server (not an external MONGODB_URI).
+describe.skipIf(Boolean(process.env.MONGODB_URI))("MongoDB connection resets", () => {
+  let stopMongo: () => Promise<void>;
+  const proxy = new ResettingProxy();
+  let agentd: AgentdProcess;
+
+  beforeAll(async () => {
+    const mongo = await mongoForTests();
+    stopMongo = mongo.stop;
+    await proxy.start(mongo.server!.port);
+    const uri = `mongodb://127.0.0.1:${proxy.port}/agentd?directConnection=true&serverSelectionTimeoutMS=1000&retryWrites=false&retryReads=false`;
+    agentd = await startAgentd({ args: ["--store", uri] });
+  });
+
+  afterAll(async () => {
+    await agentd?.stop();
+    await proxy.close();
+    await stopMongo?.();
+  });
+
+  it("fails calls cut by a reset with UNAVAILABLE (never INTERNAL)", async () => {
+    const client = agentServiceClient(agentd.baseUrl, "grpc");
+    const { output } = await client.run({ init: { agent: "assistant" }, input: textInput("before the resets") });
+    const sessionId = output!.sessionId;
+    const outcomes: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const calls = [
+        outcomeOf(client.run({ init: { agent: "assistant" }, input: textInput(`new ${i}`) })),
+        outcomeOf(client.getSnapshot({ agent: "assistant", sessionId })),
+        outcomeOf(client.listSnapshots({ agent: "assistant", sessionId })),
+      ];
+      await new Promise((r) => setTimeout(r, i % 4));
+      proxy.reset();
+      outcomes.push(...(await Promise.all(calls)));
+    }
+    const unexpected = outcomes.filter((o) => o !== "ok" && o !== "unavailable");
+    expect(unexpected).toEqual([]);
+    expect(outcomes).toContain("unavailable"); // the resets did cut calls
+  }, 30_000);
+});
