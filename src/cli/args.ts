@@ -30,6 +30,22 @@ export interface ServeConfig {
   maxSessionBytes: number;
   /** Connection timeouts and caps given on the command line (unset = listener defaults). */
   connectionLimits?: Partial<ConnectionLimits>;
+  /** How callers authenticate and what is served without credentials. */
+  security: SecurityConfig;
+}
+
+/** The security flags of `agentd serve`. */
+export interface SecurityConfig {
+  /** `--auth-tokens`: file of `TOKEN TENANT [SUBJECT]` lines. */
+  authTokensFile?: string;
+  /** `--auth-jwks` (URL or file) with the JWT checks that go with it. */
+  jwt?: { jwks: string; audience: string; issuer?: string; tenantClaim?: string };
+  /** `--tls-cert` / `--tls-key` / `--tls-client-ca` (file paths). */
+  tls?: { certFile: string; keyFile: string; clientCaFile?: string };
+  /** `--insecure`: serve a non-loopback address without authentication. */
+  insecure: boolean;
+  /** `--reflection`: whether server reflection needs credentials. */
+  reflection: "open" | "authenticated";
 }
 
 /** What the command line asks for. */
@@ -82,6 +98,20 @@ Options:
   --max-connections <n>       open connections at most; more are closed at once (default ${DEFAULT_CONNECTION_LIMITS.maxConnections})
   --max-concurrent-streams <n>
                               HTTP/2 streams (calls) open at once per connection (default ${DEFAULT_CONNECTION_LIMITS.maxConcurrentStreams})
+Security (see "Securing agentd" in the README):
+  --auth-tokens <file>        accept bearer tokens listed in <file>, one "TOKEN TENANT [SUBJECT]"
+                              per line; re-read on SIGHUP
+  --auth-jwks <url|file>      accept JWT bearer tokens signed by these keys (needs --auth-audience)
+  --auth-audience <aud>       the "aud" a JWT must carry
+  --auth-issuer <iss>         the "iss" a JWT must carry (optional)
+  --auth-tenant-claim <name>  the JWT claim naming the tenant (default tenant)
+  --tls-cert <file>           serve TLS with this PEM certificate chain (needs --tls-key)
+  --tls-key <file>            the PEM private key of --tls-cert
+  --tls-client-ca <file>      require client certificates signed by this CA (mutual TLS); without
+                              another auth method the certificate (CN, O) is the caller
+  --reflection <mode>         open|authenticated: whether reflection needs credentials (default open)
+  --insecure                  allow serving a non-loopback --host without authentication, and
+                              (on loopback) calls addressed to other names than localhost
   -h, --help                  show this help
   -v, --version               print the version
 `;
@@ -135,6 +165,16 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "idle-timeout-ms": { type: "string" },
         "max-connections": { type: "string" },
         "max-concurrent-streams": { type: "string" },
+        "auth-tokens": { type: "string" },
+        "auth-jwks": { type: "string" },
+        "auth-audience": { type: "string" },
+        "auth-issuer": { type: "string" },
+        "auth-tenant-claim": { type: "string" },
+        "tls-cert": { type: "string" },
+        "tls-key": { type: "string" },
+        "tls-client-ca": { type: "string" },
+        reflection: { type: "string" },
+        insecure: { type: "boolean" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -203,6 +243,46 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
           ? integer("max-session-bytes", values["max-session-bytes"], 1024, Number.MAX_SAFE_INTEGER)
           : DEFAULT_SESSION_SETTINGS.records.maxSessionBytes,
       ...(Object.keys(connectionLimits).length > 0 ? { connectionLimits } : {}),
+      security: securityConfig(values),
     },
+  };
+}
+
+/** The security flags, checked for combinations that cannot work. */
+function securityConfig(values: Record<string, string | boolean | string[] | undefined>): SecurityConfig {
+  const text = (name: string): string | undefined => {
+    const value = values[name];
+    if (value === undefined) return undefined;
+    if (typeof value !== "string" || value.trim() === "") throw new UsageError(`--${name} must not be empty`);
+    return value;
+  };
+  const jwks = text("auth-jwks");
+  const audience = text("auth-audience");
+  const issuer = text("auth-issuer");
+  const tenantClaim = text("auth-tenant-claim");
+  if (jwks === undefined && (audience ?? issuer ?? tenantClaim) !== undefined) {
+    throw new UsageError("--auth-audience, --auth-issuer and --auth-tenant-claim only apply with --auth-jwks");
+  }
+  if (jwks !== undefined && audience === undefined) {
+    throw new UsageError("--auth-jwks needs --auth-audience: without it, tokens issued for other services would be accepted");
+  }
+  const certFile = text("tls-cert");
+  const keyFile = text("tls-key");
+  const clientCaFile = text("tls-client-ca");
+  if ((certFile === undefined) !== (keyFile === undefined)) throw new UsageError("--tls-cert and --tls-key go together");
+  if (clientCaFile !== undefined && certFile === undefined) throw new UsageError("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)");
+  const reflection = text("reflection") ?? "open";
+  if (reflection !== "open" && reflection !== "authenticated") {
+    throw new UsageError(`--reflection must be open or authenticated, got "${reflection}"`);
+  }
+  const authTokensFile = text("auth-tokens");
+  return {
+    ...(authTokensFile !== undefined ? { authTokensFile } : {}),
+    ...(jwks !== undefined && audience !== undefined
+      ? { jwt: { jwks, audience, ...(issuer !== undefined ? { issuer } : {}), ...(tenantClaim !== undefined ? { tenantClaim } : {}) } }
+      : {}),
+    ...(certFile !== undefined && keyFile !== undefined ? { tls: { certFile, keyFile, ...(clientCaFile !== undefined ? { clientCaFile } : {}) } } : {}),
+    insecure: values.insecure === true,
+    reflection,
   };
 }

@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { isAgent, type Agent } from "../runtime/agent.js";
+import type { Authenticate } from "../server/auth/authenticator.js";
 
 /** An agents module that cannot be used; the message names the module and the fix. */
 export class AgentModuleError extends Error {
@@ -31,14 +32,23 @@ export function collectAgents(moduleNamespace: Record<string, unknown>): Agent<u
   return found;
 }
 
+/** What the agents modules export: agents, and `authenticate` hooks. */
+export interface LoadedModules {
+  agents: Agent<unknown>[];
+  /** Each module's `authenticate` export, in module order. */
+  authenticators: Authenticate[];
+}
+
 /**
  * Imports each module (a path relative to `cwd`, an absolute path, or a
- * package specifier) and returns the agents they export, in order.
- * Throws {@link AgentModuleError} for a missing file, an import that throws,
- * or a module that exports no agents.
+ * package specifier) and returns the agents they export, in order, and their
+ * `authenticate` functions. Throws {@link AgentModuleError} for a missing
+ * file, an import that throws, an `authenticate` export that is not a
+ * function, or a module that exports neither agents nor `authenticate`.
  */
-export async function loadAgentModules(specifiers: readonly string[], cwd: string = process.cwd()): Promise<Agent<unknown>[]> {
+export async function loadAgentModules(specifiers: readonly string[], cwd: string = process.cwd()): Promise<LoadedModules> {
   const agents: Agent<unknown>[] = [];
+  const authenticators: Authenticate[] = [];
   for (const specifier of specifiers) {
     const looksLikePath = specifier.startsWith(".") || isAbsolute(specifier) || /\.[cm]?[jt]sx?$/.test(specifier);
     let target = specifier;
@@ -56,12 +66,17 @@ export async function loadAgentModules(specifiers: readonly string[], cwd: strin
       throw new AgentModuleError(`agents module "${specifier}" failed to load: ${reason}`, { cause: err });
     }
     const exported = collectAgents(namespace);
-    if (exported.length === 0) {
+    const authenticate = namespace.authenticate;
+    if (authenticate !== undefined && typeof authenticate !== "function") {
+      throw new AgentModuleError(`agents module "${specifier}" exports "authenticate" that is not a function (request) => Principal | null`);
+    }
+    if (exported.length === 0 && authenticate === undefined) {
       throw new AgentModuleError(
         `agents module "${specifier}" exports no agents: export Agent instances (e.g. from defineCustomAgent) as default, an array, or named exports`,
       );
     }
     agents.push(...exported);
+    if (authenticate !== undefined) authenticators.push(authenticate as Authenticate);
   }
-  return agents;
+  return { agents, authenticators };
 }

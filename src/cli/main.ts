@@ -68,6 +68,7 @@ export async function main(argv: readonly string[]): Promise<void> {
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
+  process.on("SIGHUP", () => instance?.reload());
   try {
     instance = await startServe(command.config);
   } catch (err) {

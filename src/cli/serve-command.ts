@@ -1,6 +1,7 @@
 import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { pino, type Logger } from "pino";
+import { redactStoreUri } from "../../stores/redact-uri.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { exampleAgents } from "../examples/example-agents.js";
@@ -11,6 +12,7 @@ import { agentServiceRoutes } from "../server/agent-service.js";
 import { startServer, type RunningServer } from "../server/server.js";
 import type { ServeConfig } from "./args.js";
 import { loadAgentModules } from "./load-agents.js";
+import { setUpSecurity } from "./security-setup.js";
 
 /** A started `agentd serve`: the server plus what shutdown must release. */
 export interface ServeInstance {
@@ -23,12 +25,11 @@ export interface ServeInstance {
    * Idempotent.
    */
   stop(): Promise<void>;
+  /** Re-reads `--auth-tokens` (on SIGHUP); logs the outcome, keeps the old tokens when the file is bad. */
+  reload(): void;
 }
 
-/** A store URI with any password replaced by `***`, safe to log. */
-export function redactStoreUri(uri: string): string {
-  return uri.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]+):[^@/]*@/i, "$1:***@");
-}
+export { redactStoreUri } from "../../stores/redact-uri.js";
 
 /**
  * Starts agentd as configured: opens the store, registers the example agents,
@@ -45,7 +46,9 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
     if (!info?.isDirectory()) throw new Error(`--prompts directory "${config.promptsDir}" does not exist (looked for ${dir})`);
     promptAgents.push(...promptAgentsFromDirectory(dir));
   }
-  const userAgents = [...(await loadAgentModules(config.agentModules)), ...promptAgents];
+  const modules = await loadAgentModules(config.agentModules);
+  const userAgents = [...modules.agents, ...promptAgents];
+  const security = setUpSecurity(config.security, config.host, modules.authenticators);
   // Start-up checks (e.g. prompt agents' smoke renders) fail the start, naming the file.
   await Promise.all(userAgents.map((agent) => agent.ready()));
   let store: SessionStore | undefined;
@@ -74,6 +77,8 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
       corsOrigins: config.corsOrigins,
       ...(config.connectionLimits !== undefined ? { connectionLimits: config.connectionLimits } : {}),
       registerAgentService: agentServiceRoutes(registry),
+      auth: security.auth,
+      ...(security.tls ? { tls: security.tls } : {}),
       ...(store.ping ? { storeHealth: { ping: store.ping.bind(store) } } : {}),
     });
     logger.info(
@@ -83,6 +88,8 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
         url: server.url,
         store: redactStoreUri(config.store),
         agents: registry.list().map((a) => a.name),
+        auth: security.methods.length > 0 ? security.methods : "none",
+        tls: security.tls ? (security.tls.clientCa ? "mutual" : "on") : "off",
         ...(config.promptsDir !== undefined ? { prompts: config.promptsDir } : {}),
       },
       "agentd listening",
@@ -100,7 +107,18 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
       })();
       return stopping;
     };
-    return { server, registry, logger, stop };
+    const reload = (): void => {
+      if (!security.reloadTokens) {
+        logger.info("SIGHUP: nothing to reload (no --auth-tokens)");
+        return;
+      }
+      try {
+        logger.info({ tokens: security.reloadTokens() }, "auth tokens reloaded");
+      } catch (err) {
+        logger.error({ error: (err as Error).message }, "auth tokens NOT reloaded; the previous tokens stay in force");
+      }
+    };
+    return { server, registry, logger, stop, reload };
   } catch (err) {
     await store?.close?.().catch(() => undefined);
     throw err;

@@ -14,7 +14,7 @@ export { createBrowserTransport, type BrowserProtocol, type BrowserTransportOpti
 export { ERROR_DETAILS_METADATA_KEY, errorDetails } from "./client-errors.js";
 export { Conversation, type ConversationInput } from "./conversation.js";
 export { createAgentClient, type AgentClientOptions } from "./create-agent-client.js";
-export { createNodeTransport, type ClientProtocol, type NodeTransportOptions } from "./node-transport.js";
+export { createNodeTransport, type ClientProtocol, type ClientTls, type NodeTransportOptions } from "./node-transport.js";
 export { StreamedRun } from "./streamed-run.js";
 export { Turn } from "./turn.js";
 export * from "./public-types.js";

@@ -20,6 +20,34 @@ export interface NodeTransportOptions {
   interceptors?: Interceptor[];
   /** Default per-call timeout in milliseconds (none by default). */
   defaultTimeoutMs?: number;
+  /**
+   * A bearer token sent as `authorization: Bearer <token>` on every call; a
+   * function is called per call (for tokens that rotate).
+   */
+  token?: string | (() => string | Promise<string>);
+  /** TLS settings for an `https://` base URL (PEM strings or buffers); default: the system's CAs, no client certificate. */
+  tls?: ClientTls;
+}
+
+/** TLS settings of a client. */
+export interface ClientTls {
+  /** CA bundle that signed the server certificate (a private CA); default the system's. */
+  ca?: string | Buffer;
+  /** Client certificate chain, for mutual TLS. */
+  cert?: string | Buffer;
+  /** The client certificate's private key. */
+  key?: string | Buffer;
+  /** Name to verify the server certificate against, when it differs from the URL's host. */
+  servername?: string;
+}
+
+/** An interceptor that puts the bearer token on every request. */
+function bearerInterceptor(token: NonNullable<NodeTransportOptions["token"]>): Interceptor {
+  return (next) => async (req) => {
+    const value = typeof token === "function" ? await token() : token;
+    req.header.set("authorization", `Bearer ${value}`);
+    return next(req);
+  };
 }
 
 /** The HTTP version a protocol uses when none is asked for. */
@@ -35,10 +63,13 @@ export function defaultHttpVersion(protocol: ClientProtocol): "1.1" | "2" {
  */
 export function createNodeTransport(baseUrl: string, options: NodeTransportOptions): Transport {
   const httpVersion = options.httpVersion ?? defaultHttpVersion(options.protocol);
+  const interceptors = [...(options.token !== undefined ? [bearerInterceptor(options.token)] : []), ...(options.interceptors ?? [])];
+  const tls = options.tls;
   const common = {
     baseUrl,
     useBinaryFormat: options.useBinaryFormat ?? true,
-    ...(options.interceptors ? { interceptors: options.interceptors } : {}),
+    ...(interceptors.length > 0 ? { interceptors } : {}),
+    ...(tls ? { nodeOptions: { ...tls } } : {}),
     ...(options.defaultTimeoutMs !== undefined ? { defaultTimeoutMs: options.defaultTimeoutMs } : {}),
   };
   switch (options.protocol) {

@@ -1,5 +1,6 @@
 import { APICallError, LoadAPIKeyError, RetryError, StreamProviderError } from "ai";
 import { AgentError, type StatusName } from "../errors/agent-error.js";
+import { scrubSecrets } from "./secret-scrub.js";
 
 /**
  * The status an HTTP status code from a model provider maps to: 400 →
@@ -68,11 +69,21 @@ function refusesApiKey(body: string | undefined): boolean {
  * Retries that gave up are unwrapped to their last error. An error the
  * provider streamed in the middle of a 200 response (Anthropic's
  * `overloaded_error` event, a Gemini chunk with `error`) maps by the HTTP
- * status the provider package inferred for it, like an HTTP error.
+ * status the provider package inferred for it, like an HTTP error. Key
+ * material in the message (a provider echoing part of the API key) is
+ * replaced by `[redacted]` ({@link scrubSecrets}).
  */
 export function mapProviderError(err: unknown, model: string): AgentError {
+  const mapped = mapUnscrubbed(err, model);
+  const message = scrubSecrets(mapped.message);
+  if (message === mapped.message) return mapped;
+  // The cause (the provider's raw error) is dropped with the key material it carries.
+  return new AgentError(mapped.status, message, { ...(mapped.details ? { details: mapped.details } : {}) });
+}
+
+function mapUnscrubbed(err: unknown, model: string): AgentError {
   if (err instanceof AgentError) return err;
-  if (RetryError.isInstance(err)) return mapProviderError(err.lastError, model);
+  if (RetryError.isInstance(err)) return mapUnscrubbed(err.lastError, model);
   if (APICallError.isInstance(err)) {
     if (err.statusCode !== undefined) {
       const detail = bodyMessage(err.responseBody) ?? err.message;

@@ -1,3 +1,4 @@
+import type { ANONYMOUS, Principal } from "../types/principal.js";
 import type { Model } from "../models/model.js";
 import type { AgentInput, ModelChunk, TurnResult } from "../types/agent-io.js";
 import type { Artifact, Message } from "../types/content.js";
@@ -37,6 +38,8 @@ export interface AgentContext<S> {
   signal: AbortSignal;
   /** Resolves a model by name (e.g. "echo"). */
   model(name: string): Model;
+  /** Who the invocation acts for ({@link ANONYMOUS} on a server without authentication, and in-process unless given). */
+  principal: Principal;
 }
 
 /** What a custom agent returns: overrides of the output's message, artifacts or finish reason. */

@@ -21,6 +21,7 @@ import type { RecordSettings } from "./turn-record.js";
 import { SessionRunner, type TurnLifecycle } from "./session-runner.js";
 import type { LivenessSettings } from "./snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
+import { ANONYMOUS, type Principal } from "../types/principal.js";
 import { applyChunkTransform, applyStateTransform, type ClientTransforms, type TransformContext } from "./state-transform.js";
 
 /** What an invocation needs from its agent. */
@@ -48,6 +49,8 @@ export interface InvocationOptions {
   storeContext?: StoreCallContext;
   /** Request headers, passed to transforms. */
   headers?: Headers;
+  /** The authenticated caller, passed to transforms and the agent function (its tenant goes in `storeContext`). */
+  principal?: Principal;
 }
 
 /**
@@ -228,7 +231,11 @@ export class Invocation<S> implements AgentConnection<S> {
   }
 
   private transformContext(): TransformContext {
-    return { agent: this.target.name, ...(this.options.headers ? { headers: this.options.headers } : {}) };
+    return {
+      agent: this.target.name,
+      ...(this.options.headers ? { headers: this.options.headers } : {}),
+      ...(this.options.principal ? { principal: this.options.principal } : {}),
+    };
   }
 
   /** Queues a chunk for the client (dropped after detach or once the stream ended). */
@@ -334,6 +341,7 @@ export class Invocation<S> implements AgentConnection<S> {
         responder: this.responder(),
         signal: this.work.signal,
         model: (name) => this.target.models(name),
+        principal: this.options.principal ?? ANONYMOUS,
       });
       await this.runner.flushCustomEvents();
       await this.emitChain;

@@ -1,4 +1,5 @@
 import { AgentError } from "../errors/agent-error.js";
+import type { Principal } from "../types/principal.js";
 import type { SessionSnapshot, SnapshotStatus } from "../types/snapshot.js";
 import { isTerminalStatus } from "../types/snapshot.js";
 import type { SessionStore, SnapshotRecord, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
@@ -20,6 +21,8 @@ export interface SnapshotAccessTarget<S> {
 export interface SnapshotReadOptions {
   storeContext?: StoreCallContext;
   headers?: Headers;
+  /** The authenticated caller, passed to the state transform. */
+  principal?: Principal;
 }
 
 /** One page of a session's snapshots, newest first. */
@@ -70,7 +73,11 @@ export async function shapeSnapshot<S>(
   if (options.includeState === false) return shaped;
   const state = await loadRecordState(requireStore(target), record, options.storeContext);
   if (state) {
-    const ctx: TransformContext = { agent: target.name, ...(options.headers ? { headers: options.headers } : {}) };
+    const ctx: TransformContext = {
+      agent: target.name,
+      ...(options.headers ? { headers: options.headers } : {}),
+      ...(options.principal ? { principal: options.principal } : {}),
+    };
     const transformed = await applyStateTransform(target.stateTransform, state, ctx);
     if (transformed) shaped.state = transformed;
   }
@@ -106,9 +113,10 @@ export async function listSnapshots<S>(
   if ((page.pageSize ?? 0) < 0) throw new AgentError("INVALID_ARGUMENT", "page_size must not be negative");
   await ownedHead(store, target.name, sessionId, options.storeContext);
   const pageSize = pageSizeOf(page);
-  const result = await store.listRecords(sessionId, { pageSize, ...(page.pageToken ? { pageToken: page.pageToken } : {}) }, options.storeContext);
+  const includeState = page.includeState ?? false;
+  const result = await store.listRecords(sessionId, { pageSize, includeState, ...(page.pageToken ? { pageToken: page.pageToken } : {}) }, options.storeContext);
   const snapshots = await Promise.all(
-    result.records.map((record) => shapeSnapshot(target, record, { ...options, includeState: page.includeState ?? false })),
+    result.records.map((record) => shapeSnapshot(target, record, { ...options, includeState })),
   );
   return { snapshots, ...(result.nextPageToken ? { nextPageToken: result.nextPageToken } : {}) };
 }

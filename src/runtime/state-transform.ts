@@ -1,5 +1,6 @@
 import { AgentError } from "../errors/agent-error.js";
 import type { AgentStreamChunk } from "../types/agent-io.js";
+import type { Principal } from "../types/principal.js";
 import type { SessionState } from "../types/session-state.js";
 
 /** Who is asking, passed to transforms (e.g. for RBAC-aware redaction). */
@@ -8,6 +9,8 @@ export interface TransformContext {
   agent: string;
   /** Request metadata (headers) when called from the server. */
   headers?: Headers;
+  /** The authenticated caller, when the server authenticates (see "Securing agentd" in the README). */
+  principal?: Principal;
 }
 
 /**

@@ -16,6 +16,8 @@ import type { AgentInit as WireAgentInit, AgentInput as WireAgentInput } from ".
 import { AgentError } from "../errors/agent-error.js";
 import type { AgentConnection } from "../runtime/agent-connection.js";
 import type { AgentRegistry } from "../runtime/agent-registry.js";
+import type { Principal } from "../types/principal.js";
+import { principalOf } from "./auth/call-guard.js";
 import { annotateCall } from "./call-log.js";
 import { statusForCode } from "./error-mapping.js";
 import {
@@ -82,7 +84,7 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
         annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId, sessionId: request.sessionId });
         const agent = registry.get(request.agent);
         const ref = { snapshotId: optionalString(request.snapshotId), sessionId: optionalString(request.sessionId) };
-        const snapshot = await agent.getSnapshot(ref, { headers: ctx.requestHeader });
+        const snapshot = await agent.getSnapshot(ref, callerOf(ctx));
         annotateCall(ctx, { snapshotId: snapshot.snapshotId, sessionId: snapshot.sessionId });
         return create(GetSnapshotResponseSchema, { snapshot: snapshotToWire(snapshot) });
       },
@@ -93,7 +95,7 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
         const page = await agent.listSnapshots(
           request.sessionId,
           { pageSize: request.pageSize, pageToken: optionalString(request.pageToken), includeState: request.includeState },
-          { headers: ctx.requestHeader },
+          callerOf(ctx),
         );
         return create(ListSnapshotsResponseSchema, {
           snapshots: page.snapshots.map((s) => snapshotToWire(s, { includeState: request.includeState })),
@@ -104,7 +106,7 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
       async *watchSnapshot(request, ctx) {
         annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId });
         const agent = registry.get(request.agent);
-        for await (const status of agent.watchSnapshot(request.snapshotId, ctx.signal, { headers: ctx.requestHeader })) {
+        for await (const status of agent.watchSnapshot(request.snapshotId, ctx.signal, callerOf(ctx))) {
           yield create(WatchSnapshotResponseSchema, { snapshotId: request.snapshotId, status: snapshotStatusToWire(status) });
         }
       },
@@ -112,7 +114,7 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
       async abort(request, ctx) {
         annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId });
         const agent = registry.get(request.agent);
-        const status = await agent.abort(request.snapshotId, { headers: ctx.requestHeader });
+        const status = await agent.abort(request.snapshotId, callerOf(ctx));
         return create(AbortResponseSchema, { snapshotId: request.snapshotId, status: snapshotStatusToWire(status) });
       },
 
@@ -127,9 +129,20 @@ async function openConnection(registry: AgentRegistry, wireInit: WireAgentInit |
   const { agent: name, init } = agentInitFromWire(wireInit);
   annotateCall(ctx, { agent: name, sessionId: init.sessionId, snapshotId: init.snapshotId });
   const agent = registry.get(name);
-  const connection = await agent.connect(init, { signal: ctx.signal, headers: ctx.requestHeader });
+  const connection = await agent.connect(init, { signal: ctx.signal, ...callerOf(ctx) });
   annotateCall(ctx, { sessionId: connection.sessionId });
   return connection;
+}
+
+/**
+ * Who a call acts for, as the runtime takes it: the principal the call guard
+ * established (anonymous without authentication), its tenant as the store
+ * context (the owner of sessions it creates; other owners' sessions are
+ * NOT_FOUND), and the request headers for transforms.
+ */
+function callerOf(ctx: HandlerContext): { principal: Principal; storeContext: { tenant: string }; headers: Headers } {
+  const principal = principalOf(ctx);
+  return { principal, storeContext: { tenant: principal.tenant }, headers: ctx.requestHeader };
 }
 
 function requireInput(input: WireAgentInput | undefined): WireAgentInput {

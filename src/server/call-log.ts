@@ -6,6 +6,9 @@ import { statusForCode, toCallError } from "./error-mapping.js";
 
 /** IDs a handler attaches to its call so the per-RPC log line carries them. */
 export interface CallLogFields {
+  /** The authenticated caller's subject and tenant (never a credential). */
+  subject?: string;
+  tenant?: string;
   agent?: string;
   sessionId?: string;
   snapshotId?: string;

@@ -1,6 +1,7 @@
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
+import * as tls from "node:tls";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
 
@@ -32,9 +33,21 @@ export interface DualProtocolListenerOptions {
    * accept, with the running total of such connections.
    */
   onConnectionRejected?: (total: number) => void;
+  /** Serve TLS instead of cleartext (ALPN `h2` → HTTP/2, anything else → HTTP/1.1). */
+  tls?: ListenerTls;
 }
 
-/** A bound cleartext port serving HTTP/2 (h2c, prior knowledge) and HTTP/1.1. */
+/** The TLS settings of a listener (PEM). */
+export interface ListenerTls {
+  /** Server certificate chain. */
+  cert: string | Buffer;
+  /** Its private key. */
+  key: string | Buffer;
+  /** CA bundle for client certificates: when set, every client must present one it signed (mutual TLS). */
+  clientCa?: string | Buffer;
+}
+
+/** A bound port serving HTTP/2 and HTTP/1.1: cleartext (h2c by prior knowledge) or TLS (by ALPN). */
 export interface DualProtocolListener {
   /** The bound host. */
   readonly host: string;
@@ -136,15 +149,17 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
   // fails if a Node upgrade changes this.
   h1Server.emit("listening");
 
+  const tlsServer = options.tls ? tlsTerminator(options.tls, limits.firstBytesTimeoutMs, h2Server, h1Server) : undefined;
   const netServer = net.createServer((socket) => {
     sockets.add(socket);
     socket.once("close", () => {
       sockets.delete(socket);
       if (sockets.size === 0) socketsGone?.();
-      http1Active.delete(socket);
+      http1Active.delete(routedSocket(socket));
     });
     socket.on("error", () => socket.destroy());
-    routeBySniffing(socket, h2Server, h1Server, limits.firstBytesTimeoutMs);
+    if (tlsServer) tlsServer.emit("connection", socket);
+    else routeBySniffing(socket, h2Server, h1Server, limits.firstBytesTimeoutMs);
   });
   // Over the cap, Node closes the accepted handle at once (before any socket
   // object or timer exists) and emits "drop".
@@ -179,7 +194,7 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
       for (const socket of sockets) {
         const protocol = (socket as SniffedSocket)[kProtocol];
         if (protocol === undefined) socket.destroy();
-        else if (protocol === "http1" && !http1Active.has(socket)) socket.end();
+        else if (protocol === "http1" && !http1Active.has(routedSocket(socket))) routedSocket(socket).end();
       }
       const allDone = new Promise<void>((resolve) => {
         drained = resolve;
@@ -216,7 +231,50 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
 }
 
 const kProtocol = Symbol("agentd.protocol");
-type SniffedSocket = net.Socket & { [kProtocol]?: "h2" | "http1" };
+const kRouted = Symbol("agentd.routed");
+/** An accepted socket, marked with the protocol it was routed to and (TLS) the decrypted socket the HTTP server got. */
+type SniffedSocket = net.Socket & { [kProtocol]?: "h2" | "http1"; [kRouted]?: net.Socket };
+
+/** The socket the HTTP servers see for an accepted one (its TLS socket under TLS). */
+function routedSocket(socket: net.Socket): net.Socket {
+  return (socket as SniffedSocket)[kRouted] ?? socket;
+}
+
+/**
+ * A TLS server used only to terminate TLS on accepted sockets (fed by
+ * `emit("connection")`): ALPN offers `h2` and `http/1.1`; `h2` goes to the
+ * HTTP/2 server, anything else (including clients without ALPN) to the
+ * HTTP/1.1 server. The handshake must finish within `handshakeTimeoutMs`;
+ * with `clientCa`, a client without a certificate that CA signed fails the
+ * handshake.
+ */
+function tlsTerminator(options: ListenerTls, handshakeTimeoutMs: number, h2Server: http2.Http2Server, h1Server: http.Server): tls.Server {
+  const server = tls.createServer({
+    cert: options.cert,
+    key: options.key,
+    ALPNProtocols: ["h2", "http/1.1"],
+    handshakeTimeout: handshakeTimeoutMs,
+    ...(options.clientCa !== undefined ? { ca: options.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+  });
+  server.on("secureConnection", (secure: tls.TLSSocket) => {
+    // The TLS socket wraps the accepted one (Node keeps it as `_parent`); the
+    // drain logic marks and ends connections through the accepted socket.
+    const raw = (secure as unknown as { _parent?: net.Socket })._parent;
+    const sniffed = (raw ?? secure) as SniffedSocket;
+    sniffed[kRouted] = secure;
+    secure.on("error", () => secure.destroy());
+    if (secure.alpnProtocol === "h2") {
+      sniffed[kProtocol] = "h2";
+      h2Server.emit("connection", secure);
+    } else {
+      sniffed[kProtocol] = "http1";
+      h1Server.emit("connection", secure);
+    }
+  });
+  // Failed handshakes (no client certificate, wrong CA, timeouts, plain HTTP on a TLS port) just close.
+  server.on("tlsClientError", (_err, socket) => socket.destroy());
+  return server;
+}
 
 /**
  * Closes `session` once it has had no open stream for `idleMs` (GOAWAY, then

@@ -1,12 +1,16 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import type { IncomingMessage } from "node:http";
+import type { Http2ServerRequest } from "node:http2";
+import type { TLSSocket } from "node:tls";
 import type { Logger } from "pino";
 import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { Health } from "../../gen/ts/grpc/health/v1/health_pb.js";
 import { dropUnreachableDeadline } from "./call-errors.js";
 import { createCallContext, loggingInterceptor, logRejectedRequest, type CallLogContext } from "./call-log.js";
 import { HealthStatus, registerHealthService, watchDependencyHealth, type DependencyHealthOptions } from "./health-service.js";
-import { listenDualProtocol } from "./listener.js";
+import { callGuardInterceptor, connectionInfoKey, type CallGuardOptions, type ConnectionInfo } from "./auth/call-guard.js";
+import { listenDualProtocol, type ListenerTls } from "./listener.js";
 import { DEFAULT_CONNECTION_LIMITS, rejectedConnectionLogger, type ConnectionLimits } from "./connection-limits.js";
 import { agentdNodeAdapter } from "./node-adapter.js";
 import { REFLECTION_SERVICES, registerReflectionService } from "./reflection-service.js";
@@ -51,6 +55,14 @@ export interface ServerOptions {
    * `watchDependencyHealth`; default every 2 s).
    */
   storeHealth?: Omit<DependencyHealthOptions, "onChange">;
+  /**
+   * Who may call: an authenticator (no credentials or bad ones →
+   * UNAUTHENTICATED; health always open), whether reflection needs
+   * credentials, and the loopback Host check. Default: no authentication.
+   */
+  auth?: CallGuardOptions;
+  /** Serve TLS on the port (ALPN h2 and HTTP/1.1), optionally requiring client certificates. */
+  tls?: ListenerTls;
 }
 
 /** Options for {@link RunningServer.close}. */
@@ -65,7 +77,7 @@ export interface RunningServer {
   readonly host: string;
   /** The bound port. */
   readonly port: number;
-  /** `http://host:port`, the base URL for Connect / gRPC-Web clients. */
+  /** `http://host:port` (`https://` with TLS), the base URL for Connect / gRPC-Web clients. */
   readonly url: string;
   /** Health statuses (e.g. to flip a service to NOT_SERVING). */
   readonly health: HealthStatus;
@@ -98,12 +110,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       options.registerAgentService(router);
     },
     readMaxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
-    interceptors: [loggingInterceptor(logger), requestValidationInterceptor()],
+    interceptors: [loggingInterceptor(logger), callGuardInterceptor(options.auth ?? {}), requestValidationInterceptor()],
     requestGate,
     onWriteError: (procedure, err) => logger.warn({ procedure, err }, "writing the response failed"),
     shutdownSignal: shutdown.signal,
     contextValues: (req) => {
       const { values, log } = createCallContext(req.httpVersion);
+      values.set(connectionInfoKey, connectionInfoOf(req));
       callLogs.set(req, log);
       return values;
     },
@@ -124,13 +137,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     host: options.host,
     port: options.port,
     handler: withCors(handler, { allowedOrigins: options.corsOrigins ?? [] }),
+    ...(options.tls !== undefined ? { tls: options.tls } : {}),
     ...(options.connectionLimits !== undefined ? { limits: options.connectionLimits } : {}),
     onConnectionRejected: rejectedConnectionLogger(
       logger,
       options.connectionLimits?.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
     ),
   });
-  const url = `http://${listener.host.includes(":") ? `[${listener.host}]` : listener.host}:${listener.port}`;
+  const url = `${options.tls ? "https" : "http"}://${listener.host.includes(":") ? `[${listener.host}]` : listener.host}:${listener.port}`;
   const stopStoreHealth = options.storeHealth
     ? watchDependencyHealth(health, {
         ...options.storeHealth,
@@ -161,4 +175,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
 
   return { host: listener.host, port: listener.port, url, health, close };
+}
+
+/** The authority and (mutual TLS) verified client certificate of a Node request. */
+function connectionInfoOf(req: IncomingMessage | Http2ServerRequest): ConnectionInfo {
+  const h2 = "stream" in req ? req : undefined;
+  const authority = h2 ? h2.authority : req.headers.host;
+  const socket = (h2 ? h2.stream.session?.socket : req.socket) as Partial<TLSSocket> | undefined;
+  const cert = socket?.encrypted === true && socket.authorized === true ? socket.getPeerCertificate?.() : undefined;
+  return {
+    ...(authority ? { authority } : {}),
+    ...(cert && Object.keys(cert).length > 0 ? { peerCertificate: cert } : {}),
+  };
 }

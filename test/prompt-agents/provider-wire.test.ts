@@ -67,6 +67,19 @@ describe("openai/<model> through OPENAI_BASE_URL", () => {
     expect(output!.error?.message).toContain(`upstream ${status}`);
   });
 
+  it.each([
+    ["the whole key", "Incorrect API key provided: sk-wire. You can find your API key at https://platform.openai.com/account/api-keys."],
+    ["a masked key", "Incorrect API key provided: sk-proj-************************************************wxyz. You can find your API key at https://platform.openai.com/account/api-keys."],
+  ])("a provider 401 quoting %s reaches the caller without the key material, status and reason intact", async (_name, message) => {
+    fake.enqueue({ kind: "error", status: 401, message, type: "invalid_request_error", code: "invalid_api_key" });
+    const { output } = await client.run({ init: { agent: "remote" }, input: textInput("hi") });
+    expect(output!.error?.status).toBe("UNAUTHENTICATED");
+    expect(output!.error?.message).toContain("Incorrect API key provided: [redacted].");
+    expect(output!.error?.message).not.toMatch(/sk-|\*\*\*\*|wxyz/);
+    expect(server.logs()).not.toContain("sk-wire");
+    expect(server.logs()).not.toContain("wxyz");
+  });
+
   it("a provider slower than the configured timeout fails the turn in-band with DEADLINE_EXCEEDED", async () => {
     fake.enqueue({ kind: "hang" });
     const { output } = await client.run({ init: { agent: "remote" }, input: textInput("hi") });

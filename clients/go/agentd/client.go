@@ -2,6 +2,8 @@ package agentd
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"connectrpc.com/connect"
 
@@ -16,21 +18,34 @@ type Client struct {
 }
 
 // NewClient returns a client for the agentd server at baseURL (for example
-// "http://127.0.0.1:8080"). By default it speaks the gRPC protocol over
-// cleartext HTTP/2 (h2c), so every RPC, bidi Chat included, works against a
-// plaintext agentd; see WithConnectProtocol, WithGRPCWeb and WithHTTPClient.
-// It does not connect until the first call.
+// "http://127.0.0.1:8080", or "https://agentd.internal:8443" for a server
+// started with --tls-cert). By default it speaks the gRPC protocol over
+// cleartext HTTP/2 (h2c) for "http://" and HTTP/2 over TLS for "https://",
+// so every RPC, bidi Chat included, works; see WithConnectProtocol,
+// WithGRPCWeb and WithHTTPClient, and WithBearerToken, WithTokenSource and
+// WithTLS for authentication and TLS settings. It does not connect until the
+// first call.
 func NewClient(baseURL string, opts ...Option) *Client {
 	cfg := clientConfig{protocol: connect.WithGRPC()}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	if cfg.httpClient == nil {
-		cfg.httpClient = NewH2CClient()
+	switch {
+	case cfg.tls != nil && cfg.httpClient != nil:
+		cfg.httpClient = misconfiguredClient{connect.NewError(connect.CodeInvalidArgument,
+			errors.New("agentd: WithTLS cannot be combined with WithHTTPClient; configure TLS on that client's transport"))}
+	case cfg.tls != nil && !strings.HasPrefix(strings.ToLower(baseURL), "https://"):
+		cfg.httpClient = misconfiguredClient{connect.NewError(connect.CodeInvalidArgument,
+			errors.New("agentd: WithTLS needs an https:// base URL"))}
+	case cfg.httpClient == nil:
+		cfg.httpClient = newHTTP2Client(cfg.tls)
 	}
 	var copts []connect.ClientOption
 	if cfg.protocol != nil {
 		copts = append(copts, cfg.protocol)
+	}
+	if cfg.token != nil {
+		copts = append(copts, connect.WithInterceptors(tokenInterceptor{cfg.token}))
 	}
 	copts = append(copts, cfg.extra...)
 	return &Client{rpc: agentdv1connect.NewAgentServiceClient(cfg.httpClient, baseURL, copts...)}

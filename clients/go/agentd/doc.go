@@ -16,6 +16,24 @@
 //	fmt.Println(turn.Index(), turn.SnapshotID(), turn.FinishReason())
 //	out, err := conv.Output(ctx)
 //
+// # Authentication and TLS
+//
+// For an agentd started with --auth-tokens (or JWT authentication), send a
+// bearer token with every call; for one started with --tls-cert, use an
+// "https://" base URL, and WithTLS for a private CA or a client certificate
+// (mutual TLS, --tls-client-ca):
+//
+//	cfg, err := agentd.TLSConfigFromFiles("ca.pem", "client.pem", "client-key.pem")
+//	if err != nil {
+//		return err
+//	}
+//	client := agentd.NewClient("https://agentd.internal:8443",
+//		agentd.WithTLS(cfg), agentd.WithBearerToken(token))
+//
+// WithTokenSource fetches the token per call instead. Calls without a valid
+// token fail with connect.CodeUnauthenticated; another tenant's sessions and
+// snapshots are connect.CodeNotFound.
+//
 // # Errors
 //
 // Every RPC failure is a *connect.Error carrying a gRPC status code; read it

@@ -17,11 +17,15 @@ type clientConfig struct {
 	httpClient connect.HTTPClient
 	protocol   connect.ClientOption
 	extra      []connect.ClientOption
+	tls        *tls.Config // set by WithTLS
+	token      TokenSource // set by WithBearerToken or WithTokenSource
 }
 
 // WithHTTPClient makes the client send its requests with c instead of the
 // default cleartext HTTP/2 (h2c) client. Bidi Chat needs HTTP/2 end to end;
-// use an http.Client whose transport speaks HTTP/2 (TLS or h2c).
+// use an http.Client whose transport speaks HTTP/2 (TLS or h2c). It cannot be
+// combined with WithTLS: configure TLS on c's transport instead (every call
+// of a client given both fails with connect.CodeInvalidArgument).
 func WithHTTPClient(c connect.HTTPClient) Option {
 	return func(cfg *clientConfig) { cfg.httpClient = c }
 }
@@ -59,14 +63,26 @@ const idleConnTimeout = 90 * time.Second
 // NewClient, so bidi Chat works against a plaintext agentd. Like
 // http.DefaultTransport it closes connections idle for 90 seconds, so a
 // Client that is dropped does not keep its connection open forever.
-func NewH2CClient() *http.Client {
+func NewH2CClient() *http.Client { return newHTTP2Client(nil) }
+
+// newHTTP2Client is NewH2CClient with TLS settings for "https://" URLs: a
+// clone of tlsConfig (nil: the system roots), TLS 1.2 at least. The
+// transport offers "h2" by ALPN, which gRPC (and bidi Chat) needs.
+func newHTTP2Client(tlsConfig *tls.Config) *http.Client {
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
 	protocols.SetHTTP2(true)
+	cfg := &tls.Config{}
+	if tlsConfig != nil {
+		cfg = tlsConfig.Clone()
+	}
+	if cfg.MinVersion < tls.VersionTLS12 {
+		cfg.MinVersion = tls.VersionTLS12
+	}
 	return &http.Client{Transport: &http.Transport{
 		Protocols:         &protocols,
 		DialContext:       (&net.Dialer{}).DialContext,
-		TLSClientConfig:   &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:   cfg,
 		ForceAttemptHTTP2: true,
 		IdleConnTimeout:   idleConnTimeout,
 	}}

@@ -30,12 +30,14 @@ var (
 	serverErr  error
 )
 
-// TestMain runs the tests and stops the agentd server if one was started.
+// TestMain runs the tests and stops the agentd servers that were started.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if server != nil {
 		server.stop()
 	}
+	stopExtraServers()
+	removeTestPKI()
 	os.Exit(code)
 }
 
@@ -72,15 +74,16 @@ func repoRoot() (string, error) {
 }
 
 // startServer runs `tsx src/cli/main.ts serve test/fixtures/agents.ts` on a
-// free port and waits for its "agentd listening" log line.
-func startServer() (*serverProcess, error) {
+// free port, with extraArgs appended, and waits for its "agentd listening"
+// log line.
+func startServer(extraArgs ...string) (*serverProcess, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "tsx"),
-		"src/cli/main.ts", "serve", "test/fixtures/agents.ts",
-		"--host", "127.0.0.1", "--port", "0", "--store", "memory:")
+	args := append([]string{"src/cli/main.ts", "serve", "test/fixtures/agents.ts",
+		"--host", "127.0.0.1", "--port", "0", "--store", "memory:"}, extraArgs...)
+	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "tsx"), args...)
 	cmd.Dir = root
 	// tsx runs node as a child: a process group lets stop() end both.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -155,4 +158,57 @@ func (l *lockedWriter) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// extraServers are agentd servers started with extra flags (auth, TLS), one
+// per name, each started on first use and stopped by TestMain.
+var extraServers struct {
+	sync.Mutex
+	byName map[string]*extraServer
+}
+
+type extraServer struct {
+	once sync.Once
+	proc *serverProcess
+	err  error
+}
+
+// namedServerAddr returns host:port of the agentd server called name, started
+// on first use with the flags args returns (called once, so it may create
+// files).
+func namedServerAddr(t *testing.T, name string, args func() ([]string, error)) string {
+	t.Helper()
+	extraServers.Lock()
+	if extraServers.byName == nil {
+		extraServers.byName = map[string]*extraServer{}
+	}
+	s := extraServers.byName[name]
+	if s == nil {
+		s = &extraServer{}
+		extraServers.byName[name] = s
+	}
+	extraServers.Unlock()
+	s.once.Do(func() {
+		extra, err := args()
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.proc, s.err = startServer(extra...)
+	})
+	if s.err != nil {
+		t.Fatalf("start agentd %s: %v", name, s.err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", s.proc.port)
+}
+
+// stopExtraServers stops every server namedServerAddr started.
+func stopExtraServers() {
+	extraServers.Lock()
+	defer extraServers.Unlock()
+	for _, s := range extraServers.byName {
+		if s.proc != nil {
+			s.proc.stop()
+		}
+	}
 }

@@ -38,6 +38,7 @@ from .json_values import (
     struct_to_dict,
     value_to_python,
 )
+from .security import PEMSource, TLSConfig, TLSLike, TokenLike
 from .turn import Turn, TurnRecord
 
 __all__ = [
@@ -71,6 +72,10 @@ __all__ = [
     "StateLike",
     "build_init",
     "build_input",
+    "PEMSource",
+    "TLSConfig",
+    "TLSLike",
+    "TokenLike",
     "dict_to_struct",
     "message_text",
     "python_to_value",

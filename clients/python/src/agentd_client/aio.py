@@ -61,7 +61,7 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
             state=state,
             busy_policy=busy_policy,
         )
-        return AsyncConversation(self._stub, init, metadata=self._metadata, timeout=timeout)
+        return AsyncConversation(self._stub, init, metadata=self._call_metadata(), timeout=timeout)
 
     async def run(
         self,
@@ -166,7 +166,7 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         """Yields the snapshot's status now and on every change; ends after a terminal
         status or when the server ends the stream."""
         request = calls.watch_snapshot_request(agent, snapshot_id)
-        call = self._stub.WatchSnapshot(request, metadata=self._metadata, timeout=timeout)
+        call = self._stub.WatchSnapshot(request, metadata=self._call_metadata(), timeout=timeout)
         try:
             async for update in call:
                 yield update

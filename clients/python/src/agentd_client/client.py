@@ -21,10 +21,15 @@ __all__ = ["AgentClient", "TERMINAL_STATUSES"]
 class AgentClient(ClientBase[grpc.Channel]):
     """Talks to one agentd server over gRPC (HTTP/2).
 
-    ``AgentClient("127.0.0.1:50051")`` opens an insecure channel; pass ``credentials=`` for
-    TLS, or ``channel=`` to use your own (then ``close`` leaves it open). ``metadata`` (e.g.
-    ``[("authorization", "Bearer ...")]``) is sent with every call; ``timeout`` (seconds) is
-    the default deadline of unary calls. Every method raises an ``AgentdError`` subclass
+    ``AgentClient("127.0.0.1:50051")`` opens an insecure channel. ``tls=TLSConfig(ca=...,
+    cert=..., key=..., server_name=...)`` (or ``tls=True`` for the default roots) opens a TLS
+    channel, for an agentd started with ``--tls-cert`` (``cert``/``key``: the client
+    certificate for ``--tls-client-ca``); ``credentials=`` takes your own
+    ``grpc.ChannelCredentials`` instead, and ``channel=`` your own channel (then ``close``
+    leaves it open). ``token="..."`` sends ``authorization: Bearer <token>`` with every call
+    (a function returning the token is called for every call); it is never put in an error
+    message. ``metadata`` (other ``(key, value)`` pairs) is sent with every call;
+    ``timeout`` (seconds) is the default deadline of unary calls. Every method raises an ``AgentdError`` subclass
     carrying the call's ``grpc.StatusCode``. Use as a context manager to close the channel.
     Thread-safe (the channel is); conversations are not.
     """
@@ -72,7 +77,7 @@ class AgentClient(ClientBase[grpc.Channel]):
             state=state,
             busy_policy=busy_policy,
         )
-        return Conversation(self._stub, init, metadata=self._metadata, timeout=timeout)
+        return Conversation(self._stub, init, metadata=self._call_metadata(), timeout=timeout)
 
     def run(
         self,
@@ -185,7 +190,7 @@ class AgentClient(ClientBase[grpc.Channel]):
         stream.
         Leaving the loop early cancels the call."""
         request = calls.watch_snapshot_request(agent, snapshot_id)
-        call = self._stub.WatchSnapshot(request, metadata=self._metadata, timeout=timeout)
+        call = self._stub.WatchSnapshot(request, metadata=self._call_metadata(), timeout=timeout)
         try:
             for update in call:
                 yield update

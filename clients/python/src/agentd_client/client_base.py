@@ -9,12 +9,16 @@ import grpc
 
 from agentd.v1 import agent_service_pb2_grpc
 
+from .errors import UnauthenticatedError
+from .security import TLSConfig, TLSLike, TokenLike, bearer_value
+
 __all__ = ["ClientBase", "Metadata"]
 
 #: ``grpc.Channel`` or ``grpc.aio.Channel``.
 ChannelT = TypeVar("ChannelT")
 
-#: gRPC metadata sent with every call, e.g. ``[("authorization", "Bearer ...")]``.
+#: gRPC metadata sent with every call, e.g. ``[("x-request-id", "...")]`` (a bearer token goes in
+#: ``token=``).
 Metadata = Optional[Sequence[Tuple[str, str]]]
 
 
@@ -22,10 +26,14 @@ class ClientBase(Generic[ChannelT]):
     """Opens (or adopts) a channel and holds the settings every call uses.
 
     Guarantees: with ``channel`` the client uses it and never closes it; otherwise it opens a
-    secure channel when ``credentials`` are given, an insecure one if not, with the module in
-    ``_channels`` (``grpc`` or ``grpc.aio``), and owns it. Raises ``ValueError`` with neither a
-    target nor a channel. ``_call_settings(timeout)`` is the metadata and the deadline
-    (``timeout``, else the client's default) of one call.
+    secure channel when ``tls`` or ``credentials`` are given, an insecure one if not, with the
+    module in ``_channels`` (``grpc`` or ``grpc.aio``), and owns it. Raises ``ValueError``
+    with neither a target nor a channel, with ``tls`` together with ``credentials`` or
+    ``channel``, with an invalid static ``token``, or with ``token`` together with an
+    ``authorization`` entry in ``metadata``. ``_call_settings(timeout)`` is the metadata
+    (with ``authorization: Bearer <token>`` when a token is set; a token function is called
+    once per call) and the deadline (``timeout``, else the client's default) of one call.
+    The token never appears in an error message.
     """
 
     #: Largest response the client accepts by default (grpcio's own default is 4 MiB). The server
@@ -40,17 +48,33 @@ class ClientBase(Generic[ChannelT]):
         self,
         target: Optional[str] = None,
         *,
+        token: TokenLike = None,
+        tls: TLSLike = None,
         channel: Optional[ChannelT] = None,
         credentials: Optional[grpc.ChannelCredentials] = None,
         options: Optional[Sequence[Tuple[str, Any]]] = None,
         metadata: Metadata = None,
         timeout: Optional[float] = None,
     ) -> None:
+        name = type(self).__name__
+        if tls is not None and tls is not False:
+            if channel is not None or credentials is not None:
+                raise ValueError(f"{name}: pass tls= or credentials= / channel=, not both")
+            tls_config = TLSConfig() if tls is True else tls
+            if not isinstance(tls_config, TLSConfig):
+                raise ValueError(f"{name}: tls= takes True or a TLSConfig")
+            credentials = tls_config.credentials()
+            options = [*(options or ()), *tls_config.channel_options()]
+        self._metadata = tuple(metadata or ())
+        if token is not None:
+            if any(key.lower() == "authorization" for key, _ in self._metadata):
+                raise ValueError(f"{name}: pass the token as token= or in metadata, not both")
+            if not callable(token) and bearer_value(token) is None:
+                raise ValueError(f"{name}: the token is empty or has a character that is not visible ASCII")
+        self._token = token
         if channel is None:
             if not target:
-                raise ValueError(
-                    f"{type(self).__name__} needs a target like '127.0.0.1:50051' or a channel"
-                )
+                raise ValueError(f"{name} needs a target like '127.0.0.1:50051' or a channel")
             options = with_default_limits(options)
             if credentials is not None:
                 channel = self._channels.secure_channel(target, credentials, options=options)
@@ -61,7 +85,6 @@ class ClientBase(Generic[ChannelT]):
             self._owns_channel = False
         self._channel: ChannelT = channel
         self._stub = agent_service_pb2_grpc.AgentServiceStub(channel)
-        self._metadata = tuple(metadata or ())
         self._timeout = timeout
 
     @property
@@ -69,9 +92,23 @@ class ClientBase(Generic[ChannelT]):
         """The underlying grpcio channel (e.g. for the generated stubs directly)."""
         return self._channel
 
+    def _call_metadata(self) -> Tuple[Tuple[str, str], ...]:
+        """The metadata of one call: ``metadata`` plus the token's ``authorization`` entry.
+        Raises ``UnauthenticatedError`` when a token function returns no usable token."""
+        if self._token is None:
+            return self._metadata
+        token = self._token() if callable(self._token) else self._token
+        value = bearer_value(token)
+        if value is None:
+            raise UnauthenticatedError(
+                "the token function returned an empty token or one with a character that is "
+                "not visible ASCII"
+            )
+        return (*self._metadata, ("authorization", value))
+
     def _call_settings(self, timeout: Optional[float]) -> Dict[str, Any]:
         return {
-            "metadata": self._metadata,
+            "metadata": self._call_metadata(),
             "timeout": timeout if timeout is not None else self._timeout,
         }
 

@@ -1,0 +1,100 @@
+import type { PeerCertificate } from "node:tls";
+import { createContextKey, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { AgentError } from "../../errors/agent-error.js";
+import { ANONYMOUS, type Principal } from "../../types/principal.js";
+import { annotateCall } from "../call-log.js";
+import type { Authenticate } from "./authenticator.js";
+import { hostOfAuthority, isLoopbackHost } from "./loopback.js";
+
+/** What the connection told us about a call, captured from the Node request before connect-es sees it. */
+export interface ConnectionInfo {
+  /** HTTP/1.1 `Host` or HTTP/2 `:authority`. */
+  authority?: string;
+  /** The verified client certificate of a mutual-TLS connection. */
+  peerCertificate?: PeerCertificate;
+}
+
+/** Context key of the call's {@link ConnectionInfo} (set per request by the server). */
+export const connectionInfoKey = createContextKey<ConnectionInfo>({}, { description: "agentd connection info" });
+
+/** Context key of the call's principal: {@link ANONYMOUS} until the call guard authenticates it. */
+export const principalKey = createContextKey<Principal>(ANONYMOUS, { description: "agentd principal" });
+
+/** The principal a handler acts for. */
+export function principalOf(ctx: { values: ContextValues }): Principal {
+  return ctx.values.get(principalKey);
+}
+
+/** Who may call what; see {@link callGuardInterceptor}. */
+export interface CallGuardOptions {
+  /** Authenticates calls; undefined = no authentication (every call is {@link ANONYMOUS}). */
+  authenticate?: Authenticate;
+  /** Whether server reflection needs credentials like the agent service; default "open". */
+  reflection?: "open" | "authenticated";
+  /** Refuse calls whose Host/`:authority` is not a loopback name (DNS rebinding defence of a loopback server without authentication). */
+  loopbackHostsOnly?: boolean;
+}
+
+const HEALTH_PREFIX = "/grpc.health.v1.Health/";
+const REFLECTION_PREFIX = "/grpc.reflection.";
+
+/**
+ * Decides who a call acts for before its handler runs:
+ * - with `loopbackHostsOnly`, a call (other than a health check) whose Host
+ *   is not a loopback name fails PERMISSION_DENIED (a browser page reaching
+ *   a loopback server through a rebound DNS name);
+ * - health checks are always open, reflection unless configured otherwise;
+ * - every other call must authenticate: no or unknown credentials →
+ *   UNAUTHENTICATED (the message never repeats a credential).
+ * The principal is stored under {@link principalKey} and its subject and
+ * tenant go on the call's log line.
+ */
+export function callGuardInterceptor(options: CallGuardOptions): Interceptor {
+  const { authenticate, loopbackHostsOnly = false, reflection = "open" } = options;
+  return (next) => async (req) => {
+    const procedure = `/${req.service.typeName}/${req.method.name}`;
+    const connection = req.contextValues.get(connectionInfoKey);
+    const health = procedure.startsWith(HEALTH_PREFIX);
+    if (loopbackHostsOnly && !health && connection.authority !== undefined) {
+      const host = hostOfAuthority(connection.authority);
+      if (!isLoopbackHost(host)) {
+        throw new AgentError(
+          "PERMISSION_DENIED",
+          `Host "${host.slice(0, 100)}" is not a loopback name: agentd without authentication only serves calls addressed to localhost (configure authentication to serve other names)`,
+        );
+      }
+    }
+    const open = health || (reflection === "open" && procedure.startsWith(REFLECTION_PREFIX));
+    if (authenticate === undefined || open) return next(req);
+    const principal = await runAuthenticate(authenticate, procedure, req.header, connection.peerCertificate);
+    req.contextValues.set(principalKey, principal);
+    annotateCall({ values: req.contextValues }, { subject: principal.subject, tenant: principal.tenant });
+    return next(req);
+  };
+}
+
+async function runAuthenticate(
+  authenticate: Authenticate,
+  procedure: string,
+  headers: Headers,
+  peerCertificate: PeerCertificate | undefined,
+): Promise<Principal> {
+  let principal: Principal | null;
+  try {
+    principal = await authenticate({ procedure, headers, ...(peerCertificate ? { peerCertificate } : {}) });
+  } catch (err) {
+    if (err instanceof AgentError) throw err;
+    throw new AgentError("UNAUTHENTICATED", "the credentials could not be verified");
+  }
+  if (!principal) {
+    const hasToken = headers.has("authorization");
+    throw new AgentError(
+      "UNAUTHENTICATED",
+      hasToken ? "the credentials were not accepted" : "credentials are required: send `authorization: Bearer <token>` (or a client certificate)",
+    );
+  }
+  if (typeof principal.tenant !== "string" || typeof principal.subject !== "string") {
+    throw new AgentError("UNAUTHENTICATED", "the authenticator returned a principal without a string subject and tenant");
+  }
+  return principal;
+}
