@@ -37,3 +37,5 @@ export { defineTool, type Tool, type ToolContext, type ToolDefinition } from "./
 export { ToolInterrupt } from "./tools/interrupts.js";
 export { DEFAULT_MAX_TOOL_ITERATIONS } from "./tools/tool-loop.js";
 export * from "../stores/index.js";
+export { ANONYMOUS, type Principal } from "./types/principal.js";
+export type { Authenticate, AuthRequest } from "./server/auth/authenticator.js";

@@ -1,10 +1,14 @@
 import { inject } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 /** The repository root (where package.json and src/cli/main.ts live). */
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+/** The tsx loader by absolute URL, so servers started in another working directory find it. */
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
 /** Options for {@link startAgentd}. */
 export interface StartAgentdOptions {
@@ -78,7 +82,7 @@ export function defaultStoreUri(): string {
  * collected output if the process exits or stays silent first.
  */
 export async function startAgentd(options: StartAgentdOptions = {}): Promise<AgentdProcess> {
-  const argv = ["--import", "tsx", `${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", defaultStoreUri(), ...(options.args ?? [])];
+  const argv = ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", defaultStoreUri(), ...(options.args ?? [])];
   const proc = spawn(nodeBinary(), argv, {
     cwd: options.cwd ?? REPO_ROOT,
     env: { ...process.env, ...options.env },
