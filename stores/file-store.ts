@@ -3,27 +3,31 @@ import { access, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { AgentError } from "../src/errors/agent-error.js";
 import type { SnapshotStatus } from "../src/types/snapshot.js";
-import { writeFileAtomically } from "./file/atomic-write.js";
+import { syncDirectory, writeFileAtomically } from "./file/atomic-write.js";
 import { sweepDebris, type DebrisSweepResult } from "./file/debris-sweep.js";
 import { acquireFileLock } from "./file/file-lock.js";
-import { readHeadFile, writeHeadFile } from "./file/head-file.js";
+import { readHeadFile, readHeadFileOfKey, writeHeadFile } from "./file/head-file.js";
 import { sanitizePathPrefix } from "./file/path-prefix.js";
 import { readRecordFile, recordFileText, recordJson } from "./file/record-file.js";
 import { appendIndexEntry, readIndexEntries } from "./file/session-index.js";
+import { findStoreDirectories, indexKeysWithoutHead, mapLimit, readAllHeads, unlinkIfExists } from "./file/session-files.js";
 import { DirectoryStatusWatcher } from "./file/status-watcher.js";
 import { ensureStoreFormat } from "./file/store-format.js";
-import { StoreLayout } from "./file/store-layout.js";
+import { sessionKey, StoreLayout } from "./file/store-layout.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { deepFreeze } from "./ledger/frozen-value.js";
 import { walkChain } from "./ledger/state-chain.js";
 import { headToStore, keepIdentity } from "./record-identity.js";
+import { checkSessionQuery, isExpired, pageOfHeads } from "./session-query.js";
 import { isValidSnapshotId } from "./snapshot-identity.js";
 import { encodePageToken, pageSizeOf, pageStartIndex } from "./snapshot-order.js";
 import type {
   HeadCommit,
+  HeadPage,
   RecordMutator,
   RecordPage,
   SessionHead,
+  SessionQuery,
   SessionStore,
   SnapshotPageRequest,
   SnapshotRecord,
@@ -75,6 +79,10 @@ export interface FileSessionStoreOptions {
  * reading only a record's 1 KiB header). Directories are created with mode
  * 0700, files with 0600. Records and heads are handed out deep-frozen. A
  * corrupt record or head file reads as DATA_LOSS, never as missing.
+ * Lifecycle: `listHeads` and `sweepExpired` read every head file of the
+ * directory (O(sessions)); `deleteSession` removes head, records, index and
+ * lock under the session's lock. Nothing expires on its own: the owner calls
+ * `sweepExpired` (at open and on a timer).
  */
 export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber {
   private readonly root: string;
@@ -187,7 +195,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     const record = commit.record;
     const text = record ? recordFileText(1, record.status, recordJson(record)) : undefined; // serialized outside the lock
     const sessionId = next.sessionId;
-    const stored = await this.locked(`${layout.base}\0s\0${sessionId}`, layout.headLockPath(sessionId), async () => {
+    const stored = await this.locked(sessionMutexKey(layout, sessionId), layout.headLockPath(sessionId), async () => {
       const current = await readHeadFile(layout.headPath(sessionId), sessionId);
       if ((current?.version ?? 0) !== commit.expectedVersion) return undefined;
       if (!record || text === undefined) return writeHeadFile(layout.headPath(sessionId), next, this.fsync);
@@ -265,6 +273,130 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     return saved.record;
   }
 
+  /**
+   * The owner's sessions in this call's directory, newest updated first,
+   * keyset-paginated (see `SessionStore.listHeads`). Cost: every page reads
+   * the `sessions/` directory and every head file in it, O(sessions) file
+   * reads (32 at a time) plus a sort; fine for thousands of sessions, not
+   * for millions. DATA_LOSS when a head file is corrupt.
+   */
+  async listHeads(query: SessionQuery, ctx?: StoreCallContext): Promise<HeadPage> {
+    const checked = checkSessionQuery(query);
+    const layout = this.layout(ctx, false);
+    return pageOfHeads((await readAllHeads(layout)).map((h) => h.head), checked);
+  }
+
+  /**
+   * Removes the session from this call's directory under its in-process mutex
+   * and cross-process lock file (so a concurrent commit waits, then finds no
+   * head: it fails its version check or, with expectedVersion 0, creates a
+   * fresh session): first the head file (readers see the session gone), then
+   * each record file listed in its index (each under that record's lock, so
+   * an `updateRecord` cannot write it back; a listed record of another
+   * session is left alone), then the index; the lock file goes when it is
+   * released. A delete interrupted by a crash leaves an index without a head;
+   * `sweepExpired` finishes it. Cost: reads every record file of the session.
+   */
+  async deleteSession(sessionId: string, ctx?: StoreCallContext): Promise<boolean> {
+    const layout = this.layout(ctx, false);
+    if (!existsSync(layout.headPath(sessionId)) && !existsSync(layout.indexPath(sessionId))) return false; // nothing to lock for
+    return this.locked(sessionMutexKey(layout, sessionId), layout.headLockPath(sessionId), () =>
+      this.removeSessionFiles(layout, sessionKey(sessionId), () => true),
+    );
+  }
+
+  /**
+   * Deletes (as `deleteSession`) every session whose expiresAt <= now, each
+   * re-checked under its lock (a session written meanwhile stays); also
+   * finishes deletes a crash interrupted (an index without a head, checked
+   * under the session lock). With `ctx`: this call's directory only; without
+   * (and with a `pathPrefix`): the store directory and every tenant prefix
+   * directory below it. Resolves to how many expired sessions were deleted.
+   * Cost: reads every head file, O(sessions). The store runs no sweeper of
+   * its own: the owner calls this at open and periodically.
+   */
+  async sweepExpired(now: number, ctx?: StoreCallContext): Promise<number> {
+    if (typeof now !== "number" || !Number.isFinite(now)) throw new AgentError("INVALID_ARGUMENT", `sweepExpired: now must be an epoch-millisecond number (got ${String(now)})`);
+    const layouts: StoreLayout[] = [];
+    if (ctx === undefined && this.options.pathPrefix) {
+      for (const dir of await findStoreDirectories(this.root)) {
+        try {
+          if (ensureStoreFormat(dir, false)) layouts.push(new StoreLayout(dir));
+        } catch {
+          // not a format-2 directory: not ours to sweep
+        }
+      }
+    } else {
+      layouts.push(this.layout(ctx, false));
+    }
+    let removed = 0;
+    for (const layout of layouts) {
+      for (const { key, head } of await readAllHeads(layout, { skipCorrupt: true })) {
+        if (!isExpired(head, now)) continue;
+        const expired = (h: SessionHead | undefined) => h !== undefined && isExpired(h, now);
+        if (await this.locked(sessionMutexKey(layout, head.sessionId), layout.headLockPathOfKey(key), () => this.removeSessionFiles(layout, key, expired))) removed++;
+      }
+      for (const key of await indexKeysWithoutHead(layout)) {
+        // Only the file lock (the session ID is unknown): it excludes commits of every process, this one included.
+        const release = await acquireFileLock(layout.headLockPathOfKey(key), { staleMs: this.options.lockStaleMs });
+        try {
+          await this.removeSessionFiles(layout, key, (h, corrupt) => h === undefined && !corrupt);
+        } finally {
+          await release();
+        }
+      }
+    }
+    return removed;
+  }
+
+  /**
+   * Removes the files of the session whose key is `key` (the caller holds its
+   * lock) when `shouldRemove` accepts its current head (undefined when there
+   * is none; `corrupt` when the head file is unreadable): head first, then the
+   * records its index lists (those of this session), then the index.
+   */
+  private async removeSessionFiles(
+    layout: StoreLayout,
+    key: string,
+    shouldRemove: (head: SessionHead | undefined, corrupt: boolean) => boolean,
+  ): Promise<boolean> {
+    const headPath = layout.headPathOfKey(key);
+    let head: SessionHead | undefined;
+    let corrupt = false;
+    try {
+      head = await readHeadFileOfKey(headPath, key);
+    } catch (err) {
+      if (!(err instanceof AgentError && err.status === "DATA_LOSS")) throw err;
+      corrupt = true;
+    }
+    if (!shouldRemove(head, corrupt)) return false;
+    let removed = await unlinkIfExists(headPath);
+    if (removed && this.fsync) await syncDirectory(layout.sessionsDir);
+    const entries = await readIndexEntries(layout.indexPathOfKey(key));
+    const gone = await mapLimit(entries, 16, (e) => this.removeRecordOf(layout, e.snapshotId, key));
+    if (gone.some(Boolean)) {
+      removed = true;
+      if (this.fsync) await syncDirectory(layout.recordsDir);
+    }
+    if (await unlinkIfExists(layout.indexPathOfKey(key))) removed = true;
+    return removed;
+  }
+
+  /** Removes a record file under its locks when it belongs to the session with key `key` (or is corrupt); true when removed. */
+  private removeRecordOf(layout: StoreLayout, snapshotId: string, key: string): Promise<boolean> {
+    return this.locked(`${layout.base}\0r\0${snapshotId}`, layout.recordLockPath(snapshotId), async () => {
+      const path = layout.recordPath(snapshotId);
+      try {
+        const file = await readRecordFile<S>(path, snapshotId);
+        if (!file || sessionKey(file.record.sessionId) !== key) return false;
+      } catch (err) {
+        if (!(err instanceof AgentError && err.status === "DATA_LOSS")) throw err;
+        // unreadable and listed by this session: it goes with it
+      }
+      return unlinkIfExists(path);
+    });
+  }
+
   /** Current status (if the record exists), then every change by any process, until `signal` aborts. */
   subscribeStatus(snapshotId: string, signal: AbortSignal, ctx?: StoreCallContext): AsyncIterable<SnapshotStatus> {
     const base = this.baseDir(ctx);
@@ -305,4 +437,9 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     for (const watcher of [...this.watchers.values()]) watcher.closeAll();
     this.watchers.clear();
   }
+}
+
+/** The in-process mutex key of a session's commit lock. */
+function sessionMutexKey(layout: StoreLayout, sessionId: string): string {
+  return `${layout.base}\0s\0${sessionId}`;
 }

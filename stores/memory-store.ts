@@ -1,12 +1,15 @@
 import { deepFreeze } from "./ledger/frozen-value.js";
 import { walkChain } from "./ledger/state-chain.js";
 import { keepIdentity, headToStore } from "./record-identity.js";
+import { checkSessionQuery, isExpired, pageOfHeads } from "./session-query.js";
 import { compareNewestFirst, pageOf } from "./snapshot-order.js";
 import type {
   HeadCommit,
+  HeadPage,
   RecordMutator,
   RecordPage,
   SessionHead,
+  SessionQuery,
   SessionStore,
   SnapshotPageRequest,
   SnapshotRecord,
@@ -33,7 +36,9 @@ interface StoredRecord<S> {
  * compare-and-set on the head version and `updateRecord` an atomic rewrite
  * (JavaScript runs each synchronously); status subscribers get the current
  * status, then every change in order, without duplicates. Data is lost when
- * the process exits. The call context is ignored (one namespace).
+ * the process exits. The call context is ignored (one namespace; `listHeads`
+ * scopes by the query's owner). Nothing expires by itself: the owner calls
+ * `sweepExpired` (e.g. on a timer).
  */
 export class InMemorySessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber {
   private readonly heads = new Map<string, SessionHead>();
@@ -109,6 +114,49 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
       if (stored) channel.push({ status: stored.record.status, version: stored.version });
     }
     return channel;
+  }
+
+  /**
+   * The owner's sessions, newest updated first, keyset-paginated (see
+   * `SessionStore.listHeads`). Scans every head: O(sessions log sessions)
+   * per page.
+   */
+  async listHeads(query: SessionQuery, _ctx?: StoreCallContext): Promise<HeadPage> {
+    return pageOfHeads(this.heads.values(), checkSessionQuery(query));
+  }
+
+  /**
+   * Removes the head and every record of the session (its entries in every
+   * map) in one synchronous step. Open status subscriptions of its snapshots
+   * stay open (their owners end them) but see no further change. Resolves
+   * true when something was removed.
+   */
+  async deleteSession(sessionId: string, _ctx?: StoreCallContext): Promise<boolean> {
+    return this.removeSession(sessionId);
+  }
+
+  /** Deletes every session whose expiresAt <= now; resolves to how many. */
+  async sweepExpired(now: number, _ctx?: StoreCallContext): Promise<number> {
+    let removed = 0;
+    for (const head of [...this.heads.values()]) if (isExpired(head, now) && this.removeSession(head.sessionId)) removed++;
+    return removed;
+  }
+
+  private removeSession(sessionId: string): boolean {
+    const hadHead = this.heads.delete(sessionId);
+    const list = this.bySession.get(sessionId) ?? [];
+    this.bySession.delete(sessionId);
+    for (const record of list) this.records.delete(record.snapshotId);
+    return hadHead || list.length > 0;
+  }
+
+  /**
+   * How many entries each internal map holds (for tests and diagnostics):
+   * heads, records, per-session record lists, and snapshot IDs with a live
+   * status subscription.
+   */
+  sizes(): { heads: number; records: number; sessions: number; subscribedSnapshots: number } {
+    return { heads: this.heads.size, records: this.records.size, sessions: this.bySession.size, subscribedSnapshots: [...this.subscribers.ids()].length };
   }
 
   /** Number of live status subscriptions (for tests and diagnostics). */

@@ -1,12 +1,16 @@
 import { AgentError } from "../src/errors/agent-error.js";
 import type { HeadCommit, SessionHead, SnapshotRecord } from "./snapshot-store.js";
+import { validateLabels } from "./session-labels.js";
 import { assertValidSnapshotId } from "./snapshot-identity.js";
 
 /**
  * Checks a commit before any store writes it: valid IDs, a record of the
  * head's session, numeric timestamps, `expectedVersion` a non-negative
- * integer. Throws INVALID_ARGUMENT naming the problem. Returns the head to
- * store (version = expectedVersion + 1).
+ * integer, valid labels (`validateLabels`) and a positive-integer `ttlMs`.
+ * Throws INVALID_ARGUMENT naming the problem. Returns the head to store
+ * (version = expectedVersion + 1): labels copied, `expiresAt` computed as
+ * `updatedAt + ttlMs` when `ttlMs` is set and dropped otherwise (a caller's
+ * `expiresAt` is never stored as given), unset optional fields left out.
  */
 export function headToStore<S>(commit: HeadCommit<S>): SessionHead {
   const { head, record, expectedVersion } = commit;
@@ -26,7 +30,26 @@ export function headToStore<S>(commit: HeadCommit<S>): SessionHead {
     }
     assertRecordShape(record);
   }
-  return { ...head, version: expectedVersion + 1 };
+  const stored: SessionHead = { ...head, version: expectedVersion + 1 };
+  delete stored.expiresAt;
+  if (head.labels === undefined) delete stored.labels;
+  else stored.labels = validateLabels(head.labels);
+  if (head.ttlMs === undefined) {
+    delete stored.ttlMs;
+  } else {
+    if (!Number.isSafeInteger(head.ttlMs) || head.ttlMs <= 0) {
+      throw new AgentError("INVALID_ARGUMENT", `session ${head.sessionId}: ttlMs must be a positive integer of milliseconds (got ${String(head.ttlMs)})`);
+    }
+    if (typeof head.updatedAt !== "number" || !Number.isFinite(head.updatedAt)) {
+      throw new AgentError("INVALID_ARGUMENT", `session ${head.sessionId}: updatedAt must be an epoch-millisecond number when ttlMs is set`);
+    }
+    const expiresAt = head.updatedAt + head.ttlMs;
+    if (!Number.isSafeInteger(expiresAt)) {
+      throw new AgentError("INVALID_ARGUMENT", `session ${head.sessionId}: ttlMs ${head.ttlMs} is too large`);
+    }
+    stored.expiresAt = expiresAt;
+  }
+  return stored;
 }
 
 /** Throws INVALID_ARGUMENT when a record lacks numeric timestamps or a status. */

@@ -1,4 +1,4 @@
-import { v7 as uuidv7 } from "uuid";
+import { uuidv7 } from "./uuid-v7.js";
 import { AgentError } from "../src/errors/agent-error.js";
 
 /** A new snapshot ID: a UUID v7 (time-ordered, so IDs created later sort greater). */

@@ -58,6 +58,41 @@ export interface SessionHead {
   lease?: SessionLease;
   /** ENQUEUE waiters, first come first served. */
   waiters?: SessionWaiter[];
+  /** Labels (string → string) set at creation or by UpdateSession (see `validateLabels`). */
+  labels?: Readonly<Record<string, string>>;
+  /** Idle time-to-live of this session (ms): it expires ttlMs after its last head write. Unset: never expires. */
+  ttlMs?: number;
+  /**
+   * Epoch ms when it expires: updatedAt + ttlMs, computed by the store on
+   * every head write (`headToStore`; a value the caller passes is ignored);
+   * unset without ttlMs.
+   */
+  expiresAt?: number;
+}
+
+/** What {@link SessionStore.listHeads} returns. */
+export interface SessionQuery {
+  /** Only this owner's sessions (required; "" is the anonymous owner). */
+  owner: string;
+  /** Only this agent's sessions (unset or "": every agent). */
+  agent?: string;
+  /** Only sessions carrying every one of these labels with exactly these values (keys are checked like labels: INVALID_ARGUMENT). */
+  labels?: Readonly<Record<string, string>>;
+  /** Only sessions updated strictly after this epoch ms. */
+  updatedAfter?: number;
+  /** At most this many (store default 50, max 1000: larger sizes are clamped; < 1 → INVALID_ARGUMENT AgentError). */
+  pageSize?: number;
+  /** Opaque token from a previous page. A malformed token → INVALID_ARGUMENT. */
+  pageToken?: string;
+  /** "Now" for expiry (default Date.now()): heads with expiresAt <= now are left out. */
+  now?: number;
+}
+
+/** One page of {@link SessionStore.listHeads}. */
+export interface HeadPage {
+  heads: SessionHead[];
+  /** Absent on the last page. */
+  nextPageToken?: string;
 }
 
 /**
@@ -106,6 +141,11 @@ export interface SnapshotPageRequest {
   pageSize?: number;
   /** Opaque token from a previous page's `nextPageToken`. */
   pageToken?: string;
+  /**
+   * False: the caller does not need the records' state, so a store may leave
+   * `checkpoint` and `delta` out (and skip reading them). Default true.
+   */
+  includeState?: boolean;
 }
 
 /** One page of a session's records, newest first (greatest createdAt, then greatest ID). */
@@ -175,6 +215,29 @@ export interface SessionStore<S = unknown> {
    */
   updateRecord(snapshotId: string, mutator: RecordMutator<S>, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | null>;
   /**
+   * The owner's sessions, newest updatedAt first (ties: greater sessionId
+   * first), keyset-paginated on (updatedAt, sessionId), so that paging returns
+   * every session that existed when paging began exactly once even while
+   * others are created concurrently (a session whose head is written while
+   * paging moves to the front: later pages do not return it). Optional so
+   * that a store without lifecycle support still compiles.
+   */
+  listHeads?(query: SessionQuery, ctx?: StoreCallContext): Promise<HeadPage>;
+  /**
+   * Removes the head, every record of the session and everything else stored
+   * for it (index files, locks, any per-session files), atomically enough that
+   * no reader sees a head without records; idempotent. Resolves true when
+   * something was removed, false when nothing was there. Does NOT check
+   * owner/agent (the runtime does) and does not abort work (the runtime does
+   * first). A commit racing the delete either fails (version conflict) or,
+   * with expectedVersion 0, creates a fresh session; it never leaves records
+   * without a head. Open status subscriptions of its snapshots are not ended
+   * (they see no further change; a subscriber notices by reading the record).
+   */
+  deleteSession?(sessionId: string, ctx?: StoreCallContext): Promise<boolean>;
+  /** Deletes (as deleteSession) every session whose expiresAt <= now; resolves to how many. */
+  sweepExpired?(now: number, ctx?: StoreCallContext): Promise<number>;
+  /**
    * Optional health probe: resolves when the store can serve requests now,
    * rejects (preferably with an AgentError UNAVAILABLE) when it cannot (the
    * database is unreachable, the directory is not writable). The server's
@@ -201,4 +264,14 @@ export interface SnapshotSubscriber {
 /** True when the store can push status changes (and so supports detach/abort). */
 export function isSnapshotSubscriber<S>(store: SessionStore<S> | undefined): store is SessionStore<S> & SnapshotSubscriber {
   return typeof (store as Partial<SnapshotSubscriber> | undefined)?.subscribeStatus === "function";
+}
+
+/** A store with the session lifecycle methods (list, delete, expire). */
+export type SessionLifecycleStore<S = unknown> = SessionStore<S> & Required<Pick<SessionStore<S>, "listHeads" | "deleteSession" | "sweepExpired">>;
+
+/** True when the store implements listHeads, deleteSession and sweepExpired. */
+export function hasSessionLifecycle<S>(store: SessionStore<S> | undefined): store is SessionLifecycleStore<S> {
+  return (
+    typeof store?.listHeads === "function" && typeof store.deleteSession === "function" && typeof store.sweepExpired === "function"
+  );
 }

@@ -2,7 +2,18 @@ import { resolve } from "node:path";
 import { AgentError } from "../src/errors/agent-error.js";
 import { FileSessionStore } from "./file-store.js";
 import { InMemorySessionStore } from "./memory-store.js";
+import type { StoreLogger } from "./mongodb/store-logger.js";
 import type { SessionStore } from "./snapshot-store.js";
+
+/** Options of {@link openStoreFromUri}. */
+export interface OpenStoreOptions {
+  /**
+   * Where a store reports what an operator should know (a pino logger fits):
+   * MongoDB logs weakened consistency settings of its URI at open and its
+   * change stream's endings and reopens.
+   */
+  logger?: StoreLogger;
+}
 
 /**
  * Opens the store a URI names (the CLI's `--store`):
@@ -15,7 +26,7 @@ import type { SessionStore } from "./snapshot-store.js";
  * Anything else fails with INVALID_ARGUMENT. The MongoDB driver is loaded only
  * when a MongoDB URI is opened.
  */
-export async function openStoreFromUri(uri: string): Promise<SessionStore> {
+export async function openStoreFromUri(uri: string, options: OpenStoreOptions = {}): Promise<SessionStore> {
   const trimmed = uri.trim();
   if (trimmed === "memory:" || trimmed === "memory") return new InMemorySessionStore();
   if (trimmed.startsWith("file:")) {
@@ -28,7 +39,7 @@ export async function openStoreFromUri(uri: string): Promise<SessionStore> {
   }
   if (trimmed.startsWith("mongodb://") || trimmed.startsWith("mongodb+srv://")) {
     const { MongoSessionStore } = await import("./mongodb/mongo-store.js");
-    return new MongoSessionStore(mongoConfigFromUri(trimmed));
+    return new MongoSessionStore({ ...mongoConfigFromUri(trimmed), ...(options.logger ? { logger: options.logger } : {}) });
   }
   throw new AgentError(
     "INVALID_ARGUMENT",

@@ -28,6 +28,8 @@ export interface ServeConfig {
   busyPolicy: BusyPolicy;
   /** Largest stored state of one session (bytes). */
   maxSessionBytes: number;
+  /** Idle time-to-live of new sessions (ms), when set. */
+  sessionTtlMs?: number;
   /** Connection timeouts and caps given on the command line (unset = listener defaults). */
   connectionLimits?: Partial<ConnectionLimits>;
   /** How callers authenticate and what is served without credentials. */
@@ -88,6 +90,8 @@ Options:
                               busy_policy (default reject)
   --max-session-bytes <n>     largest stored state of one session; a turn past it fails
                               with RESOURCE_EXHAUSTED (default ${DEFAULT_SESSION_SETTINGS.records.maxSessionBytes})
+  --session-ttl <duration>    delete sessions idle this long, e.g. 30m, 7d (default: keep forever);
+                              a call's init.ttl overrides it per session
   --first-bytes-timeout-ms <n>
                               close a connection that has not sent enough bytes to pick its
                               protocol (HTTP/2 preface or HTTP/1.1) by then (default ${DEFAULT_CONNECTION_LIMITS.firstBytesTimeoutMs})
@@ -127,6 +131,17 @@ function corsOrigins(raw: readonly string[]): string[] {
   return origins;
 }
 
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration flag: a whole number with a unit (ms, s, m, h, d), e.g. `90s`, `7d`. */
+function duration(name: string, raw: string): number {
+  const match = /^(\d+)(ms|s|m|h|d)$/.exec(raw.trim());
+  if (!match) throw new UsageError(`--${name} must be a duration like 90s, 30m, 12h or 7d, got "${raw}"`);
+  const ms = Number(match[1]) * DURATION_UNITS[match[2]!]!;
+  if (ms < 1 || ms > 10 * 365 * 86_400_000) throw new UsageError(`--${name} must be between 1ms and 3650d, got "${raw}"`);
+  return ms;
+}
+
 function integer(name: string, raw: string, min: number, max: number): number {
   if (!/^\d+$/.test(raw.trim())) throw new UsageError(`--${name} must be a whole number, got "${raw}"`);
   const value = Number(raw);
@@ -159,6 +174,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "heartbeat-ttl-ms": { type: "string" },
         "busy-policy": { type: "string" },
         "max-session-bytes": { type: "string" },
+        "session-ttl": { type: "string" },
         "cors-origin": { type: "string", multiple: true },
         "first-bytes-timeout-ms": { type: "string" },
         "headers-timeout-ms": { type: "string" },
@@ -243,6 +259,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
           ? integer("max-session-bytes", values["max-session-bytes"], 1024, Number.MAX_SAFE_INTEGER)
           : DEFAULT_SESSION_SETTINGS.records.maxSessionBytes,
       ...(Object.keys(connectionLimits).length > 0 ? { connectionLimits } : {}),
+      ...(values["session-ttl"] !== undefined ? { sessionTtlMs: duration("session-ttl", values["session-ttl"]) } : {}),
       security: securityConfig(values),
     },
   };

@@ -4,14 +4,18 @@ import { pino, type Logger } from "pino";
 import { redactStoreUri } from "../../stores/redact-uri.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
+import { AgentError } from "../errors/agent-error.js";
 import { exampleAgents } from "../examples/example-agents.js";
 import type { Agent } from "../runtime/agent.js";
 import { AgentRegistry } from "../runtime/agent-registry.js";
+import type { TurnEvent } from "../runtime/runtime-events.js";
+import { startSessionSweeper, sweepIntervalFor } from "../runtime/session-sweeper.js";
 import { promptAgentsFromDirectory } from "../runtime/prompt-agent.js";
 import { agentServiceRoutes } from "../server/agent-service.js";
 import { startServer, type RunningServer } from "../server/server.js";
 import type { ServeConfig } from "./args.js";
 import { loadAgentModules } from "./load-agents.js";
+import { CoalescedLogDestination } from "./coalesced-log-destination.js";
 import { setUpSecurity } from "./security-setup.js";
 
 /** A started `agentd serve`: the server plus what shutdown must release. */
@@ -53,7 +57,8 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
   await Promise.all(userAgents.map((agent) => agent.ready()));
   let store: SessionStore | undefined;
   try {
-    store = await openStoreFromUri(config.store);
+    store = await openStoreFromUri(config.store, { logger });
+    await checkStoreAtStart(store, logger);
     const registry = new AgentRegistry({
       defaultStore: store,
       echoDelayMs: config.echoDelayMs,
@@ -61,9 +66,14 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
         ...(config.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: config.heartbeatIntervalMs } : {}),
         ...(config.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: config.heartbeatTtlMs } : {}),
       },
-      sessions: { busyPolicy: config.busyPolicy, maxSessionBytes: config.maxSessionBytes },
+      sessions: {
+        busyPolicy: config.busyPolicy,
+        maxSessionBytes: config.maxSessionBytes,
+        ...(config.sessionTtlMs !== undefined ? { sessionTtlMs: config.sessionTtlMs } : {}),
+      },
+      // Off levels cost nothing: no per-turn event object is built for them.
       events: {
-        turn: (event) => logger.info(event, "turn"),
+        ...(logger.isLevelEnabled("info") ? { turn: (event: TurnEvent) => logger.info(event, "turn") } : {}),
         abortObserved: (event) => logger.info(event, "abort observed"),
         backgroundFinished: (event) => logger.info(event, "background work finished"),
       },
@@ -94,6 +104,9 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
       },
       "agentd listening",
     );
+    const stopSweeper = startSessionSweeper(registry.lifecycle, sweepIntervalFor(config.sessionTtlMs), ({ removed, error }) =>
+      error ? logger.warn({ err: error }, "sweeping expired sessions failed") : logger.info({ removed }, "expired sessions deleted"),
+    );
     const openStore = store;
     let stopping: Promise<void> | undefined;
     const stop = (): Promise<void> => {
@@ -103,6 +116,7 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
           registry.background.drain(config.drainMs),
         ]);
         if (cancelled > 0) logger.warn({ cancelled }, "background work cancelled at shutdown (rows stay pending)");
+        await stopSweeper();
         await openStore.close?.();
       })();
       return stopping;
@@ -125,7 +139,32 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
   }
 }
 
-/** The CLI's logger: JSON lines on stdout, written synchronously so nothing is lost at exit. */
+/**
+ * Runs the store's start-up check (MongoDB: the deployment supports change
+ * streams): a store that can never work (FAILED_PRECONDITION,
+ * INVALID_ARGUMENT) stops the start; one that is only unreachable now is
+ * logged and the server starts anyway (health says NOT_SERVING until it is back).
+ */
+async function checkStoreAtStart(store: SessionStore, logger: Logger): Promise<void> {
+  const ready = (store as { ready?: unknown }).ready;
+  if (typeof ready !== "function") return;
+  try {
+    await (ready as () => Promise<void>).call(store);
+  } catch (err) {
+    if (err instanceof AgentError && err.status === "UNAVAILABLE") {
+      logger.warn({ error: err.message }, "session store unreachable at start; serving anyway (health NOT_SERVING until it is back)");
+      return;
+    }
+    throw err;
+  }
+}
+
+/**
+ * The CLI's logger: JSON lines on stdout. The lines of one event-loop turn
+ * are written together in one synchronous write right after it (see
+ * {@link CoalescedLogDestination}), and whatever is buffered is written at
+ * exit, so nothing is lost.
+ */
 export function createCliLogger(level: string): Logger {
-  return pino({ level, base: { pid: process.pid } }, pino.destination({ dest: 1, sync: true }));
+  return pino({ level, base: { pid: process.pid } }, new CoalescedLogDestination(1));
 }

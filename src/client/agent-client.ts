@@ -5,9 +5,13 @@ import {
   agentInitToWire,
   agentInputToWire,
   agentOutputFromWire,
+  durationFromMs,
+  sessionFromWire,
   snapshotFromWire,
   snapshotStatusFromWire,
 } from "../server/wire/index.js";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { SessionInfo } from "../types/session-info.js";
 import type { AgentDescriptor, AgentOutput } from "../types/agent-io.js";
 import type { AgentInit } from "../types/session-state.js";
 import { isTerminalStatus, type SessionSnapshot, type SnapshotStatus } from "../types/snapshot.js";
@@ -33,6 +37,26 @@ export interface SnapshotPage {
   snapshots: SessionSnapshot[];
   /** Pass as `pageToken` for the next page; absent on the last page. */
   nextPageToken?: string;
+}
+
+/** Filters and paging of `listSessions`. */
+export interface ListSessionsOptions {
+  /** Only this agent's sessions. */
+  agent?: string;
+  /** Only sessions carrying each of these labels with exactly this value. */
+  labels?: Record<string, string>;
+  /** Only sessions updated after this time (epoch ms). */
+  updatedAfter?: number;
+  /** Sessions per request (server default 50, max 1000); the iterator fetches every page. */
+  pageSize?: number;
+}
+
+/** What `updateSession` changes. */
+export interface SessionUpdate {
+  setLabels?: Record<string, string>;
+  removeLabels?: string[];
+  /** A new idle time-to-live in ms (counted from now); `null` removes it. */
+  ttlMs?: number | null;
 }
 
 /**
@@ -149,9 +173,61 @@ export class AgentClient {
   }
 
   /** Describes every agent the server serves. */
+  /** The caller's sessions, newest-updated first, fetching page after page as it is iterated. */
+  async *listSessions(filter: ListSessionsOptions = {}, options?: CallOptions): AsyncGenerator<SessionInfo, void, undefined> {
+    let pageToken = "";
+    do {
+      const page = await call(() =>
+        this.rpc.listSessions(
+          {
+            agent: filter.agent ?? "",
+            labels: filter.labels ?? {},
+            ...(filter.updatedAfter !== undefined ? { updatedAfter: timestampFromMs(filter.updatedAfter) } : {}),
+            pageSize: filter.pageSize ?? 0,
+            pageToken,
+          },
+          options,
+        ),
+      );
+      for (const session of page.sessions) yield sessionFromWire(session);
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+  }
+
+  /** One of the caller's sessions (`Code.NotFound` when unknown, another tenant's, deleted or expired). */
+  async getSession(sessionId: string, options?: CallOptions): Promise<SessionInfo> {
+    return call(async () => sessionFromWire(requireSession((await this.rpc.getSession({ sessionId }, options)).session)));
+  }
+
+  /** Sets/removes labels and changes the time-to-live; resolves with the updated session. */
+  async updateSession(sessionId: string, update: SessionUpdate, options?: CallOptions): Promise<SessionInfo> {
+    return call(async () => {
+      const response = await this.rpc.updateSession(
+        {
+          sessionId,
+          setLabels: update.setLabels ?? {},
+          removeLabels: update.removeLabels ?? [],
+          ...(update.ttlMs === null ? { clearTtl: true } : update.ttlMs !== undefined ? { ttl: durationFromMs(update.ttlMs) } : {}),
+        },
+        options,
+      );
+      return sessionFromWire(requireSession(response.session));
+    });
+  }
+
+  /** Aborts the session's work and deletes it; resolves false when there was nothing to delete. */
+  async deleteSession(sessionId: string, options?: CallOptions): Promise<boolean> {
+    return call(async () => (await this.rpc.deleteSession({ sessionId }, options)).deleted);
+  }
+
   async listAgents(options?: CallOptions): Promise<AgentDescriptor[]> {
     return call(async () => (await this.rpc.listAgents({}, options)).agents.map(agentInfoFromWire));
   }
+}
+
+function requireSession<T>(session: T | undefined): T {
+  if (!session) throw clientError(Code.DataLoss, "the response carried no session");
+  return session;
 }
 
 async function call<T>(fn: () => Promise<T>): Promise<T> {

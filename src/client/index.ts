@@ -9,7 +9,8 @@
  * All errors are `ConnectError`s; compare `err.code` with {@link Code}.
  */
 export { Code, ConnectError } from "@connectrpc/connect";
-export { AgentClient, type ListSnapshotsOptions, type SnapshotPage, type SnapshotRef } from "./agent-client.js";
+export { AgentClient, type ListSessionsOptions, type ListSnapshotsOptions, type SessionUpdate, type SnapshotPage, type SnapshotRef } from "./agent-client.js";
+export type { SessionInfo } from "../types/session-info.js";
 export { createBrowserTransport, type BrowserProtocol, type BrowserTransportOptions } from "./browser-transport.js";
 export { ERROR_DETAILS_METADATA_KEY, errorDetails } from "./client-errors.js";
 export { Conversation, type ConversationInput } from "./conversation.js";

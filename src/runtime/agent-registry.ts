@@ -3,6 +3,7 @@ import { builtinModelResolver, type ModelResolver } from "../models/model-resolv
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import type { Agent } from "./agent.js";
 import { BackgroundWork } from "./background-work.js";
+import { SessionLifecycle } from "./session-lifecycle.js";
 import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { sessionSettings, type SessionSettingsOptions } from "./session-settings.js";
@@ -37,6 +38,8 @@ export class AgentRegistry {
   private readonly liveness: LivenessSettings;
   private readonly events: RuntimeEvents | undefined;
   private readonly sessions: SessionSettings;
+  /** List, read, label, expire and delete the caller's sessions across the agents' stores. */
+  readonly lifecycle: SessionLifecycle;
 
   constructor(options: AgentRegistryOptions = {}) {
     this.defaultStore = options.defaultStore;
@@ -44,6 +47,12 @@ export class AgentRegistry {
     this.liveness = { ...DEFAULT_LIVENESS, ...options.liveness };
     this.events = options.events;
     this.sessions = sessionSettings(options.sessions);
+    this.lifecycle = new SessionLifecycle({
+      ...(this.defaultStore ? { defaultStore: this.defaultStore } : {}),
+      storeOf: (agent) => this.agents.get(agent)?.store,
+      stores: () => [...new Set([this.defaultStore, ...this.list().map((a) => a.store)].filter((s): s is SessionStore => s !== undefined))],
+      liveness: this.liveness,
+    });
   }
 
   /** Registers an agent; throws ALREADY_EXISTS for a duplicate name. */

@@ -1,4 +1,4 @@
-import { v7 as uuidv7 } from "uuid";
+import { uuidv7 } from "../../stores/uuid-v7.js";
 import type { ZodType } from "zod";
 import { AgentError } from "../errors/agent-error.js";
 import { builtinModelResolver, type ModelResolver } from "../models/model-resolver.js";
@@ -141,6 +141,7 @@ export class Agent<S = unknown> {
       stateSchema: this.stateSchema,
       liveness: this.env.liveness,
       busyPolicy: sessions.busyPolicy,
+      ...(sessions.sessionTtlMs !== undefined ? { sessionTtlMs: sessions.sessionTtlMs } : {}),
       claims: sessions.claims,
     };
     const invocationId = uuidv7();

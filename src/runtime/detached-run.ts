@@ -1,4 +1,4 @@
-import { v7 as uuidv7 } from "uuid";
+import { uuidv7 } from "../../stores/uuid-v7.js";
 import { AgentError } from "../errors/agent-error.js";
 import type { SessionState } from "../types/session-state.js";
 import type { FinishReason } from "../types/snapshot.js";

@@ -1,11 +1,13 @@
-import { v7 as uuidv7 } from "uuid";
+import { uuidv7 } from "../../stores/uuid-v7.js";
 import type { ZodType } from "zod";
 import { AgentError } from "../errors/agent-error.js";
 import type { AgentInit, BusyPolicy, SessionState } from "../types/session-state.js";
 import { emptySessionState } from "../types/session-state.js";
 import type { SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { validateCustomState } from "./custom-state-schema.js";
-import { SessionClaim, type ClaimSettings } from "./session-claim.js";
+import { SessionClaim, type NewSessionFields, type ClaimSettings } from "./session-claim.js";
+import { validateLabels } from "../../stores/session-labels.js";
+import { validateTtl } from "./session-settings.js";
 import { loadRecordState, ownedHead, ownerOf, resolveRecordRef } from "./session-lookup.js";
 import { effectiveStatus, type LivenessSettings } from "./snapshot-liveness.js";
 import { chainPosition, type CommittedPoint } from "./turn-record.js";
@@ -30,6 +32,8 @@ export interface InitTarget<S> {
   /** Busy policy when the call sets none. */
   busyPolicy: BusyPolicy;
   claims: ClaimSettings;
+  /** Idle time-to-live of new sessions when the call sets none (`--session-ttl`). */
+  sessionTtlMs?: number;
 }
 
 /** Per-call inputs of init resolution. */
@@ -77,7 +81,11 @@ export async function resolveInit<S>(agent: InitTarget<S>, init: AgentInit<S>, c
   const policy = init.busyPolicy ?? agent.busyPolicy;
   if (!sessionId && !snapshotId) {
     const fresh = uuidv7();
-    const claim = newClaim(agent, store, fresh, call);
+    const ttlMs = init.ttlMs ?? agent.sessionTtlMs;
+    const claim = newClaim(agent, store, fresh, call, {
+      ...(init.labels && Object.keys(init.labels).length > 0 ? { labels: validateLabels(init.labels) } : {}),
+      ...(ttlMs !== undefined ? { ttlMs: validateTtl(ttlMs) } : {}),
+    });
     claim.startFresh();
     return { state: { ...emptySessionState<S>(), sessionId: fresh }, nextTurnIndex: 0, claim };
   }
@@ -175,7 +183,7 @@ async function refuseInterruptingBackgroundWork<S>(agent: InitTarget<S>, store: 
   }
 }
 
-function newClaim<S>(agent: InitTarget<S>, store: SessionStore<S>, sessionId: string, call: InitCall): SessionClaim<S> {
+function newClaim<S>(agent: InitTarget<S>, store: SessionStore<S>, sessionId: string, call: InitCall, fresh?: NewSessionFields): SessionClaim<S> {
   return new SessionClaim({
     store,
     sessionId,
@@ -184,6 +192,7 @@ function newClaim<S>(agent: InitTarget<S>, store: SessionStore<S>, sessionId: st
     invocationId: call.invocationId,
     ...(call.ctx ? { ctx: call.ctx } : {}),
     settings: agent.claims,
+    ...(fresh ? { fresh } : {}),
   });
 }
 

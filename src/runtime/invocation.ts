@@ -1,4 +1,4 @@
-import { v7 as uuidv7 } from "uuid";
+import { uuidv7 } from "../../stores/uuid-v7.js";
 import type { ZodType } from "zod";
 import { AgentError } from "../errors/agent-error.js";
 import type { ModelResolver } from "../models/model-resolver.js";

@@ -27,6 +27,14 @@ export interface ClaimIdentity<S> {
   invocationId: string;
   ctx?: StoreCallContext;
   settings: ClaimSettings;
+  /** Labels and time-to-live of the head this claim creates (a new session). */
+  fresh?: NewSessionFields;
+}
+
+/** What a new session's head carries besides its identity. */
+export interface NewSessionFields {
+  labels?: Record<string, string>;
+  ttlMs?: number;
 }
 
 const MAX_CAS_ATTEMPTS = 200;
@@ -155,6 +163,7 @@ export class SessionClaim<S> {
               createdAt: now,
               updatedAt: now,
               lease: this.freshLease(),
+              ...this.id.fresh,
             };
         const stored = await this.id.store.commit({ expectedVersion: known?.version ?? 0, head, record }, this.id.ctx);
         if (stored) {

@@ -8,9 +8,19 @@ export function ownerOf(ctx: StoreCallContext | undefined): string {
   return ctx?.tenant ?? "";
 }
 
+/** True when `head` has passed its expiry time (an expired session reads as gone before the sweep removes it). */
+export function isExpired(head: SessionHead, now: number = Date.now()): boolean {
+  return head.expiresAt !== undefined && head.expiresAt <= now;
+}
+
+/** True when `head` is the caller's (owner), live (not expired) and, when `agent` is given, that agent's. */
+export function ownsSession(head: SessionHead | undefined, agent: string | undefined, ctx: StoreCallContext | undefined): head is SessionHead {
+  return head !== undefined && (agent === undefined || head.agent === agent) && head.owner === ownerOf(ctx) && !isExpired(head);
+}
+
 /** True when `head` belongs to `agent` and the caller's owner. */
 function owns(head: SessionHead | undefined, agent: string, ctx: StoreCallContext | undefined): head is SessionHead {
-  return head !== undefined && head.agent === agent && head.owner === ownerOf(ctx);
+  return ownsSession(head, agent, ctx);
 }
 
 /** NOT_FOUND for a snapshot the caller may not see (same answer as for one that does not exist). */

@@ -14,6 +14,19 @@ export interface SessionSettings {
   records: RecordSettings;
   /** Inputs queued ahead of the running turn of one invocation (Chat); one more is RESOURCE_EXHAUSTED. Default 16. */
   maxQueuedInputs: number;
+  /** Idle time-to-live (ms) of new sessions that set none (`--session-ttl`); unset: sessions never expire. */
+  sessionTtlMs?: number;
+}
+
+/** Longest session time-to-live: 10 years. */
+export const MAX_SESSION_TTL_MS = 10 * 365 * 24 * 3600 * 1000;
+
+/** `ttlMs` when it is a whole number of ms between 1 and {@link MAX_SESSION_TTL_MS}; INVALID_ARGUMENT otherwise. */
+export function validateTtl(ttlMs: number): number {
+  if (!Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_SESSION_TTL_MS) {
+    throw new AgentError("INVALID_ARGUMENT", `a session time-to-live must be between 1 ms and 10 years, got ${ttlMs} ms`);
+  }
+  return ttlMs;
 }
 
 /** The defaults: REJECT, 15 s leases, checkpoints per the default policy, 64 MiB sessions, 16 queued inputs. */
@@ -31,6 +44,7 @@ export interface SessionSettingsOptions {
   checkpoints?: Partial<CheckpointPolicy>;
   maxSessionBytes?: number;
   maxQueuedInputs?: number;
+  sessionTtlMs?: number;
 }
 
 /** The settings `options` asks for on top of the defaults; INVALID_ARGUMENT for a value out of range. */
@@ -44,6 +58,7 @@ export function sessionSettings(options: SessionSettingsOptions = {}): SessionSe
       maxSessionBytes: options.maxSessionBytes ?? d.records.maxSessionBytes,
     },
     maxQueuedInputs: options.maxQueuedInputs ?? d.maxQueuedInputs,
+    ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: validateTtl(options.sessionTtlMs) } : {}),
   };
   if (!["reject", "enqueue", "interrupt"].includes(settings.busyPolicy)) {
     throw new AgentError("INVALID_ARGUMENT", `busyPolicy must be "reject", "enqueue" or "interrupt", got "${settings.busyPolicy}"`);

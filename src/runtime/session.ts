@@ -1,7 +1,7 @@
 import type { ZodType } from "zod";
 import type { Artifact, Message } from "../types/content.js";
 import type { SessionState } from "../types/session-state.js";
-import { deepFreeze } from "../../stores/ledger/frozen-value.js";
+import { deepFreeze, frozenCopy } from "../../stores/ledger/frozen-value.js";
 import { addArtifact } from "../../stores/ledger/state-delta.js";
 import { validateCustomState } from "./custom-state-schema.js";
 
@@ -74,13 +74,13 @@ export class Session<S = unknown> {
 
   /** Appends messages to the history (each copied and frozen once). */
   addMessages(...messages: Message[]): void {
-    for (const m of messages) this.history.push(deepFreeze(structuredClone(m)));
+    for (const m of messages) this.history.push(frozenCopy(m));
     this.historyView = undefined;
   }
 
   /** Replaces the history. Messages already in the session are kept as they are; new ones are copied and frozen. */
   setMessages(messages: readonly Message[]): void {
-    const next = messages.map((m) => (Object.isFrozen(m) ? m : deepFreeze(structuredClone(m))));
+    const next = messages.map((m) => (Object.isFrozen(m) ? m : frozenCopy(m)));
     let same = 0;
     const limit = Math.min(this.stablePrefix, next.length);
     while (same < limit && next[same] === this.history[same]) same++;
@@ -115,7 +115,7 @@ export class Session<S = unknown> {
 
   /** Adds artifacts (each copied and frozen once): same-named ones replace, unnamed ones append. */
   addArtifacts(...artifacts: Artifact[]): void {
-    for (const artifact of artifacts) addArtifact(this.artifactList, deepFreeze(structuredClone(artifact)));
+    for (const artifact of artifacts) addArtifact(this.artifactList, frozenCopy(artifact));
   }
 
   /** @internal Installs the runtime's custom-state listener. */

@@ -4,6 +4,10 @@ import {
   AbortResponseSchema,
   AgentService,
   ChatResponseSchema,
+  DeleteSessionResponseSchema,
+  GetSessionResponseSchema,
+  ListSessionsResponseSchema,
+  UpdateSessionResponseSchema,
   GetSnapshotResponseSchema,
   ListAgentsResponseSchema,
   ListSnapshotsResponseSchema,
@@ -27,9 +31,12 @@ import {
   agentOutputToWire,
   optionalString,
   snapshotStatusToWire,
+  durationToMs,
+  sessionToWire,
   snapshotToWire,
   streamChunkToWire,
 } from "./wire/index.js";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 
 /**
  * Registers `agentd.v1.AgentService` on a router: every RPC of the wire
@@ -116,6 +123,50 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
         const agent = registry.get(request.agent);
         const status = await agent.abort(request.snapshotId, callerOf(ctx));
         return create(AbortResponseSchema, { snapshotId: request.snapshotId, status: snapshotStatusToWire(status) });
+      },
+
+      async listSessions(request, ctx) {
+        annotateCall(ctx, { agent: request.agent });
+        if (request.pageSize < 0) throw new AgentError("INVALID_ARGUMENT", `page_size must not be negative, got ${request.pageSize}`);
+        const page = await registry.lifecycle.list(
+          {
+            ...(request.agent ? { agent: request.agent } : {}),
+            labels: request.labels,
+            ...(request.updatedAfter ? { updatedAfter: timestampMs(request.updatedAfter) } : {}),
+            ...(request.pageSize ? { pageSize: request.pageSize } : {}),
+            ...(request.pageToken ? { pageToken: request.pageToken } : {}),
+          },
+          callerOf(ctx).storeContext,
+        );
+        return create(ListSessionsResponseSchema, { sessions: page.sessions.map(sessionToWire), nextPageToken: page.nextPageToken ?? "" });
+      },
+
+      async getSession(request, ctx) {
+        annotateCall(ctx, { sessionId: request.sessionId });
+        const session = await registry.lifecycle.get(request.sessionId, callerOf(ctx).storeContext);
+        annotateCall(ctx, { agent: session.agent });
+        return create(GetSessionResponseSchema, { session: sessionToWire(session) });
+      },
+
+      async updateSession(request, ctx) {
+        annotateCall(ctx, { sessionId: request.sessionId });
+        if (request.clearTtl && request.ttl) throw new AgentError("INVALID_ARGUMENT", "send either ttl or clear_ttl, not both");
+        const session = await registry.lifecycle.update(
+          request.sessionId,
+          {
+            setLabels: request.setLabels,
+            removeLabels: request.removeLabels,
+            ...(request.clearTtl ? { ttlMs: null } : request.ttl ? { ttlMs: durationToMs(request.ttl, "ttl") } : {}),
+          },
+          callerOf(ctx).storeContext,
+        );
+        return create(UpdateSessionResponseSchema, { session: sessionToWire(session) });
+      },
+
+      async deleteSession(request, ctx) {
+        annotateCall(ctx, { sessionId: request.sessionId });
+        const deleted = await registry.lifecycle.delete(request.sessionId, callerOf(ctx).storeContext);
+        return create(DeleteSessionResponseSchema, { deleted });
       },
 
       async listAgents() {

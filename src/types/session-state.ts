@@ -31,6 +31,10 @@ export interface AgentInit<S = unknown> {
   snapshotId?: string;
   /** Start from this state (client-managed agents). */
   state?: SessionState<S>;
+  /** Labels of a new session (ignored when resuming). */
+  labels?: Record<string, string>;
+  /** Idle time-to-live (ms) of a new session (ignored when resuming); the server's default when unset. */
+  ttlMs?: number;
 }
 
 /** An empty session state. */

@@ -22,6 +22,7 @@ export async function writeFileAtomically(path: string, text: string, options: A
   const dir = dirname(path);
   const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
   const handle = await open(tmp, "wx", 0o600);
+  let renamed = false;
   try {
     try {
       await handle.writeFile(text, "utf8");
@@ -33,9 +34,10 @@ export async function writeFileAtomically(path: string, text: string, options: A
       if (!(await linkExclusive(tmp, path))) return false;
     } else {
       await rename(tmp, path);
+      renamed = true;
     }
   } finally {
-    await unlink(tmp).catch(() => undefined); // after link (or a failure); after a rename it is already gone
+    if (!renamed) await unlink(tmp).catch(() => undefined); // after link (or a failure); after a rename it is already gone
   }
   if (options.fsync) await syncDirectory(dir);
   return true;

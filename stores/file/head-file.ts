@@ -3,6 +3,7 @@ import { deepFreeze } from "../ledger/frozen-value.js";
 import { STORE_FORMAT_VERSION, type SessionHead } from "../snapshot-store.js";
 import { writeFileAtomically } from "./atomic-write.js";
 import { readTextIfExists } from "./read-text.js";
+import { sessionKey } from "./store-layout.js";
 
 /**
  * Reads a session head file (`{"format":2,"head":{…}}`). Undefined when it
@@ -11,6 +12,19 @@ import { readTextIfExists } from "./read-text.js";
  * deep-frozen.
  */
 export async function readHeadFile(path: string, sessionId: string): Promise<SessionHead | undefined> {
+  return readHead(path, (stored) => (stored === sessionId ? undefined : `holds session ${JSON.stringify(stored)}, not ${JSON.stringify(sessionId)}`));
+}
+
+/**
+ * Reads the head file of the session whose key (`sessionKey`) is `key`,
+ * without knowing its ID (listing, sweeping). As {@link readHeadFile}:
+ * undefined when missing, DATA_LOSS when invalid or of another key.
+ */
+export async function readHeadFileOfKey(path: string, key: string): Promise<SessionHead | undefined> {
+  return readHead(path, (stored) => (sessionKey(stored) === key ? undefined : `holds session ${JSON.stringify(stored)}, whose key is not ${key}`));
+}
+
+async function readHead(path: string, mismatch: (storedSessionId: string) => string | undefined): Promise<SessionHead | undefined> {
   const text = await readTextIfExists(path);
   if (text === undefined) return undefined;
   let head: SessionHead | undefined;
@@ -26,9 +40,8 @@ export async function readHeadFile(path: string, sessionId: string): Promise<Ses
       ...(cause !== undefined ? { cause } : {}),
     });
   }
-  if (head.sessionId !== sessionId) {
-    throw new AgentError("DATA_LOSS", `session head file ${path} holds session ${JSON.stringify(head.sessionId)}, not ${JSON.stringify(sessionId)}`);
-  }
+  const wrong = mismatch(head.sessionId);
+  if (wrong !== undefined) throw new AgentError("DATA_LOSS", `session head file ${path} ${wrong}`);
   return deepFreeze(head);
 }
 

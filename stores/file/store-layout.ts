@@ -58,14 +58,41 @@ export class StoreLayout {
   }
 
   headPath(sessionId: string): string {
-    return join(this.sessionsDir, `${sessionKey(sessionId)}.head.json`);
+    return this.headPathOfKey(sessionKey(sessionId));
   }
 
   headLockPath(sessionId: string): string {
-    return join(this.sessionsDir, `${sessionKey(sessionId)}.lock`);
+    return this.headLockPathOfKey(sessionKey(sessionId));
   }
 
   indexPath(sessionId: string): string {
-    return join(this.sessionsDir, `${sessionKey(sessionId)}.idx`);
+    return this.indexPathOfKey(sessionKey(sessionId));
   }
+
+  /** The head file of the session whose {@link sessionKey} is `key`. */
+  headPathOfKey(key: string): string {
+    return join(this.sessionsDir, `${key}${HEAD_SUFFIX}`);
+  }
+
+  /** The commit lock of the session whose {@link sessionKey} is `key`. */
+  headLockPathOfKey(key: string): string {
+    return join(this.sessionsDir, `${key}.lock`);
+  }
+
+  /** The record index of the session whose {@link sessionKey} is `key`. */
+  indexPathOfKey(key: string): string {
+    return join(this.sessionsDir, `${key}${INDEX_SUFFIX}`);
+  }
+}
+
+const HEAD_SUFFIX = ".head.json";
+const INDEX_SUFFIX = ".idx";
+const KEY = /^[0-9a-f]{40}$/;
+
+/** The session key of a file name in `sessions/` (`<key>.head.json` or `<key>.idx`, per `kind`), or undefined for any other name. */
+export function sessionKeyOfFile(name: string, kind: "head" | "index"): string | undefined {
+  const suffix = kind === "head" ? HEAD_SUFFIX : INDEX_SUFFIX;
+  if (!name.endsWith(suffix)) return undefined;
+  const key = name.slice(0, -suffix.length);
+  return KEY.test(key) ? key : undefined;
 }

@@ -21,6 +21,10 @@ export interface ChunkDocument {
   _id: string;
   set: string;
   seq: number;
+  /** The session of the record the checkpoint belongs to (deleteSession removes chunks by it). Absent in older documents. */
+  sessionId?: string;
+  /** When the chunk was written (client clock): the sweep's orphan pass leaves younger chunks alone. Absent in older documents. */
+  storedAt?: Date;
   /** UTF-8 bytes of the checkpoint's JSON, piece `seq` of the set. */
   data: Buffer;
 }
@@ -31,13 +35,14 @@ export interface ChunkedCheckpoint {
   documents: ChunkDocument[];
 }
 
-/** Splits a serialized checkpoint into chunk documents of at most {@link CHUNK_BYTES} (bytes, not characters). */
-export function splitCheckpoint(json: string): ChunkedCheckpoint {
+/** Splits a serialized checkpoint of `sessionId` into chunk documents of at most {@link CHUNK_BYTES} (bytes, not characters). */
+export function splitCheckpoint(json: string, sessionId: string): ChunkedCheckpoint {
   const bytes = Buffer.from(json, "utf8");
   const set = randomUUID();
+  const storedAt = new Date();
   const documents: ChunkDocument[] = [];
   for (let offset = 0, seq = 0; offset < bytes.length || seq === 0; offset += CHUNK_BYTES, seq++) {
-    documents.push({ _id: `${set}:${seq}`, set, seq, data: bytes.subarray(offset, offset + CHUNK_BYTES) });
+    documents.push({ _id: `${set}:${seq}`, set, seq, sessionId, storedAt, data: bytes.subarray(offset, offset + CHUNK_BYTES) });
   }
   return { ref: { set, count: documents.length, bytes: bytes.length }, documents };
 }

@@ -2,32 +2,80 @@ import type { Collection } from "mongodb";
 import type { SessionHead } from "../snapshot-store.js";
 import { isDuplicateKey } from "./mongo-errors.js";
 
-/** How a session head is stored in `<prefix>heads`: `_id = sessionId`, the head's fields, `version` the CAS key. */
-export interface HeadDocument extends Omit<SessionHead, "sessionId"> {
+/**
+ * How a session head is stored in `<prefix>heads`: `_id = sessionId`, the
+ * head's fields, `version` the CAS key, with two changes so MongoDB can index
+ * and filter them:
+ *
+ * - `labels` is stored as `labelPairs`, an array of `"<key>=<value>"` strings
+ *   (a label key never holds "=", so the first "=" splits it). Label keys may
+ *   contain ".", which a `labels.<key>` path would read as nesting; an
+ *   equality filter on each pair (`labelPairs: {$all: [...]}`) has no such
+ *   problem and needs no `$expr`.
+ * - `expiresAt` (epoch ms) is also stored as the BSON Date `expireAt`, the
+ *   field of the TTL index (`expireAfterSeconds: 0`), so MongoDB removes an
+ *   expired head by itself even when no agentd sweeps.
+ *
+ * `deletingAt` marks a head whose session `deleteSession` is removing (see
+ * there): every read treats such a document as absent, and its `version` is
+ * {@link DELETING_VERSION}, which no compare-and-set ever names.
+ */
+export interface HeadDocument extends Omit<SessionHead, "sessionId" | "labels"> {
   _id: string;
+  /** The labels as `"<key>=<value>"` strings; absent without labels. */
+  labelPairs?: string[];
+  /** `expiresAt` as a Date (TTL index); absent without ttlMs. A deletion marker sets it to the deletion time. */
+  expireAt?: Date;
+  /** Set while deleteSession removes the session: the head reads as absent. */
+  deletingAt?: Date;
+  /** Only in documents that stored the labels as an object (not written by this version; read for completeness). */
+  labels?: Readonly<Record<string, string>>;
 }
 
+/** The version of a head being deleted: never an `expectedVersion` (those are >= 0), so every CAS on it fails. */
+export const DELETING_VERSION = -1;
+
 /** Optional head fields: removed (`$unset`) when a write leaves them out. */
-const OPTIONAL_FIELDS = ["lease", "waiters"] as const;
+const OPTIONAL_FIELDS = ["lease", "waiters", "labelPairs", "labels", "ttlMs", "expiresAt", "expireAt"] as const;
+
+/** The filter of a head that is not being deleted (combine with `_id` or a listing's filter). */
+export const LIVE_HEAD = { deletingAt: { $exists: false } } as const;
+
+/** `"<key>=<value>"`: one stored label. */
+export function labelPair(key: string, value: string): string {
+  return `${key}=${value}`;
+}
 
 /** The head stored in a document. */
 export function fromHeadDocument(doc: HeadDocument): SessionHead {
-  const { _id, ...fields } = doc;
+  const { _id, labelPairs, expireAt: _expireAt, deletingAt: _deletingAt, ...fields } = doc;
   const head: SessionHead = { sessionId: _id, ...fields };
-  for (const key of OPTIONAL_FIELDS) if (head[key] == null) delete head[key];
+  if (labelPairs) {
+    const labels: Record<string, string> = {};
+    for (const pair of labelPairs) {
+      const at = pair.indexOf("=");
+      labels[pair.slice(0, at)] = pair.slice(at + 1);
+    }
+    head.labels = labels;
+  }
+  for (const key of ["lease", "waiters", "labels", "ttlMs", "expiresAt"] as const) if (head[key] == null) delete head[key];
   return head;
 }
 
 /** The head's fields as stored (no `_id`, no undefined values, which the driver would store as null). */
 function storedFields(head: SessionHead): Omit<HeadDocument, "_id"> {
-  const { sessionId: _sessionId, ...fields } = head;
-  return JSON.parse(JSON.stringify(fields)) as Omit<HeadDocument, "_id">;
+  const { sessionId: _sessionId, labels, ...rest } = head;
+  const fields = JSON.parse(JSON.stringify(rest)) as Omit<HeadDocument, "_id">;
+  if (labels) fields.labelPairs = Object.entries(labels).map(([key, value]) => labelPair(key, value));
+  if (typeof head.expiresAt === "number") fields.expireAt = new Date(head.expiresAt);
+  return fields;
 }
 
 /**
  * Compare-and-set of a head: inserts it when `expectedVersion` is 0 (fails
- * when the session exists), otherwise replaces its fields where the stored
- * version equals `expectedVersion`. False on a version conflict.
+ * when the session exists, also while it is being deleted), otherwise
+ * replaces its fields where the stored version equals `expectedVersion`.
+ * False on a version conflict.
  */
 export async function writeHead(heads: Collection<HeadDocument>, head: SessionHead, expectedVersion: number): Promise<boolean> {
   const fields = storedFields(head);

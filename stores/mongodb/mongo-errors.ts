@@ -22,6 +22,7 @@ const TRANSIENT_LABELS = ["RetryableWriteError", "TransientTransactionError", "R
  */
 const TRANSIENT_CODES: ReadonlySet<number> = new Set([
   6, // HostUnreachable
+  64, // WriteConcernFailed (wtimeout: a majority did not acknowledge in time; the write may still replicate)
   7, // HostNotFound
   89, // NetworkTimeout
   91, // ShutdownInProgress
@@ -62,15 +63,36 @@ export function isTransientMongoError(err: unknown): boolean {
 }
 
 /**
+ * Server error codes that mean the deployment or the store's settings cannot
+ * serve agentd (no retry cures them), with what to do about each.
+ */
+const CONFIGURATION_ADVICE: ReadonlyMap<number, string> = new Map([
+  [13, "the MongoDB user lacks a privilege agentd needs: grant it readWrite on the store's database (find, insert, update, remove, createIndex, changeStream)"],
+  [18, "MongoDB rejected the credentials of the store URI: check user and password, and authSource (without authSource in the URI a password user is looked up in admin, not in the URI's database)"],
+  [79, "the write concern in the store URI names a tag set the replica set does not define: fix or remove w in the URI"],
+  [100, "the write concern cannot be satisfied by this deployment (e.g. too few data-bearing members): fix or remove w in the URI"],
+]);
+
+/** The code of a driver error (a number), or undefined. */
+export function errorCode(err: unknown): number | undefined {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === "number" ? code : undefined;
+}
+
+/**
  * Maps a driver error to an AgentError with an actionable message (never a
  * bare driver stack): UNAVAILABLE for every transient error (see
- * {@link isTransientMongoError}; clients retry those), INTERNAL otherwise.
- * AgentErrors pass through unchanged.
+ * {@link isTransientMongoError}; clients retry those), FAILED_PRECONDITION
+ * for a deployment or configuration agentd cannot work with (missing
+ * privileges, bad credentials, an unsatisfiable write concern), INTERNAL
+ * otherwise. AgentErrors pass through unchanged.
  */
 export function mongoError(err: unknown, action: string): AgentError {
   if (err instanceof AgentError) return err;
   const e = err as { message?: string } | undefined;
   const message = e?.message ?? String(err);
+  const advice = CONFIGURATION_ADVICE.get(errorCode(err) ?? -1);
+  if (advice) return new AgentError("FAILED_PRECONDITION", `MongoDB ${action} failed: ${message}; ${advice}`, { cause: err });
   const transient = isTransientMongoError(err);
   return new AgentError(
     transient ? "UNAVAILABLE" : "INTERNAL",

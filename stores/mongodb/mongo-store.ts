@@ -1,13 +1,14 @@
-import { MongoClient, type MongoClientOptions } from "mongodb";
+import { MongoClient, type Db, type MongoClientOptions } from "mongodb";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
-import { deepFreeze } from "../ledger/frozen-value.js";
-import { headToStore, keepIdentity } from "../record-identity.js";
+import { headToStore } from "../record-identity.js";
 import type {
   HeadCommit,
+  HeadPage,
   RecordMutator,
   RecordPage,
   SessionHead,
+  SessionQuery,
   SessionStore,
   SnapshotPageRequest,
   SnapshotRecord,
@@ -16,20 +17,44 @@ import type {
 } from "../snapshot-store.js";
 import { StatusChannel } from "../status-channel.js";
 import { CheckpointChunks } from "./checkpoint-chunks.js";
-import { fromHeadDocument, writeHead } from "./head-document.js";
-import { conflictBackoff, guarded, isDuplicateKey } from "./mongo-errors.js";
-import { changedFields, encodeRecord, nextVersion, type EncodedRecord } from "./record-document.js";
+import { clientOptionsFor, driverUri, uriDatabase } from "./connection-settings.js";
+import { consistencyOf } from "./consistency.js";
+import { fromHeadDocument, LIVE_HEAD, writeHead } from "./head-document.js";
+import { guarded, isDuplicateKey } from "./mongo-errors.js";
+import { encodeRecord, nextVersion, type EncodedRecord } from "./record-document.js";
 import { RecordReads } from "./record-reads.js";
-import { ChangeStreamMultiplexer } from "./status-stream.js";
+import { DEFAULT_FAILOVER_WINDOW_MS, updateRecordDocument } from "./record-update.js";
+import { watchReconnects } from "./reconnect-watch.js";
+import {
+  DEFAULT_ORPHAN_GRACE_MS,
+  DEFAULT_ORPHAN_SCAN_BATCH,
+  listHeadsPage,
+  removeSession,
+  sweepExpiredSessions,
+  type OrphanScan,
+} from "./session-lifecycle.js";
+import { ChangeStreamMultiplexer, type StreamEndingReport } from "./status-stream.js";
+import type { StoreLogger } from "./store-logger.js";
 import { prepareCollections, storeCollections, type StoreCollections } from "./store-collections.js";
+
+export { clientOptionsFor } from "./connection-settings.js";
 
 /** Configuration of {@link MongoSessionStore}. */
 export interface MongoSessionStoreConfig {
-  /** Connection string (`mongodb://…` or `mongodb+srv://…`). Ignored when `client` is given. */
+  /**
+   * Connection string (`mongodb://…` or `mongodb+srv://…`). Ignored when
+   * `client` is given. Its options are honoured (they override the store's
+   * defaults); its path names the database (see `database`) but is never the
+   * authentication database: set `authSource` for that.
+   */
   uri?: string;
-  /** An existing client to use; the store then does not close it. */
+  /**
+   * An existing client to use; the store then does not close it. Its
+   * explicit write concern, read concern and read preference are honoured
+   * like a URI's (see {@link MongoSessionStore.warnings}).
+   */
   client?: MongoClient;
-  /** Database name. Default `agentd`. */
+  /** Database name. Default: the URI's path, else `agentd`. */
   database?: string;
   /**
    * Prepended to the collection names `heads`, `snapshots`, `checkpoint_chunks`
@@ -40,6 +65,28 @@ export interface MongoSessionStoreConfig {
   clientOptions?: MongoClientOptions;
   /** `updateRecord` gives up after this many version conflicts (ABORTED). Default 1000. */
   maxConflictRetries?: number;
+  /**
+   * `updateRecord` retries transient failures (no primary, network errors,
+   * step-down, write-concern timeout) for this long before it fails
+   * UNAVAILABLE, so a detached run's final write survives a failover.
+   * Default 30 s; 0 disables the retry.
+   */
+  failoverWindowMs?: number;
+  /** Receives the start-up warnings and the change stream's endings and reopens (a pino logger fits). */
+  logger?: StoreLogger;
+  /**
+   * `sweepExpired`'s orphan pass (records and chunks of sessions whose head
+   * MongoDB's TTL index removed): index entries of `snapshots` and of
+   * `checkpoint_chunks` examined per sweep, round robin. Default 1000; 0
+   * disables the pass.
+   */
+  orphanScanBatch?: number;
+  /**
+   * The orphan pass leaves records and chunks stored less than this long
+   * before the sweep's `now` alone (a commit writes its record before its
+   * head; also covers clock skew between instances). Default 10 minutes.
+   */
+  orphanGraceMs?: number;
 }
 
 interface Opened<S> {
@@ -49,27 +96,6 @@ interface Opened<S> {
 }
 
 const ignore = (): undefined => undefined;
-
-/** Defaults the store applies unless the URI (or `clientOptions`) sets them. */
-const DEFAULT_CLIENT_OPTIONS: MongoClientOptions = { serverSelectionTimeoutMS: 10_000 };
-
-/** Lower-cased names of the options in a connection string's query. */
-function uriOptionNames(uri: string): Set<string> {
-  const query = uri.indexOf("?");
-  if (query < 0) return new Set();
-  return new Set([...new URLSearchParams(uri.slice(query + 1)).keys()].map((k) => k.toLowerCase()));
-}
-
-/**
- * Driver options for a store-created client: the store's defaults, except
- * those the URI sets (the driver lets object options override the URI, so a
- * default passed alongside would silently win), then `clientOptions`.
- */
-export function clientOptionsFor(uri: string, clientOptions?: MongoClientOptions): MongoClientOptions {
-  const inUri = uriOptionNames(uri);
-  const defaults = Object.fromEntries(Object.entries(DEFAULT_CLIENT_OPTIONS).filter(([key]) => !inUri.has(key.toLowerCase())));
-  return { ...defaults, ...clientOptions };
-}
 
 /**
  * The session ledger in MongoDB, for many agentd instances sharing one
@@ -81,45 +107,58 @@ export function clientOptionsFor(uri: string, clientOptions?: MongoClientOptions
  * long a conversation grows) and `store_meta` (the store format, checked at
  * first use). `commit` inserts the record, then moves the head; when the head
  * moved meanwhile it deletes the record again and resolves undefined.
+ *
+ * Session lifecycle (session-lifecycle.ts): `listHeads` walks the
+ * `{owner, updatedAt: -1, _id: -1}` index with keyset page tokens;
+ * `deleteSession` hides the head behind a deletion marker, then deletes the
+ * records, the chunks and the marker; a TTL index on the heads' `expireAt`
+ * lets MongoDB remove expired heads by itself, and `sweepExpired` deletes
+ * expired sessions whole plus, in bounded round-robin steps, the records and
+ * chunks of sessions whose head the TTL monitor removed first.
+ *
+ * Consistency (see consistency.ts): writes with `w: "majority"`, journaled;
+ * reads from the primary with read concern `majority`. An acknowledged turn
+ * survives failover, and any read sees every write acknowledged before it.
+ * Only an explicit URI option weakens this, and the store then reports it in
+ * {@link MongoSessionStore.warnings} (and to `logger`).
+ *
  * Status subscriptions share ONE change stream per store instance, filtered
  * on the server to status transitions (see STATUS_PIPELINE), so an instance's
- * traffic grows with status changes, not with turns.
+ * traffic grows with status changes, not with turns; the stream is reopened
+ * however it ends (see ChangeStreamMultiplexer). The first use fails
+ * FAILED_PRECONDITION on a deployment without change streams.
  */
 export class MongoSessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber {
   private readonly client: MongoClient;
   private readonly ownsClient: boolean;
-  private ready: Promise<Opened<S>> | undefined;
+  private readonly db: Db;
+  private opening: Promise<Opened<S>> | undefined;
   private readonly statusStream: ChangeStreamMultiplexer;
+  private readonly stopWatchingReconnects: () => void;
   private closed = false;
+  private readonly orphanScan: OrphanScan;
+  /**
+   * One line per consistency setting of the URI (or the given client) that is
+   * weaker than the store's default (w other than majority, journal=false,
+   * readConcernLevel local/available, a readPreference other than primary);
+   * empty when none. Computed at construction and also sent to `logger`.
+   */
+  readonly warnings: readonly string[];
 
+  /** Fails INVALID_ARGUMENT without `uri` or `client`, or when the URI sets unacknowledged writes (w=0). */
   constructor(private readonly config: MongoSessionStoreConfig) {
     if (config.client) {
       this.client = config.client;
       this.ownsClient = false;
     } else {
       if (!config.uri) throw new AgentError("INVALID_ARGUMENT", "MongoSessionStore needs a uri (mongodb://host/db) or a client");
-      this.client = new MongoClient(config.uri, clientOptionsFor(config.uri, config.clientOptions));
+      this.client = new MongoClient(driverUri(config.uri), clientOptionsFor(config.uri, config.clientOptions));
       this.ownsClient = true;
     }
-    // After a lost connection comes back, make subscribers catch up (see ChangeStreamMultiplexer.resync).
-    // The driver resumes change streams by itself, often without clearing the pool, so any
-    // connection failure counts as a loss and the next established connection as the recovery.
-    let connectionLost = false;
-    const lost = (): void => {
-      connectionLost = true;
-    };
-    const recovered = (): void => {
-      if (!connectionLost) return;
-      connectionLost = false;
-      this.statusStream.resync();
-    };
-    this.client.on("connectionPoolCleared", lost);
-    this.client.on("connectionCheckOutFailed", lost);
-    this.client.on("connectionClosed", (event) => {
-      if (event.reason === "error") lost();
-    });
-    this.client.on("connectionReady", recovered);
-    this.client.on("connectionPoolReady", recovered);
+    const consistency = consistencyOf(this.client.options);
+    this.warnings = consistency.warnings;
+    for (const warning of this.warnings) config.logger?.warn({ store: "mongodb" }, warning);
+    this.db = this.client.db(config.database ?? (config.uri ? uriDatabase(config.uri) : undefined) ?? "agentd", consistency.db);
     this.statusStream = new ChangeStreamMultiplexer(
       async () => (await this.open()).c.records,
       async (id) => {
@@ -127,26 +166,55 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
         const doc = await c.records.findOne({ _id: id }, { projection: { status: 1, version: 1 } });
         return doc ? { status: doc.status, version: doc.version } : undefined;
       },
+      config.logger,
+    );
+    this.orphanScan = {
+      batch: config.orphanScanBatch ?? DEFAULT_ORPHAN_SCAN_BATCH,
+      graceMs: config.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
+      cursors: { records: "", chunks: "" },
+    };
+    this.stopWatchingReconnects = watchReconnects(this.client, (lostAt) =>
+      this.statusStream.requestReopen("the connection to the primary was lost and is back", lostAt),
     );
   }
 
   /** The collections, format-checked and indexed once (retried on the next call if that failed). */
   private open(): Promise<Opened<S>> {
     if (this.closed) return Promise.reject(new AgentError("FAILED_PRECONDITION", "the MongoDB session store is closed"));
-    if (!this.ready) {
+    if (!this.opening) {
       const attempt = (async () => {
-        const db = this.client.db(this.config.database ?? "agentd");
-        const c = storeCollections(db, this.config.collectionPrefix ?? "");
-        await prepareCollections(db, c);
+        const c = storeCollections(this.db, this.config.collectionPrefix ?? "");
+        await prepareCollections(this.db, c, (message) => this.config.logger?.warn({ store: "mongodb" }, message));
         const chunks = new CheckpointChunks(c.chunks);
         return { c, chunks, reads: new RecordReads<S>(c.records, chunks) };
       })();
-      this.ready = attempt;
+      this.opening = attempt;
       attempt.catch(() => {
-        if (this.ready === attempt) this.ready = undefined;
+        if (this.opening === attempt) this.opening = undefined;
       });
     }
-    return guarded("opening the session store (checking its format, creating indexes)", () => this.ready!);
+    return guarded("opening the session store (checking its format, indexes and change-stream support)", () => this.opening!);
+  }
+
+  /**
+   * Connects and prepares the store now instead of at first use: checks the
+   * store format, makes sure the indexes exist and that the deployment runs
+   * change streams. Rejects with the AgentError the first operation would get
+   * (FAILED_PRECONDITION for another format or a standalone mongod,
+   * UNAVAILABLE while the server cannot be reached); a later call tries again.
+   */
+  async ready(): Promise<void> {
+    await this.open();
+  }
+
+  /** The driver client the store uses (diagnostics, command monitoring); closing it is the store's job. */
+  get driverClient(): MongoClient {
+    return this.client;
+  }
+
+  /** The database the store keeps its collections in. */
+  get databaseName(): string {
+    return this.db.databaseName;
   }
 
   /** True while the store's change stream is established on the server (tests, diagnostics). */
@@ -154,9 +222,14 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     return this.statusStream.isOpen;
   }
 
-  /** How often the change stream was reopened or resynchronised after a connection loss. */
+  /** How often the change stream was reopened after it ended (error, invalidate, closed cursor, reconnect). */
   get changeStreamReopens(): number {
     return this.statusStream.reopens;
+  }
+
+  /** How the change stream last ended (reason, whether it resumed from its token, when), or undefined. */
+  get changeStreamLastEnding(): StreamEndingReport | undefined {
+    return this.statusStream.lastEnding;
   }
 
   /** Change-stream events the server delivered to this instance (only status transitions pass its filter). */
@@ -164,10 +237,10 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     return this.statusStream.eventsReceived;
   }
 
-  /** The session's head, or undefined. */
+  /** The session's head, or undefined (also while the session is being deleted). */
   async getHead(sessionId: string, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {
     const { c } = await this.open();
-    const doc = await guarded(`reading session ${sessionId}`, () => c.heads.findOne({ _id: sessionId }));
+    const doc = await guarded(`reading session ${sessionId}`, () => c.heads.findOne({ _id: sessionId, ...LIVE_HEAD }));
     return doc ? fromHeadDocument(doc) : undefined;
   }
 
@@ -233,40 +306,24 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    * Optimistic read → mutator → conditional `$set` of the changed fields on
    * the record's version, retried (with backoff) on a conflict. `status` is
    * set only when it changes: that is what status subscribers are sent.
+   * Transient failures are retried for `failoverWindowMs` (default 30 s), so
+   * the final write of a detached run survives a replica-set failover.
    */
   async updateRecord(snapshotId: string, mutator: RecordMutator<S>, _ctx?: StoreCallContext): Promise<SnapshotRecord<S> | null> {
-    const { c, chunks, reads } = await this.open();
-    const maxRetries = this.config.maxConflictRetries ?? 1000;
-    for (let attempt = 0; attempt <= maxRetries; attempt++) {
-      const loaded = await guarded(`reading snapshot ${snapshotId}`, () => reads.load(snapshotId));
-      if (!loaded) return null;
-      const result = mutator(deepFreeze(loaded.record));
-      if (result === null) return null;
-      const next = keepIdentity(result, loaded.record);
-      const before = loaded.doc;
-      const reuse = before.checkpointChunks && loaded.chunkedJson !== undefined ? { ref: before.checkpointChunks, json: loaded.chunkedJson } : undefined;
-      const encoded = encodeRecord(next, nextVersion(before.version), true, reuse);
-      const written = await guarded(`updating snapshot ${snapshotId}`, async () => {
-        if (encoded.chunks) await chunks.write(encoded.chunks);
-        const res = await c.records.updateOne({ _id: snapshotId, version: before.version }, { $set: changedFields(before, encoded.doc) });
-        const applied = res.matchedCount === 1;
-        // Drop the chunks nobody references any more: the replaced checkpoint's, or ours when we lost the race.
-        if (applied) {
-          const old = before.checkpointChunks;
-          if (old && old.set !== encoded.doc.checkpointChunks?.set) await chunks.remove(old.set).catch(ignore);
-        } else if (encoded.chunks) {
-          await chunks.remove(encoded.chunks.ref.set).catch(ignore);
-        }
-        return applied;
-      });
-      if (!written) {
-        await conflictBackoff(attempt);
-        continue;
-      }
-      this.statusStream.deliver(snapshotId, { status: encoded.doc.status, version: encoded.doc.version });
-      return next;
-    }
-    throw new AgentError("ABORTED", `snapshot ${snapshotId}: gave up after ${maxRetries} concurrent-write conflicts; retry the request`);
+    const opened = await this.open();
+    return updateRecordDocument(
+      {
+        records: opened.c.records,
+        chunks: opened.chunks,
+        reads: opened.reads,
+        maxConflictRetries: this.config.maxConflictRetries ?? 1000,
+        failoverWindowMs: this.config.failoverWindowMs ?? DEFAULT_FAILOVER_WINDOW_MS,
+        closed: () => this.closed,
+        delivered: (id, observation) => this.statusStream.deliver(id, observation),
+      },
+      snapshotId,
+      mutator,
+    );
   }
 
   /** Current status (if the record exists), then every change from any instance, until `signal` aborts. */
@@ -277,19 +334,53 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   }
 
   /**
+   * The owner's sessions newest updatedAt first, keyset-paginated on
+   * (updatedAt, sessionId) over the `{owner, updatedAt: -1, _id: -1}` index;
+   * see listHeadsPage.
+   */
+  async listHeads(query: SessionQuery, _ctx?: StoreCallContext): Promise<HeadPage> {
+    const { c } = await this.open();
+    return guarded("listing sessions", () => listHeadsPage(c.heads, query));
+  }
+
+  /**
+   * Deletes the head (first made a deletion marker, so no reader sees a head
+   * whose records are going), every record and every checkpoint chunk of the
+   * session; see removeSession. True when anything was there.
+   */
+  async deleteSession(sessionId: string, _ctx?: StoreCallContext): Promise<boolean> {
+    const { c } = await this.open();
+    return (await guarded(`deleting session ${sessionId}`, () => removeSession(c, sessionId))).removedAnything;
+  }
+
+  /**
+   * Deletes every session whose head expired at `now` (as deleteSession), then
+   * runs one bounded step of the orphan pass for sessions whose head MongoDB's
+   * TTL index removed first; see sweepExpiredSessions.
+   */
+  async sweepExpired(now: number, _ctx?: StoreCallContext): Promise<number> {
+    if (typeof now !== "number" || !Number.isFinite(now)) {
+      throw new AgentError("INVALID_ARGUMENT", `sweepExpired: now must be an epoch-millisecond number (got ${String(now)})`);
+    }
+    const { c } = await this.open();
+    return guarded("sweeping expired sessions", () => sweepExpiredSessions(c, now, this.orphanScan));
+  }
+
+  /**
    * Health probe: a `ping` command to the server (bounded by the client's
    * server selection timeout). Rejects UNAVAILABLE while the server cannot be
    * reached, FAILED_PRECONDITION once the store is closed.
    */
   async ping(): Promise<void> {
     if (this.closed) throw new AgentError("FAILED_PRECONDITION", "the MongoDB session store is closed");
-    await guarded("pinging the server", () => this.client.db(this.config.database ?? "agentd").command({ ping: 1 }));
+    await guarded("pinging the server", () => this.db.command({ ping: 1 }));
   }
 
   /** Ends subscriptions, closes the change stream and (when the store created it) the client. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.statusStream.closeAll();
+    this.stopWatchingReconnects();
     this.closed = true;
     if (this.ownsClient) await this.client.close();
   }

@@ -12,9 +12,12 @@ export const CHECKPOINT_INLINE_BYTES = 8 * 1024 * 1024;
 
 /**
  * How a snapshot record is stored in `<prefix>snapshots`: the fields queries
- * and the change stream need at top level, the whole record as a JSON string
- * in `body` (so any state round-trips exactly, whatever its keys), and a
- * per-record `version` for optimistic concurrency and status ordering.
+ * and the change stream need at top level, the record's metadata as a JSON
+ * string in `body` and its state (checkpoint or delta) as a JSON string in
+ * `state` (so any state round-trips exactly, whatever its keys, and a listing
+ * can leave the state out with a projection), and a per-record `version` for
+ * optimistic concurrency and status ordering. Documents written before
+ * `state` existed hold the whole record in `body` and are read the same.
  */
 export interface RecordDocument {
   /** The snapshot ID. */
@@ -31,14 +34,27 @@ export interface RecordDocument {
   turnIndex: number;
   status: SnapshotStatus;
   parentId: string | null;
-  /** JSON of the record; without `checkpoint` when that is in chunk documents. */
+  /** JSON of the record without `checkpoint` and `delta` (older documents: the whole record). */
   body: string;
+  /**
+   * JSON of `{checkpoint}` or `{delta}`; null when the record has neither (a
+   * pending row) or its checkpoint is in chunk documents. Absent in documents
+   * written before this field existed.
+   */
+  state?: string | null;
   /** Set when the checkpoint is in chunk documents. */
   checkpointChunks: ChunkRef | null;
+  /**
+   * When the record was inserted (client clock; updates keep it): the sweep's
+   * orphan pass never deletes a record younger than its grace period, so a
+   * commit between its record insert and its head write is left alone.
+   * Absent in documents written before it existed (treated as old).
+   */
+  storedAt?: Date;
 }
 
 /** The top-level fields `updateRecord` may change (identity fields never change). */
-export type MutableFields = Pick<RecordDocument, "version" | "turnIndex" | "status" | "body" | "checkpointChunks">;
+export type MutableFields = Pick<RecordDocument, "version" | "turnIndex" | "status" | "body" | "state" | "checkpointChunks">;
 
 /** A record ready to write: its document and, for a big checkpoint, the chunks to write first. */
 export interface EncodedRecord {
@@ -57,11 +73,12 @@ export function nextVersion(previous: number | undefined): number {
 }
 
 /**
- * Builds the document for `record`. A checkpoint over
- * {@link CHECKPOINT_INLINE_BYTES} goes to chunk documents; anything else that
- * would not fit one document fails with RESOURCE_EXHAUSTED (nothing written).
- * `reuse` is the existing record's chunked checkpoint: when the checkpoint is
- * unchanged its chunks are kept instead of written again.
+ * Builds the document for `record`. A record whose serialized form is over
+ * {@link CHECKPOINT_INLINE_BYTES} and holds a checkpoint keeps the checkpoint
+ * in chunk documents; anything else that would not fit one document fails
+ * with RESOURCE_EXHAUSTED (nothing written). `reuse` is the existing record's
+ * chunked checkpoint: when the checkpoint is unchanged its chunks are kept
+ * instead of written again.
  */
 export function encodeRecord<S>(
   record: SnapshotRecord<S>,
@@ -69,7 +86,8 @@ export function encodeRecord<S>(
   update: boolean,
   reuse?: { ref: ChunkRef; json: string },
 ): EncodedRecord {
-  const body = JSON.stringify(record);
+  const { checkpoint, delta, ...meta } = record;
+  const held = { ...(checkpoint !== undefined ? { checkpoint } : {}), ...(delta !== undefined ? { delta } : {}) };
   const doc: RecordDocument = {
     _id: record.snapshotId,
     snapshotId: record.snapshotId,
@@ -79,23 +97,24 @@ export function encodeRecord<S>(
     turnIndex: record.turnIndex,
     status: record.status,
     parentId: record.parentId ?? null,
-    body,
+    body: JSON.stringify(meta),
+    state: Object.keys(held).length > 0 ? JSON.stringify(held) : null,
     checkpointChunks: null,
+    storedAt: new Date(),
   };
-  const bodyBytes = Buffer.byteLength(body, "utf8");
-  if (!record.checkpoint || bodyBytes <= CHECKPOINT_INLINE_BYTES) {
+  const bytes = Buffer.byteLength(doc.body, "utf8") + Buffer.byteLength(doc.state ?? "", "utf8");
+  if (checkpoint === undefined || bytes <= CHECKPOINT_INLINE_BYTES) {
     assertFits(doc, record.snapshotId, update);
     return { doc };
   }
-  const { checkpoint, ...rest } = record;
-  doc.body = JSON.stringify(rest);
+  doc.state = delta !== undefined ? JSON.stringify({ delta }) : null;
   assertFits(doc, record.snapshotId, update);
   const json = JSON.stringify(checkpoint);
   if (reuse && reuse.json === json) {
     doc.checkpointChunks = reuse.ref;
     return { doc };
   }
-  const chunks = splitCheckpoint(json);
+  const chunks = splitCheckpoint(json, record.sessionId);
   doc.checkpointChunks = chunks.ref;
   return { doc, chunks };
 }
@@ -125,9 +144,20 @@ export interface DecodedRecord<S> {
   chunks?: ChunkRef;
 }
 
-/** The record stored in a document, without a chunked checkpoint (see {@link DecodedRecord.chunks}). */
-export function decodeRecord<S>(doc: RecordDocument): DecodedRecord<S> {
+/**
+ * The record stored in a document, without a chunked checkpoint (see
+ * {@link DecodedRecord.chunks}). With `withState: false` the record comes
+ * without `checkpoint` and `delta` (whatever the document holds), and a
+ * document read with `state` projected away decodes the same way.
+ */
+export function decodeRecord<S>(doc: RecordDocument, withState = true): DecodedRecord<S> {
   const record = JSON.parse(doc.body) as SnapshotRecord<S>;
+  if (!withState) {
+    delete record.checkpoint;
+    delete record.delta;
+    return { record, version: doc.version };
+  }
+  if (typeof doc.state === "string") Object.assign(record, JSON.parse(doc.state) as Partial<SnapshotRecord<S>>);
   return doc.checkpointChunks ? { record, version: doc.version, chunks: doc.checkpointChunks } : { record, version: doc.version };
 }
 
@@ -144,6 +174,7 @@ export function changedFields(before: RecordDocument, after: RecordDocument): Pa
   }
   if (after.turnIndex !== before.turnIndex) set.turnIndex = after.turnIndex;
   if (after.body !== before.body) set.body = after.body;
+  if (after.state !== before.state) set.state = after.state ?? null;
   if (after.checkpointChunks?.set !== before.checkpointChunks?.set) set.checkpointChunks = after.checkpointChunks;
   return set;
 }

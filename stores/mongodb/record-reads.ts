@@ -94,21 +94,31 @@ export class RecordReads<S> {
     return walkChain(async (id) => (await this.load(id))?.record, snapshotId);
   }
 
-  /** The session's records newest first, keyset-paginated (the token holds the last record's createdAt and ID). */
+  /**
+   * The session's records newest first, keyset-paginated (the token holds the
+   * last record's createdAt and ID). With `page.includeState === false` the
+   * query projects the state away (no checkpoint or delta is transferred, no
+   * chunk is read) and the records come without `checkpoint` and `delta`.
+   */
   async list(sessionId: string, page?: SnapshotPageRequest): Promise<RecordPage<S>> {
     const size = pageSizeOf(page);
+    const withState = page?.includeState !== false;
     const filter: Filter<RecordDocument> = { sessionId };
     if (page?.pageToken) {
       const after = decodePageToken(page.pageToken);
       filter.$or = [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.snapshotId } }];
     }
     const docs = await this.records
-      .find(filter)
+      .find(filter, withState ? {} : { projection: { state: 0 } })
       .sort({ createdAt: -1, _id: -1 })
       .limit(size + 1)
       .toArray();
     const records: SnapshotRecord<S>[] = [];
     for (const doc of docs.slice(0, size)) {
+      if (!withState) {
+        records.push(decodeRecord<S>(doc, false).record);
+        continue;
+      }
       const loaded = await this.complete(doc);
       if (loaded) records.push(loaded.record);
     }

@@ -1,6 +1,7 @@
 import type { Document } from "mongodb";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
 import type { StatusObservation } from "../status-channel.js";
+import { TERMINAL_EVENTS } from "./stream-endings.js";
 
 /**
  * The server-side filter of the status change stream: only status
@@ -17,6 +18,10 @@ import type { StatusObservation } from "../status-channel.js";
  *   fields, so it too holds `status` only for status changes. A real server's
  *   update events always carry updateDescription and (without updateLookup)
  *   no fullDocument, so this branch never matches there.
+ * - the events after which the server ends the stream (`invalidate`, `drop`,
+ *   `rename`, `dropDatabase`), so the stream knows why it ended and reopens.
+ *   (A real server closes the cursor after an invalidate even when a filter
+ *   drops it; the stream checks for that too.)
  *
  * The projection keeps what an observation needs, never a record's body.
  */
@@ -27,6 +32,7 @@ export const STATUS_PIPELINE: Document[] = [
         { operationType: "insert", "fullDocument.status": { $ne: "completed" } },
         { operationType: "update", "updateDescription.updatedFields.status": { $exists: true } },
         { operationType: "update", updateDescription: { $exists: false }, "fullDocument.status": { $exists: true } },
+        { operationType: { $in: [...TERMINAL_EVENTS] } },
       ],
     },
   },

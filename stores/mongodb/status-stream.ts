@@ -3,37 +3,75 @@ import type { StatusChannel, StatusObservation } from "../status-channel.js";
 import { StatusSubscribers } from "../status-subscribers.js";
 import type { RecordDocument } from "./record-document.js";
 import { STATUS_PIPELINE, statusEventOf } from "./status-events.js";
+import type { StoreLogger } from "./store-logger.js";
+import { closedByServer, endingOfError, endingOfEvent, type StreamEnding } from "./stream-endings.js";
 
 /** Reads a record's current status and version (undefined when it does not exist). */
 export type StatusReader = (snapshotId: string) => Promise<StatusObservation | undefined>;
 
 /** Pause after an empty getMore batch (bounds the extra delivery latency). */
 const IDLE_PAUSE_MS = 25;
+/** First pause before reopening an ended stream; doubled (up to {@link MAX_REOPEN_DELAY_MS}) while streams keep ending young. */
+const MIN_REOPEN_DELAY_MS = 50;
+const MAX_REOPEN_DELAY_MS = 2_000;
+/** A stream that lived this long ended "normally": the next reopen starts at the shortest pause again. */
+const STABLE_STREAM_MS = 5_000;
+
+/**
+ * The driver's cursor behind a change stream. The driver (7.x) resumes a
+ * stream after a resumable error (network, failover, a killed cursor) by
+ * itself, inside `tryNext`, replacing this cursor; no public event says so,
+ * so a new cursor object is how the store notices a resume. (Should a future
+ * driver rename the field, resumes go unnoticed here and the reconnect path,
+ * {@link ChangeStreamMultiplexer.requestReopen}, still covers lost connections.)
+ */
+function driverCursorOf(stream: ChangeStream<RecordDocument, Document>): unknown {
+  return (stream as unknown as { cursor?: unknown }).cursor;
+}
+
+/** What the multiplexer last reported about how its stream ended (diagnostics, tests). */
+export interface StreamEndingReport extends StreamEnding {
+  /** Epoch ms of the ending. */
+  at: number;
+}
 
 /**
  * One change stream per store instance, multiplexed to every status
  * subscriber by snapshot ID. Opened lazily with the first subscriber, closed
- * when the last one leaves. After an error (network failure, server restart)
- * it reopens with the last resume token (falling back to a fresh stream when
- * the server no longer knows the token), then re-reads every subscribed record, so
- * a change made while it was down is still delivered; each subscriber's
- * {@link StatusChannel} version gate drops anything already delivered.
+ * when the last one leaves.
+ *
+ * The stream is reopened on every way it can end: an error (resumed from its
+ * resume token only when the error is transient, see {@link StreamEnding}),
+ * an invalidating event (collection dropped or renamed, database dropped), a
+ * cursor the server closed (which the driver reports only as `closed`), an
+ * oversized event (reopened from now, never from the token before it), and a
+ * lost-and-restored connection to the primary ({@link requestReopen}, at most
+ * once per reconnect). A resume the driver makes by itself after a resumable
+ * error counts as a reopen too (a server without post-batch resume tokens
+ * resumes from "now"). After each reopen it re-reads every subscribed record
+ * once, so a change made while it was down is still delivered; each
+ * subscriber's {@link StatusChannel} version gate drops anything already
+ * delivered. Each ending and reopen is counted ({@link reopens}), reported
+ * ({@link lastEnding}) and logged.
  */
 export class ChangeStreamMultiplexer {
   private readonly channels = new StatusSubscribers();
   private stream: ChangeStream<RecordDocument, Document> | undefined;
   /** True once the server has answered the stream's aggregate: changes from then on arrive through it. */
   private established = false;
+  private establishedAt = 0;
   private generation = 0;
   private running = false;
   private resumeToken: ResumeToken | undefined;
   private reopenCount = 0;
   private eventCount = 0;
-  private readonly resyncTimers = new Set<NodeJS.Timeout>();
+  private reopenRequest: string | undefined;
+  private ending: StreamEndingReport | undefined;
 
   constructor(
     private readonly collection: () => Promise<Collection<RecordDocument>>,
     private readonly readStatus: StatusReader,
+    private readonly logger?: StoreLogger,
   ) {}
 
   /** True while a change stream is established on the server (a change written from then on reaches it). */
@@ -41,7 +79,7 @@ export class ChangeStreamMultiplexer {
     return this.stream !== undefined && this.established;
   }
 
-  /** How many times the stream was reopened or resynchronised after a connection loss (diagnostics, tests). */
+  /** How many times an ended stream was reopened (diagnostics, tests). */
   get reopens(): number {
     return this.reopenCount;
   }
@@ -51,30 +89,23 @@ export class ChangeStreamMultiplexer {
     return this.eventCount;
   }
 
-  /**
-   * Re-reads every subscribed record now and again 1 s and 3 s later. Called after
-   * the connection to the server was lost and is back: the driver resumes the
-   * stream with its resume token by itself, and these re-reads deliver any
-   * status change a resumed stream cannot (history lost, or an in-memory server
-   * that restarted empty and silently skips an unknown token); the version gate
-   * drops whatever was already delivered.
-   */
-  resync(): void {
-    if (!this.running) return;
-    this.reopenCount++;
-    this.rereadAll();
-    for (const ms of [1000, 3000]) {
-      const timer = setTimeout(() => {
-        this.resyncTimers.delete(timer);
-        this.rereadAll();
-      }, ms);
-      timer.unref();
-      this.resyncTimers.add(timer);
-    }
+  /** How the stream last ended, or undefined if it never did. */
+  get lastEnding(): StreamEndingReport | undefined {
+    return this.ending;
   }
 
-  private rereadAll(): void {
-    for (const id of this.channels.ids()) void this.reread(id);
+  /**
+   * Asks for the stream to be reopened from now (and the subscribed records
+   * re-read once): the connection to the primary was lost at `lostAt` and is
+   * back. The driver resumes a stream by itself after a network error, but a
+   * server that lost its history (an in-memory server that restarted empty)
+   * may then silently skip changes. Ignored when the current stream was
+   * established after `lostAt` (it and its re-read already cover the loss).
+   */
+  requestReopen(reason: string, lostAt: number): void {
+    if (!this.running) return;
+    if (this.established && this.establishedAt >= lostAt) return;
+    this.reopenRequest = reason;
   }
 
   /** Adds a subscriber, starts the stream if needed, and delivers the record's current status. */
@@ -108,11 +139,10 @@ export class ChangeStreamMultiplexer {
   }
 
   private stop(): void {
-    for (const timer of this.resyncTimers) clearTimeout(timer);
-    this.resyncTimers.clear();
     this.running = false;
     this.generation++;
     this.resumeToken = undefined;
+    this.reopenRequest = undefined;
     const stream = this.stream;
     this.stream = undefined;
     this.established = false;
@@ -124,11 +154,14 @@ export class ChangeStreamMultiplexer {
   }
 
   private async run(generation: number): Promise<void> {
-    let delay = 50;
-    let first = true;
+    let delay = MIN_REOPEN_DELAY_MS;
+    let opened = 0;
+    let failedAttempts = 0;
+    let previous: StreamEnding | undefined;
     while (this.live(generation)) {
+      let ending: StreamEnding | undefined;
       let stream: ChangeStream<RecordDocument, Document> | undefined;
-      const resuming = this.resumeToken !== undefined;
+      let livedFrom = 0;
       try {
         const collection = await this.collection();
         if (!this.live(generation)) return;
@@ -141,41 +174,95 @@ export class ChangeStreamMultiplexer {
         this.established = false;
         const early = await stream.tryNext(); // sends the aggregate: the stream is now established
         if (!this.live(generation)) return;
+        if (early === null && stream.closed) throw Object.assign(new Error("the server closed the change stream as it opened"), { closedAtOpen: true });
         this.established = true;
-        if (!first) this.resync();
-        else await Promise.all([...this.channels.ids()].map((id) => this.reread(id)));
-        first = false;
-        delay = 50;
-        if (early) this.handle(early);
+        this.establishedAt = livedFrom = Date.now();
+        this.reopenRequest = undefined;
+        let cursor = driverCursorOf(stream);
+        if (opened++ > 0) this.reopened(previous, failedAttempts);
+        failedAttempts = 0;
+        await Promise.all([...this.channels.ids()].map((id) => this.reread(id)));
+        if (early) ending = this.consume(early);
         this.resumeToken = stream.resumeToken ?? this.resumeToken;
-        while (this.live(generation)) {
+        while (this.live(generation) && !ending) {
+          if (this.reopenRequest !== undefined) {
+            ending = { reason: this.reopenRequest, resume: false };
+            break;
+          }
           // One getMore per call (a real server holds it up to maxAwaitTimeMS); after an empty
           // batch pause briefly, so a server that answers getMore at once (mongo-java-server)
           // is polled ~40 times a second instead of in a tight loop.
           const change = await stream.tryNext();
           this.resumeToken = stream.resumeToken ?? this.resumeToken;
-          if (change) this.handle(change);
+          if (driverCursorOf(stream) !== cursor) {
+            cursor = driverCursorOf(stream);
+            await this.resumedByDriver();
+          }
+          if (change) ending = this.consume(change);
+          else if (stream.closed) ending = closedByServer();
           else await new Promise((resolve) => setTimeout(resolve, IDLE_PAUSE_MS));
         }
       } catch (err) {
         if (!this.live(generation)) return;
-        // A token the server rejects (history lost, invalid) cannot be resumed: start fresh; the re-read covers the gap.
-        if (resuming && isUnresumable(err)) this.resumeToken = undefined;
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        delay = Math.min(delay * 2, 1000);
+        ending = (err as { closedAtOpen?: boolean }).closedAtOpen ? { reason: (err as Error).message, resume: false } : endingOfError(err);
       } finally {
-        if (stream && this.stream === stream) this.stream = undefined;
+        if (stream && this.stream === stream) {
+          this.stream = undefined;
+          this.established = false;
+        }
         await stream?.close().catch(() => undefined);
       }
+      if (!this.live(generation) || !ending) return;
+      if (!ending.resume) this.resumeToken = undefined;
+      if (livedFrom === 0) failedAttempts++;
+      this.ended(ending, failedAttempts);
+      if (failedAttempts <= 1) previous = ending;
+      delay = livedFrom > 0 && Date.now() - livedFrom >= STABLE_STREAM_MS ? MIN_REOPEN_DELAY_MS : Math.min(delay * 2, MAX_REOPEN_DELAY_MS);
+      await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
 
-  private handle(change: Document): void {
+  /** Handles one change event; returns the stream's ending when the event ends it. */
+  private consume(change: Document): StreamEnding | undefined {
     this.eventCount++;
+    const terminal = endingOfEvent(change);
+    if (terminal) return terminal;
     const event = statusEventOf(change);
-    if (!event || !this.channels.has(event.snapshotId)) return;
+    if (!event || !this.channels.has(event.snapshotId)) return undefined;
     if (event.observation) this.deliver(event.snapshotId, event.observation);
     else void this.reread(event.snapshotId);
+    return undefined;
+  }
+
+  /**
+   * Records and logs an ending: every end of an established stream, and the
+   * first of a row of failed (re)open attempts (later ones are only counted).
+   */
+  private ended(ending: StreamEnding, failedAttempts: number): void {
+    this.ending = { ...ending, at: Date.now() };
+    if (failedAttempts > 1) return;
+    const fields = { reason: ending.reason, resume: ending.resume, ...(ending.code !== undefined ? { code: ending.code } : {}), subscribed: this.channels.size };
+    this.logger?.warn(fields, failedAttempts === 1 ? "MongoDB change stream could not be opened; retrying" : "MongoDB change stream ended; reopening it");
+  }
+
+  /** The driver resumed the stream on a new cursor: that is a reopen (it also covers a reconnect that caused it). */
+  private async resumedByDriver(): Promise<void> {
+    this.establishedAt = Date.now();
+    this.reopenRequest = undefined;
+    this.reopenCount++;
+    this.logger?.warn(
+      { reopens: this.reopenCount, resumed: this.resumeToken !== undefined, rereading: this.channels.size },
+      "MongoDB change stream resumed by the driver after an error; re-reading the subscribed snapshots",
+    );
+    await Promise.all([...this.channels.ids()].map((id) => this.reread(id)));
+  }
+
+  private reopened(after: StreamEnding | undefined, failedAttempts: number): void {
+    this.reopenCount++;
+    this.logger?.warn(
+      { reopens: this.reopenCount, after: after?.reason, resumed: this.resumeToken !== undefined, failedAttempts, rereading: this.channels.size },
+      "MongoDB change stream reopened; re-reading the subscribed snapshots",
+    );
   }
 
   private async reread(snapshotId: string): Promise<void> {
@@ -186,12 +273,4 @@ export class ChangeStreamMultiplexer {
       // server unreachable: the reopen after reconnecting re-reads again
     }
   }
-}
-
-/** Server errors meaning the resume token can never be used again. */
-const UNRESUMABLE_CODES = new Set([260 /* InvalidResumeToken */, 280 /* ChangeStreamFatalError */, 286 /* ChangeStreamHistoryLost */]);
-
-function isUnresumable(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === "number" && UNRESUMABLE_CODES.has(code);
 }

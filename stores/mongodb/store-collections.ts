@@ -1,8 +1,10 @@
 import type { Collection, Db } from "mongodb";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { STORE_FORMAT_VERSION } from "../snapshot-store.js";
+import { assertChangeStreams } from "./change-stream-support.js";
 import type { ChunkDocument } from "./checkpoint-chunks.js";
 import type { HeadDocument } from "./head-document.js";
+import { ensureIndexes, type IndexSpec } from "./index-setup.js";
 import { isDuplicateKey } from "./mongo-errors.js";
 import type { RecordDocument } from "./record-document.js";
 
@@ -31,13 +33,43 @@ export function storeCollections(db: Db, prefix: string): StoreCollections {
   };
 }
 
+/** The indexes of `<prefix>snapshots`: a chain is one range query on (sessionId, turnIndex); a listing walks (sessionId, createdAt desc, _id desc). */
+export const RECORD_INDEXES: readonly IndexSpec[] = [
+  { name: "session_turn", key: { sessionId: 1, turnIndex: 1 } },
+  { name: "session_latest", key: { sessionId: 1, createdAt: -1, _id: -1 } },
+];
+
+/**
+ * The indexes of `<prefix>checkpoint_chunks`: a checkpoint's chunks by set, in
+ * order; and by session, so deleting a session removes its chunks with one
+ * indexed `deleteMany` (chunk documents are large: never scan them).
+ */
+export const CHUNK_INDEXES: readonly IndexSpec[] = [
+  { name: "chunk_set", key: { set: 1, seq: 1 } },
+  { name: "chunk_session", key: { sessionId: 1 } },
+];
+
+/**
+ * The indexes of `<prefix>heads`: a listing walks one owner's heads newest
+ * first on (updatedAt, _id), the keyset its page tokens point into; the TTL
+ * index on `expireAt` lets MongoDB delete expired heads by itself (and serves
+ * the sweep's `expireAt <= now` query).
+ */
+export const HEAD_INDEXES: readonly IndexSpec[] = [
+  { name: "owner_updated", key: { owner: 1, updatedAt: -1, _id: -1 } },
+  { name: "expire_at_ttl", key: { expireAt: 1 }, expireAfterSeconds: 0 },
+];
+
 /**
  * First use of a store: checks the format the collections are written in
  * (FAILED_PRECONDITION for another format, including the format-1 layout of
  * older agentd releases), records format {@link STORE_FORMAT_VERSION} when the
- * collections are new, and creates the indexes.
+ * collections are new, makes sure the indexes exist (an equivalent index
+ * under another name serves; a TTL index with another setting is reported to
+ * `warn`), and checks that the deployment runs change streams
+ * (FAILED_PRECONDITION for a standalone mongod).
  */
-export async function prepareCollections(db: Db, c: StoreCollections): Promise<void> {
+export async function prepareCollections(db: Db, c: StoreCollections, warn?: (message: string) => void): Promise<void> {
   const found = await c.meta.findOne({ _id: "format" });
   if (found) {
     if (found.format !== STORE_FORMAT_VERSION) throw wrongFormat(db, c, found.format);
@@ -58,10 +90,10 @@ export async function prepareCollections(db: Db, c: StoreCollections): Promise<v
     const recorded = await c.meta.findOne({ _id: "format" });
     if (recorded && recorded.format !== STORE_FORMAT_VERSION) throw wrongFormat(db, c, recorded.format);
   }
-  // Chains: one range query on (sessionId, turnIndex). Listing: newest first per session.
-  await c.records.createIndex({ sessionId: 1, turnIndex: 1 }, { name: "session_turn" });
-  await c.records.createIndex({ sessionId: 1, createdAt: -1, _id: -1 }, { name: "session_latest" });
-  await c.chunks.createIndex({ set: 1, seq: 1 }, { name: "chunk_set" });
+  await ensureIndexes(c.records, RECORD_INDEXES, warn);
+  await ensureIndexes(c.chunks, CHUNK_INDEXES, warn);
+  await ensureIndexes(c.heads, HEAD_INDEXES, warn);
+  await assertChangeStreams(db, c.records);
 }
 
 function wrongFormat(db: Db, c: StoreCollections, format: unknown): AgentError {

@@ -128,3 +128,17 @@ describe("the README's busy-session command, verbatim, against npm start", () =>
     ]);
   });
 });
+
+describe("the README's session lifecycle commands, verbatim, against npm start", () => {
+  const [create, remove] = readmeShellBlocks("Sessions: list, label, delete, expire");
+
+  it("creates a labelled session with a time-to-live, lists it by label, and deletes it", async () => {
+    const [run, ...listed] = jsonMessages(await sh(create!));
+    const sessionId = run!.output.sessionId as string;
+    const sessions = listed[0]!.sessions as { sessionId: string; labels: Record<string, string>; ttl: string }[];
+    const mine = sessions.find((s) => s.sessionId === sessionId);
+    expect(mine).toMatchObject({ labels: { customer: "c-42" }, ttl: "86400s" });
+    expect(JSON.parse(await sh(remove!, { SESSION_ID: sessionId }))).toEqual({ deleted: true });
+    expect(JSON.parse(await sh(remove!, { SESSION_ID: sessionId }))).toEqual({});
+  });
+});

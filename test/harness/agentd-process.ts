@@ -46,6 +46,14 @@ export interface AgentdProcess {
   logs(): string;
   /** stdout lines that are JSON log records, parsed. */
   logLines(): Record<string, unknown>[];
+  /**
+   * The first log record matching `predicate`, waiting for it up to
+   * `timeoutMs` (log lines of one event-loop turn are written together, just
+   * after the call's response may have reached the client).
+   */
+  logLine(predicate: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** Waits until at least `count` log records match `predicate`; resolves with them. */
+  logLinesMatching(predicate: (line: Record<string, unknown>) => boolean, count: number, timeoutMs?: number): Promise<Record<string, unknown>[]>;
 }
 
 function nodeBinary(): string {
@@ -146,12 +154,27 @@ export async function startAgentd(options: StartAgentdOptions = {}): Promise<Age
       return code;
     },
     logs: () => output,
-    logLines: () =>
-      stdoutText
-        .split("\n")
-        .map(parseJson)
-        .filter((r): r is Record<string, unknown> => r !== undefined),
+    logLines,
+    logLine: async (predicate, timeoutMs = 5_000) => (await waitForLines(predicate, 1, timeoutMs))[0]!,
+    logLinesMatching: (predicate, count, timeoutMs = 5_000) => waitForLines(predicate, count, timeoutMs),
   };
+
+  function logLines(): Record<string, unknown>[] {
+    return stdoutText
+      .split("\n")
+      .map(parseJson)
+      .filter((r): r is Record<string, unknown> => r !== undefined);
+  }
+
+  async function waitForLines(predicate: (line: Record<string, unknown>) => boolean, count: number, timeoutMs: number): Promise<Record<string, unknown>[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = logLines().filter(predicate);
+      if (found.length >= count) return found;
+      if (Date.now() > deadline) throw new Error(`fewer than ${count} matching log line(s) within ${timeoutMs} ms:\n${stdoutText.slice(-4000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
 }
 
 function parseJson(line: string): Record<string, unknown> | undefined {

@@ -35,32 +35,59 @@ export function buildMongoJavaServer(): void {
   }
 }
 
-/** A running mongo-java-server process (memory backend, oplog enabled) on 127.0.0.1. */
+/** How a {@link MongoJavaServer} presents itself (see test/mongo-java-server's AgentdTestBackend). */
+export interface MongoJavaServerOptions {
+  /**
+   * Present the server as the primary of a one-member replica set of this name, so the driver
+   * applies replica-set rules ($readPreference on the wire, step-down handling). Default: a
+   * standalone server (reached with directConnection).
+   */
+  replicaSet?: string;
+  /** False: answer `$changeStream` as a standalone mongod does (error 40573). Default true. */
+  changeStreams?: boolean;
+}
+
+/**
+ * A running mongo-java-server process (memory backend, oplog enabled) on 127.0.0.1. Besides
+ * the wire protocol it answers the test hooks of test/mongo-java-server's AgentdTestBackend
+ * (admin commands: agentdTestCloseChangeStreams, agentdTestOversizedChangeEvent,
+ * {agentdTestStepDown: 1, ms}, {agentdTestWriteConcernError: 1, count, code}).
+ */
 export class MongoJavaServer {
   private child: ChildProcess | undefined;
   private boundPort = 0;
+  private options: MongoJavaServerOptions = {};
 
   /** The port it listens on (kept across restarts). */
   get port(): number {
     return this.boundPort;
   }
 
-  /** Connection string for the driver (direct connection, short server selection timeout). */
+  /**
+   * Connection string for the driver, short server selection timeout: a direct connection to
+   * a standalone server, or `replicaSet=<name>` for one started with `replicaSet`.
+   */
   get uri(): string {
-    return `mongodb://127.0.0.1:${this.boundPort}/?directConnection=true&serverSelectionTimeoutMS=5000`;
+    const topology = this.options.replicaSet ? `replicaSet=${this.options.replicaSet}` : "directConnection=true";
+    return `mongodb://127.0.0.1:${this.boundPort}/?${topology}&serverSelectionTimeoutMS=5000`;
   }
 
   /** Builds if needed, then starts it (on `port`, or a free port) and waits until it listens. */
-  static async start(port = 0): Promise<MongoJavaServer> {
+  static async start(port = 0, options: MongoJavaServerOptions = {}): Promise<MongoJavaServer> {
     buildMongoJavaServer();
     const server = new MongoJavaServer();
+    server.options = options;
     await server.launch(port);
     return server;
   }
 
   private async launch(port: number): Promise<void> {
     const classpath = [join(PROJECT, "target", "classes"), join(PROJECT, "target", "lib", "*")].join(":");
-    const child = spawn("java", ["-Xss4m", "-Xmx1g", "-cp", classpath, MAIN_CLASS, String(port)], {
+    const flags = [
+      ...(this.options.replicaSet ? ["--replica-set", this.options.replicaSet] : []),
+      ...(this.options.changeStreams === false ? ["--no-change-streams"] : []),
+    ];
+    const child = spawn("java", ["-Xss4m", "-Xmx1g", "-cp", classpath, MAIN_CLASS, String(port), ...flags], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.child = child;

@@ -62,7 +62,7 @@ describe("static bearer tokens (--auth-tokens)", () => {
   it("serves a listed token as its tenant and subject, named on the call's log line but never the token", async () => {
     const { output } = await run(GOOD, server.baseUrl);
     expect(output?.finishReason).toBe(FinishReason.STOP);
-    const line = server.logLines().find((l) => l.msg === "rpc" && l.procedure === "/agentd.v1.AgentService/Run" && l.code === "OK");
+    const line = await server.logLine((l) => l.msg === "rpc" && l.procedure === "/agentd.v1.AgentService/Run" && l.code === "OK");
     expect(line).toMatchObject({ subject: "billing-service", tenant: "acme" });
     expect(server.logs()).not.toContain(GOOD);
     expect(server.logs()).not.toContain(WRONG);

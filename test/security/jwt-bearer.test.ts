@@ -63,7 +63,7 @@ describe("JWT bearer tokens from a JWKS file", () => {
     const jwt = await token({ sub: "user-42", org_id: "globex" });
     const { output } = await run(server, jwt);
     expect(output?.finishReason).toBe(FinishReason.STOP);
-    const line = server.logLines().find((l) => l.procedure === "/agentd.v1.AgentService/Run" && l.code === "OK");
+    const line = await server.logLine((l) => l.procedure === "/agentd.v1.AgentService/Run" && l.code === "OK");
     expect(line).toMatchObject({ subject: "user-42", tenant: "globex" });
     expect(server.logs()).not.toContain(jwt);
   });
@@ -106,7 +106,7 @@ describe("JWT bearer tokens from a JWKS URL", () => {
     const { output } = await run(server, await token({ sub: "svc", tenant: "initech" }));
     expect(output?.finishReason).toBe(FinishReason.STOP);
     expect(fetches).toBeGreaterThan(0);
-    const line = server.logLines().find((l) => l.procedure === "/agentd.v1.AgentService/Run" && l.code === "OK");
+    const line = await server.logLine((l) => l.procedure === "/agentd.v1.AgentService/Run" && l.code === "OK");
     expect(line).toMatchObject({ subject: "svc", tenant: "initech" });
   });
 });

@@ -78,7 +78,7 @@ describe("the README's Securing agentd commands, as a user runs them", () => {
       .sign(keys.privateKey);
     const { output } = await clientWithToken(server.baseUrl, jwt).run({ init: { agent: "assistant" }, input: textInput("hi") });
     expect(output?.finishReason).toBe(FinishReason.STOP);
-    expect(server.logLines().find((l) => l.procedure === "/agentd.v1.AgentService/Run")).toMatchObject({ subject: "u1", tenant: "acme" });
+    expect(await server.logLine((l) => l.procedure === "/agentd.v1.AgentService/Run")).toMatchObject({ subject: "u1", tenant: "acme" });
   });
 
   it("mutual TLS: makes the certificates, serves TLS, and grpcurl and curl call with the client certificate", async () => {
@@ -89,7 +89,7 @@ describe("the README's Securing agentd commands, as a user runs them", () => {
     const [fromGrpcurl, fromCurl] = (await sh(blocks[4]!, dir, server.port)).split(/\n(?=\{)/).map((s) => JSON.parse(s) as { output: { finishReason: string } });
     expect(fromGrpcurl!.output.finishReason).toBe("FINISH_REASON_STOP");
     expect(fromCurl!.output.finishReason).toBe("FINISH_REASON_STOP");
-    const runLines = server.logLines().filter((l) => l.procedure === "/agentd.v1.AgentService/Run");
+    const runLines = await server.logLinesMatching((l) => l.procedure === "/agentd.v1.AgentService/Run", 2);
     expect(runLines.map((l) => [l.subject, l.tenant])).toEqual([
       ["billing-service", "acme"],
       ["billing-service", "acme"],

@@ -106,7 +106,7 @@ describe("mutual TLS (--tls-client-ca)", () => {
   it("serves a client certificate from the CA as its CN (subject) and O (tenant)", async () => {
     const client = createAgentClient(`https://localhost:${server.port}`, { protocol: "grpc", tls: { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey } });
     expect((await twoTurns(client)).turns).toBe(2);
-    const line = server.logLines().find((l) => l.procedure === "/agentd.v1.AgentService/Chat" && l.code === "OK");
+    const line = await server.logLine((l) => l.procedure === "/agentd.v1.AgentService/Chat" && l.code === "OK");
     expect(line).toMatchObject({ subject: certs.clientSubject, tenant: certs.clientTenant });
   });
 

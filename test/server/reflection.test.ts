@@ -101,6 +101,7 @@ describe("server reflection", () => {
         "agentd/v1/agent.proto",
         "agentd/v1/content.proto",
         "agentd/v1/state.proto",
+        "google/protobuf/duration.proto",
         "google/protobuf/struct.proto",
         "google/protobuf/timestamp.proto",
       ]),

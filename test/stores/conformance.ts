@@ -2,6 +2,7 @@ import { afterEach, describe } from "vitest";
 import type { SessionStore, SnapshotSubscriber } from "../../stores/snapshot-store.js";
 import { describeChains } from "./conformance-chains.js";
 import { describeCommit } from "./conformance-commit.js";
+import { describeLifecycle } from "./conformance-lifecycle.js";
 import { describeListing } from "./conformance-listing.js";
 import { describeRecords } from "./conformance-records.js";
 import { describeStatus } from "./conformance-status.js";
@@ -26,6 +27,15 @@ export interface StoreUnderTest {
    * collectionPrefix}`). The cross-process tests run only when it is set.
    */
   crossProcess?: SharedStoreDescriptor;
+  /**
+   * Everything the store holds, in a form `toEqual` can compare (the memory
+   * store's map sizes, the file store's paths, MongoDB's document counts per
+   * collection). The lifecycle tests check that deleting or sweeping a
+   * session brings it back exactly to what it was before the session was
+   * created: nothing of the session is left behind. Optional: without it
+   * they check only through the store's reads.
+   */
+  footprint?(): Promise<unknown>;
 }
 
 /** Registration options of {@link runStoreConformance}. */
@@ -61,6 +71,8 @@ export function runStoreConformance(name: string, factory: () => Promise<StoreUn
     describeStatus(fresh);
     describeListing(fresh);
     describeWriters(fresh, name, options);
+    // Each lifecycle test skips itself when the store lacks listHeads/deleteSession/sweepExpired.
+    describeLifecycle(fresh);
   });
 }
 

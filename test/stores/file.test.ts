@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileSessionStore, type FileSessionStoreOptions } from "../../stores/file-store.js";
-import { StoreLayout } from "../../stores/file/store-layout.js";
+import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
+import type { SessionHead } from "../../stores/snapshot-store.js";
 import { runStoreConformance } from "./conformance.js";
 import { allRecords, checkpointRecord, commitOf, commitRecord, pendingRecord, T0, type CounterState } from "./snapshot-factory.js";
 
@@ -36,8 +37,15 @@ runStoreConformance("file", async () => {
     openResources: () => store.activeWatcherCount,
     cleanup: () => rm(dir, { recursive: true, force: true }),
     crossProcess: { kind: "file", dir },
+    footprint: () => treeOf(dir),
   };
 }, { sharedAcrossProcesses: true });
+
+/** Every file and directory under `dir` (relative paths, sorted; directories end with "/"). */
+async function treeOf(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries.map((e) => relative(dir, join(e.parentPath, e.name)) + (e.isDirectory() ? "/" : "")).sort();
+}
 
 const mode = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;
 
@@ -249,5 +257,147 @@ describe("file store failures", () => {
     expect(done).toBe(false);
     await rm(lockPath);
     expect(await update).toMatchObject({ status: "aborted" });
+  });
+});
+
+describe("file store session lifecycle", () => {
+  /** Commits a session of `records` checkpoint records (head updatedAt = last createdAt). */
+  async function session(
+    store: FileSessionStore<CounterState>,
+    sessionId: string,
+    options: { records?: number; ttlMs?: number; at?: number; tenant?: string } = {},
+  ): Promise<string[]> {
+    const ctx = options.tenant !== undefined ? { tenant: options.tenant } : undefined;
+    let head: SessionHead | undefined;
+    const ids: string[] = [];
+    for (let i = 0; i < (options.records ?? 1); i++) {
+      const record = checkpointRecord(sessionId, `${sessionId}-r${i}`, { turnIndex: i, createdAt: (options.at ?? T0) + i, ...(i ? { parentId: ids[i - 1]! } : {}) });
+      const commit = commitOf(head, record);
+      if (!head && options.ttlMs !== undefined) commit.head = { ...commit.head, ttlMs: options.ttlMs };
+      head = await store.commit(commit, ctx);
+      if (!head) throw new Error(`commit of ${record.snapshotId} conflicted`);
+      ids.push(record.snapshotId);
+    }
+    return ids;
+  }
+
+  it("leaves no file or directory naming the deleted session, while another session's files remain", async () => {
+    const dir = await tempDir();
+    const store = open(dir);
+    const layout = new StoreLayout(store.directory);
+    const keptIds = await session(store, "kept", { records: 2 });
+    const doomedIds = await session(store, "doomed", { records: 3 });
+    await store.updateRecord(doomedIds[0]!, (e) => ({ ...e, heartbeatAt: 1 }));
+    const key = sessionKey("doomed");
+    const mentions = (tree: string[], id: string, ids: string[], k: string) => tree.filter((p) => p.includes(k) || ids.some((s) => p.includes(s)) || p.includes(id));
+    expect(mentions(await treeOf(dir), "doomed", doomedIds, key)).toHaveLength(5); // head, idx, 3 records
+    expect(await store.deleteSession("doomed")).toBe(true);
+    const tree = await treeOf(dir);
+    expect(mentions(tree, "doomed", doomedIds, key)).toEqual([]);
+    expect(tree).toEqual(
+      [
+        "agentd-store.json",
+        "records/",
+        ...keptIds.map((id) => `records/${id}.json`),
+        "sessions/",
+        `sessions/${sessionKey("kept")}.head.json`,
+        `sessions/${sessionKey("kept")}.idx`,
+      ].sort(),
+    );
+    // No file of the session holds its ID either.
+    for (const path of tree.filter((p) => !p.endsWith("/"))) expect(await readFile(join(dir, path), "utf8")).not.toContain("doomed");
+    expect(await readdir(layout.sessionsDir)).toHaveLength(2);
+  });
+
+  it("lists, deletes and sweeps within the caller's tenant directory; a sweep without context covers every tenant", async () => {
+    const dir = await tempDir();
+    const store = open(dir, { pathPrefix: (ctx) => (ctx.tenant ? `tenants/${ctx.tenant}` : "") });
+    const acme = { tenant: "acme" };
+    const globex = { tenant: "globex" };
+    await session(store, "s1", { tenant: "acme", records: 2 });
+    await session(store, "s1", { tenant: "globex" }); // the same session ID in another tenant
+    await session(store, "short", { tenant: "acme", ttlMs: 50 });
+    await session(store, "short", { tenant: "globex", ttlMs: 50 });
+    await session(store, "short", { ttlMs: 50 }); // the root directory (no tenant)
+    const listed = async (ctx?: { tenant: string }) => (await store.listHeads!({ owner: "", now: T0 }, ctx)).heads.map((h) => h.sessionId).sort();
+    expect(await listed(acme)).toEqual(["s1", "short"]);
+    expect(await listed()).toEqual(["short"]);
+    expect(await listed({ tenant: "nobody" })).toEqual([]);
+    expect(await readdir(join(dir, "tenants"))).toEqual(["acme", "globex"]); // reads create no tenant directory
+
+    expect(await store.deleteSession!("s1", acme)).toBe(true);
+    expect(await store.getHead("s1", acme)).toBeUndefined();
+    expect(await store.getHead("s1", globex)).toBeDefined();
+    expect(await store.getRecord("s1-r0", globex)).toBeDefined();
+    expect(await store.deleteSession!("s1", { tenant: "nobody" })).toBe(false);
+
+    expect(await store.sweepExpired!(T0 + 50, acme)).toBe(1);
+    expect(await store.getHead("short", globex)).toBeDefined();
+    expect(await store.getHead("short")).toBeDefined();
+    expect(await store.sweepExpired!(T0 + 50)).toBe(2); // globex's and the root's
+    expect(await store.getHead("short", globex)).toBeUndefined();
+    expect(await store.getHead("short")).toBeUndefined();
+    expect(await listed(globex)).toEqual(["s1"]);
+  });
+
+  it("waits for a record update in flight (its lock held) and removes what it wrote", async () => {
+    const store = open(await tempDir(), { lockStaleMs: 10 * 60_000 });
+    const layout = new StoreLayout(store.directory);
+    const [root] = await session(store, "s1");
+    const path = layout.recordPath(root!);
+    const written = await readFile(path, "utf8");
+    // Another process is inside updateRecord: it holds the record lock and will write the file back.
+    await writeFile(layout.recordLockPath(root!), JSON.stringify({ pid: process.pid, token: "updater" }));
+    let done = false;
+    const deleted = store.deleteSession!("s1").finally(() => (done = true));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(done).toBe(false);
+    expect(await store.getHead("s1")).toBeUndefined(); // the head goes first: the session already reads as gone
+    await writeFile(path, written); // the updater's write lands
+    await rm(layout.recordLockPath(root!));
+    expect(await deleted).toBe(true);
+    expect(await store.getRecord(root!)).toBeUndefined();
+    expect(await readdir(layout.recordsDir)).toEqual([]);
+    expect(await readdir(layout.sessionsDir)).toEqual([]);
+  });
+
+  it("leaves a record listed in the index that belongs to another session alone", async () => {
+    const store = open(await tempDir());
+    const layout = new StoreLayout(store.directory);
+    await session(store, "s1");
+    await session(store, "s2");
+    // A failed commit of s1 once indexed an ID that s2 later committed.
+    await writeFile(layout.indexPath("s1"), `${T0}\ts2-r0\n`, { flag: "a" });
+    expect(await store.deleteSession!("s1")).toBe(true);
+    expect(await store.getRecord("s2-r0")).toBeDefined();
+    expect(await store.getRecord("s1-r0")).toBeUndefined();
+  });
+
+  it("finishes a delete a crash interrupted (records and index left without a head) on the next sweep", async () => {
+    const dir = await tempDir();
+    const store = open(dir);
+    const layout = new StoreLayout(store.directory);
+    await session(store, "kept");
+    const baseline = await treeOf(dir);
+    await session(store, "crashed", { records: 3 });
+    await rm(layout.headPath("crashed")); // the delete removed the head, then the process died
+    expect(await store.getHead("crashed")).toBeUndefined();
+    expect(await store.getRecord("crashed-r1")).toBeDefined();
+    expect(await store.sweepExpired!(T0)).toBe(0); // not an expired session: not counted
+    expect(await treeOf(dir)).toEqual(baseline);
+    expect(await store.getHead("kept")).toBeDefined();
+  });
+
+  it("does not sweep a corrupt head or a session a commit is creating", async () => {
+    const store = open(await tempDir());
+    const layout = new StoreLayout(store.directory);
+    await session(store, "corrupt", { ttlMs: 50 });
+    await writeFile(layout.headPath("corrupt"), "{");
+    expect(await store.sweepExpired!(T0 + 1000)).toBe(0);
+    expect(await readFile(layout.headPath("corrupt"), "utf8")).toBe("{");
+    await expect(store.listHeads!({ owner: "" })).rejects.toMatchObject({ status: "DATA_LOSS" });
+    // deleteSession removes it all the same.
+    expect(await store.deleteSession!("corrupt")).toBe(true);
+    expect(await readdir(layout.sessionsDir)).toEqual([]);
   });
 });

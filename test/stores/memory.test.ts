@@ -5,5 +5,5 @@ import type { CounterState } from "./snapshot-factory.js";
 // In-process only: the memory store cannot be shared, so the cross-process cases are skipped.
 runStoreConformance("memory", async () => {
   const store = new InMemorySessionStore<CounterState>();
-  return { store, openResources: () => store.subscriberCount };
+  return { store, openResources: () => store.subscriberCount, footprint: async () => store.sizes() };
 });

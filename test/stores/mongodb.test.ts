@@ -41,11 +41,21 @@ function sameCollections(store: Store): Store {
   return freshStore(prefixes.get(store)!);
 }
 
+/** Documents per collection of the store's prefix (every collection, whatever it holds). */
+async function documentCounts(prefix: string): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const { name } of await db.listCollections({}, { nameOnly: true }).toArray()) {
+    if (name.startsWith(prefix)) counts[name.slice(prefix.length)] = await db.collection(name).countDocuments();
+  }
+  return counts;
+}
+
 runStoreConformance("mongodb", async () => {
   const store = freshStore();
   return {
     store,
     openResources: () => (store.changeStreamOpen ? 1 : 0),
+    footprint: () => documentCounts(prefixes.get(store)!),
     crossProcess: { kind: "mongodb", uri: mongo.uri, database: DATABASE, collectionPrefix: prefixes.get(store)! },
   };
 }, { sharedAcrossProcesses: true });

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	agentdv1 "github.com/agentd-dev/agentd/gen/go/agentd/v1"
 	"github.com/agentd-dev/agentd/gen/go/agentd/v1/agentdv1connect"
@@ -67,11 +69,20 @@ func (c *Client) Service() agentdv1connect.AgentServiceClient { return c.rpc }
 // (another Chat, Run or detached work holds it): BusyReject, BusyEnqueue or
 // BusyInterrupt; the zero value leaves the choice to the server's default
 // (REJECT unless the server sets --busy-policy).
+//
+// Labels and TTL apply to a NEW session only (neither SessionID nor
+// SnapshotID set): Labels are stored with it (find it again with
+// Client.ListSessions; change them with Client.UpdateSession), and TTL is its
+// idle time-to-live, after which the server deletes it (zero: the server's
+// --session-ttl, none by default). Change either later with
+// Client.UpdateSession.
 type ChatOptions struct {
 	SessionID  string
 	SnapshotID string
 	State      *agentdv1.SessionState
 	BusyPolicy agentdv1.BusyPolicy
+	Labels     map[string]string
+	TTL        time.Duration
 }
 
 // The busy policies of ChatOptions.BusyPolicy. A session is busy while
@@ -97,7 +108,11 @@ const (
 
 // init builds the wire AgentInit for agent.
 func (o ChatOptions) init(agent string) *agentdv1.AgentInit {
-	return &agentdv1.AgentInit{Agent: agent, SessionId: o.SessionID, SnapshotId: o.SnapshotID, State: o.State, BusyPolicy: o.BusyPolicy}
+	init := &agentdv1.AgentInit{Agent: agent, SessionId: o.SessionID, SnapshotId: o.SnapshotID, State: o.State, BusyPolicy: o.BusyPolicy, Labels: o.Labels}
+	if o.TTL != 0 {
+		init.Ttl = durationpb.New(o.TTL)
+	}
+	return init
 }
 
 // ListAgents describes every agent the server serves.

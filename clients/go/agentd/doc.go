@@ -16,6 +16,23 @@
 //	fmt.Println(turn.Index(), turn.SnapshotID(), turn.FinishReason())
 //	out, err := conv.Output(ctx)
 //
+// # Sessions
+//
+// A new session can carry labels and an idle time-to-live (ChatOptions.Labels,
+// ChatOptions.TTL); Client.ListSessions iterates over the caller's sessions
+// (filtered by agent, labels and update time), Client.GetSession reads one,
+// Client.UpdateSession changes its labels and time-to-live, and
+// Client.DeleteSession removes it with every snapshot:
+//
+//	for s, err := range client.ListSessions(ctx, agentd.ListSessionsOptions{Labels: map[string]string{"user": "u-42"}}) {
+//		if err != nil {
+//			return err
+//		}
+//		deleted, err := client.DeleteSession(ctx, s.GetSessionId())
+//	}
+//
+// Deleted and expired sessions are connect.CodeNotFound.
+//
 // # Authentication and TLS
 //
 // For an agentd started with --auth-tokens (or JWT authentication), send a
@@ -39,7 +56,8 @@
 // Every RPC failure is a *connect.Error carrying a gRPC status code; read it
 // with connect.CodeOf(err):
 //
-//   - connect.CodeNotFound: unknown agent, snapshot or session.
+//   - connect.CodeNotFound: unknown agent, snapshot or session, or a
+//     deleted or expired session.
 //   - connect.CodeFailedPrecondition: the resume source does not match the
 //     agent (State sent to a server-managed agent, IDs sent to a
 //     client-managed one), resuming a snapshot that is not completed, or

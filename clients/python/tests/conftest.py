@@ -121,6 +121,17 @@ def client(agentd_address: str) -> Iterator[AgentClient]:
         yield c
 
 
+@pytest.fixture(scope="session")
+def session_ttl_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``host:port`` of an agentd started with ``--session-ttl 2s`` (memory store): sessions
+    are deleted 2 s after their last update."""
+    server = AgentdProcess(tmp_path_factory.mktemp("agentd-session-ttl") / "stderr.log", ["--session-ttl", "2s"])
+    try:
+        yield server.address
+    finally:
+        server.stop()
+
+
 # --- Authentication and TLS: a throw-away PKI and servers started with --auth-tokens / --tls-* ---
 
 #: Bearer tokens of the test tokens file: alice and alice2 are tenant-a, bob is tenant-b.

@@ -9,3 +9,4 @@ export * from "./json-wire.js";
 export * from "./snapshot-wire.js";
 export * from "./state-wire.js";
 export * from "./stream-wire.js";
+export * from "./session-wire.js";

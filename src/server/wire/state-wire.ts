@@ -18,6 +18,7 @@ import type { AgentInput, ToolResume } from "../../types/agent-io.js";
 import type { AgentInit, SessionState } from "../../types/session-state.js";
 import { artifactFromWire, artifactToWire, messageFromWire, messageToWire, partFromWire, partToWire } from "./content-wire.js";
 import { busyPolicyFromWire, busyPolicyToWire } from "./enum-wire.js";
+import { durationFromMs, durationToMs } from "./session-wire.js";
 import { optionalString, structFromWire, structToWire, valueFromWire, valueToWire } from "./json-wire.js";
 
 const STATUS_NAMES: ReadonlySet<string> = new Set<StatusName>([
@@ -70,6 +71,8 @@ export function agentInitToWire(agent: string, init: AgentInit = {}): WireAgentI
     snapshotId: init.snapshotId ?? "",
     ...(init.state ? { state: sessionStateToWire(init.state) } : {}),
     busyPolicy: busyPolicyToWire(init.busyPolicy),
+    labels: { ...init.labels },
+    ...(init.ttlMs !== undefined ? { ttl: durationFromMs(init.ttlMs) } : {}),
   });
 }
 
@@ -85,6 +88,8 @@ export function agentInitFromWire(init: WireAgentInit): { agent: string; init: A
       ...(sessionId ? { sessionId } : {}),
       ...(snapshotId ? { snapshotId } : {}),
       ...(init.state ? { state: sessionStateFromWire(init.state) } : {}),
+      ...(Object.keys(init.labels).length > 0 ? { labels: { ...init.labels } } : {}),
+      ...(init.ttl ? { ttlMs: durationToMs(init.ttl, "init.ttl") } : {}),
     },
   };
 }

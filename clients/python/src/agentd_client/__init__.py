@@ -1,8 +1,9 @@
 """agentd_client: a thin, idiomatic Python client for agentd over grpcio.
 
-``AgentClient`` opens conversations (``chat``), runs single turns (``run``, ``run_text``) and
-reads / watches / aborts snapshots; ``agentd_client.aio.AsyncAgentClient`` is the asyncio
-twin. Errors are ``AgentdError`` subclasses carrying a ``grpc.StatusCode``. The generated
+``AgentClient`` opens conversations (``chat``), runs single turns (``run``, ``run_text``),
+reads / watches / aborts snapshots, and lists, labels and deletes sessions (``list_sessions``,
+``get_session``, ``update_session``, ``delete_session``); ``agentd_client.aio.AsyncAgentClient``
+is the asyncio twin. Errors are ``AgentdError`` subclasses carrying a ``grpc.StatusCode``. The generated
 messages live in ``agentd.v1`` (package ``agentd-proto``).
 """
 
@@ -29,7 +30,7 @@ from .errors import (
     error_for_code,
     error_from_rpc,
 )
-from .inputs import BusyPolicyLike, InputLike, StateLike, build_init, build_input
+from .inputs import BusyPolicyLike, InputLike, StateLike, TimeLike, TTLLike, build_init, build_input
 from .json_values import (
     dict_to_struct,
     message_text,
@@ -70,6 +71,8 @@ __all__ = [
     "BusyPolicyLike",
     "InputLike",
     "StateLike",
+    "TimeLike",
+    "TTLLike",
     "build_init",
     "build_input",
     "PEMSource",

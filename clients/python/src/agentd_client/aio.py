@@ -1,13 +1,13 @@
 """``AsyncAgentClient``: the asyncio agentd client over a ``grpc.aio`` channel.
 
 Mirrors :class:`agentd_client.AgentClient` method for method; every RPC method is a
-coroutine (``watch_snapshot`` and ``iter_snapshots`` are async iterators) and raises the same
+coroutine (``watch_snapshot``, ``iter_snapshots`` and ``list_sessions`` are async iterators) and raises the same
 ``AgentdError`` subclasses.
 """
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Dict, List, Optional
+from typing import Any, AsyncIterator, Dict, Iterable, List, Mapping, Optional
 
 import grpc
 import grpc.aio
@@ -18,7 +18,7 @@ from . import service_calls as calls
 from .aio_conversation import AsyncConversation, AsyncTurn
 from .client_base import ClientBase
 from .errors import error_from_rpc
-from .inputs import BusyPolicyLike, InputLike, StateLike, build_init
+from .inputs import BusyPolicyLike, InputLike, StateLike, TimeLike, TTLLike, build_init
 from .service_calls import TERMINAL_STATUSES
 
 __all__ = ["AsyncAgentClient", "AsyncConversation", "AsyncTurn"]
@@ -50,16 +50,20 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
         busy_policy: Optional[BusyPolicyLike] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        ttl: Optional[TTLLike] = None,
         timeout: Optional[float] = None,
     ) -> AsyncConversation:
-        """Opens a conversation with ``agent`` (sources and ``busy_policy`` as in
-        ``AgentClient.chat``)."""
+        """Opens a conversation with ``agent`` (sources, ``busy_policy``, ``labels`` and
+        ``ttl`` as in ``AgentClient.chat``)."""
         init = build_init(
             agent,
             session_id=session_id,
             snapshot_id=snapshot_id,
             state=state,
             busy_policy=busy_policy,
+            labels=labels,
+            ttl=ttl,
         )
         return AsyncConversation(self._stub, init, metadata=self._call_metadata(), timeout=timeout)
 
@@ -72,12 +76,14 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
         busy_policy: Optional[BusyPolicyLike] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        ttl: Optional[TTLLike] = None,
         detach: bool = False,
         metadata: Optional[Dict[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> agent_pb2.AgentOutput:
         """Runs one turn and returns its ``AgentOutput`` (in-band failures returned);
-        ``busy_policy`` as in ``AgentClient.chat``."""
+        ``busy_policy``, ``labels`` and ``ttl`` as in ``AgentClient.chat``."""
         call = calls.run_call(
             agent,
             input,
@@ -87,6 +93,8 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
             detach=detach,
             metadata=metadata,
             busy_policy=busy_policy,
+            labels=labels,
+            ttl=ttl,
         )
         return await self._unary(call, timeout)
 
@@ -99,6 +107,8 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
         busy_policy: Optional[BusyPolicyLike] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        ttl: Optional[TTLLike] = None,
         timeout: Optional[float] = None,
     ) -> str:
         """Runs one turn with a user text and returns the reply text; raises
@@ -110,6 +120,8 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
             snapshot_id=snapshot_id,
             state=state,
             busy_policy=busy_policy,
+            labels=labels,
+            ttl=ttl,
             timeout=timeout,
         )
         return calls.reply_text(output)
@@ -195,6 +207,76 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
     async def list_agents(self, *, timeout: Optional[float] = None) -> List[agent_pb2.AgentInfo]:
         """Returns every served agent."""
         return await self._unary(calls.list_agents_call(), timeout)
+
+    def list_sessions(
+        self,
+        agent: Optional[str] = None,
+        *,
+        labels: Optional[Mapping[str, str]] = None,
+        updated_after: Optional[TimeLike] = None,
+        page_size: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> AsyncIterator[agent_service_pb2.Session]:
+        """An async iterator over every session of the caller, newest-updated first, pages
+        fetched as needed (``async for session in client.list_sessions(labels=...)``);
+        filters as in ``AgentClient.list_sessions``."""
+        request = calls.list_sessions_request(
+            agent, labels=labels, updated_after=updated_after, page_size=page_size
+        )
+        return self._iter_sessions(request, timeout)
+
+    async def _iter_sessions(
+        self, request: agent_service_pb2.ListSessionsRequest, timeout: Optional[float]
+    ) -> AsyncIterator[agent_service_pb2.Session]:
+        while True:
+            page = await self._unary(calls.list_sessions_call(request), timeout)
+            for session in page.sessions:
+                yield session
+            if not page.next_page_token:
+                return
+            request.page_token = page.next_page_token
+
+    async def list_sessions_page(
+        self,
+        agent: Optional[str] = None,
+        *,
+        labels: Optional[Mapping[str, str]] = None,
+        updated_after: Optional[TimeLike] = None,
+        page_size: Optional[int] = None,
+        page_token: str = "",
+        timeout: Optional[float] = None,
+    ) -> agent_service_pb2.ListSessionsResponse:
+        """Returns one page of ``list_sessions`` (``sessions``, ``next_page_token``)."""
+        request = calls.list_sessions_request(
+            agent, labels=labels, updated_after=updated_after, page_size=page_size, page_token=page_token
+        )
+        return await self._unary(calls.list_sessions_call(request), timeout)
+
+    async def get_session(self, session_id: str, *, timeout: Optional[float] = None) -> agent_service_pb2.Session:
+        """Returns the head of a session; ``NotFoundError`` when unknown, deleted or expired."""
+        return await self._unary(calls.get_session_call(session_id), timeout)
+
+    async def update_session(
+        self,
+        session_id: str,
+        *,
+        set_labels: Optional[Mapping[str, str]] = None,
+        remove_labels: Optional[Iterable[str]] = None,
+        ttl: Optional[TTLLike] = None,
+        clear_ttl: bool = False,
+        timeout: Optional[float] = None,
+    ) -> agent_service_pb2.Session:
+        """Changes labels and time-to-live as in ``AgentClient.update_session``; returns the
+        updated head."""
+        call = calls.update_session_call(
+            session_id, set_labels=set_labels, remove_labels=remove_labels, ttl=ttl, clear_ttl=clear_ttl
+        )
+        return await self._unary(call, timeout)
+
+    async def delete_session(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
+        """Deletes a session and every snapshot of it; ``False`` when there was nothing to
+        delete."""
+        return await self._unary(calls.delete_session_call(session_id), timeout)
 
     async def _unary(self, call: calls.UnaryCall, timeout: Optional[float]) -> Any:
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 import grpc
 
@@ -12,7 +12,7 @@ from . import service_calls as calls
 from .client_base import ClientBase
 from .conversation import Conversation
 from .errors import error_from_rpc
-from .inputs import BusyPolicyLike, InputLike, StateLike, build_init
+from .inputs import BusyPolicyLike, InputLike, StateLike, TimeLike, TTLLike, build_init
 from .service_calls import TERMINAL_STATUSES
 
 __all__ = ["AgentClient", "TERMINAL_STATUSES"]
@@ -53,6 +53,8 @@ class AgentClient(ClientBase[grpc.Channel]):
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
         busy_policy: Optional[BusyPolicyLike] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        ttl: Optional[TTLLike] = None,
         timeout: Optional[float] = None,
     ) -> Conversation:
         """Opens a multi-turn conversation with ``agent``.
@@ -69,6 +71,12 @@ class AgentClient(ClientBase[grpc.Channel]):
         ``AbortedError``). Also an ``agentd.v1.BusyPolicy`` value; ``None`` is the server's
         default (REJECT unless it sets ``--busy-policy``). Unknown values raise ``ValueError``.
         While this conversation is open it holds the session.
+
+        ``labels`` (``{"key": "value"}``) and ``ttl`` (idle time-to-live: a
+        ``datetime.timedelta`` or seconds) apply to a NEW session only: find it again with
+        ``list_sessions(labels=...)``; the server deletes it ``ttl`` after its last update
+        (``None``: the server's ``--session-ttl``, none by default). Change both later with
+        ``update_session``.
         """
         init = build_init(
             agent,
@@ -76,6 +84,8 @@ class AgentClient(ClientBase[grpc.Channel]):
             snapshot_id=snapshot_id,
             state=state,
             busy_policy=busy_policy,
+            labels=labels,
+            ttl=ttl,
         )
         return Conversation(self._stub, init, metadata=self._call_metadata(), timeout=timeout)
 
@@ -88,14 +98,16 @@ class AgentClient(ClientBase[grpc.Channel]):
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
         busy_policy: Optional[BusyPolicyLike] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        ttl: Optional[TTLLike] = None,
         detach: bool = False,
         metadata: Optional[Dict[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> agent_pb2.AgentOutput:
         """Runs one turn and returns its ``AgentOutput`` (in-band failures are returned with
         ``finish_reason`` FAILED, not raised). ``detach=True`` returns at once with the
-        pending snapshot ID. ``metadata`` goes on the input message. ``busy_policy`` as in
-        ``chat``."""
+        pending snapshot ID. ``metadata`` goes on the input message. ``busy_policy``,
+        ``labels`` and ``ttl`` as in ``chat``."""
         call = calls.run_call(
             agent,
             input,
@@ -105,6 +117,8 @@ class AgentClient(ClientBase[grpc.Channel]):
             detach=detach,
             metadata=metadata,
             busy_policy=busy_policy,
+            labels=labels,
+            ttl=ttl,
         )
         return self._unary(call, timeout)
 
@@ -117,6 +131,8 @@ class AgentClient(ClientBase[grpc.Channel]):
         snapshot_id: Optional[str] = None,
         state: Optional[StateLike] = None,
         busy_policy: Optional[BusyPolicyLike] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        ttl: Optional[TTLLike] = None,
         timeout: Optional[float] = None,
     ) -> str:
         """Runs one turn with a user text and returns the reply's text. Raises
@@ -129,6 +145,8 @@ class AgentClient(ClientBase[grpc.Channel]):
             snapshot_id=snapshot_id,
             state=state,
             busy_policy=busy_policy,
+            labels=labels,
+            ttl=ttl,
             timeout=timeout,
         )
         return calls.reply_text(output)
@@ -222,6 +240,89 @@ class AgentClient(ClientBase[grpc.Channel]):
         """Returns every served agent: name, description, state management, abortable, and
         the JSON Schema of its custom state (``struct_to_dict(info.state_schema)``)."""
         return self._unary(calls.list_agents_call(), timeout)
+
+    def list_sessions(
+        self,
+        agent: Optional[str] = None,
+        *,
+        labels: Optional[Mapping[str, str]] = None,
+        updated_after: Optional[TimeLike] = None,
+        page_size: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> Iterator[agent_service_pb2.Session]:
+        """Yields every session of the caller (its tenant, with authentication),
+        newest-updated first, fetching pages of ``page_size`` (``None``: the server's 50) as
+        needed; each session is yielded once even while others are created.
+
+        Filters: ``agent``; ``labels`` (sessions carrying each given label with exactly that
+        value); ``updated_after`` (a ``datetime``, naive meaning local time, or epoch
+        seconds). Each item is the session's head: ``session_id``, ``agent``, ``labels``,
+        ``turn_count``, ``head_snapshot_id``, ``head_status``, ``created_at``,
+        ``updated_at``, ``expires_at`` (unset: never) and ``ttl``. ``timeout`` bounds each
+        page's call. Errors are raised while iterating."""
+        request = calls.list_sessions_request(
+            agent, labels=labels, updated_after=updated_after, page_size=page_size
+        )
+        return self._iter_sessions(request, timeout)
+
+    def _iter_sessions(
+        self, request: agent_service_pb2.ListSessionsRequest, timeout: Optional[float]
+    ) -> Iterator[agent_service_pb2.Session]:
+        while True:
+            page = self._unary(calls.list_sessions_call(request), timeout)
+            yield from page.sessions
+            if not page.next_page_token:
+                return
+            request.page_token = page.next_page_token
+
+    def list_sessions_page(
+        self,
+        agent: Optional[str] = None,
+        *,
+        labels: Optional[Mapping[str, str]] = None,
+        updated_after: Optional[TimeLike] = None,
+        page_size: Optional[int] = None,
+        page_token: str = "",
+        timeout: Optional[float] = None,
+    ) -> agent_service_pb2.ListSessionsResponse:
+        """Returns one page of ``list_sessions``: ``sessions`` and ``next_page_token``
+        (empty on the last page; pass it back as ``page_token`` with the same filters)."""
+        request = calls.list_sessions_request(
+            agent, labels=labels, updated_after=updated_after, page_size=page_size, page_token=page_token
+        )
+        return self._unary(calls.list_sessions_call(request), timeout)
+
+    def get_session(self, session_id: str, *, timeout: Optional[float] = None) -> agent_service_pb2.Session:
+        """Returns the head of a session. Raises ``NotFoundError`` for an unknown, deleted,
+        expired or another tenant's session."""
+        return self._unary(calls.get_session_call(session_id), timeout)
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        set_labels: Optional[Mapping[str, str]] = None,
+        remove_labels: Optional[Iterable[str]] = None,
+        ttl: Optional[TTLLike] = None,
+        clear_ttl: bool = False,
+        timeout: Optional[float] = None,
+    ) -> agent_service_pb2.Session:
+        """Adds or overwrites ``set_labels``, then removes the ``remove_labels`` keys; sets a
+        new idle time-to-live ``ttl`` counted from now (a ``timedelta`` or seconds), or with
+        ``clear_ttl=True`` removes it (the session no longer expires). Returns the updated
+        head. Raises ``NotFoundError`` for an unknown session and ``InvalidArgumentError``
+        for bad labels or ``ttl`` together with ``clear_ttl``."""
+        call = calls.update_session_call(
+            session_id, set_labels=set_labels, remove_labels=remove_labels, ttl=ttl, clear_ttl=clear_ttl
+        )
+        return self._unary(call, timeout)
+
+    def delete_session(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
+        """Aborts the session's running and pending work, then removes it and every snapshot
+        of it; afterwards every call naming it (or one of its snapshots) raises
+        ``NotFoundError``. Idempotent: returns ``False`` when there was nothing to delete
+        (already deleted, expired, never existed, or another tenant's)."""
+        return self._unary(calls.delete_session_call(session_id), timeout)
 
     def _unary(self, call: calls.UnaryCall, timeout: Optional[float]) -> Any:
         try:

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, Dict, Mapping, Optional, Union
 
-from google.protobuf import json_format
+from google.protobuf import duration_pb2, json_format, timestamp_pb2
 
 from agentd.v1 import agent_pb2, content_pb2, state_pb2
 
 from .json_values import dict_to_struct
 
-__all__ = ["BusyPolicyLike", "InputLike", "StateLike", "build_init", "build_input"]
+__all__ = [
+    "BusyPolicyLike",
+    "InputLike",
+    "StateLike",
+    "TTLLike",
+    "TimeLike",
+    "build_init",
+    "build_input",
+    "to_duration",
+    "to_timestamp",
+]
 
 #: What ``send`` / ``run`` accept: a user text, a ``Message``, or a full ``AgentInput``.
 InputLike = Union[str, content_pb2.Message, agent_pb2.AgentInput]
@@ -24,6 +35,15 @@ StateLike = Union[state_pb2.SessionState, Mapping[str, Any]]
 #: ``BUSY_POLICY_UNSPECIFIED``) leaves the choice to the server (REJECT unless it sets
 #: ``--busy-policy``).
 BusyPolicyLike = Union[str, "agent_pb2.BusyPolicy"]
+
+#: What ``ttl=`` accepts: a ``datetime.timedelta``, a number of seconds (``int`` or ``float``),
+#: or a ``google.protobuf.Duration``.
+TTLLike = Union[datetime.timedelta, int, float, duration_pb2.Duration]
+
+#: What ``updated_after=`` accepts: a ``datetime.datetime`` (a naive one is local time, as
+#: ``datetime.now()`` returns it), seconds since the Unix epoch (``time.time()``), or a
+#: ``google.protobuf.Timestamp``.
+TimeLike = Union[datetime.datetime, int, float, timestamp_pb2.Timestamp]
 
 _BUSY_POLICIES: Dict[str, int] = {
     "reject": agent_pb2.BUSY_POLICY_REJECT,
@@ -59,6 +79,41 @@ def _busy_policy(value: Optional[BusyPolicyLike]) -> int:
     )
 
 
+def to_duration(value: TTLLike) -> duration_pb2.Duration:
+    """The ``Duration`` of a ``timedelta``, a number of seconds or a ``Duration`` (copied).
+    Raises ``TypeError`` for other types (``bool`` included). The value is not checked: the
+    server rejects time-to-lives below 1 ms or above 10 years with INVALID_ARGUMENT."""
+    out = duration_pb2.Duration()
+    if isinstance(value, duration_pb2.Duration):
+        out.CopyFrom(value)
+    elif isinstance(value, datetime.timedelta):
+        out.FromTimedelta(value)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        out.FromNanoseconds(round(value * 1_000_000_000))
+    else:
+        raise TypeError(
+            f"ttl must be a datetime.timedelta, a number of seconds or a Duration, not {type(value).__name__}"
+        )
+    return out
+
+
+def to_timestamp(value: TimeLike) -> timestamp_pb2.Timestamp:
+    """The ``Timestamp`` of a ``datetime`` (naive: local time), seconds since the epoch, or a
+    ``Timestamp`` (copied). Raises ``TypeError`` for other types (``bool`` included)."""
+    out = timestamp_pb2.Timestamp()
+    if isinstance(value, timestamp_pb2.Timestamp):
+        out.CopyFrom(value)
+    elif isinstance(value, datetime.datetime):
+        out.FromDatetime(value if value.tzinfo is not None else value.astimezone())
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        out.FromNanoseconds(round(value * 1_000_000_000))
+    else:
+        raise TypeError(
+            f"a time must be a datetime.datetime, seconds since the epoch or a Timestamp, not {type(value).__name__}"
+        )
+    return out
+
+
 def build_init(
     agent: str,
     *,
@@ -66,15 +121,20 @@ def build_init(
     snapshot_id: Optional[str] = None,
     state: Optional[StateLike] = None,
     busy_policy: Optional[BusyPolicyLike] = None,
+    labels: Optional[Mapping[str, str]] = None,
+    ttl: Optional[TTLLike] = None,
 ) -> agent_pb2.AgentInit:
     """Returns the ``AgentInit`` for ``agent`` with the given conversation source and busy
-    policy (what the call does when another invocation holds the session).
+    policy (what the call does when another invocation holds the session), and the
+    ``labels`` and idle time-to-live ``ttl`` of a NEW session (``None``: no labels, the
+    server's ``--session-ttl``).
 
-    Passes the sources through unvalidated: the server owns the rules (state on a
-    server-managed agent is FAILED_PRECONDITION, state with an ID is INVALID_ARGUMENT).
-    Raises ``ValueError`` for an empty agent name or an unknown ``busy_policy``, and
-    ``json_format.ParseError`` for a ``state`` dict that is not a SessionState in proto-JSON
-    form.
+    Passes the sources, labels and ttl through unvalidated: the server owns the rules (state
+    on a server-managed agent is FAILED_PRECONDITION, state with an ID is INVALID_ARGUMENT,
+    as are bad label keys or values and a ttl outside 1 ms..10 years). Raises ``ValueError``
+    for an empty agent name or an unknown ``busy_policy``, ``TypeError`` for a ``ttl`` of
+    another type, and ``json_format.ParseError`` for a ``state`` dict that is not a
+    SessionState in proto-JSON form.
     """
     if not agent:
         raise ValueError("agent name is required (see AgentClient.list_agents())")
@@ -88,6 +148,10 @@ def build_init(
             init.state.CopyFrom(state)
         else:
             json_format.ParseDict(dict(state), init.state)
+    if labels:
+        init.labels.update(labels)
+    if ttl is not None:
+        init.ttl.CopyFrom(to_duration(ttl))
     return init
 
 

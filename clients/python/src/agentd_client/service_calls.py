@@ -8,14 +8,24 @@ The clients only add the transport (blocking or ``await``) and the error mapping
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Optional
+from typing import Any, Callable, Dict, Iterable, Mapping, NamedTuple, Optional
 
 from google.protobuf.message import Message
 
 from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
 from .errors import TurnFailedError
-from .inputs import BusyPolicyLike, InputLike, StateLike, build_init, build_input
+from .inputs import (
+    BusyPolicyLike,
+    InputLike,
+    StateLike,
+    TimeLike,
+    TTLLike,
+    build_init,
+    build_input,
+    to_duration,
+    to_timestamp,
+)
 from .json_values import message_text
 
 __all__ = [
@@ -25,6 +35,11 @@ __all__ = [
     "list_snapshots_call",
     "abort_call",
     "list_agents_call",
+    "list_sessions_request",
+    "list_sessions_call",
+    "get_session_call",
+    "update_session_call",
+    "delete_session_call",
     "watch_snapshot_request",
     "reply_text",
     "TERMINAL_STATUSES",
@@ -65,6 +80,8 @@ def run_call(
     detach: bool,
     metadata: Optional[Dict[str, Any]],
     busy_policy: Optional[BusyPolicyLike] = None,
+    labels: Optional[Mapping[str, str]] = None,
+    ttl: Optional[TTLLike] = None,
 ) -> UnaryCall:
     """``Run``: one turn; returns the ``AgentOutput``."""
     request = agent_service_pb2.RunRequest(
@@ -74,6 +91,8 @@ def run_call(
             snapshot_id=snapshot_id,
             state=state,
             busy_policy=busy_policy,
+            labels=labels,
+            ttl=ttl,
         ),
         input=build_input(input, metadata=metadata, detach=detach),
     )
@@ -115,6 +134,66 @@ def list_agents_call() -> UnaryCall:
     return UnaryCall(
         "ListAgents", agent_service_pb2.ListAgentsRequest(), lambda response: list(response.agents)
     )
+
+
+def list_sessions_request(
+    agent: Optional[str] = None,
+    *,
+    labels: Optional[Mapping[str, str]] = None,
+    updated_after: Optional[TimeLike] = None,
+    page_size: Optional[int] = None,
+    page_token: str = "",
+) -> agent_service_pb2.ListSessionsRequest:
+    """The ``ListSessionsRequest`` of ``list_sessions``' filters (``None``: no filter; page
+    size ``None`` or 0: the server's default, 50). Raises ``TypeError`` for an
+    ``updated_after`` of another type."""
+    request = agent_service_pb2.ListSessionsRequest(
+        agent=agent or "", page_size=page_size or 0, page_token=page_token
+    )
+    if labels:
+        request.labels.update(labels)
+    if updated_after is not None:
+        request.updated_after.CopyFrom(to_timestamp(updated_after))
+    return request
+
+
+def list_sessions_call(request: agent_service_pb2.ListSessionsRequest) -> UnaryCall:
+    """``ListSessions``: one page; returns the ``ListSessionsResponse``."""
+    return UnaryCall("ListSessions", request)
+
+
+def get_session_call(session_id: str) -> UnaryCall:
+    """``GetSession``: returns the ``Session``."""
+    request = agent_service_pb2.GetSessionRequest(session_id=session_id)
+    return UnaryCall("GetSession", request, lambda response: response.session)
+
+
+def update_session_call(
+    session_id: str,
+    *,
+    set_labels: Optional[Mapping[str, str]] = None,
+    remove_labels: Optional[Iterable[str]] = None,
+    ttl: Optional[TTLLike] = None,
+    clear_ttl: bool = False,
+) -> UnaryCall:
+    """``UpdateSession``: returns the updated ``Session``. ``ttl`` together with
+    ``clear_ttl`` is passed on (the server answers INVALID_ARGUMENT)."""
+    request = agent_service_pb2.UpdateSessionRequest(session_id=session_id, clear_ttl=clear_ttl)
+    if set_labels:
+        request.set_labels.update(set_labels)
+    if remove_labels is not None:
+        if isinstance(remove_labels, str):
+            raise TypeError("remove_labels takes a list of label keys, not a str")
+        request.remove_labels.extend(remove_labels)
+    if ttl is not None:
+        request.ttl.CopyFrom(to_duration(ttl))
+    return UnaryCall("UpdateSession", request, lambda response: response.session)
+
+
+def delete_session_call(session_id: str) -> UnaryCall:
+    """``DeleteSession``: returns ``deleted`` (``False`` when there was nothing to delete)."""
+    request = agent_service_pb2.DeleteSessionRequest(session_id=session_id)
+    return UnaryCall("DeleteSession", request, lambda response: response.deleted)
 
 
 def watch_snapshot_request(agent: str, snapshot_id: str) -> agent_service_pb2.WatchSnapshotRequest:

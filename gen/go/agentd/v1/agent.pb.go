@@ -9,6 +9,7 @@ package agentdv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
@@ -153,7 +154,13 @@ type AgentInit struct {
 	State      *SessionState `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
 	// What to do when the session is busy (another invocation holds it).
 	// Unspecified: the server's default (`--busy-policy`, REJECT unless set).
-	BusyPolicy    BusyPolicy `protobuf:"varint,5,opt,name=busy_policy,json=busyPolicy,proto3,enum=agentd.v1.BusyPolicy" json:"busy_policy,omitempty"`
+	BusyPolicy BusyPolicy `protobuf:"varint,5,opt,name=busy_policy,json=busyPolicy,proto3,enum=agentd.v1.BusyPolicy" json:"busy_policy,omitempty"`
+	// Labels of a NEW session (ignored when resuming): at most 64, keys of 1-63
+	// characters [a-z0-9_.-] starting with a letter, values of at most 256.
+	Labels map[string]string `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Idle time-to-live of a NEW session: it is deleted this long after its last
+	// update. Unset: the server's --session-ttl (none by default).
+	Ttl           *durationpb.Duration `protobuf:"bytes,7,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -221,6 +228,20 @@ func (x *AgentInit) GetBusyPolicy() BusyPolicy {
 		return x.BusyPolicy
 	}
 	return BusyPolicy_BUSY_POLICY_UNSPECIFIED
+}
+
+func (x *AgentInit) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *AgentInit) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
 }
 
 // AgentInput is one input of a conversation.
@@ -800,7 +821,7 @@ var File_agentd_v1_agent_proto protoreflect.FileDescriptor
 
 const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x15agentd/v1/agent.proto\x12\tagentd.v1\x1a\x17agentd/v1/content.proto\x1a\x15agentd/v1/state.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc8\x01\n" +
+	"\x15agentd/v1/agent.proto\x12\tagentd.v1\x1a\x17agentd/v1/content.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x15agentd/v1/state.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xea\x02\n" +
 	"\tAgentInit\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1d\n" +
 	"\n" +
@@ -809,7 +830,12 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"snapshotId\x12-\n" +
 	"\x05state\x18\x04 \x01(\v2\x17.agentd.v1.SessionStateR\x05state\x126\n" +
 	"\vbusy_policy\x18\x05 \x01(\x0e2\x15.agentd.v1.BusyPolicyR\n" +
-	"busyPolicy\"\x81\x01\n" +
+	"busyPolicy\x128\n" +
+	"\x06labels\x18\x06 \x03(\v2 .agentd.v1.AgentInit.LabelsEntryR\x06labels\x12+\n" +
+	"\x03ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x81\x01\n" +
 	"\n" +
 	"AgentInput\x12,\n" +
 	"\amessage\x18\x01 \x01(\v2\x12.agentd.v1.MessageR\amessage\x12-\n" +
@@ -883,56 +909,60 @@ func file_agentd_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agentd_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agentd_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_agentd_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_agentd_v1_agent_proto_goTypes = []any{
-	(BusyPolicy)(0),            // 0: agentd.v1.BusyPolicy
-	(StateManagement)(0),       // 1: agentd.v1.StateManagement
-	(*AgentInit)(nil),          // 2: agentd.v1.AgentInit
-	(*AgentInput)(nil),         // 3: agentd.v1.AgentInput
-	(*ToolResume)(nil),         // 4: agentd.v1.ToolResume
-	(*JsonPatchOperation)(nil), // 5: agentd.v1.JsonPatchOperation
-	(*ModelChunk)(nil),         // 6: agentd.v1.ModelChunk
-	(*TurnEnd)(nil),            // 7: agentd.v1.TurnEnd
-	(*AgentStreamChunk)(nil),   // 8: agentd.v1.AgentStreamChunk
-	(*AgentOutput)(nil),        // 9: agentd.v1.AgentOutput
-	(*AgentInfo)(nil),          // 10: agentd.v1.AgentInfo
-	(*SessionState)(nil),       // 11: agentd.v1.SessionState
-	(*Message)(nil),            // 12: agentd.v1.Message
-	(*Part)(nil),               // 13: agentd.v1.Part
-	(*structpb.Value)(nil),     // 14: google.protobuf.Value
-	(Role)(0),                  // 15: agentd.v1.Role
-	(FinishReason)(0),          // 16: agentd.v1.FinishReason
-	(*Artifact)(nil),           // 17: agentd.v1.Artifact
-	(*AgentError)(nil),         // 18: agentd.v1.AgentError
-	(*structpb.Struct)(nil),    // 19: google.protobuf.Struct
+	(BusyPolicy)(0),             // 0: agentd.v1.BusyPolicy
+	(StateManagement)(0),        // 1: agentd.v1.StateManagement
+	(*AgentInit)(nil),           // 2: agentd.v1.AgentInit
+	(*AgentInput)(nil),          // 3: agentd.v1.AgentInput
+	(*ToolResume)(nil),          // 4: agentd.v1.ToolResume
+	(*JsonPatchOperation)(nil),  // 5: agentd.v1.JsonPatchOperation
+	(*ModelChunk)(nil),          // 6: agentd.v1.ModelChunk
+	(*TurnEnd)(nil),             // 7: agentd.v1.TurnEnd
+	(*AgentStreamChunk)(nil),    // 8: agentd.v1.AgentStreamChunk
+	(*AgentOutput)(nil),         // 9: agentd.v1.AgentOutput
+	(*AgentInfo)(nil),           // 10: agentd.v1.AgentInfo
+	nil,                         // 11: agentd.v1.AgentInit.LabelsEntry
+	(*SessionState)(nil),        // 12: agentd.v1.SessionState
+	(*durationpb.Duration)(nil), // 13: google.protobuf.Duration
+	(*Message)(nil),             // 14: agentd.v1.Message
+	(*Part)(nil),                // 15: agentd.v1.Part
+	(*structpb.Value)(nil),      // 16: google.protobuf.Value
+	(Role)(0),                   // 17: agentd.v1.Role
+	(FinishReason)(0),           // 18: agentd.v1.FinishReason
+	(*Artifact)(nil),            // 19: agentd.v1.Artifact
+	(*AgentError)(nil),          // 20: agentd.v1.AgentError
+	(*structpb.Struct)(nil),     // 21: google.protobuf.Struct
 }
 var file_agentd_v1_agent_proto_depIdxs = []int32{
-	11, // 0: agentd.v1.AgentInit.state:type_name -> agentd.v1.SessionState
+	12, // 0: agentd.v1.AgentInit.state:type_name -> agentd.v1.SessionState
 	0,  // 1: agentd.v1.AgentInit.busy_policy:type_name -> agentd.v1.BusyPolicy
-	12, // 2: agentd.v1.AgentInput.message:type_name -> agentd.v1.Message
-	4,  // 3: agentd.v1.AgentInput.resume:type_name -> agentd.v1.ToolResume
-	13, // 4: agentd.v1.ToolResume.respond:type_name -> agentd.v1.Part
-	13, // 5: agentd.v1.ToolResume.restart:type_name -> agentd.v1.Part
-	14, // 6: agentd.v1.JsonPatchOperation.value:type_name -> google.protobuf.Value
-	15, // 7: agentd.v1.ModelChunk.role:type_name -> agentd.v1.Role
-	13, // 8: agentd.v1.ModelChunk.content:type_name -> agentd.v1.Part
-	16, // 9: agentd.v1.TurnEnd.finish_reason:type_name -> agentd.v1.FinishReason
-	6,  // 10: agentd.v1.AgentStreamChunk.model_chunk:type_name -> agentd.v1.ModelChunk
-	5,  // 11: agentd.v1.AgentStreamChunk.custom_patch:type_name -> agentd.v1.JsonPatchOperation
-	17, // 12: agentd.v1.AgentStreamChunk.artifact:type_name -> agentd.v1.Artifact
-	7,  // 13: agentd.v1.AgentStreamChunk.turn_end:type_name -> agentd.v1.TurnEnd
-	12, // 14: agentd.v1.AgentOutput.message:type_name -> agentd.v1.Message
-	17, // 15: agentd.v1.AgentOutput.artifacts:type_name -> agentd.v1.Artifact
-	11, // 16: agentd.v1.AgentOutput.state:type_name -> agentd.v1.SessionState
-	16, // 17: agentd.v1.AgentOutput.finish_reason:type_name -> agentd.v1.FinishReason
-	18, // 18: agentd.v1.AgentOutput.error:type_name -> agentd.v1.AgentError
-	1,  // 19: agentd.v1.AgentInfo.state_management:type_name -> agentd.v1.StateManagement
-	19, // 20: agentd.v1.AgentInfo.state_schema:type_name -> google.protobuf.Struct
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	11, // 2: agentd.v1.AgentInit.labels:type_name -> agentd.v1.AgentInit.LabelsEntry
+	13, // 3: agentd.v1.AgentInit.ttl:type_name -> google.protobuf.Duration
+	14, // 4: agentd.v1.AgentInput.message:type_name -> agentd.v1.Message
+	4,  // 5: agentd.v1.AgentInput.resume:type_name -> agentd.v1.ToolResume
+	15, // 6: agentd.v1.ToolResume.respond:type_name -> agentd.v1.Part
+	15, // 7: agentd.v1.ToolResume.restart:type_name -> agentd.v1.Part
+	16, // 8: agentd.v1.JsonPatchOperation.value:type_name -> google.protobuf.Value
+	17, // 9: agentd.v1.ModelChunk.role:type_name -> agentd.v1.Role
+	15, // 10: agentd.v1.ModelChunk.content:type_name -> agentd.v1.Part
+	18, // 11: agentd.v1.TurnEnd.finish_reason:type_name -> agentd.v1.FinishReason
+	6,  // 12: agentd.v1.AgentStreamChunk.model_chunk:type_name -> agentd.v1.ModelChunk
+	5,  // 13: agentd.v1.AgentStreamChunk.custom_patch:type_name -> agentd.v1.JsonPatchOperation
+	19, // 14: agentd.v1.AgentStreamChunk.artifact:type_name -> agentd.v1.Artifact
+	7,  // 15: agentd.v1.AgentStreamChunk.turn_end:type_name -> agentd.v1.TurnEnd
+	14, // 16: agentd.v1.AgentOutput.message:type_name -> agentd.v1.Message
+	19, // 17: agentd.v1.AgentOutput.artifacts:type_name -> agentd.v1.Artifact
+	12, // 18: agentd.v1.AgentOutput.state:type_name -> agentd.v1.SessionState
+	18, // 19: agentd.v1.AgentOutput.finish_reason:type_name -> agentd.v1.FinishReason
+	20, // 20: agentd.v1.AgentOutput.error:type_name -> agentd.v1.AgentError
+	1,  // 21: agentd.v1.AgentInfo.state_management:type_name -> agentd.v1.StateManagement
+	21, // 22: agentd.v1.AgentInfo.state_schema:type_name -> google.protobuf.Struct
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_agent_proto_init() }
@@ -948,7 +978,7 @@ func file_agentd_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentd_v1_agent_proto_rawDesc), len(file_agentd_v1_agent_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

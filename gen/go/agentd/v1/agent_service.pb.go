@@ -9,6 +9,8 @@ package agentdv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -855,11 +857,568 @@ func (x *ListAgentsResponse) GetAgents() []*AgentInfo {
 	return nil
 }
 
+// Session is a session's head: who it belongs to and where it stands.
+type Session struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Agent     string                 `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
+	Labels    map[string]string      `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Snapshots committed to the session (every branch).
+	TurnCount int32 `protobuf:"varint,4,opt,name=turn_count,json=turnCount,proto3" json:"turn_count,omitempty"`
+	// The snapshot new turns build on, and its status.
+	HeadSnapshotId string                 `protobuf:"bytes,5,opt,name=head_snapshot_id,json=headSnapshotId,proto3" json:"head_snapshot_id,omitempty"`
+	HeadStatus     SnapshotStatus         `protobuf:"varint,6,opt,name=head_status,json=headStatus,proto3,enum=agentd.v1.SnapshotStatus" json:"head_status,omitempty"`
+	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// When the session expires if nothing updates it; unset: never.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// Its idle time-to-live; unset: none.
+	Ttl           *durationpb.Duration `protobuf:"bytes,10,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Session) Reset() {
+	*x = Session{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Session) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Session) ProtoMessage() {}
+
+func (x *Session) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Session.ProtoReflect.Descriptor instead.
+func (*Session) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Session) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Session) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *Session) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Session) GetTurnCount() int32 {
+	if x != nil {
+		return x.TurnCount
+	}
+	return 0
+}
+
+func (x *Session) GetHeadSnapshotId() string {
+	if x != nil {
+		return x.HeadSnapshotId
+	}
+	return ""
+}
+
+func (x *Session) GetHeadStatus() SnapshotStatus {
+	if x != nil {
+		return x.HeadStatus
+	}
+	return SnapshotStatus_SNAPSHOT_STATUS_UNSPECIFIED
+}
+
+func (x *Session) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Session) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Session) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Session) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+type ListSessionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this agent's sessions (empty: every agent's).
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Only sessions carrying each of these labels with exactly this value.
+	Labels map[string]string `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Only sessions updated after this time.
+	UpdatedAfter *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=updated_after,json=updatedAfter,proto3" json:"updated_after,omitempty"`
+	// At most this many sessions (default 50, max 1000).
+	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// From a previous response's next_page_token.
+	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsRequest) Reset() {
+	*x = ListSessionsRequest{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsRequest) ProtoMessage() {}
+
+func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
+func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ListSessionsRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *ListSessionsRequest) GetUpdatedAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAfter
+	}
+	return nil
+}
+
+func (x *ListSessionsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSessionsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListSessionsResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Sessions []*Session             `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsResponse) Reset() {
+	*x = ListSessionsResponse{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsResponse) ProtoMessage() {}
+
+func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
+func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListSessionsResponse) GetSessions() []*Session {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+func (x *ListSessionsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type GetSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionRequest) Reset() {
+	*x = GetSessionRequest{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionRequest) ProtoMessage() {}
+
+func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
+func (*GetSessionRequest) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type GetSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSessionResponse) Reset() {
+	*x = GetSessionResponse{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSessionResponse) ProtoMessage() {}
+
+func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
+func (*GetSessionResponse) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+type UpdateSessionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Labels to add or overwrite.
+	SetLabels map[string]string `protobuf:"bytes,2,rep,name=set_labels,json=setLabels,proto3" json:"set_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Label keys to remove (after set_labels is applied).
+	RemoveLabels []string `protobuf:"bytes,3,rep,name=remove_labels,json=removeLabels,proto3" json:"remove_labels,omitempty"`
+	// A new idle time-to-live (counted from now); unset: unchanged.
+	Ttl *durationpb.Duration `protobuf:"bytes,4,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Remove the time-to-live: the session no longer expires.
+	ClearTtl      bool `protobuf:"varint,5,opt,name=clear_ttl,json=clearTtl,proto3" json:"clear_ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSessionRequest) Reset() {
+	*x = UpdateSessionRequest{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSessionRequest) ProtoMessage() {}
+
+func (x *UpdateSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSessionRequest.ProtoReflect.Descriptor instead.
+func (*UpdateSessionRequest) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *UpdateSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *UpdateSessionRequest) GetSetLabels() map[string]string {
+	if x != nil {
+		return x.SetLabels
+	}
+	return nil
+}
+
+func (x *UpdateSessionRequest) GetRemoveLabels() []string {
+	if x != nil {
+		return x.RemoveLabels
+	}
+	return nil
+}
+
+func (x *UpdateSessionRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *UpdateSessionRequest) GetClearTtl() bool {
+	if x != nil {
+		return x.ClearTtl
+	}
+	return false
+}
+
+type UpdateSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSessionResponse) Reset() {
+	*x = UpdateSessionResponse{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSessionResponse) ProtoMessage() {}
+
+func (x *UpdateSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSessionResponse.ProtoReflect.Descriptor instead.
+func (*UpdateSessionResponse) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *UpdateSessionResponse) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+type DeleteSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSessionRequest) Reset() {
+	*x = DeleteSessionRequest{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSessionRequest) ProtoMessage() {}
+
+func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *DeleteSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type DeleteSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when there was nothing to delete (already deleted, never existed,
+	// or another tenant's).
+	Deleted       bool `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSessionResponse) Reset() {
+	*x = DeleteSessionResponse{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSessionResponse) ProtoMessage() {}
+
+func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *DeleteSessionResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
 var File_agentd_v1_agent_service_proto protoreflect.FileDescriptor
 
 const file_agentd_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1dagentd/v1/agent_service.proto\x12\tagentd.v1\x1a\x15agentd/v1/agent.proto\x1a\x15agentd/v1/state.proto\"d\n" +
+	"\x1dagentd/v1/agent_service.proto\x12\tagentd.v1\x1a\x15agentd/v1/agent.proto\x1a\x15agentd/v1/state.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"d\n" +
 	"\vChatRequest\x12(\n" +
 	"\x04init\x18\x01 \x01(\v2\x14.agentd.v1.AgentInitR\x04init\x12+\n" +
 	"\x05input\x18\x02 \x01(\v2\x15.agentd.v1.AgentInputR\x05input\"q\n" +
@@ -915,7 +1474,64 @@ const file_agentd_v1_agent_service_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\x0e2\x19.agentd.v1.SnapshotStatusR\x06status\"\x13\n" +
 	"\x11ListAgentsRequest\"B\n" +
 	"\x12ListAgentsResponse\x12,\n" +
-	"\x06agents\x18\x01 \x03(\v2\x14.agentd.v1.AgentInfoR\x06agents2\xca\x04\n" +
+	"\x06agents\x18\x01 \x03(\v2\x14.agentd.v1.AgentInfoR\x06agents\"\x94\x04\n" +
+	"\aSession\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05agent\x18\x02 \x01(\tR\x05agent\x126\n" +
+	"\x06labels\x18\x03 \x03(\v2\x1e.agentd.v1.Session.LabelsEntryR\x06labels\x12\x1d\n" +
+	"\n" +
+	"turn_count\x18\x04 \x01(\x05R\tturnCount\x12(\n" +
+	"\x10head_snapshot_id\x18\x05 \x01(\tR\x0eheadSnapshotId\x12:\n" +
+	"\vhead_status\x18\x06 \x01(\x0e2\x19.agentd.v1.SnapshotStatusR\n" +
+	"headStatus\x129\n" +
+	"\n" +
+	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12+\n" +
+	"\x03ttl\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x02\n" +
+	"\x13ListSessionsRequest\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12B\n" +
+	"\x06labels\x18\x02 \x03(\v2*.agentd.v1.ListSessionsRequest.LabelsEntryR\x06labels\x12?\n" +
+	"\rupdated_after\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\fupdatedAfter\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"n\n" +
+	"\x14ListSessionsResponse\x12.\n" +
+	"\bsessions\x18\x01 \x03(\v2\x12.agentd.v1.SessionR\bsessions\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"2\n" +
+	"\x11GetSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"B\n" +
+	"\x12GetSessionResponse\x12,\n" +
+	"\asession\x18\x01 \x01(\v2\x12.agentd.v1.SessionR\asession\"\xb1\x02\n" +
+	"\x14UpdateSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12M\n" +
+	"\n" +
+	"set_labels\x18\x02 \x03(\v2..agentd.v1.UpdateSessionRequest.SetLabelsEntryR\tsetLabels\x12#\n" +
+	"\rremove_labels\x18\x03 \x03(\tR\fremoveLabels\x12+\n" +
+	"\x03ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x1b\n" +
+	"\tclear_ttl\x18\x05 \x01(\bR\bclearTtl\x1a<\n" +
+	"\x0eSetLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
+	"\x15UpdateSessionResponse\x12,\n" +
+	"\asession\x18\x01 \x01(\v2\x12.agentd.v1.SessionR\asession\"5\n" +
+	"\x14DeleteSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"1\n" +
+	"\x15DeleteSessionResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted2\x8e\a\n" +
 	"\fAgentService\x12;\n" +
 	"\x04Chat\x12\x16.agentd.v1.ChatRequest\x1a\x17.agentd.v1.ChatResponse(\x010\x01\x124\n" +
 	"\x03Run\x12\x15.agentd.v1.RunRequest\x1a\x16.agentd.v1.RunResponse\x12H\n" +
@@ -925,7 +1541,12 @@ const file_agentd_v1_agent_service_proto_rawDesc = "" +
 	"\rWatchSnapshot\x12\x1f.agentd.v1.WatchSnapshotRequest\x1a .agentd.v1.WatchSnapshotResponse0\x01\x12:\n" +
 	"\x05Abort\x12\x17.agentd.v1.AbortRequest\x1a\x18.agentd.v1.AbortResponse\x12I\n" +
 	"\n" +
-	"ListAgents\x12\x1c.agentd.v1.ListAgentsRequest\x1a\x1d.agentd.v1.ListAgentsResponseB8Z6github.com/agentd-dev/agentd/gen/go/agentd/v1;agentdv1b\x06proto3"
+	"ListAgents\x12\x1c.agentd.v1.ListAgentsRequest\x1a\x1d.agentd.v1.ListAgentsResponse\x12O\n" +
+	"\fListSessions\x12\x1e.agentd.v1.ListSessionsRequest\x1a\x1f.agentd.v1.ListSessionsResponse\x12I\n" +
+	"\n" +
+	"GetSession\x12\x1c.agentd.v1.GetSessionRequest\x1a\x1d.agentd.v1.GetSessionResponse\x12R\n" +
+	"\rUpdateSession\x12\x1f.agentd.v1.UpdateSessionRequest\x1a .agentd.v1.UpdateSessionResponse\x12R\n" +
+	"\rDeleteSession\x12\x1f.agentd.v1.DeleteSessionRequest\x1a .agentd.v1.DeleteSessionResponseB8Z6github.com/agentd-dev/agentd/gen/go/agentd/v1;agentdv1b\x06proto3"
 
 var (
 	file_agentd_v1_agent_service_proto_rawDescOnce sync.Once
@@ -939,7 +1560,7 @@ func file_agentd_v1_agent_service_proto_rawDescGZIP() []byte {
 	return file_agentd_v1_agent_service_proto_rawDescData
 }
 
-var file_agentd_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_agentd_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_agentd_v1_agent_service_proto_goTypes = []any{
 	(*ChatRequest)(nil),           // 0: agentd.v1.ChatRequest
 	(*ChatResponse)(nil),          // 1: agentd.v1.ChatResponse
@@ -957,52 +1578,87 @@ var file_agentd_v1_agent_service_proto_goTypes = []any{
 	(*AbortResponse)(nil),         // 13: agentd.v1.AbortResponse
 	(*ListAgentsRequest)(nil),     // 14: agentd.v1.ListAgentsRequest
 	(*ListAgentsResponse)(nil),    // 15: agentd.v1.ListAgentsResponse
-	(*AgentInit)(nil),             // 16: agentd.v1.AgentInit
-	(*AgentInput)(nil),            // 17: agentd.v1.AgentInput
-	(*AgentStreamChunk)(nil),      // 18: agentd.v1.AgentStreamChunk
-	(*AgentOutput)(nil),           // 19: agentd.v1.AgentOutput
-	(*Snapshot)(nil),              // 20: agentd.v1.Snapshot
-	(SnapshotStatus)(0),           // 21: agentd.v1.SnapshotStatus
-	(*AgentInfo)(nil),             // 22: agentd.v1.AgentInfo
+	(*Session)(nil),               // 16: agentd.v1.Session
+	(*ListSessionsRequest)(nil),   // 17: agentd.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 18: agentd.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),     // 19: agentd.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),    // 20: agentd.v1.GetSessionResponse
+	(*UpdateSessionRequest)(nil),  // 21: agentd.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil), // 22: agentd.v1.UpdateSessionResponse
+	(*DeleteSessionRequest)(nil),  // 23: agentd.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil), // 24: agentd.v1.DeleteSessionResponse
+	nil,                           // 25: agentd.v1.Session.LabelsEntry
+	nil,                           // 26: agentd.v1.ListSessionsRequest.LabelsEntry
+	nil,                           // 27: agentd.v1.UpdateSessionRequest.SetLabelsEntry
+	(*AgentInit)(nil),             // 28: agentd.v1.AgentInit
+	(*AgentInput)(nil),            // 29: agentd.v1.AgentInput
+	(*AgentStreamChunk)(nil),      // 30: agentd.v1.AgentStreamChunk
+	(*AgentOutput)(nil),           // 31: agentd.v1.AgentOutput
+	(*Snapshot)(nil),              // 32: agentd.v1.Snapshot
+	(SnapshotStatus)(0),           // 33: agentd.v1.SnapshotStatus
+	(*AgentInfo)(nil),             // 34: agentd.v1.AgentInfo
+	(*timestamppb.Timestamp)(nil), // 35: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 36: google.protobuf.Duration
 }
 var file_agentd_v1_agent_service_proto_depIdxs = []int32{
-	16, // 0: agentd.v1.ChatRequest.init:type_name -> agentd.v1.AgentInit
-	17, // 1: agentd.v1.ChatRequest.input:type_name -> agentd.v1.AgentInput
-	18, // 2: agentd.v1.ChatResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
-	19, // 3: agentd.v1.ChatResponse.output:type_name -> agentd.v1.AgentOutput
-	16, // 4: agentd.v1.RunRequest.init:type_name -> agentd.v1.AgentInit
-	17, // 5: agentd.v1.RunRequest.input:type_name -> agentd.v1.AgentInput
-	19, // 6: agentd.v1.RunResponse.output:type_name -> agentd.v1.AgentOutput
-	16, // 7: agentd.v1.RunStreamRequest.init:type_name -> agentd.v1.AgentInit
-	17, // 8: agentd.v1.RunStreamRequest.input:type_name -> agentd.v1.AgentInput
-	18, // 9: agentd.v1.RunStreamResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
-	19, // 10: agentd.v1.RunStreamResponse.output:type_name -> agentd.v1.AgentOutput
-	20, // 11: agentd.v1.GetSnapshotResponse.snapshot:type_name -> agentd.v1.Snapshot
-	20, // 12: agentd.v1.ListSnapshotsResponse.snapshots:type_name -> agentd.v1.Snapshot
-	21, // 13: agentd.v1.WatchSnapshotResponse.status:type_name -> agentd.v1.SnapshotStatus
-	21, // 14: agentd.v1.AbortResponse.status:type_name -> agentd.v1.SnapshotStatus
-	22, // 15: agentd.v1.ListAgentsResponse.agents:type_name -> agentd.v1.AgentInfo
-	0,  // 16: agentd.v1.AgentService.Chat:input_type -> agentd.v1.ChatRequest
-	2,  // 17: agentd.v1.AgentService.Run:input_type -> agentd.v1.RunRequest
-	4,  // 18: agentd.v1.AgentService.RunStream:input_type -> agentd.v1.RunStreamRequest
-	6,  // 19: agentd.v1.AgentService.GetSnapshot:input_type -> agentd.v1.GetSnapshotRequest
-	8,  // 20: agentd.v1.AgentService.ListSnapshots:input_type -> agentd.v1.ListSnapshotsRequest
-	10, // 21: agentd.v1.AgentService.WatchSnapshot:input_type -> agentd.v1.WatchSnapshotRequest
-	12, // 22: agentd.v1.AgentService.Abort:input_type -> agentd.v1.AbortRequest
-	14, // 23: agentd.v1.AgentService.ListAgents:input_type -> agentd.v1.ListAgentsRequest
-	1,  // 24: agentd.v1.AgentService.Chat:output_type -> agentd.v1.ChatResponse
-	3,  // 25: agentd.v1.AgentService.Run:output_type -> agentd.v1.RunResponse
-	5,  // 26: agentd.v1.AgentService.RunStream:output_type -> agentd.v1.RunStreamResponse
-	7,  // 27: agentd.v1.AgentService.GetSnapshot:output_type -> agentd.v1.GetSnapshotResponse
-	9,  // 28: agentd.v1.AgentService.ListSnapshots:output_type -> agentd.v1.ListSnapshotsResponse
-	11, // 29: agentd.v1.AgentService.WatchSnapshot:output_type -> agentd.v1.WatchSnapshotResponse
-	13, // 30: agentd.v1.AgentService.Abort:output_type -> agentd.v1.AbortResponse
-	15, // 31: agentd.v1.AgentService.ListAgents:output_type -> agentd.v1.ListAgentsResponse
-	24, // [24:32] is the sub-list for method output_type
-	16, // [16:24] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	28, // 0: agentd.v1.ChatRequest.init:type_name -> agentd.v1.AgentInit
+	29, // 1: agentd.v1.ChatRequest.input:type_name -> agentd.v1.AgentInput
+	30, // 2: agentd.v1.ChatResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
+	31, // 3: agentd.v1.ChatResponse.output:type_name -> agentd.v1.AgentOutput
+	28, // 4: agentd.v1.RunRequest.init:type_name -> agentd.v1.AgentInit
+	29, // 5: agentd.v1.RunRequest.input:type_name -> agentd.v1.AgentInput
+	31, // 6: agentd.v1.RunResponse.output:type_name -> agentd.v1.AgentOutput
+	28, // 7: agentd.v1.RunStreamRequest.init:type_name -> agentd.v1.AgentInit
+	29, // 8: agentd.v1.RunStreamRequest.input:type_name -> agentd.v1.AgentInput
+	30, // 9: agentd.v1.RunStreamResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
+	31, // 10: agentd.v1.RunStreamResponse.output:type_name -> agentd.v1.AgentOutput
+	32, // 11: agentd.v1.GetSnapshotResponse.snapshot:type_name -> agentd.v1.Snapshot
+	32, // 12: agentd.v1.ListSnapshotsResponse.snapshots:type_name -> agentd.v1.Snapshot
+	33, // 13: agentd.v1.WatchSnapshotResponse.status:type_name -> agentd.v1.SnapshotStatus
+	33, // 14: agentd.v1.AbortResponse.status:type_name -> agentd.v1.SnapshotStatus
+	34, // 15: agentd.v1.ListAgentsResponse.agents:type_name -> agentd.v1.AgentInfo
+	25, // 16: agentd.v1.Session.labels:type_name -> agentd.v1.Session.LabelsEntry
+	33, // 17: agentd.v1.Session.head_status:type_name -> agentd.v1.SnapshotStatus
+	35, // 18: agentd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	35, // 19: agentd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	35, // 20: agentd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	36, // 21: agentd.v1.Session.ttl:type_name -> google.protobuf.Duration
+	26, // 22: agentd.v1.ListSessionsRequest.labels:type_name -> agentd.v1.ListSessionsRequest.LabelsEntry
+	35, // 23: agentd.v1.ListSessionsRequest.updated_after:type_name -> google.protobuf.Timestamp
+	16, // 24: agentd.v1.ListSessionsResponse.sessions:type_name -> agentd.v1.Session
+	16, // 25: agentd.v1.GetSessionResponse.session:type_name -> agentd.v1.Session
+	27, // 26: agentd.v1.UpdateSessionRequest.set_labels:type_name -> agentd.v1.UpdateSessionRequest.SetLabelsEntry
+	36, // 27: agentd.v1.UpdateSessionRequest.ttl:type_name -> google.protobuf.Duration
+	16, // 28: agentd.v1.UpdateSessionResponse.session:type_name -> agentd.v1.Session
+	0,  // 29: agentd.v1.AgentService.Chat:input_type -> agentd.v1.ChatRequest
+	2,  // 30: agentd.v1.AgentService.Run:input_type -> agentd.v1.RunRequest
+	4,  // 31: agentd.v1.AgentService.RunStream:input_type -> agentd.v1.RunStreamRequest
+	6,  // 32: agentd.v1.AgentService.GetSnapshot:input_type -> agentd.v1.GetSnapshotRequest
+	8,  // 33: agentd.v1.AgentService.ListSnapshots:input_type -> agentd.v1.ListSnapshotsRequest
+	10, // 34: agentd.v1.AgentService.WatchSnapshot:input_type -> agentd.v1.WatchSnapshotRequest
+	12, // 35: agentd.v1.AgentService.Abort:input_type -> agentd.v1.AbortRequest
+	14, // 36: agentd.v1.AgentService.ListAgents:input_type -> agentd.v1.ListAgentsRequest
+	17, // 37: agentd.v1.AgentService.ListSessions:input_type -> agentd.v1.ListSessionsRequest
+	19, // 38: agentd.v1.AgentService.GetSession:input_type -> agentd.v1.GetSessionRequest
+	21, // 39: agentd.v1.AgentService.UpdateSession:input_type -> agentd.v1.UpdateSessionRequest
+	23, // 40: agentd.v1.AgentService.DeleteSession:input_type -> agentd.v1.DeleteSessionRequest
+	1,  // 41: agentd.v1.AgentService.Chat:output_type -> agentd.v1.ChatResponse
+	3,  // 42: agentd.v1.AgentService.Run:output_type -> agentd.v1.RunResponse
+	5,  // 43: agentd.v1.AgentService.RunStream:output_type -> agentd.v1.RunStreamResponse
+	7,  // 44: agentd.v1.AgentService.GetSnapshot:output_type -> agentd.v1.GetSnapshotResponse
+	9,  // 45: agentd.v1.AgentService.ListSnapshots:output_type -> agentd.v1.ListSnapshotsResponse
+	11, // 46: agentd.v1.AgentService.WatchSnapshot:output_type -> agentd.v1.WatchSnapshotResponse
+	13, // 47: agentd.v1.AgentService.Abort:output_type -> agentd.v1.AbortResponse
+	15, // 48: agentd.v1.AgentService.ListAgents:output_type -> agentd.v1.ListAgentsResponse
+	18, // 49: agentd.v1.AgentService.ListSessions:output_type -> agentd.v1.ListSessionsResponse
+	20, // 50: agentd.v1.AgentService.GetSession:output_type -> agentd.v1.GetSessionResponse
+	22, // 51: agentd.v1.AgentService.UpdateSession:output_type -> agentd.v1.UpdateSessionResponse
+	24, // 52: agentd.v1.AgentService.DeleteSession:output_type -> agentd.v1.DeleteSessionResponse
+	41, // [41:53] is the sub-list for method output_type
+	29, // [29:41] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_agent_service_proto_init() }
@@ -1018,7 +1674,7 @@ func file_agentd_v1_agent_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentd_v1_agent_service_proto_rawDesc), len(file_agentd_v1_agent_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -8,13 +8,15 @@ import type { AgentInfo, AgentInit, AgentInput, AgentOutput, AgentStreamChunk } 
 import { file_agentd_v1_agent } from "./agent_pb.js";
 import type { Snapshot, SnapshotStatus } from "./state_pb.js";
 import { file_agentd_v1_state } from "./state_pb.js";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agentd/v1/agent_service.proto.
  */
 export const file_agentd_v1_agent_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1hZ2VudGQvdjEvYWdlbnRfc2VydmljZS5wcm90bxIJYWdlbnRkLnYxIlcKC0NoYXRSZXF1ZXN0EiIKBGluaXQYASABKAsyFC5hZ2VudGQudjEuQWdlbnRJbml0EiQKBWlucHV0GAIgASgLMhUuYWdlbnRkLnYxLkFnZW50SW5wdXQiYgoMQ2hhdFJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IlYKClJ1blJlcXVlc3QSIgoEaW5pdBgBIAEoCzIULmFnZW50ZC52MS5BZ2VudEluaXQSJAoFaW5wdXQYAiABKAsyFS5hZ2VudGQudjEuQWdlbnRJbnB1dCI1CgtSdW5SZXNwb25zZRImCgZvdXRwdXQYASABKAsyFi5hZ2VudGQudjEuQWdlbnRPdXRwdXQiXAoQUnVuU3RyZWFtUmVxdWVzdBIiCgRpbml0GAEgASgLMhQuYWdlbnRkLnYxLkFnZW50SW5pdBIkCgVpbnB1dBgCIAEoCzIVLmFnZW50ZC52MS5BZ2VudElucHV0ImcKEVJ1blN0cmVhbVJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IkwKEkdldFNuYXBzaG90UmVxdWVzdBINCgVhZ2VudBgBIAEoCRITCgtzbmFwc2hvdF9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJIjwKE0dldFNuYXBzaG90UmVzcG9uc2USJQoIc25hcHNob3QYASABKAsyEy5hZ2VudGQudjEuU25hcHNob3QidwoUTGlzdFNuYXBzaG90c1JlcXVlc3QSDQoFYWdlbnQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIVCg1pbmNsdWRlX3N0YXRlGAUgASgIIlgKFUxpc3RTbmFwc2hvdHNSZXNwb25zZRImCglzbmFwc2hvdHMYASADKAsyEy5hZ2VudGQudjEuU25hcHNob3QSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjoKFFdhdGNoU25hcHNob3RSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIlcKFVdhdGNoU25hcHNob3RSZXNwb25zZRITCgtzbmFwc2hvdF9pZBgBIAEoCRIpCgZzdGF0dXMYAiABKA4yGS5hZ2VudGQudjEuU25hcHNob3RTdGF0dXMiMgoMQWJvcnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIk8KDUFib3J0UmVzcG9uc2USEwoLc25hcHNob3RfaWQYASABKAkSKQoGc3RhdHVzGAIgASgOMhkuYWdlbnRkLnYxLlNuYXBzaG90U3RhdHVzIhMKEUxpc3RBZ2VudHNSZXF1ZXN0IjoKEkxpc3RBZ2VudHNSZXNwb25zZRIkCgZhZ2VudHMYASADKAsyFC5hZ2VudGQudjEuQWdlbnRJbmZvMsoECgxBZ2VudFNlcnZpY2USOwoEQ2hhdBIWLmFnZW50ZC52MS5DaGF0UmVxdWVzdBoXLmFnZW50ZC52MS5DaGF0UmVzcG9uc2UoATABEjQKA1J1bhIVLmFnZW50ZC52MS5SdW5SZXF1ZXN0GhYuYWdlbnRkLnYxLlJ1blJlc3BvbnNlEkgKCVJ1blN0cmVhbRIbLmFnZW50ZC52MS5SdW5TdHJlYW1SZXF1ZXN0GhwuYWdlbnRkLnYxLlJ1blN0cmVhbVJlc3BvbnNlMAESTAoLR2V0U25hcHNob3QSHS5hZ2VudGQudjEuR2V0U25hcHNob3RSZXF1ZXN0Gh4uYWdlbnRkLnYxLkdldFNuYXBzaG90UmVzcG9uc2USUgoNTGlzdFNuYXBzaG90cxIfLmFnZW50ZC52MS5MaXN0U25hcHNob3RzUmVxdWVzdBogLmFnZW50ZC52MS5MaXN0U25hcHNob3RzUmVzcG9uc2USVAoNV2F0Y2hTbmFwc2hvdBIfLmFnZW50ZC52MS5XYXRjaFNuYXBzaG90UmVxdWVzdBogLmFnZW50ZC52MS5XYXRjaFNuYXBzaG90UmVzcG9uc2UwARI6CgVBYm9ydBIXLmFnZW50ZC52MS5BYm9ydFJlcXVlc3QaGC5hZ2VudGQudjEuQWJvcnRSZXNwb25zZRJJCgpMaXN0QWdlbnRzEhwuYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXNwb25zZUI4WjZnaXRodWIuY29tL2FnZW50ZC1kZXYvYWdlbnRkL2dlbi9nby9hZ2VudGQvdjE7YWdlbnRkdjFiBnByb3RvMw", [file_agentd_v1_agent, file_agentd_v1_state]);
+  fileDesc("Ch1hZ2VudGQvdjEvYWdlbnRfc2VydmljZS5wcm90bxIJYWdlbnRkLnYxIlcKC0NoYXRSZXF1ZXN0EiIKBGluaXQYASABKAsyFC5hZ2VudGQudjEuQWdlbnRJbml0EiQKBWlucHV0GAIgASgLMhUuYWdlbnRkLnYxLkFnZW50SW5wdXQiYgoMQ2hhdFJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IlYKClJ1blJlcXVlc3QSIgoEaW5pdBgBIAEoCzIULmFnZW50ZC52MS5BZ2VudEluaXQSJAoFaW5wdXQYAiABKAsyFS5hZ2VudGQudjEuQWdlbnRJbnB1dCI1CgtSdW5SZXNwb25zZRImCgZvdXRwdXQYASABKAsyFi5hZ2VudGQudjEuQWdlbnRPdXRwdXQiXAoQUnVuU3RyZWFtUmVxdWVzdBIiCgRpbml0GAEgASgLMhQuYWdlbnRkLnYxLkFnZW50SW5pdBIkCgVpbnB1dBgCIAEoCzIVLmFnZW50ZC52MS5BZ2VudElucHV0ImcKEVJ1blN0cmVhbVJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IkwKEkdldFNuYXBzaG90UmVxdWVzdBINCgVhZ2VudBgBIAEoCRITCgtzbmFwc2hvdF9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJIjwKE0dldFNuYXBzaG90UmVzcG9uc2USJQoIc25hcHNob3QYASABKAsyEy5hZ2VudGQudjEuU25hcHNob3QidwoUTGlzdFNuYXBzaG90c1JlcXVlc3QSDQoFYWdlbnQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIVCg1pbmNsdWRlX3N0YXRlGAUgASgIIlgKFUxpc3RTbmFwc2hvdHNSZXNwb25zZRImCglzbmFwc2hvdHMYASADKAsyEy5hZ2VudGQudjEuU25hcHNob3QSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjoKFFdhdGNoU25hcHNob3RSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIlcKFVdhdGNoU25hcHNob3RSZXNwb25zZRITCgtzbmFwc2hvdF9pZBgBIAEoCRIpCgZzdGF0dXMYAiABKA4yGS5hZ2VudGQudjEuU25hcHNob3RTdGF0dXMiMgoMQWJvcnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIk8KDUFib3J0UmVzcG9uc2USEwoLc25hcHNob3RfaWQYASABKAkSKQoGc3RhdHVzGAIgASgOMhkuYWdlbnRkLnYxLlNuYXBzaG90U3RhdHVzIhMKEUxpc3RBZ2VudHNSZXF1ZXN0IjoKEkxpc3RBZ2VudHNSZXNwb25zZRIkCgZhZ2VudHMYASADKAsyFC5hZ2VudGQudjEuQWdlbnRJbmZvIqEDCgdTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSDQoFYWdlbnQYAiABKAkSLgoGbGFiZWxzGAMgAygLMh4uYWdlbnRkLnYxLlNlc3Npb24uTGFiZWxzRW50cnkSEgoKdHVybl9jb3VudBgEIAEoBRIYChBoZWFkX3NuYXBzaG90X2lkGAUgASgJEi4KC2hlYWRfc3RhdHVzGAYgASgOMhkuYWdlbnRkLnYxLlNuYXBzaG90U3RhdHVzEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKA3R0bBgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIukBChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEjoKBmxhYmVscxgCIAMoCzIqLmFnZW50ZC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0LkxhYmVsc0VudHJ5EjEKDXVwZGF0ZWRfYWZ0ZXIYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiVQoUTGlzdFNlc3Npb25zUmVzcG9uc2USJAoIc2Vzc2lvbnMYASADKAsyEi5hZ2VudGQudjEuU2Vzc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJwoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI5ChJHZXRTZXNzaW9uUmVzcG9uc2USIwoHc2Vzc2lvbhgBIAEoCzISLmFnZW50ZC52MS5TZXNzaW9uIvIBChRVcGRhdGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEkIKCnNldF9sYWJlbHMYAiADKAsyLi5hZ2VudGQudjEuVXBkYXRlU2Vzc2lvblJlcXVlc3QuU2V0TGFiZWxzRW50cnkSFQoNcmVtb3ZlX2xhYmVscxgDIAMoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEQoJY2xlYXJfdHRsGAUgASgIGjAKDlNldExhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiPAoVVXBkYXRlU2Vzc2lvblJlc3BvbnNlEiMKB3Nlc3Npb24YASABKAsyEi5hZ2VudGQudjEuU2Vzc2lvbiIqChREZWxldGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIigKFURlbGV0ZVNlc3Npb25SZXNwb25zZRIPCgdkZWxldGVkGAEgASgIMo4HCgxBZ2VudFNlcnZpY2USOwoEQ2hhdBIWLmFnZW50ZC52MS5DaGF0UmVxdWVzdBoXLmFnZW50ZC52MS5DaGF0UmVzcG9uc2UoATABEjQKA1J1bhIVLmFnZW50ZC52MS5SdW5SZXF1ZXN0GhYuYWdlbnRkLnYxLlJ1blJlc3BvbnNlEkgKCVJ1blN0cmVhbRIbLmFnZW50ZC52MS5SdW5TdHJlYW1SZXF1ZXN0GhwuYWdlbnRkLnYxLlJ1blN0cmVhbVJlc3BvbnNlMAESTAoLR2V0U25hcHNob3QSHS5hZ2VudGQudjEuR2V0U25hcHNob3RSZXF1ZXN0Gh4uYWdlbnRkLnYxLkdldFNuYXBzaG90UmVzcG9uc2USUgoNTGlzdFNuYXBzaG90cxIfLmFnZW50ZC52MS5MaXN0U25hcHNob3RzUmVxdWVzdBogLmFnZW50ZC52MS5MaXN0U25hcHNob3RzUmVzcG9uc2USVAoNV2F0Y2hTbmFwc2hvdBIfLmFnZW50ZC52MS5XYXRjaFNuYXBzaG90UmVxdWVzdBogLmFnZW50ZC52MS5XYXRjaFNuYXBzaG90UmVzcG9uc2UwARI6CgVBYm9ydBIXLmFnZW50ZC52MS5BYm9ydFJlcXVlc3QaGC5hZ2VudGQudjEuQWJvcnRSZXNwb25zZRJJCgpMaXN0QWdlbnRzEhwuYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJPCgxMaXN0U2Vzc2lvbnMSHi5hZ2VudGQudjEuTGlzdFNlc3Npb25zUmVxdWVzdBofLmFnZW50ZC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJJCgpHZXRTZXNzaW9uEhwuYWdlbnRkLnYxLkdldFNlc3Npb25SZXF1ZXN0Gh0uYWdlbnRkLnYxLkdldFNlc3Npb25SZXNwb25zZRJSCg1VcGRhdGVTZXNzaW9uEh8uYWdlbnRkLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0GiAuYWdlbnRkLnYxLlVwZGF0ZVNlc3Npb25SZXNwb25zZRJSCg1EZWxldGVTZXNzaW9uEh8uYWdlbnRkLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiAuYWdlbnRkLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZUI4WjZnaXRodWIuY29tL2FnZW50ZC1kZXYvYWdlbnRkL2dlbi9nby9hZ2VudGQvdjE7YWdlbnRkdjFiBnByb3RvMw", [file_agentd_v1_agent, file_agentd_v1_state, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message agentd.v1.ChatRequest
@@ -385,6 +387,282 @@ export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PUR
   messageDesc(file_agentd_v1_agent_service, 15);
 
 /**
+ * Session is a session's head: who it belongs to and where it stands.
+ *
+ * @generated from message agentd.v1.Session
+ */
+export type Session = Message<"agentd.v1.Session"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string agent = 2;
+   */
+  agent: string;
+
+  /**
+   * @generated from field: map<string, string> labels = 3;
+   */
+  labels: { [key: string]: string };
+
+  /**
+   * Snapshots committed to the session (every branch).
+   *
+   * @generated from field: int32 turn_count = 4;
+   */
+  turnCount: number;
+
+  /**
+   * The snapshot new turns build on, and its status.
+   *
+   * @generated from field: string head_snapshot_id = 5;
+   */
+  headSnapshotId: string;
+
+  /**
+   * @generated from field: agentd.v1.SnapshotStatus head_status = 6;
+   */
+  headStatus: SnapshotStatus;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 7;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 8;
+   */
+  updatedAt?: Timestamp | undefined;
+
+  /**
+   * When the session expires if nothing updates it; unset: never.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 9;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * Its idle time-to-live; unset: none.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 10;
+   */
+  ttl?: Duration | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.Session.
+ * Use `create(SessionSchema)` to create a new message.
+ */
+export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 16);
+
+/**
+ * @generated from message agentd.v1.ListSessionsRequest
+ */
+export type ListSessionsRequest = Message<"agentd.v1.ListSessionsRequest"> & {
+  /**
+   * Only this agent's sessions (empty: every agent's).
+   *
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+
+  /**
+   * Only sessions carrying each of these labels with exactly this value.
+   *
+   * @generated from field: map<string, string> labels = 2;
+   */
+  labels: { [key: string]: string };
+
+  /**
+   * Only sessions updated after this time.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_after = 3;
+   */
+  updatedAfter?: Timestamp | undefined;
+
+  /**
+   * At most this many sessions (default 50, max 1000).
+   *
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * From a previous response's next_page_token.
+   *
+   * @generated from field: string page_token = 5;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message agentd.v1.ListSessionsRequest.
+ * Use `create(ListSessionsRequestSchema)` to create a new message.
+ */
+export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 17);
+
+/**
+ * @generated from message agentd.v1.ListSessionsResponse
+ */
+export type ListSessionsResponse = Message<"agentd.v1.ListSessionsResponse"> & {
+  /**
+   * @generated from field: repeated agentd.v1.Session sessions = 1;
+   */
+  sessions: Session[];
+
+  /**
+   * Empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message agentd.v1.ListSessionsResponse.
+ * Use `create(ListSessionsResponseSchema)` to create a new message.
+ */
+export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 18);
+
+/**
+ * @generated from message agentd.v1.GetSessionRequest
+ */
+export type GetSessionRequest = Message<"agentd.v1.GetSessionRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message agentd.v1.GetSessionRequest.
+ * Use `create(GetSessionRequestSchema)` to create a new message.
+ */
+export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 19);
+
+/**
+ * @generated from message agentd.v1.GetSessionResponse
+ */
+export type GetSessionResponse = Message<"agentd.v1.GetSessionResponse"> & {
+  /**
+   * @generated from field: agentd.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.GetSessionResponse.
+ * Use `create(GetSessionResponseSchema)` to create a new message.
+ */
+export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 20);
+
+/**
+ * @generated from message agentd.v1.UpdateSessionRequest
+ */
+export type UpdateSessionRequest = Message<"agentd.v1.UpdateSessionRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * Labels to add or overwrite.
+   *
+   * @generated from field: map<string, string> set_labels = 2;
+   */
+  setLabels: { [key: string]: string };
+
+  /**
+   * Label keys to remove (after set_labels is applied).
+   *
+   * @generated from field: repeated string remove_labels = 3;
+   */
+  removeLabels: string[];
+
+  /**
+   * A new idle time-to-live (counted from now); unset: unchanged.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 4;
+   */
+  ttl?: Duration | undefined;
+
+  /**
+   * Remove the time-to-live: the session no longer expires.
+   *
+   * @generated from field: bool clear_ttl = 5;
+   */
+  clearTtl: boolean;
+};
+
+/**
+ * Describes the message agentd.v1.UpdateSessionRequest.
+ * Use `create(UpdateSessionRequestSchema)` to create a new message.
+ */
+export const UpdateSessionRequestSchema: GenMessage<UpdateSessionRequest> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 21);
+
+/**
+ * @generated from message agentd.v1.UpdateSessionResponse
+ */
+export type UpdateSessionResponse = Message<"agentd.v1.UpdateSessionResponse"> & {
+  /**
+   * @generated from field: agentd.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.UpdateSessionResponse.
+ * Use `create(UpdateSessionResponseSchema)` to create a new message.
+ */
+export const UpdateSessionResponseSchema: GenMessage<UpdateSessionResponse> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 22);
+
+/**
+ * @generated from message agentd.v1.DeleteSessionRequest
+ */
+export type DeleteSessionRequest = Message<"agentd.v1.DeleteSessionRequest"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message agentd.v1.DeleteSessionRequest.
+ * Use `create(DeleteSessionRequestSchema)` to create a new message.
+ */
+export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 23);
+
+/**
+ * @generated from message agentd.v1.DeleteSessionResponse
+ */
+export type DeleteSessionResponse = Message<"agentd.v1.DeleteSessionResponse"> & {
+  /**
+   * False when there was nothing to delete (already deleted, never existed,
+   * or another tenant's).
+   *
+   * @generated from field: bool deleted = 1;
+   */
+  deleted: boolean;
+};
+
+/**
+ * Describes the message agentd.v1.DeleteSessionResponse.
+ * Use `create(DeleteSessionResponseSchema)` to create a new message.
+ */
+export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 24);
+
+/**
  * AgentService runs stateful, multi-turn agents.
  *
  * @generated from service agentd.v1.AgentService
@@ -473,6 +751,47 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof ListAgentsRequestSchema;
     output: typeof ListAgentsResponseSchema;
+  },
+  /**
+   * ListSessions lists the caller's sessions, newest-updated first, paged.
+   *
+   * @generated from rpc agentd.v1.AgentService.ListSessions
+   */
+  listSessions: {
+    methodKind: "unary";
+    input: typeof ListSessionsRequestSchema;
+    output: typeof ListSessionsResponseSchema;
+  },
+  /**
+   * GetSession reads one session's head.
+   *
+   * @generated from rpc agentd.v1.AgentService.GetSession
+   */
+  getSession: {
+    methodKind: "unary";
+    input: typeof GetSessionRequestSchema;
+    output: typeof GetSessionResponseSchema;
+  },
+  /**
+   * UpdateSession sets or removes labels and changes the idle time-to-live.
+   *
+   * @generated from rpc agentd.v1.AgentService.UpdateSession
+   */
+  updateSession: {
+    methodKind: "unary";
+    input: typeof UpdateSessionRequestSchema;
+    output: typeof UpdateSessionResponseSchema;
+  },
+  /**
+   * DeleteSession aborts the session's running and pending work, then removes
+   * it and every snapshot of it. Idempotent.
+   *
+   * @generated from rpc agentd.v1.AgentService.DeleteSession
+   */
+  deleteSession: {
+    methodKind: "unary";
+    input: typeof DeleteSessionRequestSchema;
+    output: typeof DeleteSessionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentd_v1_agent_service, 0);

@@ -52,6 +52,17 @@ const (
 	AgentServiceAbortProcedure = "/agentd.v1.AgentService/Abort"
 	// AgentServiceListAgentsProcedure is the fully-qualified name of the AgentService's ListAgents RPC.
 	AgentServiceListAgentsProcedure = "/agentd.v1.AgentService/ListAgents"
+	// AgentServiceListSessionsProcedure is the fully-qualified name of the AgentService's ListSessions
+	// RPC.
+	AgentServiceListSessionsProcedure = "/agentd.v1.AgentService/ListSessions"
+	// AgentServiceGetSessionProcedure is the fully-qualified name of the AgentService's GetSession RPC.
+	AgentServiceGetSessionProcedure = "/agentd.v1.AgentService/GetSession"
+	// AgentServiceUpdateSessionProcedure is the fully-qualified name of the AgentService's
+	// UpdateSession RPC.
+	AgentServiceUpdateSessionProcedure = "/agentd.v1.AgentService/UpdateSession"
+	// AgentServiceDeleteSessionProcedure is the fully-qualified name of the AgentService's
+	// DeleteSession RPC.
+	AgentServiceDeleteSessionProcedure = "/agentd.v1.AgentService/DeleteSession"
 )
 
 // AgentServiceClient is a client for the agentd.v1.AgentService service.
@@ -76,6 +87,15 @@ type AgentServiceClient interface {
 	Abort(context.Context, *connect.Request[v1.AbortRequest]) (*connect.Response[v1.AbortResponse], error)
 	// ListAgents describes every served agent.
 	ListAgents(context.Context, *connect.Request[v1.ListAgentsRequest]) (*connect.Response[v1.ListAgentsResponse], error)
+	// ListSessions lists the caller's sessions, newest-updated first, paged.
+	ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error)
+	// GetSession reads one session's head.
+	GetSession(context.Context, *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.GetSessionResponse], error)
+	// UpdateSession sets or removes labels and changes the idle time-to-live.
+	UpdateSession(context.Context, *connect.Request[v1.UpdateSessionRequest]) (*connect.Response[v1.UpdateSessionResponse], error)
+	// DeleteSession aborts the session's running and pending work, then removes
+	// it and every snapshot of it. Idempotent.
+	DeleteSession(context.Context, *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[v1.DeleteSessionResponse], error)
 }
 
 // NewAgentServiceClient constructs a client for the agentd.v1.AgentService service. By default, it
@@ -137,6 +157,30 @@ func NewAgentServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(agentServiceMethods.ByName("ListAgents")),
 			connect.WithClientOptions(opts...),
 		),
+		listSessions: connect.NewClient[v1.ListSessionsRequest, v1.ListSessionsResponse](
+			httpClient,
+			baseURL+AgentServiceListSessionsProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("ListSessions")),
+			connect.WithClientOptions(opts...),
+		),
+		getSession: connect.NewClient[v1.GetSessionRequest, v1.GetSessionResponse](
+			httpClient,
+			baseURL+AgentServiceGetSessionProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("GetSession")),
+			connect.WithClientOptions(opts...),
+		),
+		updateSession: connect.NewClient[v1.UpdateSessionRequest, v1.UpdateSessionResponse](
+			httpClient,
+			baseURL+AgentServiceUpdateSessionProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("UpdateSession")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteSession: connect.NewClient[v1.DeleteSessionRequest, v1.DeleteSessionResponse](
+			httpClient,
+			baseURL+AgentServiceDeleteSessionProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("DeleteSession")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -150,6 +194,10 @@ type agentServiceClient struct {
 	watchSnapshot *connect.Client[v1.WatchSnapshotRequest, v1.WatchSnapshotResponse]
 	abort         *connect.Client[v1.AbortRequest, v1.AbortResponse]
 	listAgents    *connect.Client[v1.ListAgentsRequest, v1.ListAgentsResponse]
+	listSessions  *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
+	getSession    *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
+	updateSession *connect.Client[v1.UpdateSessionRequest, v1.UpdateSessionResponse]
+	deleteSession *connect.Client[v1.DeleteSessionRequest, v1.DeleteSessionResponse]
 }
 
 // Chat calls agentd.v1.AgentService.Chat.
@@ -192,6 +240,26 @@ func (c *agentServiceClient) ListAgents(ctx context.Context, req *connect.Reques
 	return c.listAgents.CallUnary(ctx, req)
 }
 
+// ListSessions calls agentd.v1.AgentService.ListSessions.
+func (c *agentServiceClient) ListSessions(ctx context.Context, req *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error) {
+	return c.listSessions.CallUnary(ctx, req)
+}
+
+// GetSession calls agentd.v1.AgentService.GetSession.
+func (c *agentServiceClient) GetSession(ctx context.Context, req *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.GetSessionResponse], error) {
+	return c.getSession.CallUnary(ctx, req)
+}
+
+// UpdateSession calls agentd.v1.AgentService.UpdateSession.
+func (c *agentServiceClient) UpdateSession(ctx context.Context, req *connect.Request[v1.UpdateSessionRequest]) (*connect.Response[v1.UpdateSessionResponse], error) {
+	return c.updateSession.CallUnary(ctx, req)
+}
+
+// DeleteSession calls agentd.v1.AgentService.DeleteSession.
+func (c *agentServiceClient) DeleteSession(ctx context.Context, req *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[v1.DeleteSessionResponse], error) {
+	return c.deleteSession.CallUnary(ctx, req)
+}
+
 // AgentServiceHandler is an implementation of the agentd.v1.AgentService service.
 type AgentServiceHandler interface {
 	// Chat is a multi-turn invocation. The first request carries `init` and may
@@ -214,6 +282,15 @@ type AgentServiceHandler interface {
 	Abort(context.Context, *connect.Request[v1.AbortRequest]) (*connect.Response[v1.AbortResponse], error)
 	// ListAgents describes every served agent.
 	ListAgents(context.Context, *connect.Request[v1.ListAgentsRequest]) (*connect.Response[v1.ListAgentsResponse], error)
+	// ListSessions lists the caller's sessions, newest-updated first, paged.
+	ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error)
+	// GetSession reads one session's head.
+	GetSession(context.Context, *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.GetSessionResponse], error)
+	// UpdateSession sets or removes labels and changes the idle time-to-live.
+	UpdateSession(context.Context, *connect.Request[v1.UpdateSessionRequest]) (*connect.Response[v1.UpdateSessionResponse], error)
+	// DeleteSession aborts the session's running and pending work, then removes
+	// it and every snapshot of it. Idempotent.
+	DeleteSession(context.Context, *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[v1.DeleteSessionResponse], error)
 }
 
 // NewAgentServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -271,6 +348,30 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(agentServiceMethods.ByName("ListAgents")),
 		connect.WithHandlerOptions(opts...),
 	)
+	agentServiceListSessionsHandler := connect.NewUnaryHandler(
+		AgentServiceListSessionsProcedure,
+		svc.ListSessions,
+		connect.WithSchema(agentServiceMethods.ByName("ListSessions")),
+		connect.WithHandlerOptions(opts...),
+	)
+	agentServiceGetSessionHandler := connect.NewUnaryHandler(
+		AgentServiceGetSessionProcedure,
+		svc.GetSession,
+		connect.WithSchema(agentServiceMethods.ByName("GetSession")),
+		connect.WithHandlerOptions(opts...),
+	)
+	agentServiceUpdateSessionHandler := connect.NewUnaryHandler(
+		AgentServiceUpdateSessionProcedure,
+		svc.UpdateSession,
+		connect.WithSchema(agentServiceMethods.ByName("UpdateSession")),
+		connect.WithHandlerOptions(opts...),
+	)
+	agentServiceDeleteSessionHandler := connect.NewUnaryHandler(
+		AgentServiceDeleteSessionProcedure,
+		svc.DeleteSession,
+		connect.WithSchema(agentServiceMethods.ByName("DeleteSession")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/agentd.v1.AgentService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AgentServiceChatProcedure:
@@ -289,6 +390,14 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 			agentServiceAbortHandler.ServeHTTP(w, r)
 		case AgentServiceListAgentsProcedure:
 			agentServiceListAgentsHandler.ServeHTTP(w, r)
+		case AgentServiceListSessionsProcedure:
+			agentServiceListSessionsHandler.ServeHTTP(w, r)
+		case AgentServiceGetSessionProcedure:
+			agentServiceGetSessionHandler.ServeHTTP(w, r)
+		case AgentServiceUpdateSessionProcedure:
+			agentServiceUpdateSessionHandler.ServeHTTP(w, r)
+		case AgentServiceDeleteSessionProcedure:
+			agentServiceDeleteSessionHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -328,4 +437,20 @@ func (UnimplementedAgentServiceHandler) Abort(context.Context, *connect.Request[
 
 func (UnimplementedAgentServiceHandler) ListAgents(context.Context, *connect.Request[v1.ListAgentsRequest]) (*connect.Response[v1.ListAgentsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentd.v1.AgentService.ListAgents is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentd.v1.AgentService.ListSessions is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) GetSession(context.Context, *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.GetSessionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentd.v1.AgentService.GetSession is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) UpdateSession(context.Context, *connect.Request[v1.UpdateSessionRequest]) (*connect.Response[v1.UpdateSessionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentd.v1.AgentService.UpdateSession is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) DeleteSession(context.Context, *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[v1.DeleteSessionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentd.v1.AgentService.DeleteSession is not implemented"))
 }

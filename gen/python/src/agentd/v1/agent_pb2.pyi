@@ -1,4 +1,7 @@
+import datetime
+
 from agentd.v1 import content_pb2 as _content_pb2
+from google.protobuf import duration_pb2 as _duration_pb2
 from agentd.v1 import state_pb2 as _state_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
@@ -31,18 +34,29 @@ STATE_MANAGEMENT_SERVER: StateManagement
 STATE_MANAGEMENT_CLIENT: StateManagement
 
 class AgentInit(_message.Message):
-    __slots__ = ("agent", "session_id", "snapshot_id", "state", "busy_policy")
+    __slots__ = ("agent", "session_id", "snapshot_id", "state", "busy_policy", "labels", "ttl")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     AGENT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     BUSY_POLICY_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
     agent: str
     session_id: str
     snapshot_id: str
     state: _state_pb2.SessionState
     busy_policy: BusyPolicy
-    def __init__(self, agent: _Optional[str] = ..., session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., state: _Optional[_Union[_state_pb2.SessionState, _Mapping]] = ..., busy_policy: _Optional[_Union[BusyPolicy, str]] = ...) -> None: ...
+    labels: _containers.ScalarMap[str, str]
+    ttl: _duration_pb2.Duration
+    def __init__(self, agent: _Optional[str] = ..., session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., state: _Optional[_Union[_state_pb2.SessionState, _Mapping]] = ..., busy_policy: _Optional[_Union[BusyPolicy, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class AgentInput(_message.Message):
     __slots__ = ("message", "resume", "detach")

@@ -24,9 +24,11 @@ _sym_db = _symbol_database.Default()
 
 from agentd.v1 import agent_pb2 as agentd_dot_v1_dot_agent__pb2
 from agentd.v1 import state_pb2 as agentd_dot_v1_dot_state__pb2
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentd/v1/agent_service.proto\x12\tagentd.v1\x1a\x15\x61gentd/v1/agent.proto\x1a\x15\x61gentd/v1/state.proto\"d\n\x0b\x43hatRequest\x12(\n\x04init\x18\x01 \x01(\x0b\x32\x14.agentd.v1.AgentInitR\x04init\x12+\n\x05input\x18\x02 \x01(\x0b\x32\x15.agentd.v1.AgentInputR\x05input\"q\n\x0c\x43hatResponse\x12\x31\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x1b.agentd.v1.AgentStreamChunkR\x05\x63hunk\x12.\n\x06output\x18\x02 \x01(\x0b\x32\x16.agentd.v1.AgentOutputR\x06output\"c\n\nRunRequest\x12(\n\x04init\x18\x01 \x01(\x0b\x32\x14.agentd.v1.AgentInitR\x04init\x12+\n\x05input\x18\x02 \x01(\x0b\x32\x15.agentd.v1.AgentInputR\x05input\"=\n\x0bRunResponse\x12.\n\x06output\x18\x01 \x01(\x0b\x32\x16.agentd.v1.AgentOutputR\x06output\"i\n\x10RunStreamRequest\x12(\n\x04init\x18\x01 \x01(\x0b\x32\x14.agentd.v1.AgentInitR\x04init\x12+\n\x05input\x18\x02 \x01(\x0b\x32\x15.agentd.v1.AgentInputR\x05input\"v\n\x11RunStreamResponse\x12\x31\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x1b.agentd.v1.AgentStreamChunkR\x05\x63hunk\x12.\n\x06output\x18\x02 \x01(\x0b\x32\x16.agentd.v1.AgentOutputR\x06output\"j\n\x12GetSnapshotRequest\x12\x14\n\x05\x61gent\x18\x01 \x01(\tR\x05\x61gent\x12\x1f\n\x0bsnapshot_id\x18\x02 \x01(\tR\nsnapshotId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\"F\n\x13GetSnapshotResponse\x12/\n\x08snapshot\x18\x01 \x01(\x0b\x32\x13.agentd.v1.SnapshotR\x08snapshot\"\xac\x01\n\x14ListSnapshotsRequest\x12\x14\n\x05\x61gent\x18\x01 \x01(\tR\x05\x61gent\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\x12#\n\rinclude_state\x18\x05 \x01(\x08R\x0cincludeState\"r\n\x15ListSnapshotsResponse\x12\x31\n\tsnapshots\x18\x01 \x03(\x0b\x32\x13.agentd.v1.SnapshotR\tsnapshots\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"M\n\x14WatchSnapshotRequest\x12\x14\n\x05\x61gent\x18\x01 \x01(\tR\x05\x61gent\x12\x1f\n\x0bsnapshot_id\x18\x02 \x01(\tR\nsnapshotId\"k\n\x15WatchSnapshotResponse\x12\x1f\n\x0bsnapshot_id\x18\x01 \x01(\tR\nsnapshotId\x12\x31\n\x06status\x18\x02 \x01(\x0e\x32\x19.agentd.v1.SnapshotStatusR\x06status\"E\n\x0c\x41\x62ortRequest\x12\x14\n\x05\x61gent\x18\x01 \x01(\tR\x05\x61gent\x12\x1f\n\x0bsnapshot_id\x18\x02 \x01(\tR\nsnapshotId\"c\n\rAbortResponse\x12\x1f\n\x0bsnapshot_id\x18\x01 \x01(\tR\nsnapshotId\x12\x31\n\x06status\x18\x02 \x01(\x0e\x32\x19.agentd.v1.SnapshotStatusR\x06status\"\x13\n\x11ListAgentsRequest\"B\n\x12ListAgentsResponse\x12,\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x14.agentd.v1.AgentInfoR\x06\x61gents2\xca\x04\n\x0c\x41gentService\x12;\n\x04\x43hat\x12\x16.agentd.v1.ChatRequest\x1a\x17.agentd.v1.ChatResponse(\x01\x30\x01\x12\x34\n\x03Run\x12\x15.agentd.v1.RunRequest\x1a\x16.agentd.v1.RunResponse\x12H\n\tRunStream\x12\x1b.agentd.v1.RunStreamRequest\x1a\x1c.agentd.v1.RunStreamResponse0\x01\x12L\n\x0bGetSnapshot\x12\x1d.agentd.v1.GetSnapshotRequest\x1a\x1e.agentd.v1.GetSnapshotResponse\x12R\n\rListSnapshots\x12\x1f.agentd.v1.ListSnapshotsRequest\x1a .agentd.v1.ListSnapshotsResponse\x12T\n\rWatchSnapshot\x12\x1f.agentd.v1.WatchSnapshotRequest\x1a .agentd.v1.WatchSnapshotResponse0\x01\x12:\n\x05\x41\x62ort\x12\x17.agentd.v1.AbortRequest\x1a\x18.agentd.v1.AbortResponse\x12I\n\nListAgents\x12\x1c.agentd.v1.ListAgentsRequest\x1a\x1d.agentd.v1.ListAgentsResponseB8Z6github.com/agentd-dev/agentd/gen/go/agentd/v1;agentdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentd/v1/agent_service.proto\x12\tagentd.v1\x1a\x15\x61gentd/v1/agent.proto\x1a\x15\x61gentd/v1/state.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"d\n\x0b\x43hatRequest\x12(\n\x04init\x18\x01 \x01(\x0b\x32\x14.agentd.v1.AgentInitR\x04init\x12+\n\x05input\x18\x02 \x01(\x0b\x32\x15.agentd.v1.AgentInputR\x05input\"q\n\x0c\x43hatResponse\x12\x31\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x1b.agentd.v1.AgentStreamChunkR\x05\x63hunk\x12.\n\x06output\x18\x02 \x01(\x0b\x32\x16.agentd.v1.AgentOutputR\x06output\"c\n\nRunRequest\x12(\n\x04init\x18\x01 \x01(\x0b\x32\x14.agentd.v1.AgentInitR\x04init\x12+\n\x05input\x18\x02 \x01(\x0b\x32\x15.agentd.v1.AgentInputR\x05input\"=\n\x0bRunResponse\x12.\n\x06output\x18\x01 \x01(\x0b\x32\x16.agentd.v1.AgentOutputR\x06output\"i\n\x10RunStreamRequest\x12(\n\x04init\x18\x01 \x01(\x0b\x32\x14.agentd.v1.AgentInitR\x04init\x12+\n\x05input\x18\x02 \x01(\x0b\x32\x15.agentd.v1.AgentInputR\x05input\"v\n\x11RunStreamResponse\x12\x31\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x1b.agentd.v1.AgentStreamChunkR\x05\x63hunk\x12.\n\x06output\x18\x02 \x01(\x0b\x32\x16.agentd.v1.AgentOutputR\x06output\"j\n\x12GetSnapshotRequest\x12\x14\n\x05\x61gent\x18\x01 \x01(\tR\x05\x61gent\x12\x1f\n\x0bsnapshot_id\x18\x02 \x01(\tR\nsnapshotId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\"F\n\x13GetSnapshotResponse\x12/\n\x08snapshot\x18\x01 \x01(\x0b\x32\x13.agentd.v1.SnapshotR\x08snapshot\"\xac\x01\n\x14ListSnapshotsRequest\x12\x14\n\x05\x61gent\x18\x01 \x01(\tR\x05\x61gent\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\x12#\n\rinclude_state\x18\x05 \x01(\x08R\x0cincludeState\"r\n\x15ListSnapshotsResponse\x12\x31\n\tsnapshots\x18\x01 \x03(\x0b\x32\x13.agentd.v1.SnapshotR\tsnapshots\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"M\n\x14WatchSnapshotRequest\x12\x14\n\x05\x61gent\x18\x01 \x01(\tR\x05\x61gent\x12\x1f\n\x0bsnapshot_id\x18\x02 \x01(\tR\nsnapshotId\"k\n\x15WatchSnapshotResponse\x12\x1f\n\x0bsnapshot_id\x18\x01 \x01(\tR\nsnapshotId\x12\x31\n\x06status\x18\x02 \x01(\x0e\x32\x19.agentd.v1.SnapshotStatusR\x06status\"E\n\x0c\x41\x62ortRequest\x12\x14\n\x05\x61gent\x18\x01 \x01(\tR\x05\x61gent\x12\x1f\n\x0bsnapshot_id\x18\x02 \x01(\tR\nsnapshotId\"c\n\rAbortResponse\x12\x1f\n\x0bsnapshot_id\x18\x01 \x01(\tR\nsnapshotId\x12\x31\n\x06status\x18\x02 \x01(\x0e\x32\x19.agentd.v1.SnapshotStatusR\x06status\"\x13\n\x11ListAgentsRequest\"B\n\x12ListAgentsResponse\x12,\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x14.agentd.v1.AgentInfoR\x06\x61gents\"\x94\x04\n\x07Session\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n\x05\x61gent\x18\x02 \x01(\tR\x05\x61gent\x12\x36\n\x06labels\x18\x03 \x03(\x0b\x32\x1e.agentd.v1.Session.LabelsEntryR\x06labels\x12\x1d\n\nturn_count\x18\x04 \x01(\x05R\tturnCount\x12(\n\x10head_snapshot_id\x18\x05 \x01(\tR\x0eheadSnapshotId\x12:\n\x0bhead_status\x18\x06 \x01(\x0e\x32\x19.agentd.v1.SnapshotStatusR\nheadStatus\x12\x39\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x39\n\nexpires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12+\n\x03ttl\x18\n \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xa7\x02\n\x13ListSessionsRequest\x12\x14\n\x05\x61gent\x18\x01 \x01(\tR\x05\x61gent\x12\x42\n\x06labels\x18\x02 \x03(\x0b\x32*.agentd.v1.ListSessionsRequest.LabelsEntryR\x06labels\x12?\n\rupdated_after\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0cupdatedAfter\x12\x1b\n\tpage_size\x18\x04 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x05 \x01(\tR\tpageToken\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"n\n\x14ListSessionsResponse\x12.\n\x08sessions\x18\x01 \x03(\x0b\x32\x12.agentd.v1.SessionR\x08sessions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"2\n\x11GetSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"B\n\x12GetSessionResponse\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x12.agentd.v1.SessionR\x07session\"\xb1\x02\n\x14UpdateSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12M\n\nset_labels\x18\x02 \x03(\x0b\x32..agentd.v1.UpdateSessionRequest.SetLabelsEntryR\tsetLabels\x12#\n\rremove_labels\x18\x03 \x03(\tR\x0cremoveLabels\x12+\n\x03ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12\x1b\n\tclear_ttl\x18\x05 \x01(\x08R\x08\x63learTtl\x1a<\n\x0eSetLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"E\n\x15UpdateSessionResponse\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x12.agentd.v1.SessionR\x07session\"5\n\x14\x44\x65leteSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"1\n\x15\x44\x65leteSessionResponse\x12\x18\n\x07\x64\x65leted\x18\x01 \x01(\x08R\x07\x64\x65leted2\x8e\x07\n\x0c\x41gentService\x12;\n\x04\x43hat\x12\x16.agentd.v1.ChatRequest\x1a\x17.agentd.v1.ChatResponse(\x01\x30\x01\x12\x34\n\x03Run\x12\x15.agentd.v1.RunRequest\x1a\x16.agentd.v1.RunResponse\x12H\n\tRunStream\x12\x1b.agentd.v1.RunStreamRequest\x1a\x1c.agentd.v1.RunStreamResponse0\x01\x12L\n\x0bGetSnapshot\x12\x1d.agentd.v1.GetSnapshotRequest\x1a\x1e.agentd.v1.GetSnapshotResponse\x12R\n\rListSnapshots\x12\x1f.agentd.v1.ListSnapshotsRequest\x1a .agentd.v1.ListSnapshotsResponse\x12T\n\rWatchSnapshot\x12\x1f.agentd.v1.WatchSnapshotRequest\x1a .agentd.v1.WatchSnapshotResponse0\x01\x12:\n\x05\x41\x62ort\x12\x17.agentd.v1.AbortRequest\x1a\x18.agentd.v1.AbortResponse\x12I\n\nListAgents\x12\x1c.agentd.v1.ListAgentsRequest\x1a\x1d.agentd.v1.ListAgentsResponse\x12O\n\x0cListSessions\x12\x1e.agentd.v1.ListSessionsRequest\x1a\x1f.agentd.v1.ListSessionsResponse\x12I\n\nGetSession\x12\x1c.agentd.v1.GetSessionRequest\x1a\x1d.agentd.v1.GetSessionResponse\x12R\n\rUpdateSession\x12\x1f.agentd.v1.UpdateSessionRequest\x1a .agentd.v1.UpdateSessionResponse\x12R\n\rDeleteSession\x12\x1f.agentd.v1.DeleteSessionRequest\x1a .agentd.v1.DeleteSessionResponseB8Z6github.com/agentd-dev/agentd/gen/go/agentd/v1;agentdv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,38 +36,68 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentd.v1.agent_service_pb2
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z6github.com/agentd-dev/agentd/gen/go/agentd/v1;agentdv1'
-  _globals['_CHATREQUEST']._serialized_start=90
-  _globals['_CHATREQUEST']._serialized_end=190
-  _globals['_CHATRESPONSE']._serialized_start=192
-  _globals['_CHATRESPONSE']._serialized_end=305
-  _globals['_RUNREQUEST']._serialized_start=307
-  _globals['_RUNREQUEST']._serialized_end=406
-  _globals['_RUNRESPONSE']._serialized_start=408
-  _globals['_RUNRESPONSE']._serialized_end=469
-  _globals['_RUNSTREAMREQUEST']._serialized_start=471
-  _globals['_RUNSTREAMREQUEST']._serialized_end=576
-  _globals['_RUNSTREAMRESPONSE']._serialized_start=578
-  _globals['_RUNSTREAMRESPONSE']._serialized_end=696
-  _globals['_GETSNAPSHOTREQUEST']._serialized_start=698
-  _globals['_GETSNAPSHOTREQUEST']._serialized_end=804
-  _globals['_GETSNAPSHOTRESPONSE']._serialized_start=806
-  _globals['_GETSNAPSHOTRESPONSE']._serialized_end=876
-  _globals['_LISTSNAPSHOTSREQUEST']._serialized_start=879
-  _globals['_LISTSNAPSHOTSREQUEST']._serialized_end=1051
-  _globals['_LISTSNAPSHOTSRESPONSE']._serialized_start=1053
-  _globals['_LISTSNAPSHOTSRESPONSE']._serialized_end=1167
-  _globals['_WATCHSNAPSHOTREQUEST']._serialized_start=1169
-  _globals['_WATCHSNAPSHOTREQUEST']._serialized_end=1246
-  _globals['_WATCHSNAPSHOTRESPONSE']._serialized_start=1248
-  _globals['_WATCHSNAPSHOTRESPONSE']._serialized_end=1355
-  _globals['_ABORTREQUEST']._serialized_start=1357
-  _globals['_ABORTREQUEST']._serialized_end=1426
-  _globals['_ABORTRESPONSE']._serialized_start=1428
-  _globals['_ABORTRESPONSE']._serialized_end=1527
-  _globals['_LISTAGENTSREQUEST']._serialized_start=1529
-  _globals['_LISTAGENTSREQUEST']._serialized_end=1548
-  _globals['_LISTAGENTSRESPONSE']._serialized_start=1550
-  _globals['_LISTAGENTSRESPONSE']._serialized_end=1616
-  _globals['_AGENTSERVICE']._serialized_start=1619
-  _globals['_AGENTSERVICE']._serialized_end=2205
+  _globals['_SESSION_LABELSENTRY']._loaded_options = None
+  _globals['_SESSION_LABELSENTRY']._serialized_options = b'8\001'
+  _globals['_LISTSESSIONSREQUEST_LABELSENTRY']._loaded_options = None
+  _globals['_LISTSESSIONSREQUEST_LABELSENTRY']._serialized_options = b'8\001'
+  _globals['_UPDATESESSIONREQUEST_SETLABELSENTRY']._loaded_options = None
+  _globals['_UPDATESESSIONREQUEST_SETLABELSENTRY']._serialized_options = b'8\001'
+  _globals['_CHATREQUEST']._serialized_start=155
+  _globals['_CHATREQUEST']._serialized_end=255
+  _globals['_CHATRESPONSE']._serialized_start=257
+  _globals['_CHATRESPONSE']._serialized_end=370
+  _globals['_RUNREQUEST']._serialized_start=372
+  _globals['_RUNREQUEST']._serialized_end=471
+  _globals['_RUNRESPONSE']._serialized_start=473
+  _globals['_RUNRESPONSE']._serialized_end=534
+  _globals['_RUNSTREAMREQUEST']._serialized_start=536
+  _globals['_RUNSTREAMREQUEST']._serialized_end=641
+  _globals['_RUNSTREAMRESPONSE']._serialized_start=643
+  _globals['_RUNSTREAMRESPONSE']._serialized_end=761
+  _globals['_GETSNAPSHOTREQUEST']._serialized_start=763
+  _globals['_GETSNAPSHOTREQUEST']._serialized_end=869
+  _globals['_GETSNAPSHOTRESPONSE']._serialized_start=871
+  _globals['_GETSNAPSHOTRESPONSE']._serialized_end=941
+  _globals['_LISTSNAPSHOTSREQUEST']._serialized_start=944
+  _globals['_LISTSNAPSHOTSREQUEST']._serialized_end=1116
+  _globals['_LISTSNAPSHOTSRESPONSE']._serialized_start=1118
+  _globals['_LISTSNAPSHOTSRESPONSE']._serialized_end=1232
+  _globals['_WATCHSNAPSHOTREQUEST']._serialized_start=1234
+  _globals['_WATCHSNAPSHOTREQUEST']._serialized_end=1311
+  _globals['_WATCHSNAPSHOTRESPONSE']._serialized_start=1313
+  _globals['_WATCHSNAPSHOTRESPONSE']._serialized_end=1420
+  _globals['_ABORTREQUEST']._serialized_start=1422
+  _globals['_ABORTREQUEST']._serialized_end=1491
+  _globals['_ABORTRESPONSE']._serialized_start=1493
+  _globals['_ABORTRESPONSE']._serialized_end=1592
+  _globals['_LISTAGENTSREQUEST']._serialized_start=1594
+  _globals['_LISTAGENTSREQUEST']._serialized_end=1613
+  _globals['_LISTAGENTSRESPONSE']._serialized_start=1615
+  _globals['_LISTAGENTSRESPONSE']._serialized_end=1681
+  _globals['_SESSION']._serialized_start=1684
+  _globals['_SESSION']._serialized_end=2216
+  _globals['_SESSION_LABELSENTRY']._serialized_start=2159
+  _globals['_SESSION_LABELSENTRY']._serialized_end=2216
+  _globals['_LISTSESSIONSREQUEST']._serialized_start=2219
+  _globals['_LISTSESSIONSREQUEST']._serialized_end=2514
+  _globals['_LISTSESSIONSREQUEST_LABELSENTRY']._serialized_start=2159
+  _globals['_LISTSESSIONSREQUEST_LABELSENTRY']._serialized_end=2216
+  _globals['_LISTSESSIONSRESPONSE']._serialized_start=2516
+  _globals['_LISTSESSIONSRESPONSE']._serialized_end=2626
+  _globals['_GETSESSIONREQUEST']._serialized_start=2628
+  _globals['_GETSESSIONREQUEST']._serialized_end=2678
+  _globals['_GETSESSIONRESPONSE']._serialized_start=2680
+  _globals['_GETSESSIONRESPONSE']._serialized_end=2746
+  _globals['_UPDATESESSIONREQUEST']._serialized_start=2749
+  _globals['_UPDATESESSIONREQUEST']._serialized_end=3054
+  _globals['_UPDATESESSIONREQUEST_SETLABELSENTRY']._serialized_start=2994
+  _globals['_UPDATESESSIONREQUEST_SETLABELSENTRY']._serialized_end=3054
+  _globals['_UPDATESESSIONRESPONSE']._serialized_start=3056
+  _globals['_UPDATESESSIONRESPONSE']._serialized_end=3125
+  _globals['_DELETESESSIONREQUEST']._serialized_start=3127
+  _globals['_DELETESESSIONREQUEST']._serialized_end=3180
+  _globals['_DELETESESSIONRESPONSE']._serialized_start=3182
+  _globals['_DELETESESSIONRESPONSE']._serialized_end=3231
+  _globals['_AGENTSERVICE']._serialized_start=3234
+  _globals['_AGENTSERVICE']._serialized_end=4144
 # @@protoc_insertion_point(module_scope)

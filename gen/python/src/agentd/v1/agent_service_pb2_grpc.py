@@ -75,6 +75,26 @@ class AgentServiceStub:
                 request_serializer=agentd_dot_v1_dot_agent__service__pb2.ListAgentsRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agent__service__pb2.ListAgentsResponse.FromString,
                 _registered_method=True)
+        self.ListSessions = channel.unary_unary(
+                '/agentd.v1.AgentService/ListSessions',
+                request_serializer=agentd_dot_v1_dot_agent__service__pb2.ListSessionsRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agent__service__pb2.ListSessionsResponse.FromString,
+                _registered_method=True)
+        self.GetSession = channel.unary_unary(
+                '/agentd.v1.AgentService/GetSession',
+                request_serializer=agentd_dot_v1_dot_agent__service__pb2.GetSessionRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agent__service__pb2.GetSessionResponse.FromString,
+                _registered_method=True)
+        self.UpdateSession = channel.unary_unary(
+                '/agentd.v1.AgentService/UpdateSession',
+                request_serializer=agentd_dot_v1_dot_agent__service__pb2.UpdateSessionRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agent__service__pb2.UpdateSessionResponse.FromString,
+                _registered_method=True)
+        self.DeleteSession = channel.unary_unary(
+                '/agentd.v1.AgentService/DeleteSession',
+                request_serializer=agentd_dot_v1_dot_agent__service__pb2.DeleteSessionRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agent__service__pb2.DeleteSessionResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -141,6 +161,35 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListSessions(self, request, context):
+        """ListSessions lists the caller's sessions, newest-updated first, paged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSession(self, request, context):
+        """GetSession reads one session's head.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateSession(self, request, context):
+        """UpdateSession sets or removes labels and changes the idle time-to-live.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSession(self, request, context):
+        """DeleteSession aborts the session's running and pending work, then removes
+        it and every snapshot of it. Idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -183,6 +232,26 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.ListAgents,
                     request_deserializer=agentd_dot_v1_dot_agent__service__pb2.ListAgentsRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agent__service__pb2.ListAgentsResponse.SerializeToString,
+            ),
+            'ListSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSessions,
+                    request_deserializer=agentd_dot_v1_dot_agent__service__pb2.ListSessionsRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agent__service__pb2.ListSessionsResponse.SerializeToString,
+            ),
+            'GetSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSession,
+                    request_deserializer=agentd_dot_v1_dot_agent__service__pb2.GetSessionRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agent__service__pb2.GetSessionResponse.SerializeToString,
+            ),
+            'UpdateSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateSession,
+                    request_deserializer=agentd_dot_v1_dot_agent__service__pb2.UpdateSessionRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agent__service__pb2.UpdateSessionResponse.SerializeToString,
+            ),
+            'DeleteSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSession,
+                    request_deserializer=agentd_dot_v1_dot_agent__service__pb2.DeleteSessionRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agent__service__pb2.DeleteSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -402,6 +471,114 @@ class AgentService:
             '/agentd.v1.AgentService/ListAgents',
             agentd_dot_v1_dot_agent__service__pb2.ListAgentsRequest.SerializeToString,
             agentd_dot_v1_dot_agent__service__pb2.ListAgentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.AgentService/ListSessions',
+            agentd_dot_v1_dot_agent__service__pb2.ListSessionsRequest.SerializeToString,
+            agentd_dot_v1_dot_agent__service__pb2.ListSessionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.AgentService/GetSession',
+            agentd_dot_v1_dot_agent__service__pb2.GetSessionRequest.SerializeToString,
+            agentd_dot_v1_dot_agent__service__pb2.GetSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.AgentService/UpdateSession',
+            agentd_dot_v1_dot_agent__service__pb2.UpdateSessionRequest.SerializeToString,
+            agentd_dot_v1_dot_agent__service__pb2.UpdateSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.AgentService/DeleteSession',
+            agentd_dot_v1_dot_agent__service__pb2.DeleteSessionRequest.SerializeToString,
+            agentd_dot_v1_dot_agent__service__pb2.DeleteSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,58 @@
+/**
+ * The baseline of `npm run bench:wire`: a bare connect-node server (h2c, the
+ * same connect-node version as agentd) that implements only
+ * `agentd.v1.AgentService/Chat`, as a plain bidi echo with agentd's message
+ * shapes and sizes: for each input it answers the model chunks the echo model
+ * would stream (`echo: <text>`, word by word) and a TurnEnd (snapshot and
+ * session IDs of UUID size, turn index), and after the client half-closes, an
+ * output. No runtime, no store, no logging, no interceptors.
+ *
+ * Run as its own process (`node --import tsx bench/wire/bare-echo-server.ts`)
+ * so its CPU can be measured apart from the client; prints one JSON line
+ * `{"listening": port}` on stdout, exits on SIGTERM.
+ */
+import { create } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http2";
+import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
+import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
+import { AgentService, ChatResponseSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+
+function routes(router: ConnectRouter): void {
+  router.service(AgentService, {
+    async *chat(requests) {
+      const sessionId = randomUUID();
+      let turnIndex = 0;
+      let snapshotId = "";
+      for await (const request of requests) {
+        const part = request.input?.message?.content[0]?.kind;
+        const text = part?.case === "text" ? part.value : "";
+        const reply = `echo: ${text}`;
+        for (const piece of reply.match(/\S+\s*|\s+/g) ?? [reply]) {
+          yield create(ChatResponseSchema, {
+            chunk: { modelChunk: { role: Role.MODEL, content: [{ kind: { case: "text", value: piece } }], index: 0 } },
+          });
+        }
+        snapshotId = randomUUID();
+        yield create(ChatResponseSchema, {
+          chunk: { turnEnd: { snapshotId, finishReason: FinishReason.STOP, turnIndex: turnIndex++, sessionId } },
+        });
+      }
+      yield create(ChatResponseSchema, {
+        output: { sessionId, snapshotId, finishReason: FinishReason.STOP },
+      });
+    },
+  });
+}
+
+const server = createServer(connectNodeAdapter({ routes }));
+server.listen(0, "127.0.0.1", () => {
+  const address = server.address();
+  process.stdout.write(`${JSON.stringify({ listening: typeof address === "object" && address ? address.port : 0 })}\n`);
+});
+process.on("SIGTERM", () => {
+  server.close();
+  process.exit(0);
+});

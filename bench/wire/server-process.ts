@@ -1,0 +1,111 @@
+/**
+ * Server processes for `npm run bench:wire`: agentd (`serve --port 0 --store
+ * <uri> --log-level <level>`, as test/harness/agentd-process.ts starts it) or
+ * the bare echo server, each its own process so its CPU time can be read from
+ * /proc/<pid>/stat apart from the load generator's.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ; 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+/** A running server process under measurement. */
+export interface ServerProcess {
+  readonly label: string;
+  readonly pid: number;
+  readonly baseUrl: string;
+  /** User + system CPU seconds the process has used so far (all threads, GC included). */
+  cpuSeconds(): number;
+  /** SIGTERM, then waits for exit (so `--cpu-prof` profiles get written). */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startServerProcess}. */
+export interface ServerProcessOptions {
+  /** Extra node flags, e.g. `--cpu-prof --cpu-prof-dir=<dir>`. */
+  nodeFlags?: string[];
+}
+
+/** Starts agentd on `storeUri` at `logLevel`. */
+export function startAgentdProcess(label: string, storeUri: string, logLevel: string, options: ServerProcessOptions = {}): Promise<ServerProcess> {
+  const argv = [`${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", storeUri, "--log-level", logLevel];
+  return start(label, argv, options, (record) => (record.msg === "agentd listening" ? (record.port as number) : undefined));
+}
+
+/** Starts the bare connect-node echo server. */
+export function startBareProcess(label: string, options: ServerProcessOptions = {}): Promise<ServerProcess> {
+  const argv = [`${REPO_ROOT}bench/wire/bare-echo-server.ts`];
+  return start(label, argv, options, (record) => (typeof record.listening === "number" ? record.listening : undefined));
+}
+
+function nodeBinary(): string {
+  const local = `${REPO_ROOT}node_modules/.bin/node`;
+  return existsSync(local) ? local : process.execPath;
+}
+
+async function start(
+  label: string,
+  script: string[],
+  options: ServerProcessOptions,
+  portOf: (record: Record<string, unknown>) => number | undefined,
+): Promise<ServerProcess> {
+  const proc = spawn(nodeBinary(), [...(options.nodeFlags ?? []), "--import", TSX_LOADER, ...script], {
+    cwd: REPO_ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  const port = await listeningPort(proc, exited, portOf);
+  return {
+    label,
+    pid: proc.pid!,
+    baseUrl: `http://127.0.0.1:${port}`,
+    cpuSeconds: () => cpuSecondsOf(proc.pid!),
+    stop: async () => {
+      proc.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+function listeningPort(proc: ChildProcess, exited: Promise<void>, portOf: (record: Record<string, unknown>) => number | undefined): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let output = "";
+    let pending = "";
+    let found = false;
+    proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+      if (!found) output += chunk;
+    });
+    // stdout is read to the end (log lines are discarded once listening) so the server never blocks on a full pipe.
+    proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      if (found) return;
+      output += chunk;
+      pending += chunk;
+      let newline;
+      while ((newline = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        if (!line.startsWith("{")) continue;
+        const port = portOf(JSON.parse(line) as Record<string, unknown>);
+        if (port !== undefined) {
+          found = true;
+          resolve(port);
+          return;
+        }
+      }
+    });
+    void exited.then(() => reject(new Error(`server exited before listening:\n${output}`)));
+  });
+}
+
+/** utime + stime of a process, in seconds. */
+export function cpuSecondsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}

@@ -1,0 +1,43 @@
+import type { SessionLifecycle } from "./session-lifecycle.js";
+
+/** What the sweeper reports after each pass that removed something or failed. */
+export interface SweepReport {
+  removed?: number;
+  error?: unknown;
+}
+
+/** The interval between sweeps for a server-wide time-to-live: half of it, between 0.5 s and 60 s (60 s without one). */
+export function sweepIntervalFor(sessionTtlMs: number | undefined): number {
+  if (sessionTtlMs === undefined) return 60_000;
+  return Math.min(60_000, Math.max(500, Math.floor(sessionTtlMs / 2)));
+}
+
+/**
+ * Deletes expired sessions now and then every `intervalMs` (passes never
+ * overlap; timers do not keep the process alive). Reads already answer
+ * NOT_FOUND for an expired session; sweeping reclaims its storage. Returns a
+ * stop function that waits for a running pass.
+ */
+export function startSessionSweeper(lifecycle: SessionLifecycle, intervalMs: number, report: (outcome: SweepReport) => void): () => Promise<void> {
+  let running: Promise<void> = Promise.resolve();
+  let stopped = false;
+  const pass = (): void => {
+    running = running.then(async () => {
+      if (stopped) return;
+      try {
+        const removed = await lifecycle.sweepExpired();
+        if (removed > 0) report({ removed });
+      } catch (error) {
+        report({ error });
+      }
+    });
+  };
+  pass();
+  const timer = setInterval(pass, intervalMs);
+  timer.unref();
+  return async () => {
+    stopped = true;
+    clearInterval(timer);
+    await running;
+  };
+}

@@ -1,0 +1,93 @@
+import { randomBytes } from "node:crypto";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { MongoClient, type CommandStartedEvent, type CommandSucceededEvent, type Document } from "mongodb";
+import type { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
+import type { StoreLogger } from "../../stores/mongodb/store-logger.js";
+
+/** A collection prefix no other test uses. */
+export function freshPrefix(): string {
+  return `t${randomBytes(5).toString("hex")}_`;
+}
+
+/** What a store's driver sent (and what the server answered), from command monitoring. */
+export interface CommandLog {
+  readonly started: CommandStartedEvent[];
+  readonly succeeded: CommandSucceededEvent[];
+  /** The started commands of these names, in order. */
+  named(...names: string[]): CommandStartedEvent[];
+  /** Forgets everything recorded so far. */
+  clear(): void;
+}
+
+/** Records every command the store's client sends; the store must be created with `clientOptions: { monitorCommands: true }`. */
+export function commandLog(store: MongoSessionStore<unknown>): CommandLog {
+  const started: CommandStartedEvent[] = [];
+  const succeeded: CommandSucceededEvent[] = [];
+  const client = store.driverClient;
+  if (!client.options.monitorCommands) throw new Error("create the store with clientOptions: { monitorCommands: true }");
+  client.on("commandStarted", (event) => started.push(event));
+  client.on("commandSucceeded", (event) => succeeded.push(event));
+  return {
+    started,
+    succeeded,
+    named: (...names) => started.filter((e) => names.includes(e.commandName)),
+    clear: () => {
+      started.length = 0;
+      succeeded.length = 0;
+    },
+  };
+}
+
+/** Runs an admin command (e.g. a mongo-java-server test hook) through a short-lived client. */
+export async function adminCommand(uri: string, command: Document): Promise<Document> {
+  const client = new MongoClient(uri);
+  try {
+    return await client.db("admin").command(command);
+  } finally {
+    await client.close();
+  }
+}
+
+/** A logger that keeps every line (message and fields). */
+export function capturingLogger(): StoreLogger & { lines: { message: string; fields: Record<string, unknown> }[] } {
+  const lines: { message: string; fields: Record<string, unknown> }[] = [];
+  return {
+    lines,
+    warn: (fields, message) => lines.push({ message, fields }),
+    info: (fields, message) => lines.push({ message, fields }),
+  };
+}
+
+/** A TCP proxy to `127.0.0.1:targetPort` whose connections can all be reset at once (RST, like a flaky network). */
+export class ResettingProxy {
+  private readonly sockets = new Set<Socket>();
+  private server: Server | undefined;
+  port = 0;
+
+  async start(targetPort: number): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = connect(targetPort, "127.0.0.1");
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on("close", () => this.sockets.delete(s));
+        s.on("error", () => undefined);
+      }
+      client.pipe(upstream);
+      upstream.pipe(client);
+      client.on("close", () => upstream.destroy());
+      upstream.on("close", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  /** Resets every open connection. */
+  reset(): void {
+    for (const s of this.sockets) s.resetAndDestroy();
+  }
+
+  async close(): Promise<void> {
+    this.reset();
+    await new Promise((resolve) => this.server?.close(resolve));
+  }
+}
