@@ -9,15 +9,7 @@ import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { useAgentd } from "../harness/use-agentd.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
-
-async function failure(call: () => Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call();
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error("the call succeeded");
-}
+import { failure } from "../harness/call-failure.js";
 
 const agentd = useAgentd({ args: ["--heartbeat-interval-ms", "100"] });
 

@@ -9,20 +9,11 @@ import { clientWithToken, writeTokensFile } from "../harness/auth-clients.js";
 import { defaultStoreUri, startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { snapshotTexts } from "../harness/use-agentd.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
+import { failure } from "../harness/call-failure.js";
 
 const TOKEN_A = "tenant-a-token-0123456789abcdef";
 const TOKEN_A2 = "tenant-a-second-token-0123456789";
 const TOKEN_B = "tenant-b-token-0123456789abcdef";
-
-/** The error a call ends with (fails the test when it succeeds). */
-async function failure(call: () => Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call();
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error("the call succeeded");
-}
 
 /** The message with `id` replaced, to compare answers for a foreign ID and an unknown one. */
 const shape = (err: ConnectError, id: string): string => err.rawMessage.replaceAll(id, "<id>");

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { snapshotTexts } from "../harness/use-agentd.js";
 import { textInput } from "../harness/wire-chat.js";
+import { failure } from "../harness/call-failure.js";
 
 const apiKey =
   (key: string): Interceptor =>
@@ -15,15 +16,6 @@ const apiKey =
   };
 const clientFor = (server: AgentdProcess, key?: string) =>
   createClient(AgentService, createGrpcTransport({ baseUrl: server.baseUrl, interceptors: key ? [apiKey(key)] : [] }));
-
-async function failure(call: () => Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call();
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error("the call succeeded");
-}
 
 describe("an agents module's authenticate export", () => {
   let server: AgentdProcess;

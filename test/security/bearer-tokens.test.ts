@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/ts/grpc/health/v1/health_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
@@ -10,19 +10,11 @@ import { clientWithToken, writeTokensFile } from "../harness/auth-clients.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { textInput } from "../harness/wire-chat.js";
 import { GRPCURL } from "../server/test-server.js";
+import { failure } from "../harness/call-failure.js";
 
 const GOOD = "good-token-0123456789abcdef0123";
 const WRONG = "wrong-token-0123456789abcdef012";
 const LATER = "later-token-0123456789abcdef012";
-
-async function failure(call: () => Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call();
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error("the call succeeded");
-}
 
 const run = (token: string | undefined, baseUrl: string, protocol: "grpc" | "connect-h1" = "grpc") =>
   clientWithToken(baseUrl, token, protocol).run({ init: { agent: "assistant" }, input: textInput("hi") });

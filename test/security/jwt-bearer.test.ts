@@ -4,11 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { clientWithToken } from "../harness/auth-clients.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { textInput } from "../harness/wire-chat.js";
+import { failure } from "../harness/call-failure.js";
 
 const AUDIENCE = "agentd.example";
 const ISSUER = "https://issuer.example";
@@ -33,15 +34,6 @@ function token(claims: Record<string, unknown>, options: { key?: CryptoKey; audi
     .setIssuer(options.issuer ?? ISSUER)
     .setExpirationTime(options.expiresAt ?? Math.floor(Date.now() / 1000) + 3600)
     .sign(options.key ?? signingKey);
-}
-
-async function failure(call: () => Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call();
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error("the call succeeded");
 }
 
 const run = (server: AgentdProcess, jwt: string) => clientWithToken(server.baseUrl, jwt).run({ init: { agent: "assistant" }, input: textInput("hi") });
