@@ -8,6 +8,13 @@ import type { BusyPolicy } from "../types/session-state.js";
 export interface ServeConfig {
   /** User agent modules (paths or specifiers), in order. */
   agentModules: string[];
+  /**
+   * Serve the example agents (`assistant`, `tasks`): `--examples` /
+   * `--no-examples`, by default only when neither an agents module nor
+   * `--prompts` is given (so `npm start` has them and a user's own agents
+   * may take their names).
+   */
+  examples: boolean;
   /** Directory of `.prompt` files, when given. */
   promptsDir?: string;
   host: string;
@@ -70,15 +77,19 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 export const USAGE = `Usage: agentd serve [agents-module ...] [options]
 
 Serves agentd.v1.AgentService (gRPC, gRPC-Web and Connect on one port), with
-grpc.health.v1.Health and server reflection. The example agents "assistant"
-and "tasks" are always served; each agents module adds the Agent instances it
-exports (default export, an exported array, or named exports; .ts works).
+grpc.health.v1.Health and server reflection. Each agents module adds the Agent
+instances it exports (default export, an exported array, or named exports; .ts
+works). The example agents "assistant" and "tasks" are served when no agents
+module and no --prompts directory is given (or with --examples).
+Through npm, flags go after "--": npm start -- --port 8080
 
 Options:
   --host <host>               interface to bind (default 127.0.0.1)
   --port <port>               TCP port, 0 = any free port (default $PORT or ${DEFAULT_PORT})
   --store <uri>               memory: | file:<dir> | mongodb://host/db (default file:./.agentd)
   --prompts <dir>             directory of .prompt files for prompt agents
+  --examples, --no-examples   serve the example agents "assistant" and "tasks" (default: only
+                              when no agents module and no --prompts is given)
   --echo-delay-ms <n>         delay between chunks of the offline echo model (default 0)
   --max-message-bytes <n>     largest accepted request message (default ${DEFAULT_MAX_MESSAGE_BYTES})
   --log-level <level>         fatal|error|warn|info|debug|trace|silent (default info)
@@ -191,6 +202,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "tls-client-ca": { type: "string" },
         reflection: { type: "string" },
         insecure: { type: "boolean" },
+        examples: { type: "boolean" },
+        "no-examples": { type: "boolean" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -204,6 +217,14 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   const [command, ...modules] = positionals;
   if (command === undefined || command === "help") return { kind: "help" };
   if (command !== "serve") throw new UsageError(`unknown command "${command}"; the only command is "serve" (see agentd --help)`);
+  const numeric = modules.find((m) => /^\d+$/.test(m));
+  if (numeric !== undefined) {
+    // `npm start --port 8080` hands npm the flag and agentd only "8080".
+    throw new UsageError(
+      `"${numeric}" is not an agents module; to set the port through npm put the flags after "--": npm start -- --port ${numeric} (or agentd serve --port ${numeric})`,
+    );
+  }
+  if (values.examples && values["no-examples"]) throw new UsageError("--examples and --no-examples contradict each other; give one");
 
   const logLevel = values["log-level"] ?? "info";
   if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
@@ -235,6 +256,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     kind: "serve",
     config: {
       agentModules: modules,
+      examples: values.examples ?? (values["no-examples"] ? false : modules.length === 0 && values.prompts === undefined),
       ...(values.prompts !== undefined ? { promptsDir: values.prompts } : {}),
       host,
       port,

@@ -35,6 +35,8 @@ export function collectAgents(moduleNamespace: Record<string, unknown>): Agent<u
 /** What the agents modules export: agents, and `authenticate` hooks. */
 export interface LoadedModules {
   agents: Agent<unknown>[];
+  /** For each agent, the specifier of the module that exported it. */
+  sources: string[];
   /** Each module's `authenticate` export, in module order. */
   authenticators: Authenticate[];
 }
@@ -48,6 +50,7 @@ export interface LoadedModules {
  */
 export async function loadAgentModules(specifiers: readonly string[], cwd: string = process.cwd()): Promise<LoadedModules> {
   const agents: Agent<unknown>[] = [];
+  const sources: string[] = [];
   const authenticators: Authenticate[] = [];
   for (const specifier of specifiers) {
     const looksLikePath = specifier.startsWith(".") || isAbsolute(specifier) || /\.[cm]?[jt]sx?$/.test(specifier);
@@ -63,7 +66,7 @@ export async function loadAgentModules(specifiers: readonly string[], cwd: strin
       namespace = (await import(target)) as Record<string, unknown>;
     } catch (err) {
       const reason = err instanceof Error ? err.message.split("\n")[0] : String(err);
-      throw new AgentModuleError(`agents module "${specifier}" failed to load: ${reason}`, { cause: err });
+      throw new AgentModuleError(`agents module "${specifier}" failed to load: ${reason}${typeScriptHint(specifier)}`, { cause: err });
     }
     const exported = collectAgents(namespace);
     const authenticate = namespace.authenticate;
@@ -76,7 +79,18 @@ export async function loadAgentModules(specifiers: readonly string[], cwd: strin
       );
     }
     agents.push(...exported);
+    sources.push(...exported.map(() => specifier));
     if (authenticate !== undefined) authenticators.push(authenticate as Authenticate);
   }
-  return { agents, authenticators };
+  return { agents, sources, authenticators };
+}
+
+/**
+ * For a TypeScript module when bin/agentd.js found no tsx to register: how to
+ * get TypeScript agents modules loaded.
+ */
+function typeScriptHint(specifier: string): string {
+  const tsxRegistered = (globalThis as Record<symbol, unknown>)[Symbol.for("agentd.tsxRegistered")];
+  if (tsxRegistered !== false || !/\.[cm]?tsx?$/.test(specifier)) return "";
+  return " (TypeScript agents modules need tsx: `npm install tsx` next to agentd, or write the module in JavaScript)";
 }

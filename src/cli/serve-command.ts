@@ -36,8 +36,8 @@ export interface ServeInstance {
 export { redactStoreUri } from "../../stores/redact-uri.js";
 
 /**
- * Starts agentd as configured: opens the store, registers the example agents,
- * the agents of every module and one agent per `--prompts` file (after their
+ * Starts agentd as configured: opens the store, registers the example agents
+ * (when `config.examples`), the agents of every module and one agent per `--prompts` file (after their
  * start-up checks pass), starts the server and logs the
  * `agentd listening` line (host, port, url, store, agents). Rejects (after
  * releasing whatever it opened) when anything fails to start.
@@ -78,7 +78,11 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
         backgroundFinished: (event) => logger.info(event, "background work finished"),
       },
     });
-    for (const agent of [...exampleAgents(), ...userAgents]) registry.register(agent);
+    registerAgents(registry, [
+      ...(config.examples ? exampleAgents().map((agent) => ({ agent, source: "the example agents (--no-examples leaves them out)" })) : []),
+      ...modules.agents.map((agent, i) => ({ agent, source: `agents module "${modules.sources[i]}"` })),
+      ...promptAgents.map((agent) => ({ agent, source: `--prompts "${config.promptsDir}"` })),
+    ]);
     const server = await startServer({
       host: config.host,
       port: config.port,
@@ -136,6 +140,25 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
   } catch (err) {
     await store?.close?.().catch(() => undefined);
     throw err;
+  }
+}
+
+/**
+ * Registers each agent; a name served twice stops the start with a message
+ * naming where both come from.
+ */
+function registerAgents(registry: AgentRegistry, agents: { agent: Agent<unknown>; source: string }[]): void {
+  const sources = new Map<string, string>();
+  for (const { agent, source } of agents) {
+    const first = sources.get(agent.name);
+    if (first !== undefined) {
+      throw new AgentError(
+        "ALREADY_EXISTS",
+        `agent "${agent.name}" is defined twice: by ${first} and by ${source}; agent names must be unique (rename one)`,
+      );
+    }
+    sources.set(agent.name, source);
+    registry.register(agent);
   }
 }
 

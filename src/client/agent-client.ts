@@ -15,7 +15,7 @@ import type { SessionInfo } from "../types/session-info.js";
 import type { AgentDescriptor, AgentOutput } from "../types/agent-io.js";
 import type { AgentInit } from "../types/session-state.js";
 import { isTerminalStatus, type SessionSnapshot, type SnapshotStatus } from "../types/snapshot.js";
-import { clientError, toClientError } from "./client-errors.js";
+import { clientError, toClientError, chatNeedsHttp2, halfDuplexReason } from "./client-errors.js";
 import { Conversation, normalizeInput, type ConversationInput } from "./conversation.js";
 import { StreamedRun } from "./streamed-run.js";
 
@@ -77,7 +77,11 @@ export class AgentClient {
   /** Wraps a transport (see `createAgentClient`, `createNodeTransport`, `createBrowserTransport`). */
   constructor(transport: Transport) {
     this.rpc = createClient(AgentService, transport);
+    this.halfDuplex = halfDuplexReason(transport);
   }
+
+  /** How the transport falls short of a bidi stream (HTTP/1.1, fetch), when it does. */
+  private readonly halfDuplex: string | undefined;
 
   /**
    * Opens a multi-turn conversation (bidi Chat; needs HTTP/2, so Node with
@@ -85,9 +89,13 @@ export class AgentClient {
    * session, `{ sessionId }` the session's latest snapshot, `{ snapshotId }`
    * that snapshot (server-managed agents), `{ state }` a client-held state
    * (client-managed agents). Source errors (unknown agent, wrong source kind)
-   * surface on the first turn and on `output()`.
+   * surface on the first turn and on `output()`. Throws a `ConnectError` with
+   * `Code.Unimplemented` ("Chat needs HTTP/2 …") at once when the client's
+   * transport cannot stream both ways (gRPC-Web or Connect over HTTP/1.1,
+   * browsers).
    */
   chat<S = unknown>(agent: string, source: AgentInit<S> = {}, options?: CallOptions): Conversation<S> {
+    if (this.halfDuplex !== undefined) throw chatNeedsHttp2(this.halfDuplex);
     return new Conversation<S>(this.rpc, agent, source, options);
   }
 

@@ -1,6 +1,7 @@
 // Browser-safe: imports @connectrpc/connect-web only (fetch-based), never Node modules.
 import { Code, ConnectError, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
+import { markHalfDuplex } from "./client-errors.js";
 
 /** The protocols a browser can speak to agentd (gRPC proper needs HTTP/2 trailers, which fetch cannot read). */
 export type BrowserProtocol = "connect" | "grpc-web";
@@ -38,9 +39,9 @@ export function createBrowserTransport(baseUrl: string, options: BrowserTranspor
   const protocol = options.protocol ?? "connect";
   switch (protocol) {
     case "connect":
-      return createConnectTransport(common);
+      return markHalfDuplex(createConnectTransport(common), "Connect over fetch (browsers)");
     case "grpc-web":
-      return createGrpcWebTransport(common);
+      return markHalfDuplex(createGrpcWebTransport(common), "gRPC-Web over fetch (browsers)");
     default:
       throw new ConnectError(`protocol "${String(protocol)}" is not available in browsers: use "connect" or "grpc-web"`, Code.InvalidArgument);
   }

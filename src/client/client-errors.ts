@@ -21,6 +21,53 @@ export function toClientError(err: unknown): ConnectError {
   return ConnectError.from(err);
 }
 
+/** Where a transport records that it cannot carry a bidi stream (see {@link markHalfDuplex}). */
+const HALF_DUPLEX = Symbol.for("agentd.client.halfDuplexTransport");
+
+/**
+ * Marks `transport` as unable to carry the bidi `Chat` (`how`, e.g.
+ * "grpc-web over HTTP/1.1"), so `client.chat()` fails at once with a clear
+ * error instead of an HTTP 505 or a broken pipe.
+ */
+export function markHalfDuplex<T extends object>(transport: T, how: string): T {
+  Object.defineProperty(transport, HALF_DUPLEX, { value: how, enumerable: false });
+  return transport;
+}
+
+/** The reason a transport cannot carry the bidi Chat, when {@link markHalfDuplex} marked it. */
+export function halfDuplexReason(transport: object): string | undefined {
+  return (transport as { [HALF_DUPLEX]?: string })[HALF_DUPLEX];
+}
+
+/** The error of a Chat over a transport that cannot carry it. */
+export function chatNeedsHttp2(how: string): ConnectError {
+  return new ConnectError(
+    `Chat needs HTTP/2 (gRPC or Connect over HTTP/2), but this client uses ${how}: create it with { protocol: "grpc" } or { protocol: "connect" } (HTTP/2), or use run()/runStream() per turn with the sessionId`,
+    Code.Unimplemented,
+  );
+}
+
+/**
+ * A Chat call's error, with the HTTP-level failures of a transport that
+ * cannot stream both ways (HTTP 505 from the server, a broken pipe) restated
+ * as {@link chatNeedsHttp2}.
+ */
+export function chatError(err: unknown): ConnectError {
+  const error = toClientError(err);
+  if (/\bHTTP 505\b|needs HTTP\/2/.test(error.rawMessage)) return chatNeedsHttp2("a protocol over HTTP/1.1 (the server answered HTTP 505)");
+  if (error.rawMessage === "write EPIPE") {
+    return new ConnectError(
+      "the server closed the connection while the Chat request was being sent (write EPIPE); over HTTP/1.1 that is how it refuses a Chat, " +
+        "which needs HTTP/2 (gRPC or Connect over HTTP/2)",
+      error.code,
+      undefined,
+      undefined,
+      error,
+    );
+  }
+  return error;
+}
+
 /** A locally raised client error with a code and an actionable message. */
 export function clientError(code: Code, message: string): ConnectError {
   return new ConnectError(message, code);

@@ -7,7 +7,7 @@ import { agentInitToWire, agentInputToWire, agentOutputFromWire, streamChunkFrom
 import type { AgentInput, AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
 import { userText } from "../types/content.js";
 import type { AgentInit, SessionState } from "../types/session-state.js";
-import { clientError, toClientError } from "./client-errors.js";
+import { chatError, clientError, toClientError } from "./client-errors.js";
 import { Turn } from "./turn.js";
 
 type ChatRequestInit = MessageInitShape<typeof ChatRequestSchema>;
@@ -194,7 +194,7 @@ export class Conversation<S = unknown> {
       if (!output) throw clientError(Code.DataLoss, "the Chat stream ended without an output");
       this.onOutput(output);
     } catch (err) {
-      this.fail(toClientError(err));
+      this.fail(chatError(err));
     }
   }
 

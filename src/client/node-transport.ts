@@ -1,6 +1,6 @@
 import { Code, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { clientError } from "./client-errors.js";
+import { clientError, markHalfDuplex } from "./client-errors.js";
 
 /** The wire protocols agentd serves on its one port. */
 export type ClientProtocol = "grpc" | "connect" | "grpc-web";
@@ -76,10 +76,14 @@ export function createNodeTransport(baseUrl: string, options: NodeTransportOptio
     case "grpc":
       if (httpVersion !== "2") throw clientError(Code.InvalidArgument, 'gRPC needs HTTP/2: drop httpVersion or use protocol "connect" or "grpc-web" for HTTP/1.1');
       return createGrpcTransport(common);
-    case "connect":
-      return createConnectTransport({ ...common, httpVersion });
-    case "grpc-web":
-      return createGrpcWebTransport({ ...common, httpVersion });
+    case "connect": {
+      const transport = createConnectTransport({ ...common, httpVersion });
+      return httpVersion === "2" ? transport : markHalfDuplex(transport, "Connect over HTTP/1.1");
+    }
+    case "grpc-web": {
+      const transport = createGrpcWebTransport({ ...common, httpVersion });
+      return httpVersion === "2" ? transport : markHalfDuplex(transport, "gRPC-Web over HTTP/1.1");
+    }
     default:
       throw clientError(Code.InvalidArgument, `unknown protocol "${String(options.protocol)}": use "grpc", "connect" or "grpc-web"`);
   }

@@ -84,11 +84,14 @@ export class Invocation<S> implements AgentConnection<S> {
   private failure: AgentError | undefined;
   private detachedRun: DetachedRun<S> | undefined;
   private turnStartedAt = 0;
+  /** Whether this invocation started a new session (no resume point). */
+  private readonly startsSession: boolean;
 
   constructor(target: InvocationTarget<S>, start: ResolvedStart<S>, options: InvocationOptions = {}) {
     this.target = target;
     this.options = options;
     this.sessionId = start.state.sessionId;
+    this.startsSession = start.parent === undefined;
     this.claim = start.claim;
     this.commits = start.claim ? new TurnCommits(start.claim, this.sessionId, target.records, start.parent) : undefined;
     this.liveCustom = start.state.custom;
@@ -375,8 +378,12 @@ export class Invocation<S> implements AgentConnection<S> {
     const clientState = this.target.store
       ? undefined
       : await applyStateTransform(this.target.transforms.state, state, this.transformContext());
+    // A server-managed invocation that started a new session and committed no
+    // turn (init without input, or a first turn that failed) created nothing:
+    // it returns no session ID rather than one that reads NOT_FOUND.
+    const createdNothing = this.target.store !== undefined && this.startsSession && !this.commits?.last;
     return {
-      sessionId: this.sessionId,
+      sessionId: createdNothing ? "" : this.sessionId,
       ...(this.commits?.last ? { snapshotId: this.commits.last.snapshotId } : {}),
       ...(message ? { message } : {}),
       artifacts: result?.artifacts ?? state.artifacts,

@@ -1,5 +1,5 @@
 import { ConnectError, createConnectRouter } from "@connectrpc/connect";
-import { uResponseNotFound } from "@connectrpc/connect/protocol";
+import { uResponseNotFound, type UniversalHandler, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import {
   compressionBrotli,
   compressionGzip,
@@ -22,10 +22,12 @@ export interface AgentdNodeAdapterOptions extends ConnectNodeAdapterOptions {
 }
 
 /**
- * connect-node's `connectNodeAdapter`, except for one thing: a response write
+ * connect-node's `connectNodeAdapter`, except for two things: a response write
  * that fails because the client cancelled or dropped the call is not printed
  * to stderr with a stack trace (connect-node does that for every failure but
- * ABORTED), and other write failures go to `onWriteError`.
+ * ABORTED), and other write failures go to `onWriteError`; and the bodiless
+ * 415 and 505 answers of protocol negotiation get a Connect JSON error body
+ * that says what to change (see {@link explainRejection}).
  */
 export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandler {
   if (options.acceptCompression === undefined) options.acceptCompression = [compressionGzip, compressionBrotli];
@@ -47,11 +49,44 @@ export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandle
     }
     const uReq = universalRequestFromNodeRequest(req, res, undefined, options.contextValues?.(req));
     handler(uReq)
-      .then((uRes) => universalResponseToNodeResponse(uRes, res))
+      .then((uRes) => universalResponseToNodeResponse(explainRejection(uRes, handler, req.headers["content-type"]), res))
       .catch((reason: unknown) => {
         const err = ConnectError.from(reason);
         if (isClientGoneError(err) || isClientGoneError(err.cause)) return;
         options.onWriteError?.(`/${handler.service.typeName}/${handler.method.name}`, err);
       });
   };
+}
+
+/**
+ * Protocol negotiation answers an unsupported Content-Type with HTTP 415 and a
+ * bidi call over HTTP/1.1 with HTTP 505, both with an empty body: a curl user
+ * sees nothing. This gives them a Connect JSON error body naming the fix (a
+ * Connect client reads it as the error; gRPC and gRPC-Web clients go by the
+ * status, as before). Every other response passes through unchanged.
+ */
+export function explainRejection(uRes: UniversalServerResponse, handler: UniversalHandler, contentType: string | undefined): UniversalServerResponse {
+  if ((uRes.status !== 415 && uRes.status !== 505) || uRes.body !== undefined) return uRes;
+  const procedure = `${handler.service.typeName}/${handler.method.name}`;
+  const kind = handler.method.methodKind;
+  let code: string;
+  let message: string;
+  if (uRes.status === 505) {
+    code = "unimplemented";
+    message =
+      `${procedure} is a bidirectional stream and needs HTTP/2 (gRPC or Connect over HTTP/2); this request came over HTTP/1.1. ` +
+      `Use grpcurl, buf curl --http2-prior-knowledge, or a gRPC/Connect client over HTTP/2; over HTTP/1.1 use Run or RunStream per turn with the sessionId`;
+  } else {
+    code = "invalid_argument";
+    const got = contentType ? `Content-Type "${contentType}"` : "no Content-Type";
+    message =
+      kind === "unary"
+        ? `${procedure} got ${got}: send "Content-Type: application/json" with a JSON body (Connect), or use application/proto, application/grpc or application/grpc-web`
+        : `${procedure} is a ${kind === "server_streaming" ? "server-streaming" : "streaming"} RPC and got ${got}: over Connect it takes "Content-Type: application/connect+json" ` +
+          `with an enveloped body (a 5-byte prefix: flags, then the JSON length as a big-endian uint32), or use gRPC (grpcurl) or gRPC-Web`;
+  }
+  const header = new Headers(uRes.header);
+  header.set("Content-Type", "application/json");
+  const body = new TextEncoder().encode(JSON.stringify({ code, message }));
+  return { ...uRes, header, body: (async function* () { yield body; })() };
 }

@@ -110,6 +110,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       options.registerAgentService(router);
     },
     readMaxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+    // Proto JSON's own rule (connect-es relaxes it by default): an unknown
+    // field is INVALID_ARGUMENT naming it, so a typo does not pass silently.
+    jsonOptions: { ignoreUnknownFields: false },
     interceptors: [loggingInterceptor(logger), callGuardInterceptor(options.auth ?? {}), requestValidationInterceptor()],
     requestGate,
     onWriteError: (procedure, err) => logger.warn({ procedure, err }, "writing the response failed"),

@@ -60,6 +60,11 @@ export interface AgentStreamChunk {
 
 /** The result of an invocation. Mirrors `agentd.v1.AgentOutput`. */
 export interface AgentOutput<S = unknown> {
+  /**
+   * The session. Empty when a server-managed invocation started a new session
+   * and committed no turn (init without input, a failed first turn): nothing
+   * was created, so there is nothing to resume or read.
+   */
   sessionId: string;
   /** Last turn-end snapshot, or the pending snapshot after detach. */
   snapshotId?: string;

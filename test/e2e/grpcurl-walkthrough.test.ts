@@ -96,7 +96,16 @@ describe("the README's background-work commands, verbatim, against npm start", (
 });
 
 describe("the README's curl example, verbatim, against npm start", () => {
-  const [block] = readmeShellBlocks("Call it with curl (Connect, HTTP/1.1)");
+  const [block, streaming] = readmeShellBlocks("Call it with curl (Connect, HTTP/1.1)");
+
+  it("streams RunStream over Connect (HTTP/1.1) with buf curl", async () => {
+    const env = `PATH=${join(REPO_ROOT, "node_modules/.bin")}:$PATH\n`;
+    const messages = jsonMessages(await sh(env + streaming!));
+    expect(messages.some((m) => m.chunk?.modelChunk)).toBe(true);
+    const output = messages.at(-1)!.output;
+    expect(output.finishReason).toBe("FINISH_REASON_STOP");
+    expect(output.message.content[0].text).toBe("echo: hello there");
+  });
 
   it("runs one turn with a Connect JSON request over HTTP/1.1", async () => {
     const reply = JSON.parse(await sh(block!));

@@ -23,3 +23,51 @@ export function jsonMessages(output: string): Record<string, any>[] {
     .filter(Boolean)
     .map((s) => JSON.parse(s));
 }
+
+/** One fenced code block of README.md. */
+export interface ReadmeCodeBlock {
+  /** The fence's language (`ts`, `go`, `python`, `sh`, …). */
+  lang: string;
+  /** The block's text, exactly as in the README. */
+  code: string;
+  /** The nearest `##`/`###` heading above it. */
+  heading: string;
+  /** The 1-based line of its opening fence. */
+  line: number;
+  /**
+   * The reason of a `<!-- not run: … -->` comment on the line(s) just above
+   * the fence (blank lines allowed), when there is one: the README snippet
+   * tests skip (and count) such blocks.
+   */
+  notRun?: string;
+}
+
+/** Every fenced code block of README.md in one of `langs`, in order (all when `langs` is empty). */
+export function readmeCodeBlocks(...langs: string[]): ReadmeCodeBlock[] {
+  const lines = readFileSync(join(REPO_ROOT, "README.md"), "utf8").split("\n");
+  const blocks: ReadmeCodeBlock[] = [];
+  let heading = "";
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const h = /^#{2,3} (.*)$/.exec(line);
+    if (h) heading = h[1]!;
+    const fence = /^```(\S*)\s*$/.exec(line);
+    if (!fence || fence[1] === "") continue;
+    const end = lines.indexOf("```", i + 1);
+    if (end < 0) throw new Error(`README.md:${i + 1}: unclosed code fence`);
+    let above = i - 1;
+    while (above >= 0 && lines[above]!.trim() === "") above--;
+    const comment = above >= 0 ? /^<!-- not run: (.*?) -->$/.exec(lines[above]!.trim()) : null;
+    if (langs.length === 0 || langs.includes(fence[1]!)) {
+      blocks.push({
+        lang: fence[1]!,
+        code: lines.slice(i + 1, end).join("\n") + "\n",
+        heading,
+        line: i + 1,
+        ...(comment ? { notRun: comment[1]! } : {}),
+      });
+    }
+    i = end;
+  }
+  return blocks;
+}

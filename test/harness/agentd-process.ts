@@ -20,6 +20,13 @@ export interface StartAgentdOptions {
   cwd?: string;
   /** How long to wait for the listening line; default 30 s. */
   startupTimeoutMs?: number;
+  /**
+   * Serve the example agents (`assistant`, `tasks`) next to the modules in
+   * `args`: `true` (default) passes `--examples`, which the suites written
+   * around the examples rely on; `"cli-default"` passes nothing, so the CLI's
+   * own default applies (examples only without agents modules and --prompts).
+   */
+  examples?: true | "cli-default";
 }
 
 /** A running `agentd serve` process. */
@@ -84,13 +91,14 @@ export function defaultStoreUri(): string {
 
 /**
  * Spawns `node --import tsx src/cli/main.ts serve --port 0 --store <default>
- * ...args` (default: see {@link defaultStoreUri}; one process, so signals
+ * [--examples] ...args` (default: see {@link defaultStoreUri}; one process, so signals
  * reach the server directly), waits for
  * its `agentd listening` line and returns a handle. Rejects with the
  * collected output if the process exits or stays silent first.
  */
 export async function startAgentd(options: StartAgentdOptions = {}): Promise<AgentdProcess> {
-  const argv = ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", defaultStoreUri(), ...(options.args ?? [])];
+  const argv = ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", defaultStoreUri(),
+    ...(options.examples === "cli-default" ? [] : ["--examples"]), ...(options.args ?? [])];
   const proc = spawn(nodeBinary(), argv, {
     cwd: options.cwd ?? REPO_ROOT,
     env: { ...process.env, ...options.env },

@@ -1,4 +1,4 @@
-import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { fromBinary, toBinary, toJson, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { AgentOutputSchema, AgentStreamChunkSchema, AgentInfoSchema, AgentInitSchema, AgentInputSchema } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { PartSchema } from "../../gen/ts/agentd/v1/content_pb.js";
@@ -125,6 +125,20 @@ describe("stream wire", () => {
     for (const chunk of chunks) {
       expect(streamChunkFromWire(overTheWire(AgentStreamChunkSchema, streamChunkToWire(chunk)))).toEqual(chunk);
     }
+  });
+
+  it("sets path on every patch operation, so proto JSON carries the root path \"\"", () => {
+    const wire = streamChunkToWire({ customPatch: [{ op: "replace", path: "", value: { a: 1 } }, { op: "remove", path: "/a" }] });
+    expect(toJson(AgentStreamChunkSchema, wire)).toEqual({
+      customPatch: [
+        { op: "replace", path: "", value: { a: 1 } },
+        { op: "remove", path: "/a" },
+      ],
+    });
+    // An operation from a peer that leaves path unset reads as the root.
+    const unset = overTheWire(AgentStreamChunkSchema, streamChunkToWire({ customPatch: [{ op: "replace", path: "", value: 1 }] }));
+    delete unset.customPatch[0]!.path;
+    expect(streamChunkFromWire(unset).customPatch![0]!.path).toBe("");
   });
 
   it("keeps a null patch value distinct from a missing one", () => {

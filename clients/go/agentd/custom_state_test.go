@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	agentdv1 "github.com/agentd-dev/agentd/gen/go/agentd/v1"
@@ -37,7 +38,7 @@ func assertJSON(t *testing.T, got json.RawMessage, want string) {
 
 func TestCustomStateRootReplaceSetsWholeDocument(t *testing.T) {
 	var s customState
-	err := s.apply([]*agentdv1.JsonPatchOperation{{Op: "replace", Path: "", Value: mustValue(t, map[string]any{"tasks": []any{}, "nextId": 1})}})
+	err := s.apply([]*agentdv1.JsonPatchOperation{{Op: "replace", Path: proto.String(""), Value: mustValue(t, map[string]any{"tasks": []any{}, "nextId": 1})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +48,10 @@ func TestCustomStateRootReplaceSetsWholeDocument(t *testing.T) {
 func TestCustomStateIncrementalPatchesApplyInOrder(t *testing.T) {
 	var s customState
 	ops := [][]*agentdv1.JsonPatchOperation{
-		{{Op: "replace", Path: "", Value: mustValue(t, map[string]any{"tasks": []any{}, "nextId": 1})}},
-		{{Op: "add", Path: "/tasks/-", Value: mustValue(t, map[string]any{"id": 1, "title": "a", "done": false})}, {Op: "replace", Path: "/nextId", Value: mustValue(t, 2)}},
-		{{Op: "copy", From: "/tasks/0/title", Path: "/first"}, {Op: "move", From: "/first", Path: "/head"}, {Op: "remove", Path: "/nextId"}},
-		{{Op: "test", Path: "/head", Value: mustValue(t, "a")}},
+		{{Op: "replace", Path: proto.String(""), Value: mustValue(t, map[string]any{"tasks": []any{}, "nextId": 1})}},
+		{{Op: "add", Path: proto.String("/tasks/-"), Value: mustValue(t, map[string]any{"id": 1, "title": "a", "done": false})}, {Op: "replace", Path: proto.String("/nextId"), Value: mustValue(t, 2)}},
+		{{Op: "copy", From: "/tasks/0/title", Path: proto.String("/first")}, {Op: "move", From: "/first", Path: proto.String("/head")}, {Op: "remove", Path: proto.String("/nextId")}},
+		{{Op: "test", Path: proto.String("/head"), Value: mustValue(t, "a")}},
 	}
 	for _, chunk := range ops {
 		if err := s.apply(chunk); err != nil {
@@ -62,7 +63,7 @@ func TestCustomStateIncrementalPatchesApplyInOrder(t *testing.T) {
 
 func TestCustomStateUnsetValueIsJSONNull(t *testing.T) {
 	var s customState
-	if err := s.apply([]*agentdv1.JsonPatchOperation{{Op: "replace", Path: "", Value: mustValue(t, map[string]any{})}, {Op: "add", Path: "/x"}}); err != nil {
+	if err := s.apply([]*agentdv1.JsonPatchOperation{{Op: "replace", Path: proto.String(""), Value: mustValue(t, map[string]any{})}, {Op: "add", Path: proto.String("/x")}}); err != nil {
 		t.Fatal(err)
 	}
 	assertJSON(t, s.snapshot(), `{"x":null}`)
@@ -74,8 +75,8 @@ func TestCustomStateFailedPatchLeavesDocumentUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := s.apply([]*agentdv1.JsonPatchOperation{
-		{Op: "add", Path: "/notes/-", Value: mustValue(t, "b")},
-		{Op: "remove", Path: "/missing/deep"},
+		{Op: "add", Path: proto.String("/notes/-"), Value: mustValue(t, "b")},
+		{Op: "remove", Path: proto.String("/missing/deep")},
 	})
 	if connect.CodeOf(err) != connect.CodeInternal {
 		t.Fatalf("apply error = %v, want code internal", err)

@@ -73,7 +73,7 @@ func repoRoot() (string, error) {
 	}
 }
 
-// startServer runs `tsx src/cli/main.ts serve test/fixtures/agents.ts` on a
+// startServer runs `tsx src/cli/main.ts serve test/fixtures/agents.ts --examples` on a
 // free port, with extraArgs appended, and waits for its "agentd listening"
 // log line.
 func startServer(extraArgs ...string) (*serverProcess, error) {
@@ -81,7 +81,7 @@ func startServer(extraArgs ...string) (*serverProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"src/cli/main.ts", "serve", "test/fixtures/agents.ts",
+	args := append([]string{"src/cli/main.ts", "serve", "test/fixtures/agents.ts", "--examples",
 		"--host", "127.0.0.1", "--port", "0", "--store", "memory:"}, extraArgs...)
 	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "tsx"), args...)
 	cmd.Dir = root

@@ -26,6 +26,7 @@ SERVER_COMMAND = [
     "src/cli/main.ts",
     "serve",
     "test/fixtures/agents.ts",
+    "--examples",
     "--host",
     "127.0.0.1",
     "--port",

@@ -20,7 +20,10 @@ import { agentErrorFromWire, agentErrorToWire, sessionStateFromWire, sessionStat
 
 const PATCH_OPS: ReadonlySet<string> = new Set(["add", "remove", "replace", "move", "copy", "test"]);
 
-/** An RFC 6902 operation as `agentd.v1.JsonPatchOperation` (value unset when undefined). */
+/**
+ * An RFC 6902 operation as `agentd.v1.JsonPatchOperation` (value unset when
+ * undefined). `path` is always set — also the root "" — so proto JSON carries it.
+ */
 export function patchOperationToWire(op: JsonPatchOperation): WireJsonPatchOperation {
   const value = "value" in op ? valueToWire(op.value, `patch value at "${op.path}"`) : undefined;
   return create(JsonPatchOperationSchema, {
@@ -42,7 +45,7 @@ export function patchOperationFromWire(op: WireJsonPatchOperation): JsonPatchOpe
   const value = op.value !== undefined ? (valueFromWire(op.value) ?? null) : undefined;
   return {
     op: op.op as JsonPatchOperation["op"],
-    path: op.path,
+    path: op.path ?? "",
     ...(value !== undefined ? { value } : {}),
     ...(op.from ? { from: op.from } : {}),
   };

@@ -369,8 +369,11 @@ type JsonPatchOperation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "add", "remove", "replace", "move", "copy" or "test".
 	Op string `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
-	// A JSON Pointer; "" is the whole document.
-	Path  string          `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// A JSON Pointer; "" is the whole document. Declared with explicit presence
+	// (wire-compatible with a plain string) so that proto JSON always carries
+	// "path", even the empty root path: agentd sets it on every operation, and
+	// any RFC 6902 library can apply the patches as they come out of grpcurl.
+	Path  *string         `protobuf:"bytes,2,opt,name=path,proto3,oneof" json:"path,omitempty"`
 	Value *structpb.Value `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
 	// Source pointer for "move" and "copy".
 	From          string `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"`
@@ -416,8 +419,8 @@ func (x *JsonPatchOperation) GetOp() string {
 }
 
 func (x *JsonPatchOperation) GetPath() string {
-	if x != nil {
-		return x.Path
+	if x != nil && x.Path != nil {
+		return *x.Path
 	}
 	return ""
 }
@@ -643,8 +646,11 @@ func (x *AgentStreamChunk) GetTurnEnd() *TurnEnd {
 
 // AgentOutput is the result of an invocation.
 type AgentOutput struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session. Empty when a server-managed invocation started a new session
+	// and committed no turn (init without input, a failed first turn): nothing
+	// was created, so there is nothing to resume or read.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The last turn-end snapshot, or the pending snapshot after detach.
 	SnapshotId string `protobuf:"bytes,2,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
 	// The last model message.
@@ -844,12 +850,13 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"ToolResume\x12)\n" +
 	"\arespond\x18\x01 \x03(\v2\x0f.agentd.v1.PartR\arespond\x12)\n" +
-	"\arestart\x18\x02 \x03(\v2\x0f.agentd.v1.PartR\arestart\"z\n" +
+	"\arestart\x18\x02 \x03(\v2\x0f.agentd.v1.PartR\arestart\"\x88\x01\n" +
 	"\x12JsonPatchOperation\x12\x0e\n" +
-	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\x12,\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x17\n" +
+	"\x04path\x18\x02 \x01(\tH\x00R\x04path\x88\x01\x01\x12,\n" +
 	"\x05value\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x05value\x12\x12\n" +
-	"\x04from\x18\x04 \x01(\tR\x04from\"r\n" +
+	"\x04from\x18\x04 \x01(\tR\x04fromB\a\n" +
+	"\x05_path\"r\n" +
 	"\n" +
 	"ModelChunk\x12#\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x0f.agentd.v1.RoleR\x04role\x12)\n" +
@@ -972,6 +979,7 @@ func file_agentd_v1_agent_proto_init() {
 	}
 	file_agentd_v1_content_proto_init()
 	file_agentd_v1_state_proto_init()
+	file_agentd_v1_agent_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -1,0 +1,242 @@
+/**
+ * Runs the README's TypeScript, Go and Python code blocks, extracted from
+ * README.md (so they cannot drift), against real agentd servers. Every block
+ * runs unless a `<!-- not run: reason -->` comment sits just above it; those
+ * are counted and printed.
+ *
+ * The wrappers change only what a reader would fill in themselves:
+ * - the address `127.0.0.1:50051` becomes the test server's;
+ * - TypeScript: `from "agentd"` / `from "agentd/client"` import this checkout's
+ *   sources (`src/index.ts`, `src/client/index.ts`); a block that uses `client`
+ *   without creating one gets `createAgentClient(<server>, { protocol: "grpc" })`;
+ *   a block that uses an agent exported by the README's previous agents module
+ *   gets it imported from that module; the process exits after the block (an
+ *   open conversation would keep it alive).
+ * - A TypeScript block whose first line is `// my-agents.ts` is an agents
+ *   module: it is served with `agentd serve my-agents.ts`, and every agent it
+ *   defines must be listed (a module exporting `authenticate` must refuse an
+ *   unauthenticated call).
+ * - Go: the block is the body of `func run(ctx context.Context) error` in a
+ *   temporary module that uses clients/go and gen/go of this checkout by
+ *   `replace`; the imports it uses are added; `client := agentd.NewClient(<server>)`
+ *   when it creates no client; `_ = name` for a variable the block declares
+ *   and leaves unused (the compiler reports it).
+ * - Python: runs with .tools/venv's python (the editable installs of
+ *   gen/python and clients/python); `import datetime` and, when the block opens
+ *   no `AgentClient`, `client = AgentClient(<server>)` come first.
+ */
+import { execFile } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REPO_ROOT, startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { agentServiceClient } from "../harness/wire-clients.js";
+import { readmeCodeBlocks, type ReadmeCodeBlock } from "./readme-commands.js";
+
+const README_ADDRESS = "127.0.0.1:50051";
+const SNIPPETS_DIR = join(REPO_ROOT, ".cache");
+const TSX = join(REPO_ROOT, "node_modules/.bin/tsx");
+const PYTHON = join(REPO_ROOT, ".tools/venv/bin/python");
+
+/** What a block's output must show (by heading and language); every block must also exit 0. */
+const EXPECTED_OUTPUT: Record<string, RegExp[]> = {
+  "Define an agent/ts": [/items: \[ 'milk', 'eggs' \]/],
+  "TypeScript (`agentd/client`)/ts": [/echo: walk the dog|1 \S+ \{/, /unknown agent/],
+  "Go (`clients/go/agentd`)/go": [/echo: hello/, /SNAPSHOT_STATUS_COMPLETED/, /unknown agent/],
+  "Python (`agentd_client`)/python": [/^1 echo: and again$/m, /^SNAPSHOT_STATUS_COMPLETED$/m, /StatusCode\.NOT_FOUND/],
+  "Sessions: list, label, delete, expire/ts": [/ 1\n/],
+  "Sessions: list, label, delete, expire/go": [/ 1\n/],
+  "Sessions: list, label, delete, expire/python": [/ 1\n/],
+};
+
+const blocks = readmeCodeBlocks("ts", "go", "python");
+let server: AgentdProcess;
+let workDir: string;
+
+beforeAll(async () => {
+  mkdirSync(SNIPPETS_DIR, { recursive: true });
+  workDir = mkdtempSync(join(SNIPPETS_DIR, "readme-snippets-"));
+  server = await startAgentd();
+});
+afterAll(async () => {
+  await server?.stop();
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+  const counts = (pred: (b: ReadmeCodeBlock) => boolean) =>
+    ["ts", "go", "python"].map((l) => `${l} ${blocks.filter((b) => b.lang === l && pred(b)).length}`).join(", ");
+  console.log(`README snippets: run ${counts((b) => !b.notRun)}; not run (marked <!-- not run -->) ${counts((b) => !!b.notRun)}`);
+});
+
+function exec(file: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      file,
+      args,
+      { cwd: options.cwd, env: { ...process.env, ...options.env }, timeout: options.timeoutMs ?? 90_000, maxBuffer: 16 << 20 },
+      (err, stdout, stderr) => (err ? reject(Object.assign(new Error(`${file} ${args.join(" ")} failed: ${err.message}\n${stdout}\n${stderr}`), { stdout, stderr })) : resolve(stdout)),
+    );
+  });
+}
+
+function withServerAddress(code: string): string {
+  return code.replaceAll(README_ADDRESS, server.target);
+}
+
+/** The README's imports of the package, pointed at this checkout's sources. */
+function withLocalImports(code: string): string {
+  return code
+    .replaceAll('from "agentd/client"', `from ${JSON.stringify(join(REPO_ROOT, "src/client/index.ts"))}`)
+    .replaceAll('from "agentd"', `from ${JSON.stringify(join(REPO_ROOT, "src/index.ts"))}`);
+}
+
+const isAgentsModule = (b: ReadmeCodeBlock) => b.lang === "ts" && b.code.startsWith("// my-agents.ts");
+
+/** The `export const NAME` names of a TypeScript module. */
+const exportedNames = (code: string) => [...code.matchAll(/^export const (\w+)/gm)].map((m) => m[1]!);
+
+let counter = 0;
+
+async function runAgentsModule(block: ReadmeCodeBlock): Promise<void> {
+  const dir = join(workDir, `module-${++counter}`);
+  mkdirSync(dir);
+  const file = join(dir, "my-agents.ts");
+  writeFileSync(file, withLocalImports(block.code));
+  const served = await startAgentd({ args: [file], examples: "cli-default" });
+  try {
+    const client = agentServiceClient(served.baseUrl, "grpc");
+    const names = [...block.code.matchAll(/define\w*Agent\(\{\s*name: "([^"]+)"/g)].map((m) => m[1]!);
+    if (exportedNames(block.code).includes("authenticate")) {
+      await expect(client.listAgents({})).rejects.toSatisfy((e) => ConnectError.from(e).code === Code.Unauthenticated);
+    } else {
+      expect(names.length).toBeGreaterThan(0);
+      const { agents } = await client.listAgents({});
+      expect(agents.map((a) => a.name).sort()).toEqual([...names].sort());
+    }
+  } finally {
+    await served.stop();
+  }
+}
+
+async function runTypeScript(block: ReadmeCodeBlock, previousModule: ReadmeCodeBlock | undefined): Promise<string> {
+  const dir = join(workDir, `ts-${++counter}`);
+  mkdirSync(dir);
+  const prelude: string[] = [];
+  if (previousModule) {
+    writeFileSync(join(dir, "my-agents.ts"), withLocalImports(previousModule.code));
+    const used = exportedNames(previousModule.code).filter((n) => new RegExp(`\\b${n}\\b`).test(block.code) && !new RegExp(`(const|let|function) ${n}\\b`).test(block.code));
+    if (used.length) prelude.push(`import { ${used.join(", ")} } from "./my-agents.ts";`);
+  }
+  if (/\bclient\./.test(block.code) && !/const client\b/.test(block.code)) {
+    prelude.push(`import { createAgentClient as __createAgentClient } from "agentd/client";`);
+    prelude.push(`const client = __createAgentClient("http://${README_ADDRESS}", { protocol: "grpc" });`);
+  }
+  const script = withLocalImports(withServerAddress([...prelude, block.code, "process.exit(0);", ""].join("\n")));
+  const file = join(dir, "snippet.mts");
+  writeFileSync(file, script);
+  return exec(TSX, [file], { cwd: dir });
+}
+
+const GO_IMPORTS: [RegExp, string][] = [
+  [/\bfmt\./, '"fmt"'],
+  [/\bos\./, '"os"'],
+  [/\btime\./, '"time"'],
+  [/\bconnect\./, '"connectrpc.com/connect"'],
+  [/\bstructpb\./, '"google.golang.org/protobuf/types/known/structpb"'],
+  [/\bagentdv1\./, 'agentdv1 "github.com/agentd-dev/agentd/gen/go/agentd/v1"'],
+];
+
+async function runGo(block: ReadmeCodeBlock): Promise<string> {
+  const dir = join(workDir, `go-${++counter}`);
+  mkdirSync(dir);
+  const goMod = [
+    "module readmesnippet",
+    "",
+    "go 1.26",
+    "",
+    "require (",
+    "\tgithub.com/agentd-dev/agentd/clients/go v0.0.0",
+    "\tgithub.com/agentd-dev/agentd/gen/go v0.0.0",
+    ")",
+    "",
+    `replace github.com/agentd-dev/agentd/clients/go => ${join(REPO_ROOT, "clients/go")}`,
+    `replace github.com/agentd-dev/agentd/gen/go => ${join(REPO_ROOT, "gen/go")}`,
+    "",
+  ].join("\n");
+  writeFileSync(join(dir, "go.mod"), goMod);
+  copyFileSync(join(REPO_ROOT, "clients/go/go.sum"), join(dir, "go.sum"));
+  const body = withServerAddress(block.code);
+  const imports = ['"context"', '"fmt"', '"os"', '"github.com/agentd-dev/agentd/clients/go/agentd"'];
+  for (const [use, path] of GO_IMPORTS) if (use.test(body) && !imports.includes(path)) imports.push(path);
+  const createsClient = /\bclient :?= /.test(body);
+  const unused: string[] = [];
+  const env = { GOFLAGS: "-mod=mod", GOWORK: "off" };
+  for (let attempt = 0; ; attempt++) {
+    const source = [
+      "package main",
+      "",
+      `import (\n\t${imports.join("\n\t")}\n)`,
+      "",
+      "func main() {",
+      "\tif err := run(context.Background()); err != nil {",
+      "\t\tfmt.Fprintln(os.Stderr, err)",
+      "\t\tos.Exit(1)",
+      "\t}",
+      "}",
+      "",
+      "func run(ctx context.Context) error {",
+      ...(createsClient ? [] : [`\tclient := agentd.NewClient("http://${server.target}")`]),
+      body,
+      ...unused.map((name) => `\t_ = ${name}`),
+      "\treturn nil",
+      "}",
+      "",
+    ].join("\n");
+    writeFileSync(join(dir, "main.go"), source);
+    try {
+      await exec("go", ["build", "-o", "snippet", "."], { cwd: dir, env, timeoutMs: 240_000 });
+      break;
+    } catch (err) {
+      const stderr = String((err as { stderr?: string }).stderr ?? "");
+      const names = [...stderr.matchAll(/declared and not used: (\w+)/g)].map((m) => m[1]!);
+      if (attempt > 3 || names.length === 0) throw err;
+      unused.push(...names);
+    }
+  }
+  return exec(join(dir, "snippet"), [], { cwd: dir });
+}
+
+async function runPython(block: ReadmeCodeBlock): Promise<string> {
+  const dir = join(workDir, `py-${++counter}`);
+  mkdirSync(dir);
+  const prelude = ["import datetime", "from agentd_client import AgentClient as __AgentClient"];
+  if (!/AgentClient\(/.test(block.code)) prelude.push(`client = __AgentClient("${README_ADDRESS}")`);
+  const file = join(dir, "snippet.py");
+  writeFileSync(file, withServerAddress([...prelude, block.code].join("\n")));
+  return exec(PYTHON, [file], { cwd: dir });
+}
+
+describe("the README's TypeScript, Go and Python snippets, extracted from README.md, against real servers", () => {
+  it("finds the client sections' blocks in all three languages", () => {
+    for (const heading of ["TypeScript (`agentd/client`)", "Go (`clients/go/agentd`)", "Python (`agentd_client`)"]) {
+      expect(blocks.filter((b) => b.heading === heading && !b.notRun)).toHaveLength(1);
+    }
+    expect(blocks.filter((b) => b.notRun).length).toBeLessThanOrEqual(6);
+  });
+
+  let previousModule: ReadmeCodeBlock | undefined;
+  for (const block of blocks) {
+    const name = `${block.lang} block at README.md:${block.line} (${block.heading})`;
+    const module = previousModule;
+    if (isAgentsModule(block)) previousModule = block;
+    if (block.notRun) {
+      it.skip(`${name} — not run: ${block.notRun}`, () => {});
+      continue;
+    }
+    it(name, { timeout: 300_000 }, async () => {
+      if (isAgentsModule(block)) return runAgentsModule(block);
+      const out =
+        block.lang === "ts" ? await runTypeScript(block, module) : block.lang === "go" ? await runGo(block) : await runPython(block);
+      for (const expected of EXPECTED_OUTPUT[`${block.heading}/${block.lang}`] ?? []) expect(out).toMatch(expected);
+    });
+  }
+});
