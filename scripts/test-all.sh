@@ -19,6 +19,9 @@ bash scripts/check-generated.sh
 step "typecheck"
 npx tsc --noEmit
 
+step "build (the npm package: dist/ with type declarations)"
+npm run build
+
 step "TypeScript tests (unit, store conformance, end-to-end)"
 npx vitest run
 

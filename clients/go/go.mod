@@ -6,7 +6,7 @@ replace github.com/agentd-dev/agentd/gen/go => ../../gen/go
 
 require (
 	connectrpc.com/connect v1.21.1
-	github.com/agentd-dev/agentd/gen/go v0.0.0-00010101000000-000000000000
+	github.com/agentd-dev/agentd/gen/go v0.1.0
 	github.com/evanphx/json-patch/v5 v5.9.11
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12

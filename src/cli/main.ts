@@ -6,8 +6,16 @@ import { startServe, type ServeInstance } from "./serve-command.js";
 export const EXIT_STARTUP_FAILURE = 2;
 
 function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
-  return pkg.version;
+  // src/cli/main.ts in a checkout, dist/src/cli/main.js in an installed package.
+  for (const path of ["../../package.json", "../../../package.json"]) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), "utf8")) as { name?: string; version: string };
+      if (pkg.name === "agentd") return pkg.version;
+    } catch {
+      // not there: try the next level up
+    }
+  }
+  return "unknown";
 }
 
 /** One line explaining a start-up failure. */

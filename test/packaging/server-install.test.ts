@@ -1,0 +1,141 @@
+/**
+ * The packed tarball installed with its peer dependencies (a server user's
+ * plain `npm install`) into a fresh project: `npx agentd serve` serves a user
+ * agents module written in plain JavaScript (and, with the tsx peer, one in
+ * TypeScript), and the `agentd/server`, `agentd/stores/mongodb` entries load.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cleanEnv, installedPackages, NODE, npmInstall, packAgentd, run, tempProject } from "./npm-package.js";
+
+const AGENTS_MJS = `
+import { defineCustomAgent, generateModelTurn } from "agentd";
+
+/** Counts the user's messages in custom state and answers with the offline echo model. */
+export const counter = defineCustomAgent({
+  name: "counter",
+  store: "default",
+  turn: async (_input, ctx) => {
+    ctx.session.updateCustom((s) => ({ count: (s?.count ?? 0) + 1 }));
+    return generateModelTurn(ctx, "echo");
+  },
+});
+`;
+
+const AGENTS_TS = `
+import { defineCustomAgent, generateModelTurn, type Agent } from "agentd";
+interface Notes { notes: string[] }
+export const notes: Agent<Notes> = defineCustomAgent<Notes>({
+  name: "notes",
+  store: "default",
+  turn: (_input, ctx) => generateModelTurn(ctx, "echo"),
+});
+`;
+
+interface Served {
+  child: ChildProcess;
+  url: string;
+  listening: Record<string, unknown>;
+}
+
+/** `npx agentd serve ...args` in `cwd`; resolves at its listening line. */
+async function serve(cwd: string, args: readonly string[]): Promise<Served> {
+  const child = spawn("npx", ["--no-install", "agentd", "serve", ...args], { cwd, env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  const listening = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line within 60 s:\n${out}`)), 60_000);
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const line = out.split("\n").find((l) => l.includes('"msg":"agentd listening"'));
+      if (line) {
+        clearTimeout(timer);
+        resolve(JSON.parse(line) as Record<string, unknown>);
+      }
+    });
+    child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`agentd exited ${code}:\n${out}`));
+    });
+  });
+  return { child, url: (listening.url as string) ?? `http://127.0.0.1:${listening.port as number}`, listening };
+}
+
+async function stop(served: Served | undefined): Promise<void> {
+  if (!served || served.child.exitCode !== null) return;
+  served.child.kill("SIGTERM");
+  await once(served.child, "exit");
+}
+
+/** A unary Run over Connect JSON. */
+async function runTurn(url: string, body: unknown): Promise<{ output: { sessionId: string; message: { content: { text?: string }[] } } }> {
+  const res = await fetch(`${url}/agentd.v1.AgentService/Run`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const json = (await res.json()) as never;
+  if (!res.ok) throw new Error(`Run: HTTP ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+describe("the packed agentd installed with its peers", { timeout: 180_000 }, () => {
+  let work: string;
+  let project: string;
+  let served: Served | undefined;
+
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), "agentd-pack-server-"));
+    const tarball = await packAgentd(work);
+    project = await tempProject("server-user");
+    await npmInstall(project, [tarball]);
+    await writeFile(join(project, "agents.mjs"), AGENTS_MJS);
+    await writeFile(join(project, "more-agents.ts"), AGENTS_TS);
+  }, 180_000);
+
+  afterAll(async () => {
+    await stop(served);
+    if (work) await rm(work, { recursive: true, force: true });
+    if (project) await rm(project, { recursive: true, force: true });
+  });
+
+  it("installs the server-side peers, and not the project's Node", async () => {
+    const packages = await installedPackages(project);
+    console.log(`server install (with peers): ${packages.length} packages`);
+    for (const name of ["agentd", "ai", "pino", "mongodb", "tsx", "zod"]) expect(packages, name).toContain(name);
+    expect(packages).not.toContain("node");
+    expect(packages).not.toContain("typescript");
+    const { stdout } = await run("npx", ["--no-install", "agentd", "--version"], { cwd: project });
+    expect(stdout.trim()).toBe("0.1.0");
+  });
+
+  it("serves a plain-JavaScript agents module (and a TypeScript one through tsx) with npx agentd serve", async () => {
+    served = await serve(project, ["./agents.mjs", "./more-agents.ts", "--port", "0", "--store", "memory:"]);
+    expect(served.listening.agents).toEqual(expect.arrayContaining(["counter", "notes"]));
+    const first = await runTurn(served.url, { init: { agent: "counter" }, input: { message: { role: "ROLE_USER", content: [{ text: "one" }] } } });
+    expect(first.output.message.content.map((p) => p.text).join("")).toBe("echo: one");
+    const second = await runTurn(served.url, { init: { agent: "counter", sessionId: first.output.sessionId }, input: { message: { role: "ROLE_USER", content: [{ text: "two" }] } } });
+    expect(second.output.sessionId).toBe(first.output.sessionId);
+    const snapshot = await fetch(`${served.url}/agentd.v1.AgentService/GetSnapshot`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ agent: "counter", sessionId: first.output.sessionId }),
+    }).then((r) => r.json() as Promise<{ snapshot: { state: { custom: unknown } } }>);
+    expect(JSON.stringify(snapshot)).toContain('"count":2');
+    const notes = await runTurn(served.url, { init: { agent: "notes" }, input: { message: { role: "ROLE_USER", content: [{ text: "note" }] } } });
+    expect(notes.output.message.content[0]?.text).toBe("echo: note");
+  });
+
+  it("exports the server, the MongoDB store and the stores by package name", async () => {
+    const script = [
+      `const server = await import("agentd/server");`,
+      `const mongo = await import("agentd/stores/mongodb");`,
+      `const stores = await import("agentd/stores");`,
+      `const root = await import("agentd");`,
+      `console.log(JSON.stringify([typeof server.startServer, typeof server.agentServiceRoutes, typeof server.StaticTokens, typeof server.jwtBearerAuthenticator,`,
+      `  typeof server.startServe, typeof mongo.MongoSessionStore, typeof stores.FileSessionStore, typeof root.AgentRegistry]));`,
+    ].join("\n");
+    const { stdout } = await run(NODE, ["--input-type=module", "-e", script], { cwd: project, timeoutMs: 60_000 });
+    expect(JSON.parse(stdout.trim())).toEqual(Array(8).fill("function"));
+  });
+});
