@@ -1,44 +1,11 @@
-import { createServer, connect, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { ResettingProxy } from "../harness/resetting-proxy.js";
 import { mongoForTests } from "../harness/mongo-java-server.js";
 import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { outcomeOf } from "./call-outcome.js";
 
-/** A TCP proxy to `port` whose connections can all be reset at once (RST, like a flaky network). */
-class ResettingProxy {
-  private readonly sockets = new Set<Socket>();
-  private server!: Server;
-  port = 0;
-
-  async start(targetPort: number): Promise<void> {
-    this.server = createServer((client) => {
-      const upstream = connect(targetPort, "127.0.0.1");
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on("close", () => this.sockets.delete(s));
-        s.on("error", () => undefined);
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-      client.on("close", () => upstream.destroy());
-      upstream.on("close", () => client.destroy());
-    });
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    this.port = (this.server.address() as { port: number }).port;
-  }
-
-  /** Resets every open connection. */
-  reset(): void {
-    for (const s of this.sockets) s.resetAndDestroy();
-  }
-
-  async close(): Promise<void> {
-    this.reset();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
 
 
 // Needs its own MongoDB behind a proxy: mongo-java-server (not an external MONGODB_URI).

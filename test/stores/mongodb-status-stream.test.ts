@@ -2,7 +2,8 @@ import { Long, MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mongodb/mongo-store.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
-import { adminCommand, capturingLogger, commandLog, freshPrefix, ResettingProxy } from "./mongodb-fixtures.js";
+import { ResettingProxy } from "../harness/resetting-proxy.js";
+import { adminCommand, capturingLogger, commandLog, freshPrefix } from "./mongodb-fixtures.js";
 import { commitRecord, eventually, pendingRecord, sleep, type CounterState } from "./snapshot-factory.js";
 import { recordStatuses } from "./status-recorder.js";
 

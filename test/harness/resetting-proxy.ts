@@ -1,0 +1,35 @@
+import { connect, createServer, type Server, type Socket } from "node:net";
+
+/** A TCP proxy to `127.0.0.1:targetPort` whose connections can all be reset at once (RST, like a flaky network). */
+export class ResettingProxy {
+  private readonly sockets = new Set<Socket>();
+  private server: Server | undefined;
+  port = 0;
+
+  async start(targetPort: number): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = connect(targetPort, "127.0.0.1");
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on("close", () => this.sockets.delete(s));
+        s.on("error", () => undefined);
+      }
+      client.pipe(upstream);
+      upstream.pipe(client);
+      client.on("close", () => upstream.destroy());
+      upstream.on("close", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  /** Resets every open connection. */
+  reset(): void {
+    for (const s of this.sockets) s.resetAndDestroy();
+  }
+
+  async close(): Promise<void> {
+    this.reset();
+    await new Promise((resolve) => this.server?.close(resolve));
+  }
+}
