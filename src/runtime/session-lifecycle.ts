@@ -6,6 +6,7 @@ import { validateLabels } from "../../stores/session-labels.js";
 import { LocalClaims } from "./local-claims.js";
 import { ownerOf, ownsSession, sessionNotFound } from "./session-lookup.js";
 import { validateTtl } from "./session-settings.js";
+import { abortIfPending } from "./snapshot-access.js";
 import { effectiveStatus, type LivenessSettings } from "./snapshot-liveness.js";
 
 /** A ListSessions request (the owner comes from the call context). */
@@ -160,11 +161,7 @@ export class SessionLifecycle {
       const page = await store.listRecords(sessionId, { pageSize: 1000, includeState: false, ...(pageToken ? { pageToken } : {}) }, ctx);
       for (const record of page.records) {
         if (record.status !== "pending") continue;
-        await store.updateRecord(
-          record.snapshotId,
-          (existing) => (existing.status === "pending" ? { ...existing, status: "aborted", finishReason: "aborted", updatedAt: Date.now() } : null),
-          ctx,
-        );
+        await store.updateRecord(record.snapshotId, abortIfPending, ctx);
       }
       pageToken = page.nextPageToken;
     } while (pageToken);

@@ -122,6 +122,15 @@ export async function listSnapshots<S>(
 }
 
 /**
+ * The record mutator of an abort: a pending record becomes aborted (the
+ * worker sees it through its status subscription and stops); any other
+ * record is left as it is (null skips the write).
+ */
+export function abortIfPending<S>(existing: SnapshotRecord<S>): SnapshotRecord<S> | null {
+  return existing.status === "pending" ? { ...existing, status: "aborted", finishReason: "aborted", updatedAt: Date.now() } : null;
+}
+
+/**
  * Flips a pending record to aborted (an ordinary atomic update); the worker
  * learns of it by subscription. No-op on terminal records. Resolves to the
  * resulting status; throws NOT_FOUND for an unknown or foreign snapshot.
@@ -132,7 +141,7 @@ export async function abortSnapshot<S>(target: SnapshotAccessTarget<S>, snapshot
   await ownedRecord(store, target.name, snapshotId, options.storeContext);
   const saved = await store.updateRecord(
     snapshotId,
-    (existing) => (existing.status === "pending" ? { ...existing, status: "aborted", finishReason: "aborted", updatedAt: Date.now() } : null),
+    abortIfPending,
     options.storeContext,
   );
   if (saved) return "aborted";
