@@ -42,13 +42,17 @@ async function measure(scenario: Scenario): Promise<Sample[]> {
     for (let i = 0; i < N; i++) {
       const { output } = await onA.run({
         init: { agent: "assistant" },
-        input: { ...textInput("a reply slow enough to still be running when the abort arrives", { echoDelayMs: 200 }), detach: true },
+        input: {
+          ...textInput("a reply slow enough to still be running when the abort arrives", { echoDelayMs: 200 }),
+          detach: true,
+        },
       });
       const snapshotId = output!.snapshotId;
       const sentAt = Date.now();
       const { status } = await onB.abort({ agent: "assistant", snapshotId });
       const returnedAt = Date.now();
-      if (status !== SnapshotStatus.ABORTED) throw new Error(`abort of ${snapshotId} returned status ${SnapshotStatus[status]}`);
+      if (status !== SnapshotStatus.ABORTED)
+        throw new Error(`abort of ${snapshotId} returned status ${SnapshotStatus[status]}`);
       const observed = await observedAt(a, snapshotId);
       samples.push({ fromSend: observed - sentAt, fromReturn: observed - returnedAt });
     }
@@ -108,9 +112,13 @@ async function main(): Promise<void> {
   const base = rows[0]!;
   const ratio = (v: number, b: number) => `${(Math.max(v, 1) / Math.max(b, 1)).toFixed(1)}x`;
   console.log(`Time until the detached worker observed the abort, ${N} aborts per scenario (ms, 1 ms clock).`);
-  console.log("From the Abort RPC returning (<= 0: already observed when the answer arrived), and from the RPC being sent;");
+  console.log(
+    "From the Abort RPC returning (<= 0: already observed when the answer arrived), and from the RPC being sent;",
+  );
   console.log("ratios compare the sent->observed figures with the in-memory same-process baseline of this run.");
-  console.log("| scenario | returned->observed p50 | p99 | sent->observed p50 | p99 | max | p50 vs memory | p99 vs memory |");
+  console.log(
+    "| scenario | returned->observed p50 | p99 | sent->observed p50 | p99 | max | p50 vs memory | p99 vs memory |",
+  );
   console.log("|---|---|---|---|---|---|---|---|");
   for (const r of rows) {
     const [p50, p99] = [percentile(r.send, 50), percentile(r.send, 99)];

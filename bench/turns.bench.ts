@@ -59,7 +59,9 @@ interface Notes {
 function counting(store: SessionStore<Notes>, kind: Kind, dispose: () => Promise<void>): Counting {
   const bytesByTurn = new Map<number, number>();
   const size = (record: SnapshotRecord<Notes>): number =>
-    kind === "mongodb" ? BSON.calculateObjectSize(JSON.parse(JSON.stringify(record)) as BSON.Document) : Buffer.byteLength(JSON.stringify(record));
+    kind === "mongodb"
+      ? BSON.calculateObjectSize(JSON.parse(JSON.stringify(record)) as BSON.Document)
+      : Buffer.byteLength(JSON.stringify(record));
   const wrapped: SessionStore<Notes> = Object.create(store) as SessionStore<Notes>;
   wrapped.commit = async (commit: HeadCommit<Notes>, ctx) => {
     if (commit.record) bytesByTurn.set(commit.record.turnIndex, size(commit.record));
@@ -81,7 +83,11 @@ async function open(kind: Kind, mongoUri: string | undefined): Promise<Counting>
       await rm(dir, { recursive: true, force: true });
     });
   }
-  const store = new MongoSessionStore<Notes>({ uri: mongoUri!, database: "agentd_bench", collectionPrefix: `turns${randomBytes(4).toString("hex")}_` });
+  const store = new MongoSessionStore<Notes>({
+    uri: mongoUri!,
+    database: "agentd_bench",
+    collectionPrefix: `turns${randomBytes(4).toString("hex")}_`,
+  });
   return counting(store, kind, () => store.close());
 }
 
@@ -110,7 +116,8 @@ async function conversation(kind: Kind, mongoUri: string | undefined): Promise<R
   const connection = await agent.connect();
   const turnEnds: (() => void)[] = [];
   const reader = (async () => {
-    for await (const chunk of connection.stream as AsyncIterable<AgentStreamChunk>) if (chunk.turnEnd) turnEnds.shift()?.();
+    for await (const chunk of connection.stream as AsyncIterable<AgentStreamChunk>)
+      if (chunk.turnEnd) turnEnds.shift()?.();
   })();
   const times: number[] = [];
   for (let turn = 1; turn <= TURNS; turn++) {
@@ -158,7 +165,9 @@ async function main(): Promise<void> {
   } finally {
     await mongo.stop();
   }
-  console.log(`bench:turns — ${TURNS} turns in one invocation, echo model, ${REPS} repetitions (interleaved); median [min–max]`);
+  console.log(
+    `bench:turns — ${TURNS} turns in one invocation, echo model, ${REPS} repetitions (interleaved); median [min–max]`,
+  );
   console.log("\nms per turn (ratio = window / turns 1–10 of the same store)");
   console.log("store    | turns 1–10          | turns 91–100        | turns 991–1000      | ratio 991–1000");
   for (const kind of KINDS) {
@@ -170,14 +179,22 @@ async function main(): Promise<void> {
     const ratios = runs.map((r) => r.msPerTurn[2]! / r.msPerTurn[0]!);
     console.log(`${kind.padEnd(8)} | ${cols.join(" | ")} | ${median(ratios).toFixed(2)}× [${spread(ratios, 2)}]`);
   }
-  console.log("\nbytes written per turn: that turn's record / amortized over turns 1..N, checkpoints included (ratios = turn 1000 / turn 10)");
+  console.log(
+    "\nbytes written per turn: that turn's record / amortized over turns 1..N, checkpoints included (ratios = turn 1000 / turn 10)",
+  );
   console.log("store    | turn 10         | turn 100        | turn 1000       | ratio (record) | ratio (amortized)");
   for (const kind of KINDS) {
     const runs = results.get(kind)!;
-    const cols = BYTE_POINTS.map((_, p) => `${median(runs.map((r) => r.bytesAt[p]!)).toFixed(0)} / ${median(runs.map((r) => r.avgBytesAt[p]!)).toFixed(0)}`.padEnd(15));
+    const cols = BYTE_POINTS.map((_, p) =>
+      `${median(runs.map((r) => r.bytesAt[p]!)).toFixed(0)} / ${median(runs.map((r) => r.avgBytesAt[p]!)).toFixed(0)}`.padEnd(
+        15,
+      ),
+    );
     const ratio = median(runs.map((r) => r.bytesAt[2]! / r.bytesAt[0]!));
     const avgRatio = median(runs.map((r) => r.avgBytesAt[2]! / r.avgBytesAt[0]!));
-    console.log(`${kind.padEnd(8)} | ${cols.join(" | ")} | ${ratio.toFixed(2)}×`.padEnd(75) + ` | ${avgRatio.toFixed(2)}×`);
+    console.log(
+      `${kind.padEnd(8)} | ${cols.join(" | ")} | ${ratio.toFixed(2)}×`.padEnd(75) + ` | ${avgRatio.toFixed(2)}×`,
+    );
   }
 }
 

@@ -19,13 +19,20 @@
  * throughput run, default 4000), BENCH_LOG_LEVEL (agentd's --log-level,
  * default info), BENCH_PARTS (comma list of seq,memory,file; default all),
  * BENCH_CPU_PROF=<dir> (agentd runs with --cpu-prof into that directory;
- * summarise with `tsx bench/wire/profile-summary.ts <dir>/*.cpuprofile`).
+ * summarise with `tsx bench/wire/profile-summary.ts <dir>/*.cpuprofile`),
+ * BENCH_TRACING=1 (also runs a third process, agentd on the memory store with
+ * OpenTelemetry on: every trace sampled, spans and metrics exported by
+ * OTLP/HTTP protobuf to a local sink that drops them, and reports its rows,
+ * the ratios tracing on / off, and what the instrumentation costs a turn
+ * with telemetry off, measured in-process against the no-op API).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startAgentdProcess, startBareProcess, type ServerProcess } from "./wire/server-process.js";
 import { concurrentTurns, sequentialTurns, MESSAGE } from "./wire/wire-load.js";
+import { startOtlpSink, type OtlpSink } from "./wire/otlp-sink.js";
+import { telemetryOffCostMicros } from "./wire/telemetry-off-cost.js";
 
 const REPS = Number(process.env.REPS ?? 5);
 const SEQ_TURNS = Number(process.env.SEQ_TURNS ?? 1000);
@@ -35,6 +42,17 @@ const CONCURRENCY = [50, 200];
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "info";
 const PARTS = new Set((process.env.BENCH_PARTS ?? "seq,memory,file").split(","));
 const CPU_PROF = process.env.BENCH_CPU_PROF;
+const TRACING = ["1", "on", "true"].includes(process.env.BENCH_TRACING ?? "");
+
+/** The environment of the traced agentd: OTLP/HTTP protobuf to `sink`, every trace sampled, SDK defaults otherwise. */
+function tracingEnv(sink: OtlpSink): NodeJS.ProcessEnv {
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+    OTEL_TRACES_SAMPLER: "always_on",
+    OTEL_SERVICE_NAME: "agentd-bench",
+  };
+}
 
 /** One measured quantity: agentd's and the bare server's value per repetition. */
 interface Row {
@@ -74,10 +92,17 @@ async function main(): Promise<void> {
   const fileDir = await mkdtemp(join(tmpdir(), "agentd-bench-wire-"));
   const nodeFlags = CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`] : [];
   const servers: ServerProcess[] = [];
+  const sink = TRACING ? await startOtlpSink() : undefined;
   try {
     const memory = await startAgentdProcess("agentd memory", "memory:", LOG_LEVEL, { nodeFlags });
     servers.push(memory);
-    const file = PARTS.has("file") ? await startAgentdProcess("agentd file", `file:${fileDir}`, LOG_LEVEL, { nodeFlags }) : undefined;
+    const traced = sink
+      ? await startAgentdProcess("agentd traced", "memory:", LOG_LEVEL, { nodeFlags, env: tracingEnv(sink) })
+      : undefined;
+    if (traced) servers.push(traced);
+    const file = PARTS.has("file")
+      ? await startAgentdProcess("agentd file", `file:${fileDir}`, LOG_LEVEL, { nodeFlags })
+      : undefined;
     if (file) servers.push(file);
     const bare = await startBareProcess("bare");
     servers.push(bare);
@@ -90,12 +115,14 @@ async function main(): Promise<void> {
     };
     const p50 = row("p50 ms per turn, sequential, 1 stream", 3);
     const p99 = row("p99 ms per turn, sequential, 1 stream", 3);
+    const tracedP50 = traced ? row("p50 ms per turn, sequential, tracing on", 3) : undefined;
+    const tracedP99 = traced ? row("p99 ms per turn, sequential, tracing on", 3) : undefined;
     const load = new Map<string, Row>();
-    for (const store of ["memory", "file"]) {
+    for (const store of ["memory", "file", ...(traced ? ["traced"] : [])]) {
       for (const c of CONCURRENCY) load.set(`${store}/${c}`, row(`turns per server CPU-s, ${store}, ${c} sessions`, 0));
     }
     const wall = new Map<string, Row>();
-    for (const store of ["memory", "file"]) {
+    for (const store of ["memory", "file", ...(traced ? ["traced"] : [])]) {
       for (const c of CONCURRENCY) wall.set(`${store}/${c}`, row(`(wall turns/s, ${store}, ${c} sessions)`, 0));
     }
 
@@ -103,19 +130,38 @@ async function main(): Promise<void> {
       const seqTurns = counted ? SEQ_TURNS : 200;
       const loadTurns = counted ? LOAD_TURNS : 1000;
       if (PARTS.has("seq")) {
-        const [a, b] = await pair(rep, () => sequentialTurns(memory, seqTurns, 50), () => sequentialTurns(bare, seqTurns, 50));
+        const [a, b] = await pair(
+          rep,
+          () => sequentialTurns(memory, seqTurns, 50),
+          () => sequentialTurns(bare, seqTurns, 50),
+        );
         if (counted) {
           p50.agentd.push(percentile(a, 50));
           p50.bare.push(percentile(b, 50));
           p99.agentd.push(percentile(a, 99));
           p99.bare.push(percentile(b, 99));
         }
+        if (traced) {
+          // Compared with the same repetition's bare run.
+          const t = await sequentialTurns(traced, seqTurns, 50);
+          if (counted) {
+            tracedP50!.agentd.push(percentile(t, 50));
+            tracedP50!.bare.push(percentile(b, 50));
+            tracedP99!.agentd.push(percentile(t, 99));
+            tracedP99!.bare.push(percentile(b, 99));
+          }
+        }
       }
       for (const c of CONCURRENCY) {
         // One bare run per concurrency level, shared by both stores' ratios.
         let bareRun: ReturnType<typeof concurrentTurns> | undefined;
         const bareOnce = () => (bareRun ??= concurrentTurns(bare, c, loadTurns, TURNS_PER_SESSION));
-        for (const [store, server] of [["memory", PARTS.has("memory") ? memory : undefined], ["file", file]] as const) {
+        const stores = [
+          ["memory", PARTS.has("memory") ? memory : undefined],
+          ["file", file],
+          ["traced", PARTS.has("memory") ? traced : undefined],
+        ] as const;
+        for (const [store, server] of stores) {
           if (!server) continue;
           const [a, b] = await pair(rep, () => concurrentTurns(server, c, loadTurns, TURNS_PER_SESSION), bareOnce);
           if (!counted) continue;
@@ -136,17 +182,66 @@ async function main(): Promise<void> {
       `bench:wire — gRPC h2c Chat, echo model, message "${MESSAGE}", agentd --log-level ${LOG_LEVEL}; ` +
         `${REPS} repetitions (agentd/bare alternating first), median [min–max]`,
     );
-    console.log(`sequential: ${SEQ_TURNS} turns per repetition; load: ${LOAD_TURNS} turns per run, sessions of ${TURNS_PER_SESSION} turns`);
+    console.log(
+      `sequential: ${SEQ_TURNS} turns per repetition; load: ${LOAD_TURNS} turns per run, sessions of ${TURNS_PER_SESSION} turns`,
+    );
     console.log(`${"".padEnd(44)} | ${"agentd".padEnd(24)} | ${"bare connect-node echo".padEnd(24)} | agentd/bare`);
     for (const r of rows) {
       if (r.agentd.length === 0) continue;
       const ratios = r.agentd.map((v, i) => v / r.bare[i]!);
-      console.log(`${r.label.padEnd(44)} | ${summary(r.agentd, r.digits).padEnd(24)} | ${summary(r.bare, r.digits).padEnd(24)} | ${summary(ratios, 2)}`);
+      console.log(
+        `${r.label.padEnd(44)} | ${summary(r.agentd, r.digits).padEnd(24)} | ${summary(r.bare, r.digits).padEnd(24)} | ${summary(ratios, 2)}`,
+      );
     }
+    if (traced) await reportTracing(rows, sink!);
   } finally {
     for (const server of servers) await server.stop();
+    await sink?.close();
     await rm(fileDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The cost of telemetry: tracing on / off per measured quantity (same
+ * repetition's values), what reached the sink, and the in-process cost of the
+ * instrumentation with telemetry off (no SDK), also as a share of agentd's
+ * CPU per turn at 50 sessions.
+ */
+async function reportTracing(rows: Row[], sink: OtlpSink): Promise<void> {
+  const byLabel = new Map(rows.map((r) => [r.label, r]));
+  const pairs: [string, string, string][] = [
+    ["p50 ms per turn, sequential", "p50 ms per turn, sequential, 1 stream", "p50 ms per turn, sequential, tracing on"],
+    ["p99 ms per turn, sequential", "p99 ms per turn, sequential, 1 stream", "p99 ms per turn, sequential, tracing on"],
+    ...CONCURRENCY.map((c): [string, string, string] => [
+      `turns per server CPU-s, ${c} sessions`,
+      `turns per server CPU-s, memory, ${c} sessions`,
+      `turns per server CPU-s, traced, ${c} sessions`,
+    ]),
+  ];
+  console.log(
+    `\ntracing on (every trace sampled, OTLP/HTTP protobuf to a local sink) / off, memory store, median [min–max]`,
+  );
+  for (const [label, off, on] of pairs) {
+    const a = byLabel.get(off);
+    const b = byLabel.get(on);
+    if (!a || !b || a.agentd.length === 0 || b.agentd.length === 0) continue;
+    console.log(
+      `${label.padEnd(44)} | ${summary(
+        b.agentd.map((v, i) => v / a.agentd[i]!),
+        2,
+      )}`,
+    );
+  }
+  console.log(`OTLP received by the sink: ${JSON.stringify(sink.counts())}`);
+  const offMicros = await telemetryOffCostMicros();
+  const cpuPerTurn = byLabel.get(`turns per server CPU-s, memory, ${CONCURRENCY[0]} sessions`)?.agentd ?? [];
+  const share =
+    cpuPerTurn.length > 0
+      ? ` = ${((offMicros / (1e6 / median(cpuPerTurn))) * 100).toFixed(2)}% of agentd's CPU per turn`
+      : "";
+  console.log(
+    `telemetry off: the per-turn instrumentation (no-op API, no SDK) costs ${offMicros.toFixed(2)} µs${share}`,
+  );
 }
 
 await main();

@@ -16,7 +16,10 @@ const built = new URL("../dist/src/cli/main.js", import.meta.url);
 
 let tsx = true;
 try {
-  const [{ register: registerEsm }, { register: registerCommonJs }] = await Promise.all([import("tsx/esm/api"), import("tsx/cjs/api")]);
+  const [{ register: registerEsm }, { register: registerCommonJs }] = await Promise.all([
+    import("tsx/esm/api"),
+    import("tsx/cjs/api"),
+  ]);
   registerEsm();
   registerCommonJs();
 } catch (err) {

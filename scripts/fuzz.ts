@@ -15,7 +15,11 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { request as http1Request } from "node:http";
 import type { ClientHttp2Session } from "node:http2";
-import { ListSnapshotsRequestSchema, RunRequestSchema, RunStreamRequestSchema } from "../gen/ts/agentd/v1/agent_service_pb.js";
+import {
+  ListSnapshotsRequestSchema,
+  RunRequestSchema,
+  RunStreamRequestSchema,
+} from "../gen/ts/agentd/v1/agent_service_pb.js";
 import { startAgentd } from "../test/harness/agentd-process.js";
 import { textInput } from "../test/harness/wire-chat.js";
 import { BAD_PAYLOAD_CLASSES, badPayloads, nestedJson, prng } from "../test/robustness/bad-payloads.js";
@@ -45,9 +49,11 @@ type Generator = (rand: () => number, protocol: Protocol, i: number) => Case;
 
 const int = (rand: () => number, n: number) => Math.floor(rand() * n);
 const pick = <T>(rand: () => number, xs: readonly T[]): T => xs[int(rand, xs.length)];
-const validRun = (text = "hi", init: Record<string, unknown> = { agent: "assistant" }, metadata?: Record<string, unknown>) =>
-  toBinary(RunRequestSchema, create(RunRequestSchema, { init, input: textInput(text, metadata) }));
-const validRunStream = (text = "hi") => toBinary(RunStreamRequestSchema, create(RunStreamRequestSchema, { init: { agent: "assistant" }, input: textInput(text) }));
+const validRun = (
+  text = "hi",
+  init: Record<string, unknown> = { agent: "assistant" },
+  metadata?: Record<string, unknown>,
+) => toBinary(RunRequestSchema, create(RunRequestSchema, { init, input: textInput(text, metadata) }));
 const header = (flags: number, length: number) => {
   const b = Buffer.alloc(5);
   b.writeUInt8(flags, 0);
@@ -60,7 +66,12 @@ function badPayload(kind: (typeof BAD_PAYLOAD_CLASSES)[number], method: "Run" | 
   const key = `${kind}/${method}`;
   let pool = payloadPools.get(key);
   if (!pool) {
-    pool = badPayloads(kind, 200, SEED * 1000 + BAD_PAYLOAD_CLASSES.indexOf(kind) * 10 + (method === "Run" ? 0 : 1), method === "Run" ? RunRequestSchema : RunStreamRequestSchema);
+    pool = badPayloads(
+      kind,
+      200,
+      SEED * 1000 + BAD_PAYLOAD_CLASSES.indexOf(kind) * 10 + (method === "Run" ? 0 : 1),
+      method === "Run" ? RunRequestSchema : RunStreamRequestSchema,
+    );
     payloadPools.set(key, pool);
   }
   return pool[i % pool.length];
@@ -79,12 +90,21 @@ const CLASSES: Record<string, Generator> = {
   "truncated-envelope": (rand) => {
     const msg = validRun();
     const cut = int(rand, msg.length);
-    return { method: pick(rand, ["Run", "RunStream"] as const), rawBody: Buffer.concat([header(0, msg.length), msg.subarray(0, cut)]) };
+    return {
+      method: pick(rand, ["Run", "RunStream"] as const),
+      rawBody: Buffer.concat([header(0, msg.length), msg.subarray(0, cut)]),
+    };
   },
-  "compressed-flag-no-encoding": (rand) => ({ method: pick(rand, ["Run", "RunStream"] as const), rawBody: frame(validRun(), 1) }),
+  "compressed-flag-no-encoding": (rand) => ({
+    method: pick(rand, ["Run", "RunStream"] as const),
+    rawBody: frame(validRun(), 1),
+  }),
   "bad-gzip": (rand) => ({
     method: pick(rand, ["Run", "RunStream"] as const),
-    rawBody: frame(Uint8Array.from({ length: 8 + int(rand, 32) }, () => int(rand, 256)), 1),
+    rawBody: frame(
+      Uint8Array.from({ length: 8 + int(rand, 32) }, () => int(rand, 256)),
+      1,
+    ),
     headers: { "grpc-encoding": "gzip", "connect-content-encoding": "gzip", "content-encoding": "gzip" },
   }),
   "huge-declared-length": (rand) => ({
@@ -94,25 +114,79 @@ const CLASSES: Record<string, Generator> = {
   "no-message": () => ({ method: "Run", rawBody: new Uint8Array(0) }),
   "two-messages": (rand) => ({ method: pick(rand, ["Run", "RunStream"] as const), messages: [validRun(), validRun()] }),
   "bad-timeout": (rand) => {
-    const value = pick(rand, ["abc", "-1S", "1.5S", "999999999H", "99999999H", "600H", "0n", "1n", "1m", "", " ", "10", "5X", "1e3m"]);
+    const value = pick(rand, [
+      "abc",
+      "-1S",
+      "1.5S",
+      "999999999H",
+      "99999999H",
+      "600H",
+      "0n",
+      "1n",
+      "1m",
+      "",
+      " ",
+      "10",
+      "5X",
+      "1e3m",
+    ]);
     return { method: "Run", messages: [validRun()], headers: { "grpc-timeout": value, "connect-timeout-ms": value } };
   },
   "long-id": (rand) => {
     const long = "x".repeat(201 + int(rand, 100_000));
-    const init = pick(rand, [{ agent: "assistant", sessionId: long }, { agent: "assistant", snapshotId: long }, { agent: long }]);
+    const init = pick(rand, [
+      { agent: "assistant", sessionId: long },
+      { agent: "assistant", snapshotId: long },
+      { agent: long },
+    ]);
     return { method: "Run", messages: [validRun("hi", init)] };
   },
   "long-page-token": (rand) => ({
     method: "ListSnapshots",
-    messages: [toBinary(ListSnapshotsRequestSchema, create(ListSnapshotsRequestSchema, { agent: "assistant", sessionId: "missing", pageToken: "t".repeat(1 + int(rand, 100_000)) }))],
+    messages: [
+      toBinary(
+        ListSnapshotsRequestSchema,
+        create(ListSnapshotsRequestSchema, {
+          agent: "assistant",
+          sessionId: "missing",
+          pageToken: "t".repeat(1 + int(rand, 100_000)),
+        }),
+      ),
+    ],
   }),
-  "deep-json": (rand) => ({ method: "Run", messages: [validRun("deep", { agent: "assistant" }, nestedJson(33 + int(rand, 60)))] }),
+  "deep-json": (rand) => ({
+    method: "Run",
+    messages: [validRun("deep", { agent: "assistant" }, nestedJson(33 + int(rand, 60)))],
+  }),
   "bad-json": (rand) => ({
     method: pick(rand, ["Run", "RunStream"] as const),
-    messages: [Buffer.from(pick(rand, ["{", "[]", "null", '{"init":5}', '{"init":{"agent":7}}', '{"input":{"message":{"role":"NOPE"}}}', "\u0000\u00ff", '{"init":{"sessionId":"' + "\\ud800" + '"}}']))],
+    messages: [
+      Buffer.from(
+        pick(rand, [
+          "{",
+          "[]",
+          "null",
+          '{"init":5}',
+          '{"init":{"agent":7}}',
+          '{"input":{"message":{"role":"NOPE"}}}',
+          "\u0000\u00ff",
+          '{"init":{"sessionId":"' + "\\ud800" + '"}}',
+        ]),
+      ),
+    ],
     contentType: "json",
   }),
-  "wrong-content-type": (rand) => ({ method: "Run", messages: [validRun()], contentType: pick(rand, ["text/plain", "application/xml", "application/grpc+thrift", "multipart/form-data", "application/grpc-web-text"]) }),
+  "wrong-content-type": (rand) => ({
+    method: "Run",
+    messages: [validRun()],
+    contentType: pick(rand, [
+      "text/plain",
+      "application/xml",
+      "application/grpc+thrift",
+      "multipart/form-data",
+      "application/grpc-web-text",
+    ]),
+  }),
 };
 
 function contentTypeFor(protocol: Protocol, method: string, json: boolean): string {
@@ -125,14 +199,26 @@ function contentTypeFor(protocol: Protocol, method: string, json: boolean): stri
       return json ? "application/grpc-web+json" : "application/grpc-web+proto";
     case "connect":
     case "connect-h1":
-      return unary ? (json ? "application/json" : "application/proto") : json ? "application/connect+json" : "application/connect+proto";
+      return unary
+        ? json
+          ? "application/json"
+          : "application/proto"
+        : json
+          ? "application/connect+json"
+          : "application/connect+proto";
   }
 }
 
 function bodyFor(protocol: Protocol, c: Case): Uint8Array {
   if (c.rawBody) {
     // Unary Connect has no envelopes: send the bytes after the 5-byte header, if any.
-    if ((protocol === "connect" || protocol === "connect-h1") && c.method !== "RunStream" && c.contentType !== "json" && c.rawBody.length >= 5 && c.messages === undefined) {
+    if (
+      (protocol === "connect" || protocol === "connect-h1") &&
+      c.method !== "RunStream" &&
+      c.contentType !== "json" &&
+      c.rawBody.length >= 5 &&
+      c.messages === undefined
+    ) {
       return c.rawBody.subarray(5);
     }
     return c.rawBody;
@@ -150,7 +236,25 @@ const CONNECT_CODES: Record<string, string> = Object.fromEntries(
     .filter(([, v]) => typeof v === "number")
     .map(([name]) => [name.replace(/[A-Z]/g, (c, i) => (i ? "_" : "") + c.toLowerCase()), name]),
 );
-const STATUS_NAMES = ["OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"];
+const STATUS_NAMES = [
+  "OK",
+  "CANCELLED",
+  "UNKNOWN",
+  "INVALID_ARGUMENT",
+  "DEADLINE_EXCEEDED",
+  "NOT_FOUND",
+  "ALREADY_EXISTS",
+  "PERMISSION_DENIED",
+  "RESOURCE_EXHAUSTED",
+  "FAILED_PRECONDITION",
+  "ABORTED",
+  "OUT_OF_RANGE",
+  "UNIMPLEMENTED",
+  "INTERNAL",
+  "UNAVAILABLE",
+  "DATA_LOSS",
+  "UNAUTHENTICATED",
+];
 const statusName = (n: number) => STATUS_NAMES[n] ?? `status ${n}`;
 const connectName = (code: string) => {
   const camel = CONNECT_CODES[code];
@@ -219,17 +323,38 @@ function http1Call(url: string, path: string, body: Uint8Array, headers: Record<
       clearTimeout(timer);
       resolve(a);
     };
-    const req = http1Request(`${url}${path}`, { method: "POST", headers: { ...headers, "content-length": String(body.byteLength) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => finish({ httpStatus: res.statusCode ?? 0, headers: res.headers, trailers: res.trailers, body: Buffer.concat(chunks) }));
-      res.on("error", (e) => finish({ httpStatus: res.statusCode ?? 0, headers: res.headers, trailers: {}, body: Buffer.concat(chunks), error: e.message }));
-    });
+    const req = http1Request(
+      `${url}${path}`,
+      { method: "POST", headers: { ...headers, "content-length": String(body.byteLength) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () =>
+          finish({
+            httpStatus: res.statusCode ?? 0,
+            headers: res.headers,
+            trailers: res.trailers,
+            body: Buffer.concat(chunks),
+          }),
+        );
+        res.on("error", (e) =>
+          finish({
+            httpStatus: res.statusCode ?? 0,
+            headers: res.headers,
+            trailers: {},
+            body: Buffer.concat(chunks),
+            error: e.message,
+          }),
+        );
+      },
+    );
     const timer = setTimeout(() => {
       finish({ httpStatus: 0, headers: {}, trailers: {}, body: Buffer.alloc(0), hung: true });
       req.destroy();
     }, HANG_MS);
-    req.on("error", (e) => finish({ httpStatus: 0, headers: {}, trailers: {}, body: Buffer.alloc(0), error: e.message }));
+    req.on("error", (e) =>
+      finish({ httpStatus: 0, headers: {}, trailers: {}, body: Buffer.alloc(0), error: e.message }),
+    );
     req.end(body);
   });
 }
@@ -295,11 +420,15 @@ async function main(): Promise<void> {
   const cell = (s: string | number) => String(s).padStart(Math.max(String(s).length, 6));
   const columns = outcomes.map((o) => Math.max(o.length, 5));
   console.log(`agentd fuzz: ${sent} bad inputs, ${seconds.toFixed(1)} s, seed ${SEED}, hang timeout ${HANG_MS} ms\n`);
-  console.log(`${"protocol / input class".padEnd(width)}  ${outcomes.map((o, i) => o.padStart(columns[i])).join("  ")}`);
+  console.log(
+    `${"protocol / input class".padEnd(width)}  ${outcomes.map((o, i) => o.padStart(columns[i])).join("  ")}`,
+  );
   const byClass = [...table.keys()].sort((a, b) => a.slice(13).localeCompare(b.slice(13)) || a.localeCompare(b));
   for (const key of byClass) {
     const row = table.get(key)!;
-    console.log(`${key.padEnd(width)}  ${outcomes.map((o, i) => String(row.get(o) ?? "").padStart(columns[i])).join("  ")}`);
+    console.log(
+      `${key.padEnd(width)}  ${outcomes.map((o, i) => String(row.get(o) ?? "").padStart(columns[i])).join("  ")}`,
+    );
   }
   const totals = outcomes.map((o) => [...table.values()].reduce((n, row) => n + (row.get(o) ?? 0), 0));
   console.log(`${"total".padEnd(width)}  ${totals.map((t, i) => String(t).padStart(columns[i])).join("  ")}`);

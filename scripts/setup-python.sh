@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Python client (clients/python, import agentd_client) and the generated
 # messages (gen/python, import agentd.v1) into the venv .tools/venv, editable, with the exact
-# dependency versions of clients/python/requirements.lock (pytest included). Idempotent:
-# re-runs only when the lock or a pyproject.toml changed. Needs python3 (>= 3.9) and PyPI.
+# dependency versions of clients/python/requirements.lock (pytest and the OpenTelemetry SDK and
+# gRPC instrumentation included). Idempotent: re-runs only when the lock or a pyproject.toml
+# changed. Needs python3 (>= 3.11: the pinned test dependencies need it) and PyPI.
 # Then: .tools/venv/bin/pytest clients/python
 set -euo pipefail
 cd "$(dirname "$0")/.."

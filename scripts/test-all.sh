@@ -14,10 +14,14 @@ npx tsx -e 'import("./test/harness/mongo-java-server.ts").then((m) => m.buildMon
 
 step "proto lint and generated code"
 npx buf lint
+bash scripts/check-proto-breaking.sh
 bash scripts/check-generated.sh
 
 step "typecheck"
 npx tsc --noEmit
+
+step "lint (typescript-eslint, the layer rule of scripts/architecture-layers.mjs) and formatting (Prettier)"
+npm run lint
 
 step "build (the npm package: dist/ with type declarations)"
 npm run build

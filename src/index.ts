@@ -4,23 +4,39 @@ export * from "./types/content.js";
 export * from "./types/session-state.js";
 export * from "./types/snapshot.js";
 export * from "./types/agent-io.js";
-export { Agent, isAgent, type AgentDefinition, type CallOptions } from "./runtime/agent.js";
+export * from "./types/usage.js";
+export { Agent, isAgent, type AgentDefinition, type AnyAgent, type CallOptions } from "./runtime/agent.js";
 export { defineCustomAgent, type CustomAgentDefinition } from "./runtime/custom-agent.js";
-export type { AgentContext, AgentFn, AgentResult, Responder, TurnContext, TurnFn, TurnFnContext } from "./runtime/agent-function.js";
+export type {
+  AgentContext,
+  AgentFn,
+  AgentResult,
+  Responder,
+  TurnContext,
+  TurnFn,
+  TurnFnContext,
+} from "./runtime/agent-function.js";
 export type { AgentConnection } from "./runtime/agent-connection.js";
 export { AgentRegistry, type AgentRegistryOptions } from "./runtime/agent-registry.js";
 export { Session } from "./runtime/session.js";
 export { SessionRunner } from "./runtime/session-runner.js";
 export { generateModelTurn } from "./runtime/model-turn.js";
-export { applyCustomPatch } from "./runtime/custom-patch-stream.js";
+export { traceSessionStore } from "./runtime/traced-store.js";
+export { telemetryRegistered } from "./runtime/telemetry.js";
+export { applyCustomPatch } from "./protocol/custom-patch-stream.js";
 export type { ChunkTransform, ClientTransforms, StateTransform, TransformContext } from "./runtime/state-transform.js";
 export { DEFAULT_LIVENESS, type LivenessSettings } from "./runtime/snapshot-liveness.js";
-export { DEFAULT_SESSION_SETTINGS, sessionSettings, type SessionSettings, type SessionSettingsOptions } from "./runtime/session-settings.js";
+export {
+  DEFAULT_SESSION_SETTINGS,
+  sessionSettings,
+  type SessionSettings,
+  type SessionSettingsOptions,
+} from "./runtime/session-settings.js";
 export { DEFAULT_CLAIM_SETTINGS, type ClaimSettings } from "./runtime/session-claim.js";
 export { DEFAULT_RECORD_SETTINGS, type RecordSettings } from "./runtime/turn-record.js";
 export type { SnapshotPage } from "./runtime/snapshot-access.js";
 export type { Model, ModelRequest, ModelResponse, ModelCallOptions } from "./models/model.js";
-export { EchoModel } from "./models/echo-model.js";
+export { EchoModel, splitIntoChunks } from "./models/echo-model.js";
 export { ScriptedModel, directiveScript, type ModelScript, type ScriptedReply } from "./models/scripted-model.js";
 export { builtinModelResolver, type ModelResolver, type ModelSettings } from "./models/model-resolver.js";
 export { toolRequestsOf, type ModelToolDefinition } from "./models/model.js";
@@ -31,7 +47,7 @@ export {
   type InlineAgentDefinition,
   type PromptAgentDefinition,
   type PromptBackedOptions,
-} from "./runtime/prompt-agent.js";
+} from "./prompts/prompt-agent.js";
 export { PromptRegistry, type LoadedPrompt, type RenderedPromptTurn } from "./prompts/prompt-registry.js";
 export { defineTool, type Tool, type ToolContext, type ToolDefinition } from "./tools/define-tool.js";
 export { ToolInterrupt } from "./tools/interrupts.js";

@@ -10,7 +10,13 @@ import { readHeadFile, readHeadFileOfKey, writeHeadFile } from "./file/head-file
 import { sanitizePathPrefix } from "./file/path-prefix.js";
 import { readRecordFile, recordFileText, recordJson } from "./file/record-file.js";
 import { appendIndexEntry, readIndexEntries } from "./file/session-index.js";
-import { findStoreDirectories, indexKeysWithoutHead, mapLimit, readAllHeads, unlinkIfExists } from "./file/session-files.js";
+import {
+  findStoreDirectories,
+  indexKeysWithoutHead,
+  mapLimit,
+  readAllHeads,
+  unlinkIfExists,
+} from "./file/session-files.js";
 import { DirectoryStatusWatcher } from "./file/status-watcher.js";
 import { ensureStoreFormat } from "./file/store-format.js";
 import { sessionKey, StoreLayout } from "./file/store-layout.js";
@@ -90,7 +96,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   private readonly watchers = new Map<string, DirectoryStatusWatcher>();
   /** Directories whose format is checked, and those whose layout directories exist. */
   private readonly checked = new Set<string>();
-  private readonly ready = new Set<string>();
+  private readonly preparedBases = new Set<string>();
   private sweepTimer: NodeJS.Timeout | undefined;
   /** The sweep run when the store opened (tests, diagnostics); never rejects. */
   readonly debrisSwept: Promise<DebrisSweepResult>;
@@ -109,9 +115,13 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
       mkdirSync(this.root, { recursive: true, mode: 0o700 });
       accessSync(this.root, constants.W_OK);
     } catch (err) {
-      throw new AgentError("FAILED_PRECONDITION", `store directory ${this.root} cannot be created or is not writable: ${(err as Error).message}`, {
-        cause: err,
-      });
+      throw new AgentError(
+        "FAILED_PRECONDITION",
+        `store directory ${this.root} cannot be created or is not writable: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
     }
     ensureStoreFormat(this.root, true);
     this.checked.add(this.root);
@@ -125,7 +135,10 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
 
   /** Removes crash debris (stale temporary files, lock files of dead processes) under the store directory. Never rejects. */
   sweepDebris(): Promise<DebrisSweepResult> {
-    return sweepDebris(this.root, { tmpMaxAgeMs: this.options.debrisSweep?.tmpMaxAgeMs }).catch(() => ({ tmpFiles: 0, lockFiles: 0 }));
+    return sweepDebris(this.root, { tmpMaxAgeMs: this.options.debrisSweep?.tmpMaxAgeMs }).catch(() => ({
+      tmpFiles: 0,
+      lockFiles: 0,
+    }));
   }
 
   /** Health probe: the store directory exists and is writable. */
@@ -133,7 +146,9 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     try {
       await access(this.root, constants.W_OK);
     } catch (err) {
-      throw new AgentError("UNAVAILABLE", `store directory ${this.root} is not writable: ${(err as Error).message}`, { cause: err });
+      throw new AgentError("UNAVAILABLE", `store directory ${this.root} is not writable: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 
@@ -154,10 +169,10 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     const layout = new StoreLayout(this.baseDir(ctx));
     const base = layout.base;
     if (!this.checked.has(base) && ensureStoreFormat(base, write)) this.checked.add(base);
-    if (write && !this.ready.has(base)) {
+    if (write && !this.preparedBases.has(base)) {
       mkdirSync(layout.recordsDir, { recursive: true, mode: 0o700 });
       mkdirSync(layout.sessionsDir, { recursive: true, mode: 0o700 });
-      this.ready.add(base);
+      this.preparedBases.add(base);
     }
     return layout;
   }
@@ -201,7 +216,10 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
       if (!record || text === undefined) return writeHeadFile(layout.headPath(sessionId), next, this.fsync);
       const recordPath = layout.recordPath(record.snapshotId);
       if (!(await writeFileAtomically(recordPath, text, { fsync: this.fsync, exclusive: true }))) {
-        throw new AgentError("ALREADY_EXISTS", `snapshot ${record.snapshotId} already exists; a commit needs a new snapshot ID`);
+        throw new AgentError(
+          "ALREADY_EXISTS",
+          `snapshot ${record.snapshotId} already exists; a commit needs a new snapshot ID`,
+        );
       }
       try {
         await appendIndexEntry(layout.indexPath(sessionId), record, this.fsync);
@@ -211,7 +229,8 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
         throw err;
       }
     });
-    if (stored && record) this.watchers.get(layout.base)?.deliver(record.snapshotId, { status: record.status, version: 1 });
+    if (stored && record)
+      this.watchers.get(layout.base)?.deliver(record.snapshotId, { status: record.status, version: 1 });
     return stored;
   }
 
@@ -241,7 +260,9 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     while (records.length < size && next < entries.length) {
       const batch = entries.slice(next, next + size - records.length);
       next += batch.length;
-      const files = await Promise.all(batch.map((e) => readRecordFile<S>(layout.recordPath(e.snapshotId), e.snapshotId)));
+      const files = await Promise.all(
+        batch.map((e) => readRecordFile<S>(layout.recordPath(e.snapshotId), e.snapshotId)),
+      );
       for (const file of files) if (file && file.record.sessionId === sessionId) records.push(deepFreeze(file.record));
     }
     return next < entries.length ? { records, nextPageToken: encodePageToken(entries[next - 1]!) } : { records };
@@ -252,10 +273,14 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
    * cross-process lock file; the file's version is incremented (it orders
    * status observations) and local subscribers are told at once.
    */
-  async updateRecord(snapshotId: string, mutator: RecordMutator<S>, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | null> {
+  async updateRecord(
+    snapshotId: string,
+    mutator: RecordMutator<S>,
+    ctx?: StoreCallContext,
+  ): Promise<SnapshotRecord<S> | null> {
     if (!isValidSnapshotId(snapshotId)) return null;
     const layout = this.layout(ctx, false);
-    if (!this.ready.has(layout.base) && !existsSync(layout.recordsDir)) return null; // no record was ever committed here
+    if (!this.preparedBases.has(layout.base) && !existsSync(layout.recordsDir)) return null; // no record was ever committed here
     const saved = await this.locked(`${layout.base}\0r\0${snapshotId}`, layout.recordLockPath(snapshotId), async () => {
       const path = layout.recordPath(snapshotId);
       const existing = await readRecordFile<S>(path, snapshotId);
@@ -265,7 +290,9 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
       if (result === null) return null;
       const record = deepFreeze(keepIdentity(result, previous));
       const version = existing.version + 1;
-      await writeFileAtomically(path, recordFileText(version, record.status, recordJson(record)), { fsync: this.fsync });
+      await writeFileAtomically(path, recordFileText(version, record.status, recordJson(record)), {
+        fsync: this.fsync,
+      });
       return { record, version };
     });
     if (!saved) return null;
@@ -283,7 +310,10 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   async listHeads(query: SessionQuery, ctx?: StoreCallContext): Promise<HeadPage> {
     const checked = checkSessionQuery(query);
     const layout = this.layout(ctx, false);
-    return pageOfHeads((await readAllHeads(layout)).map((h) => h.head), checked);
+    return pageOfHeads(
+      (await readAllHeads(layout)).map((h) => h.head),
+      checked,
+    );
   }
 
   /**
@@ -316,7 +346,11 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
    * its own: the owner calls this at open and periodically.
    */
   async sweepExpired(now: number, ctx?: StoreCallContext): Promise<number> {
-    if (typeof now !== "number" || !Number.isFinite(now)) throw new AgentError("INVALID_ARGUMENT", `sweepExpired: now must be an epoch-millisecond number (got ${String(now)})`);
+    if (typeof now !== "number" || !Number.isFinite(now))
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `sweepExpired: now must be an epoch-millisecond number (got ${String(now)})`,
+      );
     const layouts: StoreLayout[] = [];
     if (ctx === undefined && this.options.pathPrefix) {
       for (const dir of await findStoreDirectories(this.root)) {
@@ -334,7 +368,12 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
       for (const { key, head } of await readAllHeads(layout, { skipCorrupt: true })) {
         if (!isExpired(head, now)) continue;
         const expired = (h: SessionHead | undefined) => h !== undefined && isExpired(h, now);
-        if (await this.locked(sessionMutexKey(layout, head.sessionId), layout.headLockPathOfKey(key), () => this.removeSessionFiles(layout, key, expired))) removed++;
+        if (
+          await this.locked(sessionMutexKey(layout, head.sessionId), layout.headLockPathOfKey(key), () =>
+            this.removeSessionFiles(layout, key, expired),
+          )
+        )
+          removed++;
       }
       for (const key of await indexKeysWithoutHead(layout)) {
         // Only the file lock (the session ID is unknown): it excludes commits of every process, this one included.

@@ -6,7 +6,13 @@ export { StatusSubscribers } from "./status-subscribers.js";
 export { KeyedMutex } from "./keyed-mutex.js";
 export { newSnapshotId, isValidSnapshotId, assertValidSnapshotId } from "./snapshot-identity.js";
 export { headToStore, keepIdentity, assertRecordShape } from "./record-identity.js";
-export { validateLabels, labelsMatch, MAX_LABELS, MAX_LABEL_KEY_LENGTH, MAX_LABEL_VALUE_LENGTH } from "./session-labels.js";
+export {
+  validateLabels,
+  labelsMatch,
+  MAX_LABELS,
+  MAX_LABEL_KEY_LENGTH,
+  MAX_LABEL_VALUE_LENGTH,
+} from "./session-labels.js";
 export {
   checkSessionQuery,
   compareHeadsNewestFirst,
@@ -21,7 +27,12 @@ export {
   type HeadSortKey,
 } from "./session-query.js";
 export { diffState, applyStateDelta, addArtifact, jsonBytes } from "./ledger/state-delta.js";
-export { DEFAULT_CHECKPOINT_POLICY, recordStateFields, type CheckpointPolicy, type RecordStateFields } from "./ledger/checkpoint-policy.js";
+export {
+  DEFAULT_CHECKPOINT_POLICY,
+  recordStateFields,
+  type CheckpointPolicy,
+  type RecordStateFields,
+} from "./ledger/checkpoint-policy.js";
 export { walkChain, chainFrom, stateOfChain, type RecordReader } from "./ledger/state-chain.js";
 export { deepFreeze } from "./ledger/frozen-value.js";
 export {

@@ -59,7 +59,10 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
     const record = commit.record;
     if (record) {
       if (this.records.has(record.snapshotId)) {
-        throw new AgentError("ALREADY_EXISTS", `snapshot ${record.snapshotId} already exists; a commit needs a new snapshot ID`);
+        throw new AgentError(
+          "ALREADY_EXISTS",
+          `snapshot ${record.snapshotId} already exists; a commit needs a new snapshot ID`,
+        );
       }
       const frozen = deepFreeze(record);
       this.records.set(record.snapshotId, { record: frozen, version: 1 });
@@ -91,7 +94,11 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
   }
 
   /** Atomic rewrite of one record. */
-  async updateRecord(snapshotId: string, mutator: RecordMutator<S>, _ctx?: StoreCallContext): Promise<SnapshotRecord<S> | null> {
+  async updateRecord(
+    snapshotId: string,
+    mutator: RecordMutator<S>,
+    _ctx?: StoreCallContext,
+  ): Promise<SnapshotRecord<S> | null> {
     const stored = this.records.get(snapshotId);
     if (!stored) return null;
     const result = mutator(stored.record);
@@ -138,7 +145,8 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
   /** Deletes every session whose expiresAt <= now; resolves to how many. */
   async sweepExpired(now: number, _ctx?: StoreCallContext): Promise<number> {
     let removed = 0;
-    for (const head of [...this.heads.values()]) if (isExpired(head, now) && this.removeSession(head.sessionId)) removed++;
+    for (const head of [...this.heads.values()])
+      if (isExpired(head, now) && this.removeSession(head.sessionId)) removed++;
     return removed;
   }
 
@@ -156,7 +164,12 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
    * status subscription.
    */
   sizes(): { heads: number; records: number; sessions: number; subscribedSnapshots: number } {
-    return { heads: this.heads.size, records: this.records.size, sessions: this.bySession.size, subscribedSnapshots: [...this.subscribers.ids()].length };
+    return {
+      heads: this.heads.size,
+      records: this.records.size,
+      sessions: this.bySession.size,
+      subscribedSnapshots: [...this.subscribers.ids()].length,
+    };
   }
 
   /** Number of live status subscriptions (for tests and diagnostics). */

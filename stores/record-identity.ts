@@ -15,33 +15,49 @@ import { assertValidSnapshotId } from "./snapshot-identity.js";
 export function headToStore<S>(commit: HeadCommit<S>): SessionHead {
   const { head, record, expectedVersion } = commit;
   if (!Number.isInteger(expectedVersion) || expectedVersion < 0) {
-    throw new AgentError("INVALID_ARGUMENT", `commit: expectedVersion must be an integer >= 0 (got ${expectedVersion})`);
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `commit: expectedVersion must be an integer >= 0 (got ${expectedVersion})`,
+    );
   }
   if (typeof head.sessionId !== "string" || head.sessionId.length === 0) {
     throw new AgentError("INVALID_ARGUMENT", "commit: the head needs a non-empty sessionId");
   }
   if (typeof head.agent !== "string" || typeof head.owner !== "string") {
-    throw new AgentError("INVALID_ARGUMENT", `session ${head.sessionId}: the head needs an agent name and an owner string`);
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `session ${head.sessionId}: the head needs an agent name and an owner string`,
+    );
   }
   if (record) {
     assertValidSnapshotId(record.snapshotId);
     if (record.sessionId !== head.sessionId) {
-      throw new AgentError("INVALID_ARGUMENT", `snapshot ${record.snapshotId} belongs to session ${record.sessionId}, not ${head.sessionId}`);
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `snapshot ${record.snapshotId} belongs to session ${record.sessionId}, not ${head.sessionId}`,
+      );
     }
     assertRecordShape(record);
   }
   const stored: SessionHead = { ...head, version: expectedVersion + 1 };
   delete stored.expiresAt;
+  if (head.usage === undefined) delete stored.usage;
   if (head.labels === undefined) delete stored.labels;
   else stored.labels = validateLabels(head.labels);
   if (head.ttlMs === undefined) {
     delete stored.ttlMs;
   } else {
     if (!Number.isSafeInteger(head.ttlMs) || head.ttlMs <= 0) {
-      throw new AgentError("INVALID_ARGUMENT", `session ${head.sessionId}: ttlMs must be a positive integer of milliseconds (got ${String(head.ttlMs)})`);
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `session ${head.sessionId}: ttlMs must be a positive integer of milliseconds (got ${String(head.ttlMs)})`,
+      );
     }
     if (typeof head.updatedAt !== "number" || !Number.isFinite(head.updatedAt)) {
-      throw new AgentError("INVALID_ARGUMENT", `session ${head.sessionId}: updatedAt must be an epoch-millisecond number when ttlMs is set`);
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `session ${head.sessionId}: updatedAt must be an epoch-millisecond number when ttlMs is set`,
+      );
     }
     const expiresAt = head.updatedAt + head.ttlMs;
     if (!Number.isSafeInteger(expiresAt)) {
@@ -55,13 +71,19 @@ export function headToStore<S>(commit: HeadCommit<S>): SessionHead {
 /** Throws INVALID_ARGUMENT when a record lacks numeric timestamps or a status. */
 export function assertRecordShape<S>(record: SnapshotRecord<S>): void {
   if (typeof record.createdAt !== "number" || typeof record.updatedAt !== "number") {
-    throw new AgentError("INVALID_ARGUMENT", `snapshot ${record.snapshotId}: createdAt and updatedAt must be epoch-millisecond numbers`);
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `snapshot ${record.snapshotId}: createdAt and updatedAt must be epoch-millisecond numbers`,
+    );
   }
   if (typeof record.status !== "string") {
     throw new AgentError("INVALID_ARGUMENT", `snapshot ${record.snapshotId}: status is required`);
   }
   if (record.checkpoint && record.delta) {
-    throw new AgentError("INVALID_ARGUMENT", `snapshot ${record.snapshotId}: a record holds a checkpoint or a delta, not both`);
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `snapshot ${record.snapshotId}: a record holds a checkpoint or a delta, not both`,
+    );
   }
 }
 

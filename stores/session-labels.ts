@@ -39,7 +39,10 @@ export function validateLabels(labels: unknown): Record<string, string> {
     }
     const length = [...value].length;
     if (length > MAX_LABEL_VALUE_LENGTH) {
-      throw new AgentError("INVALID_ARGUMENT", `label ${JSON.stringify(key)}: the value has ${length} characters, at most ${MAX_LABEL_VALUE_LENGTH} are allowed`);
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `label ${JSON.stringify(key)}: the value has ${length} characters, at most ${MAX_LABEL_VALUE_LENGTH} are allowed`,
+      );
     }
     out[key] = value;
   }
@@ -47,7 +50,10 @@ export function validateLabels(labels: unknown): Record<string, string> {
 }
 
 /** True when `labels` carries every entry of `filter` with exactly its value (an empty or missing filter matches everything). */
-export function labelsMatch(labels: Readonly<Record<string, string>> | undefined, filter: Readonly<Record<string, string>> | undefined): boolean {
+export function labelsMatch(
+  labels: Readonly<Record<string, string>> | undefined,
+  filter: Readonly<Record<string, string>> | undefined,
+): boolean {
   if (!filter) return true;
   for (const [key, value] of Object.entries(filter)) {
     if (!labels || !Object.hasOwn(labels, key) || labels[key] !== value) return false;

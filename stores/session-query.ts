@@ -49,7 +49,10 @@ export function decodeHeadPageToken(token: string): HeadSortKey {
     }
   }
   const shown = String(token).length > 80 ? `${String(token).slice(0, 80)}…` : String(token);
-  throw new AgentError("INVALID_ARGUMENT", `invalid session page token "${shown}": pass the nextPageToken of a previous page unchanged`);
+  throw new AgentError(
+    "INVALID_ARGUMENT",
+    `invalid session page token "${shown}": pass the nextPageToken of a previous page unchanged`,
+  );
 }
 
 /**
@@ -61,7 +64,7 @@ export function decodeHeadPageToken(token: string): HeadSortKey {
  */
 export function checkSessionQuery(query: SessionQuery): CheckedSessionQuery {
   if (query === null || typeof query !== "object" || typeof query.owner !== "string") {
-    throw new AgentError("INVALID_ARGUMENT", "listing sessions needs an owner (\"\" for the anonymous owner)");
+    throw new AgentError("INVALID_ARGUMENT", 'listing sessions needs an owner ("" for the anonymous owner)');
   }
   if (query.agent !== undefined && typeof query.agent !== "string") {
     throw new AgentError("INVALID_ARGUMENT", "the agent filter must be a string");
@@ -117,5 +120,7 @@ export function pageOfHeads(candidates: Iterable<SessionHead>, query: CheckedSes
   for (const head of candidates) if (headMatches(head, query)) matching.push(head);
   matching.sort(compareHeadsNewestFirst);
   const heads = matching.slice(0, query.pageSize);
-  return matching.length > heads.length ? { heads, nextPageToken: encodeHeadPageToken(heads[heads.length - 1]!) } : { heads };
+  return matching.length > heads.length
+    ? { heads, nextPageToken: encodeHeadPageToken(heads[heads.length - 1]!) }
+    : { heads };
 }

@@ -36,14 +36,25 @@ export function decodePageToken(token: string): SnapshotSortKey {
   } catch {
     // fall through
   }
-  throw new AgentError("INVALID_ARGUMENT", `invalid page token "${token}": pass the nextPageToken of a previous page unchanged`);
+  throw new AgentError(
+    "INVALID_ARGUMENT",
+    `invalid page token "${token}": pass the nextPageToken of a previous page unchanged`,
+  );
 }
 
-/** The effective page size for a request (default when unset, clamped to 1..MAX_PAGE_SIZE). */
+/**
+ * The effective page size for a request: the default when unset or 0,
+ * otherwise clamped to 1..MAX_PAGE_SIZE. A negative size (or NaN) is refused
+ * with INVALID_ARGUMENT rather than silently read as the default.
+ */
 export function pageSizeOf(page?: SnapshotPageRequest): number {
   const size = page?.pageSize;
-  if (size === undefined || size <= 0) return DEFAULT_PAGE_SIZE;
-  return Math.min(Math.floor(size), MAX_PAGE_SIZE);
+  if (size === undefined || size === 0) return DEFAULT_PAGE_SIZE;
+  if (typeof size !== "number" || !(size > 0)) {
+    const message = `page size must not be negative (got ${String(size)}); leave it unset for the default ${DEFAULT_PAGE_SIZE}`;
+    throw new AgentError("INVALID_ARGUMENT", message);
+  }
+  return Math.max(1, Math.min(Math.floor(size), MAX_PAGE_SIZE));
 }
 
 /** Index of the first key (in newest-first order) after the token's position; 0 without a token. */
@@ -59,7 +70,10 @@ export function pageStartIndex(sorted: readonly SnapshotSortKey[], pageToken?: s
  * after the token's position, at most the page size, with a token when more
  * remain.
  */
-export function pageOf<T extends SnapshotSortKey>(sorted: readonly T[], page?: SnapshotPageRequest): { items: T[]; nextPageToken?: string } {
+export function pageOf<T extends SnapshotSortKey>(
+  sorted: readonly T[],
+  page?: SnapshotPageRequest,
+): { items: T[]; nextPageToken?: string } {
   const size = pageSizeOf(page);
   const start = pageStartIndex(sorted, page?.pageToken);
   const items = sorted.slice(start, start + size);

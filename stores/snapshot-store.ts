@@ -2,6 +2,7 @@ import type { Operation } from "fast-json-patch";
 import type { Artifact, Message } from "../src/types/content.js";
 import type { SessionState } from "../src/types/session-state.js";
 import type { SessionSnapshot, SnapshotStatus } from "../src/types/snapshot.js";
+import type { Usage } from "../src/types/usage.js";
 
 /**
  * Version of the stored data layout (session heads + snapshot records with
@@ -68,6 +69,12 @@ export interface SessionHead {
    * unset without ttlMs.
    */
   expiresAt?: number;
+  /**
+   * Running totals of the model tokens used by every turn committed to the
+   * session (every branch, detached work included); unset until a model call
+   * reported usage. Stored as given, like the rest of the head.
+   */
+  usage?: Usage;
 }
 
 /** What {@link SessionStore.listHeads} returns. */
@@ -137,7 +144,10 @@ export interface SnapshotRecord<S = unknown> extends Omit<SessionSnapshot<S>, "s
 
 /** A page request for {@link SessionStore.listRecords}. */
 export interface SnapshotPageRequest {
-  /** At most this many records (store default when unset). */
+  /**
+   * At most this many records (store default 50 when unset or 0, max 1000:
+   * larger sizes are clamped; negative → INVALID_ARGUMENT AgentError).
+   */
   pageSize?: number;
   /** Opaque token from a previous page's `nextPageToken`. */
   pageToken?: string;
@@ -187,6 +197,12 @@ export type RecordMutator<S = unknown> = (existing: SnapshotRecord<S>) => Snapsh
  * objects); reads never return a record of a failed commit.
  */
 export interface SessionStore<S = unknown> {
+  /**
+   * Optional: connects and checks the store now instead of at first use
+   * (`agentd serve` calls it before listening). Rejects with the AgentError the
+   * first operation would get; UNAVAILABLE means "unreachable for now".
+   */
+  ready?(): Promise<void>;
   /** The session's head, or undefined. */
   getHead(sessionId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined>;
   /**
@@ -213,7 +229,11 @@ export interface SessionStore<S = unknown> {
    * a detached run). Resolves to the stored record, or null when the record is
    * missing or the mutator skipped the write.
    */
-  updateRecord(snapshotId: string, mutator: RecordMutator<S>, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | null>;
+  updateRecord(
+    snapshotId: string,
+    mutator: RecordMutator<S>,
+    ctx?: StoreCallContext,
+  ): Promise<SnapshotRecord<S> | null>;
   /**
    * The owner's sessions, newest updatedAt first (ties: greater sessionId
    * first), keyset-paginated on (updatedAt, sessionId), so that paging returns
@@ -262,16 +282,21 @@ export interface SnapshotSubscriber {
 }
 
 /** True when the store can push status changes (and so supports detach/abort). */
-export function isSnapshotSubscriber<S>(store: SessionStore<S> | undefined): store is SessionStore<S> & SnapshotSubscriber {
+export function isSnapshotSubscriber<S>(
+  store: SessionStore<S> | undefined,
+): store is SessionStore<S> & SnapshotSubscriber {
   return typeof (store as Partial<SnapshotSubscriber> | undefined)?.subscribeStatus === "function";
 }
 
 /** A store with the session lifecycle methods (list, delete, expire). */
-export type SessionLifecycleStore<S = unknown> = SessionStore<S> & Required<Pick<SessionStore<S>, "listHeads" | "deleteSession" | "sweepExpired">>;
+export type SessionLifecycleStore<S = unknown> = SessionStore<S> &
+  Required<Pick<SessionStore<S>, "listHeads" | "deleteSession" | "sweepExpired">>;
 
 /** True when the store implements listHeads, deleteSession and sweepExpired. */
 export function hasSessionLifecycle<S>(store: SessionStore<S> | undefined): store is SessionLifecycleStore<S> {
   return (
-    typeof store?.listHeads === "function" && typeof store.deleteSession === "function" && typeof store.sweepExpired === "function"
+    typeof store?.listHeads === "function" &&
+    typeof store.deleteSession === "function" &&
+    typeof store.sweepExpired === "function"
   );
 }

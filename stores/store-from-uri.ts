@@ -33,13 +33,19 @@ export async function openStoreFromUri(uri: string, options: OpenStoreOptions = 
     let path = trimmed.slice("file:".length);
     if (path.startsWith("//")) path = decodeURIComponent(new URL(trimmed).pathname);
     if (path.length === 0) {
-      throw new AgentError("INVALID_ARGUMENT", `store URI "${uri}" has no directory: use e.g. file:./.agentd/snapshots`);
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `store URI "${uri}" has no directory: use e.g. file:./.agentd/snapshots`,
+      );
     }
     return new FileSessionStore(resolve(process.cwd(), path));
   }
   if (trimmed.startsWith("mongodb://") || trimmed.startsWith("mongodb+srv://")) {
     const { MongoSessionStore } = await import("./mongodb/mongo-store.js");
-    return new MongoSessionStore({ ...mongoConfigFromUri(trimmed), ...(options.logger ? { logger: options.logger } : {}) });
+    return new MongoSessionStore({
+      ...mongoConfigFromUri(trimmed),
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
   }
   throw new AgentError(
     "INVALID_ARGUMENT",
@@ -57,7 +63,10 @@ export function mongoConfigFromUri(uri: string): { uri: string; database: string
   const slash = beforeQuery.indexOf("/");
   const hosts = slash >= 0 ? beforeQuery.slice(0, slash) : beforeQuery;
   if (hosts.length === 0) {
-    throw new AgentError("INVALID_ARGUMENT", `invalid MongoDB URI "${uri}": no host; use e.g. mongodb://127.0.0.1:27017/agentd`);
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `invalid MongoDB URI "${uri}": no host; use e.g. mongodb://127.0.0.1:27017/agentd`,
+    );
   }
   const database = slash >= 0 ? decodeURIComponent(beforeQuery.slice(slash + 1)) : "";
   if (/[/\\. "$]/.test(database)) {

@@ -29,12 +29,21 @@ export interface ServerProcess {
 export interface ServerProcessOptions {
   /** Extra node flags, e.g. `--cpu-prof --cpu-prof-dir=<dir>`. */
   nodeFlags?: string[];
+  /** Extra environment variables (e.g. the OTEL_* ones of a traced agentd). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Starts agentd on `storeUri` at `logLevel`. */
-export function startAgentdProcess(label: string, storeUri: string, logLevel: string, options: ServerProcessOptions = {}): Promise<ServerProcess> {
+export function startAgentdProcess(
+  label: string,
+  storeUri: string,
+  logLevel: string,
+  options: ServerProcessOptions = {},
+): Promise<ServerProcess> {
   const argv = [`${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", storeUri, "--log-level", logLevel];
-  return start(label, argv, options, (record) => (record.msg === "agentd listening" ? (record.port as number) : undefined));
+  return start(label, argv, options, (record) =>
+    record.msg === "agentd listening" ? (record.port as number) : undefined,
+  );
 }
 
 /** Starts the bare connect-node echo server. */
@@ -56,6 +65,7 @@ async function start(
 ): Promise<ServerProcess> {
   const proc = spawn(nodeBinary(), [...(options.nodeFlags ?? []), "--import", TSX_LOADER, ...script], {
     cwd: REPO_ROOT,
+    env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
@@ -72,7 +82,11 @@ async function start(
   };
 }
 
-function listeningPort(proc: ChildProcess, exited: Promise<void>, portOf: (record: Record<string, unknown>) => number | undefined): Promise<number> {
+function listeningPort(
+  proc: ChildProcess,
+  exited: Promise<void>,
+  portOf: (record: Record<string, unknown>) => number | undefined,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     let output = "";
     let pending = "";

@@ -9,8 +9,13 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { performance } from "node:perf_hooks";
 import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
-import { AgentService, ChatRequestSchema, type ChatRequest, type ChatResponse } from "../../gen/ts/agentd/v1/agent_service_pb.js";
-import { AsyncChannel } from "../../src/runtime/async-channel.js";
+import {
+  AgentService,
+  ChatRequestSchema,
+  type ChatRequest,
+  type ChatResponse,
+} from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import { AsyncChannel } from "../../src/protocol/async-channel.js";
 import type { ServerProcess } from "./server-process.js";
 
 /** The user message of every turn (short: a few words). */
@@ -81,7 +86,12 @@ export interface Throughput {
  * `turnsPerSession` turns back to back until `totalTurns` turns are done in
  * all; the server's CPU time (utime + stime) is read around the whole run.
  */
-export async function concurrentTurns(server: ServerProcess, sessions: number, totalTurns: number, turnsPerSession: number): Promise<Throughput> {
+export async function concurrentTurns(
+  server: ServerProcess,
+  sessions: number,
+  totalTurns: number,
+  turnsPerSession: number,
+): Promise<Throughput> {
   const pool = clients(server.baseUrl, Math.ceil(sessions / SESSIONS_PER_CONNECTION));
   let remaining = totalTurns;
   const worker = async (index: number): Promise<void> => {

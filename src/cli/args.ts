@@ -41,6 +41,14 @@ export interface ServeConfig {
   connectionLimits?: Partial<ConnectionLimits>;
   /** How callers authenticate and what is served without credentials. */
   security: SecurityConfig;
+  /**
+   * `--otel`: export traces and metrics by OTLP (configured by the standard
+   * `OTEL_*` variables) even without `OTEL_EXPORTER_OTLP_ENDPOINT`, which
+   * alone also turns it on.
+   */
+  otel?: boolean;
+  /** `--metrics-port`: serve Prometheus text at `http://<host>:<port>/metrics`. */
+  metricsPort?: number;
 }
 
 /** The security flags of `agentd serve`. */
@@ -113,6 +121,11 @@ Options:
   --max-connections <n>       open connections at most; more are closed at once (default ${DEFAULT_CONNECTION_LIMITS.maxConnections})
   --max-concurrent-streams <n>
                               HTTP/2 streams (calls) open at once per connection (default ${DEFAULT_CONNECTION_LIMITS.maxConcurrentStreams})
+Observability (OpenTelemetry; see "Observability" in the README):
+  --otel                      export traces and metrics by OTLP; also on when OTEL_EXPORTER_OTLP_ENDPOINT
+                              is set. Configured by the standard OTEL_* variables (protocol, service
+                              name, sampler, batch delay, metric interval, ...)
+  --metrics-port <port>       serve the metrics as Prometheus text on http://<host>:<port>/metrics
 Security (see "Securing agentd" in the README):
   --auth-tokens <file>        accept bearer tokens listed in <file>, one "TOKEN TENANT [SUBJECT]"
                               per line; re-read on SIGHUP
@@ -133,7 +146,10 @@ Security (see "Securing agentd" in the README):
 
 /** `--cors-origin` values: repeatable and comma-separated; each `*` or an `http(s)://host[:port]` origin. */
 function corsOrigins(raw: readonly string[]): string[] {
-  const origins = raw.flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
+  const origins = raw
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim())
+    .filter(Boolean);
   for (const origin of origins) {
     if (origin !== "*" && !/^https?:\/\/[^/\s]+$/.test(origin)) {
       throw new UsageError(`--cors-origin must be "*" or an origin like https://app.example.com, got "${origin}"`);
@@ -149,7 +165,8 @@ function duration(name: string, raw: string): number {
   const match = /^(\d+)(ms|s|m|h|d)$/.exec(raw.trim());
   if (!match) throw new UsageError(`--${name} must be a duration like 90s, 30m, 12h or 7d, got "${raw}"`);
   const ms = Number(match[1]) * DURATION_UNITS[match[2]!]!;
-  if (ms < 1 || ms > 10 * 365 * 86_400_000) throw new UsageError(`--${name} must be between 1ms and 3650d, got "${raw}"`);
+  if (ms < 1 || ms > 10 * 365 * 86_400_000)
+    throw new UsageError(`--${name} must be between 1ms and 3650d, got "${raw}"`);
   return ms;
 }
 
@@ -192,6 +209,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "idle-timeout-ms": { type: "string" },
         "max-connections": { type: "string" },
         "max-concurrent-streams": { type: "string" },
+        otel: { type: "boolean" },
+        "metrics-port": { type: "string" },
         "auth-tokens": { type: "string" },
         "auth-jwks": { type: "string" },
         "auth-audience": { type: "string" },
@@ -216,7 +235,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   if (values.version) return { kind: "version" };
   const [command, ...modules] = positionals;
   if (command === undefined || command === "help") return { kind: "help" };
-  if (command !== "serve") throw new UsageError(`unknown command "${command}"; the only command is "serve" (see agentd --help)`);
+  if (command !== "serve")
+    throw new UsageError(`unknown command "${command}"; the only command is "serve" (see agentd --help)`);
   const numeric = modules.find((m) => /^\d+$/.test(m));
   if (numeric !== undefined) {
     // `npm start --port 8080` hands npm the flag and agentd only "8080".
@@ -224,10 +244,12 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       `"${numeric}" is not an agents module; to set the port through npm put the flags after "--": npm start -- --port ${numeric} (or agentd serve --port ${numeric})`,
     );
   }
-  if (values.examples && values["no-examples"]) throw new UsageError("--examples and --no-examples contradict each other; give one");
+  if (values.examples && values["no-examples"])
+    throw new UsageError("--examples and --no-examples contradict each other; give one");
 
   const logLevel = values["log-level"] ?? "info";
-  if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
+  if (!LOG_LEVELS.includes(logLevel))
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
   const portSource = values.port ?? env.PORT;
   const port = portSource === undefined || portSource === "" ? DEFAULT_PORT : integer("port", portSource, 0, 65535);
   const host = values.host ?? "127.0.0.1";
@@ -256,19 +278,22 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     kind: "serve",
     config: {
       agentModules: modules,
-      examples: values.examples ?? (values["no-examples"] ? false : modules.length === 0 && values.prompts === undefined),
+      examples:
+        values.examples ?? (values["no-examples"] ? false : modules.length === 0 && values.prompts === undefined),
       ...(values.prompts !== undefined ? { promptsDir: values.prompts } : {}),
       host,
       port,
       store,
-      echoDelayMs: values["echo-delay-ms"] !== undefined ? integer("echo-delay-ms", values["echo-delay-ms"], 0, 60_000) : 0,
+      echoDelayMs:
+        values["echo-delay-ms"] !== undefined ? integer("echo-delay-ms", values["echo-delay-ms"], 0, 60_000) : 0,
       maxMessageBytes:
         values["max-message-bytes"] !== undefined
           ? integer("max-message-bytes", values["max-message-bytes"], 1024, 2 ** 32 - 1)
           : DEFAULT_MAX_MESSAGE_BYTES,
       logLevel,
       corsOrigins: corsOrigins(values["cors-origin"] ?? []),
-      drainMs: values["drain-ms"] !== undefined ? integer("drain-ms", values["drain-ms"], 0, 3_600_000) : DEFAULT_GRACE_MS,
+      drainMs:
+        values["drain-ms"] !== undefined ? integer("drain-ms", values["drain-ms"], 0, 3_600_000) : DEFAULT_GRACE_MS,
       ...(values["heartbeat-interval-ms"] !== undefined
         ? { heartbeatIntervalMs: integer("heartbeat-interval-ms", values["heartbeat-interval-ms"], 10, 3_600_000) }
         : {}),
@@ -283,6 +308,10 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       ...(Object.keys(connectionLimits).length > 0 ? { connectionLimits } : {}),
       ...(values["session-ttl"] !== undefined ? { sessionTtlMs: duration("session-ttl", values["session-ttl"]) } : {}),
       security: securityConfig(values),
+      ...(values.otel ? { otel: true } : {}),
+      ...(values["metrics-port"] !== undefined
+        ? { metricsPort: integer("metrics-port", values["metrics-port"], 1, 65535) }
+        : {}),
     },
   };
 }
@@ -303,13 +332,17 @@ function securityConfig(values: Record<string, string | boolean | string[] | und
     throw new UsageError("--auth-audience, --auth-issuer and --auth-tenant-claim only apply with --auth-jwks");
   }
   if (jwks !== undefined && audience === undefined) {
-    throw new UsageError("--auth-jwks needs --auth-audience: without it, tokens issued for other services would be accepted");
+    throw new UsageError(
+      "--auth-jwks needs --auth-audience: without it, tokens issued for other services would be accepted",
+    );
   }
   const certFile = text("tls-cert");
   const keyFile = text("tls-key");
   const clientCaFile = text("tls-client-ca");
-  if ((certFile === undefined) !== (keyFile === undefined)) throw new UsageError("--tls-cert and --tls-key go together");
-  if (clientCaFile !== undefined && certFile === undefined) throw new UsageError("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)");
+  if ((certFile === undefined) !== (keyFile === undefined))
+    throw new UsageError("--tls-cert and --tls-key go together");
+  if (clientCaFile !== undefined && certFile === undefined)
+    throw new UsageError("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)");
   const reflection = text("reflection") ?? "open";
   if (reflection !== "open" && reflection !== "authenticated") {
     throw new UsageError(`--reflection must be open or authenticated, got "${reflection}"`);
@@ -318,9 +351,18 @@ function securityConfig(values: Record<string, string | boolean | string[] | und
   return {
     ...(authTokensFile !== undefined ? { authTokensFile } : {}),
     ...(jwks !== undefined && audience !== undefined
-      ? { jwt: { jwks, audience, ...(issuer !== undefined ? { issuer } : {}), ...(tenantClaim !== undefined ? { tenantClaim } : {}) } }
+      ? {
+          jwt: {
+            jwks,
+            audience,
+            ...(issuer !== undefined ? { issuer } : {}),
+            ...(tenantClaim !== undefined ? { tenantClaim } : {}),
+          },
+        }
       : {}),
-    ...(certFile !== undefined && keyFile !== undefined ? { tls: { certFile, keyFile, ...(clientCaFile !== undefined ? { clientCaFile } : {}) } } : {}),
+    ...(certFile !== undefined && keyFile !== undefined
+      ? { tls: { certFile, keyFile, ...(clientCaFile !== undefined ? { clientCaFile } : {}) } }
+      : {}),
     insecure: values.insecure === true,
     reflection,
   };

@@ -48,7 +48,10 @@ export interface LoadedModules {
  * file, an import that throws, an `authenticate` export that is not a
  * function, or a module that exports neither agents nor `authenticate`.
  */
-export async function loadAgentModules(specifiers: readonly string[], cwd: string = process.cwd()): Promise<LoadedModules> {
+export async function loadAgentModules(
+  specifiers: readonly string[],
+  cwd: string = process.cwd(),
+): Promise<LoadedModules> {
   const agents: Agent<unknown>[] = [];
   const sources: string[] = [];
   const authenticators: Authenticate[] = [];
@@ -66,12 +69,16 @@ export async function loadAgentModules(specifiers: readonly string[], cwd: strin
       namespace = (await import(target)) as Record<string, unknown>;
     } catch (err) {
       const reason = err instanceof Error ? err.message.split("\n")[0] : String(err);
-      throw new AgentModuleError(`agents module "${specifier}" failed to load: ${reason}${typeScriptHint(specifier)}`, { cause: err });
+      throw new AgentModuleError(`agents module "${specifier}" failed to load: ${reason}${typeScriptHint(specifier)}`, {
+        cause: err,
+      });
     }
     const exported = collectAgents(namespace);
     const authenticate = namespace.authenticate;
     if (authenticate !== undefined && typeof authenticate !== "function") {
-      throw new AgentModuleError(`agents module "${specifier}" exports "authenticate" that is not a function (request) => Principal | null`);
+      throw new AgentModuleError(
+        `agents module "${specifier}" exports "authenticate" that is not a function (request) => Principal | null`,
+      );
     }
     if (exported.length === 0 && authenticate === undefined) {
       throw new AgentModuleError(

@@ -9,7 +9,10 @@ function version(): string {
   // src/cli/main.ts in a checkout, dist/src/cli/main.js in an installed package.
   for (const path of ["../../package.json", "../../../package.json"]) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), "utf8")) as { name?: string; version: string };
+      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), "utf8")) as {
+        name?: string;
+        version: string;
+      };
       if (pkg.name === "agentd") return pkg.version;
     } catch {
       // not there: try the next level up
@@ -21,9 +24,11 @@ function version(): string {
 /** One line explaining a start-up failure. */
 function describeStartupError(err: unknown): string {
   const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
-  if (e?.code === "EADDRINUSE") return `port ${e.port} on ${e.address} is already in use; pick another with --port (0 = any free port)`;
+  if (e?.code === "EADDRINUSE")
+    return `port ${e.port} on ${e.address} is already in use; pick another with --port (0 = any free port)`;
   if (e?.code === "EADDRNOTAVAIL") return `cannot bind ${e.address}: no such local address; check --host`;
-  if (e?.code === "EACCES" && e.syscall === "listen") return `not allowed to bind port ${e.port}; use a port above 1023`;
+  if (e?.code === "EACCES" && e.syscall === "listen")
+    return `not allowed to bind port ${e.port}; use a port above 1023`;
   if (err instanceof Error) return err.message.split("\n")[0];
   return String(err);
 }

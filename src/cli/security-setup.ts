@@ -35,7 +35,12 @@ function readPem(flag: string, file: string): Buffer {
   try {
     return readFileSync(file);
   } catch (err) {
-    throw new Error(`${flag} ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new Error(
+      `${flag} ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      {
+        cause: err,
+      },
+    );
   }
 }
 
@@ -48,7 +53,11 @@ function readPem(flag: string, file: string): Buffer {
  * proxy that forwards another Host) and any other host needs `--insecure`
  * ({@link InsecureServeError} otherwise).
  */
-export function setUpSecurity(config: SecurityConfig, host: string, moduleAuthenticators: readonly Authenticate[]): ServeSecurity {
+export function setUpSecurity(
+  config: SecurityConfig,
+  host: string,
+  moduleAuthenticators: readonly Authenticate[],
+): ServeSecurity {
   const chain: Authenticate[] = [...moduleAuthenticators];
   const methods: string[] = moduleAuthenticators.length > 0 ? ["module"] : [];
   let tokens: StaticTokens | undefined;

@@ -5,18 +5,19 @@ import { redactStoreUri } from "../../stores/redact-uri.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { AgentError } from "../errors/agent-error.js";
-import { exampleAgents } from "../examples/example-agents.js";
 import type { Agent } from "../runtime/agent.js";
 import { AgentRegistry } from "../runtime/agent-registry.js";
 import type { TurnEvent } from "../runtime/runtime-events.js";
 import { startSessionSweeper, sweepIntervalFor } from "../runtime/session-sweeper.js";
-import { promptAgentsFromDirectory } from "../runtime/prompt-agent.js";
+import { promptAgentsFromDirectory } from "../prompts/prompt-agent.js";
 import { agentServiceRoutes } from "../server/agent-service.js";
 import { startServer, type RunningServer } from "../server/server.js";
 import type { ServeConfig } from "./args.js";
 import { loadAgentModules } from "./load-agents.js";
 import { CoalescedLogDestination } from "./coalesced-log-destination.js";
 import { setUpSecurity } from "./security-setup.js";
+import { startTelemetry, type TelemetryHandle } from "./telemetry-setup.js";
+import { traceSessionStore } from "../runtime/traced-store.js";
 
 /** A started `agentd serve`: the server plus what shutdown must release. */
 export interface ServeInstance {
@@ -42,12 +43,16 @@ export { redactStoreUri } from "../../stores/redact-uri.js";
  * `agentd listening` line (host, port, url, store, agents). Rejects (after
  * releasing whatever it opened) when anything fails to start.
  */
-export async function startServe(config: ServeConfig, logger: Logger = createCliLogger(config.logLevel)): Promise<ServeInstance> {
+export async function startServe(
+  config: ServeConfig,
+  logger: Logger = createCliLogger(config.logLevel),
+): Promise<ServeInstance> {
   const promptAgents: Agent<unknown>[] = [];
   if (config.promptsDir !== undefined) {
     const dir = resolve(config.promptsDir);
     const info = await stat(dir).catch(() => undefined);
-    if (!info?.isDirectory()) throw new Error(`--prompts directory "${config.promptsDir}" does not exist (looked for ${dir})`);
+    if (!info?.isDirectory())
+      throw new Error(`--prompts directory "${config.promptsDir}" does not exist (looked for ${dir})`);
     promptAgents.push(...promptAgentsFromDirectory(dir));
   }
   const modules = await loadAgentModules(config.agentModules);
@@ -56,11 +61,18 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
   // Start-up checks (e.g. prompt agents' smoke renders) fail the start, naming the file.
   await Promise.all(userAgents.map((agent) => agent.ready()));
   let store: SessionStore | undefined;
+  let telemetry: TelemetryHandle | undefined;
   try {
+    telemetry = await startTelemetry(
+      { otel: config.otel, metricsPort: config.metricsPort, metricsHost: config.host },
+      logger,
+    );
     store = await openStoreFromUri(config.store, { logger });
     await checkStoreAtStart(store, logger);
     const registry = new AgentRegistry({
-      defaultStore: store,
+      telemetry: telemetry !== undefined,
+      // With telemetry on, every store operation gets a span and a duration.
+      defaultStore: telemetry ? traceSessionStore(store, storeKind(config.store)) : store,
       echoDelayMs: config.echoDelayMs,
       liveness: {
         ...(config.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: config.heartbeatIntervalMs } : {}),
@@ -78,8 +90,9 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
         backgroundFinished: (event) => logger.info(event, "background work finished"),
       },
     });
+    const examples = config.examples ? await loadExampleAgents() : [];
     registerAgents(registry, [
-      ...(config.examples ? exampleAgents().map((agent) => ({ agent, source: "the example agents (--no-examples leaves them out)" })) : []),
+      ...examples.map((agent) => ({ agent, source: "the example agents (--no-examples leaves them out)" })),
       ...modules.agents.map((agent, i) => ({ agent, source: `agents module "${modules.sources[i]}"` })),
       ...promptAgents.map((agent) => ({ agent, source: `--prompts "${config.promptsDir}"` })),
     ]);
@@ -94,6 +107,7 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
       auth: security.auth,
       ...(security.tls ? { tls: security.tls } : {}),
       ...(store.ping ? { storeHealth: { ping: store.ping.bind(store) } } : {}),
+      telemetry: telemetry !== undefined,
     });
     logger.info(
       {
@@ -105,13 +119,27 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
         auth: security.methods.length > 0 ? security.methods : "none",
         tls: security.tls ? (security.tls.clientCa ? "mutual" : "on") : "off",
         ...(config.promptsDir !== undefined ? { prompts: config.promptsDir } : {}),
+        ...(telemetry
+          ? {
+              telemetry: {
+                otlp: telemetry.otlp,
+                ...(telemetry.prometheusUrl ? { prometheus: telemetry.prometheusUrl } : {}),
+              },
+            }
+          : {}),
       },
       "agentd listening",
     );
-    const stopSweeper = startSessionSweeper(registry.lifecycle, sweepIntervalFor(config.sessionTtlMs), ({ removed, error }) =>
-      error ? logger.warn({ err: error }, "sweeping expired sessions failed") : logger.info({ removed }, "expired sessions deleted"),
+    const stopSweeper = startSessionSweeper(
+      registry.lifecycle,
+      sweepIntervalFor(config.sessionTtlMs),
+      ({ removed, error }) =>
+        error
+          ? logger.warn({ err: error }, "sweeping expired sessions failed")
+          : logger.info({ removed }, "expired sessions deleted"),
     );
     const openStore = store;
+    const openTelemetry = telemetry;
     let stopping: Promise<void> | undefined;
     const stop = (): Promise<void> => {
       stopping ??= (async () => {
@@ -122,6 +150,7 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
         if (cancelled > 0) logger.warn({ cancelled }, "background work cancelled at shutdown (rows stay pending)");
         await stopSweeper();
         await openStore.close?.();
+        await openTelemetry?.shutdown();
       })();
       return stopping;
     };
@@ -139,8 +168,15 @@ export async function startServe(config: ServeConfig, logger: Logger = createCli
     return { server, registry, logger, stop, reload };
   } catch (err) {
     await store?.close?.().catch(() => undefined);
+    await telemetry?.shutdown();
     throw err;
   }
+}
+
+/** The store kind a `--store` URI names (the `agentd.store` attribute of store spans and durations). */
+function storeKind(uri: string): string {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(uri)?.[1]?.toLowerCase() ?? "store";
+  return scheme.startsWith("mongodb") ? "mongodb" : scheme;
 }
 
 /**
@@ -169,13 +205,15 @@ function registerAgents(registry: AgentRegistry, agents: { agent: Agent<unknown>
  * logged and the server starts anyway (health says NOT_SERVING until it is back).
  */
 async function checkStoreAtStart(store: SessionStore, logger: Logger): Promise<void> {
-  const ready = (store as { ready?: unknown }).ready;
-  if (typeof ready !== "function") return;
+  if (!store.ready) return;
   try {
-    await (ready as () => Promise<void>).call(store);
+    await store.ready();
   } catch (err) {
     if (err instanceof AgentError && err.status === "UNAVAILABLE") {
-      logger.warn({ error: err.message }, "session store unreachable at start; serving anyway (health NOT_SERVING until it is back)");
+      logger.warn(
+        { error: err.message },
+        "session store unreachable at start; serving anyway (health NOT_SERVING until it is back)",
+      );
       return;
     }
     throw err;
@@ -190,4 +228,15 @@ async function checkStoreAtStart(store: SessionStore, logger: Logger): Promise<v
  */
 export function createCliLogger(level: string): Logger {
   return pino({ level, base: { pid: process.pid } }, new CoalescedLogDestination(1));
+}
+
+/**
+ * The example agents (`assistant`, `tasks`) ship beside the library in
+ * `examples/` as an ordinary agents module, loaded by path like any other
+ * (the library never imports them).
+ */
+async function loadExampleAgents(): Promise<Agent<unknown>[]> {
+  const url = new URL("../../examples/example-agents.js", import.meta.url);
+  const module = (await import(url.href)) as { exampleAgents(): Agent<unknown>[] };
+  return module.exampleAgents();
 }

@@ -9,7 +9,7 @@ import {
   sessionFromWire,
   snapshotFromWire,
   snapshotStatusFromWire,
-} from "../server/wire/index.js";
+} from "../protocol/index.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { SessionInfo } from "../types/session-info.js";
 import type { AgentDescriptor, AgentOutput } from "../types/agent-io.js";
@@ -100,9 +100,17 @@ export class AgentClient {
   }
 
   /** One turn (Run): sends `input` (a string is a user text) from `source` and resolves with the output. */
-  async run<S = unknown>(agent: string, input: ConversationInput, source: AgentInit<S> = {}, options?: CallOptions): Promise<AgentOutput<S>> {
+  async run<S = unknown>(
+    agent: string,
+    input: ConversationInput,
+    source: AgentInit<S> = {},
+    options?: CallOptions,
+  ): Promise<AgentOutput<S>> {
     return call(async () => {
-      const response = await this.rpc.run({ init: agentInitToWire(agent, source), input: agentInputToWire(normalizeInput(input)) }, options);
+      const response = await this.rpc.run(
+        { init: agentInitToWire(agent, source), input: agentInputToWire(normalizeInput(input)) },
+        options,
+      );
       if (!response.output) throw clientError(Code.DataLoss, "the Run response carried no output");
       return agentOutputFromWire(response.output) as AgentOutput<S>;
     });
@@ -114,7 +122,12 @@ export class AgentClient {
    * to stream a turn (continue with `{ sessionId }` or `{ state }`). Encoding
    * errors throw a `ConnectError` at once; RPC errors reject the output.
    */
-  runStream<S = unknown>(agent: string, input: ConversationInput, source: AgentInit<S> = {}, options?: CallOptions): StreamedRun<S> {
+  runStream<S = unknown>(
+    agent: string,
+    input: ConversationInput,
+    source: AgentInit<S> = {},
+    options?: CallOptions,
+  ): StreamedRun<S> {
     let request;
     try {
       request = { init: agentInitToWire(agent, source), input: agentInputToWire(normalizeInput(input)) };
@@ -127,17 +140,31 @@ export class AgentClient {
   /** Reads a snapshot by ID (`sessionId`, if also given, is asserted), or a session's latest snapshot. */
   async getSnapshot(agent: string, ref: SnapshotRef, options?: CallOptions): Promise<SessionSnapshot> {
     return call(async () => {
-      const response = await this.rpc.getSnapshot({ agent, snapshotId: ref.snapshotId ?? "", sessionId: ref.sessionId ?? "" }, options);
+      const response = await this.rpc.getSnapshot(
+        { agent, snapshotId: ref.snapshotId ?? "", sessionId: ref.sessionId ?? "" },
+        options,
+      );
       if (!response.snapshot) throw clientError(Code.DataLoss, "the GetSnapshot response carried no snapshot");
       return snapshotFromWire(response.snapshot);
     });
   }
 
   /** One page of a session's snapshots, newest first (without state unless `includeState`). */
-  async listSnapshots(agent: string, sessionId: string, page: ListSnapshotsOptions = {}, options?: CallOptions): Promise<SnapshotPage> {
+  async listSnapshots(
+    agent: string,
+    sessionId: string,
+    page: ListSnapshotsOptions = {},
+    options?: CallOptions,
+  ): Promise<SnapshotPage> {
     return call(async () => {
       const response = await this.rpc.listSnapshots(
-        { agent, sessionId, pageSize: page.pageSize ?? 0, pageToken: page.pageToken ?? "", includeState: page.includeState ?? false },
+        {
+          agent,
+          sessionId,
+          pageSize: page.pageSize ?? 0,
+          pageToken: page.pageToken ?? "",
+          includeState: page.includeState ?? false,
+        },
         options,
       );
       return {
@@ -153,7 +180,11 @@ export class AgentClient {
    * `options.signal` (the iteration then throws `Code.Canceled`) or by
    * breaking out of the loop.
    */
-  async *watchSnapshot(agent: string, snapshotId: string, options?: CallOptions): AsyncGenerator<SnapshotStatus, void, undefined> {
+  async *watchSnapshot(
+    agent: string,
+    snapshotId: string,
+    options?: CallOptions,
+  ): AsyncGenerator<SnapshotStatus, void, undefined> {
     try {
       for await (const response of this.rpc.watchSnapshot({ agent, snapshotId }, options)) {
         const status = snapshotStatusFromWire(response.status);
@@ -182,7 +213,10 @@ export class AgentClient {
 
   /** Describes every agent the server serves. */
   /** The caller's sessions, newest-updated first, fetching page after page as it is iterated. */
-  async *listSessions(filter: ListSessionsOptions = {}, options?: CallOptions): AsyncGenerator<SessionInfo, void, undefined> {
+  async *listSessions(
+    filter: ListSessionsOptions = {},
+    options?: CallOptions,
+  ): AsyncGenerator<SessionInfo, void, undefined> {
     let pageToken = "";
     do {
       const page = await call(() =>
@@ -204,7 +238,9 @@ export class AgentClient {
 
   /** One of the caller's sessions (`Code.NotFound` when unknown, another tenant's, deleted or expired). */
   async getSession(sessionId: string, options?: CallOptions): Promise<SessionInfo> {
-    return call(async () => sessionFromWire(requireSession((await this.rpc.getSession({ sessionId }, options)).session)));
+    return call(async () =>
+      sessionFromWire(requireSession((await this.rpc.getSession({ sessionId }, options)).session)),
+    );
   }
 
   /** Sets/removes labels and changes the time-to-live; resolves with the updated session. */
@@ -215,7 +251,11 @@ export class AgentClient {
           sessionId,
           setLabels: update.setLabels ?? {},
           removeLabels: update.removeLabels ?? [],
-          ...(update.ttlMs === null ? { clearTtl: true } : update.ttlMs !== undefined ? { ttl: durationFromMs(update.ttlMs) } : {}),
+          ...(update.ttlMs === null
+            ? { clearTtl: true }
+            : update.ttlMs !== undefined
+              ? { ttl: durationFromMs(update.ttlMs) }
+              : {}),
         },
         options,
       );

@@ -43,6 +43,9 @@ export function createBrowserTransport(baseUrl: string, options: BrowserTranspor
     case "grpc-web":
       return markHalfDuplex(createGrpcWebTransport(common), "gRPC-Web over fetch (browsers)");
     default:
-      throw new ConnectError(`protocol "${String(protocol)}" is not available in browsers: use "connect" or "grpc-web"`, Code.InvalidArgument);
+      throw new ConnectError(
+        `protocol "${String(protocol)}" is not available in browsers: use "connect" or "grpc-web"`,
+        Code.InvalidArgument,
+      );
   }
 }

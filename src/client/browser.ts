@@ -16,6 +16,7 @@ export { createBrowserTransport, type BrowserProtocol, type BrowserTransportOpti
 export { ERROR_DETAILS_METADATA_KEY, errorDetails } from "./client-errors.js";
 export { Conversation, type ConversationInput } from "./conversation.js";
 export { StreamedRun } from "./streamed-run.js";
+export { traceContextInterceptor } from "./trace-context.js";
 export { Turn } from "./turn.js";
 export * from "./public-types.js";
 

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AgentError } from "../errors/agent-error.js";
-import { codeForStatus } from "../server/error-mapping.js";
+import { codeForStatus } from "../protocol/status-codes.js";
 
 /**
  * The response trailer/header in which agentd sends an error's structured
@@ -17,7 +17,8 @@ export const ERROR_DETAILS_METADATA_KEY = "agentd-error-details";
  */
 export function toClientError(err: unknown): ConnectError {
   if (err instanceof ConnectError) return err;
-  if (err instanceof AgentError) return new ConnectError(err.message, codeForStatus(err.status), undefined, undefined, err);
+  if (err instanceof AgentError)
+    return new ConnectError(err.message, codeForStatus(err.status), undefined, undefined, err);
   return ConnectError.from(err);
 }
 
@@ -54,7 +55,8 @@ export function chatNeedsHttp2(how: string): ConnectError {
  */
 export function chatError(err: unknown): ConnectError {
   const error = toClientError(err);
-  if (/\bHTTP 505\b|needs HTTP\/2/.test(error.rawMessage)) return chatNeedsHttp2("a protocol over HTTP/1.1 (the server answered HTTP 505)");
+  if (/\bHTTP 505\b|needs HTTP\/2/.test(error.rawMessage))
+    return chatNeedsHttp2("a protocol over HTTP/1.1 (the server answered HTTP 505)");
   if (error.rawMessage === "write EPIPE") {
     return new ConnectError(
       "the server closed the connection while the Chat request was being sent (write EPIPE); over HTTP/1.1 that is how it refuses a Chat, " +
@@ -84,7 +86,9 @@ export function errorDetails(err: unknown): Record<string, unknown> | undefined 
   if (!raw) return undefined;
   try {
     const parsed: unknown = JSON.parse(raw);
-    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

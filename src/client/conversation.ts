@@ -1,9 +1,9 @@
 import { Code, type CallOptions, type Client, type ConnectError } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AgentService, ChatRequestSchema, ChatResponse } from "../../gen/ts/agentd/v1/agent_service_pb.js";
-import { AsyncChannel } from "../runtime/async-channel.js";
-import { applyCustomPatch } from "../runtime/custom-patch-stream.js";
-import { agentInitToWire, agentInputToWire, agentOutputFromWire, streamChunkFromWire } from "../server/wire/index.js";
+import { AsyncChannel } from "../protocol/async-channel.js";
+import { applyCustomPatch } from "../protocol/custom-patch-stream.js";
+import { agentInitToWire, agentInputToWire, agentOutputFromWire, streamChunkFromWire } from "../protocol/index.js";
 import type { AgentInput, AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
 import { userText } from "../types/content.js";
 import type { AgentInit, SessionState } from "../types/session-state.js";
@@ -57,7 +57,12 @@ export class Conversation<S = unknown> {
   private releaseOuterSignal: (() => void) | undefined;
 
   /** Opens the Chat call. Use `client.chat()` rather than constructing this directly. */
-  constructor(client: Client<typeof AgentService>, agent: string, source: AgentInit<S> = {}, options: CallOptions = {}) {
+  constructor(
+    client: Client<typeof AgentService>,
+    agent: string,
+    source: AgentInit<S> = {},
+    options: CallOptions = {},
+  ) {
     this.agent = agent;
     this.currentSessionId = source.sessionId ?? source.state?.sessionId;
     this.currentSnapshotId = source.snapshotId;
@@ -119,7 +124,8 @@ export class Conversation<S = unknown> {
    */
   send(input: ConversationInput): Turn {
     const normalized = normalizeInput(input);
-    if (normalized.detach) throw clientError(Code.InvalidArgument, "send() cannot detach: call conversation.detach(input) instead");
+    if (normalized.detach)
+      throw clientError(Code.InvalidArgument, "send() cannot detach: call conversation.detach(input) instead");
     this.assertOpen("send");
     const wire = encodeInput(normalized);
     const turn = new Turn();
@@ -223,8 +229,14 @@ export class Conversation<S = unknown> {
     }
     const reason =
       output.finishReason === "detached"
-        ? clientError(Code.Canceled, `the conversation was detached before this turn ended; watch snapshot ${output.snapshotId} for the result`)
-        : clientError(Code.Aborted, `the invocation ended (finishReason "${output.finishReason}") before this turn ran; see conversation.output()`);
+        ? clientError(
+            Code.Canceled,
+            `the conversation was detached before this turn ended; watch snapshot ${output.snapshotId} for the result`,
+          )
+        : clientError(
+            Code.Aborted,
+            `the invocation ended (finishReason "${output.finishReason}") before this turn ran; see conversation.output()`,
+          );
     for (const turn of this.pending.splice(0)) turn.fail(reason);
     this.resolveOutput(output);
   }

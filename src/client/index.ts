@@ -9,13 +9,26 @@
  * All errors are `ConnectError`s; compare `err.code` with {@link Code}.
  */
 export { Code, ConnectError } from "@connectrpc/connect";
-export { AgentClient, type ListSessionsOptions, type ListSnapshotsOptions, type SessionUpdate, type SnapshotPage, type SnapshotRef } from "./agent-client.js";
+export {
+  AgentClient,
+  type ListSessionsOptions,
+  type ListSnapshotsOptions,
+  type SessionUpdate,
+  type SnapshotPage,
+  type SnapshotRef,
+} from "./agent-client.js";
 export type { SessionInfo } from "../types/session-info.js";
 export { createBrowserTransport, type BrowserProtocol, type BrowserTransportOptions } from "./browser-transport.js";
 export { ERROR_DETAILS_METADATA_KEY, errorDetails } from "./client-errors.js";
 export { Conversation, type ConversationInput } from "./conversation.js";
 export { createAgentClient, type AgentClientOptions } from "./create-agent-client.js";
-export { createNodeTransport, type ClientProtocol, type ClientTls, type NodeTransportOptions } from "./node-transport.js";
+export {
+  createNodeTransport,
+  type ClientProtocol,
+  type ClientTls,
+  type NodeTransportOptions,
+} from "./node-transport.js";
 export { StreamedRun } from "./streamed-run.js";
+export { traceContextInterceptor } from "./trace-context.js";
 export { Turn } from "./turn.js";
 export * from "./public-types.js";

@@ -63,7 +63,10 @@ export function defaultHttpVersion(protocol: ClientProtocol): "1.1" | "2" {
  */
 export function createNodeTransport(baseUrl: string, options: NodeTransportOptions): Transport {
   const httpVersion = options.httpVersion ?? defaultHttpVersion(options.protocol);
-  const interceptors = [...(options.token !== undefined ? [bearerInterceptor(options.token)] : []), ...(options.interceptors ?? [])];
+  const interceptors = [
+    ...(options.token !== undefined ? [bearerInterceptor(options.token)] : []),
+    ...(options.interceptors ?? []),
+  ];
   const tls = options.tls;
   const common = {
     baseUrl,
@@ -74,7 +77,11 @@ export function createNodeTransport(baseUrl: string, options: NodeTransportOptio
   };
   switch (options.protocol) {
     case "grpc":
-      if (httpVersion !== "2") throw clientError(Code.InvalidArgument, 'gRPC needs HTTP/2: drop httpVersion or use protocol "connect" or "grpc-web" for HTTP/1.1');
+      if (httpVersion !== "2")
+        throw clientError(
+          Code.InvalidArgument,
+          'gRPC needs HTTP/2: drop httpVersion or use protocol "connect" or "grpc-web" for HTTP/1.1',
+        );
       return createGrpcTransport(common);
     case "connect": {
       const transport = createConnectTransport({ ...common, httpVersion });
@@ -85,6 +92,9 @@ export function createNodeTransport(baseUrl: string, options: NodeTransportOptio
       return httpVersion === "2" ? transport : markHalfDuplex(transport, "gRPC-Web over HTTP/1.1");
     }
     default:
-      throw clientError(Code.InvalidArgument, `unknown protocol "${String(options.protocol)}": use "grpc", "connect" or "grpc-web"`);
+      throw clientError(
+        Code.InvalidArgument,
+        `unknown protocol "${String(options.protocol)}": use "grpc", "connect" or "grpc-web"`,
+      );
   }
 }

@@ -17,3 +17,4 @@ export type {
 export { messageText, userText, type Artifact, type Message, type Part, type Role } from "../types/content.js";
 export type { AgentInit, SessionState } from "../types/session-state.js";
 export { isTerminalStatus, type FinishReason, type SessionSnapshot, type SnapshotStatus } from "../types/snapshot.js";
+export type { Usage } from "../types/usage.js";

@@ -1,7 +1,7 @@
 import { Code, type ConnectError } from "@connectrpc/connect";
 import type { RunStreamResponse } from "../../gen/ts/agentd/v1/agent_service_pb.js";
-import { applyCustomPatch } from "../runtime/custom-patch-stream.js";
-import { agentOutputFromWire, streamChunkFromWire } from "../server/wire/index.js";
+import { applyCustomPatch } from "../protocol/custom-patch-stream.js";
+import { agentOutputFromWire, streamChunkFromWire } from "../protocol/index.js";
 import type { AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
 import { ChunkLog } from "./chunk-log.js";
 import { clientError, toClientError } from "./client-errors.js";

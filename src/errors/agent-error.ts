@@ -59,7 +59,8 @@ export class AgentError extends Error {
    */
   static from(err: unknown, fallback: StatusName = "INTERNAL"): AgentError {
     if (err instanceof AgentError) return err;
-    if (err instanceof Error && err.name === "AbortError") return new AgentError("CANCELLED", err.message, { cause: err });
+    if (err instanceof Error && err.name === "AbortError")
+      return new AgentError("CANCELLED", err.message, { cause: err });
     const message = err instanceof Error ? err.message : String(err);
     return new AgentError(fallback, message, { cause: err });
   }

@@ -1,7 +1,15 @@
-import { jsonSchema, streamText, type LanguageModel, type ModelMessage, type SystemModelMessage, type ToolSet } from "ai";
+import {
+  jsonSchema,
+  streamText,
+  type LanguageModel,
+  type ModelMessage,
+  type SystemModelMessage,
+  type ToolSet,
+} from "ai";
 import { AgentError } from "../errors/agent-error.js";
 import type { Message, Part } from "../types/content.js";
 import type { FinishReason } from "../types/snapshot.js";
+import { usageOf, type Usage } from "../types/usage.js";
 import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from "./model.js";
 import { mapProviderError } from "./provider-errors.js";
 
@@ -9,7 +17,16 @@ import { mapProviderError } from "./provider-errors.js";
 export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
 
 /** Generation settings the AI SDK takes as call options (every other config key becomes a provider option). */
-const CALL_SETTINGS = ["temperature", "maxOutputTokens", "topP", "topK", "stopSequences", "seed", "presencePenalty", "frequencyPenalty"] as const;
+const CALL_SETTINGS = [
+  "temperature",
+  "maxOutputTokens",
+  "topP",
+  "topK",
+  "stopSequences",
+  "seed",
+  "presencePenalty",
+  "frequencyPenalty",
+] as const;
 
 /**
  * A hosted model reached through an AI SDK provider (`openai/…`, `google/…`,
@@ -49,6 +66,7 @@ export class AiSdkModel implements Model {
     const { instructions, messages } = toModelMessages(request.messages);
     const content: Part[] = [];
     let finishReason: FinishReason = "stop";
+    let usage: Usage | undefined;
     let failure: unknown;
     try {
       const result = streamText({
@@ -76,6 +94,7 @@ export class AiSdkModel implements Model {
           options.onChunk?.({ role: "model", content: [toolRequest], index: 0 });
         } else if (part.type === "finish") {
           finishReason = mapFinishReason(part.finishReason);
+          usage = usageOf(part.totalUsage?.inputTokens, part.totalUsage?.outputTokens, part.totalUsage?.totalTokens);
         } else if (part.type === "error") {
           failure = part.error;
         } else if (part.type === "abort") {
@@ -88,12 +107,15 @@ export class AiSdkModel implements Model {
       clearTimeout(timer);
     }
     if (deadline.signal.aborted && !options.signal.aborted) {
-      throw new AgentError("DEADLINE_EXCEEDED", `model "${this.name}" did not answer within ${timeoutMs} ms (set config.timeoutMs to wait longer)`);
+      throw new AgentError(
+        "DEADLINE_EXCEEDED",
+        `model "${this.name}" did not answer within ${timeoutMs} ms (set config.timeoutMs to wait longer)`,
+      );
     }
     if (options.signal.aborted) throw new AgentError("CANCELLED", "generation cancelled");
     if (failure !== undefined) throw mapProviderError(failure, this.name);
     if (content.length === 0) content.push({ text: "" });
-    return { message: { role: "model", content }, finishReason };
+    return { message: { role: "model", content }, finishReason, ...(usage ? { usage } : {}) };
   }
 }
 
@@ -140,7 +162,10 @@ function toolSet(request: ModelRequest): ToolSet {
  * call's instructions (each provider places them where its API wants system
  * text); later ones stay in place.
  */
-export function toModelMessages(history: readonly Message[]): { instructions: SystemModelMessage[]; messages: ModelMessage[] } {
+export function toModelMessages(history: readonly Message[]): {
+  instructions: SystemModelMessage[];
+  messages: ModelMessage[];
+} {
   const instructions: SystemModelMessage[] = [];
   const messages: ModelMessage[] = [];
   let leading = true;
@@ -158,7 +183,14 @@ export function toModelMessages(history: readonly Message[]): { instructions: Sy
     } else {
       const results = message.content.flatMap((p) =>
         p.toolResponse
-          ? [{ type: "tool-result" as const, toolCallId: p.toolResponse.ref ?? p.toolResponse.name, toolName: p.toolResponse.name, output: { type: "json" as const, value: (p.toolResponse.output ?? null) as never } }]
+          ? [
+              {
+                type: "tool-result" as const,
+                toolCallId: p.toolResponse.ref ?? p.toolResponse.name,
+                toolName: p.toolResponse.name,
+                output: { type: "json" as const, value: (p.toolResponse.output ?? null) as never },
+              },
+            ]
           : [],
       );
       if (results.length > 0) messages.push({ role: "tool", content: results });
@@ -173,7 +205,10 @@ function textOf(parts: Part[]): string {
 
 function userPart(part: Part): Exclude<Extract<ModelMessage, { role: "user" }>["content"], string> {
   if (part.text !== undefined) return [{ type: "text", text: part.text }];
-  if (part.media) return [{ type: "file", data: new URL(part.media.url), mediaType: part.media.contentType ?? "application/octet-stream" }];
+  if (part.media)
+    return [
+      { type: "file", data: new URL(part.media.url), mediaType: part.media.contentType ?? "application/octet-stream" },
+    ];
   if (part.data !== undefined) return [{ type: "text", text: JSON.stringify(part.data) }];
   return [];
 }
@@ -182,7 +217,14 @@ function assistantPart(part: Part): Exclude<Extract<ModelMessage, { role: "assis
   if (part.text !== undefined) return part.text === "" ? [] : [{ type: "text", text: part.text }];
   if (part.reasoning !== undefined) return [{ type: "reasoning", text: part.reasoning }];
   if (part.toolRequest) {
-    return [{ type: "tool-call", toolCallId: part.toolRequest.ref ?? part.toolRequest.name, toolName: part.toolRequest.name, input: part.toolRequest.input ?? {} }];
+    return [
+      {
+        type: "tool-call",
+        toolCallId: part.toolRequest.ref ?? part.toolRequest.name,
+        toolName: part.toolRequest.name,
+        input: part.toolRequest.input ?? {},
+      },
+    ];
   }
   if (part.data !== undefined) return [{ type: "text", text: JSON.stringify(part.data) }];
   return [];

@@ -1,5 +1,6 @@
 import { AgentError } from "../errors/agent-error.js";
 import { messageText, type Message } from "../types/content.js";
+import type { Usage } from "../types/usage.js";
 import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from "./model.js";
 
 /** Options of the offline echo model. */
@@ -11,7 +12,9 @@ export interface EchoModelOptions {
 /**
  * The deterministic offline model: it answers `echo: <text of the last user
  * message>`, streamed word by word (at least two chunks), with no network and no
- * API key. Honours cancellation between chunks.
+ * API key. Honours cancellation between chunks. Its usage is deterministic
+ * too (see {@link echoUsage}): input tokens = words of the last user message,
+ * output tokens = words of the reply.
  */
 export class EchoModel implements Model {
   readonly name = "echo";
@@ -32,8 +35,23 @@ export class EchoModel implements Model {
     }
     throwIfAborted(options.signal);
     const message: Message = { role: "model", content: [{ text: reply }] };
-    return { message, finishReason: "stop" };
+    return { message, finishReason: "stop", usage: echoUsage(messageText(lastUser), reply) };
   }
+}
+
+/**
+ * What the echo model reports as usage: input tokens = the number of
+ * whitespace-separated words of the last user message's text, output tokens =
+ * the words of the reply (`echo: hello traced` is 3), total = their sum.
+ */
+export function echoUsage(userText: string, reply: string): Usage {
+  const inputTokens = countWords(userText);
+  const outputTokens = countWords(reply);
+  return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
+}
+
+function countWords(text: string): number {
+  return text.split(/\s+/).filter(Boolean).length;
 }
 
 function messageDelay(message: Message | undefined): number | undefined {

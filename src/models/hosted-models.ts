@@ -14,9 +14,13 @@ function env(name: string, source: NodeJS.ProcessEnv): string | undefined {
 }
 
 function missingKey(model: string, variable: string, extra = ""): AgentError {
-  return new AgentError("FAILED_PRECONDITION", `model "${model}" needs an API key: set the ${variable} environment variable${extra}`, {
-    details: { model, envVar: variable },
-  });
+  return new AgentError(
+    "FAILED_PRECONDITION",
+    `model "${model}" needs an API key: set the ${variable} environment variable${extra}`,
+    {
+      details: { model, envVar: variable },
+    },
+  );
 }
 
 /**
@@ -35,34 +39,59 @@ function missingKey(model: string, variable: string, extra = ""): AgentError {
  * packages read e.g. `OPENAI_BASE_URL` when imported, so they are imported
  * here, on the first call, never at start-up).
  */
-export async function createHostedLanguageModel(provider: HostedProvider, modelId: string, source: NodeJS.ProcessEnv = process.env): Promise<LanguageModel> {
+export async function createHostedLanguageModel(
+  provider: HostedProvider,
+  modelId: string,
+  source: NodeJS.ProcessEnv = process.env,
+): Promise<LanguageModel> {
   const name = `${provider}/${modelId}`;
   switch (provider) {
     case "openai": {
       const baseURL = env("OPENAI_BASE_URL", source);
       const apiKey = env("OPENAI_API_KEY", source);
-      if (!apiKey && !baseURL) throw missingKey(name, "OPENAI_API_KEY", " (or OPENAI_BASE_URL for a self-hosted OpenAI-compatible server)");
-      const { createOpenAI } = await importProvider(name, "@ai-sdk/openai", () => import("@ai-sdk/openai"), "OPENAI_BASE_URL");
+      if (!apiKey && !baseURL)
+        throw missingKey(name, "OPENAI_API_KEY", " (or OPENAI_BASE_URL for a self-hosted OpenAI-compatible server)");
+      const { createOpenAI } = await importProvider(
+        name,
+        "@ai-sdk/openai",
+        () => import("@ai-sdk/openai"),
+        "OPENAI_BASE_URL",
+      );
       return createOpenAI({ apiKey: apiKey ?? "unused", ...(baseURL ? { baseURL } : {}) }).chat(modelId);
     }
     case "google": {
       const apiKey = env("GOOGLE_GENERATIVE_AI_API_KEY", source) ?? env("GEMINI_API_KEY", source);
       if (!apiKey) throw missingKey(name, "GOOGLE_GENERATIVE_AI_API_KEY", " (or GEMINI_API_KEY)");
       const baseURL = env("GOOGLE_GENERATIVE_AI_BASE_URL", source);
-      const { createGoogleGenerativeAI } = await importProvider(name, "@ai-sdk/google", () => import("@ai-sdk/google"), "GOOGLE_GENERATIVE_AI_BASE_URL");
+      const { createGoogleGenerativeAI } = await importProvider(
+        name,
+        "@ai-sdk/google",
+        () => import("@ai-sdk/google"),
+        "GOOGLE_GENERATIVE_AI_BASE_URL",
+      );
       return createGoogleGenerativeAI({ apiKey, ...(baseURL ? { baseURL } : {}) })(modelId);
     }
     case "anthropic": {
       const apiKey = env("ANTHROPIC_API_KEY", source);
       if (!apiKey) throw missingKey(name, "ANTHROPIC_API_KEY");
       const baseURL = env("ANTHROPIC_BASE_URL", source);
-      const { createAnthropic } = await importProvider(name, "@ai-sdk/anthropic", () => import("@ai-sdk/anthropic"), "ANTHROPIC_BASE_URL");
+      const { createAnthropic } = await importProvider(
+        name,
+        "@ai-sdk/anthropic",
+        () => import("@ai-sdk/anthropic"),
+        "ANTHROPIC_BASE_URL",
+      );
       return createAnthropic({ apiKey, ...(baseURL ? { baseURL } : {}) })(modelId);
     }
   }
 }
 
-async function importProvider<T>(model: string, pkg: string, load: () => Promise<T>, baseUrlVariable: string): Promise<T> {
+async function importProvider<T>(
+  model: string,
+  pkg: string,
+  load: () => Promise<T>,
+  baseUrlVariable: string,
+): Promise<T> {
   try {
     return await load();
   } catch (err) {
@@ -80,5 +109,7 @@ export function hostedModel(name: string, source: NodeJS.ProcessEnv = process.en
   if (slash <= 0 || slash === name.length - 1) return undefined;
   const provider = name.slice(0, slash);
   if (!(HOSTED_PROVIDERS as readonly string[]).includes(provider)) return undefined;
-  return new AiSdkModel(name, () => createHostedLanguageModel(provider as HostedProvider, name.slice(slash + 1), source));
+  return new AiSdkModel(name, () =>
+    createHostedLanguageModel(provider as HostedProvider, name.slice(slash + 1), source),
+  );
 }

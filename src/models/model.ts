@@ -1,6 +1,7 @@
 import type { Message, Part, ToolRequest } from "../types/content.js";
 import type { FinishReason } from "../types/snapshot.js";
 import type { ModelChunk } from "../types/agent-io.js";
+import type { Usage } from "../types/usage.js";
 
 /** A tool as described to a model. */
 export interface ModelToolDefinition {
@@ -37,6 +38,8 @@ export interface ModelRequest {
 export interface ModelResponse {
   message: Message;
   finishReason: FinishReason;
+  /** Tokens the call used, as the provider reported them; absent when it reported none. */
+  usage?: Usage;
 }
 
 /** The tool requests of a message, in the model's order. */

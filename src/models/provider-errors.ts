@@ -54,7 +54,10 @@ function refusesApiKey(body: string | undefined): boolean {
   if (!body) return false;
   try {
     const details = (JSON.parse(body) as { error?: { details?: unknown } }).error?.details;
-    return Array.isArray(details) && details.some((d) => GOOGLE_AUTH_REASONS.has((d as { reason?: string } | null)?.reason ?? ""));
+    return (
+      Array.isArray(details) &&
+      details.some((d) => GOOGLE_AUTH_REASONS.has((d as { reason?: string } | null)?.reason ?? ""))
+    );
   } catch {
     return false;
   }
@@ -93,7 +96,10 @@ function mapUnscrubbed(err: unknown, model: string): AgentError {
         cause: err,
       });
     }
-    return new AgentError("UNAVAILABLE", `model "${model}" could not be reached at ${err.url}: ${err.message}`, { details: { model }, cause: err });
+    return new AgentError("UNAVAILABLE", `model "${model}" could not be reached at ${err.url}: ${err.message}`, {
+      details: { model },
+      cause: err,
+    });
   }
   if (StreamProviderError.isInstance(err) && err.statusCode !== undefined) {
     const kind = err.type ? ` (${err.type})` : "";
@@ -102,9 +108,14 @@ function mapUnscrubbed(err: unknown, model: string): AgentError {
       cause: err,
     });
   }
-  if (LoadAPIKeyError.isInstance(err)) return new AgentError("FAILED_PRECONDITION", `model "${model}": ${err.message}`, { cause: err });
+  if (LoadAPIKeyError.isInstance(err))
+    return new AgentError("FAILED_PRECONDITION", `model "${model}": ${err.message}`, { cause: err });
   if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) {
-    return new AgentError(err.name === "TimeoutError" ? "DEADLINE_EXCEEDED" : "CANCELLED", `model "${model}": ${err.message}`, { cause: err });
+    return new AgentError(
+      err.name === "TimeoutError" ? "DEADLINE_EXCEEDED" : "CANCELLED",
+      `model "${model}": ${err.message}`,
+      { cause: err },
+    );
   }
   const message = err instanceof Error ? err.message : String(err);
   const cause = err instanceof Error ? (err.cause as { code?: string } | undefined) : undefined;

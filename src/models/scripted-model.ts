@@ -27,7 +27,9 @@ export type ModelScript = (request: ModelRequest) => ScriptedReply | Promise<Scr
 export const directiveScript: ModelScript = (request) => {
   const last = request.messages.at(-1);
   if (last?.role === "tool") {
-    const results = last.content.flatMap((p) => (p.toolResponse ? [`${p.toolResponse.name}=${JSON.stringify(p.toolResponse.output ?? null)}`] : []));
+    const results = last.content.flatMap((p) =>
+      p.toolResponse ? [`${p.toolResponse.name}=${JSON.stringify(p.toolResponse.output ?? null)}`] : [],
+    );
     return { text: `tool results: ${results.join(", ")}` };
   }
   const lastUser = [...request.messages].reverse().find((m) => m.role === "user");
@@ -41,7 +43,11 @@ export const directiveScript: ModelScript = (request) => {
       toolRequests: calls.map(([, name, raw]) => ({ name: name!, input: parseInput(raw!.trim()) })),
     };
   }
-  const system = request.messages.filter((m) => m.role === "system").map(messageText).join("\n").trim();
+  const system = request.messages
+    .filter((m) => m.role === "system")
+    .map(messageText)
+    .join("\n")
+    .trim();
   return { text: `scripted: ${text}${system ? `\n(system: ${system})` : ""}` };
 };
 
@@ -75,11 +81,14 @@ export class ScriptedModel implements Model {
     throwIfAborted(options.signal);
     const content: Part[] = [];
     if (reply.text !== undefined && reply.text !== "") {
-      for (const piece of splitIntoChunks(reply.text)) options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
+      for (const piece of splitIntoChunks(reply.text))
+        options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
       content.push({ text: reply.text });
     }
     let nextRef = request.messages.reduce((n, m) => n + toolRequestsOf(m).length, 0) + 1;
-    const requests = (reply.toolRequests ?? []).map((r) => ({ toolRequest: { ...r, ref: r.ref ?? `call-${nextRef++}` } }));
+    const requests = (reply.toolRequests ?? []).map((r) => ({
+      toolRequest: { ...r, ref: r.ref ?? `call-${nextRef++}` },
+    }));
     if (requests.length > 0) {
       options.onChunk?.({ role: "model", content: requests, index: 0 });
       content.push(...requests);

@@ -1,5 +1,10 @@
 /** Environment variables whose values are provider credentials. */
-export const PROVIDER_KEY_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY"] as const;
+export const PROVIDER_KEY_VARIABLES = [
+  "OPENAI_API_KEY",
+  "ANTHROPIC_API_KEY",
+  "GOOGLE_GENERATIVE_AI_API_KEY",
+  "GEMINI_API_KEY",
+] as const;
 
 /** What replaces key material in a message. */
 export const REDACTED = "[redacted]";
@@ -32,7 +37,9 @@ export function scrubSecrets(text: string, secrets: readonly string[] = provider
   let out = text;
   for (const secret of secrets) if (secret.length >= MIN_FRAGMENT) out = out.split(secret).join(REDACTED);
   for (const pattern of KEY_PATTERNS) {
-    out = out.replace(pattern, (_match, name: unknown) => (typeof name === "string" ? `${name}=${REDACTED}` : REDACTED));
+    out = out.replace(pattern, (_match, name: unknown) =>
+      typeof name === "string" ? `${name}=${REDACTED}` : REDACTED,
+    );
   }
   const pieces = secrets.filter((s) => s.length >= MIN_FRAGMENT);
   if (pieces.length === 0) return out;

@@ -4,7 +4,7 @@ import { Dotprompt, type ParsedPrompt, type PromptMetadata, type Message as Dotp
 import { z } from "zod";
 import { AgentError } from "../errors/agent-error.js";
 import type { Message, Part } from "../types/content.js";
-import { describeZodError } from "../tools/define-tool.js";
+import { describeZodError } from "../errors/zod-error.js";
 
 /** One prompt known to a registry. */
 export interface LoadedPrompt {
@@ -101,7 +101,10 @@ export class PromptRegistry {
     const prompt = this.prompts.get(name);
     if (prompt) return prompt;
     const where = this.dir ? `no file ${join(this.dir, `${name}.prompt`)}` : "no such prompt was defined";
-    throw new AgentError("NOT_FOUND", `prompt "${name}" not found: ${where}; available: ${this.names().join(", ") || "(none)"}`);
+    throw new AgentError(
+      "NOT_FOUND",
+      `prompt "${name}" not found: ${where}; available: ${this.names().join(", ") || "(none)"}`,
+    );
   }
 
   private promptMetadata(prompt: LoadedPrompt): Promise<PromptMetadata> {
@@ -118,9 +121,14 @@ export class PromptRegistry {
    * with AgentError INVALID_ARGUMENT naming the prompt's file when the input
    * fails the input schema or the template fails to render.
    */
-  async render(name: string, input: Record<string, unknown> | undefined, context?: Record<string, unknown>): Promise<RenderedPromptTurn> {
+  async render(
+    name: string,
+    input: Record<string, unknown> | undefined,
+    context?: Record<string, unknown>,
+  ): Promise<RenderedPromptTurn> {
     const prompt = this.get(name);
-    const fail = (what: string): AgentError => new AgentError("INVALID_ARGUMENT", `prompt "${name}" (${prompt.origin}): ${what}`);
+    const fail = (what: string): AgentError =>
+      new AgentError("INVALID_ARGUMENT", `prompt "${name}" (${prompt.origin}): ${what}`);
     let meta: PromptMetadata;
     try {
       meta = await this.promptMetadata(prompt);
@@ -162,5 +170,9 @@ function toMessage(message: DotpromptMessage): Message {
       content.push(structuredClone(p));
     }
   }
-  return { role: message.role as Message["role"], content, ...(message.metadata ? { metadata: message.metadata } : {}) };
+  return {
+    role: message.role as Message["role"],
+    content,
+    ...(message.metadata ? { metadata: message.metadata } : {}),
+  };
 }

@@ -1,9 +1,11 @@
-import type { ANONYMOUS, Principal } from "../types/principal.js";
+import type { Principal } from "../types/principal.js";
 import type { Model } from "../models/model.js";
 import type { AgentInput, ModelChunk, TurnResult } from "../types/agent-io.js";
-import type { Artifact, Message } from "../types/content.js";
-import type { FinishReason } from "../types/snapshot.js";
+import type { Artifact } from "../types/content.js";
 import type { SessionRunner } from "./session-runner.js";
+import type { AgentResult, TurnContext } from "./turn-context.js";
+
+export type { AgentResult, TurnContext } from "./turn-context.js";
 
 /**
  * The output channel of an agent. Artifacts sent here are recorded in the
@@ -17,18 +19,6 @@ export interface Responder {
   sendArtifact(artifact: Artifact): void;
 }
 
-/** Identity of the running turn, known before the turn does any work. */
-export interface TurnContext {
-  /** The ID the turn-end snapshot will be written under (absent for client-managed agents and after detach). */
-  snapshotId?: string;
-  /** The snapshot this turn continues from. */
-  parentId?: string;
-  /** Zero-based index of the turn in the conversation. */
-  turnIndex: number;
-  /** Aborts when the invocation is cancelled (client gone before detach, abort, shutdown). */
-  signal: AbortSignal;
-}
-
 /** Everything a custom agent's code can use. */
 export interface AgentContext<S> {
   /** The session: messages, custom state, artifacts, and the turn loop. */
@@ -38,15 +28,8 @@ export interface AgentContext<S> {
   signal: AbortSignal;
   /** Resolves a model by name (e.g. "echo"). */
   model(name: string): Model;
-  /** Who the invocation acts for ({@link ANONYMOUS} on a server without authentication, and in-process unless given). */
+  /** Who the invocation acts for (`ANONYMOUS` on a server without authentication, and in-process unless given). */
   principal: Principal;
-}
-
-/** What a custom agent returns: overrides of the output's message, artifacts or finish reason. */
-export interface AgentResult {
-  message?: Message;
-  artifacts?: Artifact[];
-  finishReason?: FinishReason;
 }
 
 /**

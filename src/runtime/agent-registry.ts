@@ -1,13 +1,14 @@
 import { AgentError } from "../errors/agent-error.js";
 import { builtinModelResolver, type ModelResolver } from "../models/model-resolver.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
-import type { Agent } from "./agent.js";
+import type { Agent, AnyAgent } from "./agent.js";
 import { BackgroundWork } from "./background-work.js";
 import { SessionLifecycle } from "./session-lifecycle.js";
 import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { sessionSettings, type SessionSettingsOptions } from "./session-settings.js";
 import type { SessionSettings } from "./session-settings.js";
+import { telemetryRegistered } from "./telemetry.js";
 
 /** Options of an {@link AgentRegistry}. */
 export interface AgentRegistryOptions {
@@ -23,6 +24,14 @@ export interface AgentRegistryOptions {
   events?: RuntimeEvents;
   /** Busy policy, leases, checkpoints and limits of server-managed sessions (defaults: DEFAULT_SESSION_SETTINGS). */
   sessions?: SessionSettingsOptions;
+  /**
+   * OpenTelemetry spans (turns, model and tool calls) and metrics (turns, turn
+   * durations, tokens, active and detached invocations) through
+   * `@opentelemetry/api`. Default: on when an OpenTelemetry SDK is registered
+   * globally when the registry is created. Token usage on the wire is
+   * counted either way.
+   */
+  telemetry?: boolean;
 }
 
 /**
@@ -30,7 +39,7 @@ export interface AgentRegistryOptions {
  * (default store, models, liveness, background work).
  */
 export class AgentRegistry {
-  private readonly agents = new Map<string, Agent<any>>();
+  private readonly agents = new Map<string, AnyAgent>();
   /** Detached work running in this process (drained at shutdown). */
   readonly background = new BackgroundWork();
   readonly defaultStore: SessionStore | undefined;
@@ -38,6 +47,7 @@ export class AgentRegistry {
   private readonly liveness: LivenessSettings;
   private readonly events: RuntimeEvents | undefined;
   private readonly sessions: SessionSettings;
+  private readonly telemetry: boolean;
   /** List, read, label, expire and delete the caller's sessions across the agents' stores. */
   readonly lifecycle: SessionLifecycle;
 
@@ -47,17 +57,23 @@ export class AgentRegistry {
     this.liveness = { ...DEFAULT_LIVENESS, ...options.liveness };
     this.events = options.events;
     this.sessions = sessionSettings(options.sessions);
+    this.telemetry = options.telemetry ?? telemetryRegistered();
     this.lifecycle = new SessionLifecycle({
       ...(this.defaultStore ? { defaultStore: this.defaultStore } : {}),
       storeOf: (agent) => this.agents.get(agent)?.store,
-      stores: () => [...new Set([this.defaultStore, ...this.list().map((a) => a.store)].filter((s): s is SessionStore => s !== undefined))],
+      stores: () => [
+        ...new Set(
+          [this.defaultStore, ...this.list().map((a) => a.store)].filter((s): s is SessionStore => s !== undefined),
+        ),
+      ],
       liveness: this.liveness,
     });
   }
 
   /** Registers an agent; throws ALREADY_EXISTS for a duplicate name. */
-  register(agent: Agent<any>): void {
-    if (this.agents.has(agent.name)) throw new AgentError("ALREADY_EXISTS", `an agent named "${agent.name}" is already registered`);
+  register(agent: AnyAgent): void {
+    if (this.agents.has(agent.name))
+      throw new AgentError("ALREADY_EXISTS", `an agent named "${agent.name}" is already registered`);
     agent.bind({
       defaultStore: this.defaultStore,
       models: this.models,
@@ -65,6 +81,7 @@ export class AgentRegistry {
       background: this.background,
       sessions: this.sessions,
       ...(this.events ? { events: this.events } : {}),
+      ...(this.telemetry ? { telemetry: true } : {}),
     });
     this.agents.set(agent.name, agent);
   }
@@ -74,7 +91,10 @@ export class AgentRegistry {
     const agent = this.agents.get(name);
     if (agent) return agent;
     if (!name) throw new AgentError("INVALID_ARGUMENT", "agent name is required");
-    throw new AgentError("NOT_FOUND", `unknown agent "${name}"; available: ${[...this.agents.keys()].join(", ") || "(none)"}`);
+    throw new AgentError(
+      "NOT_FOUND",
+      `unknown agent "${name}"; available: ${[...this.agents.keys()].join(", ") || "(none)"}`,
+    );
   }
 
   /** Every registered agent, in registration order. */

@@ -12,13 +12,28 @@ import type { AgentConnection } from "./agent-connection.js";
 import type { AgentFn } from "./agent-function.js";
 import { BackgroundWork } from "./background-work.js";
 import { stateJsonSchema } from "./custom-state-schema.js";
-import { resolveInit } from "./init-resolver.js";
-import { Invocation, type InvocationOptions } from "./invocation.js";
+import { resolveInit, type InitTarget } from "./init-resolver.js";
+import { Invocation, type InvocationOptions, type InvocationTarget } from "./invocation.js";
 import * as snapshots from "./snapshot-access.js";
 import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js";
 import type { ClientTransforms } from "./state-transform.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { DEFAULT_SESSION_SETTINGS, type SessionSettings } from "./session-settings.js";
+
+/**
+ * An agent whatever its custom-state type, for collections of agents (the
+ * registry, an agents module). `Agent<S>` takes and returns `S`, so
+ * `Agent<unknown>` would not accept an `Agent<TaskList>`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the one place agents of every state type meet
+export type AnyAgent = Agent<any>;
+
+/**
+ * Everything the runtime needs about one agent (init resolution, invocations,
+ * snapshot reads): one object, built once when the agent is first used after
+ * it was bound to a registry, and shared by every call.
+ */
+export interface AgentRuntimeConfig<S> extends InitTarget<S>, InvocationTarget<S>, snapshots.SnapshotAccessTarget<S> {}
 
 /** Options shared by every kind of agent. */
 export interface AgentDefinition<S> {
@@ -46,6 +61,8 @@ export interface AgentEnvironment {
   events?: RuntimeEvents;
   /** Busy policy, leases, checkpoints and limits of server-managed sessions. */
   sessions?: SessionSettings;
+  /** Turn and model spans and metrics through the OpenTelemetry API. */
+  telemetry?: boolean;
 }
 
 /** Per-call options of the in-process API. */
@@ -66,14 +83,22 @@ export class Agent<S = unknown> {
   readonly transforms: ClientTransforms<S>;
   private readonly storeOption: SessionStore<S> | "default" | undefined;
   private readonly fn: AgentFn<S>;
-  private env: AgentEnvironment = { models: builtinModelResolver(), liveness: DEFAULT_LIVENESS, background: new BackgroundWork() };
+  private env: AgentEnvironment = {
+    models: builtinModelResolver(),
+    liveness: DEFAULT_LIVENESS,
+    background: new BackgroundWork(),
+  };
   private bound = false;
+  private config: AgentRuntimeConfig<S> | undefined;
   private readonly readiness: Promise<void>;
 
   /** `options.ready` is the agent's start-up check (e.g. a prompt agent's smoke render); see {@link Agent.ready}. */
   constructor(definition: AgentDefinition<S>, fn: AgentFn<S>, options: { ready?: Promise<void> } = {}) {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(definition.name)) {
-      throw new AgentError("INVALID_ARGUMENT", `agent name "${definition.name}" must be letters, digits, ".", "_" or "-"`);
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `agent name "${definition.name}" must be letters, digits, ".", "_" or "-"`,
+      );
     }
     this.name = definition.name;
     this.description = definition.description;
@@ -98,17 +123,24 @@ export class Agent<S = unknown> {
   bind(env: AgentEnvironment): void {
     if (this.bound) throw new AgentError("ALREADY_EXISTS", `agent "${this.name}" is already registered`);
     if (this.storeOption === "default" && !env.defaultStore) {
-      throw new AgentError("FAILED_PRECONDITION", `agent "${this.name}" uses the default store, but none is configured`);
+      throw new AgentError(
+        "FAILED_PRECONDITION",
+        `agent "${this.name}" uses the default store, but none is configured`,
+      );
     }
     this.env = env;
     this.bound = true;
+    this.config = undefined;
   }
 
   /** The agent's store, or undefined for a client-managed agent. */
   get store(): SessionStore<S> | undefined {
     if (this.storeOption === "default") {
       if (!this.env.defaultStore) {
-        throw new AgentError("FAILED_PRECONDITION", `agent "${this.name}" uses the default store: register it in an AgentRegistry that has one`);
+        throw new AgentError(
+          "FAILED_PRECONDITION",
+          `agent "${this.name}" uses the default store: register it in an AgentRegistry that has one`,
+        );
       }
       return this.env.defaultStore as SessionStore<S>;
     }
@@ -132,38 +164,15 @@ export class Agent<S = unknown> {
     };
   }
 
-  /** Starts a multi-turn invocation. Rejects with AgentError when `init` is invalid (spec S3/S5). */
+  /** Starts a multi-turn invocation. Rejects with AgentError when `init` is invalid (a mode mismatch, a bad resume point or a busy session). */
   async connect(init: AgentInit<S> = {}, options: CallOptions = {}): Promise<AgentConnection<S>> {
-    const sessions = this.env.sessions ?? DEFAULT_SESSION_SETTINGS;
-    const target = {
-      name: this.name,
-      store: this.store,
-      stateSchema: this.stateSchema,
-      liveness: this.env.liveness,
-      busyPolicy: sessions.busyPolicy,
-      ...(sessions.sessionTtlMs !== undefined ? { sessionTtlMs: sessions.sessionTtlMs } : {}),
-      claims: sessions.claims,
-    };
-    const invocationId = uuidv7();
-    const start = await resolveInit(target, init, {
-      invocationId,
+    const config = this.runtimeConfig();
+    const start = await resolveInit(config, init, {
+      invocationId: uuidv7(),
       ...(options.storeContext ? { ctx: options.storeContext } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    return new Invocation(
-      {
-        ...target,
-        transforms: this.transforms,
-        fn: this.fn,
-        models: this.env.models,
-        background: this.env.background,
-        records: sessions.records,
-        maxQueuedInputs: sessions.maxQueuedInputs,
-        ...(this.env.events ? { events: this.env.events } : {}),
-      },
-      start,
-      options,
-    );
+    return new Invocation(config, start, options);
   }
 
   /** One turn: in-band failures resolve with finishReason `failed`. */
@@ -183,13 +192,36 @@ export class Agent<S = unknown> {
     return this.run({ message: userText(text) }, init, options);
   }
 
-  private access(): snapshots.SnapshotAccessTarget<S> {
-    return { name: this.name, store: this.store, stateTransform: this.transforms.state, liveness: this.env.liveness };
+  /** The agent's {@link AgentRuntimeConfig}, built on first use after binding. */
+  private runtimeConfig(): AgentRuntimeConfig<S> {
+    if (this.config) return this.config;
+    const sessions = this.env.sessions ?? DEFAULT_SESSION_SETTINGS;
+    this.config = {
+      name: this.name,
+      store: this.store,
+      stateSchema: this.stateSchema,
+      transforms: this.transforms,
+      fn: this.fn,
+      models: this.env.models,
+      liveness: this.env.liveness,
+      background: this.env.background,
+      busyPolicy: sessions.busyPolicy,
+      claims: sessions.claims,
+      records: sessions.records,
+      maxQueuedInputs: sessions.maxQueuedInputs,
+      ...(sessions.sessionTtlMs !== undefined ? { sessionTtlMs: sessions.sessionTtlMs } : {}),
+      ...(this.env.events ? { events: this.env.events } : {}),
+      ...(this.env.telemetry ? { telemetry: true } : {}),
+    };
+    return this.config;
   }
 
   /** A snapshot by ID, or a session's latest (state transform applied, expiry computed). */
-  getSnapshot(ref: { snapshotId?: string; sessionId?: string }, options: snapshots.SnapshotReadOptions = {}): Promise<SessionSnapshot<S>> {
-    return snapshots.getSnapshot(this.access(), ref, options);
+  getSnapshot(
+    ref: { snapshotId?: string; sessionId?: string },
+    options: snapshots.SnapshotReadOptions = {},
+  ): Promise<SessionSnapshot<S>> {
+    return snapshots.getSnapshot(this.runtimeConfig(), ref, options);
   }
 
   /** A session's snapshots, newest first. */
@@ -198,17 +230,21 @@ export class Agent<S = unknown> {
     page: { pageSize?: number; pageToken?: string; includeState?: boolean } = {},
     options: snapshots.SnapshotReadOptions = {},
   ): Promise<snapshots.SnapshotPage<S>> {
-    return snapshots.listSnapshots(this.access(), sessionId, page, options);
+    return snapshots.listSnapshots(this.runtimeConfig(), sessionId, page, options);
   }
 
   /** The snapshot's status now and on every change, until terminal. */
-  watchSnapshot(snapshotId: string, signal: AbortSignal, options: snapshots.SnapshotReadOptions = {}): AsyncGenerator<SnapshotStatus> {
-    return snapshots.watchSnapshot(this.access(), snapshotId, signal, options);
+  watchSnapshot(
+    snapshotId: string,
+    signal: AbortSignal,
+    options: snapshots.SnapshotReadOptions = {},
+  ): AsyncGenerator<SnapshotStatus> {
+    return snapshots.watchSnapshot(this.runtimeConfig(), snapshotId, signal, options);
   }
 
   /** Flips a pending snapshot to aborted; resolves to the resulting status. */
   abort(snapshotId: string, options: snapshots.SnapshotReadOptions = {}): Promise<SnapshotStatus> {
-    return snapshots.abortSnapshot(this.access(), snapshotId, options);
+    return snapshots.abortSnapshot(this.runtimeConfig(), snapshotId, options);
   }
 }
 

@@ -17,7 +17,11 @@ export function defineCustomAgent<S = unknown>(definition: CustomAgentDefinition
   if (definition.run && definition.turn) throw new AgentError("INVALID_ARGUMENT", "set either run or turn, not both");
   if (definition.run) return new Agent(definition, definition.run);
   const turn = definition.turn;
-  if (!turn) throw new AgentError("INVALID_ARGUMENT", `custom agent "${(definition as AgentDefinition<S>).name}" needs a run or turn function`);
+  if (!turn)
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `custom agent "${(definition as AgentDefinition<S>).name}" needs a run or turn function`,
+    );
   return new Agent(definition, agentFnFromTurns(turn));
 }
 
@@ -29,7 +33,9 @@ export function defineCustomAgent<S = unknown>(definition: CustomAgentDefinition
 export function agentFnFromTurns<S>(turn: TurnFn<S>, ready?: Promise<void>): AgentFn<S> {
   return async (ctx) => {
     if (ready) await ready;
-    await ctx.session.run((input, turnContext) => turn(input, { ...ctx, signal: turnContext.signal, turn: turnContext }));
+    await ctx.session.run((input, turnContext) =>
+      turn(input, { ...ctx, signal: turnContext.signal, turn: turnContext }),
+    );
     return ctx.session.result();
   };
 }

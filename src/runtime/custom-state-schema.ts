@@ -1,17 +1,18 @@
 import { z, type ZodType } from "zod";
 import { AgentError } from "../errors/agent-error.js";
+import { describeZodError, zodIssuePath } from "../errors/zod-error.js";
 
 /**
  * Parses `value` with the agent's zod state schema. Resolves to the parsed
- * value; throws AgentError INVALID_ARGUMENT naming the first failing field
+ * value; throws AgentError INVALID_ARGUMENT naming every failing field
  * (e.g. `custom state: tasks.0.title: expected string, received number`).
  */
 export function validateCustomState<S>(schema: ZodType<S>, value: unknown, what: string): S {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = issue && issue.path.length > 0 ? issue.path.join(".") : "(root)";
-  throw new AgentError("INVALID_ARGUMENT", `${what}: ${field}: ${issue?.message ?? "invalid"}`, {
+  const first = result.error.issues[0];
+  const field = first ? zodIssuePath(first) : "(root)";
+  throw new AgentError("INVALID_ARGUMENT", `${what}: ${describeZodError(result.error)}`, {
     details: { field, issues: result.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })) },
   });
 }

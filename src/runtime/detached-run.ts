@@ -2,7 +2,13 @@ import { uuidv7 } from "../../stores/uuid-v7.js";
 import { AgentError } from "../errors/agent-error.js";
 import type { SessionState } from "../types/session-state.js";
 import type { FinishReason } from "../types/snapshot.js";
-import type { SessionStore, SnapshotRecord, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
+import { addUsage, type Usage } from "../types/usage.js";
+import type {
+  SessionStore,
+  SnapshotRecord,
+  SnapshotSubscriber,
+  StoreCallContext,
+} from "../../stores/snapshot-store.js";
 import type { BackgroundTask } from "./background-work.js";
 import type { SessionClaim } from "./session-claim.js";
 import { buildRecord, stateFieldsFor, type CommittedPoint, type RecordSettings } from "./turn-record.js";
@@ -35,7 +41,8 @@ export interface DetachedRunOptions<S> {
 }
 
 /**
- * The background half of a detached invocation (spec S8–S10): writes one
+ * The background half of a detached invocation (detach, abort and the
+ * status lifecycle of a background row): writes one
  * `pending` row chained off the latest snapshot, refreshes its heartbeat,
  * cancels the work when a subscriber sees the row flip to `aborted`, and at the
  * end rewrites the same row to `completed` / `failed` / `aborted` with the final
@@ -54,6 +61,7 @@ export class DetachedRun<S> implements BackgroundTask {
   private lastTurnIndex: number;
   private shuttingDown = false;
   private parentPoint: CommittedPoint<S> | undefined;
+  private usage: Usage | undefined;
 
   constructor(options: DetachedRunOptions<S>) {
     this.o = options;
@@ -72,9 +80,10 @@ export class DetachedRun<S> implements BackgroundTask {
     );
   }
 
-  /** Records that a turn finished (the final row carries the last turn's index). */
-  turnCompleted(turnIndex: number): void {
+  /** Records that a turn finished (the final row carries the last turn's index and every turn's tokens). */
+  turnCompleted(turnIndex: number, usage?: Usage): void {
     this.lastTurnIndex = turnIndex;
+    this.usage = addUsage(this.usage, usage);
   }
 
   cancelForShutdown(): void {
@@ -89,12 +98,22 @@ export class DetachedRun<S> implements BackgroundTask {
       this.stopHeartbeat();
       if (!id) return;
       if (this.shuttingDown) {
-        this.o.events?.backgroundFinished?.({ agent: this.o.agent, sessionId: this.o.sessionId, snapshotId: id, status: "pending" });
+        this.o.events?.backgroundFinished?.({
+          agent: this.o.agent,
+          sessionId: this.o.sessionId,
+          snapshotId: id,
+          status: "pending",
+        });
         return;
       }
       const { fields, failure } = this.finalFields(state, error);
-      const row = await this.o.store.updateRecord(id, (existing) => this.finalRow(existing, fields, failure, finishReason), this.o.storeContext);
+      const row = await this.o.store.updateRecord(
+        id,
+        (existing) => this.finalRow(existing, fields, failure, finishReason),
+        this.o.storeContext,
+      );
       const status = row?.status ?? (await this.o.store.getRecord(id, this.o.storeContext))?.status ?? "pending";
+      if (this.usage) await this.o.claim.addUsage(this.usage);
       this.o.events?.backgroundFinished?.({ agent: this.o.agent, sessionId: this.o.sessionId, snapshotId: id, status });
     } catch {
       // The row stays pending and reads as expired once its heartbeat is stale.
@@ -107,21 +126,39 @@ export class DetachedRun<S> implements BackgroundTask {
   }
 
   /** The final state's record fields; a state over the size cap keeps the parent's state and fails the run. */
-  private finalFields(state: SessionState<S>, error: AgentError | undefined): { fields: StateFields<S>; failure: AgentError | undefined } {
+  private finalFields(
+    state: SessionState<S>,
+    error: AgentError | undefined,
+  ): { fields: StateFields<S>; failure: AgentError | undefined } {
     const parent = this.parentPoint;
     try {
       return { fields: stateFieldsFor(parent, state, this.lastTurnIndex, this.o.records), failure: error };
     } catch (err) {
       const base = parent?.state ?? { sessionId: this.o.sessionId, messages: [], artifacts: [] };
-      return { fields: stateFieldsFor(parent, base, this.lastTurnIndex, this.o.records), failure: error ?? AgentError.from(err) };
+      return {
+        fields: stateFieldsFor(parent, base, this.lastTurnIndex, this.o.records),
+        failure: error ?? AgentError.from(err),
+      };
     }
   }
 
-  private finalRow(existing: SnapshotRecord<S>, fields: StateFields<S>, error: AgentError | undefined, finishReason: FinishReason): SnapshotRecord<S> | null {
+  private finalRow(
+    existing: SnapshotRecord<S>,
+    fields: StateFields<S>,
+    error: AgentError | undefined,
+    finishReason: FinishReason,
+  ): SnapshotRecord<S> | null {
     if (existing.status !== "pending" && existing.status !== "aborted") return null;
     const now = Date.now();
-    const base: SnapshotRecord<S> = { ...existing, ...fields, updatedAt: now, turnIndex: Math.max(existing.turnIndex, this.lastTurnIndex) };
-    if (existing.status === "aborted" || error?.status === "ABORTED") return { ...base, status: "aborted", finishReason: "aborted" };
+    const base: SnapshotRecord<S> = {
+      ...existing,
+      ...fields,
+      updatedAt: now,
+      turnIndex: Math.max(existing.turnIndex, this.lastTurnIndex),
+      ...(this.usage ? { usage: this.usage } : {}),
+    };
+    if (existing.status === "aborted" || error?.status === "ABORTED")
+      return { ...base, status: "aborted", finishReason: "aborted" };
     if (error) return { ...base, status: "failed", finishReason: "failed", error: error.toData() };
     return { ...base, status: "completed", finishReason };
   }
@@ -133,8 +170,20 @@ export class DetachedRun<S> implements BackgroundTask {
     this.parentPoint = parent;
     const createdAt = Math.max(now, (parent?.createdAt ?? 0) + 1);
     const snapshotId = uuidv7();
-    const position = parent?.position ?? { depth: 0, deltaBytes: 0, checkpointBytes: 0, checkpointTurn: this.o.turnIndex };
-    const meta = { snapshotId, sessionId: this.o.sessionId, turnIndex: this.o.turnIndex, createdAt, heartbeatAt: now, status: "pending" as const };
+    const position = parent?.position ?? {
+      depth: 0,
+      deltaBytes: 0,
+      checkpointBytes: 0,
+      checkpointTurn: this.o.turnIndex,
+    };
+    const meta = {
+      snapshotId,
+      sessionId: this.o.sessionId,
+      turnIndex: this.o.turnIndex,
+      createdAt,
+      heartbeatAt: now,
+      status: "pending" as const,
+    };
     await this.o.claim.commit(buildRecord(meta, parent, position));
     return snapshotId;
   }
@@ -142,7 +191,11 @@ export class DetachedRun<S> implements BackgroundTask {
   private startHeartbeat(id: string): void {
     this.heartbeat = setInterval(() => {
       void this.o.store
-        .updateRecord(id, (existing) => (existing.status === "pending" ? { ...existing, heartbeatAt: Date.now() } : null), this.o.storeContext)
+        .updateRecord(
+          id,
+          (existing) => (existing.status === "pending" ? { ...existing, heartbeatAt: Date.now() } : null),
+          this.o.storeContext,
+        )
         .catch(() => {});
     }, this.o.liveness.heartbeatIntervalMs);
     this.heartbeat.unref();
@@ -158,7 +211,12 @@ export class DetachedRun<S> implements BackgroundTask {
       for await (const status of this.o.store.subscribeStatus(id, this.subscription.signal, this.o.storeContext)) {
         if (status === "aborted") {
           this.o.work.abort(new AgentError("ABORTED", `snapshot "${id}" was aborted`));
-          this.o.events?.abortObserved?.({ agent: this.o.agent, sessionId: this.o.sessionId, snapshotId: id, observedAt: Date.now() });
+          this.o.events?.abortObserved?.({
+            agent: this.o.agent,
+            sessionId: this.o.sessionId,
+            snapshotId: id,
+            observedAt: Date.now(),
+          });
           return;
         }
         if (status !== "pending") return;

@@ -8,7 +8,7 @@ import { validateCustomState } from "./custom-state-schema.js";
 import { SessionClaim, type NewSessionFields, type ClaimSettings } from "./session-claim.js";
 import { validateLabels } from "../../stores/session-labels.js";
 import { validateTtl } from "./session-settings.js";
-import { loadRecordState, ownedHead, ownerOf, resolveRecordRef } from "./session-lookup.js";
+import { headRecord, loadRecordState, ownedHead, ownerOf, resolveRecordRef } from "./session-lookup.js";
 import { effectiveStatus, type LivenessSettings } from "./snapshot-liveness.js";
 import { chainPosition, type CommittedPoint } from "./turn-record.js";
 
@@ -46,8 +46,10 @@ export interface InitCall {
 }
 
 /**
- * Validates `init` against the agent's state management (spec S3), takes the
- * session per the busy policy and loads the resume point (S5). Resuming by
+ * Validates `init` against the agent's state management (server-managed
+ * agents take IDs, client-managed agents take state), takes the session per
+ * the busy policy and loads the resume point (a session's head or a named
+ * snapshot, which must be completed). Resuming by
  * session skips an expired, failed or aborted head back to its nearest
  * completed ancestor. Throws
  * AgentError: INVALID_ARGUMENT for state combined with IDs, a session/snapshot
@@ -56,11 +58,18 @@ export interface InitCall {
  * or snapshot, or one of another agent or owner; ABORTED for a busy session
  * under REJECT; DEADLINE_EXCEEDED when an ENQUEUE wait outlives the call.
  */
-export async function resolveInit<S>(agent: InitTarget<S>, init: AgentInit<S>, call: InitCall): Promise<ResolvedStart<S>> {
+export async function resolveInit<S>(
+  agent: InitTarget<S>,
+  init: AgentInit<S>,
+  call: InitCall,
+): Promise<ResolvedStart<S>> {
   const sessionId = init.sessionId || undefined;
   const snapshotId = init.snapshotId || undefined;
   if (init.state && (sessionId || snapshotId)) {
-    throw new AgentError("INVALID_ARGUMENT", "init: state cannot be combined with session_id or snapshot_id; send one conversation source");
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      "init: state cannot be combined with session_id or snapshot_id; send one conversation source",
+    );
   }
   const store = agent.store;
   if (!store) {
@@ -103,8 +112,7 @@ export async function resolveInit<S>(agent: InitTarget<S>, init: AgentInit<S>, c
   const claim = newClaim(agent, store, sessionId!, call);
   const head = await claim.acquire(policy, call.signal);
   return startedOrReleased(claim, async () => {
-    const { record } = await resolveRecordRef(store, agent.name, { snapshotId: head.headSnapshotId }, call.ctx);
-    const from = await lastCompleted(agent, store, record, call.ctx);
+    const from = await lastCompleted(agent, store, await headRecord(store, head, call.ctx), call.ctx);
     assertResumable(agent, from);
     return started(store, from, claim, call.ctx);
   });
@@ -121,7 +129,12 @@ const SKIPPED_HEAD_STATUSES: ReadonlySet<string> = new Set(["expired", "failed",
  * When no completed ancestor exists the head itself is returned (and refused
  * by {@link assertResumable}).
  */
-async function lastCompleted<S>(agent: InitTarget<S>, store: SessionStore<S>, head: SnapshotRecord<S>, ctx?: StoreCallContext): Promise<SnapshotRecord<S>> {
+async function lastCompleted<S>(
+  agent: InitTarget<S>,
+  store: SessionStore<S>,
+  head: SnapshotRecord<S>,
+  ctx?: StoreCallContext,
+): Promise<SnapshotRecord<S>> {
   let record = head;
   for (let hops = 0; SKIPPED_HEAD_STATUSES.has(effectiveStatus(record, agent.liveness)); hops++) {
     if (!record.parentId || hops > 10_000) return head;
@@ -145,7 +158,12 @@ async function lastCompleted<S>(agent: InitTarget<S>, store: SessionStore<S>, he
  * after its last heartbeat. A compare-and-set: a head that moved meanwhile is
  * left alone.
  */
-async function voidLeaseOfDeadWorker<S>(agent: InitTarget<S>, store: SessionStore<S>, head: SessionHead, ctx?: StoreCallContext): Promise<void> {
+async function voidLeaseOfDeadWorker<S>(
+  agent: InitTarget<S>,
+  store: SessionStore<S>,
+  head: SessionHead,
+  ctx?: StoreCallContext,
+): Promise<void> {
   const lease = head.lease;
   const now = Date.now();
   if (!lease || lease.expiresAt <= now) return;
@@ -160,7 +178,10 @@ async function voidLeaseOfDeadWorker<S>(agent: InitTarget<S>, store: SessionStor
 }
 
 /** Runs `fn` under a freshly acquired claim, releasing the claim when it throws. */
-async function startedOrReleased<S>(claim: SessionClaim<S>, fn: () => Promise<ResolvedStart<S>>): Promise<ResolvedStart<S>> {
+async function startedOrReleased<S>(
+  claim: SessionClaim<S>,
+  fn: () => Promise<ResolvedStart<S>>,
+): Promise<ResolvedStart<S>> {
   try {
     return await fn();
   } catch (err) {
@@ -173,7 +194,12 @@ async function startedOrReleased<S>(claim: SessionClaim<S>, fn: () => Promise<Re
  * INTERRUPT stops an attached invocation, not detached work: that has its own
  * Abort RPC, and taking its session would leave the session's head pending.
  */
-async function refuseInterruptingBackgroundWork<S>(agent: InitTarget<S>, store: SessionStore<S>, headId: string, ctx?: StoreCallContext): Promise<void> {
+async function refuseInterruptingBackgroundWork<S>(
+  agent: InitTarget<S>,
+  store: SessionStore<S>,
+  headId: string,
+  ctx?: StoreCallContext,
+): Promise<void> {
   const head = await store.getRecord(headId, ctx);
   if (head && effectiveStatus(head, agent.liveness) === "pending") {
     throw new AgentError(
@@ -183,7 +209,13 @@ async function refuseInterruptingBackgroundWork<S>(agent: InitTarget<S>, store: 
   }
 }
 
-function newClaim<S>(agent: InitTarget<S>, store: SessionStore<S>, sessionId: string, call: InitCall, fresh?: NewSessionFields): SessionClaim<S> {
+function newClaim<S>(
+  agent: InitTarget<S>,
+  store: SessionStore<S>,
+  sessionId: string,
+  call: InitCall,
+  fresh?: NewSessionFields,
+): SessionClaim<S> {
   return new SessionClaim({
     store,
     sessionId,
@@ -206,17 +238,38 @@ function assertResumable<S>(agent: InitTarget<S>, record: SnapshotRecord<S>): vo
   );
 }
 
-async function started<S>(store: SessionStore<S>, record: SnapshotRecord<S>, claim: SessionClaim<S>, ctx?: StoreCallContext): Promise<ResolvedStart<S>> {
+async function started<S>(
+  store: SessionStore<S>,
+  record: SnapshotRecord<S>,
+  claim: SessionClaim<S>,
+  ctx?: StoreCallContext,
+): Promise<ResolvedStart<S>> {
   const loaded = (await loadRecordState(store, record, ctx)) ?? emptySessionState<S>();
   const state = { ...loaded, sessionId: record.sessionId };
-  const parent: CommittedPoint<S> = { snapshotId: record.snapshotId, createdAt: record.createdAt, state, position: chainPosition(record) };
+  const parent: CommittedPoint<S> = {
+    snapshotId: record.snapshotId,
+    createdAt: record.createdAt,
+    state,
+    position: chainPosition(record),
+  };
   return { state, parent, nextTurnIndex: record.turnIndex + 1, claim };
 }
 
-function clientState<S>(agent: InitTarget<S>, state: SessionState<S> | undefined): SessionState<S> & { sessionId: string } {
+function clientState<S>(
+  agent: InitTarget<S>,
+  state: SessionState<S> | undefined,
+): SessionState<S> & { sessionId: string } {
   const sessionId = state?.sessionId || uuidv7();
-  const custom = state?.custom !== undefined && agent.stateSchema ? validateCustomState(agent.stateSchema, state.custom, "init.state.custom") : state?.custom;
-  return { sessionId, messages: state?.messages ?? [], artifacts: state?.artifacts ?? [], ...(custom !== undefined ? { custom } : {}) };
+  const custom =
+    state?.custom !== undefined && agent.stateSchema
+      ? validateCustomState(agent.stateSchema, state.custom, "init.state.custom")
+      : state?.custom;
+  return {
+    sessionId,
+    messages: state?.messages ?? [],
+    artifacts: state?.artifacts ?? [],
+    ...(custom !== undefined ? { custom } : {}),
+  };
 }
 
 function countUserTurns(state: SessionState<unknown> | undefined): number {

@@ -6,13 +6,13 @@ import { hasResume, type AgentInput, type AgentOutput, type AgentStreamChunk } f
 import { userText } from "../types/content.js";
 import type { SessionState } from "../types/session-state.js";
 import type { FinishReason } from "../types/snapshot.js";
-import type { SessionStore, StoreCallContext } from "../../stores/snapshot-store.js";
-import { isSnapshotSubscriber } from "../../stores/snapshot-store.js";
+import type { SessionStore, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
+import { backgroundStoreOf } from "./background-store.js";
 import type { AgentConnection } from "./agent-connection.js";
 import type { AgentFn, AgentResult, Responder, TurnContext } from "./agent-function.js";
-import { AsyncChannel } from "./async-channel.js";
+import { AsyncChannel } from "../protocol/async-channel.js";
 import type { BackgroundWork } from "./background-work.js";
-import { applyCustomPatch, CustomPatchStream } from "./custom-patch-stream.js";
+import { applyCustomPatch, CustomPatchStream } from "../protocol/custom-patch-stream.js";
 import { DetachedRun } from "./detached-run.js";
 import type { ResolvedStart } from "./init-resolver.js";
 import type { SessionClaim } from "./session-claim.js";
@@ -22,7 +22,13 @@ import { SessionRunner, type TurnLifecycle } from "./session-runner.js";
 import type { LivenessSettings } from "./snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { ANONYMOUS, type Principal } from "../types/principal.js";
-import { applyChunkTransform, applyStateTransform, type ClientTransforms, type TransformContext } from "./state-transform.js";
+import {
+  applyChunkTransform,
+  applyStateTransform,
+  type ClientTransforms,
+  type TransformContext,
+} from "./state-transform.js";
+import { InvocationTelemetry } from "./invocation-telemetry.js";
 
 /** What an invocation needs from its agent. */
 export interface InvocationTarget<S> {
@@ -39,6 +45,8 @@ export interface InvocationTarget<S> {
   records: RecordSettings;
   /** Most inputs queued ahead of the running turn; one more is RESOURCE_EXHAUSTED. */
   maxQueuedInputs: number;
+  /** Spans and metrics of turns and model calls (OpenTelemetry API); token usage is counted either way. */
+  telemetry?: boolean;
 }
 
 /** Per-invocation options. */
@@ -86,11 +94,14 @@ export class Invocation<S> implements AgentConnection<S> {
   private turnStartedAt = 0;
   /** Whether this invocation started a new session (no resume point). */
   private readonly startsSession: boolean;
+  /** Turn spans, turn metrics and token usage (OpenTelemetry API; no-ops without an SDK). */
+  private readonly telemetry: InvocationTelemetry;
 
   constructor(target: InvocationTarget<S>, start: ResolvedStart<S>, options: InvocationOptions = {}) {
     this.target = target;
     this.options = options;
     this.sessionId = start.state.sessionId;
+    this.telemetry = new InvocationTelemetry(target.name, this.sessionId, target.telemetry === true);
     this.startsSession = start.parent === undefined;
     this.claim = start.claim;
     this.commits = start.claim ? new TurnCommits(start.claim, this.sessionId, target.records, start.parent) : undefined;
@@ -123,7 +134,10 @@ export class Invocation<S> implements AgentConnection<S> {
   send(input: AgentInput): void {
     if (this.failure) throw this.failure;
     if (this.inputClosed) {
-      throw new AgentError("FAILED_PRECONDITION", this.settled ? "the invocation has completed; read its output" : "input is closed");
+      throw new AgentError(
+        "FAILED_PRECONDITION",
+        this.settled ? "the invocation has completed; read its output" : "input is closed",
+      );
     }
     const resuming = hasResume(input);
     if (!input.message && !resuming && !input.detach) {
@@ -132,7 +146,7 @@ export class Invocation<S> implements AgentConnection<S> {
     if (input.message && input.message.content.length === 0) {
       throw new AgentError("INVALID_ARGUMENT", "input.message has no content parts");
     }
-    if (input.detach) this.checkDetachable();
+    const backgroundStore = input.detach ? backgroundStoreOf(this.target.name, this.target.store, "detach") : undefined;
     if ((input.message || resuming) && this.turnInputs.size >= this.target.maxQueuedInputs) {
       throw new AgentError(
         "RESOURCE_EXHAUSTED",
@@ -141,9 +155,12 @@ export class Invocation<S> implements AgentConnection<S> {
       );
     }
     if (input.message || resuming) {
-      this.turnInputs.push({ ...(input.message ? { message: input.message } : {}), ...(resuming ? { resume: input.resume } : {}) });
+      this.turnInputs.push({
+        ...(input.message ? { message: input.message } : {}),
+        ...(resuming ? { resume: input.resume } : {}),
+      });
     }
-    if (input.detach) this.startDetach();
+    if (backgroundStore) this.startDetach(backgroundStore);
   }
 
   sendText(text: string, metadata?: Record<string, unknown>): void {
@@ -173,7 +190,8 @@ export class Invocation<S> implements AgentConnection<S> {
       inputs: this.turnInputs,
       beginTurn: (turnIndex) => this.beginTurn(turnIndex),
       endTurn: (turn, finishReason) => this.endTurn(turn, finishReason),
-      failTurn: (turn) => this.failTurn(turn),
+      failTurn: (turn, error) => this.failTurn(turn, error),
+      runInTurn: (_turn, work) => this.telemetry.runInTurn(work),
     };
   }
 
@@ -182,16 +200,27 @@ export class Invocation<S> implements AgentConnection<S> {
     const snapshotId = this.target.store && !this.detachedRun ? uuidv7() : undefined;
     this.turnStartedAt = Date.now();
     const parentId = this.commits?.last?.snapshotId;
-    return { ...(snapshotId ? { snapshotId } : {}), ...(parentId ? { parentId } : {}), turnIndex, signal: this.work.signal };
+    const identity = { ...(snapshotId ? { snapshotId } : {}), ...(parentId ? { parentId } : {}), turnIndex };
+    this.telemetry.beginTurn(identity);
+    return { ...identity, signal: this.work.signal };
   }
 
   private async endTurn(turn: TurnContext, finishReason: FinishReason): Promise<void> {
-    if (this.work.signal.aborted) throw AgentError.from(this.work.signal.reason, "CANCELLED");
     await this.emitChain;
+    // Checked after the wait: a cancel (or a chunk transform failing) while this turn's chunks drained commits nothing.
+    if (this.work.signal.aborted) throw AgentError.from(this.work.signal.reason, "CANCELLED");
     let snapshotId: string | undefined;
     const commits = this.commits;
+    const usage = this.telemetry.turnUsage;
     if (turn.snapshotId && !this.detachedRun && commits) {
-      const save = commits.commit(turn.snapshotId, turn.turnIndex, finishReason, this.runner.snapshotState(), this.runner.unchangedMessages());
+      const save = commits.commit(
+        turn.snapshotId,
+        turn.turnIndex,
+        finishReason,
+        this.runner.snapshotState(),
+        this.runner.unchangedMessages(),
+        usage,
+      );
       this.turnSave = save.catch(() => {});
       await save;
       this.runner.markUnchanged();
@@ -199,9 +228,18 @@ export class Invocation<S> implements AgentConnection<S> {
     }
     this.lastGood = this.runner.snapshotState();
     this.lastFinish = finishReason;
-    this.detachedRun?.turnCompleted(turn.turnIndex);
+    this.detachedRun?.turnCompleted(turn.turnIndex, usage);
     this.logTurn(turn, finishReason, snapshotId);
-    await this.emit({ turnEnd: { ...(snapshotId ? { snapshotId } : {}), finishReason, turnIndex: turn.turnIndex, sessionId: this.sessionId } });
+    this.telemetry.endTurn(finishReason, snapshotId);
+    await this.emit({
+      turnEnd: {
+        ...(snapshotId ? { snapshotId } : {}),
+        finishReason,
+        turnIndex: turn.turnIndex,
+        sessionId: this.sessionId,
+        ...(usage ? { usage } : {}),
+      },
+    });
   }
 
   private logTurn(turn: TurnContext, finishReason: FinishReason, snapshotId: string | undefined): void {
@@ -216,11 +254,20 @@ export class Invocation<S> implements AgentConnection<S> {
     });
   }
 
-  private async failTurn(turn: TurnContext): Promise<void> {
+  private async failTurn(turn: TurnContext, error: unknown): Promise<void> {
     this.logTurn(turn, "failed", undefined);
+    const usage = this.telemetry.turnUsage; // spent even though nothing is written
+    this.telemetry.failTurn(error);
     this.runner.restore(this.lastGood);
     await this.emitChain;
-    await this.emit({ turnEnd: { finishReason: "failed", turnIndex: turn.turnIndex, sessionId: this.sessionId } });
+    await this.emit({
+      turnEnd: {
+        finishReason: "failed",
+        turnIndex: turn.turnIndex,
+        sessionId: this.sessionId,
+        ...(usage ? { usage } : {}),
+      },
+    });
   }
 
   private responder(): Responder {
@@ -271,42 +318,38 @@ export class Invocation<S> implements AgentConnection<S> {
     }
   }
 
-  private checkDetachable(): void {
-    const store = this.target.store;
-    if (!store) {
-      throw new AgentError("FAILED_PRECONDITION", `agent "${this.target.name}" is client-managed: detach needs a server-side store`);
-    }
-    if (!isSnapshotSubscriber(store)) {
-      throw new AgentError(
-        "FAILED_PRECONDITION",
-        `the store of agent "${this.target.name}" cannot push status changes, so background work could not be aborted: use a store with status subscription`,
-      );
-    }
-    if (this.detachedRun) throw new AgentError("FAILED_PRECONDITION", "the invocation is already detached");
-  }
-
-  private startDetach(): void {
+  private startDetach(store: SessionStore<S> & SnapshotSubscriber): void {
     this.close();
-    const store = this.target.store;
-    if (!store || !isSnapshotSubscriber(store)) return;
-    this.detachedRun = new DetachedRun({
-      store,
-      sessionId: this.sessionId,
-      turnIndex: this.runner.turnIndex,
-      liveness: this.target.liveness,
-      storeContext: this.options.storeContext,
-      afterTurnSave: this.turnSave,
-      claim: this.claim!,
-      parent: () => this.commits?.last,
-      records: this.target.records,
-      work: this.work,
-      agent: this.target.name,
-      ...(this.target.events ? { events: this.target.events } : {}),
-    });
+    this.telemetry.detach();
+    // The background row's writes and heartbeats belong to the detached span.
+    this.detachedRun = this.telemetry.runInInvocation(
+      () =>
+        new DetachedRun({
+          store,
+          sessionId: this.sessionId,
+          turnIndex: this.runner.turnIndex,
+          liveness: this.target.liveness,
+          storeContext: this.options.storeContext,
+          afterTurnSave: this.turnSave,
+          claim: this.claim!,
+          parent: () => this.commits?.last,
+          records: this.target.records,
+          work: this.work,
+          agent: this.target.name,
+          ...(this.target.events ? { events: this.target.events } : {}),
+        }),
+    );
     this.target.background.track(this.detachedRun);
     this.detachedRun.pendingId.then(
       (snapshotId) => {
-        this.settle({ sessionId: this.sessionId, snapshotId, artifacts: [], finishReason: "detached" });
+        const usage = this.telemetry.usage;
+        this.settle({
+          sessionId: this.sessionId,
+          snapshotId,
+          artifacts: [],
+          finishReason: "detached",
+          ...(usage ? { usage } : {}),
+        });
       },
       (err) => this.failClosed(AgentError.from(err)),
     );
@@ -343,7 +386,7 @@ export class Invocation<S> implements AgentConnection<S> {
         session: this.runner,
         responder: this.responder(),
         signal: this.work.signal,
-        model: (name) => this.target.models(name),
+        model: (name) => this.telemetry.model(name, this.target.models),
         principal: this.options.principal ?? ANONYMOUS,
       });
       await this.runner.flushCustomEvents();
@@ -352,9 +395,13 @@ export class Invocation<S> implements AgentConnection<S> {
       error = AgentError.from(err);
     }
     this.close();
-    if (this.detachedRun) {
+    const detachedRun = this.detachedRun;
+    if (detachedRun) {
       const state = error ? this.lastGood : this.runner.snapshotState();
-      await this.detachedRun.finish(state, error, result?.finishReason ?? this.lastFinish);
+      await this.telemetry.runInInvocation(() =>
+        detachedRun.finish(state, error, result?.finishReason ?? this.lastFinish),
+      );
+      this.telemetry.finish(error, await detachedRun.pendingId.catch(() => undefined));
       return;
     }
     let output: AgentOutput<S> | undefined;
@@ -370,14 +417,22 @@ export class Invocation<S> implements AgentConnection<S> {
     await this.claim?.release();
     if (outputError) this.failClosed(outputError);
     else if (output) this.settle(output);
+    this.telemetry.finish();
   }
 
   private async buildOutput(result: AgentResult | void, error: AgentError | undefined): Promise<AgentOutput<S>> {
     const state = error ? this.lastGood : this.runner.snapshotState();
-    const message = result?.message ?? [...state.messages].reverse().find((m) => m.role === "model");
-    const clientState = this.target.store
-      ? undefined
-      : await applyStateTransform(this.target.transforms.state, state, this.transformContext());
+    const stateTransform = this.target.transforms.state;
+    // What leaves the server is shaped: with a state transform, the output's message and artifacts come from the
+    // transformed state (nothing when it omits the state), so a redaction cannot be bypassed by the output.
+    const shaped =
+      this.target.store && !stateTransform
+        ? state
+        : await applyStateTransform(stateTransform, state, this.transformContext());
+    const clientState = this.target.store ? undefined : shaped;
+    const lastModel = shaped ? [...shaped.messages].reverse().find((m) => m.role === "model") : undefined;
+    const message = stateTransform ? lastModel : (result?.message ?? lastModel);
+    const artifacts = stateTransform ? (shaped?.artifacts ?? []) : (result?.artifacts ?? state.artifacts);
     // A server-managed invocation that started a new session and committed no
     // turn (init without input, or a first turn that failed) created nothing:
     // it returns no session ID rather than one that reads NOT_FOUND.
@@ -386,10 +441,11 @@ export class Invocation<S> implements AgentConnection<S> {
       sessionId: createdNothing ? "" : this.sessionId,
       ...(this.commits?.last ? { snapshotId: this.commits.last.snapshotId } : {}),
       ...(message ? { message } : {}),
-      artifacts: result?.artifacts ?? state.artifacts,
+      artifacts,
       ...(clientState ? { state: clientState } : {}),
       finishReason: error ? "failed" : (result?.finishReason ?? this.lastFinish),
       ...(error ? { error: error.toData() } : {}),
+      ...(this.telemetry.usage ? { usage: this.telemetry.usage } : {}),
     };
   }
 }

@@ -1,4 +1,9 @@
-import type { SessionClaim } from "./session-claim.js";
+/** What the registry needs of a running claim (a {@link SessionClaim} in practice). */
+export interface LocalHolder {
+  readonly invocationId: string;
+  /** Told when an INTERRUPT in this process took the session from this holder. */
+  interruptedBy(byId: string): void;
+}
 
 /**
  * This process's running claims per store and session, used only to make
@@ -9,7 +14,7 @@ import type { SessionClaim } from "./session-claim.js";
  */
 export class LocalClaims {
   private static readonly byStore = new WeakMap<object, LocalClaims>();
-  private readonly claims = new Map<string, Set<SessionClaim<unknown>>>();
+  private readonly claims = new Map<string, Set<LocalHolder>>();
   private readonly wakers = new Map<string, Set<() => void>>();
 
   /** The registry of `store` in this process. */
@@ -20,14 +25,14 @@ export class LocalClaims {
   }
 
   /** Records a claim held in this process. */
-  add(sessionId: string, claim: SessionClaim<unknown>): void {
+  add(sessionId: string, claim: LocalHolder): void {
     let set = this.claims.get(sessionId);
     if (!set) this.claims.set(sessionId, (set = new Set()));
     set.add(claim);
   }
 
   /** Forgets a claim (released or lost). */
-  remove(sessionId: string, claim: SessionClaim<unknown>): void {
+  remove(sessionId: string, claim: LocalHolder): void {
     const set = this.claims.get(sessionId);
     set?.delete(claim);
     if (set?.size === 0) this.claims.delete(sessionId);

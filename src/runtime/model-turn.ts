@@ -7,7 +7,11 @@ import type { TurnFnContext } from "./agent-function.js";
  * prompt-rendered messages that are not stored), streams its chunks, appends
  * the model's message to the history, and returns its finish reason.
  */
-export async function generateModelTurn<S>(ctx: TurnFnContext<S>, modelName: string, prelude: Message[] = []): Promise<TurnResult> {
+export async function generateModelTurn<S>(
+  ctx: TurnFnContext<S>,
+  modelName: string,
+  prelude: Message[] = [],
+): Promise<TurnResult> {
   const model = ctx.model(modelName);
   const response = await model.generate(
     { messages: prelude.length > 0 ? [...prelude, ...ctx.session.messages()] : ctx.session.messages() },

@@ -1,5 +1,6 @@
 import { AgentError } from "../errors/agent-error.js";
 import type { BusyPolicy } from "../types/session-state.js";
+import { addUsage, type Usage } from "../types/usage.js";
 import type { SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { LocalClaims } from "./local-claims.js";
 
@@ -16,7 +17,12 @@ export interface ClaimSettings {
 }
 
 /** The default lease timing. */
-export const DEFAULT_CLAIM_SETTINGS: Readonly<ClaimSettings> = Object.freeze({ leaseTtlMs: 15_000, refreshMs: 5_000, pollMs: 50, maxWaiters: 64 });
+export const DEFAULT_CLAIM_SETTINGS: Readonly<ClaimSettings> = Object.freeze({
+  leaseTtlMs: 15_000,
+  refreshMs: 5_000,
+  pollMs: 50,
+  maxWaiters: 64,
+});
 
 /** Who claims a session. */
 export interface ClaimIdentity<S> {
@@ -96,11 +102,15 @@ export class SessionClaim<S> {
         throwIfAborted(signal, this.id.sessionId);
         const head = await this.readHead();
         const now = Date.now();
-        const holder = head.lease && head.lease.expiresAt > now && head.lease.invocationId !== this.id.invocationId ? head.lease : undefined;
+        const holder =
+          head.lease && head.lease.expiresAt > now && head.lease.invocationId !== this.id.invocationId
+            ? head.lease
+            : undefined;
         const waiters = (head.waiters ?? []).filter((w) => w.expiresAt > now);
         const others = waiters.filter((w) => w.invocationId !== this.id.invocationId);
         const mine = waiters.find((w) => w.invocationId === this.id.invocationId);
-        const myTurn = policy !== "enqueue" || (others.length === 0 ? true : waiters[0]?.invocationId === this.id.invocationId);
+        const myTurn =
+          policy !== "enqueue" || (others.length === 0 ? true : waiters[0]?.invocationId === this.id.invocationId);
         if (!holder && myTurn) {
           if (await this.writeHead(head, { lease: this.freshLease(), waiters: others })) return this.started(local);
           continue;
@@ -142,18 +152,27 @@ export class SessionClaim<S> {
   }
 
   /**
-   * Inserts `record` and moves the head to it (compare-and-set). Retries when
+   * Inserts `record` and moves the head to it (compare-and-set), adding
+   * `usage` to the head's running totals. Retries when
    * only bookkeeping changed (a waiter joined); throws ABORTED when the head
    * moved or the lease went to another invocation (nothing is written then).
    */
-  commit(record: SnapshotRecord<S>): Promise<SessionHead> {
+  commit(record: SnapshotRecord<S>, usage?: Usage): Promise<SessionHead> {
     return this.serialized(async () => {
       this.throwIfLost();
       for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
         const now = Date.now();
         const known = this.head;
+        const totals = addUsage(known?.usage, usage);
         const head: Omit<SessionHead, "version"> = known
-          ? { ...withoutVersion(known), headSnapshotId: record.snapshotId, turnCount: known.turnCount + 1, updatedAt: now, lease: this.freshLease() }
+          ? {
+              ...withoutVersion(known),
+              headSnapshotId: record.snapshotId,
+              turnCount: known.turnCount + 1,
+              updatedAt: now,
+              lease: this.freshLease(),
+              ...(totals ? { usage: totals } : {}),
+            }
           : {
               sessionId: this.id.sessionId,
               agent: this.id.agent,
@@ -164,6 +183,7 @@ export class SessionClaim<S> {
               updatedAt: now,
               lease: this.freshLease(),
               ...this.id.fresh,
+              ...(totals ? { usage: totals } : {}),
             };
         const stored = await this.id.store.commit({ expectedVersion: known?.version ?? 0, head, record }, this.id.ctx);
         if (stored) {
@@ -172,8 +192,36 @@ export class SessionClaim<S> {
         }
         await this.revalidate(known);
       }
-      throw new AgentError("ABORTED", `session "${this.id.sessionId}": gave up committing after ${MAX_CAS_ATTEMPTS} concurrent head updates; retry the turn`);
+      throw new AgentError(
+        "ABORTED",
+        `session "${this.id.sessionId}": gave up committing after ${MAX_CAS_ATTEMPTS} concurrent head updates; retry the turn`,
+      );
     });
+  }
+
+  /**
+   * Adds `usage` to the head's running totals (a compare-and-set on the
+   * current head, retried on conflict; also after the claim was lost, since
+   * the tokens were spent). Before {@link release}; never throws.
+   */
+  async addUsage(usage: Usage): Promise<void> {
+    await this.serialized(async () => {
+      for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+        const head = this.head ?? (await this.id.store.getHead(this.id.sessionId, this.id.ctx));
+        if (!head) return;
+        const next: Omit<SessionHead, "version"> = {
+          ...withoutVersion(head),
+          usage: addUsage(head.usage, usage)!,
+          updatedAt: Date.now(),
+        };
+        const stored = await this.id.store.commit({ expectedVersion: head.version, head: next }, this.id.ctx);
+        if (stored) {
+          this.head = stored;
+          return;
+        }
+        this.head = await this.id.store.getHead(this.id.sessionId, this.id.ctx);
+      }
+    }).catch(() => undefined);
   }
 
   /** Ends the claim: stops refreshing and removes the lease (if still ours). Idempotent; never throws. */
@@ -198,7 +246,12 @@ export class SessionClaim<S> {
 
   /** @internal Called by {@link LocalClaims} when an INTERRUPT in this process took the session. */
   interruptedBy(invocationId: string): void {
-    this.lose(new AgentError("ABORTED", `the invocation was interrupted: invocation "${invocationId}" took over session "${this.id.sessionId}" (busy policy INTERRUPT)`));
+    this.lose(
+      new AgentError(
+        "ABORTED",
+        `the invocation was interrupted: invocation "${invocationId}" took over session "${this.id.sessionId}" (busy policy INTERRUPT)`,
+      ),
+    );
   }
 
   private started(local: LocalClaims): SessionHead {
@@ -227,10 +280,18 @@ export class SessionClaim<S> {
     } else if (!current) {
       this.lose(new AgentError("ABORTED", `session "${this.id.sessionId}" no longer exists`));
     } else if (current.lease?.invocationId !== this.id.invocationId) {
-      const by = current.lease && current.lease.expiresAt > Date.now() ? ` to invocation "${current.lease.invocationId}"` : "";
-      this.lose(new AgentError("ABORTED", `the invocation lost session "${this.id.sessionId}"${by}; its turn was not written`));
+      const by =
+        current.lease && current.lease.expiresAt > Date.now() ? ` to invocation "${current.lease.invocationId}"` : "";
+      this.lose(
+        new AgentError("ABORTED", `the invocation lost session "${this.id.sessionId}"${by}; its turn was not written`),
+      );
     } else if (current.headSnapshotId !== known.headSnapshotId) {
-      this.lose(new AgentError("ABORTED", `session "${this.id.sessionId}" moved to snapshot "${current.headSnapshotId}"; the turn was not written`));
+      this.lose(
+        new AgentError(
+          "ABORTED",
+          `session "${this.id.sessionId}" moved to snapshot "${current.headSnapshotId}"; the turn was not written`,
+        ),
+      );
     }
     this.throwIfLost();
     this.head = current;
@@ -274,7 +335,14 @@ export class SessionClaim<S> {
       const head = await this.id.store.getHead(this.id.sessionId, this.id.ctx);
       const waiters = head?.waiters ?? [];
       if (!head || !waiters.some((w) => w.invocationId === this.id.invocationId)) return;
-      if (await this.writeHead(head, { waiters: waiters.filter((w) => w.invocationId !== this.id.invocationId) }, { keepLease: head.lease !== undefined })) return;
+      if (
+        await this.writeHead(
+          head,
+          { waiters: waiters.filter((w) => w.invocationId !== this.id.invocationId) },
+          { keepLease: head.lease !== undefined },
+        )
+      )
+        return;
     }
   }
 
@@ -309,5 +377,8 @@ function throwIfAborted(signal: AbortSignal | undefined, sessionId: string): voi
   if (reason?.code === 1 || reason?.status === "CANCELLED") {
     throw new AgentError("CANCELLED", `the call was cancelled while waiting for busy session "${sessionId}"`);
   }
-  throw new AgentError("DEADLINE_EXCEEDED", `gave up waiting for busy session "${sessionId}": the call's deadline passed first (busy policy ENQUEUE)`);
+  throw new AgentError(
+    "DEADLINE_EXCEEDED",
+    `gave up waiting for busy session "${sessionId}": the call's deadline passed first (busy policy ENQUEUE)`,
+  );
 }

@@ -1,7 +1,13 @@
 import { uuidv7 } from "../../stores/uuid-v7.js";
 import { AgentError } from "../errors/agent-error.js";
 import type { SessionInfo } from "../types/session-info.js";
-import type { HeadPage, SessionHead, SessionQuery, SessionStore, StoreCallContext } from "../../stores/snapshot-store.js";
+import type {
+  HeadPage,
+  SessionHead,
+  SessionQuery,
+  SessionStore,
+  StoreCallContext,
+} from "../../stores/snapshot-store.js";
 import { validateLabels } from "../../stores/session-labels.js";
 import { LocalClaims } from "./local-claims.js";
 import { ownerOf, ownsSession, sessionNotFound } from "./session-lookup.js";
@@ -53,7 +59,10 @@ export class SessionLifecycle {
   constructor(private readonly o: SessionLifecycleOptions) {}
 
   /** The caller's sessions, newest-updated first. */
-  async list(request: SessionListRequest, ctx?: StoreCallContext): Promise<{ sessions: SessionInfo[]; nextPageToken?: string }> {
+  async list(
+    request: SessionListRequest,
+    ctx?: StoreCallContext,
+  ): Promise<{ sessions: SessionInfo[]; nextPageToken?: string }> {
     const store = request.agent !== undefined ? this.o.storeOf(request.agent) : this.o.defaultStore;
     if (!store) {
       if (request.agent !== undefined) return { sessions: [] };
@@ -130,7 +139,9 @@ export class SessionLifecycle {
 
   private async find(sessionId: string, ctx?: StoreCallContext): Promise<{ store: SessionStore; head: SessionHead }> {
     if (!sessionId) throw new AgentError("INVALID_ARGUMENT", "session_id is required");
-    const stores = [...new Set([this.o.defaultStore, ...this.o.stores()].filter((s): s is SessionStore => s !== undefined))];
+    const stores = [
+      ...new Set([this.o.defaultStore, ...this.o.stores()].filter((s): s is SessionStore => s !== undefined)),
+    ];
     for (const store of stores) {
       const head = await store.getHead(sessionId, ctx);
       if (ownsSession(head, undefined, ctx)) return { store, head };
@@ -146,7 +157,13 @@ export class SessionLifecycle {
       const holder = current.lease && current.lease.expiresAt > Date.now() ? current.lease.invocationId : undefined;
       if (!holder) return;
       const { version, expiresAt: _expiresAt, waiters: _waiters, ...rest } = current;
-      const stored = await store.commit({ expectedVersion: version, head: { ...rest, lease: { invocationId: deleter, expiresAt: Date.now() + 60_000 }, updatedAt: Date.now() } }, ctx);
+      const stored = await store.commit(
+        {
+          expectedVersion: version,
+          head: { ...rest, lease: { invocationId: deleter, expiresAt: Date.now() + 60_000 }, updatedAt: Date.now() },
+        },
+        ctx,
+      );
       if (stored) {
         LocalClaims.of(store).interrupt(head.sessionId, holder, deleter);
         return;
@@ -158,7 +175,11 @@ export class SessionLifecycle {
   private async abortPending(store: SessionStore, sessionId: string, ctx?: StoreCallContext): Promise<void> {
     let pageToken: string | undefined;
     do {
-      const page = await store.listRecords(sessionId, { pageSize: 1000, includeState: false, ...(pageToken ? { pageToken } : {}) }, ctx);
+      const page = await store.listRecords(
+        sessionId,
+        { pageSize: 1000, includeState: false, ...(pageToken ? { pageToken } : {}) },
+        ctx,
+      );
       for (const record of page.records) {
         if (record.status !== "pending") continue;
         await store.updateRecord(record.snapshotId, abortIfPending, ctx);
@@ -180,6 +201,7 @@ export class SessionLifecycle {
       updatedAt: head.updatedAt,
       ...(head.expiresAt !== undefined ? { expiresAt: head.expiresAt } : {}),
       ...(head.ttlMs !== undefined ? { ttlMs: head.ttlMs } : {}),
+      ...(head.usage ? { usage: { ...head.usage } } : {}),
     };
   }
 }

@@ -14,8 +14,17 @@ export function isExpired(head: SessionHead, now: number = Date.now()): boolean 
 }
 
 /** True when `head` is the caller's (owner), live (not expired) and, when `agent` is given, that agent's. */
-export function ownsSession(head: SessionHead | undefined, agent: string | undefined, ctx: StoreCallContext | undefined): head is SessionHead {
-  return head !== undefined && (agent === undefined || head.agent === agent) && head.owner === ownerOf(ctx) && !isExpired(head);
+export function ownsSession(
+  head: SessionHead | undefined,
+  agent: string | undefined,
+  ctx: StoreCallContext | undefined,
+): head is SessionHead {
+  return (
+    head !== undefined &&
+    (agent === undefined || head.agent === agent) &&
+    head.owner === ownerOf(ctx) &&
+    !isExpired(head)
+  );
 }
 
 /** True when `head` belongs to `agent` and the caller's owner. */
@@ -34,7 +43,12 @@ export function sessionNotFound(sessionId: string): AgentError {
 }
 
 /** The session's head when it belongs to `agent` and the caller; NOT_FOUND otherwise (whether it exists or not). */
-export async function ownedHead<S>(store: SessionStore<S>, agent: string, sessionId: string, ctx?: StoreCallContext): Promise<SessionHead> {
+export async function ownedHead<S>(
+  store: SessionStore<S>,
+  agent: string,
+  sessionId: string,
+  ctx?: StoreCallContext,
+): Promise<SessionHead> {
   const head = await store.getHead(sessionId, ctx);
   if (!owns(head, agent, ctx)) throw sessionNotFound(sessionId);
   return head;
@@ -73,16 +87,31 @@ export async function resolveRecordRef<S>(
   if (ref.snapshotId) {
     const found = await ownedRecord(store, agent, ref.snapshotId, ctx);
     if (ref.sessionId && found.record.sessionId !== ref.sessionId) {
-      throw new AgentError("INVALID_ARGUMENT", `snapshot "${ref.snapshotId}" belongs to another session than "${ref.sessionId}"`);
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `snapshot "${ref.snapshotId}" belongs to another session than "${ref.sessionId}"`,
+      );
     }
     return found;
   }
   const head = await ownedHead(store, agent, ref.sessionId!, ctx);
+  return { record: await headRecord(store, head, ctx), head };
+}
+
+/** The record a session's head points at; DATA_LOSS when the store lost it (the head itself was checked by the caller). */
+export async function headRecord<S>(
+  store: SessionStore<S>,
+  head: SessionHead,
+  ctx?: StoreCallContext,
+): Promise<SnapshotRecord<S>> {
   const record = await store.getRecord(head.headSnapshotId, ctx);
   if (!record) {
-    throw new AgentError("DATA_LOSS", `session "${head.sessionId}" points at snapshot "${head.headSnapshotId}", which is missing from the store`);
+    throw new AgentError(
+      "DATA_LOSS",
+      `session "${head.sessionId}" points at snapshot "${head.headSnapshotId}", which is missing from the store`,
+    );
   }
-  return { record, head };
+  return record;
 }
 
 /** The state of `record` (frozen; undefined for a pending record), rebuilt from its checkpoint and deltas. */

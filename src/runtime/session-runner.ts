@@ -2,7 +2,7 @@ import type { ZodType } from "zod";
 import type { AgentInput, TurnResult } from "../types/agent-io.js";
 import type { SessionState } from "../types/session-state.js";
 import type { FinishReason } from "../types/snapshot.js";
-import type { AgentResult, TurnContext } from "./agent-function.js";
+import type { AgentResult, TurnContext } from "./turn-context.js";
 import { Session } from "./session.js";
 
 /** The runtime's side of the turn loop (implemented by the invocation). */
@@ -13,8 +13,13 @@ export interface TurnLifecycle {
   beginTurn(turnIndex: number): TurnContext;
   /** Persists the turn-end snapshot (when due) and streams TurnEnd. */
   endTurn(turn: TurnContext, finishReason: FinishReason): Promise<void>;
-  /** Streams a failed TurnEnd and rolls the session back to the last good state; nothing is persisted. */
-  failTurn(turn: TurnContext): Promise<void>;
+  /** Streams a failed TurnEnd and rolls the session back to the last good state; nothing is persisted. `error` is why. */
+  failTurn(turn: TurnContext, error?: unknown): Promise<void>;
+  /**
+   * Optional: runs one turn's work (the turn function and the turn end) in
+   * the turn's telemetry context, so the spans it makes are the turn's children.
+   */
+  runInTurn?<T>(turn: TurnContext, work: () => Promise<T>): Promise<T>;
 }
 
 /**
@@ -28,7 +33,12 @@ export class SessionRunner<S = unknown> extends Session<S> {
   turnIndex: number;
   private readonly lifecycle: TurnLifecycle;
 
-  constructor(state: SessionState<S>, schema: ZodType<S> | undefined, firstTurnIndex: number, lifecycle: TurnLifecycle) {
+  constructor(
+    state: SessionState<S>,
+    schema: ZodType<S> | undefined,
+    firstTurnIndex: number,
+    lifecycle: TurnLifecycle,
+  ) {
     super(state, schema);
     this.turnIndex = firstTurnIndex;
     this.lifecycle = lifecycle;
@@ -39,14 +49,17 @@ export class SessionRunner<S = unknown> extends Session<S> {
     for await (const input of this.lifecycle.inputs) {
       const turn = this.lifecycle.beginTurn(this.turnIndex);
       if (input.message) this.addMessages(input.message);
-      try {
-        const result = await fn(input, turn);
-        await this.flushCustomEvents();
-        await this.lifecycle.endTurn(turn, result?.finishReason ?? "stop");
-      } catch (err) {
-        await this.lifecycle.failTurn(turn);
-        throw err;
-      }
+      const work = async (): Promise<void> => {
+        try {
+          const result = await fn(input, turn);
+          await this.flushCustomEvents();
+          await this.lifecycle.endTurn(turn, result?.finishReason ?? "stop");
+        } catch (err) {
+          await this.lifecycle.failTurn(turn, err);
+          throw err;
+        }
+      };
+      await (this.lifecycle.runInTurn ? this.lifecycle.runInTurn(turn, work) : work());
       this.turnIndex++;
     }
   }

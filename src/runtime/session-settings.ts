@@ -24,7 +24,10 @@ export const MAX_SESSION_TTL_MS = 10 * 365 * 24 * 3600 * 1000;
 /** `ttlMs` when it is a whole number of ms between 1 and {@link MAX_SESSION_TTL_MS}; INVALID_ARGUMENT otherwise. */
 export function validateTtl(ttlMs: number): number {
   if (!Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_SESSION_TTL_MS) {
-    throw new AgentError("INVALID_ARGUMENT", `a session time-to-live must be between 1 ms and 10 years, got ${ttlMs} ms`);
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `a session time-to-live must be between 1 ms and 10 years, got ${ttlMs} ms`,
+    );
   }
   return ttlMs;
 }
@@ -61,7 +64,10 @@ export function sessionSettings(options: SessionSettingsOptions = {}): SessionSe
     ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: validateTtl(options.sessionTtlMs) } : {}),
   };
   if (!["reject", "enqueue", "interrupt"].includes(settings.busyPolicy)) {
-    throw new AgentError("INVALID_ARGUMENT", `busyPolicy must be "reject", "enqueue" or "interrupt", got "${settings.busyPolicy}"`);
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `busyPolicy must be "reject", "enqueue" or "interrupt", got "${settings.busyPolicy}"`,
+    );
   }
   const positive: [string, number][] = [
     ["maxSessionBytes", settings.records.maxSessionBytes],
@@ -73,10 +79,14 @@ export function sessionSettings(options: SessionSettingsOptions = {}): SessionSe
     ["checkpoints.maxDepth", settings.records.checkpoints.maxDepth],
   ];
   for (const [name, value] of positive) {
-    if (!Number.isFinite(value) || value < 1) throw new AgentError("INVALID_ARGUMENT", `${name} must be a number >= 1, got ${value}`);
+    if (!Number.isFinite(value) || value < 1)
+      throw new AgentError("INVALID_ARGUMENT", `${name} must be a number >= 1, got ${value}`);
   }
   if (settings.claims.refreshMs >= settings.claims.leaseTtlMs) {
-    throw new AgentError("INVALID_ARGUMENT", `claims.refreshMs (${settings.claims.refreshMs}) must be below claims.leaseTtlMs (${settings.claims.leaseTtlMs})`);
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `claims.refreshMs (${settings.claims.refreshMs}) must be below claims.leaseTtlMs (${settings.claims.leaseTtlMs})`,
+    );
   }
   return settings;
 }

@@ -18,7 +18,11 @@ export function sweepIntervalFor(sessionTtlMs: number | undefined): number {
  * NOT_FOUND for an expired session; sweeping reclaims its storage. Returns a
  * stop function that waits for a running pass.
  */
-export function startSessionSweeper(lifecycle: SessionLifecycle, intervalMs: number, report: (outcome: SweepReport) => void): () => Promise<void> {
+export function startSessionSweeper(
+  lifecycle: SessionLifecycle,
+  intervalMs: number,
+  report: (outcome: SweepReport) => void,
+): () => Promise<void> {
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
   const pass = (): void => {

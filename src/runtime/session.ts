@@ -53,7 +53,11 @@ export class Session<S = unknown> {
    * and artifacts: O(1) in the history length beyond one array of references.
    */
   snapshotState(): SessionState<S> {
-    const state: SessionState<S> = { sessionId: this.id, messages: this.messages() as Message[], artifacts: this.artifacts() as Artifact[] };
+    const state: SessionState<S> = {
+      sessionId: this.id,
+      messages: this.messages() as Message[],
+      artifacts: this.artifacts() as Artifact[],
+    };
     if (this.customValue !== undefined) state.custom = this.customValue;
     return Object.freeze(state);
   }

@@ -2,18 +2,18 @@ import { AgentError } from "../errors/agent-error.js";
 import type { Principal } from "../types/principal.js";
 import type { SessionSnapshot, SnapshotStatus } from "../types/snapshot.js";
 import { isTerminalStatus } from "../types/snapshot.js";
-import type { SessionStore, SnapshotRecord, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
+import type { SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { pageSizeOf } from "../../stores/snapshot-order.js";
-import { isSnapshotSubscriber } from "../../stores/snapshot-store.js";
+import { backgroundStoreOf } from "./background-store.js";
 import { loadRecordState, ownedHead, ownedRecord, resolveRecordRef } from "./session-lookup.js";
 import { effectiveStatus, type LivenessSettings } from "./snapshot-liveness.js";
-import { applyStateTransform, type StateTransform, type TransformContext } from "./state-transform.js";
+import { applyStateTransform, type ClientTransforms, type TransformContext } from "./state-transform.js";
 
 /** What snapshot reads need from an agent. */
 export interface SnapshotAccessTarget<S> {
   name: string;
   store?: SessionStore<S>;
-  stateTransform?: StateTransform<S>;
+  transforms: ClientTransforms<S>;
   liveness: LivenessSettings;
 }
 
@@ -39,14 +39,6 @@ function requireStore<S>(target: SnapshotAccessTarget<S>): SessionStore<S> {
   return target.store;
 }
 
-function requireSubscriber<S>(target: SnapshotAccessTarget<S>): SessionStore<S> & SnapshotSubscriber {
-  const store = requireStore(target);
-  if (!isSnapshotSubscriber(store)) {
-    throw new AgentError("FAILED_PRECONDITION", `the store of agent "${target.name}" cannot push status changes`);
-  }
-  return store;
-}
-
 /**
  * The client-facing view of a stored record: metadata, `expired` computed
  * from the heartbeat, and (unless `includeState` is false) the state rebuilt
@@ -69,6 +61,7 @@ export async function shapeSnapshot<S>(
     status: effectiveStatus(record, target.liveness),
     ...(record.finishReason ? { finishReason: record.finishReason } : {}),
     ...(record.error ? { error: structuredClone(record.error) } : {}),
+    ...(record.usage ? { usage: { ...record.usage } } : {}),
   };
   if (options.includeState === false) return shaped;
   const state = await loadRecordState(requireStore(target), record, options.storeContext);
@@ -78,7 +71,7 @@ export async function shapeSnapshot<S>(
       ...(options.headers ? { headers: options.headers } : {}),
       ...(options.principal ? { principal: options.principal } : {}),
     };
-    const transformed = await applyStateTransform(target.stateTransform, state, ctx);
+    const transformed = await applyStateTransform(target.transforms.state, state, ctx);
     if (transformed) shaped.state = transformed;
   }
   return shaped;
@@ -114,7 +107,11 @@ export async function listSnapshots<S>(
   await ownedHead(store, target.name, sessionId, options.storeContext);
   const pageSize = pageSizeOf(page);
   const includeState = page.includeState ?? false;
-  const result = await store.listRecords(sessionId, { pageSize, includeState, ...(page.pageToken ? { pageToken: page.pageToken } : {}) }, options.storeContext);
+  const result = await store.listRecords(
+    sessionId,
+    { pageSize, includeState, ...(page.pageToken ? { pageToken: page.pageToken } : {}) },
+    options.storeContext,
+  );
   const snapshots = await Promise.all(
     result.records.map((record) => shapeSnapshot(target, record, { ...options, includeState })),
   );
@@ -127,7 +124,9 @@ export async function listSnapshots<S>(
  * record is left as it is (null skips the write).
  */
 export function abortIfPending<S>(existing: SnapshotRecord<S>): SnapshotRecord<S> | null {
-  return existing.status === "pending" ? { ...existing, status: "aborted", finishReason: "aborted", updatedAt: Date.now() } : null;
+  return existing.status === "pending"
+    ? { ...existing, status: "aborted", finishReason: "aborted", updatedAt: Date.now() }
+    : null;
 }
 
 /**
@@ -135,15 +134,15 @@ export function abortIfPending<S>(existing: SnapshotRecord<S>): SnapshotRecord<S
  * learns of it by subscription. No-op on terminal records. Resolves to the
  * resulting status; throws NOT_FOUND for an unknown or foreign snapshot.
  */
-export async function abortSnapshot<S>(target: SnapshotAccessTarget<S>, snapshotId: string, options: SnapshotReadOptions = {}): Promise<SnapshotStatus> {
-  const store = requireSubscriber(target);
+export async function abortSnapshot<S>(
+  target: SnapshotAccessTarget<S>,
+  snapshotId: string,
+  options: SnapshotReadOptions = {},
+): Promise<SnapshotStatus> {
+  const store = backgroundStoreOf(target.name, target.store, "abort");
   if (!snapshotId) throw new AgentError("INVALID_ARGUMENT", "snapshot_id is required");
   await ownedRecord(store, target.name, snapshotId, options.storeContext);
-  const saved = await store.updateRecord(
-    snapshotId,
-    abortIfPending,
-    options.storeContext,
-  );
+  const saved = await store.updateRecord(snapshotId, abortIfPending, options.storeContext);
   if (saved) return "aborted";
   const record = await store.getRecord(snapshotId, options.storeContext);
   if (!record) throw new AgentError("NOT_FOUND", `snapshot "${snapshotId}" not found`);
@@ -163,7 +162,7 @@ export async function* watchSnapshot<S>(
   signal: AbortSignal,
   options: SnapshotReadOptions = {},
 ): AsyncGenerator<SnapshotStatus> {
-  const store = requireSubscriber(target);
+  const store = backgroundStoreOf(target.name, target.store, "watch");
   if (!snapshotId) throw new AgentError("INVALID_ARGUMENT", "snapshot_id is required");
   const { record: first } = await ownedRecord(store, target.name, snapshotId, options.storeContext);
   const subscription = new AbortController();

@@ -16,7 +16,11 @@ export const DEFAULT_LIVENESS: LivenessSettings = { heartbeatIntervalMs: 5_000, 
  * one, its last update) is older than the TTL is `expired`. Computed on read,
  * never written back.
  */
-export function effectiveStatus(snapshot: Pick<SessionSnapshot<unknown>, "status" | "heartbeatAt" | "updatedAt">, settings: LivenessSettings, now = Date.now()): SnapshotStatus {
+export function effectiveStatus(
+  snapshot: Pick<SessionSnapshot<unknown>, "status" | "heartbeatAt" | "updatedAt">,
+  settings: LivenessSettings,
+  now = Date.now(),
+): SnapshotStatus {
   if (snapshot.status !== "pending") return snapshot.status;
   const lastSign = snapshot.heartbeatAt ?? snapshot.updatedAt;
   return now - lastSign > settings.heartbeatTtlMs ? "expired" : "pending";

@@ -1,5 +1,6 @@
 import type { SessionState } from "../types/session-state.js";
 import type { FinishReason } from "../types/snapshot.js";
+import type { Usage } from "../types/usage.js";
 import type { SessionClaim } from "./session-claim.js";
 import { buildRecord, chainPosition, stateFieldsFor, type CommittedPoint, type RecordSettings } from "./turn-record.js";
 
@@ -29,16 +30,32 @@ export class TurnCommits<S> {
 
   /**
    * Commits `state` as turn `turnIndex` under `snapshotId`. `keptMessages` is
-   * how many leading messages are unchanged since the last commit. Throws
+   * how many leading messages are unchanged since the last commit; `usage`
+   * (the turn's tokens) goes on the record and into the head's totals. Throws
    * RESOURCE_EXHAUSTED over the session size cap and ABORTED when the session
    * was taken or moved; nothing is written then.
    */
-  async commit(snapshotId: string, turnIndex: number, finishReason: FinishReason, state: SessionState<S>, keptMessages: number): Promise<void> {
+  async commit(
+    snapshotId: string,
+    turnIndex: number,
+    finishReason: FinishReason,
+    state: SessionState<S>,
+    keptMessages: number,
+    usage?: Usage,
+  ): Promise<void> {
     const parent = this.point;
     const createdAt = Math.max(Date.now(), (parent?.createdAt ?? 0) + 1);
     const fields = stateFieldsFor(parent, state, turnIndex, this.settings, keptMessages);
-    const meta = { snapshotId, sessionId: this.sessionId, turnIndex, createdAt, status: "completed" as const, finishReason };
-    await this.claim.commit(buildRecord(meta, parent, fields));
+    const meta = {
+      snapshotId,
+      sessionId: this.sessionId,
+      turnIndex,
+      createdAt,
+      status: "completed" as const,
+      finishReason,
+      ...(usage ? { usage } : {}),
+    };
+    await this.claim.commit(buildRecord(meta, parent, fields), usage);
     this.point = { snapshotId, createdAt, state, position: chainPosition(fields) };
   }
 }

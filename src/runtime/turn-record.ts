@@ -2,7 +2,13 @@ import { AgentError } from "../errors/agent-error.js";
 import type { AgentErrorData } from "../errors/agent-error.js";
 import type { SessionState } from "../types/session-state.js";
 import type { FinishReason, SnapshotStatus } from "../types/snapshot.js";
-import { DEFAULT_CHECKPOINT_POLICY, recordStateFields, type CheckpointPolicy, type RecordStateFields } from "../../stores/ledger/checkpoint-policy.js";
+import type { Usage } from "../types/usage.js";
+import {
+  DEFAULT_CHECKPOINT_POLICY,
+  recordStateFields,
+  type CheckpointPolicy,
+  type RecordStateFields,
+} from "../../stores/ledger/checkpoint-policy.js";
 import { diffState } from "../../stores/ledger/state-delta.js";
 import type { SnapshotRecord } from "../../stores/snapshot-store.js";
 
@@ -40,6 +46,8 @@ export interface RecordMeta {
   finishReason?: FinishReason;
   error?: AgentErrorData;
   heartbeatAt?: number;
+  /** The tokens of the turn(s) the record captures. */
+  usage?: Usage;
 }
 
 /**
@@ -57,8 +65,20 @@ export function stateFieldsFor<S>(
   keptMessages?: number,
 ): RecordStateFields<S> {
   const fields = parent
-    ? recordStateFields(parent.position, diffState(parent.state, state, keptMessages), () => state, turnIndex, settings.checkpoints)
-    : recordStateFields(undefined, { keepMessages: 0, appendMessages: [] }, () => state, turnIndex, settings.checkpoints);
+    ? recordStateFields(
+        parent.position,
+        diffState(parent.state, state, keptMessages),
+        () => state,
+        turnIndex,
+        settings.checkpoints,
+      )
+    : recordStateFields(
+        undefined,
+        { keepMessages: 0, appendMessages: [] },
+        () => state,
+        turnIndex,
+        settings.checkpoints,
+      );
   const bytes = fields.checkpointBytes + fields.deltaBytes;
   if (bytes > settings.maxSessionBytes) {
     throw new AgentError(
@@ -71,7 +91,11 @@ export function stateFieldsFor<S>(
 }
 
 /** A record of `meta` holding the state fields, with `parent` as its lineage. */
-export function buildRecord<S>(meta: RecordMeta, parent: CommittedPoint<S> | undefined, fields: RecordStateFields<S> | ChainPosition): SnapshotRecord<S> {
+export function buildRecord<S>(
+  meta: RecordMeta,
+  parent: CommittedPoint<S> | undefined,
+  fields: RecordStateFields<S> | ChainPosition,
+): SnapshotRecord<S> {
   return {
     ...meta,
     ...(parent ? { parentId: parent.snapshotId } : {}),
@@ -82,5 +106,10 @@ export function buildRecord<S>(meta: RecordMeta, parent: CommittedPoint<S> | und
 
 /** Just the chain bookkeeping of a record's fields (never the state they carry). */
 export function chainPosition(fields: ChainPosition): ChainPosition {
-  return { depth: fields.depth, deltaBytes: fields.deltaBytes, checkpointBytes: fields.checkpointBytes, checkpointTurn: fields.checkpointTurn };
+  return {
+    depth: fields.depth,
+    deltaBytes: fields.deltaBytes,
+    checkpointBytes: fields.checkpointBytes,
+    checkpointTurn: fields.checkpointTurn,
+  };
 }

@@ -23,7 +23,7 @@ import type { AgentRegistry } from "../runtime/agent-registry.js";
 import type { Principal } from "../types/principal.js";
 import { principalOf } from "./auth/call-guard.js";
 import { annotateCall } from "./call-log.js";
-import { statusForCode } from "./error-mapping.js";
+import { statusForCode } from "../protocol/status-codes.js";
 import {
   agentInfoToWire,
   agentInitFromWire,
@@ -35,7 +35,7 @@ import {
   sessionToWire,
   snapshotToWire,
   streamChunkToWire,
-} from "./wire/index.js";
+} from "../protocol/index.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 
 /**
@@ -51,7 +51,10 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
         const iterator = requests[Symbol.asyncIterator]();
         const first = await iterator.next();
         if (first.done || !first.value.init) {
-          throw new AgentError("INVALID_ARGUMENT", "the first ChatRequest must carry init (agent name and resume source)");
+          throw new AgentError(
+            "INVALID_ARGUMENT",
+            "the first ChatRequest must carry init (agent name and resume source)",
+          );
         }
         const connection = await open(first.value.init, ctx);
         if (first.value.input) send(connection, first.value.input);
@@ -101,7 +104,11 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
         const agent = registry.get(request.agent);
         const page = await agent.listSnapshots(
           request.sessionId,
-          { pageSize: request.pageSize, pageToken: optionalString(request.pageToken), includeState: request.includeState },
+          {
+            pageSize: request.pageSize,
+            pageToken: optionalString(request.pageToken),
+            includeState: request.includeState,
+          },
           callerOf(ctx),
         );
         return create(ListSnapshotsResponseSchema, {
@@ -114,7 +121,10 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
         annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId });
         const agent = registry.get(request.agent);
         for await (const status of agent.watchSnapshot(request.snapshotId, ctx.signal, callerOf(ctx))) {
-          yield create(WatchSnapshotResponseSchema, { snapshotId: request.snapshotId, status: snapshotStatusToWire(status) });
+          yield create(WatchSnapshotResponseSchema, {
+            snapshotId: request.snapshotId,
+            status: snapshotStatusToWire(status),
+          });
         }
       },
 
@@ -127,7 +137,8 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
 
       async listSessions(request, ctx) {
         annotateCall(ctx, { agent: request.agent });
-        if (request.pageSize < 0) throw new AgentError("INVALID_ARGUMENT", `page_size must not be negative, got ${request.pageSize}`);
+        if (request.pageSize < 0)
+          throw new AgentError("INVALID_ARGUMENT", `page_size must not be negative, got ${request.pageSize}`);
         const page = await registry.lifecycle.list(
           {
             ...(request.agent ? { agent: request.agent } : {}),
@@ -138,7 +149,10 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
           },
           callerOf(ctx).storeContext,
         );
-        return create(ListSessionsResponseSchema, { sessions: page.sessions.map(sessionToWire), nextPageToken: page.nextPageToken ?? "" });
+        return create(ListSessionsResponseSchema, {
+          sessions: page.sessions.map(sessionToWire),
+          nextPageToken: page.nextPageToken ?? "",
+        });
       },
 
       async getSession(request, ctx) {
@@ -150,7 +164,8 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
 
       async updateSession(request, ctx) {
         annotateCall(ctx, { sessionId: request.sessionId });
-        if (request.clearTtl && request.ttl) throw new AgentError("INVALID_ARGUMENT", "send either ttl or clear_ttl, not both");
+        if (request.clearTtl && request.ttl)
+          throw new AgentError("INVALID_ARGUMENT", "send either ttl or clear_ttl, not both");
         const session = await registry.lifecycle.update(
           request.sessionId,
           {
@@ -170,12 +185,18 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
       },
 
       async listAgents() {
-        return create(ListAgentsResponseSchema, { agents: registry.list().map((a) => agentInfoToWire(a.descriptor())) });
+        return create(ListAgentsResponseSchema, {
+          agents: registry.list().map((a) => agentInfoToWire(a.descriptor())),
+        });
       },
     });
 }
 
-async function openConnection(registry: AgentRegistry, wireInit: WireAgentInit | undefined, ctx: HandlerContext): Promise<AgentConnection> {
+async function openConnection(
+  registry: AgentRegistry,
+  wireInit: WireAgentInit | undefined,
+  ctx: HandlerContext,
+): Promise<AgentConnection> {
   if (!wireInit) throw new AgentError("INVALID_ARGUMENT", "init is required (agent name and resume source)");
   const { agent: name, init } = agentInitFromWire(wireInit);
   annotateCall(ctx, { agent: name, sessionId: init.sessionId, snapshotId: init.snapshotId });
@@ -224,7 +245,10 @@ async function pumpInputs(requests: AsyncIterator<ChatRequest>, connection: Agen
     }
     connection.close();
   } catch (err) {
-    const error = err instanceof ConnectError ? new AgentError(statusForCode(err.code), err.rawMessage) : AgentError.from(err, "INVALID_ARGUMENT");
+    const error =
+      err instanceof ConnectError
+        ? new AgentError(statusForCode(err.code), err.rawMessage)
+        : AgentError.from(err, "INVALID_ARGUMENT");
     connection.cancel(error);
   }
 }

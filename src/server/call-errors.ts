@@ -47,13 +47,22 @@ export function shortenDetails(value: unknown, depth = 0): unknown {
  */
 export function isDecodeError(err: unknown): err is ConnectError {
   if (!(err instanceof ConnectError) || err.code !== Code.Internal) return false;
-  return err.rawMessage.startsWith("parse binary:") || err.rawMessage === "received compressed envelope, but do not know how to decompress";
+  return (
+    err.rawMessage.startsWith("parse binary:") ||
+    err.rawMessage === "received compressed envelope, but do not know how to decompress"
+  );
 }
 
 /** The INVALID_ARGUMENT error for an undecodable request (see {@link isDecodeError}). */
 export function decodeError(err: ConnectError): ConnectError {
   const reason = err.rawMessage.replace(/^parse binary: /, "");
-  return new ConnectError(shortenMessage(`the request message could not be decoded: ${reason}`), Code.InvalidArgument, undefined, undefined, err);
+  return new ConnectError(
+    shortenMessage(`the request message could not be decoded: ${reason}`),
+    Code.InvalidArgument,
+    undefined,
+    undefined,
+    err,
+  );
 }
 
 /**
@@ -64,7 +73,11 @@ export function decodeError(err: ConnectError): ConnectError {
  */
 export function reclassifyDecodeErrorInPlace(err: ConnectError): void {
   const fixed = decodeError(err);
-  Object.assign(err as { code: Code; rawMessage: string; message: string }, { code: fixed.code, rawMessage: fixed.rawMessage, message: fixed.message });
+  Object.assign(err as { code: Code; rawMessage: string; message: string }, {
+    code: fixed.code,
+    rawMessage: fixed.rawMessage,
+    message: fixed.message,
+  });
 }
 
 /** Node error codes of writes/reads on a stream the client already closed or reset. */
@@ -102,7 +115,13 @@ export function deadlineError(signal: AbortSignal | undefined): ConnectError | u
   if (!signal?.aborted) return undefined;
   const reason: unknown = signal.reason;
   if (!(reason instanceof ConnectError) || reason.code !== Code.DeadlineExceeded) return undefined;
-  return new ConnectError("the call's deadline passed before it finished", Code.DeadlineExceeded, undefined, undefined, reason);
+  return new ConnectError(
+    "the call's deadline passed before it finished",
+    Code.DeadlineExceeded,
+    undefined,
+    undefined,
+    reason,
+  );
 }
 
 /** Largest delay Node timers honour; longer ones fire at once. */
@@ -123,5 +142,6 @@ export function dropUnreachableDeadline(headers: Record<string, string | string[
     if (m && Number(m[1]) * GRPC_TIMEOUT_UNIT_MS[m[2]] > MAX_TIMER_MS) delete headers["grpc-timeout"];
   }
   const connect = headers["connect-timeout-ms"];
-  if (typeof connect === "string" && /^\d{1,10}$/.test(connect) && Number(connect) > MAX_TIMER_MS) delete headers["connect-timeout-ms"];
+  if (typeof connect === "string" && /^\d{1,10}$/.test(connect) && Number(connect) > MAX_TIMER_MS)
+    delete headers["connect-timeout-ms"];
 }

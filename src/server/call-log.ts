@@ -1,8 +1,17 @@
-import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createContextKey,
+  createContextValues,
+  type ContextValues,
+  type Interceptor,
+} from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
+import { trace, TraceFlags } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import { deadlineError } from "./call-errors.js";
-import { statusForCode, toCallError } from "./error-mapping.js";
+import { statusForCode } from "../protocol/status-codes.js";
+import { toCallError } from "./error-mapping.js";
 
 /** IDs a handler attaches to its call so the per-RPC log line carries them. */
 export interface CallLogFields {
@@ -111,7 +120,8 @@ const SERVER_FAULTS = new Set<Code>([Code.Internal, Code.Unknown, Code.DataLoss]
  * INVALID_ARGUMENT, clients that went away CANCELLED, and unexpected errors
  * become a safe INTERNAL), and (2) writes exactly one
  * structured log line per RPC when it ends: procedure, protocol, HTTP
- * version, status code, duration in ms, and any IDs from {@link annotateCall}.
+ * version, status code, duration in ms, any IDs from {@link annotateCall},
+ * and `traceId` when the call is in a sampled OpenTelemetry trace (telemetry on).
  * Streaming calls are logged when their response stream ends. Only server
  * faults (INTERNAL, UNKNOWN, DATA_LOSS) are logged at error level, with the
  * cause; client faults, cancellations and deadlines are info lines.
@@ -127,6 +137,8 @@ export function loggingInterceptor(logger: Logger): Interceptor {
     const callLog = log;
     const procedure = `/${req.service.typeName}/${req.method.name}`;
     const protocol = protocolOf(req.header.get("content-type"));
+    const spanContext = trace.getActiveSpan()?.spanContext();
+    const traceId = spanContext && spanContext.traceFlags & TraceFlags.SAMPLED ? spanContext.traceId : undefined;
     callLog.intercepted = true;
     const finish = (err?: ConnectError): void => {
       const line = {
@@ -136,6 +148,7 @@ export function loggingInterceptor(logger: Logger): Interceptor {
         code: err ? statusForCode(err.code) : "OK",
         durationMs: Math.round((performance.now() - started) * 10) / 10,
         ...callLog.fields,
+        ...(traceId ? { traceId } : {}),
         ...(err ? { error: err.rawMessage } : {}),
       };
       if (err && SERVER_FAULTS.has(err.code)) logger.error({ ...line, err: err.cause ?? err }, "rpc failed");

@@ -56,7 +56,8 @@ export function resolveConnectionLimits(limits: Partial<ConnectionLimits> = {}):
   for (const key of Object.keys(DEFAULT_CONNECTION_LIMITS) as (keyof ConnectionLimits)[]) {
     const value = limits[key];
     if (value === undefined) continue;
-    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`connection limit ${key} must be a positive integer, got ${value}`);
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new RangeError(`connection limit ${key} must be a positive integer, got ${value}`);
     resolved[key] = value;
   }
   resolved.requestTimeoutMs = Math.max(resolved.requestTimeoutMs, resolved.headersTimeoutMs);

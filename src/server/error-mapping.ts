@@ -1,40 +1,18 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { AgentError, type StatusName } from "../errors/agent-error.js";
-import { clientGoneError, deadlineError, decodeError, isClientGoneError, isDecodeError, shortenDetails, shortenMessage } from "./call-errors.js";
-
-/** gRPC status name → Connect code (the numeric values are the gRPC codes). */
-const CODE_BY_STATUS: Record<StatusName, Code> = {
-  CANCELLED: Code.Canceled,
-  UNKNOWN: Code.Unknown,
-  INVALID_ARGUMENT: Code.InvalidArgument,
-  DEADLINE_EXCEEDED: Code.DeadlineExceeded,
-  NOT_FOUND: Code.NotFound,
-  ALREADY_EXISTS: Code.AlreadyExists,
-  PERMISSION_DENIED: Code.PermissionDenied,
-  RESOURCE_EXHAUSTED: Code.ResourceExhausted,
-  FAILED_PRECONDITION: Code.FailedPrecondition,
-  ABORTED: Code.Aborted,
-  OUT_OF_RANGE: Code.OutOfRange,
-  UNIMPLEMENTED: Code.Unimplemented,
-  INTERNAL: Code.Internal,
-  UNAVAILABLE: Code.Unavailable,
-  DATA_LOSS: Code.DataLoss,
-  UNAUTHENTICATED: Code.Unauthenticated,
-};
+import { AgentError } from "../errors/agent-error.js";
+import { codeForStatus } from "../protocol/status-codes.js";
+import {
+  clientGoneError,
+  deadlineError,
+  decodeError,
+  isClientGoneError,
+  isDecodeError,
+  shortenDetails,
+  shortenMessage,
+} from "./call-errors.js";
 
 /** The message sent to clients for errors that are not ours to explain. */
 export const INTERNAL_ERROR_MESSAGE = "internal error (see the server log for details)";
-
-/** The Connect code for a gRPC status name. */
-export function codeForStatus(status: StatusName): Code {
-  return CODE_BY_STATUS[status] ?? Code.Unknown;
-}
-
-/** The gRPC status name for a Connect code. */
-export function statusForCode(code: Code): StatusName {
-  for (const [name, value] of Object.entries(CODE_BY_STATUS)) if (value === code) return name as StatusName;
-  return "UNKNOWN";
-}
 
 /**
  * Turns anything a handler threw into the error the client sees:
@@ -49,7 +27,13 @@ export function toConnectError(err: unknown): ConnectError {
   if (err instanceof ConnectError) {
     const message = shortenMessage(err.rawMessage);
     if (message === err.rawMessage) return err;
-    return new ConnectError(message, err.code, err.metadata, err.details as ConstructorParameters<typeof ConnectError>[3], err.cause ?? err);
+    return new ConnectError(
+      message,
+      err.code,
+      err.metadata,
+      err.details as ConstructorParameters<typeof ConnectError>[3],
+      err.cause ?? err,
+    );
   }
   if (err instanceof AgentError) {
     const metadata = err.details ? { "agentd-error-details": asciiJson(shortenDetails(err.details)) } : undefined;
@@ -68,13 +52,22 @@ export function toConnectError(err: unknown): ConnectError {
 export function toCallError(err: unknown, signal?: AbortSignal): ConnectError {
   const deadline = deadlineError(signal);
   if (deadline) return deadline;
+  // The server's shutdown cancelled the call once the drain grace ran out (its
+  // signal aborted with UNAVAILABLE): UNAVAILABLE, whatever the handler threw as a consequence.
+  if (signal?.aborted && signal.reason instanceof ConnectError && signal.reason.code === Code.Unavailable)
+    return signal.reason;
   if (isDecodeError(err)) return decodeError(err);
-  if (!(err instanceof ConnectError) && !(err instanceof AgentError) && isClientGoneError(err)) return clientGoneError(err);
-  if (err instanceof ConnectError && err.code === Code.Internal && isClientGoneError(err.cause)) return clientGoneError(err);
+  if (!(err instanceof ConnectError) && !(err instanceof AgentError) && isClientGoneError(err))
+    return clientGoneError(err);
+  if (err instanceof ConnectError && err.code === Code.Internal && isClientGoneError(err.cause))
+    return clientGoneError(err);
   return toConnectError(err);
 }
 
 /** JSON with every non-ASCII character escaped (`\uXXXX`): header values must be Latin-1, and we keep them ASCII. */
 function asciiJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return JSON.stringify(value).replace(
+    /[\u007f-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }

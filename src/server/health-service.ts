@@ -181,7 +181,11 @@ export function registerHealthService(router: ConnectRouter, health: HealthStatu
   });
 }
 
-async function* watchStatus(health: HealthStatus, service: string, ctx: HandlerContext): AsyncGenerator<HealthCheckResponse> {
+async function* watchStatus(
+  health: HealthStatus,
+  service: string,
+  ctx: HandlerContext,
+): AsyncGenerator<HealthCheckResponse> {
   let wake: (() => void) | undefined;
   let changed = true;
   const off = health.onChange(() => {

@@ -112,11 +112,14 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
   // Node's rapid-reset (CVE-2023-44487) and flood protections stay at their
   // defaults: streamResetBurst/streamResetRate, maxSessionRejectedStreams,
   // maxSessionInvalidFrames.
-  const h2Server = http2.createServer({ settings: { maxConcurrentStreams: limits.maxConcurrentStreams } }, (req, res) => {
-    // The stream's writable side finishing means the response (trailers included) is sent.
-    track({ once: (event, fn) => (event === "finish" ? res.stream.once("finish", fn) : res.once("close", fn)) });
-    options.handler(req, res);
-  });
+  const h2Server = http2.createServer(
+    { settings: { maxConcurrentStreams: limits.maxConcurrentStreams } },
+    (req, res) => {
+      // The stream's writable side finishing means the response (trailers included) is sent.
+      track({ once: (event, fn) => (event === "finish" ? res.stream.once("finish", fn) : res.once("close", fn)) });
+      options.handler(req, res);
+    },
+  );
   h2Server.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
@@ -149,7 +152,9 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
   // fails if a Node upgrade changes this.
   h1Server.emit("listening");
 
-  const tlsServer = options.tls ? tlsTerminator(options.tls, limits.firstBytesTimeoutMs, h2Server, h1Server) : undefined;
+  const tlsServer = options.tls
+    ? tlsTerminator(options.tls, limits.firstBytesTimeoutMs, h2Server, h1Server)
+    : undefined;
   const netServer = net.createServer((socket) => {
     sockets.add(socket);
     socket.once("close", () => {
@@ -248,7 +253,12 @@ function routedSocket(socket: net.Socket): net.Socket {
  * with `clientCa`, a client without a certificate that CA signed fails the
  * handshake.
  */
-function tlsTerminator(options: ListenerTls, handshakeTimeoutMs: number, h2Server: http2.Http2Server, h1Server: http.Server): tls.Server {
+function tlsTerminator(
+  options: ListenerTls,
+  handshakeTimeoutMs: number,
+  h2Server: http2.Http2Server,
+  h1Server: http.Server,
+): tls.Server {
   const server = tls.createServer({
     cert: options.cert,
     key: options.key,
@@ -311,7 +321,12 @@ function closeWhenIdle(session: http2.ServerHttp2Session, idleMs: number): void 
  * it, puts them back on the socket and hands it to the matching server.
  * Destroys the socket if that has not happened `timeoutMs` after accept.
  */
-function routeBySniffing(socket: net.Socket, h2Server: http2.Http2Server, h1Server: http.Server, timeoutMs: number): void {
+function routeBySniffing(
+  socket: net.Socket,
+  h2Server: http2.Http2Server,
+  h1Server: http.Server,
+  timeoutMs: number,
+): void {
   let buffered: Buffer = Buffer.alloc(0);
   const timer = setTimeout(() => socket.destroy(), timeoutMs).unref();
   socket.once("close", () => clearTimeout(timer));

@@ -49,7 +49,9 @@ export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandle
     }
     const uReq = universalRequestFromNodeRequest(req, res, undefined, options.contextValues?.(req));
     handler(uReq)
-      .then((uRes) => universalResponseToNodeResponse(explainRejection(uRes, handler, req.headers["content-type"]), res))
+      .then((uRes) =>
+        universalResponseToNodeResponse(explainRejection(uRes, handler, req.headers["content-type"]), res),
+      )
       .catch((reason: unknown) => {
         const err = ConnectError.from(reason);
         if (isClientGoneError(err) || isClientGoneError(err.cause)) return;
@@ -65,7 +67,11 @@ export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandle
  * Connect client reads it as the error; gRPC and gRPC-Web clients go by the
  * status, as before). Every other response passes through unchanged.
  */
-export function explainRejection(uRes: UniversalServerResponse, handler: UniversalHandler, contentType: string | undefined): UniversalServerResponse {
+export function explainRejection(
+  uRes: UniversalServerResponse,
+  handler: UniversalHandler,
+  contentType: string | undefined,
+): UniversalServerResponse {
   if ((uRes.status !== 415 && uRes.status !== 505) || uRes.body !== undefined) return uRes;
   const procedure = `${handler.service.typeName}/${handler.method.name}`;
   const kind = handler.method.methodKind;
@@ -88,5 +94,11 @@ export function explainRejection(uRes: UniversalServerResponse, handler: Univers
   const header = new Headers(uRes.header);
   header.set("Content-Type", "application/json");
   const body = new TextEncoder().encode(JSON.stringify({ code, message }));
-  return { ...uRes, header, body: (async function* () { yield body; })() };
+  return {
+    ...uRes,
+    header,
+    body: (async function* () {
+      yield body;
+    })(),
+  };
 }

@@ -41,13 +41,17 @@ export function answerReflection(index: ReflectionIndex, req: RequestShape): Res
       const { containingType, extensionNumber } = request.value;
       const ext = index.extensionsOf(containingType).find((e) => e.number === extensionNumber);
       if (!ext) {
-        return errorResponse(Code.NotFound, `no extension ${extensionNumber} of "${containingType}" is known to this server`);
+        return errorResponse(
+          Code.NotFound,
+          `no extension ${extensionNumber} of "${containingType}" is known to this server`,
+        );
       }
       return { case: "fileDescriptorResponse", value: { fileDescriptorProto: index.encodeWithDependencies(ext.file) } };
     }
     case "allExtensionNumbersOfType": {
       const typeName = request.value.replace(/^\./, "");
-      if (!index.hasMessage(typeName)) return errorResponse(Code.NotFound, `message type "${typeName}" is not known to this server`);
+      if (!index.hasMessage(typeName))
+        return errorResponse(Code.NotFound, `message type "${typeName}" is not known to this server`);
       return {
         case: "allExtensionNumbersResponse",
         value: { baseTypeName: typeName, extensionNumber: index.extensionsOf(typeName).map((e) => e.number) },

@@ -1,7 +1,7 @@
 import { ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { deadlineError, isDecodeError, reclassifyDecodeErrorInPlace } from "./call-errors.js";
 import { callLogKey } from "./call-log.js";
-import { statusForCode } from "./error-mapping.js";
+import { statusForCode } from "../protocol/status-codes.js";
 
 /**
  * The connect-es request gate: runs for every call before its body is read.

@@ -68,18 +68,23 @@ function checkField(field: DescField, value: unknown, name: string, level: numbe
   switch (field.fieldKind) {
     case "scalar":
       if (typeof value === "string" && isIdField(field) && value.length > MAX_ID_CHARS) {
-        throw new AgentError("INVALID_ARGUMENT", `${name} is ${value.length} characters long; the limit is ${MAX_ID_CHARS}`);
+        throw new AgentError(
+          "INVALID_ARGUMENT",
+          `${name} is ${value.length} characters long; the limit is ${MAX_ID_CHARS}`,
+        );
       }
       return;
     case "message":
       checkMessage(field.message, value, name, level);
       return;
     case "list":
-      if (field.listKind === "message") (value as unknown[]).forEach((v, i) => checkMessage(field.message, v, `${name}[${i}]`, level));
+      if (field.listKind === "message")
+        (value as unknown[]).forEach((v, i) => checkMessage(field.message, v, `${name}[${i}]`, level));
       return;
     case "map":
       if (field.mapKind === "message") {
-        for (const [k, v] of Object.entries(value as Record<string, unknown>)) checkMessage(field.message, v, `${name}["${k.slice(0, 40)}"]`, level);
+        for (const [k, v] of Object.entries(value as Record<string, unknown>))
+          checkMessage(field.message, v, `${name}["${k.slice(0, 40)}"]`, level);
       }
       return;
     default:
@@ -100,9 +105,13 @@ function checkMessage(desc: DescMessage, value: unknown, name: string, level: nu
       const plain = desc.typeName === "google.protobuf.Struct";
       const depth = jsonDepth(value, MAX_JSON_DEPTH + 1, plain);
       if (depth > MAX_JSON_DEPTH) {
-        throw new AgentError("INVALID_ARGUMENT", `${name} is nested more than ${MAX_JSON_DEPTH} levels deep (the limit for free-form JSON)`, {
-          details: { field: name, maxDepth: MAX_JSON_DEPTH },
-        });
+        throw new AgentError(
+          "INVALID_ARGUMENT",
+          `${name} is nested more than ${MAX_JSON_DEPTH} levels deep (the limit for free-form JSON)`,
+          {
+            details: { field: name, maxDepth: MAX_JSON_DEPTH },
+          },
+        );
       }
       return;
     }
@@ -133,7 +142,12 @@ function plainDepth(value: unknown, above: number, stopAt: number): number {
 
 function messageDepth(value: unknown, above: number, stopAt: number): number {
   if (above >= stopAt || value === null || typeof value !== "object") return above;
-  const typed = value as { $typeName?: string; kind?: { value?: unknown }; fields?: Record<string, unknown>; values?: unknown[] };
+  const typed = value as {
+    $typeName?: string;
+    kind?: { value?: unknown };
+    fields?: Record<string, unknown>;
+    values?: unknown[];
+  };
   let children: unknown[];
   switch (typed.$typeName) {
     case "google.protobuf.Value":

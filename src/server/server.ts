@@ -8,8 +8,18 @@ import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { Health } from "../../gen/ts/grpc/health/v1/health_pb.js";
 import { dropUnreachableDeadline } from "./call-errors.js";
 import { createCallContext, loggingInterceptor, logRejectedRequest, type CallLogContext } from "./call-log.js";
-import { HealthStatus, registerHealthService, watchDependencyHealth, type DependencyHealthOptions } from "./health-service.js";
-import { callGuardInterceptor, connectionInfoKey, type CallGuardOptions, type ConnectionInfo } from "./auth/call-guard.js";
+import {
+  HealthStatus,
+  registerHealthService,
+  watchDependencyHealth,
+  type DependencyHealthOptions,
+} from "./health-service.js";
+import {
+  callGuardInterceptor,
+  connectionInfoKey,
+  type CallGuardOptions,
+  type ConnectionInfo,
+} from "./auth/call-guard.js";
 import { listenDualProtocol, type ListenerTls } from "./listener.js";
 import { DEFAULT_CONNECTION_LIMITS, rejectedConnectionLogger, type ConnectionLimits } from "./connection-limits.js";
 import { agentdNodeAdapter } from "./node-adapter.js";
@@ -17,6 +27,8 @@ import { REFLECTION_SERVICES, registerReflectionService } from "./reflection-ser
 import { requestGate } from "./request-gate.js";
 import { requestValidationInterceptor } from "./request-validation.js";
 import { withCors } from "./cors.js";
+import { telemetryInterceptor } from "./telemetry-interceptor.js";
+import { telemetryRegistered } from "../runtime/telemetry.js";
 
 /** Default per-message size limit: 4 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -63,6 +75,15 @@ export interface ServerOptions {
   auth?: CallGuardOptions;
   /** Serve TLS on the port (ALPN h2 and HTTP/1.1), optionally requiring client certificates. */
   tls?: ListenerTls;
+  /**
+   * Trace every RPC (a server span joining the caller's W3C trace context)
+   * and record `rpc.server.call.duration` and `agentd.streams.open`, through
+   * `@opentelemetry/api`: register an OpenTelemetry SDK first (`agentd serve`
+   * does when `OTEL_EXPORTER_OTLP_ENDPOINT`, `--otel` or `--metrics-port` is
+   * set). Default: on when an OpenTelemetry SDK is registered globally when
+   * the server starts; off, no interceptor is installed at all.
+   */
+  telemetry?: boolean;
 }
 
 /** Options for {@link RunningServer.close}. */
@@ -113,7 +134,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // Proto JSON's own rule (connect-es relaxes it by default): an unknown
     // field is INVALID_ARGUMENT naming it, so a typo does not pass silently.
     jsonOptions: { ignoreUnknownFields: false },
-    interceptors: [loggingInterceptor(logger), callGuardInterceptor(options.auth ?? {}), requestValidationInterceptor()],
+    interceptors: [
+      ...((options.telemetry ?? telemetryRegistered()) ? [telemetryInterceptor()] : []),
+      loggingInterceptor(logger),
+      callGuardInterceptor(options.auth ?? {}),
+      requestValidationInterceptor(),
+    ],
     requestGate,
     onWriteError: (procedure, err) => logger.warn({ procedure, err }, "writing the response failed"),
     shutdownSignal: shutdown.signal,
@@ -152,7 +178,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ? watchDependencyHealth(health, {
         ...options.storeHealth,
         onChange: (available, err) =>
-          available ? logger.info("session store reachable again: health SERVING") : logger.warn({ err }, "session store unreachable: health NOT_SERVING"),
+          available
+            ? logger.info("session store reachable again: health SERVING")
+            : logger.warn({ err }, "session store unreachable: health NOT_SERVING"),
       })
     : () => undefined;
 

@@ -42,7 +42,12 @@ export interface ToolDefinition<I, O, S = unknown> {
   run(input: I, ctx: ToolContext<S>): O | Promise<O>;
 }
 
-/** A defined tool: its definition plus the JSON Schema description sent to models. */
+/**
+ * A defined tool: its definition plus the JSON Schema description sent to
+ * models. The defaults let one list hold tools of different input, output and
+ * state types (the tool loop validates values against the tool's own schemas).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogeneous tool lists, checked by schema at run time
 export interface Tool<I = any, O = any, S = any> extends ToolDefinition<I, O, S> {
   /** Brand used to recognise tools. */
   readonly __agentdTool: true;
@@ -56,7 +61,7 @@ export interface Tool<I = any, O = any, S = any> extends ToolDefinition<I, O, S>
  * model's input before `run` and the output after it. Throws AgentError
  * INVALID_ARGUMENT for a bad name or a schema that has no JSON Schema form.
  */
-export function defineTool<I, O, S = any>(definition: ToolDefinition<I, O, S>): Tool<I, O, S> {
+export function defineTool<I, O, S = unknown>(definition: ToolDefinition<I, O, S>): Tool<I, O, S> {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(definition.name)) {
     throw new AgentError("INVALID_ARGUMENT", `tool name "${definition.name}" must be 1-64 letters, digits, "_" or "-"`);
   }
@@ -64,7 +69,10 @@ export function defineTool<I, O, S = any>(definition: ToolDefinition<I, O, S>): 
   try {
     inputSchema = z.toJSONSchema(definition.inputSchema, { io: "input" }) as Record<string, unknown>;
   } catch (err) {
-    throw new AgentError("INVALID_ARGUMENT", `tool "${definition.name}": its inputSchema has no JSON Schema form: ${(err as Error).message}`);
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `tool "${definition.name}": its inputSchema has no JSON Schema form: ${(err as Error).message}`,
+    );
   }
   delete inputSchema.$schema;
   return {
@@ -72,9 +80,4 @@ export function defineTool<I, O, S = any>(definition: ToolDefinition<I, O, S>): 
     __agentdTool: true,
     modelDefinition: { name: definition.name, description: definition.description, inputSchema },
   };
-}
-
-/** A zod error as one line: `path: message; ...`. */
-export function describeZodError(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`).join("; ");
 }

@@ -3,7 +3,9 @@ import { toolRequestsOf, type Model } from "../models/model.js";
 import type { TurnFnContext } from "../runtime/agent-function.js";
 import { hasResume, type AgentInput, type TurnResult } from "../types/agent-io.js";
 import type { Message, Part, ToolRequest } from "../types/content.js";
-import { describeZodError, type Tool, type ToolContext } from "./define-tool.js";
+import { describeZodError } from "../errors/zod-error.js";
+import type { Tool, ToolContext } from "./define-tool.js";
+import { toolSpan } from "./tool-span.js";
 import {
   INTERRUPT_KEY,
   PENDING_OUTPUT_KEY,
@@ -44,7 +46,11 @@ type ToolOutcome = { output: unknown } | { interrupt: Record<string, unknown> | 
  * unknown tool or with input failing the tool's schema is answered with
  * `{ error }` so the model can correct itself; a tool that throws fails the turn.
  */
-export async function runToolLoop<S>(input: AgentInput, ctx: TurnFnContext<S>, settings: ToolLoopSettings): Promise<TurnResult> {
+export async function runToolLoop<S>(
+  input: AgentInput,
+  ctx: TurnFnContext<S>,
+  settings: ToolLoopSettings,
+): Promise<TurnResult> {
   return new ToolLoop(ctx, settings).run(input);
 }
 
@@ -63,15 +69,24 @@ class ToolLoop<S> {
     const history = this.ctx.session.messages();
     let rounds = 0;
     if (hasResume(input)) {
-      if (input.message) throw new AgentError("INVALID_ARGUMENT", "send input.resume without input.message: a resume continues the interrupted turn");
+      if (input.message)
+        throw new AgentError(
+          "INVALID_ARGUMENT",
+          "send input.resume without input.message: a resume continues the interrupted turn",
+        );
       const pending = pendingRequests(history.at(-1));
-      if (!pending) throw new AgentError("INVALID_ARGUMENT", "input.resume: the conversation has no interrupted turn to resume (its last message holds no pending tool requests)");
+      if (!pending)
+        throw new AgentError(
+          "INVALID_ARGUMENT",
+          "input.resume: the conversation has no interrupted turn to resume (its last message holds no pending tool requests)",
+        );
       const actions = planResume(pending, input.resume!);
       const answers = new Map<number, Answer>();
       for (const p of pending) {
         const action = actions.get(p.partIndex);
         if (!action) answers.set(p.partIndex, { kind: "known", output: p.output ?? null });
-        else if (action.kind === "respond") answers.set(p.partIndex, { kind: "known", output: this.checkClientOutput(p.request, action.output) });
+        else if (action.kind === "respond")
+          answers.set(p.partIndex, { kind: "known", output: this.checkClientOutput(p.request, action.output) });
         else answers.set(p.partIndex, { kind: "run", request: action.request, resumed: action.resumed });
       }
       if (await this.answer(answers)) return { finishReason: "interrupted" };
@@ -117,7 +132,9 @@ class ToolLoop<S> {
   private async answer(answers: Map<number, Answer>): Promise<boolean> {
     const entries = [...answers.entries()];
     const settled = await Promise.allSettled(
-      entries.map(([, a]): Promise<ToolOutcome> => (a.kind === "known" ? Promise.resolve({ output: a.output }) : this.runTool(a.request, a.resumed))),
+      entries.map(([, a]): Promise<ToolOutcome> =>
+        a.kind === "known" ? Promise.resolve({ output: a.output }) : this.runTool(a.request, a.resumed),
+      ),
     );
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
     if (failed) throw failed.reason;
@@ -125,21 +142,41 @@ class ToolLoop<S> {
     const messages = this.ctx.session.messages();
     const answered = messages.at(-1)!;
     const interrupted = [...outcomes.values()].some((o) => "interrupt" in o);
-    const last: Message = { ...answered, content: answered.content.map((part, i) => {
-      const outcome = outcomes.get(i);
-      if (!part.toolRequest || !outcome) return part;
-      const { [INTERRUPT_KEY]: wasInterrupted, [PENDING_OUTPUT_KEY]: _known, ...rest } = part.metadata ?? {};
-      const request = answers.get(i)?.kind === "run" ? (answers.get(i) as { request: ToolRequest }).request : part.toolRequest;
-      let metadata: Record<string, unknown> = rest;
-      if (interrupted) metadata = "interrupt" in outcome ? { ...rest, [INTERRUPT_KEY]: outcome.interrupt } : { ...rest, [PENDING_OUTPUT_KEY]: outcome.output };
-      else if (wasInterrupted !== undefined) metadata = { ...rest, [RESOLVED_INTERRUPT_KEY]: wasInterrupted };
-      return { ...part, toolRequest: { ...part.toolRequest, input: request.input }, ...(Object.keys(metadata).length > 0 ? { metadata } : { metadata: undefined }) };
-    }).map(dropUndefinedMetadata) };
+    const last: Message = {
+      ...answered,
+      content: answered.content
+        .map((part, i) => {
+          const outcome = outcomes.get(i);
+          if (!part.toolRequest || !outcome) return part;
+          const { [INTERRUPT_KEY]: wasInterrupted, [PENDING_OUTPUT_KEY]: _known, ...rest } = part.metadata ?? {};
+          const request =
+            answers.get(i)?.kind === "run" ? (answers.get(i) as { request: ToolRequest }).request : part.toolRequest;
+          let metadata: Record<string, unknown> = rest;
+          if (interrupted)
+            metadata =
+              "interrupt" in outcome
+                ? { ...rest, [INTERRUPT_KEY]: outcome.interrupt }
+                : { ...rest, [PENDING_OUTPUT_KEY]: outcome.output };
+          else if (wasInterrupted !== undefined) metadata = { ...rest, [RESOLVED_INTERRUPT_KEY]: wasInterrupted };
+          return {
+            ...part,
+            toolRequest: { ...part.toolRequest, input: request.input },
+            ...(Object.keys(metadata).length > 0 ? { metadata } : { metadata: undefined }),
+          };
+        })
+        .map(dropUndefinedMetadata),
+    };
     this.ctx.session.setMessages([...messages.slice(0, -1), last]);
     if (interrupted) return true;
     const responses: Part[] = entries.map(([i]) => {
       const request = last.content[i]!.toolRequest!;
-      return { toolResponse: { ...(request.ref ? { ref: request.ref } : {}), name: request.name, output: (outcomes.get(i) as { output: unknown }).output } };
+      return {
+        toolResponse: {
+          ...(request.ref ? { ref: request.ref } : {}),
+          name: request.name,
+          output: (outcomes.get(i) as { output: unknown }).output,
+        },
+      };
     });
     this.ctx.session.addMessages({ role: "tool", content: responses });
     this.ctx.responder.sendModelChunk({ role: "tool", content: structuredClone(responses), index: this.streamIndex++ });
@@ -148,9 +185,15 @@ class ToolLoop<S> {
 
   private async runTool(request: ToolRequest, resumed?: unknown): Promise<ToolOutcome> {
     const tool = this.tools.get(request.name);
-    if (!tool) return { output: { error: `unknown tool "${request.name}"; available tools: ${[...this.tools.keys()].join(", ") || "(none)"}` } };
+    if (!tool)
+      return {
+        output: {
+          error: `unknown tool "${request.name}"; available tools: ${[...this.tools.keys()].join(", ") || "(none)"}`,
+        },
+      };
     const parsed = tool.inputSchema.safeParse(request.input ?? {});
-    if (!parsed.success) return { output: { error: `invalid input for tool "${request.name}": ${describeZodError(parsed.error)}` } };
+    if (!parsed.success)
+      return { output: { error: `invalid input for tool "${request.name}": ${describeZodError(parsed.error)}` } };
     const toolCtx: ToolContext<S> = {
       session: this.ctx.session,
       responder: this.ctx.responder,
@@ -163,15 +206,22 @@ class ToolLoop<S> {
       },
     };
     try {
-      const output = await tool.run(parsed.data, toolCtx);
+      const output = await toolSpan(request, () => tool.run(parsed.data, toolCtx));
       if (!tool.outputSchema) return { output: output === undefined ? null : output };
       const checked = tool.outputSchema.safeParse(output);
-      if (!checked.success) throw new AgentError("INTERNAL", `returned output that fails its outputSchema: ${describeZodError(checked.error)}`);
+      if (!checked.success)
+        throw new AgentError(
+          "INTERNAL",
+          `returned output that fails its outputSchema: ${describeZodError(checked.error)}`,
+        );
       return { output: checked.data === undefined ? null : checked.data };
     } catch (err) {
       if (err instanceof ToolInterrupt) return { interrupt: err.metadata ?? true };
       const e = AgentError.from(err);
-      throw new AgentError(e.status, `tool "${request.name}" failed: ${e.message}`, { cause: err, ...(e.details ? { details: e.details } : {}) });
+      throw new AgentError(e.status, `tool "${request.name}" failed: ${e.message}`, {
+        cause: err,
+        ...(e.details ? { details: e.details } : {}),
+      });
     }
   }
 
@@ -181,7 +231,10 @@ class ToolLoop<S> {
     if (!schema) return output ?? null;
     const checked = schema.safeParse(output);
     if (!checked.success) {
-      throw new AgentError("INVALID_ARGUMENT", `resume response for tool "${request.name}" fails its outputSchema: ${describeZodError(checked.error)}`);
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `resume response for tool "${request.name}" fails its outputSchema: ${describeZodError(checked.error)}`,
+      );
     }
     return checked.data ?? null;
   }

@@ -2,6 +2,7 @@ import type { AgentErrorData } from "../errors/agent-error.js";
 import type { Artifact, Message, Part, Role } from "./content.js";
 import type { SessionState } from "./session-state.js";
 import type { FinishReason } from "./snapshot.js";
+import type { Usage } from "./usage.js";
 
 /** Parts that resume an interrupted turn. Mirrors `agentd.v1.ToolResume`. */
 export interface ToolResume {
@@ -48,6 +49,8 @@ export interface TurnEnd {
   turnIndex: number;
   /** The conversation the turn belongs to. */
   sessionId: string;
+  /** Model tokens the turn used (its model calls added up); absent when no model call reported usage. */
+  usage?: Usage;
 }
 
 /** One item of an agent's output stream. Mirrors `agentd.v1.AgentStreamChunk`. */
@@ -76,6 +79,8 @@ export interface AgentOutput<S = unknown> {
   finishReason: FinishReason;
   /** Set when finishReason is `failed`. */
   error?: AgentErrorData;
+  /** Model tokens this invocation used (its turns added up; after detach, the turns before it); absent when none reported. */
+  usage?: Usage;
 }
 
 /** How a turn ended, as returned by a custom agent's turn function. */

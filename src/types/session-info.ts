@@ -1,4 +1,5 @@
 import type { SnapshotStatus } from "./snapshot.js";
+import type { Usage } from "./usage.js";
 
 /** A session as callers see it: its head, with the head snapshot's status. */
 export interface SessionInfo {
@@ -14,4 +15,6 @@ export interface SessionInfo {
   /** When it expires unless updated; absent: never. */
   expiresAt?: number;
   ttlMs?: number;
+  /** Running totals of the model tokens of every turn committed to the session; absent until one reported usage. */
+  usage?: Usage;
 }

@@ -1,5 +1,6 @@
 import type { AgentErrorData } from "../errors/agent-error.js";
 import type { SessionState } from "./session-state.js";
+import type { Usage } from "./usage.js";
 
 /** Lifecycle state of a snapshot. `expired` is computed on read, never stored. */
 export type SnapshotStatus = "pending" | "completed" | "failed" | "aborted" | "expired";
@@ -14,15 +15,7 @@ export function isTerminalStatus(status: SnapshotStatus): boolean {
 
 /** Why a turn or invocation finished. */
 export type FinishReason =
-  | "stop"
-  | "length"
-  | "blocked"
-  | "interrupted"
-  | "other"
-  | "unknown"
-  | "aborted"
-  | "detached"
-  | "failed";
+  "stop" | "length" | "blocked" | "interrupted" | "other" | "unknown" | "aborted" | "detached" | "failed";
 
 /**
  * A persisted point-in-time capture of session state. Timestamps are epoch
@@ -47,4 +40,6 @@ export interface SessionSnapshot<S = unknown> {
   error?: AgentErrorData;
   /** Unset on pending rows. */
   state?: SessionState<S>;
+  /** Model tokens the turn that wrote it used (a background row: every turn of the detached work); absent when none reported. */
+  usage?: Usage;
 }

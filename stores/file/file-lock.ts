@@ -171,7 +171,10 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
         if (!announced) announced = await announce(wantPath, token, staleMs);
       }
       if (Date.now() > deadline) {
-        throw new AgentError("ABORTED", `timed out waiting for lock ${path}; if no agentd process is using this store, delete the lock file`);
+        throw new AgentError(
+          "ABORTED",
+          `timed out waiting for lock ${path}; if no agentd process is using this store, delete the lock file`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, announced || yielding ? 1 : delay));
       delay = Math.min(delay * 2, 25);

@@ -12,7 +12,9 @@ import { sessionKey } from "./store-layout.js";
  * deep-frozen.
  */
 export async function readHeadFile(path: string, sessionId: string): Promise<SessionHead | undefined> {
-  return readHead(path, (stored) => (stored === sessionId ? undefined : `holds session ${JSON.stringify(stored)}, not ${JSON.stringify(sessionId)}`));
+  return readHead(path, (stored) =>
+    stored === sessionId ? undefined : `holds session ${JSON.stringify(stored)}, not ${JSON.stringify(sessionId)}`,
+  );
 }
 
 /**
@@ -21,10 +23,15 @@ export async function readHeadFile(path: string, sessionId: string): Promise<Ses
  * undefined when missing, DATA_LOSS when invalid or of another key.
  */
 export async function readHeadFileOfKey(path: string, key: string): Promise<SessionHead | undefined> {
-  return readHead(path, (stored) => (sessionKey(stored) === key ? undefined : `holds session ${JSON.stringify(stored)}, whose key is not ${key}`));
+  return readHead(path, (stored) =>
+    sessionKey(stored) === key ? undefined : `holds session ${JSON.stringify(stored)}, whose key is not ${key}`,
+  );
 }
 
-async function readHead(path: string, mismatch: (storedSessionId: string) => string | undefined): Promise<SessionHead | undefined> {
+async function readHead(
+  path: string,
+  mismatch: (storedSessionId: string) => string | undefined,
+): Promise<SessionHead | undefined> {
   const text = await readTextIfExists(path);
   if (text === undefined) return undefined;
   let head: SessionHead | undefined;
@@ -36,9 +43,13 @@ async function readHead(path: string, mismatch: (storedSessionId: string) => str
     cause = err;
   }
   if (!head || typeof head !== "object" || !Number.isInteger(head.version) || typeof head.sessionId !== "string") {
-    throw new AgentError("DATA_LOSS", `session head file ${path} is not a valid agentd session head; restore it from a backup`, {
-      ...(cause !== undefined ? { cause } : {}),
-    });
+    throw new AgentError(
+      "DATA_LOSS",
+      `session head file ${path} is not a valid agentd session head; restore it from a backup`,
+      {
+        ...(cause !== undefined ? { cause } : {}),
+      },
+    );
   }
   const wrong = mismatch(head.sessionId);
   if (wrong !== undefined) throw new AgentError("DATA_LOSS", `session head file ${path} ${wrong}`);

@@ -16,7 +16,10 @@ export function sanitizePathPrefix(prefix: string): string[] {
   const segments = prefix.split(/[\\/]+/).filter((s) => s.length > 0);
   return segments.map((segment) => {
     if (segment === "." || segment === "..") {
-      throw new AgentError("INVALID_ARGUMENT", `path prefix ${JSON.stringify(prefix)} must not contain "." or ".." segments`);
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `path prefix ${JSON.stringify(prefix)} must not contain "." or ".." segments`,
+      );
     }
     let out = "";
     for (const ch of segment) {

@@ -28,7 +28,11 @@ export function recordJson<S>(record: SnapshotRecord<S>): string {
     return JSON.stringify(record);
   } catch (err) {
     if (err instanceof RangeError) {
-      throw new AgentError("RESOURCE_EXHAUSTED", `snapshot ${record.snapshotId} is too large to store as one file (${err.message})`, { cause: err });
+      throw new AgentError(
+        "RESOURCE_EXHAUSTED",
+        `snapshot ${record.snapshotId} is too large to store as one file (${err.message})`,
+        { cause: err },
+      );
     }
     throw err;
   }
@@ -44,9 +48,13 @@ export function recordFileText(version: number, status: SnapshotStatus, json: st
 }
 
 function corrupt(path: string, why: string, cause?: unknown): AgentError {
-  return new AgentError("DATA_LOSS", `record file ${path} is not a valid agentd record (${why}); restore it from a backup`, {
-    ...(cause !== undefined ? { cause } : {}),
-  });
+  return new AgentError(
+    "DATA_LOSS",
+    `record file ${path} is not a valid agentd record (${why}); restore it from a backup`,
+    {
+      ...(cause !== undefined ? { cause } : {}),
+    },
+  );
 }
 
 /**
@@ -68,7 +76,8 @@ export async function readRecordFile<S>(path: string, snapshotId: string): Promi
   if (typeof version !== "number" || typeof status !== "string" || record === null || typeof record !== "object") {
     throw corrupt(path, "missing version, status or record");
   }
-  if (record.snapshotId !== snapshotId || record.status !== status) throw corrupt(path, "header does not match the record");
+  if (record.snapshotId !== snapshotId || record.status !== status)
+    throw corrupt(path, "header does not match the record");
   return { version, status: status as SnapshotStatus, record };
 }
 

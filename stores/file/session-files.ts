@@ -90,7 +90,13 @@ export async function findStoreDirectories(root: string, maxDepth = 8): Promise<
     if (entries.some((e) => e.isDirectory() && e.name === SESSIONS_DIR)) found.push(dir);
     if (depth <= 0) return;
     for (const entry of entries) {
-      if (!entry.isDirectory() || entry.name === SESSIONS_DIR || entry.name === RECORDS_DIR || entry.name.startsWith(".")) continue;
+      if (
+        !entry.isDirectory() ||
+        entry.name === SESSIONS_DIR ||
+        entry.name === RECORDS_DIR ||
+        entry.name.startsWith(".")
+      )
+        continue;
       await walk(join(dir, entry.name), depth - 1);
     }
   };

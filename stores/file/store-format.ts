@@ -1,5 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { STORE_FORMAT_VERSION } from "../snapshot-store.js";
@@ -33,7 +43,9 @@ function readMarker(dir: string): FoundFormat | undefined {
     text = readFileSync(path, "utf8");
   } catch (err) {
     if (errnoCode(err) === "ENOENT" || errnoCode(err) === "ENOTDIR") return undefined;
-    throw new AgentError("FAILED_PRECONDITION", `store marker ${path} cannot be read: ${(err as Error).message}`, { cause: err });
+    throw new AgentError("FAILED_PRECONDITION", `store marker ${path} cannot be read: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   try {
     const format = (JSON.parse(text) as { format?: unknown }).format;
@@ -41,7 +53,10 @@ function readMarker(dir: string): FoundFormat | undefined {
   } catch {
     // reported below
   }
-  return { format: "unknown", evidence: `unreadable marker ${path}; if the directory holds format-${STORE_FORMAT_VERSION} data, restore or rewrite it as {"format":${STORE_FORMAT_VERSION}}` };
+  return {
+    format: "unknown",
+    evidence: `unreadable marker ${path}; if the directory holds format-${STORE_FORMAT_VERSION} data, restore or rewrite it as {"format":${STORE_FORMAT_VERSION}}`,
+  };
 }
 
 const OLD_FILE_PATTERN = /^\s*\{\s*"format"\s*:\s*(\d+)/;
@@ -61,11 +76,13 @@ function findOtherLayout(dir: string): FoundFormat | undefined {
     throw err;
   }
   for (const entry of entries) {
-    if (entry.name === ".sessions" && entry.isDirectory()) return { format: 1, evidence: `format-1 session index ${join(dir, ".sessions")}` };
+    if (entry.name === ".sessions" && entry.isDirectory())
+      return { format: 1, evidence: `format-1 session index ${join(dir, ".sessions")}` };
     if (!entry.isFile() || !entry.name.endsWith(".json") || entry.name === STORE_MARKER_FILE) continue;
     const path = join(dir, entry.name);
     const match = OLD_FILE_PATTERN.exec(readStart(path));
-    if (match && Number(match[1]) !== STORE_FORMAT_VERSION) return { format: Number(match[1]), evidence: `snapshot file ${path}` };
+    if (match && Number(match[1]) !== STORE_FORMAT_VERSION)
+      return { format: Number(match[1]), evidence: `snapshot file ${path}` };
   }
   return undefined;
 }
@@ -105,7 +122,9 @@ export function ensureStoreFormat(dir: string, create: boolean): boolean {
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (err) {
-    throw new AgentError("FAILED_PRECONDITION", `store directory ${dir} cannot be created: ${(err as Error).message}`, { cause: err });
+    throw new AgentError("FAILED_PRECONDITION", `store directory ${dir} cannot be created: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   const other = findOtherLayout(dir);
   if (other) throw wrongFormat(dir, other);

@@ -31,7 +31,10 @@ export const DEFAULT_CHECKPOINT_POLICY: Readonly<CheckpointPolicy> = Object.free
 });
 
 /** The stored-state fields of a new record: a delta on `parent`, or a checkpoint when the policy says so. */
-export type RecordStateFields<S> = Pick<SnapshotRecord<S>, "checkpoint" | "delta" | "depth" | "deltaBytes" | "checkpointBytes" | "checkpointTurn">;
+export type RecordStateFields<S> = Pick<
+  SnapshotRecord<S>,
+  "checkpoint" | "delta" | "depth" | "deltaBytes" | "checkpointBytes" | "checkpointTurn"
+>;
 
 /**
  * Chooses between storing `delta` (on top of `parent`) and a checkpoint of
@@ -49,8 +52,17 @@ export function recordStateFields<S>(
     const bytes = jsonBytes(delta);
     const deltaBytes = parent.deltaBytes + bytes;
     const depth = parent.depth + 1;
-    const due = depth >= policy.maxDepth || (deltaBytes >= policy.minDeltaBytes && deltaBytes >= policy.ratio * parent.checkpointBytes);
-    if (!due) return { delta, depth, deltaBytes, checkpointBytes: parent.checkpointBytes, checkpointTurn: parent.checkpointTurn };
+    const due =
+      depth >= policy.maxDepth ||
+      (deltaBytes >= policy.minDeltaBytes && deltaBytes >= policy.ratio * parent.checkpointBytes);
+    if (!due)
+      return {
+        delta,
+        depth,
+        deltaBytes,
+        checkpointBytes: parent.checkpointBytes,
+        checkpointTurn: parent.checkpointTurn,
+      };
   }
   const checkpoint = state();
   return { checkpoint, depth: 0, deltaBytes: 0, checkpointBytes: jsonBytes(checkpoint), checkpointTurn: turnIndex };

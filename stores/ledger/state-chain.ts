@@ -20,7 +20,10 @@ function broken(snapshotId: string, missing: string): AgentError {
  * does when it has no faster way. Undefined when `snapshotId` does not exist;
  * DATA_LOSS when an ancestor is missing or the links loop.
  */
-export async function walkChain<S>(read: RecordReader<S>, snapshotId: string): Promise<SnapshotRecord<S>[] | undefined> {
+export async function walkChain<S>(
+  read: RecordReader<S>,
+  snapshotId: string,
+): Promise<SnapshotRecord<S>[] | undefined> {
   const first = await read(snapshotId);
   if (!first) return undefined;
   const chain = [first];
@@ -42,7 +45,10 @@ export async function walkChain<S>(read: RecordReader<S>, snapshotId: string): P
  * parent links as {@link walkChain} does. Undefined when `snapshotId` is not
  * among them; DATA_LOSS when a link is missing.
  */
-export function chainFrom<S>(candidates: Iterable<SnapshotRecord<S>>, snapshotId: string): Promise<SnapshotRecord<S>[] | undefined> {
+export function chainFrom<S>(
+  candidates: Iterable<SnapshotRecord<S>>,
+  snapshotId: string,
+): Promise<SnapshotRecord<S>[] | undefined> {
   const byId = new Map<string, SnapshotRecord<S>>();
   for (const r of candidates) byId.set(r.snapshotId, r);
   return walkChain(async (id) => byId.get(id), snapshotId);
@@ -65,7 +71,11 @@ export function stateOfChain<S>(chain: readonly SnapshotRecord<S>[]): SessionSta
     if (record.checkpoint) working = workingCopyOf(deepFreeze(record.checkpoint));
     else if (record.delta) applyDeltaTo(working!, record.delta);
   }
-  const state: SessionState<S> = { sessionId: working!.sessionId ?? last.sessionId, messages: working!.messages, artifacts: working!.artifacts };
+  const state: SessionState<S> = {
+    sessionId: working!.sessionId ?? last.sessionId,
+    messages: working!.messages,
+    artifacts: working!.artifacts,
+  };
   if (working!.custom !== undefined) state.custom = working!.custom as S;
   return deepFreeze(state);
 }

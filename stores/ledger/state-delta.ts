@@ -77,7 +77,12 @@ export interface WorkingState {
 
 /** A working copy of `state`: its own arrays, sharing the (frozen) messages, artifacts and custom state. */
 export function workingCopyOf(state: SessionState<unknown>): WorkingState {
-  return { ...(state.sessionId ? { sessionId: state.sessionId } : {}), messages: [...state.messages], artifacts: [...state.artifacts], custom: state.custom };
+  return {
+    ...(state.sessionId ? { sessionId: state.sessionId } : {}),
+    messages: [...state.messages],
+    artifacts: [...state.artifacts],
+    custom: state.custom,
+  };
 }
 
 /** Applies `delta` to `working` in place: the one place a delta's meaning is implemented. */
@@ -98,7 +103,11 @@ export function applyDeltaTo(working: WorkingState, delta: StateDelta<unknown>):
 export function applyStateDelta<S>(parent: SessionState<S>, delta: StateDelta<S>): SessionState<S> {
   const working = workingCopyOf(parent);
   applyDeltaTo(working, delta);
-  const state: SessionState<S> = { ...(working.sessionId ? { sessionId: working.sessionId } : {}), messages: working.messages, artifacts: working.artifacts };
+  const state: SessionState<S> = {
+    ...(working.sessionId ? { sessionId: working.sessionId } : {}),
+    messages: working.messages,
+    artifacts: working.artifacts,
+  };
   if (working.custom !== undefined) state.custom = working.custom as S;
   return deepFreeze(state);
 }

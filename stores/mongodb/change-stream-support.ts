@@ -15,7 +15,12 @@ export function isChangeStreamUnsupported(err: unknown): boolean {
   const code = errorCode(err);
   if (code === 40573) return true;
   const message = (err as { message?: unknown } | undefined)?.message;
-  return code !== undefined && NO_CHANGE_STREAM_CODES.has(code) && typeof message === "string" && message.includes("$changeStream");
+  return (
+    code !== undefined &&
+    NO_CHANGE_STREAM_CODES.has(code) &&
+    typeof message === "string" &&
+    message.includes("$changeStream")
+  );
 }
 
 /** The FAILED_PRECONDITION error of a store whose deployment cannot run change streams, saying how to fix it. */
@@ -40,7 +45,8 @@ export async function assertChangeStreams<T extends Document>(db: Db, collection
   const probe = collection.watch([], { maxAwaitTimeMS: 1 });
   try {
     const first = await probe.tryNext();
-    if (first === null && probe.closed) throw changeStreamsUnsupported(db, "the server closed a new change stream at once");
+    if (first === null && probe.closed)
+      throw changeStreamsUnsupported(db, "the server closed a new change stream at once");
   } catch (err) {
     if (err instanceof AgentError) throw err;
     if (isChangeStreamUnsupported(err)) throw changeStreamsUnsupported(db, (err as Error).message, err);

@@ -42,7 +42,14 @@ export function splitCheckpoint(json: string, sessionId: string): ChunkedCheckpo
   const storedAt = new Date();
   const documents: ChunkDocument[] = [];
   for (let offset = 0, seq = 0; offset < bytes.length || seq === 0; offset += CHUNK_BYTES, seq++) {
-    documents.push({ _id: `${set}:${seq}`, set, seq, sessionId, storedAt, data: bytes.subarray(offset, offset + CHUNK_BYTES) });
+    documents.push({
+      _id: `${set}:${seq}`,
+      set,
+      seq,
+      sessionId,
+      storedAt,
+      data: bytes.subarray(offset, offset + CHUNK_BYTES),
+    });
   }
   return { ref: { set, count: documents.length, bytes: bytes.length }, documents };
 }

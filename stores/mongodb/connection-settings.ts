@@ -44,7 +44,9 @@ function uriOptionNames(uri: string): Set<string> {
  */
 export function clientOptionsFor(uri: string, clientOptions?: MongoClientOptions): MongoClientOptions {
   const inUri = uriOptionNames(uri);
-  const defaults = Object.fromEntries(Object.entries(DEFAULT_CLIENT_OPTIONS).filter(([key]) => !inUri.has(key.toLowerCase())));
+  const defaults = Object.fromEntries(
+    Object.entries(DEFAULT_CLIENT_OPTIONS).filter(([key]) => !inUri.has(key.toLowerCase())),
+  );
   return { ...defaults, ...clientOptions };
 }
 

@@ -1,4 +1,11 @@
-import { ReadConcern, type DbOptions, type MongoClient, type ReadConcernLevel, type ReadPreferenceMode, type W } from "mongodb";
+import {
+  ReadConcern,
+  type DbOptions,
+  type MongoClient,
+  type ReadConcernLevel,
+  type ReadPreferenceMode,
+  type W,
+} from "mongodb";
 import { AgentError } from "../../src/errors/agent-error.js";
 
 /**

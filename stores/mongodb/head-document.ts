@@ -36,7 +36,16 @@ export interface HeadDocument extends Omit<SessionHead, "sessionId" | "labels"> 
 export const DELETING_VERSION = -1;
 
 /** Optional head fields: removed (`$unset`) when a write leaves them out. */
-const OPTIONAL_FIELDS = ["lease", "waiters", "labelPairs", "labels", "ttlMs", "expiresAt", "expireAt"] as const;
+const OPTIONAL_FIELDS = [
+  "lease",
+  "waiters",
+  "labelPairs",
+  "labels",
+  "ttlMs",
+  "expiresAt",
+  "expireAt",
+  "usage",
+] as const;
 
 /** The filter of a head that is not being deleted (combine with `_id` or a listing's filter). */
 export const LIVE_HEAD = { deletingAt: { $exists: false } } as const;
@@ -58,7 +67,8 @@ export function fromHeadDocument(doc: HeadDocument): SessionHead {
     }
     head.labels = labels;
   }
-  for (const key of ["lease", "waiters", "labels", "ttlMs", "expiresAt"] as const) if (head[key] == null) delete head[key];
+  for (const key of ["lease", "waiters", "labels", "ttlMs", "expiresAt", "usage"] as const)
+    if (head[key] == null) delete head[key];
   return head;
 }
 
@@ -77,7 +87,11 @@ function storedFields(head: SessionHead): Omit<HeadDocument, "_id"> {
  * replaces its fields where the stored version equals `expectedVersion`.
  * False on a version conflict.
  */
-export async function writeHead(heads: Collection<HeadDocument>, head: SessionHead, expectedVersion: number): Promise<boolean> {
+export async function writeHead(
+  heads: Collection<HeadDocument>,
+  head: SessionHead,
+  expectedVersion: number,
+): Promise<boolean> {
   const fields = storedFields(head);
   if (expectedVersion === 0) {
     try {

@@ -27,7 +27,10 @@ export function sameKeyPattern(a: Document | undefined, b: Document | undefined)
   if (!a || !b) return false;
   const left = Object.entries(a);
   const right = Object.entries(b);
-  return left.length === right.length && left.every(([field, dir], i) => field === right[i]![0] && String(dir) === String(right[i]![1]));
+  return (
+    left.length === right.length &&
+    left.every(([field, dir], i) => field === right[i]![0] && String(dir) === String(right[i]![1]))
+  );
 }
 
 /** Options that change what an index holds or allows: an index with any of them cannot stand in for a plain one. */
@@ -54,8 +57,11 @@ export async function ensureIndexes<T extends Document>(
   for (const spec of specs) {
     const equivalent = existing.find((index) => sameKeyPattern(index.key as Document, spec.key));
     if (equivalent) {
-      const restricting = RESTRICTING_OPTIONS.filter((option) => equivalent[option] !== undefined && equivalent[option] !== false);
-      if (restricting.length > 0) throw unusableIndex(collection, spec, String(equivalent.name), restricting.join(", "));
+      const restricting = RESTRICTING_OPTIONS.filter(
+        (option) => equivalent[option] !== undefined && equivalent[option] !== false,
+      );
+      if (restricting.length > 0)
+        throw unusableIndex(collection, spec, String(equivalent.name), restricting.join(", "));
       if (spec.expireAfterSeconds !== undefined && Number(equivalent.expireAfterSeconds) !== spec.expireAfterSeconds) {
         warn(ttlMismatch(collection, spec, String(equivalent.name), equivalent.expireAfterSeconds));
       }
@@ -64,7 +70,9 @@ export async function ensureIndexes<T extends Document>(
     try {
       await collection.createIndex(
         spec.key,
-        spec.expireAfterSeconds === undefined ? { name: spec.name } : { name: spec.name, expireAfterSeconds: spec.expireAfterSeconds },
+        spec.expireAfterSeconds === undefined
+          ? { name: spec.name }
+          : { name: spec.name, expireAfterSeconds: spec.expireAfterSeconds },
       );
     } catch (err) {
       if (errorCode(err) === INDEX_OPTIONS_CONFLICT) continue; // created meanwhile (another instance, another name)
@@ -87,7 +95,12 @@ function describe(spec: IndexSpec): string {
   return JSON.stringify(spec.key);
 }
 
-function unusableIndex<T extends Document>(collection: Collection<T>, spec: IndexSpec, name: string, options: string): AgentError {
+function unusableIndex<T extends Document>(
+  collection: Collection<T>,
+  spec: IndexSpec,
+  name: string,
+  options: string,
+): AgentError {
   return new AgentError(
     "FAILED_PRECONDITION",
     `MongoDB collection "${collection.collectionName}" has an index "${name}" on ${describe(spec)} with ${options}; agentd needs a plain ` +
@@ -96,8 +109,14 @@ function unusableIndex<T extends Document>(collection: Collection<T>, spec: Inde
   );
 }
 
-function ttlMismatch<T extends Document>(collection: Collection<T>, spec: IndexSpec, name: string, found: unknown): string {
-  const setting = found === undefined ? "no expireAfterSeconds (not a TTL index)" : `expireAfterSeconds ${String(found)}`;
+function ttlMismatch<T extends Document>(
+  collection: Collection<T>,
+  spec: IndexSpec,
+  name: string,
+  found: unknown,
+): string {
+  const setting =
+    found === undefined ? "no expireAfterSeconds (not a TTL index)" : `expireAfterSeconds ${String(found)}`;
   return (
     `MongoDB collection "${collection.collectionName}" has an index "${name}" on ${describe(spec)} with ${setting}; agentd would ` +
     `create it with expireAfterSeconds ${spec.expireAfterSeconds}. agentd uses it as it is: the sweep still deletes expired ` +

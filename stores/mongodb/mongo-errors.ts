@@ -13,7 +13,13 @@ const TRANSIENT_NAMES =
   /^Mongo(Network|NetworkTimeout|ServerSelection|TopologyClosed|NotConnected|PoolClosed|PoolCleared|WaitQueueTimeout|ServerClosed|StalePrimary)Error$|PoolClear|MongoNetwork|MongoServerSelection/;
 
 /** Error labels the driver/server attach to errors a retry may cure. */
-const TRANSIENT_LABELS = ["RetryableWriteError", "TransientTransactionError", "ResetPool", "SystemOverloadedError", "RetryableError"];
+const TRANSIENT_LABELS = [
+  "RetryableWriteError",
+  "TransientTransactionError",
+  "ResetPool",
+  "SystemOverloadedError",
+  "RetryableError",
+];
 
 /**
  * Server error codes of a node that is shutting down, stepping down, not (or
@@ -43,7 +49,13 @@ const TRANSIENT_CODES: ReadonlySet<number> = new Set([
 /** True when `err` (a driver error) is one a client may cure by retrying: the server was unreachable, restarting or stepping down. */
 export function isTransientMongoError(err: unknown): boolean {
   if (!err || typeof err !== "object") return false;
-  const e = err as { name?: unknown; code?: unknown; hasErrorLabel?: (label: string) => boolean; errorLabels?: unknown; cause?: unknown };
+  const e = err as {
+    name?: unknown;
+    code?: unknown;
+    hasErrorLabel?: (label: string) => boolean;
+    errorLabels?: unknown;
+    cause?: unknown;
+  };
   const name = typeof e.name === "string" ? e.name : "";
   if (TRANSIENT_NAMES.test(name)) return true;
   if (typeof e.code === "number" && TRANSIENT_CODES.has(e.code)) return true;
@@ -57,7 +69,11 @@ export function isTransientMongoError(err: unknown): boolean {
     }
   }
   // Node socket errors surfacing bare (ECONNRESET, EPIPE, …) and wrapped causes.
-  if (typeof e.code === "string" && /^(ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ECONNABORTED)$/.test(e.code)) return true;
+  if (
+    typeof e.code === "string" &&
+    /^(ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ECONNABORTED)$/.test(e.code)
+  )
+    return true;
   if (e.cause && e.cause !== err) return isTransientMongoError(e.cause);
   return false;
 }
@@ -67,10 +83,22 @@ export function isTransientMongoError(err: unknown): boolean {
  * serve agentd (no retry cures them), with what to do about each.
  */
 const CONFIGURATION_ADVICE: ReadonlyMap<number, string> = new Map([
-  [13, "the MongoDB user lacks a privilege agentd needs: grant it readWrite on the store's database (find, insert, update, remove, createIndex, changeStream)"],
-  [18, "MongoDB rejected the credentials of the store URI: check user and password, and authSource (without authSource in the URI a password user is looked up in admin, not in the URI's database)"],
-  [79, "the write concern in the store URI names a tag set the replica set does not define: fix or remove w in the URI"],
-  [100, "the write concern cannot be satisfied by this deployment (e.g. too few data-bearing members): fix or remove w in the URI"],
+  [
+    13,
+    "the MongoDB user lacks a privilege agentd needs: grant it readWrite on the store's database (find, insert, update, remove, createIndex, changeStream)",
+  ],
+  [
+    18,
+    "MongoDB rejected the credentials of the store URI: check user and password, and authSource (without authSource in the URI a password user is looked up in admin, not in the URI's database)",
+  ],
+  [
+    79,
+    "the write concern in the store URI names a tag set the replica set does not define: fix or remove w in the URI",
+  ],
+  [
+    100,
+    "the write concern cannot be satisfied by this deployment (e.g. too few data-bearing members): fix or remove w in the URI",
+  ],
 ]);
 
 /** The code of a driver error (a number), or undefined. */
@@ -92,7 +120,8 @@ export function mongoError(err: unknown, action: string): AgentError {
   const e = err as { message?: string } | undefined;
   const message = e?.message ?? String(err);
   const advice = CONFIGURATION_ADVICE.get(errorCode(err) ?? -1);
-  if (advice) return new AgentError("FAILED_PRECONDITION", `MongoDB ${action} failed: ${message}; ${advice}`, { cause: err });
+  if (advice)
+    return new AgentError("FAILED_PRECONDITION", `MongoDB ${action} failed: ${message}; ${advice}`, { cause: err });
   const transient = isTransientMongoError(err);
   return new AgentError(
     transient ? "UNAVAILABLE" : "INTERNAL",

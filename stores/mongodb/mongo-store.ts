@@ -151,14 +151,18 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
       this.client = config.client;
       this.ownsClient = false;
     } else {
-      if (!config.uri) throw new AgentError("INVALID_ARGUMENT", "MongoSessionStore needs a uri (mongodb://host/db) or a client");
+      if (!config.uri)
+        throw new AgentError("INVALID_ARGUMENT", "MongoSessionStore needs a uri (mongodb://host/db) or a client");
       this.client = new MongoClient(driverUri(config.uri), clientOptionsFor(config.uri, config.clientOptions));
       this.ownsClient = true;
     }
     const consistency = consistencyOf(this.client.options);
     this.warnings = consistency.warnings;
     for (const warning of this.warnings) config.logger?.warn({ store: "mongodb" }, warning);
-    this.db = this.client.db(config.database ?? (config.uri ? uriDatabase(config.uri) : undefined) ?? "agentd", consistency.db);
+    this.db = this.client.db(
+      config.database ?? (config.uri ? uriDatabase(config.uri) : undefined) ?? "agentd",
+      consistency.db,
+    );
     this.statusStream = new ChangeStreamMultiplexer(
       async () => (await this.open()).c.records,
       async (id) => {
@@ -180,7 +184,8 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
 
   /** The collections, format-checked and indexed once (retried on the next call if that failed). */
   private open(): Promise<Opened<S>> {
-    if (this.closed) return Promise.reject(new AgentError("FAILED_PRECONDITION", "the MongoDB session store is closed"));
+    if (this.closed)
+      return Promise.reject(new AgentError("FAILED_PRECONDITION", "the MongoDB session store is closed"));
     if (!this.opening) {
       const attempt = (async () => {
         const c = storeCollections(this.db, this.config.collectionPrefix ?? "");
@@ -193,7 +198,10 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
         if (this.opening === attempt) this.opening = undefined;
       });
     }
-    return guarded("opening the session store (checking its format, indexes and change-stream support)", () => this.opening!);
+    return guarded(
+      "opening the session store (checking its format, indexes and change-stream support)",
+      () => this.opening!,
+    );
   }
 
   /**
@@ -266,7 +274,8 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
         }
         return undefined;
       }
-      if (encoded) this.statusStream.deliver(encoded.doc._id, { status: encoded.doc.status, version: encoded.doc.version });
+      if (encoded)
+        this.statusStream.deliver(encoded.doc._id, { status: encoded.doc.status, version: encoded.doc.version });
       return head;
     });
   }
@@ -278,7 +287,10 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     } catch (err) {
       if (encoded.chunks) await chunks.remove(encoded.chunks.ref.set).catch(ignore);
       if (isDuplicateKey(err)) {
-        throw new AgentError("ALREADY_EXISTS", `snapshot ${encoded.doc._id} already exists; a commit needs a new snapshot ID`);
+        throw new AgentError(
+          "ALREADY_EXISTS",
+          `snapshot ${encoded.doc._id} already exists; a commit needs a new snapshot ID`,
+        );
       }
       throw err;
     }
@@ -309,7 +321,11 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    * Transient failures are retried for `failoverWindowMs` (default 30 s), so
    * the final write of a detached run survives a replica-set failover.
    */
-  async updateRecord(snapshotId: string, mutator: RecordMutator<S>, _ctx?: StoreCallContext): Promise<SnapshotRecord<S> | null> {
+  async updateRecord(
+    snapshotId: string,
+    mutator: RecordMutator<S>,
+    _ctx?: StoreCallContext,
+  ): Promise<SnapshotRecord<S> | null> {
     const opened = await this.open();
     return updateRecordDocument(
       {
@@ -360,7 +376,10 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    */
   async sweepExpired(now: number, _ctx?: StoreCallContext): Promise<number> {
     if (typeof now !== "number" || !Number.isFinite(now)) {
-      throw new AgentError("INVALID_ARGUMENT", `sweepExpired: now must be an epoch-millisecond number (got ${String(now)})`);
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `sweepExpired: now must be an epoch-millisecond number (got ${String(now)})`,
+      );
     }
     const { c } = await this.open();
     return guarded("sweeping expired sessions", () => sweepExpiredSessions(c, now, this.orphanScan));

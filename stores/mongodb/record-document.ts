@@ -54,7 +54,10 @@ export interface RecordDocument {
 }
 
 /** The top-level fields `updateRecord` may change (identity fields never change). */
-export type MutableFields = Pick<RecordDocument, "version" | "turnIndex" | "status" | "body" | "state" | "checkpointChunks">;
+export type MutableFields = Pick<
+  RecordDocument,
+  "version" | "turnIndex" | "status" | "body" | "state" | "checkpointChunks"
+>;
 
 /** A record ready to write: its document and, for a big checkpoint, the chunks to write first. */
 export interface EncodedRecord {
@@ -158,7 +161,9 @@ export function decodeRecord<S>(doc: RecordDocument, withState = true): DecodedR
     return { record, version: doc.version };
   }
   if (typeof doc.state === "string") Object.assign(record, JSON.parse(doc.state) as Partial<SnapshotRecord<S>>);
-  return doc.checkpointChunks ? { record, version: doc.version, chunks: doc.checkpointChunks } : { record, version: doc.version };
+  return doc.checkpointChunks
+    ? { record, version: doc.version, chunks: doc.checkpointChunks }
+    : { record, version: doc.version };
 }
 
 /**

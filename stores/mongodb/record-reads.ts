@@ -72,7 +72,10 @@ export class RecordReads<S> {
       return loaded ? [loaded.record] : undefined;
     }
     const docs = await this.records
-      .find({ sessionId: targetDoc.sessionId, turnIndex: { $gte: target.record.checkpointTurn, $lte: targetDoc.turnIndex } })
+      .find({
+        sessionId: targetDoc.sessionId,
+        turnIndex: { $gte: target.record.checkpointTurn, $lte: targetDoc.turnIndex },
+      })
       .toArray();
     const byId = new Map<string, RecordDocument>(docs.map((d) => [d._id, d]));
     const candidates = docs.filter((d) => d._id !== snapshotId).map((d) => decodeRecord<S>(d).record);
@@ -106,7 +109,10 @@ export class RecordReads<S> {
     const filter: Filter<RecordDocument> = { sessionId };
     if (page?.pageToken) {
       const after = decodePageToken(page.pageToken);
-      filter.$or = [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.snapshotId } }];
+      filter.$or = [
+        { createdAt: { $lt: after.createdAt } },
+        { createdAt: after.createdAt, _id: { $lt: after.snapshotId } },
+      ];
     }
     const docs = await this.records
       .find(filter, withState ? {} : { projection: { state: 0 } })

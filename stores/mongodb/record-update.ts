@@ -66,12 +66,15 @@ export async function updateRecordDocument<S>(
   const deadline = Date.now() + ctx.failoverWindowMs;
   const uncertain: { write?: UncertainWrite<S> } = {};
   let conflicts = 0;
-  for (let failures = 0; ; ) {
+  for (let failures = 0; ;) {
     try {
       const outcome = await attempt(ctx, snapshotId, mutator, uncertain);
       if (outcome !== "conflict") return outcome;
       if (++conflicts > ctx.maxConflictRetries) {
-        throw new AgentError("ABORTED", `snapshot ${snapshotId}: gave up after ${ctx.maxConflictRetries} concurrent-write conflicts; retry the request`);
+        throw new AgentError(
+          "ABORTED",
+          `snapshot ${snapshotId}: gave up after ${ctx.maxConflictRetries} concurrent-write conflicts; retry the request`,
+        );
       }
       await conflictBackoff(conflicts - 1);
     } catch (err) {
@@ -101,12 +104,18 @@ async function attempt<S>(
   const result = mutator(deepFreeze(loaded.record));
   if (result === null) return null;
   const next = keepIdentity(result, loaded.record);
-  const reuse = before.checkpointChunks && loaded.chunkedJson !== undefined ? { ref: before.checkpointChunks, json: loaded.chunkedJson } : undefined;
+  const reuse =
+    before.checkpointChunks && loaded.chunkedJson !== undefined
+      ? { ref: before.checkpointChunks, json: loaded.chunkedJson }
+      : undefined;
   const encoded = encodeRecord(next, nextVersion(before.version), true, reuse);
   const written = await guarded(`updating snapshot ${snapshotId}`, async () => {
     if (encoded.chunks) await ctx.chunks.write(encoded.chunks);
     uncertain.write = { version: encoded.doc.version, record: next, status: encoded.doc.status };
-    const res = await ctx.records.updateOne({ _id: snapshotId, version: before.version }, { $set: changedFields(before, encoded.doc) });
+    const res = await ctx.records.updateOne(
+      { _id: snapshotId, version: before.version },
+      { $set: changedFields(before, encoded.doc) },
+    );
     uncertain.write = undefined;
     const applied = res.matchedCount === 1;
     // Drop the chunks nobody references any more: the replaced checkpoint's, or ours when we lost the race.

@@ -40,11 +40,17 @@ export async function listHeadsPage(heads: Collection<HeadDocument>, query: Sess
   const q = checkSessionQuery(query);
   const and: Filter<HeadDocument>[] = [{ owner: q.owner }, LIVE_HEAD as Filter<HeadDocument>];
   if (q.agent !== undefined) and.push({ agent: q.agent });
-  if (q.labels) and.push({ labelPairs: { $all: Object.entries(q.labels).map(([key, value]) => labelPair(key, value)) } });
+  if (q.labels)
+    and.push({ labelPairs: { $all: Object.entries(q.labels).map(([key, value]) => labelPair(key, value)) } });
   if (q.updatedAfter !== undefined) and.push({ updatedAt: { $gt: q.updatedAfter } });
   and.push({ $or: [{ expiresAt: null }, { expiresAt: { $gt: q.now } }] } as Filter<HeadDocument>);
   if (q.after) {
-    and.push({ $or: [{ updatedAt: { $lt: q.after.updatedAt } }, { updatedAt: q.after.updatedAt, _id: { $lt: q.after.sessionId } }] });
+    and.push({
+      $or: [
+        { updatedAt: { $lt: q.after.updatedAt } },
+        { updatedAt: q.after.updatedAt, _id: { $lt: q.after.sessionId } },
+      ],
+    });
   }
   const docs = await heads
     .find({ $and: and })
@@ -94,9 +100,15 @@ export interface Removal {
  * `onlyIf` restricts step 1 to a head matching it (the sweep: still expired);
  * when it does not match, nothing is deleted.
  */
-export async function removeSession(c: StoreCollections, sessionId: string, onlyIf?: Filter<HeadDocument>): Promise<Removal> {
+export async function removeSession(
+  c: StoreCollections,
+  sessionId: string,
+  onlyIf?: Filter<HeadDocument>,
+): Promise<Removal> {
   const now = new Date();
-  const marker = { $set: { deletingAt: now, version: DELETING_VERSION, expireAt: new Date(now.getTime() + STALLED_DELETION_MS) } };
+  const marker = {
+    $set: { deletingAt: now, version: DELETING_VERSION, expireAt: new Date(now.getTime() + STALLED_DELETION_MS) },
+  };
   let before: HeadDocument | null;
   if (onlyIf) {
     before = await c.heads.findOneAndUpdate({ ...onlyIf, _id: sessionId }, marker, { returnDocument: "before" });
@@ -105,7 +117,10 @@ export async function removeSession(c: StoreCollections, sessionId: string, only
     before = await markUpserting(c.heads, sessionId, marker);
   }
   const headRemoved = before !== null && before.deletingAt === undefined;
-  const sets = (await c.records.distinct("checkpointChunks.set", { sessionId, checkpointChunks: { $ne: null } })) as string[];
+  const sets = (await c.records.distinct("checkpointChunks.set", {
+    sessionId,
+    checkpointChunks: { $ne: null },
+  })) as string[];
   const records = await c.records.deleteMany({ sessionId });
   const chunks = await c.chunks.deleteMany({ sessionId });
   const chunkSets = sets.length > 0 ? await c.chunks.deleteMany({ set: { $in: sets } }) : { deletedCount: 0 };
@@ -117,7 +132,11 @@ export async function removeSession(c: StoreCollections, sessionId: string, only
 }
 
 /** Step 1 without a condition: marks the head, inserting the marker when there is none. Resolves to the document before. */
-async function markUpserting(heads: Collection<HeadDocument>, sessionId: string, marker: Document): Promise<HeadDocument | null> {
+async function markUpserting(
+  heads: Collection<HeadDocument>,
+  sessionId: string,
+  marker: Document,
+): Promise<HeadDocument | null> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await heads.findOneAndUpdate({ _id: sessionId }, marker, { upsert: true, returnDocument: "before" });
@@ -152,7 +171,11 @@ export async function sweepExpiredSessions(c: StoreCollections, now: number, orp
   const seen = new Set<string>();
   let removed = 0;
   for (;;) {
-    const batch = await c.heads.find(expired, { projection: { _id: 1 } }).sort({ expireAt: 1 }).limit(SWEEP_BATCH).toArray();
+    const batch = await c.heads
+      .find(expired, { projection: { _id: 1 } })
+      .sort({ expireAt: 1 })
+      .limit(SWEEP_BATCH)
+      .toArray();
     const fresh = batch.map((d) => d._id).filter((id) => !seen.has(id));
     if (fresh.length === 0) break;
     for (let i = 0; i < fresh.length; i += SWEEP_CONCURRENCY) {
@@ -180,19 +203,28 @@ export async function sweepExpiredSessions(c: StoreCollections, now: number, orp
  */
 async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan): Promise<number> {
   if (scan.batch < 1) return 0;
-  const fromRecords = await nextSessionIds(c.records as unknown as Collection<Document>, scan.cursors.records, scan.batch);
+  const fromRecords = await nextSessionIds(
+    c.records as unknown as Collection<Document>,
+    scan.cursors.records,
+    scan.batch,
+  );
   scan.cursors.records = fromRecords.cursor;
   const fromChunks = await nextSessionIds(c.chunks as unknown as Collection<Document>, scan.cursors.chunks, scan.batch);
   scan.cursors.chunks = fromChunks.cursor;
   const candidates = [...new Set([...fromRecords.ids, ...fromChunks.ids])];
   if (candidates.length === 0) return 0;
-  const withHead = new Set((await c.heads.find({ _id: { $in: candidates } }, { projection: { _id: 1 } }).toArray()).map((d) => d._id));
+  const withHead = new Set(
+    (await c.heads.find({ _id: { $in: candidates } }, { projection: { _id: 1 } }).toArray()).map((d) => d._id),
+  );
   const old = { $or: [{ storedAt: { $lte: new Date(now - scan.graceMs) } }, { storedAt: { $exists: false } }] };
   let removed = 0;
   for (const sessionId of candidates) {
     if (withHead.has(sessionId)) continue;
     const oldRecords: Filter<RecordDocument> = { sessionId, ...old };
-    const sets = (await c.records.distinct("checkpointChunks.set", { ...oldRecords, checkpointChunks: { $ne: null } })) as string[];
+    const sets = (await c.records.distinct("checkpointChunks.set", {
+      ...oldRecords,
+      checkpointChunks: { $ne: null },
+    })) as string[];
     const records = await c.records.deleteMany(oldRecords);
     const chunks = await c.chunks.deleteMany({ sessionId, ...old } as Filter<ChunkDocument>);
     const chunkSets = sets.length > 0 ? await c.chunks.deleteMany({ set: { $in: sets } }) : { deletedCount: 0 };
@@ -206,7 +238,11 @@ async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan):
  * after `cursor` in sessionId order (a covered walk of its sessionId index),
  * and where the next scan continues ("" once this one reached the end).
  */
-async function nextSessionIds(collection: Collection<Document>, cursor: string, batch: number): Promise<{ ids: string[]; cursor: string }> {
+async function nextSessionIds(
+  collection: Collection<Document>,
+  cursor: string,
+  batch: number,
+): Promise<{ ids: string[]; cursor: string }> {
   const groups = await collection
     .aggregate<{ _id: string; n: number }>([
       { $match: { sessionId: { $gt: cursor } } },

@@ -1,7 +1,7 @@
 import type { Document } from "mongodb";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
 import type { StatusObservation } from "../status-channel.js";
-import { TERMINAL_EVENTS } from "./stream-endings.js";
+import { endingOfEvent, TERMINAL_EVENTS, type StreamEnding } from "./stream-endings.js";
 
 /**
  * The server-side filter of the status change stream: only status
@@ -18,12 +18,19 @@ import { TERMINAL_EVENTS } from "./stream-endings.js";
  *   fields, so it too holds `status` only for status changes. A real server's
  *   update events always carry updateDescription and (without updateLookup)
  *   no fullDocument, so this branch never matches there.
+ * - `replace` of a record (the whole document rewritten, e.g. by an operator
+ *   restoring it): a real server's replace event always carries the new
+ *   document as `fullDocument`, so its status and version are read from there.
+ *   The store itself never replaces records, and mongo-java-server reports a
+ *   replacement as an update with an empty fullDocument (which no branch
+ *   matches), so only a real server takes this branch.
  * - the events after which the server ends the stream (`invalidate`, `drop`,
  *   `rename`, `dropDatabase`), so the stream knows why it ended and reopens.
  *   (A real server closes the cursor after an invalidate even when a filter
  *   drops it; the stream checks for that too.)
  *
  * The projection keeps what an observation needs, never a record's body.
+ * {@link classifyChangeEvent} makes the same decision on the client.
  */
 export const STATUS_PIPELINE: Document[] = [
   {
@@ -32,6 +39,7 @@ export const STATUS_PIPELINE: Document[] = [
         { operationType: "insert", "fullDocument.status": { $ne: "completed" } },
         { operationType: "update", "updateDescription.updatedFields.status": { $exists: true } },
         { operationType: "update", updateDescription: { $exists: false }, "fullDocument.status": { $exists: true } },
+        { operationType: "replace", "fullDocument.status": { $exists: true } },
         { operationType: { $in: [...TERMINAL_EVENTS] } },
       ],
     },
@@ -70,7 +78,8 @@ interface StatusFields {
  */
 export function statusEventOf(change: Document): StatusEvent | undefined {
   const updated = (change.updateDescription as { updatedFields?: StatusFields } | undefined)?.updatedFields;
-  const fields: StatusFields | undefined = updated ?? (change.fullDocument as StatusFields | null | undefined) ?? undefined;
+  const fields: StatusFields | undefined =
+    updated ?? (change.fullDocument as StatusFields | null | undefined) ?? undefined;
   const key = (change.documentKey as { _id?: unknown } | undefined)?._id;
   const id = typeof key === "string" ? key : fields?.snapshotId;
   if (typeof id !== "string") return undefined;
@@ -78,4 +87,47 @@ export function statusEventOf(change: Document): StatusEvent | undefined {
     return { snapshotId: id, observation: { status: fields.status as SnapshotStatus, version: fields.version } };
   }
   return { snapshotId: id };
+}
+
+/** What one change event means to the status stream (see {@link classifyChangeEvent}). */
+export type ChangeEventClass =
+  /** The server ends the stream after this event (collection dropped or renamed, database dropped, invalidate). */
+  | { kind: "ending"; ending: StreamEnding }
+  /** A record's status may have changed: deliver the observation, or re-read the record when the event carries none. */
+  | { kind: "status"; event: StatusEvent }
+  /** Nothing a status subscriber needs (a heartbeat or other rewrite, a completed insert, a delete, other events). */
+  | { kind: "ignored" };
+
+/**
+ * Classifies a change event of the snapshots collection, whole or projected
+ * by {@link STATUS_PIPELINE}, exactly as that pipeline's server-side filter
+ * does: `insert` of a record not `completed`, `update` whose
+ * `updateDescription.updatedFields` holds `status` (or, without
+ * updateDescription, whose `fullDocument` does: mongo-java-server), `replace`
+ * whose new `fullDocument` holds a status, and the stream-ending events. A
+ * `delete` is ignored (a deleted session's subscribers see no further change).
+ * Pure: no I/O.
+ */
+export function classifyChangeEvent(change: Document): ChangeEventClass {
+  const ending = endingOfEvent(change);
+  if (ending) return { kind: "ending", ending };
+  const full = change.fullDocument as StatusFields | null | undefined;
+  const description = change.updateDescription as { updatedFields?: StatusFields } | undefined;
+  let relevant: boolean;
+  switch (change.operationType) {
+    case "insert":
+      relevant = full?.status !== "completed";
+      break;
+    case "update":
+      // A real server's update carries updateDescription; mongo-java-server's only fullDocument (the $set fields).
+      relevant = description ? description.updatedFields?.status !== undefined : full?.status !== undefined;
+      break;
+    case "replace":
+      relevant = full?.status !== undefined;
+      break;
+    default:
+      relevant = false;
+  }
+  const event = relevant ? statusEventOf(change) : undefined;
+  return event ? { kind: "status", event } : { kind: "ignored" };
 }

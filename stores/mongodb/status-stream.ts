@@ -2,9 +2,9 @@ import type { ChangeStream, Collection, Document, ResumeToken } from "mongodb";
 import type { StatusChannel, StatusObservation } from "../status-channel.js";
 import { StatusSubscribers } from "../status-subscribers.js";
 import type { RecordDocument } from "./record-document.js";
-import { STATUS_PIPELINE, statusEventOf } from "./status-events.js";
+import { classifyChangeEvent, STATUS_PIPELINE } from "./status-events.js";
 import type { StoreLogger } from "./store-logger.js";
-import { closedByServer, endingOfError, endingOfEvent, type StreamEnding } from "./stream-endings.js";
+import { closedByServer, endingOfError, type StreamEnding } from "./stream-endings.js";
 
 /** Reads a record's current status and version (undefined when it does not exist). */
 export type StatusReader = (snapshotId: string) => Promise<StatusObservation | undefined>;
@@ -174,7 +174,8 @@ export class ChangeStreamMultiplexer {
         this.established = false;
         const early = await stream.tryNext(); // sends the aggregate: the stream is now established
         if (!this.live(generation)) return;
-        if (early === null && stream.closed) throw Object.assign(new Error("the server closed the change stream as it opened"), { closedAtOpen: true });
+        if (early === null && stream.closed)
+          throw Object.assign(new Error("the server closed the change stream as it opened"), { closedAtOpen: true });
         this.established = true;
         this.establishedAt = livedFrom = Date.now();
         this.reopenRequest = undefined;
@@ -204,7 +205,9 @@ export class ChangeStreamMultiplexer {
         }
       } catch (err) {
         if (!this.live(generation)) return;
-        ending = (err as { closedAtOpen?: boolean }).closedAtOpen ? { reason: (err as Error).message, resume: false } : endingOfError(err);
+        ending = (err as { closedAtOpen?: boolean }).closedAtOpen
+          ? { reason: (err as Error).message, resume: false }
+          : endingOfError(err);
       } finally {
         if (stream && this.stream === stream) {
           this.stream = undefined;
@@ -217,7 +220,10 @@ export class ChangeStreamMultiplexer {
       if (livedFrom === 0) failedAttempts++;
       this.ended(ending, failedAttempts);
       if (failedAttempts <= 1) previous = ending;
-      delay = livedFrom > 0 && Date.now() - livedFrom >= STABLE_STREAM_MS ? MIN_REOPEN_DELAY_MS : Math.min(delay * 2, MAX_REOPEN_DELAY_MS);
+      delay =
+        livedFrom > 0 && Date.now() - livedFrom >= STABLE_STREAM_MS
+          ? MIN_REOPEN_DELAY_MS
+          : Math.min(delay * 2, MAX_REOPEN_DELAY_MS);
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
@@ -225,10 +231,11 @@ export class ChangeStreamMultiplexer {
   /** Handles one change event; returns the stream's ending when the event ends it. */
   private consume(change: Document): StreamEnding | undefined {
     this.eventCount++;
-    const terminal = endingOfEvent(change);
-    if (terminal) return terminal;
-    const event = statusEventOf(change);
-    if (!event || !this.channels.has(event.snapshotId)) return undefined;
+    const classified = classifyChangeEvent(change);
+    if (classified.kind === "ending") return classified.ending;
+    if (classified.kind === "ignored") return undefined;
+    const { event } = classified;
+    if (!this.channels.has(event.snapshotId)) return undefined;
     if (event.observation) this.deliver(event.snapshotId, event.observation);
     else void this.reread(event.snapshotId);
     return undefined;
@@ -241,8 +248,18 @@ export class ChangeStreamMultiplexer {
   private ended(ending: StreamEnding, failedAttempts: number): void {
     this.ending = { ...ending, at: Date.now() };
     if (failedAttempts > 1) return;
-    const fields = { reason: ending.reason, resume: ending.resume, ...(ending.code !== undefined ? { code: ending.code } : {}), subscribed: this.channels.size };
-    this.logger?.warn(fields, failedAttempts === 1 ? "MongoDB change stream could not be opened; retrying" : "MongoDB change stream ended; reopening it");
+    const fields = {
+      reason: ending.reason,
+      resume: ending.resume,
+      ...(ending.code !== undefined ? { code: ending.code } : {}),
+      subscribed: this.channels.size,
+    };
+    this.logger?.warn(
+      fields,
+      failedAttempts === 1
+        ? "MongoDB change stream could not be opened; retrying"
+        : "MongoDB change stream ended; reopening it",
+    );
   }
 
   /** The driver resumed the stream on a new cursor: that is a reopen (it also covers a reconnect that caused it). */
@@ -260,7 +277,13 @@ export class ChangeStreamMultiplexer {
   private reopened(after: StreamEnding | undefined, failedAttempts: number): void {
     this.reopenCount++;
     this.logger?.warn(
-      { reopens: this.reopenCount, after: after?.reason, resumed: this.resumeToken !== undefined, failedAttempts, rereading: this.channels.size },
+      {
+        reopens: this.reopenCount,
+        after: after?.reason,
+        resumed: this.resumeToken !== undefined,
+        failedAttempts,
+        rereading: this.channels.size,
+      },
       "MongoDB change stream reopened; re-reading the subscribed snapshots",
     );
   }

@@ -109,6 +109,13 @@ function wrongFormat(db: Db, c: StoreCollections, format: unknown): AgentError {
   return new AgentError(
     "FAILED_PRECONDITION",
     `${where} hold session data written in store format ${String(format)}; this agentd reads format ${STORE_FORMAT_VERSION}. ${advice}`,
-    { details: { database: db.databaseName, collection: c.records.collectionName, foundFormat: format, expectedFormat: STORE_FORMAT_VERSION } },
+    {
+      details: {
+        database: db.databaseName,
+        collection: c.records.collectionName,
+        foundFormat: format,
+        expectedFormat: STORE_FORMAT_VERSION,
+      },
+    },
   );
 }

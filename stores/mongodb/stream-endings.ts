@@ -43,7 +43,10 @@ export const BSON_OBJECT_TOO_LARGE = 10334;
 export function endingOfEvent(change: Document): StreamEnding | undefined {
   const type = change.operationType;
   if (typeof type !== "string" || !TERMINAL_EVENTS.has(type)) return undefined;
-  return { reason: `"${type}" event (the snapshots collection was dropped or renamed, or its database dropped)`, resume: false };
+  return {
+    reason: `"${type}" event (the snapshots collection was dropped or renamed, or its database dropped)`,
+    resume: false,
+  };
 }
 
 /** The ending of a stream whose cursor the server closed without an error (tryNext returns null for ever). */
@@ -58,10 +61,21 @@ export function endingOfError(err: unknown): StreamEnding {
   const text = typeof message === "string" ? message : String(err);
   const withCode = code !== undefined ? { code } : {};
   if (code === BSON_OBJECT_TOO_LARGE || /BSONObjectTooLarge/.test(text)) {
-    return { reason: `a change event exceeded MongoDB's 16 MiB limit (BSONObjectTooLarge): ${text}`, resume: false, ...withCode };
+    return {
+      reason: `a change event exceeded MongoDB's 16 MiB limit (BSONObjectTooLarge): ${text}`,
+      resume: false,
+      ...withCode,
+    };
   }
-  if (isChangeStreamUnsupported(err)) return { reason: `the deployment cannot run change streams: ${text}`, resume: false, unsupported: true, ...withCode };
-  if (code !== undefined && UNRESUMABLE_CODES.has(code)) return { reason: `the resume token cannot be used again: ${text}`, resume: false, ...withCode };
+  if (isChangeStreamUnsupported(err))
+    return {
+      reason: `the deployment cannot run change streams: ${text}`,
+      resume: false,
+      unsupported: true,
+      ...withCode,
+    };
+  if (code !== undefined && UNRESUMABLE_CODES.has(code))
+    return { reason: `the resume token cannot be used again: ${text}`, resume: false, ...withCode };
   if (isTransientMongoError(err)) return { reason: `transient error: ${text}`, resume: true, ...withCode };
   return { reason: `error: ${text}`, resume: false, ...withCode };
 }

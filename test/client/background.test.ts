@@ -17,7 +17,11 @@ async function statuses(client: AgentClient, agent: string, snapshotId: string):
 }
 
 /** A running watch: `first` resolves with the first status seen (so an abort can be sent after it), `all` with every status. */
-function watchFrom(client: AgentClient, agent: string, snapshotId: string): { first: Promise<SnapshotStatus>; all: Promise<SnapshotStatus[]> } {
+function watchFrom(
+  client: AgentClient,
+  agent: string,
+  snapshotId: string,
+): { first: Promise<SnapshotStatus>; all: Promise<SnapshotStatus[]> } {
   let sawFirst!: (status: SnapshotStatus) => void;
   const first = new Promise<SnapshotStatus>((resolve) => (sawFirst = resolve));
   const all = (async () => {

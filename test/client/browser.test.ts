@@ -40,7 +40,10 @@ describe.each(["connect", "grpc-web"] as const)("browser transport (fetch) over 
   });
 
   it("streams watchSnapshot statuses of a detached run until terminal", async () => {
-    const detached = await client().run("assistant", { message: { role: "user", content: [{ text: "later" }] }, detach: true });
+    const detached = await client().run("assistant", {
+      message: { role: "user", content: [{ text: "later" }] },
+      detach: true,
+    });
     expect(detached.finishReason).toBe("detached");
     const seen: SnapshotStatus[] = [];
     for await (const status of client().watchSnapshot("assistant", detached.snapshotId!)) seen.push(status);
@@ -61,7 +64,15 @@ describe("browser entry", () => {
 
   it("bundles for the browser platform without any Node module", async () => {
     const entry = fileURLToPath(new URL("../../src/client/browser.ts", import.meta.url));
-    const result = await build({ entryPoints: [entry], bundle: true, platform: "browser", format: "esm", write: false, metafile: true, logLevel: "silent" });
+    const result = await build({
+      entryPoints: [entry],
+      bundle: true,
+      platform: "browser",
+      format: "esm",
+      write: false,
+      metafile: true,
+      logLevel: "silent",
+    });
     const inputs = Object.keys(result.metafile.inputs);
     expect(inputs.some((p) => p.includes("connect-web"))).toBe(true);
     expect(inputs.filter((p) => p.includes("connect-node") || p.startsWith("node:"))).toEqual([]);

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, createAgentClient, type AgentClient } from "../../src/client/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { sessionWrittenAt, untilQueued } from "../harness/busy-session.js";
+import { agentServiceClient } from "../harness/wire-clients.js";
 
 let server: AgentdProcess;
 let client: AgentClient;
@@ -23,18 +25,28 @@ describe("the TypeScript client's busy policy (init.busyPolicy)", () => {
   it("reject: run() on a held session rejects with ABORTED naming the running invocation", async () => {
     const { conversation, sessionId } = await holder();
     const err = await client.run("assistant", "second", { sessionId, busyPolicy: "reject" }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: Code.Aborted, rawMessage: expect.stringMatching(/is busy: invocation ".+" is running/) });
+    expect(err).toMatchObject({
+      code: Code.Aborted,
+      rawMessage: expect.stringMatching(/is busy: invocation ".+" is running/),
+    });
     await conversation.output();
   });
 
   it("enqueue: run() waits for the conversation to end, then continues after it", async () => {
     const { conversation, sessionId } = await holder();
+    const wire = agentServiceClient(server.baseUrl, "grpc");
+    const writtenAt = await sessionWrittenAt(wire, sessionId);
     const queued = client.run("assistant", "queued", { sessionId, busyPolicy: "enqueue" });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await untilQueued(wire, sessionId, writtenAt); // in line while the conversation holds the session
     await conversation.output();
     const output = await queued;
     const snapshot = await client.getSnapshot("assistant", { snapshotId: output.snapshotId! });
-    expect(snapshot.state?.messages.map((m) => m.content[0]?.text)).toEqual(["held", "echo: held", "queued", "echo: queued"]);
+    expect(snapshot.state?.messages.map((m) => m.content[0]?.text)).toEqual([
+      "held",
+      "echo: held",
+      "queued",
+      "echo: queued",
+    ]);
   });
 
   it("interrupt: run() takes the session and the holder's conversation ends with ABORTED", async () => {

@@ -1,6 +1,12 @@
 import { getEventListeners } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError, createAgentClient, type AgentClient, type AgentStreamChunk } from "../../src/client/index.js";
+import {
+  Code,
+  ConnectError,
+  createAgentClient,
+  type AgentClient,
+  type AgentStreamChunk,
+} from "../../src/client/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 
 let server: AgentdProcess;
@@ -12,7 +18,10 @@ afterAll(async () => {
 });
 
 function modelText(chunks: AgentStreamChunk[]): string {
-  return chunks.flatMap((c) => c.modelChunk?.content ?? []).map((p) => p.text ?? "").join("");
+  return chunks
+    .flatMap((c) => c.modelChunk?.content ?? [])
+    .map((p) => p.text ?? "")
+    .join("");
 }
 
 describe.each(["grpc", "connect"] as const)("Conversation over %s", (protocol) => {
@@ -38,7 +47,11 @@ describe.each(["grpc", "connect"] as const)("Conversation over %s", (protocol) =
     expect(secondEnd.snapshotId).not.toBe(firstEnd?.snapshotId);
 
     const output = await conversation.output();
-    expect(output).toMatchObject({ finishReason: "stop", sessionId: firstEnd?.sessionId, snapshotId: secondEnd.snapshotId });
+    expect(output).toMatchObject({
+      finishReason: "stop",
+      sessionId: firstEnd?.sessionId,
+      snapshotId: secondEnd.snapshotId,
+    });
     expect(output.message?.content[0]?.text).toBe("echo: second");
   });
 
@@ -70,7 +83,12 @@ describe.each(["grpc", "connect"] as const)("Conversation over %s", (protocol) =
     expect(end).toMatchObject({ sessionId, turnIndex: 1 });
     await resumed.output();
     const snapshot = await client.getSnapshot("assistant", { sessionId });
-    expect(snapshot.state?.messages.map((m) => m.content[0]?.text)).toEqual(["remember this", "echo: remember this", "and this", "echo: and this"]);
+    expect(snapshot.state?.messages.map((m) => m.content[0]?.text)).toEqual([
+      "remember this",
+      "echo: remember this",
+      "and this",
+      "echo: and this",
+    ]);
   });
 
   it("resumes from a specific snapshot, branching off an earlier turn", async () => {
@@ -88,7 +106,9 @@ describe.each(["grpc", "connect"] as const)("Conversation over %s", (protocol) =
   });
 
   it("keeps live custom state equal to GetSnapshot's custom state after each turn", async () => {
-    const conversation = client.chat<{ tasks: { id: number; title: string; done: boolean }[]; nextId: number }>("tasks");
+    const conversation = client.chat<{ tasks: { id: number; title: string; done: boolean }[]; nextId: number }>(
+      "tasks",
+    );
     for (const title of ["buy milk", "walk dog", "done 1"]) {
       const end = await conversation.send(title);
       const snapshot = await client.getSnapshot("tasks", { snapshotId: end.snapshotId! });
@@ -150,7 +170,9 @@ describe.each(["grpc", "connect"] as const)("Conversation over %s", (protocol) =
 
   it("close() cancels an unfinished turn and the output with CANCELED", async () => {
     const conversation = client.chat("assistant");
-    const turn = conversation.send({ message: { role: "user", content: [{ text: "slow reply here" }], metadata: { echoDelayMs: 200 } } });
+    const turn = conversation.send({
+      message: { role: "user", content: [{ text: "slow reply here" }], metadata: { echoDelayMs: 200 } },
+    });
     conversation.close();
     await expect(turn.end).rejects.toMatchObject({ code: Code.Canceled });
     await expect(conversation.output()).rejects.toMatchObject({ code: Code.Canceled });

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError, createAgentClient, ERROR_DETAILS_METADATA_KEY, errorDetails, type AgentClient } from "../../src/client/index.js";
+import {
+  Code,
+  ConnectError,
+  createAgentClient,
+  ERROR_DETAILS_METADATA_KEY,
+  errorDetails,
+  type AgentClient,
+} from "../../src/client/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 
 let server: AgentdProcess;
@@ -35,11 +42,15 @@ describe.each(["grpc", "connect"] as const)("errors over %s", (protocol) => {
   });
 
   it("a session ID sent to the client-managed notes agent rejects with FAILED_PRECONDITION", async () => {
-    await expect(client.run("notes", "x", { sessionId: "some-session" })).rejects.toMatchObject({ code: Code.FailedPrecondition });
+    await expect(client.run("notes", "x", { sessionId: "some-session" })).rejects.toMatchObject({
+      code: Code.FailedPrecondition,
+    });
   });
 
   it("an unknown snapshot rejects getSnapshot with NOT_FOUND", async () => {
-    await expect(client.getSnapshot("assistant", { snapshotId: "missing" })).rejects.toMatchObject({ code: Code.NotFound });
+    await expect(client.getSnapshot("assistant", { snapshotId: "missing" })).rejects.toMatchObject({
+      code: Code.NotFound,
+    });
   });
 
   it("an in-band failure resolves the turn as failed and puts the error on the output", async () => {
@@ -72,13 +83,17 @@ describe.each(["grpc", "connect"] as const)("errors over %s", (protocol) => {
 
 describe("errorDetails", () => {
   it("parses the agentd-error-details metadata entry as a JSON object", () => {
-    const err = new ConnectError("refused", Code.PermissionDenied, { [ERROR_DETAILS_METADATA_KEY]: '{"field":"secret"}' });
+    const err = new ConnectError("refused", Code.PermissionDenied, {
+      [ERROR_DETAILS_METADATA_KEY]: '{"field":"secret"}',
+    });
     expect(errorDetails(err)).toEqual({ field: "secret" });
   });
 
   it("is undefined without the entry, for non-object JSON, and for other errors", () => {
     expect(errorDetails(new ConnectError("plain", Code.Internal))).toBeUndefined();
-    expect(errorDetails(new ConnectError("odd", Code.Internal, { [ERROR_DETAILS_METADATA_KEY]: "[1,2]" }))).toBeUndefined();
+    expect(
+      errorDetails(new ConnectError("odd", Code.Internal, { [ERROR_DETAILS_METADATA_KEY]: "[1,2]" })),
+    ).toBeUndefined();
     expect(errorDetails(new Error("not connect"))).toBeUndefined();
   });
 });

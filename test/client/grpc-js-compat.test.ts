@@ -8,7 +8,6 @@ import { REPO_ROOT, startAgentd, type AgentdProcess } from "../harness/agentd-pr
 // generated code): loads the .proto files at run time and speaks to agentd,
 // proving the wire contract is plain gRPC.
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- proto-loader messages are untyped plain objects */
 type Plain = Record<string, any>;
 
 let server: AgentdProcess;
@@ -25,7 +24,8 @@ beforeAll(async () => {
   });
   const loaded = grpc.loadPackageDefinition(definition) as Plain;
   const AgentService = loaded.agentd.v1.AgentService as grpc.ServiceClientConstructor;
-  client = new AgentService(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
+  client = new AgentService(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as grpc.Client &
+    Record<string, any>;
 });
 afterAll(async () => {
   client?.close();
@@ -47,7 +47,10 @@ async function readTurn(responses: AsyncIterator<Plain>): Promise<Plain[]> {
 }
 
 const text = (chunks: Plain[]) =>
-  chunks.flatMap((c) => c.modelChunk?.content ?? []).map((p: Plain) => p.text ?? "").join("");
+  chunks
+    .flatMap((c) => c.modelChunk?.content ?? [])
+    .map((p: Plain) => p.text ?? "")
+    .join("");
 
 describe("a plain @grpc/grpc-js client", () => {
   it("holds a two-turn Chat over the bidi stream: chunks, TurnEnds, then the output", async () => {
@@ -71,7 +74,11 @@ describe("a plain @grpc/grpc-js client", () => {
     const second = await readTurn(responses);
     expect(text(second)).toBe("Added task #2: walk dog");
     const secondEnd = second.at(-1)!.turnEnd;
-    expect(secondEnd).toMatchObject({ finishReason: "FINISH_REASON_STOP", turnIndex: 1, sessionId: firstEnd.sessionId });
+    expect(secondEnd).toMatchObject({
+      finishReason: "FINISH_REASON_STOP",
+      turnIndex: 1,
+      sessionId: firstEnd.sessionId,
+    });
 
     call.end();
     const last = await responses.next();
@@ -96,7 +103,9 @@ describe("a plain @grpc/grpc-js client", () => {
 
   it("gets NOT_FOUND as the gRPC status for an unknown agent", async () => {
     const err: grpc.ServiceError = await new Promise((resolve) =>
-      client.run({ init: { agent: "no-such-agent" }, input: userInput("x") }, (e: grpc.ServiceError | null) => resolve(e!)),
+      client.run({ init: { agent: "no-such-agent" }, input: userInput("x") }, (e: grpc.ServiceError | null) =>
+        resolve(e!),
+      ),
     );
     expect(err.code).toBe(grpc.status.NOT_FOUND);
     expect(err.details).toContain("no-such-agent");

@@ -16,12 +16,22 @@ describe("TypeScript client: sessions", () => {
     const c = client();
     const run = `ts-${Date.now()}`;
     const ids: string[] = [];
-    for (const color of ["red", "blue", "red"]) ids.push((await c.run("assistant", "hi", { labels: { run, color }, ttlMs: 3_600_000 })).sessionId);
+    for (const color of ["red", "blue", "red"])
+      ids.push((await c.run("assistant", "hi", { labels: { run, color }, ttlMs: 3_600_000 })).sessionId);
     const listed = await collect(c.listSessions({ labels: { run }, pageSize: 2 }));
     expect(listed.map((s) => s.sessionId)).toEqual([...ids].reverse());
-    expect(listed[0]).toMatchObject({ agent: "assistant", labels: { run, color: "red" }, turnCount: 1, headStatus: "completed", ttlMs: 3_600_000 });
+    expect(listed[0]).toMatchObject({
+      agent: "assistant",
+      labels: { run, color: "red" },
+      turnCount: 1,
+      headStatus: "completed",
+      ttlMs: 3_600_000,
+    });
     expect(listed[0]!.expiresAt! - listed[0]!.updatedAt).toBe(3_600_000);
-    expect((await collect(c.listSessions({ labels: { run, color: "red" } }))).map((s) => s.sessionId)).toEqual([ids[2], ids[0]]);
+    expect((await collect(c.listSessions({ labels: { run, color: "red" } }))).map((s) => s.sessionId)).toEqual([
+      ids[2],
+      ids[0],
+    ]);
 
     const updated = await c.updateSession(ids[1]!, { setLabels: { color: "green" }, ttlMs: null });
     expect(updated.labels).toEqual({ run, color: "green" });

@@ -31,11 +31,19 @@ describe.each(transports)("unary and server-streaming calls over %s", (_name, op
 
   it("run answers one turn and getSnapshot reads it back by snapshot and by session", async () => {
     const output = await client().run("assistant", "over one call");
-    expect(output).toMatchObject({ finishReason: "stop", message: { role: "model", content: [{ text: "echo: over one call" }] } });
+    expect(output).toMatchObject({
+      finishReason: "stop",
+      message: { role: "model", content: [{ text: "echo: over one call" }] },
+    });
     const bySnapshot = await client().getSnapshot("assistant", { snapshotId: output.snapshotId! });
     const bySession = await client().getSnapshot("assistant", { sessionId: output.sessionId });
     expect(bySession).toEqual(bySnapshot);
-    expect(bySnapshot).toMatchObject({ snapshotId: output.snapshotId, sessionId: output.sessionId, status: "completed", turnIndex: 0 });
+    expect(bySnapshot).toMatchObject({
+      snapshotId: output.snapshotId,
+      sessionId: output.sessionId,
+      status: "completed",
+      turnIndex: 0,
+    });
     expect(bySnapshot.createdAt).toBeGreaterThan(0);
   });
 
@@ -55,7 +63,11 @@ describe.each(transports)("unary and server-streaming calls over %s", (_name, op
     expect(page1.snapshots[0]?.snapshotId).toBe(third.snapshotId);
     expect(page1.snapshots[0]?.state).toBeUndefined();
     expect(page1.nextPageToken).toBeTruthy();
-    const page2 = await client().listSnapshots("assistant", first.sessionId, { pageSize: 2, pageToken: page1.nextPageToken!, includeState: true });
+    const page2 = await client().listSnapshots("assistant", first.sessionId, {
+      pageSize: 2,
+      pageToken: page1.nextPageToken!,
+      includeState: true,
+    });
     expect(page2.snapshots.map((s) => s.turnIndex)).toEqual([0]);
     expect(page2.snapshots[0]?.state?.messages).toHaveLength(2);
     expect(page2.nextPageToken).toBeUndefined();

@@ -4,7 +4,9 @@ import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js
 import { snapshotTexts, useAgentd } from "../harness/use-agentd.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
 
-const agentd = useAgentd({ args: ["test/fixtures/agents.ts", "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "2000"] });
+const agentd = useAgentd({
+  args: ["test/fixtures/agents.ts", "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "2000"],
+});
 
 // Slow enough that a watch started right after detach still sees the row pending, even on a loaded machine.
 const slow = (text: string, ms = 150) => textInput(text, { echoDelayMs: ms });
@@ -15,7 +17,10 @@ const slow = (text: string, ms = 150) => textInput(text, { echoDelayMs: ms });
  * ends; `started` resolves once the first status arrived (the server has read
  * the row), so a change made after it is reported as a change.
  */
-function startWatch(agent: string, snapshotId: string): { started: Promise<void>; statuses: Promise<SnapshotStatus[]> } {
+function startWatch(
+  agent: string,
+  snapshotId: string,
+): { started: Promise<void>; statuses: Promise<SnapshotStatus[]> } {
   let markStarted!: () => void;
   const started = new Promise<void>((resolve) => (markStarted = resolve));
   const statuses = (async () => {
@@ -70,17 +75,22 @@ describe("detach", () => {
 
   it("is refused on a store without status subscription and on a client-managed agent", async () => {
     for (const agent of ["no-subscribe", "notes"]) {
-      const err = await agentd.client.run({ init: { agent }, input: { ...textInput("x"), detach: true } }).catch((e) => e);
+      const err = await agentd.client
+        .run({ init: { agent }, input: { ...textInput("x"), detach: true } })
+        .catch((e) => e);
       expect(ConnectError.from(err).code).toBe(Code.FailedPrecondition);
     }
   });
 
   it("Abort and WatchSnapshot are refused with FAILED_PRECONDITION on a store that cannot push status changes", async () => {
     const { output } = await agentd.client.run({ init: { agent: "no-subscribe" }, input: textInput("x") });
-    const abort = await agentd.client.abort({ agent: "no-subscribe", snapshotId: output!.snapshotId }).catch((e) => ConnectError.from(e));
+    const abort = await agentd.client
+      .abort({ agent: "no-subscribe", snapshotId: output!.snapshotId })
+      .catch((e) => ConnectError.from(e));
     expect((abort as ConnectError).code).toBe(Code.FailedPrecondition);
     const watch = (async () => {
-      for await (const _ of agentd.client.watchSnapshot({ agent: "no-subscribe", snapshotId: output!.snapshotId })) void _;
+      for await (const _ of agentd.client.watchSnapshot({ agent: "no-subscribe", snapshotId: output!.snapshotId }))
+        void _;
     })().catch((e) => ConnectError.from(e));
     expect(((await watch) as ConnectError).code).toBe(Code.FailedPrecondition);
   });
@@ -94,23 +104,36 @@ describe("detach", () => {
     expect(row.error?.status).toBe("INTERNAL");
     expect(row.error?.message).toBe("flaky agent failed on purpose");
     expect(snapshotTexts(row)).toEqual(["ok", "echo: ok"]);
-    const resumed = await agentd.client.run({ init: { agent: "flaky", snapshotId: output.snapshotId }, input: textInput("x") }).catch((e) => e);
+    const resumed = await agentd.client
+      .run({ init: { agent: "flaky", snapshotId: output.snapshotId }, input: textInput("x") })
+      .catch((e) => e);
     expect(ConnectError.from(resumed).code).toBe(Code.FailedPrecondition);
   });
 
   it("cannot be resumed while pending, but can once completed", async () => {
-    const { output } = await agentd.client.run({ init: { agent: "assistant" }, input: { ...slow("bg"), detach: true } });
-    const early = await agentd.client.run({ init: { agent: "assistant", snapshotId: output!.snapshotId }, input: textInput("x") }).catch((e) => e);
+    const { output } = await agentd.client.run({
+      init: { agent: "assistant" },
+      input: { ...slow("bg"), detach: true },
+    });
+    const early = await agentd.client
+      .run({ init: { agent: "assistant", snapshotId: output!.snapshotId }, input: textInput("x") })
+      .catch((e) => e);
     expect(ConnectError.from(early).code).toBe(Code.FailedPrecondition);
     await watch("assistant", output!.snapshotId);
-    const later = await agentd.client.run({ init: { agent: "assistant", snapshotId: output!.snapshotId }, input: textInput("after") });
+    const later = await agentd.client.run({
+      init: { agent: "assistant", snapshotId: output!.snapshotId },
+      input: textInput("after"),
+    });
     expect(later.output?.finishReason).toBe(FinishReason.STOP);
   });
 });
 
 describe("abort", () => {
   it("stops detached work and the row ends aborted", async () => {
-    const chat = new WireChat(agentd.client, { init: { agent: "assistant" }, input: slow("long running reply with many words", 200) });
+    const chat = new WireChat(agentd.client, {
+      init: { agent: "assistant" },
+      input: slow("long running reply with many words", 200),
+    });
     chat.send({ input: { ...slow("queued", 200), detach: true } });
     const { output } = await chat.drain();
     const watching = startWatch("assistant", output.snapshotId);
@@ -118,9 +141,15 @@ describe("abort", () => {
     const aborted = await agentd.client.abort({ agent: "assistant", snapshotId: output.snapshotId });
     expect(aborted).toMatchObject({ snapshotId: output.snapshotId, status: SnapshotStatus.ABORTED });
     expect(await watching.statuses).toEqual([SnapshotStatus.PENDING, SnapshotStatus.ABORTED]);
-    const resumed = await agentd.client.run({ init: { agent: "assistant", snapshotId: output.snapshotId }, input: textInput("x") }).catch((e) => e);
+    const resumed = await agentd.client
+      .run({ init: { agent: "assistant", snapshotId: output.snapshotId }, input: textInput("x") })
+      .catch((e) => e);
     expect(ConnectError.from(resumed).code).toBe(Code.FailedPrecondition);
-    await new Promise((r) => setTimeout(r, 300));
+    // The work saw the abort and stopped: its finalizer wrote the row without the queued turn.
+    const finished = await agentd.server.logLine(
+      (l) => l.msg === "background work finished" && l.snapshotId === output.snapshotId,
+    );
+    expect(finished.status).toBe("aborted");
     const row = (await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output.snapshotId })).snapshot!;
     expect(row.status).toBe(SnapshotStatus.ABORTED);
     expect(snapshotTexts(row)).not.toContain("echo: queued");
@@ -128,7 +157,10 @@ describe("abort", () => {
 
   it("wins or loses a race with completion consistently: the row ends in the status Abort reported", async () => {
     for (let i = 0; i < 10; i++) {
-      const { output } = await agentd.client.run({ init: { agent: "assistant" }, input: { ...slow("race", i % 3), detach: true } });
+      const { output } = await agentd.client.run({
+        init: { agent: "assistant" },
+        input: { ...slow("race", i % 3), detach: true },
+      });
       const { status } = await agentd.client.abort({ agent: "assistant", snapshotId: output!.snapshotId });
       const statuses = await watch("assistant", output!.snapshotId);
       expect([SnapshotStatus.ABORTED, SnapshotStatus.COMPLETED]).toContain(status);
@@ -141,7 +173,9 @@ describe("abort", () => {
     const before = await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId });
     const res = await agentd.client.abort({ agent: "assistant", snapshotId: output!.snapshotId });
     expect(res.status).toBe(SnapshotStatus.COMPLETED);
-    expect((await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId })).snapshot).toEqual(before.snapshot);
+    expect((await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId })).snapshot).toEqual(
+      before.snapshot,
+    );
   });
 
   it("of an unknown snapshot is NOT_FOUND", async () => {
@@ -154,19 +188,30 @@ describe("client disconnect", () => {
   it("before detach cancels the work and writes no snapshot", async () => {
     const { output } = await agentd.client.run({ init: { agent: "assistant" }, input: textInput("base") });
     const controller = new AbortController();
-    const chat = new WireChat(agentd.client, { init: { agent: "assistant", sessionId: output!.sessionId }, input: slow("never finishes", 150) }, { signal: controller.signal });
-    const firstChunk = chat.nextTurn().catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 200));
+    const chat = new WireChat(
+      agentd.client,
+      { init: { agent: "assistant", sessionId: output!.sessionId }, input: slow("never finishes", 150) },
+      { signal: controller.signal },
+    );
+    await chat.nextChunk(); // the turn is running
     controller.abort();
-    await firstChunk;
-    await new Promise((r) => setTimeout(r, 1000));
+    // The server ended the call and its turn failed (cancelled) without a commit.
+    const sessionId = output!.sessionId;
+    const chatLine = (l: Record<string, unknown>) => l.msg === "rpc" && l.procedure === "/agentd.v1.AgentService/Chat";
+    await agentd.server.logLine((l) => chatLine(l) && l.sessionId === sessionId);
+    const turn = await agentd.server.logLine((l) => l.msg === "turn" && l.sessionId === sessionId && l.turnIndex === 1);
+    expect(turn.finishReason).toBe("failed");
     const page = await agentd.client.listSnapshots({ agent: "assistant", sessionId: output!.sessionId });
     expect(page.snapshots.map((s) => s.snapshotId)).toEqual([output!.snapshotId]);
   });
 
   it("after detach changes nothing: the work completes", async () => {
     const controller = new AbortController();
-    const chat = new WireChat(agentd.client, { init: { agent: "assistant" }, input: { ...slow("detached then gone", 50), detach: true } }, { signal: controller.signal });
+    const chat = new WireChat(
+      agentd.client,
+      { init: { agent: "assistant" }, input: { ...slow("detached then gone", 50), detach: true } },
+      { signal: controller.signal },
+    );
     const { output } = await chat.drain();
     controller.abort();
     expect((await watch("assistant", output.snapshotId)).at(-1)).toBe(SnapshotStatus.COMPLETED);

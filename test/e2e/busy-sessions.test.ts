@@ -3,6 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { BusyPolicy } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { sessionWrittenAt, untilQueued } from "../harness/busy-session.js";
 import { snapshotTexts } from "../harness/use-agentd.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
@@ -87,7 +88,9 @@ describe("busy sessions: 5 clients x 10 turns on one session", () => {
     const history = await committedTurns(sessionId);
     expect(history).toHaveLength(1 + CLIENTS * TURNS);
     for (let c = 0; c < CLIENTS; c++) {
-      expect(history.filter((t) => t.startsWith(`c${c}-`))).toEqual(Array.from({ length: TURNS }, (_, t) => `c${c}-t${t}`));
+      expect(history.filter((t) => t.startsWith(`c${c}-`))).toEqual(
+        Array.from({ length: TURNS }, (_, t) => `c${c}-t${t}`),
+      );
     }
   });
 
@@ -108,7 +111,9 @@ describe("busy sessions: one open Chat holds the session", () => {
     const chat = new WireChat(client, { init: { agent: "assistant" }, input: textInput("holder") });
     const first = await chat.nextTurn();
     const sessionId = first.turnEnd.sessionId;
-    const err = await client.run({ init: { agent: "assistant", sessionId }, input: textInput("second") }).catch((e) => ConnectError.from(e));
+    const err = await client
+      .run({ init: { agent: "assistant", sessionId }, input: textInput("second") })
+      .catch((e) => ConnectError.from(e));
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as ConnectError).code).toBe(Code.Aborted);
     expect((err as ConnectError).rawMessage).toMatch(/session ".+" is busy: invocation ".+" is running/);
@@ -119,10 +124,14 @@ describe("busy sessions: one open Chat holds the session", () => {
     const chat = new WireChat(client, { init: { agent: "assistant" }, input: textInput("one") });
     const first = await chat.nextTurn();
     const sessionId = first.turnEnd.sessionId;
-    const queued = client.run({ init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.ENQUEUE }, input: textInput("after") });
+    const writtenAt = await sessionWrittenAt(client, sessionId);
+    const queued = client.run({
+      init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.ENQUEUE },
+      input: textInput("after"),
+    });
+    await untilQueued(client, sessionId, writtenAt); // in line before the Chat's next turn
     chat.sendText("two");
     await chat.nextTurn();
-    await new Promise((resolve) => setTimeout(resolve, 100));
     await chat.finish();
     const { output } = await queued;
     const { snapshot } = await client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId });
@@ -134,8 +143,11 @@ describe("busy sessions: one open Chat holds the session", () => {
     const sessionId = (await chat.nextTurn()).turnEnd.sessionId;
     const queued: Promise<unknown>[] = [];
     for (const text of ["first", "second", "third", "fourth"]) {
-      queued.push(client.run({ init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.ENQUEUE }, input: textInput(text) }));
-      await new Promise((resolve) => setTimeout(resolve, 150)); // each is in line before the next arrives
+      const writtenAt = await sessionWrittenAt(client, sessionId);
+      queued.push(
+        client.run({ init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.ENQUEUE }, input: textInput(text) }),
+      );
+      await untilQueued(client, sessionId, writtenAt); // each is in line before the next arrives
     }
     await chat.finish();
     await Promise.all(queued);
@@ -146,7 +158,10 @@ describe("busy sessions: one open Chat holds the session", () => {
     const chat = new WireChat(client, { init: { agent: "assistant" }, input: textInput("holder") });
     const sessionId = (await chat.nextTurn()).turnEnd.sessionId;
     const err = await client
-      .run({ init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.ENQUEUE }, input: textInput("late") }, { timeoutMs: 300 })
+      .run(
+        { init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.ENQUEUE }, input: textInput("late") },
+        { timeoutMs: 300 },
+      )
       .catch((e) => ConnectError.from(e));
     expect((err as ConnectError).code).toBe(Code.DeadlineExceeded);
     await chat.finish();
@@ -157,7 +172,10 @@ describe("busy sessions: one open Chat holds the session", () => {
   it("INTERRUPT ends the running Chat with ABORTED and runs on its last committed turn", async () => {
     const chat = new WireChat(client, { init: { agent: "assistant" }, input: textInput("one") });
     const sessionId = (await chat.nextTurn()).turnEnd.sessionId;
-    const { output } = await client.run({ init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.INTERRUPT }, input: textInput("took over") });
+    const { output } = await client.run({
+      init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.INTERRUPT },
+      input: textInput("took over"),
+    });
     const ended = await chat.drain().then(
       () => undefined,
       (e) => ConnectError.from(e),
@@ -172,19 +190,30 @@ describe("a session belongs to its agent", () => {
   it("another agent's reads, list, resume, watch and abort of it are NOT_FOUND", async () => {
     const { output } = await client.run({ init: { agent: "assistant" }, input: textInput("mine") });
     const { sessionId, snapshotId } = output!;
-    const codeOf = (p: Promise<unknown>): Promise<Code | "ok"> => p.then(() => "ok" as const, (e) => ConnectError.from(e).code);
+    const codeOf = (p: Promise<unknown>): Promise<Code | "ok"> =>
+      p.then(
+        () => "ok" as const,
+        (e) => ConnectError.from(e).code,
+      );
     const other = "tasks";
     expect(await codeOf(client.getSnapshot({ agent: other, snapshotId }))).toBe(Code.NotFound);
     expect(await codeOf(client.getSnapshot({ agent: other, sessionId }))).toBe(Code.NotFound);
     expect(await codeOf(client.listSnapshots({ agent: other, sessionId }))).toBe(Code.NotFound);
-    expect(await codeOf(client.run({ init: { agent: other, sessionId }, input: textInput("steal") }))).toBe(Code.NotFound);
-    expect(await codeOf(client.run({ init: { agent: other, snapshotId }, input: textInput("steal") }))).toBe(Code.NotFound);
+    expect(await codeOf(client.run({ init: { agent: other, sessionId }, input: textInput("steal") }))).toBe(
+      Code.NotFound,
+    );
+    expect(await codeOf(client.run({ init: { agent: other, snapshotId }, input: textInput("steal") }))).toBe(
+      Code.NotFound,
+    );
     const watch = (async () => {
       for await (const _ of client.watchSnapshot({ agent: other, snapshotId })) void _;
     })();
     expect(await codeOf(watch)).toBe(Code.NotFound);
 
-    const bg = await client.run({ init: { agent: "assistant", sessionId }, input: { ...textInput("background", { echoDelayMs: 50 }), detach: true } });
+    const bg = await client.run({
+      init: { agent: "assistant", sessionId },
+      input: { ...textInput("background", { echoDelayMs: 50 }), detach: true },
+    });
     expect(await codeOf(client.abort({ agent: other, snapshotId: bg.output!.snapshotId }))).toBe(Code.NotFound);
     for await (const _ of client.watchSnapshot({ agent: "assistant", snapshotId: bg.output!.snapshotId })) void _;
     const { snapshot } = await client.getSnapshot({ agent: "assistant", sessionId });

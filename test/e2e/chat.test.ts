@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
-import { applyCustomPatch } from "../../src/runtime/custom-patch-stream.js";
-import { patchOperationFromWire, valueFromWire } from "../../src/server/wire/index.js";
+import { applyCustomPatch } from "../../src/protocol/custom-patch-stream.js";
+import { patchOperationFromWire, valueFromWire } from "../../src/protocol/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient, type WireProtocol } from "../harness/wire-clients.js";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { snapshotTexts, useAgentd } from "../harness/use-agentd.js";
+import { useAgentd } from "../harness/use-agentd.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
-import { sessionStateFromWire, sessionStateToWire, valueFromWire } from "../../src/server/wire/index.js";
+import { sessionStateFromWire, sessionStateToWire, valueFromWire } from "../../src/protocol/index.js";
 
 const agentd = useAgentd({ args: ["test/fixtures/agents.ts"] });
 
@@ -30,7 +30,9 @@ describe("client-managed state", () => {
 
   it("rejects custom state that fails the schema, naming the field", async () => {
     const bad = sessionStateToWire({ messages: [], artifacts: [], custom: { notes: [1] } });
-    const err = await agentd.client.run({ init: { agent: "notes", state: bad }, input: textInput("x") }).catch((e) => e);
+    const err = await agentd.client
+      .run({ init: { agent: "notes", state: bad }, input: textInput("x") })
+      .catch((e) => e);
     expect(ConnectError.from(err).code).toBe(Code.InvalidArgument);
     expect(ConnectError.from(err).rawMessage).toContain("notes.0");
   });

@@ -6,6 +6,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { BusyPolicy } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { sessionWrittenAt, untilQueued } from "../harness/busy-session.js";
 import { mongoForTests } from "../harness/mongo-java-server.js";
 import { snapshotTexts } from "../harness/use-agentd.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
@@ -30,7 +31,10 @@ describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) =>
   let b: AgentdProcess;
   beforeAll(async () => {
     shared = await stores[kind]!();
-    [a, b] = await Promise.all([startAgentd({ args: ["--store", shared.uri] }), startAgentd({ args: ["--store", shared.uri] })]);
+    [a, b] = await Promise.all([
+      startAgentd({ args: ["--store", shared.uri] }),
+      startAgentd({ args: ["--store", shared.uri] }),
+    ]);
   });
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
@@ -38,12 +42,18 @@ describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) =>
   });
 
   /** A running watch on `server`: `first` resolves with the first status, `all` with every status until the stream ends. */
-  function watching(server: AgentdProcess, snapshotId: string): { first: Promise<SnapshotStatus>; all: Promise<SnapshotStatus[]> } {
+  function watching(
+    server: AgentdProcess,
+    snapshotId: string,
+  ): { first: Promise<SnapshotStatus>; all: Promise<SnapshotStatus[]> } {
     let sawFirst!: (status: SnapshotStatus) => void;
     const first = new Promise<SnapshotStatus>((resolve) => (sawFirst = resolve));
     const all = (async () => {
       const statuses: SnapshotStatus[] = [];
-      for await (const res of agentServiceClient(server.baseUrl, "grpc").watchSnapshot({ agent: "assistant", snapshotId })) {
+      for await (const res of agentServiceClient(server.baseUrl, "grpc").watchSnapshot({
+        agent: "assistant",
+        snapshotId,
+      })) {
         statuses.push(res.status);
         if (statuses.length === 1) sawFirst(res.status);
       }
@@ -65,14 +75,25 @@ describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) =>
     const { output } = await chat.drain();
     const watch = watching(b, output.snapshotId);
     expect(await watch.first).toBe(SnapshotStatus.PENDING); // the watch is open before the abort is sent
-    const res = await agentServiceClient(b.baseUrl, "grpc").abort({ agent: "assistant", snapshotId: output.snapshotId });
+    const res = await agentServiceClient(b.baseUrl, "grpc").abort({
+      agent: "assistant",
+      snapshotId: output.snapshotId,
+    });
     expect(res.status).toBe(SnapshotStatus.ABORTED);
     expect(await watch.all).toEqual([SnapshotStatus.PENDING, SnapshotStatus.ABORTED]);
     // A observed the abort and stopped: its finalizer recorded the state it had, without the queued turn.
-    await new Promise((r) => setTimeout(r, 2500));
-    const row = (await agentServiceClient(b.baseUrl, "grpc").getSnapshot({ agent: "assistant", snapshotId: output.snapshotId })).snapshot!;
+    const finished = await a.logLine(
+      (l) => l.msg === "background work finished" && l.snapshotId === output.snapshotId,
+      15_000,
+    );
+    expect(finished.status).toBe("aborted");
+    const row = (
+      await agentServiceClient(b.baseUrl, "grpc").getSnapshot({ agent: "assistant", snapshotId: output.snapshotId })
+    ).snapshot!;
     expect(row.status).toBe(SnapshotStatus.ABORTED);
-    const texts = (row.state?.messages ?? []).map((m) => (m.content[0]?.kind.case === "text" ? m.content[0].kind.value : ""));
+    const texts = (row.state?.messages ?? []).map((m) =>
+      m.content[0]?.kind.case === "text" ? m.content[0].kind.value : "",
+    );
     expect(texts).not.toContain("echo: queued behind it");
   });
 
@@ -82,26 +103,47 @@ describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) =>
       input: { ...textInput("finish me", { echoDelayMs: 200 }), detach: true },
     });
     expect(await watch(b, output!.snapshotId)).toEqual([SnapshotStatus.PENDING, SnapshotStatus.COMPLETED]);
-    const latest = await agentServiceClient(b.baseUrl, "grpc").getSnapshot({ agent: "assistant", sessionId: output!.sessionId });
+    const latest = await agentServiceClient(b.baseUrl, "grpc").getSnapshot({
+      agent: "assistant",
+      sessionId: output!.sessionId,
+    });
     expect(latest.snapshot?.snapshotId).toBe(output!.snapshotId);
   });
 
   it("B resumes a session A started", async () => {
-    const first = await agentServiceClient(a.baseUrl, "grpc").run({ init: { agent: "assistant" }, input: textInput("on A") });
-    const second = await agentServiceClient(b.baseUrl, "grpc").run({ init: { agent: "assistant", sessionId: first.output!.sessionId }, input: textInput("on B") });
-    const snap = await agentServiceClient(a.baseUrl, "grpc").getSnapshot({ agent: "assistant", sessionId: first.output!.sessionId });
+    const first = await agentServiceClient(a.baseUrl, "grpc").run({
+      init: { agent: "assistant" },
+      input: textInput("on A"),
+    });
+    const second = await agentServiceClient(b.baseUrl, "grpc").run({
+      init: { agent: "assistant", sessionId: first.output!.sessionId },
+      input: textInput("on B"),
+    });
+    const snap = await agentServiceClient(a.baseUrl, "grpc").getSnapshot({
+      agent: "assistant",
+      sessionId: first.output!.sessionId,
+    });
     expect(snap.snapshot?.snapshotId).toBe(second.output!.snapshotId);
     expect(snap.snapshot?.state?.messages).toHaveLength(4);
   });
 
   it("REJECT on B names A's running Chat; ENQUEUE on B runs once A's Chat closes", async () => {
-    const chat = new WireChat(agentServiceClient(a.baseUrl, "grpc"), { init: { agent: "assistant" }, input: textInput("held on A") });
+    const chat = new WireChat(agentServiceClient(a.baseUrl, "grpc"), {
+      init: { agent: "assistant" },
+      input: textInput("held on A"),
+    });
     const sessionId = (await chat.nextTurn()).turnEnd.sessionId;
     const onB = agentServiceClient(b.baseUrl, "grpc");
-    const rejected = await onB.run({ init: { agent: "assistant", sessionId }, input: textInput("no") }).catch((e) => ConnectError.from(e));
+    const rejected = await onB
+      .run({ init: { agent: "assistant", sessionId }, input: textInput("no") })
+      .catch((e) => ConnectError.from(e));
     expect((rejected as ConnectError).code).toBe(Code.Aborted);
-    const queued = onB.run({ init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.ENQUEUE }, input: textInput("after A") });
-    await new Promise((r) => setTimeout(r, 300));
+    const writtenAt = await sessionWrittenAt(onB, sessionId);
+    const queued = onB.run({
+      init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.ENQUEUE },
+      input: textInput("after A"),
+    });
+    await untilQueued(onB, sessionId, writtenAt); // B's call waits in line while A's Chat holds the session
     await chat.finish();
     const { output } = await queued;
     const snap = await onB.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId });
@@ -109,10 +151,16 @@ describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) =>
   });
 
   it("INTERRUPT on B takes the session from A's Chat: A's next turn is refused with ABORTED and never written", async () => {
-    const chat = new WireChat(agentServiceClient(a.baseUrl, "grpc"), { init: { agent: "assistant" }, input: textInput("on A") });
+    const chat = new WireChat(agentServiceClient(a.baseUrl, "grpc"), {
+      init: { agent: "assistant" },
+      input: textInput("on A"),
+    });
     const sessionId = (await chat.nextTurn()).turnEnd.sessionId;
     const onB = agentServiceClient(b.baseUrl, "grpc");
-    const taken = await onB.run({ init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.INTERRUPT }, input: textInput("on B") });
+    const taken = await onB.run({
+      init: { agent: "assistant", sessionId, busyPolicy: BusyPolicy.INTERRUPT },
+      input: textInput("on B"),
+    });
     chat.sendText("A again"); // A learns it lost the session when it commits this turn
     const ended = await chat.drain().then(
       () => undefined,

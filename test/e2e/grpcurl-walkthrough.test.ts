@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../harness/agentd-process.js";
+import { sessionWrittenAt, untilQueued } from "../harness/busy-session.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { jsonMessages, readmeShellBlocks } from "./readme-commands.js";
@@ -73,7 +74,9 @@ describe("the README's grpcurl walkthrough, verbatim, against npm start", () => 
     expect(output.finishReason).toBe("FINISH_REASON_STOP");
     expect(output.message.content[0].text).toBe("echo: And again");
 
-    const [latest, branch] = jsonMessages(await sh(blocks[2]!, { SESSION_ID: output.sessionId, FIRST_SNAPSHOT_ID: turnEnds[0].snapshotId }));
+    const [latest, branch] = jsonMessages(
+      await sh(blocks[2]!, { SESSION_ID: output.sessionId, FIRST_SNAPSHOT_ID: turnEnds[0].snapshotId }),
+    );
     expect(latest!.snapshot.snapshotId).toBe(output.snapshotId);
     expect(latest!.snapshot.state.messages).toHaveLength(4);
     expect(branch!.output.sessionId).toBe(output.sessionId);
@@ -123,8 +126,9 @@ describe("the README's busy-session command, verbatim, against npm start", () =>
     const client = agentServiceClient("http://127.0.0.1:50051", "grpc");
     const chat = new WireChat(client, { init: { agent: "assistant" }, input: textInput("holding the session") });
     const sessionId = (await chat.nextTurn()).turnEnd.sessionId;
+    const writtenAt = await sessionWrittenAt(client, sessionId);
     const queued = sh(enqueue!, { SESSION_ID: sessionId });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await untilQueued(client, sessionId, writtenAt); // grpcurl's call waits in line while the Chat holds the session
     await chat.finish();
     const reply = JSON.parse(await queued);
     expect(reply.output.message.content[0].text).toBe("echo: after the others");

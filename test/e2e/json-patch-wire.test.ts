@@ -19,8 +19,11 @@ afterAll(async () => {
 /** Runs grpcurl with the request(s) on stdin (`-d @`) and parses its JSON output. */
 function grpcurl(method: string, body: string): Promise<Record<string, any>[]> {
   return new Promise((resolve, reject) => {
-    const child = execFile(GRPCURL, ["-plaintext", "-d", "@", server.target, `agentd.v1.AgentService/${method}`], (err, stdout, stderr) =>
-      err ? reject(new Error(`grpcurl ${method} failed: ${stderr}`)) : resolve(jsonMessages(stdout)),
+    const child = execFile(
+      GRPCURL,
+      ["-plaintext", "-d", "@", server.target, `agentd.v1.AgentService/${method}`],
+      (err, stdout, stderr) =>
+        err ? reject(new Error(`grpcurl ${method} failed: ${stderr}`)) : resolve(jsonMessages(stdout)),
     );
     child.stdin!.end(body);
   });
@@ -52,7 +55,9 @@ describe("custom-state patches in proto JSON (grpcurl) apply with standard RFC 6
       }),
     );
     const responses = await grpcurl("Chat", requests.join("\n"));
-    const patches = responses.filter((r) => r.chunk?.customPatch).map((r) => r.chunk.customPatch as Record<string, unknown>[]);
+    const patches = responses
+      .filter((r) => r.chunk?.customPatch)
+      .map((r) => r.chunk.customPatch as Record<string, unknown>[]);
     expect(patches.length).toBeGreaterThanOrEqual(3);
     for (const ops of patches) for (const op of ops) expect(op).toHaveProperty("path");
     expect(patches[0]![0]).toMatchObject({ op: "replace", path: "" });
@@ -71,7 +76,8 @@ describe("custom-state patches in proto JSON (grpcurl) apply with standard RFC 6
     expect(await applyWithPythonJsonpatch(patches)).toEqual(custom);
 
     let doc: unknown = null;
-    for (const ops of patches) doc = fastJsonPatch.applyPatch(doc, ops as unknown as fastJsonPatch.Operation[], true, false).newDocument;
+    for (const ops of patches)
+      doc = fastJsonPatch.applyPatch(doc, ops as unknown as fastJsonPatch.Operation[], true, false).newDocument;
     expect(doc).toEqual(custom);
   });
 });

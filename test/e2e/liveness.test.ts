@@ -1,12 +1,14 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd } from "../harness/agentd-process.js";
 import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { storedSnapshot } from "../harness/stored-records.js";
+import { until } from "../harness/until.js";
 
 async function storedStatus(dir: string, snapshotId: string): Promise<string> {
   return (await storedSnapshot(dir, snapshotId)).record.status;
@@ -24,9 +26,12 @@ describe("liveness", () => {
 
     const reader = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-ttl-ms", "300"] });
     try {
-      await new Promise((r) => setTimeout(r, 500));
-      const { snapshot } = await agentServiceClient(reader.baseUrl, "grpc").getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId });
-      expect(snapshot?.status).toBe(SnapshotStatus.EXPIRED);
+      // The heartbeat going stale is time passing, which no event announces: poll until the row reads expired.
+      const client = agentServiceClient(reader.baseUrl, "grpc");
+      const read = () => client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId });
+      await until("the dead worker's row to read expired", async () => {
+        return (await read()).snapshot?.status === SnapshotStatus.EXPIRED;
+      });
       expect(await storedStatus(dir, output!.snapshotId)).toBe("pending");
     } finally {
       await reader.stop();
@@ -44,7 +49,10 @@ describe("liveness", () => {
       });
       const statuses: SnapshotStatus[] = [];
       let killedAt = 0;
-      for await (const res of agentServiceClient(watcher.baseUrl, "grpc").watchSnapshot({ agent: "assistant", snapshotId: output!.snapshotId })) {
+      for await (const res of agentServiceClient(watcher.baseUrl, "grpc").watchSnapshot({
+        agent: "assistant",
+        snapshotId: output!.snapshotId,
+      })) {
         statuses.push(res.status);
         if (res.status === SnapshotStatus.PENDING) {
           await doomed.stop("SIGKILL"); // the worker dies while the watch is open
@@ -63,11 +71,18 @@ describe("liveness", () => {
     const server = await startAgentd({ args: ["--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "400"] });
     try {
       const client = agentServiceClient(server.baseUrl, "grpc");
-      const { output } = await client.run({ init: { agent: "assistant" }, input: { ...textInput("one two three four five six seven eight", { echoDelayMs: 150 }), detach: true } });
-      await new Promise((r) => setTimeout(r, 800));
-      const { snapshot } = await client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId });
-      expect(snapshot?.status).toBe(SnapshotStatus.PENDING);
-      expect(Number(snapshot?.heartbeatAt?.seconds ?? 0n) * 1000).toBeGreaterThan(Date.now() - 2000);
+      const { output } = await client.run({
+        init: { agent: "assistant" },
+        input: { ...textInput("one two three four five six seven eight", { echoDelayMs: 150 }), detach: true },
+      });
+      // Wait for a heartbeat written more than the TTL (400 ms) after the row was created:
+      // without heartbeats the row would read expired by then.
+      const snapshot = await until("a heartbeat more than the TTL after the row's creation", async () => {
+        const { snapshot } = await client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId });
+        const { heartbeatAt, createdAt } = snapshot ?? {};
+        return heartbeatAt && createdAt && timestampMs(heartbeatAt) - timestampMs(createdAt) > 400 && snapshot;
+      });
+      expect(snapshot.status).toBe(SnapshotStatus.PENDING);
     } finally {
       await server.stop();
     }

@@ -24,7 +24,17 @@ function filesUnder(root: string, dir: string): string[] {
 describe("pip install ./gen/python ./clients/python leaves build artefacts", () => {
   it("that .gitignore ignores and check-generated.sh does not count as stale", { timeout: 300_000 }, async () => {
     const skip = (src: string) => !/(^|\/)(build|__pycache__|[^/]*\.egg-info)$/.test(src);
-    for (const path of ["scripts", "proto", "proto-vendor", "gen", "clients/python", "buf.yaml", "buf.gen.yaml", "buf.gen.grpc.yaml", "package.json"]) {
+    for (const path of [
+      "scripts",
+      "proto",
+      "proto-vendor",
+      "gen",
+      "clients/python",
+      "buf.yaml",
+      "buf.gen.yaml",
+      "buf.gen.grpc.yaml",
+      "package.json",
+    ]) {
       cpSync(join(REPO_ROOT, path), join(scratch, path), { recursive: true, filter: skip });
     }
     for (const link of ["node_modules", ".tools"]) symlinkSync(join(REPO_ROOT, link), join(scratch, link));
@@ -33,7 +43,18 @@ describe("pip install ./gen/python ./clients/python leaves build artefacts", () 
     // the venv's setuptools builds both wheels, offline.
     await exec(
       join(REPO_ROOT, ".tools/venv/bin/python"),
-      ["-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", join(scratch, "wheels"), "./gen/python", "./clients/python"],
+      [
+        "-m",
+        "pip",
+        "wheel",
+        "--quiet",
+        "--no-deps",
+        "--no-build-isolation",
+        "--wheel-dir",
+        join(scratch, "wheels"),
+        "./gen/python",
+        "./clients/python",
+      ],
       { cwd: scratch, timeout: 240_000 },
     );
     const artefacts = [...filesUnder(scratch, "gen/python/build"), ...filesUnder(scratch, "clients/python/build")];
@@ -47,7 +68,10 @@ describe("pip install ./gen/python ./clients/python leaves build artefacts", () 
     await new Promise((resolve) => child.once("exit", resolve));
     expect(ignored.trim().split("\n").sort()).toEqual([...artefacts].sort());
 
-    const { stdout } = await exec("bash", [join(scratch, "scripts/check-generated.sh")], { cwd: scratch, timeout: 240_000 });
+    const { stdout } = await exec("bash", [join(scratch, "scripts/check-generated.sh")], {
+      cwd: scratch,
+      timeout: 240_000,
+    });
     expect(stdout).toContain("gen/ is up to date");
   });
 });

@@ -48,6 +48,8 @@ const EXPECTED_OUTPUT: Record<string, RegExp[]> = {
   "Sessions: list, label, delete, expire/ts": [/ 1\n/],
   "Sessions: list, label, delete, expire/go": [/ 1\n/],
   "Sessions: list, label, delete, expire/python": [/ 1\n/],
+  "Tracing a call across services/go": [/echo: hello traced trace [0-9a-f]{32}/],
+  "Tracing a call across services/python": [/echo: hello traced trace [0-9a-f]{32}/],
 };
 
 const blocks = readmeCodeBlocks("ts", "go", "python");
@@ -64,16 +66,35 @@ afterAll(async () => {
   if (workDir) rmSync(workDir, { recursive: true, force: true });
   const counts = (pred: (b: ReadmeCodeBlock) => boolean) =>
     ["ts", "go", "python"].map((l) => `${l} ${blocks.filter((b) => b.lang === l && pred(b)).length}`).join(", ");
-  console.log(`README snippets: run ${counts((b) => !b.notRun)}; not run (marked <!-- not run -->) ${counts((b) => !!b.notRun)}`);
+  console.log(
+    `README snippets: run ${counts((b) => !b.notRun)}; not run (marked <!-- not run -->) ${counts((b) => !!b.notRun)}`,
+  );
 });
 
-function exec(file: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<string> {
+function exec(
+  file: string,
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       file,
       args,
-      { cwd: options.cwd, env: { ...process.env, ...options.env }, timeout: options.timeoutMs ?? 90_000, maxBuffer: 16 << 20 },
-      (err, stdout, stderr) => (err ? reject(Object.assign(new Error(`${file} ${args.join(" ")} failed: ${err.message}\n${stdout}\n${stderr}`), { stdout, stderr })) : resolve(stdout)),
+      {
+        cwd: options.cwd,
+        env: { ...process.env, ...options.env },
+        timeout: options.timeoutMs ?? 90_000,
+        maxBuffer: 16 << 20,
+      },
+      (err, stdout, stderr) =>
+        err
+          ? reject(
+              Object.assign(new Error(`${file} ${args.join(" ")} failed: ${err.message}\n${stdout}\n${stderr}`), {
+                stdout,
+                stderr,
+              }),
+            )
+          : resolve(stdout),
     );
   });
 }
@@ -123,7 +144,9 @@ async function runTypeScript(block: ReadmeCodeBlock, previousModule: ReadmeCodeB
   const prelude: string[] = [];
   if (previousModule) {
     writeFileSync(join(dir, "my-agents.ts"), withLocalImports(previousModule.code));
-    const used = exportedNames(previousModule.code).filter((n) => new RegExp(`\\b${n}\\b`).test(block.code) && !new RegExp(`(const|let|function) ${n}\\b`).test(block.code));
+    const used = exportedNames(previousModule.code).filter(
+      (n) => new RegExp(`\\b${n}\\b`).test(block.code) && !new RegExp(`(const|let|function) ${n}\\b`).test(block.code),
+    );
     if (used.length) prelude.push(`import { ${used.join(", ")} } from "./my-agents.ts";`);
   }
   if (/\bclient\./.test(block.code) && !/const client\b/.test(block.code)) {
@@ -143,6 +166,10 @@ const GO_IMPORTS: [RegExp, string][] = [
   [/\bconnect\./, '"connectrpc.com/connect"'],
   [/\bstructpb\./, '"google.golang.org/protobuf/types/known/structpb"'],
   [/\bagentdv1\./, 'agentdv1 "github.com/agentd-dev/agentd/gen/go/agentd/v1"'],
+  [/\botelconnect\./, '"connectrpc.com/otelconnect"'],
+  [/\botel\./, '"go.opentelemetry.io/otel"'],
+  [/\bpropagation\./, '"go.opentelemetry.io/otel/propagation"'],
+  [/\bsdktrace\./, 'sdktrace "go.opentelemetry.io/otel/sdk/trace"'],
 ];
 
 async function runGo(block: ReadmeCodeBlock): Promise<string> {
@@ -226,7 +253,9 @@ describe("the README's TypeScript, Go and Python snippets, extracted from README
   it("says why each block it does not run is not run (marked <!-- not run: … --> in README.md)", () => {
     const notRun = blocks.filter((b) => b.notRun);
     for (const block of notRun) expect(block.notRun!.trim().length, `README.md:${block.line}`).toBeGreaterThan(10);
-    console.log(`README blocks not run (${notRun.length}):\n${notRun.map((b) => `  ${b.lang} at README.md:${b.line}: ${b.notRun}`).join("\n")}`);
+    console.log(
+      `README blocks not run (${notRun.length}):\n${notRun.map((b) => `  ${b.lang} at README.md:${b.line}: ${b.notRun}`).join("\n")}`,
+    );
   });
 
   let previousModule: ReadmeCodeBlock | undefined;
@@ -238,7 +267,11 @@ describe("the README's TypeScript, Go and Python snippets, extracted from README
     it(name, { timeout: 300_000 }, async () => {
       if (isAgentsModule(block)) return runAgentsModule(block);
       const out =
-        block.lang === "ts" ? await runTypeScript(block, module) : block.lang === "go" ? await runGo(block) : await runPython(block);
+        block.lang === "ts"
+          ? await runTypeScript(block, module)
+          : block.lang === "go"
+            ? await runGo(block)
+            : await runPython(block);
       for (const expected of EXPECTED_OUTPUT[`${block.heading}/${block.lang}`] ?? []) expect(out).toMatch(expected);
     });
   }

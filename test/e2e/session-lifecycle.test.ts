@@ -10,6 +10,7 @@ import { useAgentd } from "../harness/use-agentd.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { failure } from "../harness/call-failure.js";
+import { until } from "../harness/until.js";
 
 const agentd = useAgentd({ args: ["--heartbeat-interval-ms", "100"] });
 
@@ -20,7 +21,11 @@ async function session(labels: Record<string, string>, agent = "assistant"): Pro
 }
 
 /** Every session ListSessions returns for the request, following page tokens. */
-async function listAll(request: { agent?: string; labels?: Record<string, string>; pageSize?: number }): Promise<string[]> {
+async function listAll(request: {
+  agent?: string;
+  labels?: Record<string, string>;
+  pageSize?: number;
+}): Promise<string[]> {
   const ids: string[] = [];
   let pageToken = "";
   do {
@@ -56,26 +61,43 @@ describe("session lifecycle RPCs", () => {
   });
 
   it("GetSession returns the head: agent, labels, turn count, head snapshot and its status, times", async () => {
-    const chat = new WireChat(agentd.client, { init: { agent: "assistant", labels: { kind: "get" } }, input: textInput("one") });
+    const chat = new WireChat(agentd.client, {
+      init: { agent: "assistant", labels: { kind: "get" } },
+      input: textInput("one"),
+    });
     await chat.nextTurn();
     chat.sendText("two");
     const second = await chat.nextTurn();
     await chat.finish();
     const { session: info } = await agentd.client.getSession({ sessionId: second.turnEnd.sessionId });
-    expect(info).toMatchObject({ sessionId: second.turnEnd.sessionId, agent: "assistant", labels: { kind: "get" }, turnCount: 2, headSnapshotId: second.turnEnd.snapshotId, headStatus: SnapshotStatus.COMPLETED });
+    expect(info).toMatchObject({
+      sessionId: second.turnEnd.sessionId,
+      agent: "assistant",
+      labels: { kind: "get" },
+      turnCount: 2,
+      headSnapshotId: second.turnEnd.snapshotId,
+      headStatus: SnapshotStatus.COMPLETED,
+    });
     expect(Number(info!.updatedAt!.seconds)).toBeGreaterThanOrEqual(Number(info!.createdAt!.seconds));
     expect(info!.expiresAt).toBeUndefined();
   });
 
   it("UpdateSession sets and removes labels and sets and clears a time-to-live", async () => {
     const id = await session({ keep: "yes", drop: "me" });
-    const updated = await agentd.client.updateSession({ sessionId: id, setLabels: { added: "1", keep: "still" }, removeLabels: ["drop"], ttl: { seconds: 3600n } });
+    const updated = await agentd.client.updateSession({
+      sessionId: id,
+      setLabels: { added: "1", keep: "still" },
+      removeLabels: ["drop"],
+      ttl: { seconds: 3600n },
+    });
     expect(updated.session?.labels).toEqual({ keep: "still", added: "1" });
     expect(Number(updated.session!.ttl!.seconds)).toBe(3600);
     expect(Number(updated.session!.expiresAt!.seconds) - Number(updated.session!.updatedAt!.seconds)).toBe(3600);
     const cleared = await agentd.client.updateSession({ sessionId: id, clearTtl: true });
     expect(cleared.session?.expiresAt).toBeUndefined();
-    expect((await failure(() => agentd.client.updateSession({ sessionId: id, setLabels: { "Bad Key": "x" } }))).code).toBe(Code.InvalidArgument);
+    expect(
+      (await failure(() => agentd.client.updateSession({ sessionId: id, setLabels: { "Bad Key": "x" } }))).code,
+    ).toBe(Code.InvalidArgument);
   });
 
   it("lists newest-updated first, paged, filtered by agent", async () => {
@@ -89,26 +111,39 @@ describe("session lifecycle RPCs", () => {
   });
 
   it("deleting a session with detached work running aborts the work first; the session is then gone", async () => {
-    const chat = new WireChat(agentd.client, { init: { agent: "assistant" }, input: { ...textInput("slow", { echoDelayMs: 300 }), detach: true } });
+    const chat = new WireChat(agentd.client, {
+      init: { agent: "assistant" },
+      input: { ...textInput("slow", { echoDelayMs: 300 }), detach: true },
+    });
     const { output } = await chat.drain();
     expect(output.finishReason).toBe(FinishReason.DETACHED);
     const statuses: SnapshotStatus[] = [];
     let watchError: ConnectError | undefined;
+    let watchOpen!: () => void;
+    const opened = new Promise<void>((resolve) => (watchOpen = resolve));
     const watching = (async () => {
       try {
-        for await (const res of agentd.client.watchSnapshot({ agent: "assistant", snapshotId: output.snapshotId })) statuses.push(res.status);
+        for await (const res of agentd.client.watchSnapshot({ agent: "assistant", snapshotId: output.snapshotId })) {
+          statuses.push(res.status);
+          watchOpen();
+        }
       } catch (err) {
         watchError = ConnectError.from(err);
+      } finally {
+        watchOpen();
       }
     })();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await opened; // the watch has read the row (its first status) before the delete
     expect((await agentd.client.deleteSession({ sessionId: output.sessionId })).deleted).toBe(true);
     await watching;
     // The watch saw the work stop: ABORTED, or the row vanishing (NOT_FOUND), never COMPLETED.
     expect(statuses).not.toContain(SnapshotStatus.COMPLETED);
     expect(statuses.at(-1) === SnapshotStatus.ABORTED || watchError?.code === Code.NotFound).toBe(true);
-    expect((await failure(() => agentd.client.getSnapshot({ agent: "assistant", snapshotId: output.snapshotId }))).code).toBe(Code.NotFound);
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(
+      (await failure(() => agentd.client.getSnapshot({ agent: "assistant", snapshotId: output.snapshotId }))).code,
+    ).toBe(Code.NotFound);
+    // Once the aborted work has finished (its finalizer ran), the session is still gone: nothing wrote it back.
+    await agentd.server.logLine((l) => l.msg === "background work finished" && l.snapshotId === output.snapshotId);
     expect((await failure(() => agentd.client.getSession({ sessionId: output.sessionId }))).code).toBe(Code.NotFound);
   });
 });
@@ -116,7 +151,9 @@ describe("session lifecycle RPCs", () => {
 describe("sessions of another tenant", () => {
   let server: AgentdProcess;
   beforeAll(async () => {
-    server = await startAgentd({ args: ["--auth-tokens", writeTokensFile(["tenant-a-token-000000001 a", "tenant-b-token-000000002 b"])] });
+    server = await startAgentd({
+      args: ["--auth-tokens", writeTokensFile(["tenant-a-token-000000001 a", "tenant-b-token-000000002 b"])],
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -130,7 +167,9 @@ describe("sessions of another tenant", () => {
     expect((await b.listSessions({})).sessions.map((s) => s.sessionId)).not.toContain(id);
     expect((await a.listSessions({})).sessions.map((s) => s.sessionId)).toContain(id);
     expect((await failure(() => b.getSession({ sessionId: id }))).code).toBe(Code.NotFound);
-    expect((await failure(() => b.updateSession({ sessionId: id, setLabels: { owner: "b" } }))).code).toBe(Code.NotFound);
+    expect((await failure(() => b.updateSession({ sessionId: id, setLabels: { owner: "b" } }))).code).toBe(
+      Code.NotFound,
+    );
     expect((await b.deleteSession({ sessionId: id })).deleted).toBe(false);
     expect((await a.getSession({ sessionId: id })).session?.labels).toEqual({ owner: "a" });
   });
@@ -158,17 +197,21 @@ describe("--session-ttl", () => {
     await server?.stop();
   });
 
-  it("makes a session NOT_FOUND 3 s after its last turn, and the sweep removes its files", async () => {
+  it("makes a session NOT_FOUND 2 s after its last turn, and the sweep removes its files", async () => {
     const client = agentServiceClient(server.baseUrl, "grpc");
+    const lastTurnStarted = Date.now();
     const { output } = await client.run({ init: { agent: "assistant" }, input: textInput("short-lived") });
-    const info = await client.getSession({ sessionId: output!.sessionId });
+    const sessionId = output!.sessionId;
+    const info = await client.getSession({ sessionId });
     expect(Number(info.session!.ttl!.seconds)).toBe(2);
-    expect(filesMentioning(dir, output!.sessionId).length).toBeGreaterThan(0);
-    await new Promise((resolve) => setTimeout(resolve, 3000));
-    expect((await failure(() => client.getSnapshot({ agent: "assistant", sessionId: output!.sessionId }))).code).toBe(Code.NotFound);
-    expect((await failure(() => client.getSession({ sessionId: output!.sessionId }))).code).toBe(Code.NotFound);
-    for (let i = 0; i < 40 && filesMentioning(dir, output!.sessionId).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(filesMentioning(dir, output!.sessionId)).toEqual([]);
+    expect(filesMentioning(dir, sessionId).length).toBeGreaterThan(0);
+    // Expiry is time passing, which no event announces: poll until the session reads NOT_FOUND.
+    const readCode = async () => (await failure(() => client.getSession({ sessionId }))).code;
+    await until("the session to expire", async () => (await readCode()) === Code.NotFound, { intervalMs: 100 });
+    expect(Date.now() - lastTurnStarted).toBeGreaterThanOrEqual(2_000); // not before its TTL
+    expect((await failure(() => client.getSnapshot({ agent: "assistant", sessionId }))).code).toBe(Code.NotFound);
+    await server.logLine((l) => l.msg === "expired sessions deleted" && Number(l.removed) >= 1, 10_000);
+    expect(filesMentioning(dir, sessionId)).toEqual([]);
     expect(existsSync(dir)).toBe(true);
   });
 });

@@ -18,7 +18,6 @@ async function conversation(agent: string, texts: string[]): Promise<{ sessionId
   return { sessionId: output.sessionId, snapshots };
 }
 
-
 describe("snapshots", () => {
   it("GetSnapshot by ID returns that turn's completed state", async () => {
     const { sessionId, snapshots } = await conversation("assistant", ["a", "b"]);
@@ -74,7 +73,10 @@ describe("resume", () => {
   it("by an earlier snapshot branches and leaves the other branch untouched", async () => {
     const { sessionId, snapshots } = await conversation("assistant", ["root", "main-2"]);
     const before = await agentd.client.getSnapshot({ agent: "assistant", snapshotId: snapshots[1] });
-    const { output } = await agentd.client.run({ init: { agent: "assistant", snapshotId: snapshots[0] }, input: textInput("branch-2") });
+    const { output } = await agentd.client.run({
+      init: { agent: "assistant", snapshotId: snapshots[0] },
+      input: textInput("branch-2"),
+    });
     const branch = await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output?.snapshotId });
     expect(branch.snapshot?.parentId).toBe(snapshots[0]);
     expect(branch.snapshot?.sessionId).toBe(sessionId);
@@ -85,18 +87,33 @@ describe("resume", () => {
 
   it("by an earlier snapshot moves the session's head: resuming by session continues the branch", async () => {
     const { sessionId, snapshots } = await conversation("assistant", ["root", "main-2"]);
-    const branch = await agentd.client.run({ init: { agent: "assistant", snapshotId: snapshots[0] }, input: textInput("branch-2") });
+    const branch = await agentd.client.run({
+      init: { agent: "assistant", snapshotId: snapshots[0] },
+      input: textInput("branch-2"),
+    });
     const head = await agentd.client.getSnapshot({ agent: "assistant", sessionId });
     expect(head.snapshot?.snapshotId).toBe(branch.output?.snapshotId);
-    const { output } = await agentd.client.run({ init: { agent: "assistant", sessionId }, input: textInput("branch-3") });
+    const { output } = await agentd.client.run({
+      init: { agent: "assistant", sessionId },
+      input: textInput("branch-3"),
+    });
     const next = await agentd.client.getSnapshot({ agent: "assistant", snapshotId: output?.snapshotId });
     expect(next.snapshot?.parentId).toBe(branch.output?.snapshotId);
-    expect(snapshotTexts(next.snapshot)).toEqual(["root", "echo: root", "branch-2", "echo: branch-2", "branch-3", "echo: branch-3"]);
+    expect(snapshotTexts(next.snapshot)).toEqual([
+      "root",
+      "echo: root",
+      "branch-2",
+      "echo: branch-2",
+      "branch-3",
+      "echo: branch-3",
+    ]);
   });
 
   it("ListSnapshots refuses a negative page_size with INVALID_ARGUMENT", async () => {
     const { sessionId } = await conversation("assistant", ["one"]);
-    const err = await agentd.client.listSnapshots({ agent: "assistant", sessionId, pageSize: -1 }).catch((e) => ConnectError.from(e));
+    const err = await agentd.client
+      .listSnapshots({ agent: "assistant", sessionId, pageSize: -1 })
+      .catch((e) => ConnectError.from(e));
     expect((err as ConnectError).code).toBe(Code.InvalidArgument);
     expect((err as ConnectError).rawMessage).toMatch(/page_size must not be negative/);
   });
@@ -104,9 +121,14 @@ describe("resume", () => {
   it("by snapshot and session asserts the session", async () => {
     const a = await conversation("assistant", ["a"]);
     const b = await conversation("assistant", ["b"]);
-    const err = await agentd.client.run({ init: { agent: "assistant", snapshotId: a.snapshots[0], sessionId: b.sessionId }, input: textInput("x") }).catch((e) => e);
+    const err = await agentd.client
+      .run({ init: { agent: "assistant", snapshotId: a.snapshots[0], sessionId: b.sessionId }, input: textInput("x") })
+      .catch((e) => e);
     expect(ConnectError.from(err).code).toBe(Code.InvalidArgument);
-    const ok = await agentd.client.run({ init: { agent: "assistant", snapshotId: a.snapshots[0], sessionId: a.sessionId }, input: textInput("x") });
+    const ok = await agentd.client.run({
+      init: { agent: "assistant", snapshotId: a.snapshots[0], sessionId: a.sessionId },
+      input: textInput("x"),
+    });
     expect(ok.output?.sessionId).toBe(a.sessionId);
   });
 });

@@ -33,8 +33,14 @@ describe.each(stores)("sessions are owned by the caller's tenant, on %s", (_name
   let pendingId: string;
 
   beforeAll(async () => {
-    const tokens = writeTokensFile([`${TOKEN_A} tenant-a alice`, `${TOKEN_A2} tenant-a alice-batch`, `${TOKEN_B} tenant-b bob`]);
-    server = await startAgentd({ args: ["--store", storeUri(), "--auth-tokens", tokens, "--heartbeat-interval-ms", "100"] });
+    const tokens = writeTokensFile([
+      `${TOKEN_A} tenant-a alice`,
+      `${TOKEN_A2} tenant-a alice-batch`,
+      `${TOKEN_B} tenant-b bob`,
+    ]);
+    server = await startAgentd({
+      args: ["--store", storeUri(), "--auth-tokens", tokens, "--heartbeat-interval-ms", "100"],
+    });
     a = clientWithToken(server.baseUrl, TOKEN_A);
     a2 = clientWithToken(server.baseUrl, TOKEN_A2);
     b = clientWithToken(server.baseUrl, TOKEN_B);
@@ -59,19 +65,35 @@ describe.each(stores)("sessions are owned by the caller's tenant, on %s", (_name
       ["GetSnapshot by session", (s) => b.getSnapshot({ agent: "assistant", sessionId: s })],
       ["GetSnapshot by snapshot", (_s, snap) => b.getSnapshot({ agent: "assistant", snapshotId: snap })],
       ["ListSnapshots", (s) => b.listSnapshots({ agent: "assistant", sessionId: s })],
-      ["WatchSnapshot", async (_s, snap) => {
-        for await (const _ of b.watchSnapshot({ agent: "assistant", snapshotId: snap }));
-      }],
+      [
+        "WatchSnapshot",
+        async (_s, snap) => {
+          for await (const _ of b.watchSnapshot({ agent: "assistant", snapshotId: snap }));
+        },
+      ],
       ["Abort", (_s, snap) => b.abort({ agent: "assistant", snapshotId: snap })],
-      ["Run resuming the session", (s) => b.run({ init: { agent: "assistant", sessionId: s }, input: textInput("hijack") })],
-      ["Run resuming the snapshot", (_s, snap) => b.run({ init: { agent: "assistant", snapshotId: snap }, input: textInput("hijack") })],
+      [
+        "Run resuming the session",
+        (s) => b.run({ init: { agent: "assistant", sessionId: s }, input: textInput("hijack") }),
+      ],
+      [
+        "Run resuming the snapshot",
+        (_s, snap) => b.run({ init: { agent: "assistant", snapshotId: snap }, input: textInput("hijack") }),
+      ],
     ];
     for (const [name, attempt] of attempts) {
-      const foreign = await failure(() => attempt(sessionId, name === "Abort" || name === "WatchSnapshot" ? pendingId : completedId));
+      const foreign = await failure(() =>
+        attempt(sessionId, name === "Abort" || name === "WatchSnapshot" ? pendingId : completedId),
+      );
       const unknown = await failure(() => attempt(unknownSession, unknownSnapshot));
       expect(foreign.code, name).toBe(Code.NotFound);
       expect(unknown.code, name).toBe(Code.NotFound);
-      const foreignId = name.includes("session") || name === "ListSnapshots" ? sessionId : name === "Abort" || name === "WatchSnapshot" ? pendingId : completedId;
+      const foreignId =
+        name.includes("session") || name === "ListSnapshots"
+          ? sessionId
+          : name === "Abort" || name === "WatchSnapshot"
+            ? pendingId
+            : completedId;
       const unknownId = name.includes("session") || name === "ListSnapshots" ? unknownSession : unknownSnapshot;
       expect(shape(foreign, foreignId), name).toBe(shape(unknown, unknownId));
     }
@@ -89,7 +111,10 @@ describe.each(stores)("sessions are owned by the caller's tenant, on %s", (_name
   it("lets every caller of the same tenant reach the session", async () => {
     const res = await a2.getSnapshot({ agent: "assistant", sessionId });
     expect(res.snapshot?.sessionId).toBe(sessionId);
-    const { output } = await a2.run({ init: { agent: "assistant", sessionId }, input: textInput("from the batch job") });
+    const { output } = await a2.run({
+      init: { agent: "assistant", sessionId },
+      input: textInput("from the batch job"),
+    });
     expect(output?.finishReason).toBe(FinishReason.STOP);
   });
 });

@@ -6,7 +6,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
-import { valueFromWire } from "../../src/server/wire/index.js";
+import { valueFromWire } from "../../src/protocol/index.js";
 import { storedSnapshot } from "../harness/stored-records.js";
 
 let server: AgentdProcess;
@@ -21,13 +21,15 @@ afterAll(async () => {
   await server?.stop();
 });
 
-
 describe("state transform", () => {
   it("redacts GetSnapshot while the store keeps the raw state", async () => {
     const { output } = await client.run({ init: { agent: "redacted" }, input: textInput("hello") });
     const { snapshot } = await client.getSnapshot({ agent: "redacted", snapshotId: output!.snapshotId });
     expect(valueFromWire(snapshot?.state?.custom)).toEqual({ visible: "hello" });
-    expect((await storedSnapshot(storeDir, output!.snapshotId)).state?.custom).toEqual({ visible: "hello", secret: "secret-of-hello" });
+    expect((await storedSnapshot(storeDir, output!.snapshotId)).state?.custom).toEqual({
+      visible: "hello",
+      secret: "secret-of-hello",
+    });
   });
 
   it("redacts the custom patch stream", async () => {
@@ -63,13 +65,18 @@ describe("chunk transform", () => {
   it("rewrites and drops streamed chunks, while the snapshot keeps the raw text", async () => {
     const chunks: string[] = [];
     let snapshotId = "";
-    for await (const res of client.runStream({ init: { agent: "censored" }, input: textInput("my password is hunter2 ok") })) {
+    for await (const res of client.runStream({
+      init: { agent: "censored" },
+      input: textInput("my password is hunter2 ok"),
+    })) {
       const part = res.chunk?.modelChunk?.content[0]?.kind;
       if (part?.case === "text") chunks.push(part.value);
       if (res.output) snapshotId = res.output.snapshotId;
     }
     expect(chunks.join("")).toBe("echo: my ******** is ok");
-    expect((await storedSnapshot(storeDir, snapshotId)).state?.messages.at(-1)?.content[0]?.text).toBe("echo: my password is hunter2 ok");
+    expect((await storedSnapshot(storeDir, snapshotId)).state?.messages.at(-1)?.content[0]?.text).toBe(
+      "echo: my password is hunter2 ok",
+    );
   });
 
   it("fails the stream closed with the transform's status", async () => {

@@ -93,7 +93,9 @@ describe("the TypeScript client's Chat over a transport that cannot stream both 
         (e: unknown) => e,
       );
       // Which one the client sees first depends on timing: the 505 answer or the closed connection.
-      expect(ConnectError.from(err).rawMessage).toMatch(/^Chat needs HTTP\/2|needs HTTP\/2 \(gRPC or Connect over HTTP\/2\)$/);
+      expect(ConnectError.from(err).rawMessage).toMatch(
+        /^Chat needs HTTP\/2|needs HTTP\/2 \(gRPC or Connect over HTTP\/2\)$/,
+      );
       await expect(conversation.output()).rejects.toThrow(/needs HTTP\/2/);
     });
   }
@@ -118,7 +120,9 @@ describe("a Chat with init and no input", () => {
   it("resuming an existing session without input returns that session", async () => {
     const client = agentServiceClient(server.baseUrl, "grpc");
     const first = await new WireChat(client, { init: { agent: "assistant" }, input: textInput("hello") }).finish();
-    const { output } = await new WireChat(client, { init: { agent: "assistant", sessionId: first.output.sessionId } }).finish();
+    const { output } = await new WireChat(client, {
+      init: { agent: "assistant", sessionId: first.output.sessionId },
+    }).finish();
     expect(output.sessionId).toBe(first.output.sessionId);
   });
 });

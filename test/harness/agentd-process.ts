@@ -60,7 +60,11 @@ export interface AgentdProcess {
    */
   logLine(predicate: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
   /** Waits until at least `count` log records match `predicate`; resolves with them. */
-  logLinesMatching(predicate: (line: Record<string, unknown>) => boolean, count: number, timeoutMs?: number): Promise<Record<string, unknown>[]>;
+  logLinesMatching(
+    predicate: (line: Record<string, unknown>) => boolean,
+    count: number,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>[]>;
 }
 
 function nodeBinary(): string {
@@ -84,7 +88,9 @@ export function defaultStoreUri(): string {
     // not inside a vitest worker (a benchmark or script): memory
   }
   if (expected === "mongodb" && !uri.startsWith("mongodb")) {
-    throw new Error(`this test project must run its servers on MongoDB, but its setup provided no MongoDB URI (got "${uri}")`);
+    throw new Error(
+      `this test project must run its servers on MongoDB, but its setup provided no MongoDB URI (got "${uri}")`,
+    );
   }
   return uri || "memory:";
 }
@@ -97,8 +103,18 @@ export function defaultStoreUri(): string {
  * collected output if the process exits or stays silent first.
  */
 export async function startAgentd(options: StartAgentdOptions = {}): Promise<AgentdProcess> {
-  const argv = ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", defaultStoreUri(),
-    ...(options.examples === "cli-default" ? [] : ["--examples"]), ...(options.args ?? [])];
+  const argv = [
+    "--import",
+    TSX_LOADER,
+    `${REPO_ROOT}src/cli/main.ts`,
+    "serve",
+    "--port",
+    "0",
+    "--store",
+    defaultStoreUri(),
+    ...(options.examples === "cli-default" ? [] : ["--examples"]),
+    ...(options.args ?? []),
+  ];
   const proc = spawn(nodeBinary(), argv, {
     cwd: options.cwd ?? REPO_ROOT,
     env: { ...process.env, ...options.env },
@@ -117,7 +133,9 @@ export async function startAgentd(options: StartAgentdOptions = {}): Promise<Age
   const listening = await new Promise<Record<string, unknown>>((resolve, reject) => {
     const timer = setTimeout(() => {
       proc.kill("SIGKILL");
-      reject(new Error(`agentd did not log "agentd listening" within ${options.startupTimeoutMs ?? 30_000} ms:\n${output}`));
+      reject(
+        new Error(`agentd did not log "agentd listening" within ${options.startupTimeoutMs ?? 30_000} ms:\n${output}`),
+      );
     }, options.startupTimeoutMs ?? 30_000);
     let pending = "";
     proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
@@ -174,12 +192,17 @@ export async function startAgentd(options: StartAgentdOptions = {}): Promise<Age
       .filter((r): r is Record<string, unknown> => r !== undefined);
   }
 
-  async function waitForLines(predicate: (line: Record<string, unknown>) => boolean, count: number, timeoutMs: number): Promise<Record<string, unknown>[]> {
+  async function waitForLines(
+    predicate: (line: Record<string, unknown>) => boolean,
+    count: number,
+    timeoutMs: number,
+  ): Promise<Record<string, unknown>[]> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = logLines().filter(predicate);
       if (found.length >= count) return found;
-      if (Date.now() > deadline) throw new Error(`fewer than ${count} matching log line(s) within ${timeoutMs} ms:\n${stdoutText.slice(-4000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`fewer than ${count} matching log line(s) within ${timeoutMs} ms:\n${stdoutText.slice(-4000)}`);
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }

@@ -14,10 +14,16 @@ export function bearer(token: string): Interceptor {
 }
 
 /** A generated AgentService client sending `token` (none when undefined), over gRPC or Connect (HTTP/1.1). */
-export function clientWithToken(baseUrl: string, token: string | undefined, protocol: "grpc" | "connect-h1" = "grpc"): Client<typeof AgentService> {
+export function clientWithToken(
+  baseUrl: string,
+  token: string | undefined,
+  protocol: "grpc" | "connect-h1" = "grpc",
+): Client<typeof AgentService> {
   const interceptors = token === undefined ? [] : [bearer(token)];
   const transport =
-    protocol === "grpc" ? createGrpcTransport({ baseUrl, interceptors }) : createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors });
+    protocol === "grpc"
+      ? createGrpcTransport({ baseUrl, interceptors })
+      : createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors });
   return createClient(AgentService, transport);
 }
 

@@ -7,7 +7,15 @@
 // for api.anthropic.com: point ANTHROPIC_BASE_URL at `baseUrl` (which, like the
 // provider's default https://api.anthropic.com/v1, includes `/v1`).
 import type { ServerResponse } from "node:http";
-import { halves, startFakeProviderServer, startSse, writeJson, writeSseEvent, type FakeProviderServer, type HangReply } from "./fake-provider-server.js";
+import {
+  halves,
+  startFakeProviderServer,
+  startSse,
+  writeJson,
+  writeSseEvent,
+  type FakeProviderServer,
+  type HangReply,
+} from "./fake-provider-server.js";
 
 /** A tool_use block the fake model emits. */
 export interface FakeToolUse {
@@ -19,7 +27,12 @@ export interface FakeToolUse {
 
 /** How the fake answers one request. */
 export type FakeAnthropicReply =
-  | { kind: "stream"; text?: string[]; toolUses?: FakeToolUse[]; stopReason?: "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" }
+  | {
+      kind: "stream";
+      text?: string[];
+      toolUses?: FakeToolUse[];
+      stopReason?: "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal";
+    }
   /** An HTTP error; `type` defaults to the one Anthropic uses for the status. */
   | { kind: "error"; status: number; message: string; type?: string }
   /** A 200 stream that starts, then fails with an `error` event (e.g. overloaded_error). */
@@ -48,7 +61,16 @@ function event(res: ServerResponse, data: { type: string } & Record<string, unkn
 }
 
 function messageStart(res: ServerResponse, model: string): void {
-  const message = { id: "msg_fake", type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 3, output_tokens: 1 } };
+  const message = {
+    id: "msg_fake",
+    type: "message",
+    role: "assistant",
+    model,
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: { input_tokens: 3, output_tokens: 1 },
+  };
   event(res, { type: "message_start", message });
   event(res, { type: "ping" });
 }
@@ -59,18 +81,28 @@ function stream(res: ServerResponse, model: string, reply: Extract<FakeAnthropic
   let index = 0;
   if (reply.text?.length) {
     event(res, { type: "content_block_start", index, content_block: { type: "text", text: "" } });
-    for (const piece of reply.text) event(res, { type: "content_block_delta", index, delta: { type: "text_delta", text: piece } });
+    for (const piece of reply.text)
+      event(res, { type: "content_block_delta", index, delta: { type: "text_delta", text: piece } });
     event(res, { type: "content_block_stop", index });
     index += 1;
   }
   for (const use of reply.toolUses ?? []) {
-    event(res, { type: "content_block_start", index, content_block: { type: "tool_use", id: use.id, name: use.name, input: {} } });
-    for (const piece of ["", ...halves(use.input)]) event(res, { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: piece } });
+    event(res, {
+      type: "content_block_start",
+      index,
+      content_block: { type: "tool_use", id: use.id, name: use.name, input: {} },
+    });
+    for (const piece of ["", ...halves(use.input)])
+      event(res, { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: piece } });
     event(res, { type: "content_block_stop", index });
     index += 1;
   }
   const stopReason = reply.stopReason ?? (reply.toolUses?.length ? "tool_use" : "end_turn");
-  event(res, { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 7 } });
+  event(res, {
+    type: "message_delta",
+    delta: { stop_reason: stopReason, stop_sequence: null },
+    usage: { output_tokens: 7 },
+  });
   event(res, { type: "message_stop" });
   res.end();
 }
@@ -83,7 +115,11 @@ export function startFakeAnthropicServer(): Promise<FakeAnthropicServer> {
     defaultReply: { kind: "stream", text: ["ok"] },
     respond: (reply, request, res) => {
       if (reply.kind === "error") {
-        writeJson(res, reply.status, { type: "error", error: { type: reply.type ?? errorType(reply.status), message: reply.message }, request_id: "req_fake" });
+        writeJson(res, reply.status, {
+          type: "error",
+          error: { type: reply.type ?? errorType(reply.status), message: reply.message },
+          request_id: "req_fake",
+        });
       } else if (reply.kind === "stream-error") {
         startSse(res);
         messageStart(res, String(request.body.model));
@@ -93,6 +129,7 @@ export function startFakeAnthropicServer(): Promise<FakeAnthropicServer> {
         stream(res, String(request.body.model), reply);
       }
     },
-    notFound: (method, path, res) => writeJson(res, 404, { type: "error", error: { type: "not_found_error", message: `no route ${method} ${path}` } }),
+    notFound: (method, path, res) =>
+      writeJson(res, 404, { type: "error", error: { type: "not_found_error", message: `no route ${method} ${path}` } }),
   });
 }

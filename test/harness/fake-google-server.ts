@@ -6,7 +6,14 @@
 // It stands in for Google: point GOOGLE_GENERATIVE_AI_BASE_URL at `baseUrl`
 // (which, like the provider's default, includes `/v1beta`).
 import type { ServerResponse } from "node:http";
-import { startFakeProviderServer, startSse, writeJson, writeSseEvent, type FakeProviderServer, type HangReply } from "./fake-provider-server.js";
+import {
+  startFakeProviderServer,
+  startSse,
+  writeJson,
+  writeSseEvent,
+  type FakeProviderServer,
+  type HangReply,
+} from "./fake-provider-server.js";
 
 /** A functionCall part the fake model emits (Gemini sends the args whole, as an object). */
 export interface FakeFunctionCall {
@@ -18,7 +25,12 @@ export interface FakeFunctionCall {
 
 /** How the fake answers one request. */
 export type FakeGoogleReply =
-  | { kind: "stream"; text?: string[]; functionCalls?: FakeFunctionCall[]; finishReason?: "STOP" | "MAX_TOKENS" | "SAFETY" | "RECITATION" | "MALFORMED_FUNCTION_CALL" }
+  | {
+      kind: "stream";
+      text?: string[];
+      functionCalls?: FakeFunctionCall[];
+      finishReason?: "STOP" | "MAX_TOKENS" | "SAFETY" | "RECITATION" | "MALFORMED_FUNCTION_CALL";
+    }
   /** An HTTP error; `status` (the google.rpc code name) defaults to Google's for the HTTP status; `reason` adds an ErrorInfo detail. */
   | { kind: "error"; code: number; message: string; status?: string; reason?: string }
   /** A 200 stream whose first chunk carries text and the next one an `error` object instead of candidates. */
@@ -47,21 +59,40 @@ function rpcStatus(code: number): string {
   return names[code] ?? "UNKNOWN";
 }
 
-function response(model: string, parts: Record<string, unknown>[] | undefined, finishReason?: string): Record<string, unknown> {
-  const candidate = { ...(parts ? { content: { parts, role: "model" } } : {}), ...(finishReason ? { finishReason } : {}), index: 0 };
+function response(
+  model: string,
+  parts: Record<string, unknown>[] | undefined,
+  finishReason?: string,
+): Record<string, unknown> {
+  const candidate = {
+    ...(parts ? { content: { parts, role: "model" } } : {}),
+    ...(finishReason ? { finishReason } : {}),
+    index: 0,
+  };
   const usageMetadata = { promptTokenCount: 3, candidatesTokenCount: 2, totalTokenCount: 5 };
-  return { candidates: [candidate], ...(finishReason ? { usageMetadata } : {}), modelVersion: model, responseId: "resp-fake" };
+  return {
+    candidates: [candidate],
+    ...(finishReason ? { usageMetadata } : {}),
+    modelVersion: model,
+    responseId: "resp-fake",
+  };
 }
 
 function stream(res: ServerResponse, model: string, reply: Extract<FakeGoogleReply, { kind: "stream" }>): void {
   startSse(res);
   const chunks: Record<string, unknown>[][] = (reply.text ?? []).map((text) => [{ text }]);
   if (reply.functionCalls?.length) {
-    chunks.push(reply.functionCalls.map((call) => ({ functionCall: { ...(call.id ? { id: call.id } : {}), name: call.name, args: call.args } })));
+    chunks.push(
+      reply.functionCalls.map((call) => ({
+        functionCall: { ...(call.id ? { id: call.id } : {}), name: call.name, args: call.args },
+      })),
+    );
   }
   const finishReason = reply.finishReason ?? "STOP";
   if (chunks.length === 0) writeSseEvent(res, response(model, undefined, finishReason));
-  chunks.forEach((parts, i) => writeSseEvent(res, response(model, parts, i === chunks.length - 1 ? finishReason : undefined)));
+  chunks.forEach((parts, i) =>
+    writeSseEvent(res, response(model, parts, i === chunks.length - 1 ? finishReason : undefined)),
+  );
   res.end();
 }
 
@@ -73,8 +104,17 @@ export function startFakeGoogleServer(): Promise<FakeGoogleServer> {
     defaultReply: { kind: "stream", text: ["ok"] },
     respond: (reply, request, res) => {
       if (reply.kind === "error") {
-        const details = reply.reason ? [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: reply.reason, domain: "googleapis.com" }] : undefined;
-        writeJson(res, reply.code, { error: { code: reply.code, message: reply.message, status: reply.status ?? rpcStatus(reply.code), ...(details ? { details } : {}) } });
+        const details = reply.reason
+          ? [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: reply.reason, domain: "googleapis.com" }]
+          : undefined;
+        writeJson(res, reply.code, {
+          error: {
+            code: reply.code,
+            message: reply.message,
+            status: reply.status ?? rpcStatus(reply.code),
+            ...(details ? { details } : {}),
+          },
+        });
       } else if (reply.kind === "stream-error") {
         startSse(res);
         writeSseEvent(res, response(modelOfPath(request.path)!, [{ text: "partial" }]));
@@ -84,6 +124,7 @@ export function startFakeGoogleServer(): Promise<FakeGoogleServer> {
         stream(res, modelOfPath(request.path)!, reply);
       }
     },
-    notFound: (method, path, res) => writeJson(res, 404, { error: { code: 404, message: `no route ${method} ${path}`, status: "NOT_FOUND" } }),
+    notFound: (method, path, res) =>
+      writeJson(res, 404, { error: { code: 404, message: `no route ${method} ${path}`, status: "NOT_FOUND" } }),
   });
 }

@@ -68,7 +68,9 @@ export function halves(text: string): [string, string] {
 }
 
 /** Starts a fake provider speaking `protocol` on 127.0.0.1 and a free port. */
-export async function startFakeProviderServer<Reply extends { kind: string }>(protocol: FakeProviderProtocol<Reply>): Promise<FakeProviderServer<Reply>> {
+export async function startFakeProviderServer<Reply extends { kind: string }>(
+  protocol: FakeProviderProtocol<Reply>,
+): Promise<FakeProviderServer<Reply>> {
   const requests: RecordedRequest[] = [];
   let queue: Reply[] = [];
   const hanging = new Set<ServerResponse>();

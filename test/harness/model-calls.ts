@@ -7,7 +7,12 @@ import type { ModelChunk } from "../../src/types/agent-io.js";
 export const WEATHER_TOOL: ModelToolDefinition = {
   name: "weather",
   description: "Current weather for a city.",
-  inputSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false },
+  inputSchema: {
+    type: "object",
+    properties: { city: { type: "string" } },
+    required: ["city"],
+    additionalProperties: false,
+  },
 };
 
 /** The smallest request: one user message "hello". */

@@ -31,7 +31,9 @@ export function buildMongoJavaServer(): void {
   }
   const result = spawnSync("mvn", ["-q", "-B", "package", "-DskipTests"], { cwd: PROJECT, encoding: "utf8" });
   if (result.status !== 0) {
-    throw new Error(`building mongo-java-server failed (mvn exit ${result.status}):\n${result.stdout}\n${result.stderr}`);
+    throw new Error(
+      `building mongo-java-server failed (mvn exit ${result.status}):\n${result.stdout}\n${result.stderr}`,
+    );
   }
 }
 
@@ -97,7 +99,10 @@ export class MongoJavaServer {
     });
     this.boundPort = await new Promise<number>((resolve, reject) => {
       const lines = createInterface({ input: child.stdout! });
-      const timer = setTimeout(() => reject(new Error(`mongo-java-server did not start within 60 s:\n${stderr}`)), 60_000);
+      const timer = setTimeout(
+        () => reject(new Error(`mongo-java-server did not start within 60 s:\n${stderr}`)),
+        60_000,
+      );
       lines.on("line", (line) => {
         const match = /"port":(\d+)/.exec(line);
         if (match) {

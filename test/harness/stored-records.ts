@@ -8,7 +8,10 @@ import type { SnapshotRecord } from "../../stores/snapshot-store.js";
  * store instance on the same directory (as another process would): the raw
  * record and its rebuilt, untransformed state.
  */
-export async function storedSnapshot(dir: string, snapshotId: string): Promise<{ record: SnapshotRecord; state: SessionState | undefined }> {
+export async function storedSnapshot(
+  dir: string,
+  snapshotId: string,
+): Promise<{ record: SnapshotRecord; state: SessionState | undefined }> {
   const store = new FileSessionStore(dir);
   try {
     const record = await store.getRecord(snapshotId);

@@ -30,15 +30,56 @@ function openssl(dir: string, args: string[]): void {
 
 /** A CA-signed leaf certificate `name`.pem / `name`.key with `subject` and optional extensions file. */
 function leaf(dir: string, name: string, subject: string, ca: string, extensions?: string): void {
-  openssl(dir, ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject]);
   openssl(dir, [
-    "x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.pem`, "-CAkey", `${ca}.key`, "-CAcreateserial", "-days", "2", "-out", `${name}.pem`,
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    `${name}.key`,
+    "-out",
+    `${name}.csr`,
+    "-subj",
+    subject,
+  ]);
+  openssl(dir, [
+    "x509",
+    "-req",
+    "-in",
+    `${name}.csr`,
+    "-CA",
+    `${ca}.pem`,
+    "-CAkey",
+    `${ca}.key`,
+    "-CAcreateserial",
+    "-days",
+    "2",
+    "-out",
+    `${name}.pem`,
     ...(extensions ? ["-extfile", extensions] : []),
   ]);
 }
 
 function authority(dir: string, name: string, subject: string): void {
-  openssl(dir, ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.pem`, "-days", "2", "-subj", subject]);
+  openssl(dir, [
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    `${name}.key`,
+    "-out",
+    `${name}.pem`,
+    "-days",
+    "2",
+    "-subj",
+    subject,
+  ]);
 }
 
 /** Makes a CA, a server certificate (localhost, 127.0.0.1), a trusted client certificate and an untrusted one. */

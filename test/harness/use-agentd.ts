@@ -38,6 +38,10 @@ export function useAgentd(options: StartAgentdOptions = {}, protocol: WireProtoc
 }
 
 /** The text of each message of a wire snapshot's state. */
-export function snapshotTexts(snapshot: { state?: { messages: { content: { kind: { case?: string; value?: unknown } }[] }[] } } | undefined): string[] {
-  return (snapshot?.state?.messages ?? []).map((m) => m.content.map((p) => (p.kind.case === "text" ? String(p.kind.value) : "")).join(""));
+export function snapshotTexts(
+  snapshot: { state?: { messages: { content: { kind: { case?: string; value?: unknown } }[] }[] } } | undefined,
+): string[] {
+  return (snapshot?.state?.messages ?? []).map((m) =>
+    m.content.map((p) => (p.kind.case === "text" ? String(p.kind.value) : "")).join(""),
+  );
 }

@@ -3,13 +3,19 @@ import type { Client } from "@connectrpc/connect";
 import type { AgentStreamChunk, AgentOutput, AgentInput, AgentInputSchema } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
 import type { AgentService, ChatRequestSchema, ChatResponse } from "../../gen/ts/agentd/v1/agent_service_pb.js";
-import { AsyncChannel } from "../../src/runtime/async-channel.js";
+import { AsyncChannel } from "../../src/protocol/async-channel.js";
 
 type ChatRequestInit = MessageInitShape<typeof ChatRequestSchema>;
 
 /** A user text input as a wire AgentInput init. */
 export function textInput(text: string, metadata?: Record<string, unknown>): MessageInitShape<typeof AgentInputSchema> {
-  return { message: { role: Role.USER, content: [{ kind: { case: "text", value: text } }], ...(metadata ? { metadata: metadata as never } : {}) } };
+  return {
+    message: {
+      role: Role.USER,
+      content: [{ kind: { case: "text", value: text } }],
+      ...(metadata ? { metadata: metadata as never } : {}),
+    },
+  };
 }
 
 /** The text of the model chunks of a turn. */
@@ -47,6 +53,14 @@ export class WireChat {
   /** Sends a user text. */
   sendText(text: string, metadata?: Record<string, unknown>): void {
     this.send({ input: textInput(text, metadata) as AgentInput });
+  }
+
+  /** Reads the next chunk (e.g. the first one a turn streams: the turn is running). */
+  async nextChunk(): Promise<AgentStreamChunk> {
+    const next = await this.responses.next();
+    if (next.done) throw new Error("stream ended before the next chunk");
+    if (!next.value.chunk) throw new Error(`expected a chunk, got ${next.value.output ? "the output" : "nothing"}`);
+    return next.value.chunk;
   }
 
   /** Reads chunks until the next TurnEnd. */

@@ -16,7 +16,20 @@ import { installedPackages, NODE, npmInstall, packAgentd, run, tempProject } fro
 const MAX_CLIENT_PACKAGES = 15;
 
 /** Server-side packages a client-only install must not contain. */
-const SERVER_SIDE = ["ai", "@ai-sdk/openai", "@ai-sdk/anthropic", "@ai-sdk/google", "mongodb", "pino", "dotprompt", "jose", "tsx", "zod", "typescript", "node"];
+const SERVER_SIDE = [
+  "ai",
+  "@ai-sdk/openai",
+  "@ai-sdk/anthropic",
+  "@ai-sdk/google",
+  "mongodb",
+  "pino",
+  "dotprompt",
+  "jose",
+  "tsx",
+  "zod",
+  "typescript",
+  "node",
+];
 
 const CLIENT_SCRIPT = `
 import { createAgentClient, Code, ConnectError } from "agentd/client";
@@ -81,7 +94,8 @@ describe("agentd/client installed alone from the packed tarball", { timeout: 180
     expect(packages.length).toBeLessThanOrEqual(MAX_CLIENT_PACKAGES);
     // Only built JavaScript and declarations ship: no TypeScript sources, tests or benchmarks.
     const root = join(project, "node_modules/agentd");
-    for (const absent of ["src", "test", "bench", "stores", "gen", "scripts", "proto", "clients"]) expect(existsSync(join(root, absent)), absent).toBe(false);
+    for (const absent of ["src", "test", "bench", "stores", "gen", "scripts", "proto", "clients"])
+      expect(existsSync(join(root, absent)), absent).toBe(false);
     expect(existsSync(join(root, "dist/src/client/index.js"))).toBe(true);
     expect(existsSync(join(root, "dist/src/client/index.d.ts"))).toBe(true);
   });
@@ -104,7 +118,12 @@ describe("agentd/client installed alone from the packed tarball", { timeout: 180
   it("loads the browser entry without Node-only transports", async () => {
     const { stdout } = await run(
       NODE,
-      ["--conditions=browser", "--input-type=module", "-e", `const m = await import("agentd/client"); console.log(typeof m.createAgentClient, "createNodeTransport" in m);`],
+      [
+        "--conditions=browser",
+        "--input-type=module",
+        "-e",
+        `const m = await import("agentd/client"); console.log(typeof m.createAgentClient, "createNodeTransport" in m);`,
+      ],
       { cwd: project, timeoutMs: 30_000 },
     );
     expect(stdout.trim()).toBe("function false");
@@ -116,12 +135,21 @@ describe("agentd/client installed alone from the packed tarball", { timeout: 180
       join(project, "tsconfig.json"),
       JSON.stringify({
         compilerOptions: {
-          target: "ES2023", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true, skipLibCheck: false,
-          types: ["node"], typeRoots: [join(REPO_ROOT, "node_modules/@types")],
+          target: "ES2023",
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: ["node"],
+          typeRoots: [join(REPO_ROOT, "node_modules/@types")],
         },
         files: ["check.ts"],
       }),
     );
-    await run(NODE, [join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: project, timeoutMs: 60_000 });
+    await run(NODE, [join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], {
+      cwd: project,
+      timeoutMs: 60_000,
+    });
   });
 });

@@ -44,10 +44,15 @@ describe("the Go client from a checkout (replace directives)", { timeout: 180_00
     const dir = await mkdtemp(join(tmpdir(), "agentd-go-user-"));
     try {
       const run = (args: string[]) =>
-        execFile("go", args, { cwd: dir, env: { ...process.env, GOFLAGS: "-mod=mod", GOWORK: "off" }, timeout: 170_000 });
+        execFile("go", args, {
+          cwd: dir,
+          env: { ...process.env, GOFLAGS: "-mod=mod", GOWORK: "off" },
+          timeout: 170_000,
+        });
       await run(["mod", "init", "example.com/svc"]);
       await run([
-        "mod", "edit",
+        "mod",
+        "edit",
         `-require=github.com/agentd-dev/agentd/clients/go@${required}`,
         `-require=github.com/agentd-dev/agentd/gen/go@${required}`,
         `-replace=github.com/agentd-dev/agentd/clients/go=${join(REPO_ROOT, "clients/go")}`,

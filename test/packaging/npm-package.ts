@@ -14,7 +14,9 @@ import { REPO_ROOT } from "../harness/agentd-process.js";
 const execFile = promisify(execFileCallback);
 
 /** The project's Node 24 (the `node` devDependency): what `npm start` and the tests run on. */
-export const NODE = existsSync(join(REPO_ROOT, "node_modules/node/bin/node")) ? join(REPO_ROOT, "node_modules/node/bin/node") : process.execPath;
+export const NODE = existsSync(join(REPO_ROOT, "node_modules/node/bin/node"))
+  ? join(REPO_ROOT, "node_modules/node/bin/node")
+  : process.execPath;
 
 /**
  * The environment for npm and the installed `agentd`: the project's Node
@@ -36,12 +38,24 @@ export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 }
 
 /** Runs a command; rejects with its output when it fails. */
-export async function run(command: string, args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<{ stdout: string; stderr: string }> {
+export async function run(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<{ stdout: string; stderr: string }> {
   try {
-    return await execFile(command, args, { cwd: options.cwd, env: options.env ?? cleanEnv(), timeout: options.timeoutMs ?? 170_000, maxBuffer: 64 * 1024 * 1024 });
+    return await execFile(command, args, {
+      cwd: options.cwd,
+      env: options.env ?? cleanEnv(),
+      timeout: options.timeoutMs ?? 170_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
   } catch (err) {
     const e = err as Error & { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(" ")} failed in ${options.cwd}: ${e.message}\n${e.stdout ?? ""}\n${e.stderr ?? ""}`);
+    throw new Error(
+      `${command} ${args.join(" ")} failed in ${options.cwd}: ${e.message}\n${e.stdout ?? ""}\n${e.stderr ?? ""}`,
+      { cause: err },
+    );
   }
 }
 
@@ -63,7 +77,7 @@ export async function packAgentd(destination: string): Promise<string> {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       const age = Date.now() - (await stat(LOCK).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs;
       if (age > 300_000) await rm(LOCK, { recursive: true, force: true }); // left by a killed run
-      if (Date.now() > deadline) throw new Error(`${LOCK} held for too long`);
+      if (Date.now() > deadline) throw new Error(`${LOCK} held for too long`, { cause: err });
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
@@ -80,18 +94,25 @@ export async function packAgentd(destination: string): Promise<string> {
 /** A fresh temporary npm project (ESM) named `name`, outside the repository. */
 export async function tempProject(name: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), `agentd-${name}-`));
-  await writeFile(join(dir, "package.json"), JSON.stringify({ name, version: "1.0.0", private: true, type: "module" }, null, 2));
+  await writeFile(
+    join(dir, "package.json"),
+    JSON.stringify({ name, version: "1.0.0", private: true, type: "module" }, null, 2),
+  );
   return dir;
 }
 
 /** `npm install` in `project`, from the local cache where it can (the registry otherwise). */
 export async function npmInstall(project: string, args: readonly string[]): Promise<void> {
-  await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", ...args], { cwd: project });
+  await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", ...args], {
+    cwd: project,
+  });
 }
 
 /** The packages npm installed in `project` (entries of node_modules/.package-lock.json). */
 export async function installedPackages(project: string): Promise<string[]> {
-  const lock = JSON.parse(await readFile(join(project, "node_modules/.package-lock.json"), "utf8")) as { packages: Record<string, unknown> };
+  const lock = JSON.parse(await readFile(join(project, "node_modules/.package-lock.json"), "utf8")) as {
+    packages: Record<string, unknown>;
+  };
   return Object.keys(lock.packages)
     .filter((key) => key.startsWith("node_modules/"))
     .map((key) => key.slice(key.lastIndexOf("node_modules/") + "node_modules/".length))

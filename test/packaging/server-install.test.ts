@@ -44,7 +44,11 @@ interface Served {
 
 /** `npx agentd serve ...args` in `cwd`; resolves at its listening line. */
 async function serve(cwd: string, args: readonly string[]): Promise<Served> {
-  const child = spawn("npx", ["--no-install", "agentd", "serve", ...args], { cwd, env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("npx", ["--no-install", "agentd", "serve", ...args], {
+    cwd,
+    env: cleanEnv(),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   const listening = await new Promise<Record<string, unknown>>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no listening line within 60 s:\n${out}`)), 60_000);
@@ -72,8 +76,15 @@ async function stop(served: Served | undefined): Promise<void> {
 }
 
 /** A unary Run over Connect JSON. */
-async function runTurn(url: string, body: unknown): Promise<{ output: { sessionId: string; message: { content: { text?: string }[] } } }> {
-  const res = await fetch(`${url}/agentd.v1.AgentService/Run`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+async function runTurn(
+  url: string,
+  body: unknown,
+): Promise<{ output: { sessionId: string; message: { content: { text?: string }[] } } }> {
+  const res = await fetch(`${url}/agentd.v1.AgentService/Run`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   const json = (await res.json()) as never;
   if (!res.ok) throw new Error(`Run: HTTP ${res.status} ${JSON.stringify(json)}`);
   return json;
@@ -112,9 +123,15 @@ describe("the packed agentd installed with its peers", { timeout: 180_000 }, () 
   it("serves a plain-JavaScript agents module (and a TypeScript one through tsx) with npx agentd serve", async () => {
     served = await serve(project, ["./agents.mjs", "./more-agents.ts", "--port", "0", "--store", "memory:"]);
     expect(served.listening.agents).toEqual(expect.arrayContaining(["counter", "notes"]));
-    const first = await runTurn(served.url, { init: { agent: "counter" }, input: { message: { role: "ROLE_USER", content: [{ text: "one" }] } } });
+    const first = await runTurn(served.url, {
+      init: { agent: "counter" },
+      input: { message: { role: "ROLE_USER", content: [{ text: "one" }] } },
+    });
     expect(first.output.message.content.map((p) => p.text).join("")).toBe("echo: one");
-    const second = await runTurn(served.url, { init: { agent: "counter", sessionId: first.output.sessionId }, input: { message: { role: "ROLE_USER", content: [{ text: "two" }] } } });
+    const second = await runTurn(served.url, {
+      init: { agent: "counter", sessionId: first.output.sessionId },
+      input: { message: { role: "ROLE_USER", content: [{ text: "two" }] } },
+    });
     expect(second.output.sessionId).toBe(first.output.sessionId);
     const snapshot = await fetch(`${served.url}/agentd.v1.AgentService/GetSnapshot`, {
       method: "POST",
@@ -122,7 +139,10 @@ describe("the packed agentd installed with its peers", { timeout: 180_000 }, () 
       body: JSON.stringify({ agent: "counter", sessionId: first.output.sessionId }),
     }).then((r) => r.json() as Promise<{ snapshot: { state: { custom: unknown } } }>);
     expect(JSON.stringify(snapshot)).toContain('"count":2');
-    const notes = await runTurn(served.url, { init: { agent: "notes" }, input: { message: { role: "ROLE_USER", content: [{ text: "note" }] } } });
+    const notes = await runTurn(served.url, {
+      init: { agent: "notes" },
+      input: { message: { role: "ROLE_USER", content: [{ text: "note" }] } },
+    });
     expect(notes.output.message.content[0]?.text).toBe("echo: note");
   });
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { builtinModelResolver } from "../../src/models/model-resolver.js";
 import type { ModelRequest } from "../../src/models/model.js";
-import { sessionStateFromWire } from "../../src/server/wire/index.js";
+import { sessionStateFromWire } from "../../src/protocol/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { startFakeAnthropicServer, type FakeAnthropicServer } from "../harness/fake-anthropic-server.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
@@ -22,7 +22,9 @@ afterAll(async () => {
 beforeEach(() => fake.reset());
 
 function model() {
-  return builtinModelResolver({ env: { ANTHROPIC_BASE_URL: fake.baseUrl, ANTHROPIC_API_KEY: "sk-ant-test" } })("anthropic/claude-sonnet-4-5");
+  return builtinModelResolver({ env: { ANTHROPIC_BASE_URL: fake.baseUrl, ANTHROPIC_API_KEY: "sk-ant-test" } })(
+    "anthropic/claude-sonnet-4-5",
+  );
 }
 
 function generate(request: ModelRequest) {
@@ -66,7 +68,11 @@ describe("anthropic adapter: the request", () => {
     await generate({ ...HELLO, tools: [WEATHER_TOOL] });
     const { tools } = fake.requests[0]!.body;
     expect(tools).toHaveLength(1);
-    expect(tools[0]).toMatchObject({ name: "weather", description: "Current weather for a city.", input_schema: WEATHER_TOOL.inputSchema });
+    expect(tools[0]).toMatchObject({
+      name: "weather",
+      description: "Current weather for a city.",
+      input_schema: WEATHER_TOOL.inputSchema,
+    });
   });
 
   it("sends tool requests as assistant tool_use blocks and tool responses as user tool_result blocks", async () => {
@@ -74,13 +80,22 @@ describe("anthropic adapter: the request", () => {
       messages: [
         { role: "user", content: [{ text: "weather?" }] },
         { role: "model", content: [{ toolRequest: { ref: "toolu_9", name: "weather", input: { city: "Oslo" } } }] },
-        { role: "tool", content: [{ toolResponse: { ref: "toolu_9", name: "weather", output: { forecast: "snow" } } }] },
+        {
+          role: "tool",
+          content: [{ toolResponse: { ref: "toolu_9", name: "weather", output: { forecast: "snow" } } }],
+        },
       ],
       tools: [WEATHER_TOOL],
     });
     const [, assistant, toolResult] = fake.requests[0]!.body.messages;
-    expect(assistant).toEqual({ role: "assistant", content: [{ type: "tool_use", id: "toolu_9", name: "weather", input: { city: "Oslo" } }] });
-    expect(toolResult).toEqual({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_9", content: '{"forecast":"snow"}' }] });
+    expect(assistant).toEqual({
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_9", name: "weather", input: { city: "Oslo" } }],
+    });
+    expect(toolResult).toEqual({
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "toolu_9", content: '{"forecast":"snow"}' }],
+    });
   });
 
   it("passes generation config (temperature, max_tokens)", async () => {
@@ -128,13 +143,16 @@ describe("anthropic adapter: the response", () => {
 });
 
 describe("anthropic adapter: errors", () => {
-  it.each([...COMMON_HTTP_STATUS_MAPPING, [529, "UNAVAILABLE"]] as const)("HTTP %i maps to %s with Anthropic's message", async (status, expected) => {
-    fake.enqueue({ kind: "error", status, message: `anthropic says ${status}` });
-    const err = await failure(HELLO);
-    expect(err.status).toBe(expected);
-    expect(err.message).toContain(`anthropic says ${status}`);
-    expect(err.details).toMatchObject({ httpStatus: status });
-  });
+  it.each([...COMMON_HTTP_STATUS_MAPPING, [529, "UNAVAILABLE"]] as const)(
+    "HTTP %i maps to %s with Anthropic's message",
+    async (status, expected) => {
+      fake.enqueue({ kind: "error", status, message: `anthropic says ${status}` });
+      const err = await failure(HELLO);
+      expect(err.status).toBe(expected);
+      expect(err.message).toContain(`anthropic says ${status}`);
+      expect(err.details).toMatchObject({ httpStatus: status });
+    },
+  );
 
   it.each([
     ["overloaded_error", "UNAVAILABLE"],
@@ -152,7 +170,11 @@ describe("anthropic/<model> over the wire", () => {
   beforeAll(async () => {
     server = await startAgentd({
       args: ["test/fixtures/prompt-agents.ts"],
-      env: { REMOTE_MODEL: "anthropic/claude-sonnet-4-5", ANTHROPIC_BASE_URL: fake.baseUrl, ANTHROPIC_API_KEY: "sk-ant-wire" },
+      env: {
+        REMOTE_MODEL: "anthropic/claude-sonnet-4-5",
+        ANTHROPIC_BASE_URL: fake.baseUrl,
+        ANTHROPIC_API_KEY: "sk-ant-wire",
+      },
     });
   });
   afterAll(async () => {
@@ -160,8 +182,14 @@ describe("anthropic/<model> over the wire", () => {
   });
 
   it("runs the tool loop: tool_use, our tool's tool_result sent back, streamed final answer", async () => {
-    fake.enqueue({ kind: "stream", toolUses: [{ id: "toolu_w", name: "weather", input: '{"city":"Paris"}' }] }, { kind: "stream", text: ["It is ", "sunny."] });
-    const chat = new WireChat(agentServiceClient(server.baseUrl, "grpc"), { init: { agent: "remote" }, input: textInput("Weather in Paris?") });
+    fake.enqueue(
+      { kind: "stream", toolUses: [{ id: "toolu_w", name: "weather", input: '{"city":"Paris"}' }] },
+      { kind: "stream", text: ["It is ", "sunny."] },
+    );
+    const chat = new WireChat(agentServiceClient(server.baseUrl, "grpc"), {
+      init: { agent: "remote" },
+      input: textInput("Weather in Paris?"),
+    });
     const turn = await chat.nextTurn();
     expect(turn.turnEnd.finishReason).toBe(FinishReason.STOP);
     expect(chunksText(turn.chunks)).toBe("It is sunny.");
@@ -169,17 +197,26 @@ describe("anthropic/<model> over the wire", () => {
     expect(sessionStateFromWire(output.state!).messages.map((m) => m.role)).toEqual(["user", "model", "tool", "model"]);
     const [first, second] = fake.requests;
     expect(first!.body.system).toEqual([{ type: "text", text: "Be brief." }]);
-    expect(first!.body.tools[0]).toMatchObject({ name: "weather", input_schema: { properties: { city: { type: "string", description: "City name" } }, required: ["city"] } });
+    expect(first!.body.tools[0]).toMatchObject({
+      name: "weather",
+      input_schema: { properties: { city: { type: "string", description: "City name" } }, required: ["city"] },
+    });
     expect(second!.body.messages).toEqual([
       { role: "user", content: [{ type: "text", text: "Weather in Paris?" }] },
       { role: "assistant", content: [{ type: "tool_use", id: "toolu_w", name: "weather", input: { city: "Paris" } }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_w", content: '{"city":"Paris","forecast":"sunny"}' }] },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: "toolu_w", content: '{"city":"Paris","forecast":"sunny"}' }],
+      },
     ]);
   });
 
   it("an Anthropic 401 fails the turn in-band with UNAUTHENTICATED", async () => {
     fake.enqueue({ kind: "error", status: 401, message: "invalid x-api-key" });
-    const { output } = await agentServiceClient(server.baseUrl, "grpc").run({ init: { agent: "remote" }, input: textInput("hi") });
+    const { output } = await agentServiceClient(server.baseUrl, "grpc").run({
+      init: { agent: "remote" },
+      input: textInput("hi"),
+    });
     expect(output!.finishReason).toBe(FinishReason.FAILED);
     expect(output!.error?.status).toBe("UNAUTHENTICATED");
     expect(output!.error?.message).toContain("invalid x-api-key");

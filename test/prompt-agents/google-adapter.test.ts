@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { builtinModelResolver } from "../../src/models/model-resolver.js";
 import type { ModelRequest } from "../../src/models/model.js";
-import { sessionStateFromWire } from "../../src/server/wire/index.js";
+import { sessionStateFromWire } from "../../src/protocol/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { startFakeGoogleServer, type FakeGoogleServer } from "../harness/fake-google-server.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
@@ -24,7 +24,9 @@ beforeEach(() => fake.reset());
 const MODEL = "gemini-2.5-flash";
 
 function model() {
-  return builtinModelResolver({ env: { GOOGLE_GENERATIVE_AI_BASE_URL: fake.baseUrl, GOOGLE_GENERATIVE_AI_API_KEY: "g-test" } })(`google/${MODEL}`);
+  return builtinModelResolver({
+    env: { GOOGLE_GENERATIVE_AI_BASE_URL: fake.baseUrl, GOOGLE_GENERATIVE_AI_API_KEY: "g-test" },
+  })(`google/${MODEL}`);
 }
 
 function generate(request: ModelRequest) {
@@ -64,7 +66,15 @@ describe("google adapter: the request", () => {
   it("declares tools as functionDeclarations with their JSON Schema", async () => {
     await generate({ ...HELLO, tools: [WEATHER_TOOL] });
     expect(fake.requests[0]!.body.tools).toEqual([
-      { functionDeclarations: [{ name: "weather", description: "Current weather for a city.", parametersJsonSchema: WEATHER_TOOL.inputSchema }] },
+      {
+        functionDeclarations: [
+          {
+            name: "weather",
+            description: "Current weather for a city.",
+            parametersJsonSchema: WEATHER_TOOL.inputSchema,
+          },
+        ],
+      },
     ]);
   });
 
@@ -78,10 +88,21 @@ describe("google adapter: the request", () => {
       tools: [WEATHER_TOOL],
     });
     const [, call, result] = fake.requests[0]!.body.contents;
-    expect(call).toEqual({ role: "model", parts: [{ functionCall: { id: "fc_9", name: "weather", args: { city: "Oslo" } } }] });
+    expect(call).toEqual({
+      role: "model",
+      parts: [{ functionCall: { id: "fc_9", name: "weather", args: { city: "Oslo" } } }],
+    });
     expect(result).toEqual({
       role: "user",
-      parts: [{ functionResponse: { id: "fc_9", name: "weather", response: { name: "weather", content: { forecast: "snow" } } } }],
+      parts: [
+        {
+          functionResponse: {
+            id: "fc_9",
+            name: "weather",
+            response: { name: "weather", content: { forecast: "snow" } },
+          },
+        },
+      ],
     });
   });
 
@@ -101,7 +122,13 @@ describe("google adapter: the response", () => {
   });
 
   it("turns functionCall parts into toolRequest parts in order, with ids when Gemini sends none", async () => {
-    fake.enqueue({ kind: "stream", functionCalls: [{ name: "weather", args: { city: "Paris" } }, { name: "weather", args: { city: "Rome" } }] });
+    fake.enqueue({
+      kind: "stream",
+      functionCalls: [
+        { name: "weather", args: { city: "Paris" } },
+        { name: "weather", args: { city: "Rome" } },
+      ],
+    });
     const { response } = await generate({ ...HELLO, tools: [WEATHER_TOOL] });
     const requests = response.message.content.map((p) => p.toolRequest!);
     expect(requests.map(({ name, input }) => ({ name, input }))).toEqual([
@@ -124,16 +151,24 @@ describe("google adapter: the response", () => {
 });
 
 describe("google adapter: errors", () => {
-  it.each([...COMMON_HTTP_STATUS_MAPPING, [503, "UNAVAILABLE"]] as const)("HTTP %i maps to %s with Google's message", async (code, expected) => {
-    fake.enqueue({ kind: "error", code, message: `google says ${code}` });
-    const err = await failure(HELLO);
-    expect(err.status).toBe(expected);
-    expect(err.message).toContain(`google says ${code}`);
-    expect(err.details).toMatchObject({ httpStatus: code });
-  });
+  it.each([...COMMON_HTTP_STATUS_MAPPING, [503, "UNAVAILABLE"]] as const)(
+    "HTTP %i maps to %s with Google's message",
+    async (code, expected) => {
+      fake.enqueue({ kind: "error", code, message: `google says ${code}` });
+      const err = await failure(HELLO);
+      expect(err.status).toBe(expected);
+      expect(err.message).toContain(`google says ${code}`);
+      expect(err.details).toMatchObject({ httpStatus: code });
+    },
+  );
 
   it("an invalid API key (HTTP 400, reason API_KEY_INVALID) maps to UNAUTHENTICATED", async () => {
-    fake.enqueue({ kind: "error", code: 400, message: "API key not valid. Please pass a valid API key.", reason: "API_KEY_INVALID" });
+    fake.enqueue({
+      kind: "error",
+      code: 400,
+      message: "API key not valid. Please pass a valid API key.",
+      reason: "API_KEY_INVALID",
+    });
     const err = await failure(HELLO);
     expect(err.status).toBe("UNAUTHENTICATED");
     expect(err.message).toContain("API key not valid");
@@ -152,7 +187,11 @@ describe("google/<model> over the wire", () => {
   beforeAll(async () => {
     server = await startAgentd({
       args: ["test/fixtures/prompt-agents.ts"],
-      env: { REMOTE_MODEL: `google/${MODEL}`, GOOGLE_GENERATIVE_AI_BASE_URL: fake.baseUrl, GOOGLE_GENERATIVE_AI_API_KEY: "g-wire" },
+      env: {
+        REMOTE_MODEL: `google/${MODEL}`,
+        GOOGLE_GENERATIVE_AI_BASE_URL: fake.baseUrl,
+        GOOGLE_GENERATIVE_AI_API_KEY: "g-wire",
+      },
     });
   });
   afterAll(async () => {
@@ -160,8 +199,14 @@ describe("google/<model> over the wire", () => {
   });
 
   it("runs the tool loop: functionCall, our tool's functionResponse sent back, streamed final answer", async () => {
-    fake.enqueue({ kind: "stream", functionCalls: [{ id: "fc_w", name: "weather", args: { city: "Paris" } }] }, { kind: "stream", text: ["It is ", "sunny."] });
-    const chat = new WireChat(agentServiceClient(server.baseUrl, "grpc"), { init: { agent: "remote" }, input: textInput("Weather in Paris?") });
+    fake.enqueue(
+      { kind: "stream", functionCalls: [{ id: "fc_w", name: "weather", args: { city: "Paris" } }] },
+      { kind: "stream", text: ["It is ", "sunny."] },
+    );
+    const chat = new WireChat(agentServiceClient(server.baseUrl, "grpc"), {
+      init: { agent: "remote" },
+      input: textInput("Weather in Paris?"),
+    });
     const turn = await chat.nextTurn();
     expect(turn.turnEnd.finishReason).toBe(FinishReason.STOP);
     expect(chunksText(turn.chunks)).toBe("It is sunny.");
@@ -169,17 +214,34 @@ describe("google/<model> over the wire", () => {
     expect(sessionStateFromWire(output.state!).messages.map((m) => m.role)).toEqual(["user", "model", "tool", "model"]);
     const [first, second] = fake.requests;
     expect(first!.body.systemInstruction).toEqual({ parts: [{ text: "Be brief." }] });
-    expect(first!.body.tools[0].functionDeclarations[0]).toMatchObject({ name: "weather", parametersJsonSchema: { properties: { city: { type: "string", description: "City name" } } } });
+    expect(first!.body.tools[0].functionDeclarations[0]).toMatchObject({
+      name: "weather",
+      parametersJsonSchema: { properties: { city: { type: "string", description: "City name" } } },
+    });
     expect(second!.body.contents).toEqual([
       { role: "user", parts: [{ text: "Weather in Paris?" }] },
       { role: "model", parts: [{ functionCall: { id: "fc_w", name: "weather", args: { city: "Paris" } } }] },
-      { role: "user", parts: [{ functionResponse: { id: "fc_w", name: "weather", response: { name: "weather", content: { city: "Paris", forecast: "sunny" } } } }] },
+      {
+        role: "user",
+        parts: [
+          {
+            functionResponse: {
+              id: "fc_w",
+              name: "weather",
+              response: { name: "weather", content: { city: "Paris", forecast: "sunny" } },
+            },
+          },
+        ],
+      },
     ]);
   });
 
   it("a Google 429 fails the turn in-band with RESOURCE_EXHAUSTED", async () => {
     fake.enqueue({ kind: "error", code: 429, message: "Quota exceeded" });
-    const { output } = await agentServiceClient(server.baseUrl, "grpc").run({ init: { agent: "remote" }, input: textInput("hi") });
+    const { output } = await agentServiceClient(server.baseUrl, "grpc").run({
+      init: { agent: "remote" },
+      input: textInput("hi"),
+    });
     expect(output!.finishReason).toBe(FinishReason.FAILED);
     expect(output!.error?.status).toBe("RESOURCE_EXHAUSTED");
     expect(output!.error?.message).toContain("Quota exceeded");

@@ -1,14 +1,17 @@
 // defineAgent over the wire: a real agentd serving test/fixtures/prompt-agents.ts (scripted model).
 import { describe, expect, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
-import { agentErrorFromWire, messageFromWire, modelChunkFromWire, snapshotFromWire } from "../../src/server/wire/index.js";
+import { agentErrorFromWire, messageFromWire, modelChunkFromWire, snapshotFromWire } from "../../src/protocol/index.js";
 import type { Message } from "../../src/types/content.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { useAgentd } from "../harness/use-agentd.js";
 
 const agentd = useAgentd({ args: ["test/fixtures/prompt-agents.ts"] });
 
-async function history(agent: string, snapshotId: string): Promise<{ messages: Message[]; custom: unknown; artifacts: unknown[] }> {
+async function history(
+  agent: string,
+  snapshotId: string,
+): Promise<{ messages: Message[]; custom: unknown; artifacts: unknown[] }> {
   const { snapshot } = await agentd.client.getSnapshot({ agent, snapshotId });
   const state = snapshotFromWire(snapshot!).state!;
   return { messages: state.messages, custom: state.custom, artifacts: state.artifacts };
@@ -16,9 +19,14 @@ async function history(agent: string, snapshotId: string): Promise<{ messages: M
 
 describe("inline prompt agent with tools", () => {
   it("a tool that updates custom state streams patches and its artifact during the turn", async () => {
-    const chat = new WireChat(agentd.client, { init: { agent: "shopper" }, input: textInput('call add_item {"item":"milk"}') });
+    const chat = new WireChat(agentd.client, {
+      init: { agent: "shopper" },
+      input: textInput('call add_item {"item":"milk"}'),
+    });
     const turn = await chat.nextTurn();
-    const kinds = turn.chunks.map((c) => (c.customPatch.length > 0 ? "patch" : c.artifact ? "artifact" : c.modelChunk ? "model" : "end"));
+    const kinds = turn.chunks.map((c) =>
+      c.customPatch.length > 0 ? "patch" : c.artifact ? "artifact" : c.modelChunk ? "model" : "end",
+    );
     expect(kinds.indexOf("patch")).toBeGreaterThanOrEqual(0);
     expect(kinds.indexOf("patch")).toBeLessThan(kinds.lastIndexOf("model"));
     expect(turn.chunks.find((c) => c.artifact)?.artifact?.name).toBe("list.md");
@@ -28,18 +36,27 @@ describe("inline prompt agent with tools", () => {
   });
 
   it("streams the model's tool requests, the tool responses and the final answer as model chunks", async () => {
-    const chat = new WireChat(agentd.client, { init: { agent: "shopper" }, input: textInput('call add_item {"item":"tea"}') });
+    const chat = new WireChat(agentd.client, {
+      init: { agent: "shopper" },
+      input: textInput('call add_item {"item":"tea"}'),
+    });
     const turn = await chat.nextTurn();
     const chunks = turn.chunks.filter((c) => c.modelChunk).map((c) => modelChunkFromWire(c.modelChunk!));
     expect(chunks[0]?.content[0]?.toolRequest).toMatchObject({ name: "add_item", input: { item: "tea" } });
-    expect(chunks.find((c) => c.role === "tool")?.content[0]?.toolResponse).toMatchObject({ name: "add_item", output: { count: 1 } });
+    expect(chunks.find((c) => c.role === "tool")?.content[0]?.toolResponse).toMatchObject({
+      name: "add_item",
+      output: { count: 1 },
+    });
     expect(chunksText(turn.chunks)).toBe('tool results: add_item={"count":1}');
     expect(new Set(chunks.map((c) => c.index))).toEqual(new Set([0, 1, 2]));
     await chat.finish();
   });
 
   it("the snapshot after a tool loop holds request, parallel responses in the model's order, answer and state", async () => {
-    const { output } = await agentd.client.run({ init: { agent: "shopper" }, input: textInput('call add_item {"item":"milk"}\ncall add_item {"item":"eggs"}') });
+    const { output } = await agentd.client.run({
+      init: { agent: "shopper" },
+      input: textInput('call add_item {"item":"milk"}\ncall add_item {"item":"eggs"}'),
+    });
     const { messages, custom, artifacts } = await history("shopper", output!.snapshotId);
     expect(messages.map((m) => m.role)).toEqual(["user", "model", "tool", "model"]);
     expect(messages[1]!.content.map((p) => p.toolRequest?.input)).toEqual([{ item: "milk" }, { item: "eggs" }]);
@@ -66,7 +83,10 @@ describe("inline prompt agent with tools", () => {
   });
 
   it("answers model input that fails the tool's schema with an error the model sees", async () => {
-    const { output } = await agentd.client.run({ init: { agent: "shopper" }, input: textInput('call add_item {"item":""}') });
+    const { output } = await agentd.client.run({
+      init: { agent: "shopper" },
+      input: textInput('call add_item {"item":""}'),
+    });
     expect(output!.finishReason).toBe(FinishReason.STOP);
     const { messages, custom } = await history("shopper", output!.snapshotId);
     const response = messages[2]!.content[0]!.toolResponse;
@@ -77,7 +97,9 @@ describe("inline prompt agent with tools", () => {
   it("answers a request for an unknown tool with an error naming the available tools", async () => {
     const { output } = await agentd.client.run({ init: { agent: "shopper" }, input: textInput("call teleport {}") });
     const { messages } = await history("shopper", output!.snapshotId);
-    expect(messages[2]!.content[0]!.toolResponse?.output).toEqual({ error: 'unknown tool "teleport"; available tools: add_item' });
+    expect(messages[2]!.content[0]!.toolResponse?.output).toEqual({
+      error: 'unknown tool "teleport"; available tools: add_item',
+    });
   });
 
   it("fails the turn in-band with RESOURCE_EXHAUSTED naming the limit when the model exceeds maxToolIterations", async () => {

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import type { AgentOutput as WireOutput } from "../../gen/ts/agentd/v1/agent_pb.js";
-import { agentInputToWire, messageFromWire, sessionStateFromWire, snapshotFromWire } from "../../src/server/wire/index.js";
+import { agentInputToWire, messageFromWire, sessionStateFromWire, snapshotFromWire } from "../../src/protocol/index.js";
 import type { ToolResume } from "../../src/types/agent-io.js";
 import type { Message } from "../../src/types/content.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
@@ -50,7 +50,9 @@ describe("interrupts", () => {
     const ref = lastMessage(first).content[0]!.toolRequest!.ref!;
     const { output } = await agentd.client.run({
       init: { agent: "bank", sessionId: first.sessionId },
-      input: resumeInput({ respond: [{ toolResponse: { ref, name: "transfer", output: { status: "declined", amount: 0 } } }] }),
+      input: resumeInput({
+        respond: [{ toolResponse: { ref, name: "transfer", output: { status: "declined", amount: 0 } } }],
+      }),
     });
     expect(output!.finishReason).toBe(FinishReason.STOP);
     expect(lastMessage(output!).content[0]?.text).toBe('tool results: transfer={"status":"declined","amount":0}');
@@ -62,7 +64,11 @@ describe("interrupts", () => {
   it("resume.restart in the same connection re-runs the tool, which sees it was resumed", async () => {
     const chat = new WireChat(agentd.client, { init: { agent: "bank" }, input: textInput(TRANSFER) });
     await chat.nextTurn();
-    chat.send({ input: resumeInput({ restart: [{ toolRequest: { name: "transfer" }, metadata: { resumed: { confirmed: true } } }] }) });
+    chat.send({
+      input: resumeInput({
+        restart: [{ toolRequest: { name: "transfer" }, metadata: { resumed: { confirmed: true } } }],
+      }),
+    });
     const turn = await chat.nextTurn();
     expect(turn.turnEnd.finishReason).toBe(FinishReason.STOP);
     expect(chunksText(turn.chunks)).toBe('tool results: transfer={"status":"sent to bob","amount":5}');
@@ -81,7 +87,10 @@ describe("interrupts", () => {
   it("a restarted tool that interrupts again ends the turn INTERRUPTED with the new request, and a respond completes it", async () => {
     const first = await interrupted('call transfer {"amount":5000,"to":"bob"}');
     const resumeAt = { agent: "bank", sessionId: first.sessionId };
-    const { output: again } = await agentd.client.run({ init: resumeAt, input: resumeInput({ restart: [{ toolRequest: { name: "transfer" } }] }) });
+    const { output: again } = await agentd.client.run({
+      init: resumeAt,
+      input: resumeInput({ restart: [{ toolRequest: { name: "transfer" } }] }),
+    });
     expect(again!.finishReason).toBe(FinishReason.INTERRUPTED);
     const pending = lastMessage(again!).content[0]!;
     expect(pending.toolRequest).toMatchObject({ name: "transfer", input: { amount: 5000, to: "bob" } });
@@ -89,28 +98,47 @@ describe("interrupts", () => {
     expect((await latestMessages(first.sessionId)).at(-1)).toEqual(lastMessage(again!));
     const { output } = await agentd.client.run({
       init: resumeAt,
-      input: resumeInput({ respond: [{ toolResponse: { ref: pending.toolRequest!.ref!, name: "transfer", output: { status: "held for review", amount: 5000 } } }] }),
+      input: resumeInput({
+        respond: [
+          {
+            toolResponse: {
+              ref: pending.toolRequest!.ref!,
+              name: "transfer",
+              output: { status: "held for review", amount: 5000 },
+            },
+          },
+        ],
+      }),
     });
     expect(output!.finishReason).toBe(FinishReason.STOP);
-    expect(lastMessage(output!).content[0]?.text).toBe('tool results: transfer={"status":"held for review","amount":5000}');
+    expect(lastMessage(output!).content[0]?.text).toBe(
+      'tool results: transfer={"status":"held for review","amount":5000}',
+    );
     expect((await latestMessages(first.sessionId)).map((m) => m.role)).toEqual(["user", "model", "tool", "model"]);
   });
 
   it("a parallel sibling's output is kept with the interrupted message and answered in the model's order", async () => {
     const first = await interrupted(`call balance {}\n${TRANSFER}`);
     const pending = lastMessage(first).content;
-    expect(pending.map((p) => p.metadata)).toEqual([{ pendingOutput: { balance: 100 } }, { interrupt: { question: "Transfer 5 to bob?" } }]);
+    expect(pending.map((p) => p.metadata)).toEqual([
+      { pendingOutput: { balance: 100 } },
+      { interrupt: { question: "Transfer 5 to bob?" } },
+    ]);
     const { output } = await agentd.client.run({
       init: { agent: "bank", sessionId: first.sessionId },
       input: resumeInput({ restart: [{ toolRequest: { name: "transfer", ref: pending[1]!.toolRequest!.ref! } }] }),
     });
-    expect(lastMessage(output!).content[0]?.text).toBe('tool results: balance={"balance":100}, transfer={"status":"sent to bob","amount":5}');
+    expect(lastMessage(output!).content[0]?.text).toBe(
+      'tool results: balance={"balance":100}, transfer={"status":"sent to bob","amount":5}',
+    );
   });
 
   it("client-managed: the state carries the interrupted message and a resume with that state completes", async () => {
     const { output: first } = await agentd.client.run({ init: { agent: "bank-client" }, input: textInput(TRANSFER) });
     expect(first!.finishReason).toBe(FinishReason.INTERRUPTED);
-    expect(sessionStateFromWire(first!.state!).messages.at(-1)!.content[0]!.metadata).toEqual({ interrupt: { question: "Transfer 5 to bob?" } });
+    expect(sessionStateFromWire(first!.state!).messages.at(-1)!.content[0]!.metadata).toEqual({
+      interrupt: { question: "Transfer 5 to bob?" },
+    });
     const { output } = await agentd.client.run({
       init: { agent: "bank-client", state: first!.state },
       input: resumeInput({ respond: [{ toolResponse: { name: "transfer", output: { status: "held", amount: 5 } } }] }),
@@ -134,14 +162,19 @@ describe("interrupts", () => {
 describe("resume validation", () => {
   async function resumeFails(resume: ToolResume, text = TRANSFER): Promise<{ message: string; sessionId: string }> {
     const first = await interrupted(text);
-    const { output } = await agentd.client.run({ init: { agent: "bank", sessionId: first.sessionId }, input: resumeInput(resume) });
+    const { output } = await agentd.client.run({
+      init: { agent: "bank", sessionId: first.sessionId },
+      input: resumeInput(resume),
+    });
     expect(output!.finishReason).toBe(FinishReason.FAILED);
     expect(output!.error?.status).toBe("INVALID_ARGUMENT");
     return { message: output!.error!.message, sessionId: first.sessionId };
   }
 
   it("a response for an unknown ref is INVALID_ARGUMENT naming the pending requests", async () => {
-    const { message } = await resumeFails({ respond: [{ toolResponse: { ref: "nope", name: "transfer", output: {} } }] });
+    const { message } = await resumeFails({
+      respond: [{ toolResponse: { ref: "nope", name: "transfer", output: {} } }],
+    });
     expect(message).toContain('matches no pending tool request; pending: transfer (ref "call-1")');
   });
 
@@ -164,7 +197,9 @@ describe("resume validation", () => {
   });
 
   it("a failed resume leaves the interrupted snapshot as the resume point", async () => {
-    const { sessionId } = await resumeFails({ respond: [{ toolResponse: { ref: "nope", name: "transfer", output: {} } }] });
+    const { sessionId } = await resumeFails({
+      respond: [{ toolResponse: { ref: "nope", name: "transfer", output: {} } }],
+    });
     const { output } = await agentd.client.run({
       init: { agent: "bank", sessionId },
       input: resumeInput({ restart: [{ toolRequest: { name: "transfer" } }] }),
@@ -184,7 +219,10 @@ describe("resume validation", () => {
 
   it("a new message while a turn waits for a resume is INVALID_ARGUMENT", async () => {
     const first = await interrupted();
-    const { output } = await agentd.client.run({ init: { agent: "bank", sessionId: first.sessionId }, input: textInput("never mind") });
+    const { output } = await agentd.client.run({
+      init: { agent: "bank", sessionId: first.sessionId },
+      input: textInput("never mind"),
+    });
     expect(output!.error?.status).toBe("INVALID_ARGUMENT");
     expect(output!.error?.message).toContain("continue it with input.resume");
   });

@@ -5,6 +5,7 @@ import { builtinModelResolver } from "../../src/models/model-resolver.js";
 import type { ModelRequest } from "../../src/models/model.js";
 import { startFakeOpenAiServer, type FakeOpenAiServer } from "../harness/fake-openai-server.js";
 import { COMMON_HTTP_STATUS_MAPPING, failureOf, generateWith, HELLO, WEATHER_TOOL } from "../harness/model-calls.js";
+import { until } from "../harness/until.js";
 
 let fake: FakeOpenAiServer;
 beforeAll(async () => {
@@ -57,7 +58,10 @@ describe("openai adapter: the request", () => {
   it("declares tools with their JSON Schema as functions", async () => {
     await generate({ ...HELLO, tools: [WEATHER_TOOL] });
     expect(fake.requests[0]!.body.tools).toEqual([
-      { type: "function", function: { name: "weather", description: "Current weather for a city.", parameters: WEATHER_TOOL.inputSchema } },
+      {
+        type: "function",
+        function: { name: "weather", description: "Current weather for a city.", parameters: WEATHER_TOOL.inputSchema },
+      },
     ]);
   });
 
@@ -71,7 +75,10 @@ describe("openai adapter: the request", () => {
       tools: [WEATHER_TOOL],
     });
     const [, assistant, tool] = fake.requests[0]!.body.messages;
-    expect(assistant).toMatchObject({ role: "assistant", tool_calls: [{ id: "call_9", type: "function", function: { name: "weather", arguments: '{"city":"Oslo"}' } }] });
+    expect(assistant).toMatchObject({
+      role: "assistant",
+      tool_calls: [{ id: "call_9", type: "function", function: { name: "weather", arguments: '{"city":"Oslo"}' } }],
+    });
     expect(tool).toEqual({ role: "tool", tool_call_id: "call_9", content: '{"forecast":"snow"}' });
   });
 
@@ -118,13 +125,16 @@ describe("openai adapter: the response", () => {
 });
 
 describe("openai adapter: errors", () => {
-  it.each([...COMMON_HTTP_STATUS_MAPPING, [503, "UNAVAILABLE"]] as const)("HTTP %i maps to its status with the provider's message", async (status, expected) => {
-    fake.enqueue({ kind: "error", status, message: `provider says ${status}` });
-    const err = await failure(HELLO);
-    expect(err.status).toBe(expected);
-    expect(err.message).toContain(`provider says ${status}`);
-    expect(err.details).toMatchObject({ httpStatus: status });
-  });
+  it.each([...COMMON_HTTP_STATUS_MAPPING, [503, "UNAVAILABLE"]] as const)(
+    "HTTP %i maps to its status with the provider's message",
+    async (status, expected) => {
+      fake.enqueue({ kind: "error", status, message: `provider says ${status}` });
+      const err = await failure(HELLO);
+      expect(err.status).toBe(expected);
+      expect(err.message).toContain(`provider says ${status}`);
+      expect(err.details).toMatchObject({ httpStatus: status });
+    },
+  );
 
   it("a call slower than config.timeoutMs fails with DEADLINE_EXCEEDED", async () => {
     fake.enqueue({ kind: "hang" });
@@ -136,8 +146,13 @@ describe("openai adapter: errors", () => {
   it("a cancelled call fails with CANCELLED", async () => {
     fake.enqueue({ kind: "hang" });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 100);
-    const err = await model().generate(HELLO, { signal: controller.signal }).catch((e: unknown) => e);
+    const before = fake.requests.length;
+    const call = model()
+      .generate(HELLO, { signal: controller.signal })
+      .catch((e: unknown) => e);
+    await until("the request to reach the provider", () => fake.requests.length > before); // in flight, held open
+    controller.abort();
+    const err = await call;
     expect((err as AgentError).status).toBe("CANCELLED");
   });
 

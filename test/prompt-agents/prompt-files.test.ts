@@ -32,12 +32,18 @@ async function startupFailure(args: string[]): Promise<string> {
 
 describe("prompt agents from .prompt files", () => {
   it("the prompt named like the agent renders with its front matter's default input", async () => {
-    expect(await reply("chat", "hi")).toBe("scripted: hi\n(system: You are a helpful assistant. Keep responses concise.)");
+    expect(await reply("chat", "hi")).toBe(
+      "scripted: hi\n(system: You are a helpful assistant. Keep responses concise.)",
+    );
   });
 
   it("one named prompt backs two agents, each rendering its own input", async () => {
-    expect(await reply("pirate", "ahoy")).toBe("scripted: ahoy\n(system: You are a sarcastic pirate. Keep responses concise.)");
-    expect(await reply("butler", "tea")).toBe("scripted: tea\n(system: You are a formal butler. Keep responses concise.)");
+    expect(await reply("pirate", "ahoy")).toBe(
+      "scripted: ahoy\n(system: You are a sarcastic pirate. Keep responses concise.)",
+    );
+    expect(await reply("butler", "tea")).toBe(
+      "scripted: tea\n(system: You are a formal butler. Keep responses concise.)",
+    );
   });
 
   it("the prompt renders every turn of a multi-turn conversation", async () => {
@@ -63,7 +69,9 @@ describe("agentd serve --prompts", () => {
       expect(agents.find((a) => a.name === "chat")?.stateManagement).toBe(StateManagement.SERVER);
       const { output } = await promptsClient.run({ init: { agent: "chat" }, input: textInput("hello") });
       expect(output?.snapshotId).not.toBe("");
-      expect(output?.message?.content[0]?.kind.value).toBe("scripted: hello\n(system: You are a helpful assistant. Keep responses concise.)");
+      expect(output?.message?.content[0]?.kind.value).toBe(
+        "scripted: hello\n(system: You are a helpful assistant. Keep responses concise.)",
+      );
     } finally {
       await prompts.stop();
     }

@@ -2,7 +2,7 @@
 // server that speaks the OpenAI Chat Completions protocol.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
-import { messageFromWire, sessionStateFromWire } from "../../src/server/wire/index.js";
+import { messageFromWire, sessionStateFromWire } from "../../src/protocol/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { startFakeOpenAiServer, type FakeOpenAiServer } from "../harness/fake-openai-server.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
@@ -15,7 +15,12 @@ beforeAll(async () => {
   fake = await startFakeOpenAiServer();
   server = await startAgentd({
     args: ["test/fixtures/prompt-agents.ts"],
-    env: { OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: "sk-wire", REMOTE_TIMEOUT_MS: "400", AGENTD_ASSISTANT_MODEL: "openai/assistant-model" },
+    env: {
+      OPENAI_BASE_URL: fake.baseUrl,
+      OPENAI_API_KEY: "sk-wire",
+      REMOTE_TIMEOUT_MS: "400",
+      AGENTD_ASSISTANT_MODEL: "openai/assistant-model",
+    },
   });
   client = agentServiceClient(server.baseUrl, "grpc");
 });
@@ -42,12 +47,20 @@ describe("openai/<model> through OPENAI_BASE_URL", () => {
     expect(first!.body.tools[0].function).toEqual({
       name: "weather",
       description: "Current weather for a city.",
-      parameters: { type: "object", properties: { city: { type: "string", description: "City name" } }, required: ["city"] },
+      parameters: {
+        type: "object",
+        properties: { city: { type: "string", description: "City name" } },
+        required: ["city"],
+      },
     });
     expect(first!.body.temperature).toBe(0.1);
     expect(second!.body.messages.slice(1)).toEqual([
       { role: "user", content: "Weather in Paris?" },
-      { role: "assistant", content: null, tool_calls: [{ id: "call_w", type: "function", function: { name: "weather", arguments: '{"city":"Paris"}' } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "call_w", type: "function", function: { name: "weather", arguments: '{"city":"Paris"}' } }],
+      },
       { role: "tool", tool_call_id: "call_w", content: '{"city":"Paris","forecast":"sunny"}' },
     ]);
   });
@@ -68,17 +81,26 @@ describe("openai/<model> through OPENAI_BASE_URL", () => {
   });
 
   it.each([
-    ["the whole key", "Incorrect API key provided: sk-wire. You can find your API key at https://platform.openai.com/account/api-keys."],
-    ["a masked key", "Incorrect API key provided: sk-proj-************************************************wxyz. You can find your API key at https://platform.openai.com/account/api-keys."],
-  ])("a provider 401 quoting %s reaches the caller without the key material, status and reason intact", async (_name, message) => {
-    fake.enqueue({ kind: "error", status: 401, message, type: "invalid_request_error", code: "invalid_api_key" });
-    const { output } = await client.run({ init: { agent: "remote" }, input: textInput("hi") });
-    expect(output!.error?.status).toBe("UNAUTHENTICATED");
-    expect(output!.error?.message).toContain("Incorrect API key provided: [redacted].");
-    expect(output!.error?.message).not.toMatch(/sk-|\*\*\*\*|wxyz/);
-    expect(server.logs()).not.toContain("sk-wire");
-    expect(server.logs()).not.toContain("wxyz");
-  });
+    [
+      "the whole key",
+      "Incorrect API key provided: sk-wire. You can find your API key at https://platform.openai.com/account/api-keys.",
+    ],
+    [
+      "a masked key",
+      "Incorrect API key provided: sk-proj-************************************************wxyz. You can find your API key at https://platform.openai.com/account/api-keys.",
+    ],
+  ])(
+    "a provider 401 quoting %s reaches the caller without the key material, status and reason intact",
+    async (_name, message) => {
+      fake.enqueue({ kind: "error", status: 401, message, type: "invalid_request_error", code: "invalid_api_key" });
+      const { output } = await client.run({ init: { agent: "remote" }, input: textInput("hi") });
+      expect(output!.error?.status).toBe("UNAUTHENTICATED");
+      expect(output!.error?.message).toContain("Incorrect API key provided: [redacted].");
+      expect(output!.error?.message).not.toMatch(/sk-|\*\*\*\*|wxyz/);
+      expect(server.logs()).not.toContain("sk-wire");
+      expect(server.logs()).not.toContain("wxyz");
+    },
+  );
 
   it("a provider slower than the configured timeout fails the turn in-band with DEADLINE_EXCEEDED", async () => {
     fake.enqueue({ kind: "hang" });
@@ -101,7 +123,12 @@ describe("missing API keys", () => {
   beforeAll(async () => {
     keyless = await startAgentd({
       args: ["test/fixtures/prompt-agents.ts"],
-      env: { OPENAI_API_KEY: undefined, OPENAI_BASE_URL: undefined, ANTHROPIC_API_KEY: undefined, AGENTD_ASSISTANT_MODEL: "anthropic/claude-test" },
+      env: {
+        OPENAI_API_KEY: undefined,
+        OPENAI_BASE_URL: undefined,
+        ANTHROPIC_API_KEY: undefined,
+        AGENTD_ASSISTANT_MODEL: "anthropic/claude-test",
+      },
     });
   });
   afterAll(async () => {
@@ -109,14 +136,20 @@ describe("missing API keys", () => {
   });
 
   it("the server starts, and the first turn fails FAILED_PRECONDITION naming OPENAI_API_KEY", async () => {
-    const { output } = await agentServiceClient(keyless.baseUrl, "grpc").run({ init: { agent: "remote" }, input: textInput("hi") });
+    const { output } = await agentServiceClient(keyless.baseUrl, "grpc").run({
+      init: { agent: "remote" },
+      input: textInput("hi"),
+    });
     expect(output!.finishReason).toBe(FinishReason.FAILED);
     expect(output!.error?.status).toBe("FAILED_PRECONDITION");
     expect(output!.error?.message).toContain("set the OPENAI_API_KEY environment variable");
   });
 
   it("an anthropic assistant without ANTHROPIC_API_KEY fails its first turn naming the variable", async () => {
-    const { output } = await agentServiceClient(keyless.baseUrl, "grpc").run({ init: { agent: "assistant" }, input: textInput("hi") });
+    const { output } = await agentServiceClient(keyless.baseUrl, "grpc").run({
+      init: { agent: "assistant" },
+      input: textInput("hi"),
+    });
     expect(output!.error?.status).toBe("FAILED_PRECONDITION");
     expect(output!.error?.message).toContain("ANTHROPIC_API_KEY");
   });
@@ -124,9 +157,15 @@ describe("missing API keys", () => {
 
 describe("a blank OPENAI_BASE_URL", () => {
   it("does not stop the server; the first openai turn fails FAILED_PRECONDITION naming the variable", async () => {
-    const blank = await startAgentd({ args: ["test/fixtures/prompt-agents.ts"], env: { OPENAI_BASE_URL: "", OPENAI_API_KEY: "sk-x" } });
+    const blank = await startAgentd({
+      args: ["test/fixtures/prompt-agents.ts"],
+      env: { OPENAI_BASE_URL: "", OPENAI_API_KEY: "sk-x" },
+    });
     try {
-      const { output } = await agentServiceClient(blank.baseUrl, "grpc").run({ init: { agent: "remote" }, input: textInput("hi") });
+      const { output } = await agentServiceClient(blank.baseUrl, "grpc").run({
+        init: { agent: "remote" },
+        input: textInput("hi"),
+      });
       expect(output!.error?.status).toBe("FAILED_PRECONDITION");
       expect(output!.error?.message).toContain("check OPENAI_BASE_URL");
     } finally {

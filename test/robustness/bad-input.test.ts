@@ -4,7 +4,13 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { create, fromJson, toBinary, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ClientHttp2Session } from "node:http2";
-import { AgentService, GetSnapshotRequestSchema, ListSnapshotsRequestSchema, RunRequestSchema, RunStreamRequestSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import {
+  AgentService,
+  GetSnapshotRequestSchema,
+  ListSnapshotsRequestSchema,
+  RunRequestSchema,
+  RunStreamRequestSchema,
+} from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { textInput } from "../harness/wire-chat.js";
@@ -23,7 +29,9 @@ beforeAll(async () => {
 afterAll(async () => {
   session?.close();
   // Whatever the bad clients did, the server still serves.
-  expect((await client.run({ init: { agent: "assistant" }, input: textInput("still alive") })).output?.finishReason).toBe(FinishReason.STOP);
+  expect(
+    (await client.run({ init: { agent: "assistant" }, input: textInput("still alive") })).output?.finishReason,
+  ).toBe(FinishReason.STOP);
   await server?.stop();
 });
 
@@ -31,7 +39,11 @@ afterAll(async () => {
 const linesSince = (from: number) => server.logLines().slice(from);
 const errorLines = (lines: Record<string, unknown>[]) => lines.filter((l) => Number(l.level) >= 50);
 const rpcLines = (lines: Record<string, unknown>[], procedure: string) =>
-  lines.filter((l) => l.procedure === `/agentd.v1.AgentService/${procedure}` && (l.msg === "rpc" || l.msg === "rpc rejected before its handler"));
+  lines.filter(
+    (l) =>
+      l.procedure === `/agentd.v1.AgentService/${procedure}` &&
+      (l.msg === "rpc" || l.msg === "rpc rejected before its handler"),
+  );
 
 /** Waits until `predicate` holds for the log (call lines are written when the response closes). */
 async function waitForLog(predicate: () => boolean, ms = 3000): Promise<void> {
@@ -39,8 +51,11 @@ async function waitForLog(predicate: () => boolean, ms = 3000): Promise<void> {
   while (!predicate() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
 }
 
-const runRequest = (text: string, metadata?: Record<string, unknown>, init: Record<string, unknown> = { agent: "assistant" }) =>
-  toBinary(RunRequestSchema, create(RunRequestSchema, { init, input: textInput(text, metadata) }));
+const runRequest = (
+  text: string,
+  metadata?: Record<string, unknown>,
+  init: Record<string, unknown> = { agent: "assistant" },
+) => toBinary(RunRequestSchema, create(RunRequestSchema, { init, input: textInput(text, metadata) }));
 
 /** Runs `tasks` with at most `limit` in flight. */
 async function pool<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
@@ -60,7 +75,9 @@ async function pool<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]>
 describe("undecodable requests", () => {
   it("200 random / mutated protobuf payloads over gRPC are all INVALID_ARGUMENT, with no error-level log line", async () => {
     const from = server.logLines().length;
-    const payloads = BAD_PAYLOAD_CLASSES.flatMap((kind, i) => badPayloads(kind, kind === "random-bytes" || kind === "bit-flip" ? 50 : 25, 1000 + i));
+    const payloads = BAD_PAYLOAD_CLASSES.flatMap((kind, i) =>
+      badPayloads(kind, kind === "random-bytes" || kind === "bit-flip" ? 50 : 25, 1000 + i),
+    );
     expect(payloads.length).toBe(200);
     const responses = await pool(
       payloads.map((p) => () => grpcCall(session, "Run", frame(p), { timeoutMs: 5000 })),
@@ -78,7 +95,10 @@ describe("undecodable requests", () => {
   it("the same payloads on a server-streaming method are INVALID_ARGUMENT too", async () => {
     const from = server.logLines().length;
     const payloads = BAD_PAYLOAD_CLASSES.flatMap((kind, i) => badPayloads(kind, 3, 2000 + i, RunStreamRequestSchema));
-    const responses = await pool(payloads.map((p) => () => grpcCall(session, "RunStream", frame(p))), 8);
+    const responses = await pool(
+      payloads.map((p) => () => grpcCall(session, "RunStream", frame(p))),
+      8,
+    );
     expect(responses.map((r) => r.grpcStatus).filter((s) => s !== Code.InvalidArgument)).toEqual([]);
     await waitForLog(() => rpcLines(linesSince(from), "RunStream").length >= payloads.length);
     expect(errorLines(linesSince(from))).toEqual([]);
@@ -133,13 +153,19 @@ describe("deadlines", () => {
   });
 
   it("grpc-timeout 600H (beyond a Node timer) is honoured as no practical deadline: the call succeeds", async () => {
-    const r = await grpcCall(session, "Run", frame(runRequest("one two three", { echoDelayMs: 30 })), { headers: { "grpc-timeout": "600H" } });
+    const r = await grpcCall(session, "Run", frame(runRequest("one two three", { echoDelayMs: 30 })), {
+      headers: { "grpc-timeout": "600H" },
+    });
     expect(r.grpcStatus).toBe(0);
   });
 
   it("connect-timeout-ms beyond a Node timer also succeeds", async () => {
     const r = await rawRequest(session, agentPath("Run"), runRequest("one two three", { echoDelayMs: 30 }), {
-      headers: { "content-type": "application/proto", "connect-protocol-version": "1", "connect-timeout-ms": "9999999999" },
+      headers: {
+        "content-type": "application/proto",
+        "connect-protocol-version": "1",
+        "connect-timeout-ms": "9999999999",
+      },
     });
     expect(r.httpStatus).toBe(200);
   });
@@ -149,7 +175,12 @@ describe("clients that go away", () => {
   const long = Array.from({ length: 3000 }, (_, i) => `w${i}`).join(" ");
   // 50 ms between streamed words: the server is always still writing when the client cancels on the first bytes.
   const streamRequest = () =>
-    frame(toBinary(RunStreamRequestSchema, create(RunStreamRequestSchema, { init: { agent: "assistant" }, input: textInput(long, { echoDelayMs: 50 }) })));
+    frame(
+      toBinary(
+        RunStreamRequestSchema,
+        create(RunStreamRequestSchema, { init: { agent: "assistant" }, input: textInput(long, { echoDelayMs: 50 }) }),
+      ),
+    );
 
   it("a client cancelling mid-stream is logged CANCELLED, not INTERNAL", async () => {
     const from = server.logLines().length;
@@ -168,14 +199,21 @@ describe("clients that go away", () => {
 
 describe("oversized and overly nested input", () => {
   it("a 100k-character session_id is INVALID_ARGUMENT with a short message (trailers under 1 KB)", async () => {
-    const r = await grpcCall(session, "Run", frame(runRequest("x", undefined, { agent: "assistant", sessionId: "s".repeat(100_000) })));
+    const r = await grpcCall(
+      session,
+      "Run",
+      frame(runRequest("x", undefined, { agent: "assistant", sessionId: "s".repeat(100_000) })),
+    );
     expect(r.grpcStatus).toBe(Code.InvalidArgument);
     expect(r.grpcMessage).toContain("session_id");
     expect(r.trailerBytes).toBeLessThan(1024);
   });
 
   it("a 100k-character snapshot_id in GetSnapshot is INVALID_ARGUMENT with a short message", async () => {
-    const req = toBinary(GetSnapshotRequestSchema, create(GetSnapshotRequestSchema, { agent: "assistant", snapshotId: "p".repeat(100_000) }));
+    const req = toBinary(
+      GetSnapshotRequestSchema,
+      create(GetSnapshotRequestSchema, { agent: "assistant", snapshotId: "p".repeat(100_000) }),
+    );
     const r = await grpcCall(session, "GetSnapshot", frame(req));
     expect(r.grpcStatus).toBe(Code.InvalidArgument);
     expect(r.trailerBytes).toBeLessThan(1024);
@@ -189,7 +227,14 @@ describe("oversized and overly nested input", () => {
     expect(r.grpcMessage).toContain(id);
     // A 100k-character page token (no length limit of its own) is echoed as a prefix plus its length.
     const { output } = await client.run({ init: { agent: "assistant" }, input: textInput("for listing") });
-    const req = toBinary(ListSnapshotsRequestSchema, create(ListSnapshotsRequestSchema, { agent: "assistant", sessionId: output!.sessionId, pageToken: "t".repeat(100_000) }));
+    const req = toBinary(
+      ListSnapshotsRequestSchema,
+      create(ListSnapshotsRequestSchema, {
+        agent: "assistant",
+        sessionId: output!.sessionId,
+        pageToken: "t".repeat(100_000),
+      }),
+    );
     const listed = await grpcCall(session, "ListSnapshots", frame(req));
     expect(listed.grpcStatus).toBe(Code.InvalidArgument);
     expect(listed.grpcMessage).toContain(`${"t".repeat(200)}…(100000 chars)`);
@@ -198,7 +243,10 @@ describe("oversized and overly nested input", () => {
 
   it("metadata nested 64 levels deep is INVALID_ARGUMENT naming the field (Connect JSON); 32 levels are fine", async () => {
     // Connect with JSON: the protobuf decoder's own recursion limit does not apply, ours does.
-    const json = createClient(AgentService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", useBinaryFormat: false }));
+    const json = createClient(
+      AgentService,
+      createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", useBinaryFormat: false }),
+    );
     const deep = await json.run({ init: { agent: "assistant" }, input: textInput("deep", nestedJson(64)) }).then(
       () => undefined,
       (e: unknown) => ConnectError.from(e),
@@ -227,7 +275,9 @@ describe("oversized and overly nested input", () => {
 
   it("a deeply nested tool output (google.protobuf.Value) is INVALID_ARGUMENT naming the field", async () => {
     const output = fromJson(ValueSchema, nestedJson(40) as JsonValue);
-    const input = { message: { content: [{ kind: { case: "toolResponse" as const, value: { name: "t", ref: "r", output } } }] } };
+    const input = {
+      message: { content: [{ kind: { case: "toolResponse" as const, value: { name: "t", ref: "r", output } } }] },
+    };
     const err = await client.run({ init: { agent: "assistant" }, input }).then(
       () => undefined,
       (e: unknown) => ConnectError.from(e),

@@ -18,22 +18,50 @@ export function prng(seed: number): () => number {
 export function validRunRequests(): Uint8Array[] {
   const text = (value: string) => ({ kind: { case: "text" as const, value } });
   return [
-    create(RunRequestSchema, { init: { agent: "assistant" }, input: { message: { role: Role.USER, content: [text("hello there")] } } }),
+    create(RunRequestSchema, {
+      init: { agent: "assistant" },
+      input: { message: { role: Role.USER, content: [text("hello there")] } },
+    }),
     create(RunRequestSchema, {
       init: { agent: "assistant", sessionId: "some-session" },
-      input: { message: { role: Role.USER, content: [text("with metadata"), text("two parts")], metadata: { a: { b: [1, "x", true] } } as never } },
+      input: {
+        message: {
+          role: Role.USER,
+          content: [text("with metadata"), text("two parts")],
+          metadata: { a: { b: [1, "x", true] } } as never,
+        },
+      },
     }),
     create(RunRequestSchema, {
       init: { agent: "notes", state: { messages: [{ role: Role.MODEL, content: [text("earlier")] }], artifacts: [] } },
-      input: { message: { content: [{ kind: { case: "toolRequest", value: { name: "t", ref: "r1", input: { kind: { case: "stringValue", value: "in" } } } } }] } },
+      input: {
+        message: {
+          content: [
+            {
+              kind: {
+                case: "toolRequest",
+                value: { name: "t", ref: "r1", input: { kind: { case: "stringValue", value: "in" } } },
+              },
+            },
+          ],
+        },
+      },
     }),
   ].map((m) => toBinary(RunRequestSchema, m));
 }
 
 /** Classes of undecodable payloads. */
-export type BadPayloadClass = "random-bytes" | "bit-flip" | "truncated" | "bad-length" | "invalid-utf8" | "bad-wire-type";
+export type BadPayloadClass =
+  "random-bytes" | "bit-flip" | "truncated" | "bad-length" | "invalid-utf8" | "bad-wire-type";
 
-export const BAD_PAYLOAD_CLASSES: readonly BadPayloadClass[] = ["random-bytes", "bit-flip", "truncated", "bad-length", "invalid-utf8", "bad-wire-type"];
+export const BAD_PAYLOAD_CLASSES: readonly BadPayloadClass[] = [
+  "random-bytes",
+  "bit-flip",
+  "truncated",
+  "bad-length",
+  "invalid-utf8",
+  "bad-wire-type",
+];
 
 function decodes(schema: DescMessage, bytes: Uint8Array): boolean {
   try {
@@ -90,7 +118,12 @@ function candidate(kind: BadPayloadClass, rand: () => number, bases: Uint8Array[
  * `count` payloads of `kind` that protobuf-es cannot decode as `schema`
  * (checked locally, so the server must answer INVALID_ARGUMENT), from `seed`.
  */
-export function badPayloads(kind: BadPayloadClass, count: number, seed: number, schema: DescMessage = RunRequestSchema): Uint8Array[] {
+export function badPayloads(
+  kind: BadPayloadClass,
+  count: number,
+  seed: number,
+  schema: DescMessage = RunRequestSchema,
+): Uint8Array[] {
   const rand = prng(seed);
   const bases = validRunRequests();
   const out: Uint8Array[] = [];

@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { dropUnreachableDeadline, isClientGoneError, shortenMessage, truncateEcho } from "../../src/server/call-errors.js";
+import {
+  dropUnreachableDeadline,
+  isClientGoneError,
+  shortenMessage,
+  truncateEcho,
+} from "../../src/server/call-errors.js";
 import { toCallError, toConnectError } from "../../src/server/error-mapping.js";
 import { jsonDepth } from "../../src/server/request-validation.js";
 
@@ -34,14 +39,20 @@ describe("call error classification", () => {
     const ecanceled = Object.assign(new Error("write ECANCELED"), { code: "ECANCELED" });
     expect(isClientGoneError(ecanceled)).toBe(true);
     expect(toCallError(ecanceled).code).toBe(Code.Canceled);
-    expect(toCallError(new ConnectError("write ECANCELED", Code.Internal, undefined, undefined, ecanceled)).code).toBe(Code.Canceled);
+    expect(toCallError(new ConnectError("write ECANCELED", Code.Internal, undefined, undefined, ecanceled)).code).toBe(
+      Code.Canceled,
+    );
     expect(toCallError(new Error("boom")).code).toBe(Code.Internal);
     const deadline = new AbortController();
     deadline.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
-    expect(toCallError(new AgentError("CANCELLED", "the client cancelled the invocation"), deadline.signal).code).toBe(Code.DeadlineExceeded);
+    expect(toCallError(new AgentError("CANCELLED", "the client cancelled the invocation"), deadline.signal).code).toBe(
+      Code.DeadlineExceeded,
+    );
     const cancelled = new AbortController();
     cancelled.abort(new ConnectError("http/2 stream closed", Code.Canceled));
-    expect(toCallError(new AgentError("CANCELLED", "the client cancelled the invocation"), cancelled.signal).code).toBe(Code.Canceled);
+    expect(toCallError(new AgentError("CANCELLED", "the client cancelled the invocation"), cancelled.signal).code).toBe(
+      Code.Canceled,
+    );
   });
 
   it("drops deadlines a Node timer cannot hold and keeps the rest", () => {
@@ -63,7 +74,21 @@ describe("call error classification", () => {
     expect(jsonDepth({ a: 1 }, 100, true)).toBe(1);
     expect(jsonDepth({ a: { b: [1] } }, 100, true)).toBe(3);
     expect(jsonDepth("x", 100, true)).toBe(0);
-    const value = { $typeName: "google.protobuf.Value", kind: { case: "structValue", value: { $typeName: "google.protobuf.Struct", fields: { a: { $typeName: "google.protobuf.Value", kind: { case: "listValue", value: { $typeName: "google.protobuf.ListValue", values: [] } } } } } } };
+    const value = {
+      $typeName: "google.protobuf.Value",
+      kind: {
+        case: "structValue",
+        value: {
+          $typeName: "google.protobuf.Struct",
+          fields: {
+            a: {
+              $typeName: "google.protobuf.Value",
+              kind: { case: "listValue", value: { $typeName: "google.protobuf.ListValue", values: [] } },
+            },
+          },
+        },
+      },
+    };
     expect(jsonDepth(value, 100)).toBe(2);
     expect(jsonDepth({ a: { b: { c: {} } } }, 2, true)).toBe(2);
   });

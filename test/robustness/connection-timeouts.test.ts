@@ -62,10 +62,13 @@ function connectRaw(port: number): Promise<net.Socket> {
 function closeTime(socket: net.Socket, since: number, giveUpMs: number): Promise<number> {
   return new Promise((resolve) => {
     if (socket.destroyed && socket.closed) return resolve(performance.now() - since);
-    const timer = setTimeout(() => {
-      resolve(Infinity);
-      socket.destroy();
-    }, Math.max(0, since + giveUpMs - performance.now()));
+    const timer = setTimeout(
+      () => {
+        resolve(Infinity);
+        socket.destroy();
+      },
+      Math.max(0, since + giveUpMs - performance.now()),
+    );
     socket.once("close", () => {
       clearTimeout(timer);
       resolve(performance.now() - since);
@@ -110,7 +113,9 @@ describe("connection timeouts", () => {
     }, 100);
     const elapsed = await closeTime(socket, since, FIRST_BYTES_MS + 3000);
     clearInterval(trickle);
-    console.log(`partial HTTP/2 preface (${sent} bytes) closed after ${elapsed.toFixed(0)} ms (first-bytes timeout ${FIRST_BYTES_MS})`);
+    console.log(
+      `partial HTTP/2 preface (${sent} bytes) closed after ${elapsed.toFixed(0)} ms (first-bytes timeout ${FIRST_BYTES_MS})`,
+    );
     expect(sent).toBeGreaterThan(0);
     expect(sent).toBeLessThan(HTTP2_PREFACE.length);
     expect(elapsed).toBeGreaterThanOrEqual(FIRST_BYTES_MS - 50);
@@ -130,7 +135,9 @@ describe("connection timeouts", () => {
     }, 100);
     const elapsed = await closeTime(socket, since, HEADERS_MS + 3000);
     clearInterval(trickle);
-    console.log(`trickled HTTP/1.1 headers (${sent} bytes) closed after ${elapsed.toFixed(0)} ms (headers timeout ${HEADERS_MS})`);
+    console.log(
+      `trickled HTTP/1.1 headers (${sent} bytes) closed after ${elapsed.toFixed(0)} ms (headers timeout ${HEADERS_MS})`,
+    );
     expect(received()).toMatch(/^HTTP\/1\.1 408 /);
     // Handed to HTTP/1.1 at the first byte: the first-bytes timeout (shorter) no longer applies.
     expect(elapsed).toBeGreaterThanOrEqual(HEADERS_MS - 50);
@@ -149,7 +156,9 @@ describe("connection timeouts", () => {
     expect(received()).toMatch(/^HTTP\/1\.1 200 /);
     expect(received()).toMatch(/keep-alive/i);
     const elapsed = await closeTime(socket, since, IDLE_MS + KEEP_ALIVE_BUFFER_MS + 3000);
-    console.log(`idle HTTP/1.1 keep-alive closed after ${elapsed.toFixed(0)} ms (idle timeout ${IDLE_MS} + Node's ${KEEP_ALIVE_BUFFER_MS} ms buffer)`);
+    console.log(
+      `idle HTTP/1.1 keep-alive closed after ${elapsed.toFixed(0)} ms (idle timeout ${IDLE_MS} + Node's ${KEEP_ALIVE_BUFFER_MS} ms buffer)`,
+    );
     expect(elapsed).toBeGreaterThanOrEqual(IDLE_MS - 50);
     expect(elapsed).toBeLessThanOrEqual(IDLE_MS + KEEP_ALIVE_BUFFER_MS + SLACK_MS);
   });
@@ -202,7 +211,12 @@ describe("connection timeouts", () => {
     stream.on("data", (chunk: Buffer) => (received += chunk.length));
     stream.end(frame(new Uint8Array()));
     await sleep(QUIET_MS);
-    const state = { goaway, sessionClosed: session.closed || session.destroyed, streamClosed: stream.closed, received: received > 0 };
+    const state = {
+      goaway,
+      sessionClosed: session.closed || session.destroyed,
+      streamClosed: stream.closed,
+      received: received > 0,
+    };
     stream.close();
     const closed = new Promise<number>((resolve) => session.once("close", () => resolve(performance.now())));
     const since = performance.now();
@@ -275,18 +289,20 @@ describe("--max-connections", () => {
 
   it("closes connections over the cap at once, and health answers once the idle ones are gone", async () => {
     const first = await Promise.all(Array.from({ length: MAX }, () => connectRaw(server.port)));
-    await sleep(50); // let the server accept all of them
+    // Kept as a pause: no event tells a client that the server has accepted its socket, and these
+    // sockets must send nothing (their first-bytes timeout is measured). 50 ms lets the accept loop run.
+    await sleep(50);
     const firstCloses = first.map((s) => closeTime(s, performance.now(), FIRST_BYTES_MS + 3000));
     const extraStarted = performance.now();
-    const extra = await Promise.all(
-      Array.from({ length: MAX }, () => connectRaw(server.port).catch(() => undefined)),
-    );
+    const extra = await Promise.all(Array.from({ length: MAX }, () => connectRaw(server.port).catch(() => undefined)));
     const extraCloses = await Promise.all(extra.map((s) => (s ? closeTime(s, extraStarted, 300) : Promise.resolve(0))));
     console.log(`over-cap connections closed after at most ${Math.max(...extraCloses).toFixed(0)} ms`);
     expect(extraCloses.every((t) => t <= 300)).toBe(true);
 
     const idleCloses = await Promise.all(firstCloses);
-    console.log(`idle connections under the cap closed after ${Math.min(...idleCloses).toFixed(0)}–${Math.max(...idleCloses).toFixed(0)} ms`);
+    console.log(
+      `idle connections under the cap closed after ${Math.min(...idleCloses).toFixed(0)}–${Math.max(...idleCloses).toFixed(0)} ms`,
+    );
     // The ones under the cap were accepted: open until the first-bytes timeout.
     expect(Math.min(...idleCloses)).toBeGreaterThanOrEqual(FIRST_BYTES_MS - 150);
     expect(Math.max(...idleCloses)).toBeLessThanOrEqual(FIRST_BYTES_MS + SLACK_MS);
@@ -313,9 +329,13 @@ describe("HTTP/1.1 request timeout (in-process: it has no flag)", () => {
       const socket = await connectRaw(server.port);
       const received = collect(socket);
       const since = performance.now();
-      socket.write("POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n");
+      socket.write(
+        "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n",
+      );
       const elapsed = await closeTime(socket, since, REQUEST_MS + 3000);
-      console.log(`HTTP/1.1 request without its body closed after ${elapsed.toFixed(0)} ms (request timeout ${REQUEST_MS})`);
+      console.log(
+        `HTTP/1.1 request without its body closed after ${elapsed.toFixed(0)} ms (request timeout ${REQUEST_MS})`,
+      );
       expect(received()).toMatch(/^HTTP\/1\.1 408 /);
       expect(elapsed).toBeLessThanOrEqual(REQUEST_MS + SLACK_MS);
 
@@ -335,7 +355,13 @@ describe("HTTP/1.1 request timeout (in-process: it has no flag)", () => {
 });
 
 describe("connection limit flags", () => {
-  const FLAGS = ["--first-bytes-timeout-ms", "--headers-timeout-ms", "--idle-timeout-ms", "--max-connections", "--max-concurrent-streams"];
+  const FLAGS = [
+    "--first-bytes-timeout-ms",
+    "--headers-timeout-ms",
+    "--idle-timeout-ms",
+    "--max-connections",
+    "--max-concurrent-streams",
+  ];
 
   it("parses each flag into the serve config and documents it with its default in --help", () => {
     const command = parseCommandLine(["serve", ...FLAGS.flatMap((flag, i) => [flag, String(1000 + i)])], {});
@@ -350,14 +376,21 @@ describe("connection limit flags", () => {
     expect(defaults.kind === "serve" && defaults.config.connectionLimits).toBeUndefined();
     for (const flag of FLAGS) expect(USAGE).toContain(flag);
     expect(USAGE).toContain(`(default ${DEFAULT_CONNECTION_LIMITS.idleTimeoutMs})`);
-    expect(DEFAULT_CONNECTION_LIMITS.firstBytesTimeoutMs + DEFAULT_CONNECTION_LIMITS.headersTimeoutMs).toBeLessThanOrEqual(60_000);
+    expect(
+      DEFAULT_CONNECTION_LIMITS.firstBytesTimeoutMs + DEFAULT_CONNECTION_LIMITS.headersTimeoutMs,
+    ).toBeLessThanOrEqual(60_000);
   });
 
-  it.each(FLAGS.flatMap((flag) => [[flag, "abc"], [flag, "-1"], [flag, "0"], [flag, "1.5"], [flag, "99999999999"]]))(
-    "rejects %s %s with a usage error",
-    (flag, value) => {
-      expect(() => parseCommandLine(["serve", flag, value], {})).toThrow(UsageError);
-      expect(() => parseCommandLine(["serve", flag, value], {})).toThrow(flag);
-    },
-  );
+  it.each(
+    FLAGS.flatMap((flag) => [
+      [flag, "abc"],
+      [flag, "-1"],
+      [flag, "0"],
+      [flag, "1.5"],
+      [flag, "99999999999"],
+    ]),
+  )("rejects %s %s with a usage error", (flag, value) => {
+    expect(() => parseCommandLine(["serve", flag, value], {})).toThrow(UsageError);
+    expect(() => parseCommandLine(["serve", flag, value], {})).toThrow(flag);
+  });
 });

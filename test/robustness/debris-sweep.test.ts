@@ -35,7 +35,8 @@ describe("file store crash debris", () => {
     const deadRecordLock = join(records, ".0192aaaa-bbbb.lock");
     const deadSessionLock = join(sessions, "abcdef.lock");
     const deadWant = join(sessions, "abcdef.lock.want");
-    for (const path of [deadRecordLock, deadSessionLock, deadWant]) await writeFile(path, JSON.stringify({ pid: dead, token: "t0" }));
+    for (const path of [deadRecordLock, deadSessionLock, deadWant])
+      await writeFile(path, JSON.stringify({ pid: dead, token: "t0" }));
 
     const freshTmp = join(records, ".0192cccc-dddd.json.0123456789ab.tmp");
     await writeFile(freshTmp, "being written");
@@ -50,8 +51,10 @@ describe("file store crash debris", () => {
     const swept = await store.debrisSwept;
     await store.close();
 
-    for (const path of [staleTmp, staleHeadTmp, tenantTmp, deadRecordLock, deadSessionLock, deadWant]) expect([path, existsSync(path)]).toEqual([path, false]);
-    for (const path of [freshTmp, liveLock, record, join(dir, "agentd-store.json")]) expect([path, existsSync(path)]).toEqual([path, true]);
+    for (const path of [staleTmp, staleHeadTmp, tenantTmp, deadRecordLock, deadSessionLock, deadWant])
+      expect([path, existsSync(path)]).toEqual([path, false]);
+    for (const path of [freshTmp, liveLock, record, join(dir, "agentd-store.json")])
+      expect([path, existsSync(path)]).toEqual([path, true]);
     expect(swept).toEqual({ tmpFiles: 3, lockFiles: 3 });
   });
 });

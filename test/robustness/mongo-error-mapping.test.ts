@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { MongoClient, MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServerSelectionError } from "mongodb";
+import {
+  MongoClient,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoServerError,
+  MongoServerSelectionError,
+} from "mongodb";
 import { clientOptionsFor, MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { isTransientMongoError, mongoError } from "../../stores/mongodb/mongo-errors.js";
 
@@ -27,11 +33,11 @@ describe("MongoDB error mapping", () => {
       Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }),
     ];
     for (const err of transient) {
-      expect([String((err as Error).name), (err as { code?: unknown }).code, mongoError(err, "reading").status]).toEqual([
+      expect([
         String((err as Error).name),
         (err as { code?: unknown }).code,
-        "UNAVAILABLE",
-      ]);
+        mongoError(err, "reading").status,
+      ]).toEqual([String((err as Error).name), (err as { code?: unknown }).code, "UNAVAILABLE"]);
     }
   });
 
@@ -42,10 +48,17 @@ describe("MongoDB error mapping", () => {
   });
 
   it("lets driver options in the store URI win over the store's defaults", () => {
-    expect(clientOptionsFor("mongodb://h/agentd?serverSelectionTimeoutMS=500").serverSelectionTimeoutMS).toBeUndefined();
-    expect(clientOptionsFor("mongodb://h/agentd?serverselectiontimeoutms=500").serverSelectionTimeoutMS).toBeUndefined();
+    expect(
+      clientOptionsFor("mongodb://h/agentd?serverSelectionTimeoutMS=500").serverSelectionTimeoutMS,
+    ).toBeUndefined();
+    expect(
+      clientOptionsFor("mongodb://h/agentd?serverselectiontimeoutms=500").serverSelectionTimeoutMS,
+    ).toBeUndefined();
     expect(clientOptionsFor("mongodb://h/agentd").serverSelectionTimeoutMS).toBe(10_000);
-    const client = new MongoClient("mongodb://127.0.0.1:1/agentd?serverSelectionTimeoutMS=500", clientOptionsFor("mongodb://127.0.0.1:1/agentd?serverSelectionTimeoutMS=500"));
+    const client = new MongoClient(
+      "mongodb://127.0.0.1:1/agentd?serverSelectionTimeoutMS=500",
+      clientOptionsFor("mongodb://127.0.0.1:1/agentd?serverSelectionTimeoutMS=500"),
+    );
     expect(client.options.serverSelectionTimeoutMS).toBe(500);
     const store = new MongoSessionStore({ uri: "mongodb://127.0.0.1:1/agentd?serverSelectionTimeoutMS=700" });
     expect((store as unknown as { client: MongoClient }).client.options.serverSelectionTimeoutMS).toBe(700);

@@ -1,4 +1,10 @@
-import { connect, constants, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http2";
+import {
+  connect,
+  constants,
+  type ClientHttp2Session,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+} from "node:http2";
 
 /** The path of an `agentd.v1.AgentService` method. */
 export const agentPath = (method: string): string => `/agentd.v1.AgentService/${method}`;
@@ -47,7 +53,12 @@ export interface RawRequestOptions {
 }
 
 /** Sends one HTTP/2 POST with `body` on `session` and collects the answer. */
-export function rawRequest(session: ClientHttp2Session, path: string, body: Uint8Array, options: RawRequestOptions = {}): Promise<RawResponse> {
+export function rawRequest(
+  session: ClientHttp2Session,
+  path: string,
+  body: Uint8Array,
+  options: RawRequestOptions = {},
+): Promise<RawResponse> {
   return new Promise((resolve) => {
     const stream = session.request({ ":method": "POST", ":path": path, ...options.headers });
     const chunks: Buffer[] = [];
@@ -65,7 +76,8 @@ export function rawRequest(session: ClientHttp2Session, path: string, body: Uint
       const status = statusSource["grpc-status"];
       const message = statusSource["grpc-message"];
       let trailerBytes = 0;
-      for (const [k, v] of Object.entries(statusSource)) if (!k.startsWith(":")) trailerBytes += k.length + String(v ?? "").length;
+      for (const [k, v] of Object.entries(statusSource))
+        if (!k.startsWith(":")) trailerBytes += k.length + String(v ?? "").length;
       resolve({
         httpStatus: Number(headers[":status"] ?? 0),
         headers,
@@ -93,13 +105,20 @@ export function rawRequest(session: ClientHttp2Session, path: string, body: Uint
       options.onData?.(chunk, cancel);
     });
     stream.on("error", (err) => finish({ error: err.message }));
-    stream.on("close", () => finish(stream.rstCode && stream.rstCode !== constants.NGHTTP2_NO_ERROR ? { error: `rst ${stream.rstCode}` } : {}));
+    stream.on("close", () =>
+      finish(stream.rstCode && stream.rstCode !== constants.NGHTTP2_NO_ERROR ? { error: `rst ${stream.rstCode}` } : {}),
+    );
     stream.end(body);
   });
 }
 
 /** A gRPC (HTTP/2) call with one already-framed request body. */
-export function grpcCall(session: ClientHttp2Session, method: string, framed: Uint8Array, options: RawRequestOptions = {}): Promise<RawResponse> {
+export function grpcCall(
+  session: ClientHttp2Session,
+  method: string,
+  framed: Uint8Array,
+  options: RawRequestOptions = {},
+): Promise<RawResponse> {
   return rawRequest(session, agentPath(method), framed, {
     ...options,
     headers: { "content-type": "application/grpc", te: "trailers", ...options.headers },

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd } from "../harness/agentd-process.js";
 import { snapshotTexts } from "../harness/use-agentd.js";
+import { until } from "../harness/until.js";
 import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
@@ -25,11 +26,17 @@ describe("resume by session after a crash during detached work", () => {
     const survivor = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-ttl-ms", "300"] });
     try {
       const client = agentServiceClient(survivor.baseUrl, "grpc");
-      await new Promise((r) => setTimeout(r, 500));
-      expect((await client.getSnapshot({ agent: "assistant", snapshotId: detached!.snapshotId })).snapshot?.status).toBe(SnapshotStatus.EXPIRED);
+      // The dead worker's heartbeat going stale is time passing, which no event announces:
+      // poll until its row reads expired.
+      const read = () => client.getSnapshot({ agent: "assistant", snapshotId: detached!.snapshotId });
+      const statusOf = async () => (await read()).snapshot?.status;
+      await until("the dead worker's row to read expired", async () => (await statusOf()) === SnapshotStatus.EXPIRED);
 
       const started = Date.now();
-      const { output } = await client.run({ init: { agent: "assistant", sessionId }, input: textInput("after the crash") });
+      const { output } = await client.run({
+        init: { agent: "assistant", sessionId },
+        input: textInput("after the crash"),
+      });
       expect(Date.now() - started).toBeLessThan(3_000); // not held up by the dead worker's lease
       expect(output?.finishReason).toBe(FinishReason.STOP);
       expect(output?.sessionId).toBe(sessionId);

@@ -6,8 +6,6 @@ import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { outcomeOf } from "./call-outcome.js";
 
-
-
 // Needs its own MongoDB behind a proxy: mongo-java-server (not an external MONGODB_URI).
 describe.skipIf(Boolean(process.env.MONGODB_URI))("MongoDB connection resets", () => {
   let stopMongo: () => Promise<void>;

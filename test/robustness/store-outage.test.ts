@@ -8,7 +8,6 @@ import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { outcomeOf } from "./call-outcome.js";
 
-
 async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -32,7 +31,10 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("MongoDB store outages", () =>
     mongo = started.server!;
     stopMongo = started.stop;
     const uri = `mongodb://127.0.0.1:${mongo.port}/agentd?directConnection=true&serverSelectionTimeoutMS=500`;
-    [agentd, cold] = await Promise.all([startAgentd({ args: ["--store", uri] }), startAgentd({ args: ["--store", uri] })]);
+    [agentd, cold] = await Promise.all([
+      startAgentd({ args: ["--store", uri] }),
+      startAgentd({ args: ["--store", uri] }),
+    ]);
   });
 
   afterAll(async () => {
@@ -65,13 +67,19 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("MongoDB store outages", () =>
       expect(Date.now() - started).toBeLessThan(2_000);
     }
     // The health probe (every 2 s, 500 ms server selection) notices the outage.
-    await until("NOT_SERVING", 5_000, async () => ((await health.check({ service: "" })).status === Serving.NOT_SERVING ? true : undefined));
+    await until("NOT_SERVING", 5_000, async () =>
+      (await health.check({ service: "" })).status === Serving.NOT_SERVING ? true : undefined,
+    );
     expect((await health.check({ service: "agentd.v1.AgentService" })).status).toBe(Serving.NOT_SERVING);
     expect(Date.now() - stoppedAt).toBeLessThan(5_000);
 
     await mongo.restart(); // empty again
-    await until("SERVING", 6_000, async () => ((await health.check({ service: "" })).status === Serving.SERVING ? true : undefined));
-    const again = await until("a Run to succeed", 5_000, () => client.run({ init: { agent: "assistant" }, input: textInput("after the outage") }));
+    await until("SERVING", 6_000, async () =>
+      (await health.check({ service: "" })).status === Serving.SERVING ? true : undefined,
+    );
+    const again = await until("a Run to succeed", 5_000, () =>
+      client.run({ init: { agent: "assistant" }, input: textInput("after the outage") }),
+    );
     expect(again.output?.sessionId).toBeTruthy();
     const read = await client.getSnapshot({ agent: "assistant", sessionId: again.output!.sessionId });
     expect(read.snapshot?.snapshotId).toBe(again.output!.snapshotId);

@@ -19,7 +19,9 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("WatchSnapshot when MongoDB co
     mongo = started.server!;
     stopMongo = started.stop;
     const uri = `mongodb://127.0.0.1:${mongo.port}/agentd?directConnection=true&serverSelectionTimeoutMS=500`;
-    agentd = await startAgentd({ args: ["--store", uri, "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "2000"] });
+    agentd = await startAgentd({
+      args: ["--store", uri, "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "2000"],
+    });
     // Warm up the store (format check, indexes) so the first detached row is fresh when it is watched.
     await agentServiceClient(agentd.baseUrl, "grpc").run({ init: { agent: "assistant" }, input: textInput("warm up") });
   });
@@ -32,8 +34,14 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("WatchSnapshot when MongoDB co
   it("ends NOT_FOUND soon after the record document is deleted", async () => {
     const client = agentServiceClient(agentd.baseUrl, "grpc");
     const db = new MongoClient(`mongodb://127.0.0.1:${mongo.port}/?directConnection=true`);
-    const { statuses, error, actedAt: deletedAt } = await watchDetachedWork(client, 8_000, async (snapshotId) => {
-      expect((await db.db("agentd").collection<{ _id: string }>("snapshots").deleteOne({ _id: snapshotId })).deletedCount).toBe(1);
+    const {
+      statuses,
+      error,
+      actedAt: deletedAt,
+    } = await watchDetachedWork(client, 8_000, async (snapshotId) => {
+      expect(
+        (await db.db("agentd").collection<{ _id: string }>("snapshots").deleteOne({ _id: snapshotId })).deletedCount,
+      ).toBe(1);
     }).finally(() => db.close());
     expect(statuses).toEqual([SnapshotStatus.PENDING]);
     expect(error?.code).toBe(Code.NotFound);
@@ -42,7 +50,12 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("WatchSnapshot when MongoDB co
 
   it("ends (NOT_FOUND once the database answers again) instead of hanging to the deadline", async () => {
     const client = agentServiceClient(agentd.baseUrl, "grpc");
-    const { snapshotId, statuses, error, actedAt: restartedAt } = await watchDetachedWork(client, 15_000, () => mongo.restart());
+    const {
+      snapshotId,
+      statuses,
+      error,
+      actedAt: restartedAt,
+    } = await watchDetachedWork(client, 15_000, () => mongo.restart());
     expect(statuses).toEqual([SnapshotStatus.PENDING]);
     // During the outage the re-check may fail UNAVAILABLE (retryable); once the empty database answers it is NOT_FOUND.
     expect([Code.NotFound, Code.Unavailable]).toContain(error?.code);
@@ -50,7 +63,11 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("WatchSnapshot when MongoDB co
     // A new watch (what a client retrying UNAVAILABLE does) gets NOT_FOUND once the driver has reconnected.
     let code: Code | undefined;
     for (const deadline = Date.now() + 5_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
-      const again = await client.watchSnapshot({ agent: "assistant", snapshotId }, { timeoutMs: 5_000 })[Symbol.asyncIterator]().next().catch((e) => e);
+      const again = await client
+        .watchSnapshot({ agent: "assistant", snapshotId }, { timeoutMs: 5_000 })
+        [Symbol.asyncIterator]()
+        .next()
+        .catch((e) => e);
       code = ConnectError.from(again).code;
       if (code !== Code.Unavailable) break;
     }

@@ -11,12 +11,16 @@ import { watchDetachedWork } from "./watched-work.js";
 describe("WatchSnapshot when its record disappears", () => {
   it("ends NOT_FOUND soon after the record file is deleted", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-watch-gone-"));
-    const agentd = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "600"] });
+    const agentd = await startAgentd({
+      args: ["--store", `file:${dir}`, "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "600"],
+    });
     try {
       const client = agentServiceClient(agentd.baseUrl, "grpc");
-      const { statuses, error, actedAt: deletedAt } = await watchDetachedWork(client, 8_000, (snapshotId) =>
-        unlink(join(dir, "records", `${snapshotId}.json`)),
-      );
+      const {
+        statuses,
+        error,
+        actedAt: deletedAt,
+      } = await watchDetachedWork(client, 8_000, (snapshotId) => unlink(join(dir, "records", `${snapshotId}.json`)));
       expect(statuses).toEqual([SnapshotStatus.PENDING]);
       expect(error?.code).toBe(Code.NotFound);
       expect(Date.now() - deletedAt).toBeLessThan(1_500); // the re-check runs every TTL/4 = 150 ms

@@ -31,7 +31,10 @@ export async function watchDetachedWork(
   });
   const watched: WatchedWork = { snapshotId: output!.snapshotId, statuses: [], actedAt: 0 };
   try {
-    for await (const res of client.watchSnapshot({ agent: "assistant", snapshotId: watched.snapshotId }, { timeoutMs })) {
+    for await (const res of client.watchSnapshot(
+      { agent: "assistant", snapshotId: watched.snapshotId },
+      { timeoutMs },
+    )) {
       watched.statuses.push(res.status);
       if (res.status === SnapshotStatus.PENDING && watched.actedAt === 0) {
         await onPending(watched.snapshotId);

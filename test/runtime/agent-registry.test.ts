@@ -1,7 +1,14 @@
 import { describe, expect, it } from "vitest";
+import { expectThrowsAgentError } from "./runtime-fixtures.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
 import { defineCustomAgent } from "../../src/runtime/custom-agent.js";
 import { generateModelTurn } from "../../src/runtime/model-turn.js";
+import {
+  DEFAULT_SESSION_SETTINGS,
+  MAX_SESSION_TTL_MS,
+  sessionSettings,
+  validateTtl,
+} from "../../src/runtime/session-settings.js";
 
 const echo = (name: string) => defineCustomAgent({ name, turn: (_input, ctx) => generateModelTurn(ctx, "echo") });
 
@@ -10,7 +17,9 @@ describe("AgentRegistry", () => {
     const registry = new AgentRegistry();
     const first = echo("twin");
     registry.register(first);
-    expect(() => registry.register(echo("twin"))).toThrow(expect.objectContaining({ status: "ALREADY_EXISTS", message: expect.stringContaining('"twin"') }));
+    expect(() => registry.register(echo("twin"))).toThrow(
+      expect.objectContaining({ status: "ALREADY_EXISTS", message: expect.stringContaining('"twin"') }),
+    );
     expect(registry.get("twin")).toBe(first);
     expect(registry.list()).toHaveLength(1);
   });
@@ -18,11 +27,101 @@ describe("AgentRegistry", () => {
   it("answers an unknown name with NOT_FOUND listing the agents it has", () => {
     const registry = new AgentRegistry();
     registry.register(echo("a"));
-    expect(() => registry.get("b")).toThrow(expect.objectContaining({ status: "NOT_FOUND", message: expect.stringContaining("available: a") }));
+    expect(() => registry.get("b")).toThrow(
+      expect.objectContaining({ status: "NOT_FOUND", message: expect.stringContaining("available: a") }),
+    );
   });
 
   it("rejects invalid session settings with INVALID_ARGUMENT", () => {
-    expect(() => new AgentRegistry({ sessions: { maxQueuedInputs: 0 } })).toThrow(expect.objectContaining({ status: "INVALID_ARGUMENT" }));
-    expect(() => new AgentRegistry({ sessions: { claims: { leaseTtlMs: 1000, refreshMs: 2000 } } })).toThrow(/refreshMs/);
+    expect(() => new AgentRegistry({ sessions: { maxQueuedInputs: 0 } })).toThrow(
+      expect.objectContaining({ status: "INVALID_ARGUMENT" }),
+    );
+    expect(() => new AgentRegistry({ sessions: { claims: { leaseTtlMs: 1000, refreshMs: 2000 } } })).toThrow(
+      /refreshMs/,
+    );
+  });
+});
+
+describe("sessionSettings", () => {
+  it("is the defaults without options, with no session time-to-live", () => {
+    const settings = sessionSettings();
+    expect(settings).toEqual(DEFAULT_SESSION_SETTINGS);
+    expect("sessionTtlMs" in settings).toBe(false);
+    expect(DEFAULT_SESSION_SETTINGS).toMatchObject({ busyPolicy: "reject", maxQueuedInputs: 16 });
+    expect(DEFAULT_SESSION_SETTINGS.records.maxSessionBytes).toBe(64 * 1024 * 1024);
+  });
+
+  it("overrides each field given and keeps the defaults of the others", () => {
+    const settings = sessionSettings({
+      busyPolicy: "enqueue",
+      claims: { pollMs: 7 },
+      checkpoints: { maxDepth: 3 },
+      maxSessionBytes: 1_000,
+      maxQueuedInputs: 2,
+      sessionTtlMs: 5_000,
+    });
+    expect(settings).toEqual({
+      busyPolicy: "enqueue",
+      claims: { ...DEFAULT_SESSION_SETTINGS.claims, pollMs: 7 },
+      records: {
+        checkpoints: { ...DEFAULT_SESSION_SETTINGS.records.checkpoints, maxDepth: 3 },
+        maxSessionBytes: 1_000,
+      },
+      maxQueuedInputs: 2,
+      sessionTtlMs: 5_000,
+    });
+  });
+
+  it("refuses an unknown busy policy (INVALID_ARGUMENT)", () => {
+    expectThrowsAgentError(
+      () => sessionSettings({ busyPolicy: "wait" as never }),
+      "INVALID_ARGUMENT",
+      /busyPolicy must be/,
+    );
+  });
+
+  it.each([
+    ["maxSessionBytes", { maxSessionBytes: 0 }],
+    ["maxQueuedInputs", { maxQueuedInputs: 0 }],
+    ["claims.leaseTtlMs", { claims: { leaseTtlMs: 0 } }],
+    ["claims.refreshMs", { claims: { refreshMs: 0 } }],
+    ["claims.pollMs", { claims: { pollMs: Number.NaN } }],
+    ["claims.maxWaiters", { claims: { maxWaiters: -1 } }],
+    ["checkpoints.maxDepth", { checkpoints: { maxDepth: 0.5 } }],
+  ] as const)("refuses %s below 1 or not a number (INVALID_ARGUMENT naming it)", (name, options) => {
+    expectThrowsAgentError(
+      () => sessionSettings(options),
+      "INVALID_ARGUMENT",
+      new RegExp(`^${name.replace(".", "\\.")} must be a number >= 1`),
+    );
+  });
+
+  it("accepts 1 as the smallest value of a positive setting", () => {
+    expect(sessionSettings({ maxQueuedInputs: 1 }).maxQueuedInputs).toBe(1);
+  });
+
+  it("refuses a refresh interval not below the lease time-to-live (INVALID_ARGUMENT)", () => {
+    expectThrowsAgentError(
+      () => sessionSettings({ claims: { leaseTtlMs: 100, refreshMs: 100 } }),
+      "INVALID_ARGUMENT",
+      /refreshMs \(100\) must be below/,
+    );
+    expect(sessionSettings({ claims: { leaseTtlMs: 100, refreshMs: 99 } }).claims.refreshMs).toBe(99);
+  });
+});
+
+describe("validateTtl", () => {
+  it("accepts whole milliseconds from 1 ms to 10 years", () => {
+    expect(validateTtl(1)).toBe(1);
+    expect(validateTtl(MAX_SESSION_TTL_MS)).toBe(MAX_SESSION_TTL_MS);
+    expect(MAX_SESSION_TTL_MS).toBe(10 * 365 * 24 * 3600 * 1000);
+  });
+
+  it.each([0, -5, 1.5, MAX_SESSION_TTL_MS + 1, Number.NaN])("refuses %s with INVALID_ARGUMENT", (ttl) => {
+    expectThrowsAgentError(() => validateTtl(ttl), "INVALID_ARGUMENT", /between 1 ms and 10 years/);
+  });
+
+  it("is applied to the registry's default session time-to-live", () => {
+    expectThrowsAgentError(() => new AgentRegistry({ sessions: { sessionTtlMs: 0 } }), "INVALID_ARGUMENT");
   });
 });

@@ -39,21 +39,38 @@ describe("an agents module's authenticate export", () => {
   });
 
   it("gives the agent its principal", async () => {
-    const { output } = await clientFor(server, "alice-key-0001").run({ init: { agent: "whoami" }, input: textInput("hi") });
+    const { output } = await clientFor(server, "alice-key-0001").run({
+      init: { agent: "whoami" },
+      input: textInput("hi"),
+    });
     expect(output?.message?.content[0]?.kind.value).toBe("alice@acme said hi");
   });
 
   it("gives state transforms the principal: a viewer of the same tenant reads the session redacted, an admin in full", async () => {
-    const { output } = await clientFor(server, "alice-key-0001").run({ init: { agent: "whoami" }, input: textInput("the plan") });
-    const asViewer = await clientFor(server, "bob-key-0002").getSnapshot({ agent: "whoami", sessionId: output!.sessionId });
+    const { output } = await clientFor(server, "alice-key-0001").run({
+      init: { agent: "whoami" },
+      input: textInput("the plan"),
+    });
+    const asViewer = await clientFor(server, "bob-key-0002").getSnapshot({
+      agent: "whoami",
+      sessionId: output!.sessionId,
+    });
     expect(snapshotTexts(asViewer.snapshot)).toEqual(["[hidden]", "[hidden]"]);
-    const asAdmin = await clientFor(server, "alice-key-0001").getSnapshot({ agent: "whoami", sessionId: output!.sessionId });
+    const asAdmin = await clientFor(server, "alice-key-0001").getSnapshot({
+      agent: "whoami",
+      sessionId: output!.sessionId,
+    });
     expect(snapshotTexts(asAdmin.snapshot)).toEqual(["the plan", "alice@acme said the plan"]);
   });
 
   it("scopes sessions to the principal's tenant", async () => {
-    const { output } = await clientFor(server, "alice-key-0001").run({ init: { agent: "whoami" }, input: textInput("acme only") });
-    const err = await failure(() => clientFor(server, "carol-key-0003").getSnapshot({ agent: "whoami", sessionId: output!.sessionId }));
+    const { output } = await clientFor(server, "alice-key-0001").run({
+      init: { agent: "whoami" },
+      input: textInput("acme only"),
+    });
+    const err = await failure(() =>
+      clientFor(server, "carol-key-0003").getSnapshot({ agent: "whoami", sessionId: output!.sessionId }),
+    );
     expect(err.code).toBe(Code.NotFound);
   });
 });

@@ -21,7 +21,10 @@ const run = (token: string | undefined, baseUrl: string, protocol: "grpc" | "con
 
 async function waitForLog(server: AgentdProcess, msg: string, after: number): Promise<Record<string, unknown>> {
   for (let i = 0; i < 200; i++) {
-    const line = server.logLines().slice(after).find((l) => l.msg === msg);
+    const line = server
+      .logLines()
+      .slice(after)
+      .find((l) => l.msg === msg);
     if (line) return line;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -39,22 +42,30 @@ describe("static bearer tokens (--auth-tokens)", () => {
     await server?.stop();
   });
 
-  it.each(["grpc", "connect-h1"] as const)("refuses a call without a token with UNAUTHENTICATED (%s)", async (protocol) => {
-    const err = await failure(() => run(undefined, server.baseUrl, protocol));
-    expect(err.code).toBe(Code.Unauthenticated);
-    expect(err.rawMessage).toContain("authorization: Bearer");
-  });
+  it.each(["grpc", "connect-h1"] as const)(
+    "refuses a call without a token with UNAUTHENTICATED (%s)",
+    async (protocol) => {
+      const err = await failure(() => run(undefined, server.baseUrl, protocol));
+      expect(err.code).toBe(Code.Unauthenticated);
+      expect(err.rawMessage).toContain("authorization: Bearer");
+    },
+  );
 
-  it.each(["grpc", "connect-h1"] as const)("refuses an unknown token with UNAUTHENTICATED, never echoing it (%s)", async (protocol) => {
-    const err = await failure(() => run(WRONG, server.baseUrl, protocol));
-    expect(err.code).toBe(Code.Unauthenticated);
-    expect(err.rawMessage).not.toContain(WRONG);
-  });
+  it.each(["grpc", "connect-h1"] as const)(
+    "refuses an unknown token with UNAUTHENTICATED, never echoing it (%s)",
+    async (protocol) => {
+      const err = await failure(() => run(WRONG, server.baseUrl, protocol));
+      expect(err.code).toBe(Code.Unauthenticated);
+      expect(err.rawMessage).not.toContain(WRONG);
+    },
+  );
 
   it("serves a listed token as its tenant and subject, named on the call's log line but never the token", async () => {
     const { output } = await run(GOOD, server.baseUrl);
     expect(output?.finishReason).toBe(FinishReason.STOP);
-    const line = await server.logLine((l) => l.msg === "rpc" && l.procedure === "/agentd.v1.AgentService/Run" && l.code === "OK");
+    const line = await server.logLine(
+      (l) => l.msg === "rpc" && l.procedure === "/agentd.v1.AgentService/Run" && l.code === "OK",
+    );
     expect(line).toMatchObject({ subject: "billing-service", tenant: "acme" });
     expect(server.logs()).not.toContain(GOOD);
     expect(server.logs()).not.toContain(WRONG);
@@ -91,7 +102,9 @@ describe("static bearer tokens (--auth-tokens)", () => {
 describe("--reflection=authenticated", () => {
   let server: AgentdProcess;
   beforeAll(async () => {
-    server = await startAgentd({ args: ["--auth-tokens", writeTokensFile([`${GOOD} acme`]), "--reflection", "authenticated"] });
+    server = await startAgentd({
+      args: ["--auth-tokens", writeTokensFile([`${GOOD} acme`]), "--reflection", "authenticated"],
+    });
   });
   afterAll(async () => {
     await server?.stop();

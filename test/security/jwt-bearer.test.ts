@@ -26,7 +26,10 @@ beforeAll(async () => {
 });
 
 /** A JWT with these claims, signed by `key` (the trusted key by default), valid for an hour unless `exp` says otherwise. */
-function token(claims: Record<string, unknown>, options: { key?: CryptoKey; audience?: string; issuer?: string; expiresAt?: number } = {}): Promise<string> {
+function token(
+  claims: Record<string, unknown>,
+  options: { key?: CryptoKey; audience?: string; issuer?: string; expiresAt?: number } = {},
+): Promise<string> {
   return new SignJWT(claims)
     .setProtectedHeader({ alg: "ES256", kid: "k1" })
     .setIssuedAt()
@@ -36,7 +39,8 @@ function token(claims: Record<string, unknown>, options: { key?: CryptoKey; audi
     .sign(options.key ?? signingKey);
 }
 
-const run = (server: AgentdProcess, jwt: string) => clientWithToken(server.baseUrl, jwt).run({ init: { agent: "assistant" }, input: textInput("hi") });
+const run = (server: AgentdProcess, jwt: string) =>
+  clientWithToken(server.baseUrl, jwt).run({ init: { agent: "assistant" }, input: textInput("hi") });
 
 describe("JWT bearer tokens from a JWKS file", () => {
   let server: AgentdProcess;
@@ -44,7 +48,16 @@ describe("JWT bearer tokens from a JWKS file", () => {
     const file = join(mkdtempSync(join(tmpdir(), "agentd-jwks-")), "jwks.json");
     writeFileSync(file, JSON.stringify(jwks));
     server = await startAgentd({
-      args: ["--auth-jwks", file, "--auth-audience", AUDIENCE, "--auth-issuer", ISSUER, "--auth-tenant-claim", "org_id"],
+      args: [
+        "--auth-jwks",
+        file,
+        "--auth-audience",
+        AUDIENCE,
+        "--auth-issuer",
+        ISSUER,
+        "--auth-tenant-claim",
+        "org_id",
+      ],
     });
   });
   afterAll(async () => {
@@ -61,10 +74,26 @@ describe("JWT bearer tokens from a JWKS file", () => {
   });
 
   it.each([
-    ["an expired token", () => token({ sub: "u", org_id: "globex" }, { expiresAt: Math.floor(Date.now() / 1000) - 600 }), "expired"],
-    ["a token for another audience", () => token({ sub: "u", org_id: "globex" }, { audience: "other-service" }), '"aud" claim'],
-    ["a token from another issuer", () => token({ sub: "u", org_id: "globex" }, { issuer: "https://evil.example" }), '"iss" claim'],
-    ["a token signed by an untrusted key", () => token({ sub: "u", org_id: "globex" }, { key: strangerKey }), "not signed by a trusted key"],
+    [
+      "an expired token",
+      () => token({ sub: "u", org_id: "globex" }, { expiresAt: Math.floor(Date.now() / 1000) - 600 }),
+      "expired",
+    ],
+    [
+      "a token for another audience",
+      () => token({ sub: "u", org_id: "globex" }, { audience: "other-service" }),
+      '"aud" claim',
+    ],
+    [
+      "a token from another issuer",
+      () => token({ sub: "u", org_id: "globex" }, { issuer: "https://evil.example" }),
+      '"iss" claim',
+    ],
+    [
+      "a token signed by an untrusted key",
+      () => token({ sub: "u", org_id: "globex" }, { key: strangerKey }),
+      "not signed by a trusted key",
+    ],
     ["a token without the tenant claim", () => token({ sub: "u", tenant: "globex" }), 'no "org_id" claim'],
     ["a token that is not a JWT", async () => "not-a-jwt-at-all-0123456789", "credentials were not accepted"],
   ])("refuses %s with UNAUTHENTICATED saying why", async (_name, make, reason) => {
@@ -87,7 +116,9 @@ describe("JWT bearer tokens from a JWKS URL", () => {
     });
     await new Promise<void>((resolve) => jwksServer.listen(0, "127.0.0.1", resolve));
     const { port } = jwksServer.address() as { port: number };
-    server = await startAgentd({ args: ["--auth-jwks", `http://127.0.0.1:${port}/.well-known/jwks.json`, "--auth-audience", AUDIENCE] });
+    server = await startAgentd({
+      args: ["--auth-jwks", `http://127.0.0.1:${port}/.well-known/jwks.json`, "--auth-audience", AUDIENCE],
+    });
   });
   afterAll(async () => {
     await server?.stop();

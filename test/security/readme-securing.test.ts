@@ -56,14 +56,18 @@ describe("the README's Securing agentd commands, as a user runs them", () => {
     server = await startAgentd({ args: flags, cwd: dir });
     const out = JSON.parse(await sh(blocks[1]!, dir, server.port)) as { output: { finishReason: string } };
     expect(out.output.finishReason).toBe("FINISH_REASON_STOP");
-    await expect(sh(blocks[1]!.replace(/-H "authorization: Bearer \$TOKEN" /, ""), dir, server.port)).rejects.toThrow(/Unauthenticated/);
+    await expect(sh(blocks[1]!.replace(/-H "authorization: Bearer \$TOKEN" /, ""), dir, server.port)).rejects.toThrow(
+      /Unauthenticated/,
+    );
   });
 
   it("JWT: the flags accept a token from that issuer for that audience, with the tenant from org_id", async () => {
     const { flags } = split(blocks[2]!);
     const keys = await generateKeyPair("ES256");
     const jwk = { ...(await exportJWK(keys.publicKey)), kid: "k", alg: "ES256" };
-    jwks = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: [jwk] })));
+    jwks = createServer((_req, res) =>
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: [jwk] })),
+    );
     await new Promise<void>((resolve) => jwks!.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(jwks.address() as { port: number }).port}/jwks.json`;
     const at = flags.indexOf("--auth-jwks");
@@ -76,9 +80,15 @@ describe("the README's Securing agentd commands, as a user runs them", () => {
       .setIssuer(issuer)
       .setExpirationTime("5m")
       .sign(keys.privateKey);
-    const { output } = await clientWithToken(server.baseUrl, jwt).run({ init: { agent: "assistant" }, input: textInput("hi") });
+    const { output } = await clientWithToken(server.baseUrl, jwt).run({
+      init: { agent: "assistant" },
+      input: textInput("hi"),
+    });
     expect(output?.finishReason).toBe(FinishReason.STOP);
-    expect(await server.logLine((l) => l.procedure === "/agentd.v1.AgentService/Run")).toMatchObject({ subject: "u1", tenant: "acme" });
+    expect(await server.logLine((l) => l.procedure === "/agentd.v1.AgentService/Run")).toMatchObject({
+      subject: "u1",
+      tenant: "acme",
+    });
   });
 
   it("mutual TLS: makes the certificates, serves TLS, and grpcurl and curl call with the client certificate", async () => {
@@ -86,7 +96,9 @@ describe("the README's Securing agentd commands, as a user runs them", () => {
     const { setup, flags } = split(blocks[3]!);
     await sh(setup, dir);
     server = await startAgentd({ args: flags, cwd: dir });
-    const [fromGrpcurl, fromCurl] = (await sh(blocks[4]!, dir, server.port)).split(/\n(?=\{)/).map((s) => JSON.parse(s) as { output: { finishReason: string } });
+    const [fromGrpcurl, fromCurl] = (await sh(blocks[4]!, dir, server.port))
+      .split(/\n(?=\{)/)
+      .map((s) => JSON.parse(s) as { output: { finishReason: string } });
     expect(fromGrpcurl!.output.finishReason).toBe("FINISH_REASON_STOP");
     expect(fromCurl!.output.finishReason).toBe("FINISH_REASON_STOP");
     const runLines = await server.logLinesMatching((l) => l.procedure === "/agentd.v1.AgentService/Run", 2);

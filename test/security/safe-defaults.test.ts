@@ -36,7 +36,17 @@ describe("a loopback server without authentication (DNS rebinding)", () => {
 
   const connectCall = (host: string) =>
     exec("curl", [
-      "-sS", "-o", "-", "-w", "\\n%{http_code}", "-H", `host: ${host}`, "-H", "content-type: application/json", "-d", "{}",
+      "-sS",
+      "-o",
+      "-",
+      "-w",
+      "\\n%{http_code}",
+      "-H",
+      `host: ${host}`,
+      "-H",
+      "content-type: application/json",
+      "-d",
+      "{}",
       `http://127.0.0.1:${server.port}/agentd.v1.AgentService/ListAgents`,
     ]).then(({ stdout }) => {
       const lines = stdout.trim().split("\n");
@@ -51,7 +61,15 @@ describe("a loopback server without authentication (DNS rebinding)", () => {
   });
 
   it("refuses a gRPC call whose :authority is another name with PERMISSION_DENIED", async () => {
-    const err = await exec(GRPCURL, ["-plaintext", "-authority", "attacker.example:80", "-d", "{}", server.target, "agentd.v1.AgentService/ListAgents"]).then(
+    const err = await exec(GRPCURL, [
+      "-plaintext",
+      "-authority",
+      "attacker.example:80",
+      "-d",
+      "{}",
+      server.target,
+      "agentd.v1.AgentService/ListAgents",
+    ]).then(
       () => new Error("the call succeeded"),
       (e: { stderr: string }) => new Error(e.stderr),
     );
@@ -60,7 +78,13 @@ describe("a loopback server without authentication (DNS rebinding)", () => {
 
   it("answers health checks whatever their Host", async () => {
     const { stdout } = await exec("curl", [
-      "-sS", "-H", "host: attacker.example", "-H", "content-type: application/json", "-d", "{}",
+      "-sS",
+      "-H",
+      "host: attacker.example",
+      "-H",
+      "content-type: application/json",
+      "-d",
+      "{}",
       `http://127.0.0.1:${server.port}/grpc.health.v1.Health/Check`,
     ]);
     expect(JSON.parse(stdout)).toEqual({ status: "SERVING" });
@@ -78,7 +102,13 @@ describe("a loopback server with --insecure (behind a proxy that forwards its ow
     const server = await startAgentd({ args: ["--insecure"] });
     try {
       const { stdout } = await exec("curl", [
-        "-sS", "-H", "host: agentd.internal", "-H", "content-type: application/json", "-d", "{}",
+        "-sS",
+        "-H",
+        "host: agentd.internal",
+        "-H",
+        "content-type: application/json",
+        "-d",
+        "{}",
         `http://127.0.0.1:${server.port}/agentd.v1.AgentService/ListAgents`,
       ]);
       expect(stdout).toContain("assistant");

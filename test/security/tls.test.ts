@@ -28,7 +28,16 @@ async function twoTurns(client: ReturnType<typeof createAgentClient>): Promise<{
 describe("TLS (--tls-cert, --tls-key)", () => {
   let server: AgentdProcess;
   beforeAll(async () => {
-    server = await startAgentd({ args: ["--tls-cert", certs.serverCertFile, "--tls-key", certs.serverKeyFile, "--auth-tokens", writeTokensFile([`${TOKEN} acme`])] });
+    server = await startAgentd({
+      args: [
+        "--tls-cert",
+        certs.serverCertFile,
+        "--tls-key",
+        certs.serverKeyFile,
+        "--auth-tokens",
+        writeTokensFile([`${TOKEN} acme`]),
+      ],
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -39,13 +48,25 @@ describe("TLS (--tls-cert, --tls-key)", () => {
     expect(server.listening.tls).toBe("on");
   });
 
-  it.each(["grpc", "connect"] as ClientProtocol[])("completes a two-turn chat from the TypeScript client over %s (HTTP/2, ALPN h2)", async (protocol) => {
-    const client = createAgentClient(`https://localhost:${server.port}`, { protocol, token: TOKEN, tls: { ca: certs.ca } });
-    expect((await twoTurns(client)).turns).toBe(2);
-  });
+  it.each(["grpc", "connect"] as ClientProtocol[])(
+    "completes a two-turn chat from the TypeScript client over %s (HTTP/2, ALPN h2)",
+    async (protocol) => {
+      const client = createAgentClient(`https://localhost:${server.port}`, {
+        protocol,
+        token: TOKEN,
+        tls: { ca: certs.ca },
+      });
+      expect((await twoTurns(client)).turns).toBe(2);
+    },
+  );
 
   it("runs two turns of one session from the TypeScript client over Connect on HTTP/1.1", async () => {
-    const client = createAgentClient(`https://localhost:${server.port}`, { protocol: "connect", httpVersion: "1.1", token: TOKEN, tls: { ca: certs.ca } });
+    const client = createAgentClient(`https://localhost:${server.port}`, {
+      protocol: "connect",
+      httpVersion: "1.1",
+      token: TOKEN,
+      tls: { ca: certs.ca },
+    });
     const first = await client.run("tasks", "buy milk");
     const second = await client.run("tasks", "walk the dog", { sessionId: first.sessionId });
     expect(second.sessionId).toBe(first.sessionId);
@@ -55,14 +76,25 @@ describe("TLS (--tls-cert, --tls-key)", () => {
   it("completes a two-turn chat from grpcurl with -cacert, resuming by session in the second call", async () => {
     const auth = ["-H", `authorization: Bearer ${TOKEN}`, "-cacert", certs.caFile];
     const first = JSON.parse(
-      (await exec(GRPCURL, [...auth, "-d", '{"init":{"agent":"tasks"},"input":{"message":{"role":"ROLE_USER","content":[{"text":"buy milk"}]}}}', `localhost:${server.port}`, "agentd.v1.AgentService/Run"])).stdout,
+      (
+        await exec(GRPCURL, [
+          ...auth,
+          "-d",
+          '{"init":{"agent":"tasks"},"input":{"message":{"role":"ROLE_USER","content":[{"text":"buy milk"}]}}}',
+          `localhost:${server.port}`,
+          "agentd.v1.AgentService/Run",
+        ])
+      ).stdout,
     ) as { output: { sessionId: string; snapshotId: string } };
     const second = JSON.parse(
       (
         await exec(GRPCURL, [
           ...auth,
           "-d",
-          JSON.stringify({ init: { agent: "tasks", sessionId: first.output.sessionId }, input: { message: { role: "ROLE_USER", content: [{ text: "walk the dog" }] } } }),
+          JSON.stringify({
+            init: { agent: "tasks", sessionId: first.output.sessionId },
+            input: { message: { role: "ROLE_USER", content: [{ text: "walk the dog" }] } },
+          }),
           `localhost:${server.port}`,
           "agentd.v1.AgentService/Run",
         ])
@@ -76,15 +108,28 @@ describe("TLS (--tls-cert, --tls-key)", () => {
       JSON.parse(
         (
           await exec("curl", [
-            "-sS", "--fail-with-body", "--cacert", certs.caFile,
-            "-H", "content-type: application/json", "-H", `authorization: Bearer ${TOKEN}`,
-            "-d", JSON.stringify(body),
+            "-sS",
+            "--fail-with-body",
+            "--cacert",
+            certs.caFile,
+            "-H",
+            "content-type: application/json",
+            "-H",
+            `authorization: Bearer ${TOKEN}`,
+            "-d",
+            JSON.stringify(body),
             `https://localhost:${server.port}/agentd.v1.AgentService/Run`,
           ])
         ).stdout,
       ) as { output: { sessionId: string } };
-    const first = await call({ init: { agent: "tasks" }, input: { message: { role: "ROLE_USER", content: [{ text: "buy milk" }] } } });
-    const second = await call({ init: { agent: "tasks", sessionId: first.output.sessionId }, input: { message: { role: "ROLE_USER", content: [{ text: "walk the dog" }] } } });
+    const first = await call({
+      init: { agent: "tasks" },
+      input: { message: { role: "ROLE_USER", content: [{ text: "buy milk" }] } },
+    });
+    const second = await call({
+      init: { agent: "tasks", sessionId: first.output.sessionId },
+      input: { message: { role: "ROLE_USER", content: [{ text: "walk the dog" }] } },
+    });
     expect(second.output.sessionId).toBe(first.output.sessionId);
   });
 
@@ -97,14 +142,19 @@ describe("TLS (--tls-cert, --tls-key)", () => {
 describe("mutual TLS (--tls-client-ca)", () => {
   let server: AgentdProcess;
   beforeAll(async () => {
-    server = await startAgentd({ args: ["--tls-cert", certs.serverCertFile, "--tls-key", certs.serverKeyFile, "--tls-client-ca", certs.caFile] });
+    server = await startAgentd({
+      args: ["--tls-cert", certs.serverCertFile, "--tls-key", certs.serverKeyFile, "--tls-client-ca", certs.caFile],
+    });
   });
   afterAll(async () => {
     await server?.stop();
   });
 
   it("serves a client certificate from the CA as its CN (subject) and O (tenant)", async () => {
-    const client = createAgentClient(`https://localhost:${server.port}`, { protocol: "grpc", tls: { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey } });
+    const client = createAgentClient(`https://localhost:${server.port}`, {
+      protocol: "grpc",
+      tls: { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey },
+    });
     expect((await twoTurns(client)).turns).toBe(2);
     const line = await server.logLine((l) => l.procedure === "/agentd.v1.AgentService/Chat" && l.code === "OK");
     expect(line).toMatchObject({ subject: certs.clientSubject, tenant: certs.clientTenant });
@@ -113,16 +163,30 @@ describe("mutual TLS (--tls-client-ca)", () => {
   it("refuses a client without a certificate at the handshake", async () => {
     const client = createAgentClient(`https://localhost:${server.port}`, { protocol: "grpc", tls: { ca: certs.ca } });
     await expect(client.listAgents()).rejects.toThrow();
-    await expect(exec(GRPCURL, ["-connect-timeout", "3", "-cacert", certs.caFile, `localhost:${server.port}`, "list"])).rejects.toThrow();
+    await expect(
+      exec(GRPCURL, ["-connect-timeout", "3", "-cacert", certs.caFile, `localhost:${server.port}`, "list"]),
+    ).rejects.toThrow();
   });
 
   it("refuses a certificate from another CA", async () => {
-    const client = createAgentClient(`https://localhost:${server.port}`, { protocol: "grpc", tls: { ca: certs.ca, cert: certs.strangerCert, key: certs.strangerKey } });
+    const client = createAgentClient(`https://localhost:${server.port}`, {
+      protocol: "grpc",
+      tls: { ca: certs.ca, cert: certs.strangerCert, key: certs.strangerKey },
+    });
     await expect(client.listAgents()).rejects.toThrow();
   });
 
   it("serves grpcurl with -cert/-key", async () => {
-    const { stdout } = await exec(GRPCURL, ["-cacert", certs.caFile, "-cert", certs.clientCertFile, "-key", certs.clientKeyFile, `localhost:${server.port}`, "list"]);
+    const { stdout } = await exec(GRPCURL, [
+      "-cacert",
+      certs.caFile,
+      "-cert",
+      certs.clientCertFile,
+      "-key",
+      certs.clientKeyFile,
+      `localhost:${server.port}`,
+      "list",
+    ]);
     expect(stdout).toContain("agentd.v1.AgentService");
   });
 });

@@ -75,7 +75,9 @@ describe("which agents agentd serve registers", () => {
 describe("a port given to npm instead of agentd", () => {
   it("parseCommandLine rejects a numeric agents module, pointing at `npm start -- --port N`", () => {
     expect(() => serveConfig(["51005"])).toThrow(UsageError);
-    expect(() => serveConfig(["51005"])).toThrow('"51005" is not an agents module; to set the port through npm put the flags after "--": npm start -- --port 51005');
+    expect(() => serveConfig(["51005"])).toThrow(
+      '"51005" is not an agents module; to set the port through npm put the flags after "--": npm start -- --port 51005',
+    );
   });
 
   it("`npm start --port 51005` exits 2 with that message (npm keeps --port and passes 51005 on)", async () => {

@@ -7,6 +7,9 @@ import { createServer, type Server } from "node:net";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT, startAgentd } from "../harness/agentd-process.js";
+import { sessionWrittenAt, untilQueued } from "../harness/busy-session.js";
+import type { RunStreamResponse } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { GRPCURL } from "./test-server.js";
@@ -14,7 +17,10 @@ import { GRPCURL } from "./test-server.js";
 const NODE = `${REPO_ROOT}node_modules/.bin/node`;
 
 /** Runs the CLI to completion (for commands that exit on their own). */
-async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await promisify(execFile)(NODE, ["--import", "tsx", "src/cli/main.ts", ...args], {
       cwd: REPO_ROOT,
@@ -64,7 +70,9 @@ describe("agentd serve (a real process)", () => {
   it("serves the agents a TypeScript module exports next to the examples", async () => {
     const agentd = await startAgentd({ args: ["test/fixtures/agents.ts"] });
     try {
-      expect(agentd.listening.agents).toEqual(expect.arrayContaining(["assistant", "tasks", "notes", "flaky", "redacted"]));
+      expect(agentd.listening.agents).toEqual(
+        expect.arrayContaining(["assistant", "tasks", "notes", "flaky", "redacted"]),
+      );
     } finally {
       await agentd.stop();
     }
@@ -136,8 +144,9 @@ describe("agentd serve (a real process)", () => {
       const client = agentServiceClient(server.baseUrl, "grpc");
       const chat = new WireChat(client, { init: { agent: "assistant" }, input: textInput("held") });
       const sessionId = (await chat.nextTurn()).turnEnd.sessionId;
+      const writtenAt = await sessionWrittenAt(client, sessionId);
       const queued = client.run({ init: { agent: "assistant", sessionId }, input: textInput("waited") });
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await untilQueued(client, sessionId, writtenAt); // waiting, not refused: the flag's policy applies
       await chat.finish();
       expect((await queued).output?.message?.content[0]?.kind.value).toBe("echo: waited");
     } finally {
@@ -150,7 +159,10 @@ describe("agentd serve (a real process)", () => {
     try {
       const client = agentServiceClient(server.baseUrl, "grpc");
       const first = await client.run({ init: { agent: "assistant" }, input: textInput("small") });
-      const { output } = await client.run({ init: { agent: "assistant", sessionId: first.output!.sessionId }, input: textInput("y".repeat(5000)) });
+      const { output } = await client.run({
+        init: { agent: "assistant", sessionId: first.output!.sessionId },
+        input: textInput("y".repeat(5000)),
+      });
       expect(output?.error?.status).toBe("RESOURCE_EXHAUSTED");
       expect(output?.snapshotId).toBe(first.output!.snapshotId);
     } finally {
@@ -179,7 +191,11 @@ describe("agentd serve (a real process)", () => {
         `export const shopper = defineCustomAgent({ name: "shopper", turn: (_input, ctx) => generateModelTurn(ctx, "echo") });`,
       ].join("\n"),
     );
-    const child = spawn(NODE, [`${REPO_ROOT}bin/agentd.js`, "serve", "./my-agents.ts", "--port", "0", "--store", "memory:"], { cwd: project });
+    const child = spawn(
+      NODE,
+      [`${REPO_ROOT}bin/agentd.js`, "serve", "./my-agents.ts", "--port", "0", "--store", "memory:"],
+      { cwd: project },
+    );
     try {
       const listening = await new Promise<string>((resolve, reject) => {
         let out = "";
@@ -209,17 +225,16 @@ function listenOnFreePort(): Promise<Server> {
 describe("agentd serve shutdown with a turn in flight", () => {
   it("finishes the running turn before exiting 0 on SIGTERM", async () => {
     const agentd = await startAgentd({ args: ["--echo-delay-ms", "100"] });
-    const call = fetch(`${agentd.baseUrl}/agentd.v1.AgentService/Run`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ init: { agent: "assistant" }, input: { message: { content: [{ text: "one two three four" }] } } }),
-    });
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    const stream = agentServiceClient(agentd.baseUrl, "grpc")
+      .runStream({ init: { agent: "assistant" }, input: textInput("one two three four") })
+      [Symbol.asyncIterator]();
+    const first = await stream.next(); // the turn is running: it streamed its first word
     const exitCode = agentd.stop("SIGTERM");
-    const res = await call;
-    const body = (await res.json()) as { output: { message: { content: { text: string }[] }; finishReason: string } };
-    expect(body.output.finishReason).toBe("FINISH_REASON_STOP");
-    expect(body.output.message.content.map((p) => p.text).join("")).toBe("echo: one two three four");
+    const responses: RunStreamResponse[] = first.done ? [] : [first.value];
+    for (let next = await stream.next(); !next.done; next = await stream.next()) responses.push(next.value);
+    const output = responses.at(-1)?.output;
+    expect(output?.finishReason).toBe(FinishReason.STOP);
+    expect(output?.message?.content.map((p) => p.kind.value).join("")).toBe("echo: one two three four");
     expect(await exitCode).toBe(0);
     expect(agentd.logLines().find((l) => l.msg === "agentd draining")?.inFlight).toBe(1);
   });

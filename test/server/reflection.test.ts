@@ -3,11 +3,9 @@ import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentService, RunResponseSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import * as v1 from "../../gen/ts/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/ts/grpc/reflection/v1alpha/reflection_pb.js";
-import { messageText } from "../../src/types/content.js";
-import { agentInputFromWire, agentOutputToWire } from "../../src/server/wire/index.js";
+import { serverTestAgents } from "../fixtures/server-agents.js";
 import { grpcurl, startTestServer, type TestServer } from "./test-server.js";
 
 /** An async iterable yielding one value (bidi client calls take iterables). */
@@ -33,23 +31,8 @@ async function reflect(server: TestServer, request: { case: string; value: unkno
 describe("server reflection", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({
-      // A stand-in for the agent service: only Run, echoing the input text.
-      registerAgentService: (router) =>
-        router.service(AgentService, {
-          run(req) {
-            const text = messageText(agentInputFromWire(req.input!).message);
-            return create(RunResponseSchema, {
-              output: agentOutputToWire({
-                sessionId: req.init?.sessionId || "new-session",
-                message: { role: "model", content: [{ text: `echo: ${text}` }] },
-                artifacts: [],
-                finishReason: "stop",
-              }),
-            });
-          },
-        }),
-    });
+    // The real AgentService on the test agents (`echo` answers "echo: <text>").
+    server = await startTestServer({ agents: serverTestAgents() });
   });
   afterAll(async () => {
     await server.close({ graceMs: 1000 });
@@ -67,7 +50,16 @@ describe("server reflection", () => {
 
   it("describes all eight AgentService RPCs to grpcurl", async () => {
     const out = await grpcurl(server, ["describe", "agentd.v1.AgentService"]);
-    for (const rpc of ["Chat", "Run", "RunStream", "GetSnapshot", "ListSnapshots", "WatchSnapshot", "Abort", "ListAgents"]) {
+    for (const rpc of [
+      "Chat",
+      "Run",
+      "RunStream",
+      "GetSnapshot",
+      "ListSnapshots",
+      "WatchSnapshot",
+      "Abort",
+      "ListAgents",
+    ]) {
       expect(out).toContain(`rpc ${rpc} (`);
     }
     expect(out).toContain("rpc Chat ( stream .agentd.v1.ChatRequest ) returns ( stream .agentd.v1.ChatResponse )");
@@ -83,7 +75,7 @@ describe("server reflection", () => {
     const out = await grpcurl(
       server,
       ["agentd.v1.AgentService/Run"],
-      JSON.stringify({ init: { agent: "assistant" }, input: { message: { role: "ROLE_USER", content: [{ text: "hi" }] } } }),
+      JSON.stringify({ init: { agent: "echo" }, input: { message: { role: "ROLE_USER", content: [{ text: "hi" }] } } }),
     );
     const body = JSON.parse(out);
     expect(body.output.message.content[0].text).toBe("echo: hi");
@@ -93,7 +85,9 @@ describe("server reflection", () => {
   it("returns a file with its transitive dependencies for a symbol (v1)", async () => {
     const res = await reflect(server, { case: "fileContainingSymbol", value: "agentd.v1.AgentService.Chat" });
     expect(res.case).toBe("fileDescriptorResponse");
-    const names = (res.value as v1.FileDescriptorResponse).fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name);
+    const names = (res.value as v1.FileDescriptorResponse).fileDescriptorProto.map(
+      (b) => fromBinary(FileDescriptorProtoSchema, b).name,
+    );
     expect(names[0]).toBe("agentd/v1/agent_service.proto");
     expect(new Set(names)).toEqual(
       new Set([
@@ -109,15 +103,25 @@ describe("server reflection", () => {
   });
 
   it("resolves a nested enum symbol over v1alpha", async () => {
-    const res = await reflect(server, { case: "fileContainingSymbol", value: "grpc.health.v1.HealthCheckResponse.ServingStatus" }, true);
+    const res = await reflect(
+      server,
+      { case: "fileContainingSymbol", value: "grpc.health.v1.HealthCheckResponse.ServingStatus" },
+      true,
+    );
     expect(res.case).toBe("fileDescriptorResponse");
-    const first = fromBinary(FileDescriptorProtoSchema, (res.value as v1alpha.FileDescriptorResponse).fileDescriptorProto[0]);
+    const first = fromBinary(
+      FileDescriptorProtoSchema,
+      (res.value as v1alpha.FileDescriptorResponse).fileDescriptorProto[0],
+    );
     expect(first.name).toBe("grpc/health/v1/health.proto");
   });
 
   it("returns a file by name", async () => {
     const res = await reflect(server, { case: "fileByFilename", value: "google/protobuf/struct.proto" });
-    const first = fromBinary(FileDescriptorProtoSchema, (res.value as v1.FileDescriptorResponse).fileDescriptorProto[0]);
+    const first = fromBinary(
+      FileDescriptorProtoSchema,
+      (res.value as v1.FileDescriptorResponse).fileDescriptorProto[0],
+    );
     expect(first.messageType.map((m) => m.name)).toContain("Value");
   });
 

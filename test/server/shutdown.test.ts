@@ -1,89 +1,95 @@
-import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
-import { AgentService, RunResponseSchema, RunStreamResponseSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as Serving } from "../../gen/ts/grpc/health/v1/health_pb.js";
+import { serverTestAgents, turnGate } from "../fixtures/server-agents.js";
+import { textInput } from "../harness/wire-chat.js";
 import { startTestServer } from "./test-server.js";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// The real server and AgentService with the test agents: the `gated` agent's turn runs until the test releases it.
 
-/** A stand-in agent service: Run takes 300 ms; RunStream sends one chunk then waits until cancelled and throws the reason. */
-function slowAgentService(router: ConnectRouter): void {
-  router.service(AgentService, {
-    async run() {
-      await sleep(300);
-      return create(RunResponseSchema, { output: { sessionId: "done" } });
-    },
-    async *runStream(_req, ctx) {
-      yield create(RunStreamResponseSchema, { chunk: {} });
-      await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
-      ctx.signal.throwIfAborted();
-    },
-  });
-}
+const gatedRun = (text: string) => ({ init: { agent: "gated" }, input: textInput(text) });
+
+/** The text of a Run's answer. */
+const answerText = (res: { output?: { message?: { content: { kind: { value?: unknown } }[] } } }) =>
+  res.output?.message?.content.map((p) => String(p.kind.value)).join("");
 
 describe("graceful shutdown", () => {
   it("lets an in-flight gRPC call finish before close resolves", async () => {
-    const server = await startTestServer({ registerAgentService: slowAgentService });
+    const server = await startTestServer({ agents: serverTestAgents() });
     const client = createClient(AgentService, createGrpcTransport({ baseUrl: server.url }));
-    const call = client.run({});
-    await sleep(50);
-    const started = Date.now();
-    await server.close({ graceMs: 5000 });
-    expect((await call).output?.sessionId).toBe("done");
-    expect(Date.now() - started).toBeLessThan(2000);
+    const call = client.run(gatedRun("grpc in flight"));
+    await turnGate.started("grpc in flight");
+    const closing = server.close({ graceMs: 10_000 });
+    expect(await server.logLine((l) => l.msg === "agentd draining")).toMatchObject({ inFlight: 1 });
+    const released = Date.now();
+    turnGate.release("grpc in flight");
+    expect(answerText(await call)).toBe("released: grpc in flight");
+    await closing;
+    expect(Date.now() - released).toBeLessThan(5_000); // closed once the call was done, not at the end of the grace
   });
 
   it("lets an in-flight HTTP/1.1 Connect call finish before close resolves", async () => {
-    const server = await startTestServer({ registerAgentService: slowAgentService });
+    const server = await startTestServer({ agents: serverTestAgents() });
     const client = createClient(AgentService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
-    const call = client.run({});
-    await sleep(50);
-    await server.close({ graceMs: 5000 });
-    expect((await call).output?.sessionId).toBe("done");
+    const call = client.run(gatedRun("connect in flight"));
+    await turnGate.started("connect in flight");
+    const closing = server.close({ graceMs: 10_000 });
+    expect(await server.logLine((l) => l.msg === "agentd draining")).toMatchObject({ inFlight: 1 });
+    turnGate.release("connect in flight");
+    expect(answerText(await call)).toBe("released: connect in flight");
+    await closing;
   });
 
-  it("cancels calls still running when the grace period ends", async () => {
-    const server = await startTestServer({ registerAgentService: slowAgentService });
+  it("cancels calls still running when the grace period ends, with UNAVAILABLE", async () => {
+    const server = await startTestServer({ agents: serverTestAgents() });
     const client = createClient(AgentService, createGrpcTransport({ baseUrl: server.url }));
     const received: unknown[] = [];
     const consumed = (async () => {
-      for await (const res of client.runStream({})) received.push(res);
+      for await (const res of client.runStream(gatedRun("never released"))) received.push(res);
     })().catch((e: unknown) => ConnectError.from(e));
-    await sleep(100);
+    await turnGate.started("never released");
     const started = Date.now();
     await server.close({ graceMs: 300 });
     const elapsed = Date.now() - started;
     expect(elapsed).toBeGreaterThanOrEqual(290);
     expect(elapsed).toBeLessThan(3000);
-    expect(received).toHaveLength(1);
+    expect(received).toHaveLength(1); // the chunk the turn streamed before it was held
     const err = await consumed;
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as ConnectError).code).toBe(Code.Unavailable);
+    expect(server.logLines().find((l) => l.msg === "drain grace expired; cancelling remaining calls")).toMatchObject({
+      inFlight: 1,
+    });
   });
 
   it("pushes NOT_SERVING to health watchers and ends their streams", async () => {
-    const server = await startTestServer();
+    const server = await startTestServer({ agents: serverTestAgents() });
     const client = createClient(Health, createGrpcTransport({ baseUrl: server.url }));
     const statuses: Serving[] = [];
+    let sawServing!: () => void;
+    const serving = new Promise<void>((resolve) => (sawServing = resolve));
     const watching = (async () => {
-      for await (const res of client.watch({ service: "agentd.v1.AgentService" })) statuses.push(res.status);
+      for await (const res of client.watch({ service: "agentd.v1.AgentService" })) {
+        statuses.push(res.status);
+        sawServing();
+      }
     })();
-    await sleep(100);
+    await serving; // the watch is open before close
     await server.close({ graceMs: 5000 });
     await watching;
     expect(statuses).toEqual([Serving.SERVING, Serving.NOT_SERVING]);
   });
 
   it("refuses new connections after close", async () => {
-    const server = await startTestServer();
+    const server = await startTestServer({ agents: serverTestAgents() });
     await server.close({ graceMs: 1000 });
     await expect(fetch(`${server.url}/grpc.health.v1.Health/Check`, { method: "POST", body: "{}" })).rejects.toThrow();
   });
 
   it("closes promptly when nothing is in flight", async () => {
-    const server = await startTestServer();
+    const server = await startTestServer({ agents: serverTestAgents() });
     const client = createClient(Health, createGrpcTransport({ baseUrl: server.url }));
     await client.check({});
     const started = Date.now();

@@ -7,12 +7,25 @@ import { deepFreeze } from "../../stores/ledger/frozen-value.js";
 import { stateOfChain } from "../../stores/ledger/state-chain.js";
 import type { StoreUnderTest } from "./conformance.js";
 import { frozenMessage, RuntimeSession, turnRecord } from "./ledger-fixtures.js";
-import { checkpointRecord, commitRecord, ids, pendingRecord, readState, T0, type CounterRecord, type CounterState } from "./snapshot-factory.js";
+import {
+  checkpointRecord,
+  commitRecord,
+  ids,
+  pendingRecord,
+  readState,
+  T0,
+  type CounterRecord,
+  type CounterState,
+} from "./snapshot-factory.js";
 
 type State = SessionState<CounterState>;
 
 /** Runs `task` over `items` with at most `limit` in flight. */
-async function forEachLimited<T>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<void>): Promise<void> {
+async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: limit }, async () => {
@@ -27,72 +40,95 @@ async function forEachLimited<T>(items: readonly T[], limit: number, task: (item
 /** getChain and state: every turn's exact state rebuilt from checkpoint..target chains, placed where the checkpoint policy says. */
 export function describeChains(fresh: () => Promise<StoreUnderTest>): void {
   describe("chains and state", () => {
-    it("reconstructs the exact state of every turn of a 1,000-turn session from checkpoints and deltas", { timeout: 120_000 }, async () => {
-      const { store } = await fresh();
-      const policy: CheckpointPolicy = { minDeltaBytes: 2048, ratio: 1, maxDepth: 50 };
-      let clock = T0;
-      const runtime = new RuntimeSession(store, "long", policy, () => clock++);
-      const records: CounterRecord[] = [];
-      const expected: State[] = [];
-      let custom: CounterState | undefined = { n: 0, items: [] };
-      let messages: Message[] = [frozenMessage("turn 0")];
-      let artifacts: Artifact[] = [];
-      for (let t = 0; t < 1000; t++) {
-        if (t > 0) {
-          // Messages: one user + one model message per turn; now and then the history is rewritten
-          // (setMessages-style: truncated, or compacted into a summary plus the recent tail).
-          if (t % 100 === 50) messages = [frozenMessage(`summary before ${t}`), ...messages.slice(-10)];
-          else if (t % 37 === 0) messages = messages.slice(0, Math.max(0, messages.length - 3));
-          messages = [...messages, frozenMessage(`user ${t}`), deepFreeze<Message>({ role: "model", content: [{ text: `model ${t}` }] })];
-          // Custom state: changes every turn; removed now and then, then recreated (a root replace).
-          if (t % 53 === 0) custom = undefined;
-          else if (custom === undefined) custom = { n: t, items: [`fresh ${t}`] };
-          else custom = { n: t, items: [...(custom.items ?? []), `item ${t}`].slice(-8) };
-          // Artifacts: a named one replaced by name, an unnamed one appended, a reset now and then.
-          if (t % 97 === 0) artifacts = [deepFreeze<Artifact>({ name: `report-${t % 4}`, parts: [{ text: `reset ${t}` }] })];
-          else if (t % 89 === 0) artifacts = [...artifacts].reverse();
-          else {
-            if (t % 3 === 0) {
-              const named = deepFreeze<Artifact>({ name: `report-${t % 4}`, parts: [{ text: `report at ${t}` }] });
-              const at = artifacts.findIndex((a) => a.name === named.name);
-              artifacts = at >= 0 ? artifacts.map((a, i) => (i === at ? named : a)) : [...artifacts, named];
+    it(
+      "reconstructs the exact state of every turn of a 1,000-turn session from checkpoints and deltas",
+      { timeout: 120_000 },
+      async () => {
+        const { store } = await fresh();
+        const policy: CheckpointPolicy = { minDeltaBytes: 2048, ratio: 1, maxDepth: 50 };
+        let clock = T0;
+        const runtime = new RuntimeSession(store, "long", policy, () => clock++);
+        const records: CounterRecord[] = [];
+        const expected: State[] = [];
+        let custom: CounterState | undefined = { n: 0, items: [] };
+        let messages: Message[] = [frozenMessage("turn 0")];
+        let artifacts: Artifact[] = [];
+        for (let t = 0; t < 1000; t++) {
+          if (t > 0) {
+            // Messages: one user + one model message per turn; now and then the history is rewritten
+            // (setMessages-style: truncated, or compacted into a summary plus the recent tail).
+            if (t % 100 === 50) messages = [frozenMessage(`summary before ${t}`), ...messages.slice(-10)];
+            else if (t % 37 === 0) messages = messages.slice(0, Math.max(0, messages.length - 3));
+            messages = [
+              ...messages,
+              frozenMessage(`user ${t}`),
+              deepFreeze<Message>({ role: "model", content: [{ text: `model ${t}` }] }),
+            ];
+            // Custom state: changes every turn; removed now and then, then recreated (a root replace).
+            if (t % 53 === 0) custom = undefined;
+            else if (custom === undefined) custom = { n: t, items: [`fresh ${t}`] };
+            else custom = { n: t, items: [...(custom.items ?? []), `item ${t}`].slice(-8) };
+            // Artifacts: a named one replaced by name, an unnamed one appended, a reset now and then.
+            if (t % 97 === 0)
+              artifacts = [deepFreeze<Artifact>({ name: `report-${t % 4}`, parts: [{ text: `reset ${t}` }] })];
+            else if (t % 89 === 0) artifacts = [...artifacts].reverse();
+            else {
+              if (t % 3 === 0) {
+                const named = deepFreeze<Artifact>({ name: `report-${t % 4}`, parts: [{ text: `report at ${t}` }] });
+                const at = artifacts.findIndex((a) => a.name === named.name);
+                artifacts = at >= 0 ? artifacts.map((a, i) => (i === at ? named : a)) : [...artifacts, named];
+              }
+              if (t % 5 === 0) artifacts = [...artifacts, deepFreeze<Artifact>({ parts: [{ text: `note ${t}` }] })];
             }
-            if (t % 5 === 0) artifacts = [...artifacts, deepFreeze<Artifact>({ parts: [{ text: `note ${t}` }] })];
           }
+          const next: State = { sessionId: "long", messages, artifacts, ...(custom === undefined ? {} : { custom }) };
+          expected.push(structuredClone(next));
+          records.push(await runtime.commit(`long-${String(t).padStart(4, "0")}`, next));
         }
-        const next: State = { sessionId: "long", messages, artifacts, ...(custom === undefined ? {} : { custom }) };
-        expected.push(structuredClone(next));
-        records.push(await runtime.commit(`long-${String(t).padStart(4, "0")}`, next));
-      }
-      // The scenario exercises what it claims to.
-      const checkpoints = records.filter((r) => r.checkpoint);
-      expect(checkpoints.length).toBeGreaterThanOrEqual(10);
-      expect(Math.max(...records.map((r) => r.depth))).toBeGreaterThanOrEqual(10);
-      expect(records.some((r) => r.delta?.customRemoved)).toBe(true);
-      expect(records.some((r) => r.delta?.customPatch?.some((op) => op.path === ""))).toBe(true);
-      expect(records.some((r) => r.delta?.artifactsReset)).toBe(true);
-      expect(records.some((r, t) => r.delta && r.delta.keepMessages < expected[t - 1]!.messages.length)).toBe(true);
+        // The scenario exercises what it claims to.
+        const checkpoints = records.filter((r) => r.checkpoint);
+        expect(checkpoints.length).toBeGreaterThanOrEqual(10);
+        expect(Math.max(...records.map((r) => r.depth))).toBeGreaterThanOrEqual(10);
+        expect(records.some((r) => r.delta?.customRemoved)).toBe(true);
+        expect(records.some((r) => r.delta?.customPatch?.some((op) => op.path === ""))).toBe(true);
+        expect(records.some((r) => r.delta?.artifactsReset)).toBe(true);
+        expect(records.some((r, t) => r.delta && r.delta.keepMessages < expected[t - 1]!.messages.length)).toBe(true);
 
-      expect(await store.getHead("long")).toMatchObject({ headSnapshotId: "long-0999", turnCount: 1000, version: 1000 });
-      await forEachLimited(records, 8, async (record, t) => {
-        const chain = await store.getChain(record.snapshotId);
-        expect(chain, `chain of turn ${t}`).toBeDefined();
-        expect(chain!.length, `chain length of turn ${t}`).toBe(record.depth + 1);
-        expect(chain![0]!.checkpoint, `chain start of turn ${t}`).toBeDefined();
-        expect(chain![chain!.length - 1], `record of turn ${t}`).toEqual(record);
-        expect(stateOfChain(chain!), `state of turn ${t}`).toEqual(expected[t]);
-      });
-    });
+        expect(await store.getHead("long")).toMatchObject({
+          headSnapshotId: "long-0999",
+          turnCount: 1000,
+          version: 1000,
+        });
+        await forEachLimited(records, 8, async (record, t) => {
+          const chain = await store.getChain(record.snapshotId);
+          expect(chain, `chain of turn ${t}`).toBeDefined();
+          expect(chain!.length, `chain length of turn ${t}`).toBe(record.depth + 1);
+          expect(chain![0]!.checkpoint, `chain start of turn ${t}`).toBeDefined();
+          expect(chain![chain!.length - 1], `record of turn ${t}`).toEqual(record);
+          expect(stateOfChain(chain!), `state of turn ${t}`).toEqual(expected[t]);
+        });
+      },
+    );
 
     it("stores checkpoints where the policy puts them and returns exactly checkpoint..target as a chain", async () => {
       const { store } = await fresh();
       let clock = T0;
       const runtime = new RuntimeSession(store, "cp", { minDeltaBytes: 1, ratio: 1, maxDepth: 3 }, () => clock++);
       const states: State[] = [];
-      let state: State = { sessionId: "cp", messages: [frozenMessage("x".repeat(2000))], artifacts: [], custom: { n: 0 } };
+      let state: State = {
+        sessionId: "cp",
+        messages: [frozenMessage("x".repeat(2000))],
+        artifacts: [],
+        custom: { n: 0 },
+      };
       for (let t = 0; t < 12; t++) {
         // Small deltas (so only maxDepth forces a checkpoint), except turn 7's, which outgrows the last checkpoint.
-        if (t > 0) state = { ...state, messages: [...state.messages, frozenMessage(t === 7 ? "y".repeat(5000) : `m${t}`)], custom: { n: t } };
+        if (t > 0)
+          state = {
+            ...state,
+            messages: [...state.messages, frozenMessage(t === 7 ? "y".repeat(5000) : `m${t}`)],
+            custom: { n: t },
+          };
         states.push(structuredClone(state));
         await runtime.commit(`cp-${String(t).padStart(2, "0")}`, state);
       }
@@ -124,7 +160,9 @@ export function describeChains(fresh: () => Promise<StoreUnderTest>): void {
       const { store } = await fresh();
       const chunk = "x".repeat(50_000);
       const messages = Array.from({ length: 100 }, (_, i) => userText(`${i}:${chunk}`));
-      const record = checkpointRecord("s1", "big", { checkpoint: { sessionId: "s1", messages, artifacts: [], custom: { n: 1 } } });
+      const record = checkpointRecord("s1", "big", {
+        checkpoint: { sessionId: "s1", messages, artifacts: [], custom: { n: 1 } },
+      });
       const expected = structuredClone(record);
       await commitRecord(store, undefined, record);
       const read = (await store.getRecord("big"))!;
@@ -152,7 +190,11 @@ export function describeChains(fresh: () => Promise<StoreUnderTest>): void {
       expect(ids(pendingChain)).toEqual(["bg"]);
       expect(stateOfChain(pendingChain)).toBeUndefined();
 
-      const finalState: State = { ...rootState, messages: [...rootState.messages, frozenMessage("done")], custom: { n: 1 } };
+      const finalState: State = {
+        ...rootState,
+        messages: [...rootState.messages, frozenMessage("done")],
+        custom: { n: 1 },
+      };
       const finished = turnRecord({
         snapshotId: "bg",
         sessionId: "s1",
@@ -164,7 +206,9 @@ export function describeChains(fresh: () => Promise<StoreUnderTest>): void {
         policy: { minDeltaBytes: 1 << 20, ratio: 1, maxDepth: 100 },
       });
       expect(finished.delta).toBeDefined();
-      const stored = await store.updateRecord("bg", (e) => (e.status === "pending" ? { ...finished, updatedAt: T0 + 5 } : null));
+      const stored = await store.updateRecord("bg", (e) =>
+        e.status === "pending" ? { ...finished, updatedAt: T0 + 5 } : null,
+      );
       expect(stored).toEqual({ ...structuredClone(finished), updatedAt: T0 + 5 });
       expect(ids((await store.getChain("bg"))!)).toEqual(["root", "bg"]);
       expect(await readState(store, "bg")).toEqual(structuredClone(finalState));

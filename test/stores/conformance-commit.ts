@@ -3,7 +3,17 @@ import type { SessionState } from "../../src/types/session-state.js";
 import type { CheckpointPolicy } from "../../stores/ledger/checkpoint-policy.js";
 import type { StoreUnderTest } from "./conformance.js";
 import { frozenMessage, turnRecord } from "./ledger-fixtures.js";
-import { allRecords, checkpointRecord, commitOf, commitRecord, headAfter, ids, readState, T0, type CounterState } from "./snapshot-factory.js";
+import {
+  allRecords,
+  checkpointRecord,
+  commitOf,
+  commitRecord,
+  headAfter,
+  ids,
+  readState,
+  T0,
+  type CounterState,
+} from "./snapshot-factory.js";
 
 type State = SessionState<CounterState>;
 
@@ -26,10 +36,20 @@ export function describeCommit(fresh: () => Promise<StoreUnderTest>): void {
     it("refuses a commit whose expectedVersion is not the stored version and writes nothing", async () => {
       const { store } = await fresh();
       let head = await commitRecord(store, undefined, checkpointRecord("s1", "a"));
-      head = await commitRecord(store, head, checkpointRecord("s1", "b", { parentId: "a", turnIndex: 1, createdAt: T0 + 1 }));
+      head = await commitRecord(
+        store,
+        head,
+        checkpointRecord("s1", "b", { parentId: "a", turnIndex: 1, createdAt: T0 + 1 }),
+      );
       const stored = structuredClone(head);
-      const stale = await store.commit({ ...commitOf(head, checkpointRecord("s1", "stale", { createdAt: T0 + 2 })), expectedVersion: 1 });
-      const ahead = await store.commit({ ...commitOf(head, checkpointRecord("s1", "ahead", { createdAt: T0 + 2 })), expectedVersion: 3 });
+      const stale = await store.commit({
+        ...commitOf(head, checkpointRecord("s1", "stale", { createdAt: T0 + 2 })),
+        expectedVersion: 1,
+      });
+      const ahead = await store.commit({
+        ...commitOf(head, checkpointRecord("s1", "ahead", { createdAt: T0 + 2 })),
+        expectedVersion: 3,
+      });
       expect(stale).toBeUndefined();
       expect(ahead).toBeUndefined();
       expect(await store.getHead("s1")).toEqual(stored);
@@ -42,8 +62,12 @@ export function describeCommit(fresh: () => Promise<StoreUnderTest>): void {
       const { store } = await fresh();
       const root = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
       const [first, second] = await Promise.all([
-        store.commit(commitOf(root, checkpointRecord("s1", "one", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }))),
-        store.commit(commitOf(root, checkpointRecord("s1", "two", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }))),
+        store.commit(
+          commitOf(root, checkpointRecord("s1", "one", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 })),
+        ),
+        store.commit(
+          commitOf(root, checkpointRecord("s1", "two", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 })),
+        ),
       ]);
       expect([first, second].filter((h) => h !== undefined)).toHaveLength(1);
       const winner = (first ?? second)!;
@@ -81,11 +105,39 @@ export function describeCommit(fresh: () => Promise<StoreUnderTest>): void {
       const policy: CheckpointPolicy = { minDeltaBytes: 1 << 20, ratio: 1, maxDepth: 100 };
       const stateA: State = { sessionId: "s1", messages: [frozenMessage("a")], artifacts: [], custom: { n: 0 } };
       const stateB: State = { ...stateA, messages: [...stateA.messages, frozenMessage("b")], custom: { n: 1 } };
-      const stateC: State = { ...stateA, messages: [...stateA.messages, frozenMessage("c")], custom: { n: 2, items: ["c"] } };
+      const stateC: State = {
+        ...stateA,
+        messages: [...stateA.messages, frozenMessage("c")],
+        custom: { n: 2, items: ["c"] },
+      };
       const base = { sessionId: "s1", policy };
-      const a = turnRecord({ ...base, snapshotId: "A", parent: undefined, prevState: { sessionId: "s1", messages: [], artifacts: [] }, nextState: stateA, turnIndex: 0, createdAt: T0 });
-      const b = turnRecord({ ...base, snapshotId: "B", parent: a, prevState: stateA, nextState: stateB, turnIndex: 1, createdAt: T0 + 1 });
-      const c = turnRecord({ ...base, snapshotId: "C", parent: a, prevState: stateA, nextState: stateC, turnIndex: 1, createdAt: T0 + 2 });
+      const a = turnRecord({
+        ...base,
+        snapshotId: "A",
+        parent: undefined,
+        prevState: { sessionId: "s1", messages: [], artifacts: [] },
+        nextState: stateA,
+        turnIndex: 0,
+        createdAt: T0,
+      });
+      const b = turnRecord({
+        ...base,
+        snapshotId: "B",
+        parent: a,
+        prevState: stateA,
+        nextState: stateB,
+        turnIndex: 1,
+        createdAt: T0 + 1,
+      });
+      const c = turnRecord({
+        ...base,
+        snapshotId: "C",
+        parent: a,
+        prevState: stateA,
+        nextState: stateC,
+        turnIndex: 1,
+        createdAt: T0 + 2,
+      });
       expect(b.delta).toBeDefined();
       expect(c.delta).toBeDefined();
       const expectedB = structuredClone(b);

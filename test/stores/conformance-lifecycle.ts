@@ -1,7 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { hasSessionLifecycle, type SessionHead, type SessionLifecycleStore } from "../../stores/snapshot-store.js";
 import type { StoreUnderTest } from "./conformance.js";
-import { allRecords, checkpointRecord, commitOf, commitRecord, ids, pendingRecord, sleep, T0, type CounterState } from "./snapshot-factory.js";
+import {
+  allRecords,
+  checkpointRecord,
+  commitOf,
+  commitRecord,
+  ids,
+  pendingRecord,
+  sleep,
+  T0,
+  type CounterState,
+} from "./snapshot-factory.js";
 import { recordStatuses } from "./status-recorder.js";
 
 type Store = SessionLifecycleStore<CounterState>;
@@ -9,7 +19,8 @@ type Store = SessionLifecycleStore<CounterState>;
 /** The store under test with its lifecycle methods; every store must implement them (the test fails otherwise). */
 async function lifecycleStore(fresh: () => Promise<StoreUnderTest>): Promise<StoreUnderTest & { store: Store }> {
   const t = await fresh();
-  if (!hasSessionLifecycle(t.store)) throw new Error("the store does not implement listHeads/deleteSession/sweepExpired");
+  if (!hasSessionLifecycle(t.store))
+    throw new Error("the store does not implement listHeads/deleteSession/sweepExpired");
   return t as StoreUnderTest & { store: Store };
 }
 
@@ -26,7 +37,11 @@ interface SeedOptions {
 }
 
 /** Creates a session with `records` records; the head ends at `at`. Returns the head and the record IDs (oldest first). */
-async function seed(store: Store, sessionId: string, options: SeedOptions = {}): Promise<{ head: SessionHead; snapshotIds: string[] }> {
+async function seed(
+  store: Store,
+  sessionId: string,
+  options: SeedOptions = {},
+): Promise<{ head: SessionHead; snapshotIds: string[] }> {
   const count = options.records ?? 1;
   const at = options.at ?? T0;
   let head: SessionHead | undefined;
@@ -34,7 +49,11 @@ async function seed(store: Store, sessionId: string, options: SeedOptions = {}):
   for (let i = 0; i < count; i++) {
     const snapshotId = `${sessionId}-r${i}`;
     const parentId = snapshotIds[snapshotIds.length - 1];
-    const record = checkpointRecord(sessionId, snapshotId, { turnIndex: i, createdAt: at - (count - 1 - i), ...(parentId ? { parentId } : {}) });
+    const record = checkpointRecord(sessionId, snapshotId, {
+      turnIndex: i,
+      createdAt: at - (count - 1 - i),
+      ...(parentId ? { parentId } : {}),
+    });
     const commit = commitOf(head, record);
     if (!head) {
       commit.head = {
@@ -71,7 +90,13 @@ const sessionIds = (heads: readonly SessionHead[]): string[] => heads.map((h) =>
 
 /** Newest updatedAt first, then the greater sessionId: the order listHeads must return. */
 const newestFirst = (a: SessionHead, b: SessionHead): number =>
-  a.updatedAt !== b.updatedAt ? b.updatedAt - a.updatedAt : a.sessionId < b.sessionId ? 1 : a.sessionId > b.sessionId ? -1 : 0;
+  a.updatedAt !== b.updatedAt
+    ? b.updatedAt - a.updatedAt
+    : a.sessionId < b.sessionId
+      ? 1
+      : a.sessionId > b.sessionId
+        ? -1
+        : 0;
 
 /** Asserts the session is gone through every read of the contract. */
 async function expectGone(store: Store, sessionId: string, snapshotIds: readonly string[]): Promise<void> {
@@ -143,7 +168,10 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
         ];
         for (const [i, fields] of bad.entries()) {
           const commit = commitOf(undefined, checkpointRecord(`bad-${i}`, `bad-${i}-r0`));
-          await expect(store.commit({ ...commit, head: { ...commit.head, ...fields } }), JSON.stringify(fields)).rejects.toMatchObject({
+          await expect(
+            store.commit({ ...commit, head: { ...commit.head, ...fields } }),
+            JSON.stringify(fields),
+          ).rejects.toMatchObject({
             status: "INVALID_ARGUMENT",
           });
           expect(await store.getHead(`bad-${i}`)).toBeUndefined();
@@ -185,14 +213,22 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
         await seed(store, "kept");
         const baseline = await footprint?.();
         const { head } = await seed(store, "doomed", { at: T0 + 1 });
-        await commitRecord(store, head, pendingRecord("doomed", "doomed-bg", { parentId: "doomed-r0", turnIndex: 1, createdAt: T0 + 2 }));
+        await commitRecord(
+          store,
+          head,
+          pendingRecord("doomed", "doomed-bg", { parentId: "doomed-r0", turnIndex: 1, createdAt: T0 + 2 }),
+        );
         expect((await store.getHead("doomed"))?.headSnapshotId).toBe("doomed-bg");
         const watcher = recordStatuses(store, "doomed-bg");
         try {
           expect(await store.deleteSession("doomed")).toBe(true);
           expect(await store.getRecord("doomed-bg")).toBeUndefined();
           // The run's heartbeat and finalizer find nothing to write.
-          expect(await store.updateRecord("doomed-bg", (e) => (e.status === "pending" ? { ...e, heartbeatAt: T0 + 3 } : null))).toBeNull();
+          expect(
+            await store.updateRecord("doomed-bg", (e) =>
+              e.status === "pending" ? { ...e, heartbeatAt: T0 + 3 } : null,
+            ),
+          ).toBeNull();
           expect(await store.updateRecord("doomed-bg", (e) => ({ ...e, status: "aborted" }))).toBeNull();
         } finally {
           await watcher.stop();
@@ -209,14 +245,19 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
         for (let round = 0; round < 6; round++) {
           const sessionId = `race-${round}`;
           const { head, snapshotIds } = await seed(store, sessionId, { records: 2, at: T0 + 10 });
-          const next = checkpointRecord(sessionId, `${sessionId}-next`, { parentId: snapshotIds[1]!, turnIndex: 2, createdAt: T0 + 11 });
+          const next = checkpointRecord(sessionId, `${sessionId}-next`, {
+            parentId: snapshotIds[1]!,
+            turnIndex: 2,
+            createdAt: T0 + 11,
+          });
           const racers: Promise<unknown>[] = [
             store.commit(commitOf(head, next)),
             store.updateRecord(snapshotIds[0]!, (e) => ({ ...e, heartbeatAt: T0 + round })),
             store.updateRecord(snapshotIds[1]!, (e) => ({ ...e, heartbeatAt: T0 + round })),
           ];
           // Alternate who starts first.
-          const deleted = round % 2 === 0 ? store.deleteSession(sessionId) : sleep(0).then(() => store.deleteSession(sessionId));
+          const deleted =
+            round % 2 === 0 ? store.deleteSession(sessionId) : sleep(0).then(() => store.deleteSession(sessionId));
           const [removed] = await Promise.all([deleted, ...racers]);
           expect(removed).toBe(true);
           await expectGone(store, sessionId, [...snapshotIds, `${sessionId}-next`]);
@@ -270,7 +311,11 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
         const { store } = await lifecycleStore(fresh);
         const U = T0 + 1000;
         const { head } = await seed(store, "active", { at: U, ttlMs: 50 });
-        const touched = await commitRecord(store, head, checkpointRecord("active", "active-r1", { parentId: "active-r0", turnIndex: 1, createdAt: U + 40 }));
+        const touched = await commitRecord(
+          store,
+          head,
+          checkpointRecord("active", "active-r1", { parentId: "active-r0", turnIndex: 1, createdAt: U + 40 }),
+        );
         expect(touched.expiresAt).toBe(U + 90);
         expect(await store.sweepExpired(U + 60)).toBe(0);
         expect(sessionIds(await listAll(store, { owner: "", now: U + 60 }))).toEqual(["active"]);
@@ -283,7 +328,10 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
         const start = Date.now();
         await seed(store, "ephemeral", { at: start, ttlMs: 50 });
         await seed(store, "durable", { at: start });
-        expect(sessionIds(await listAll(store, { owner: "", now: start + 49 })).sort()).toEqual(["durable", "ephemeral"]);
+        expect(sessionIds(await listAll(store, { owner: "", now: start + 49 })).sort()).toEqual([
+          "durable",
+          "ephemeral",
+        ]);
         await sleep(start + 60 - Date.now());
         expect(sessionIds(await listAll(store, { owner: "" }))).toEqual(["durable"]);
         expect(await store.sweepExpired(Date.now())).toBe(1);
@@ -327,7 +375,8 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
         await seed(store, "s4", { at: T0 + 4, agent: "chat" });
         await seed(store, "s5", { at: T0 + 5, agent: "search", labels: { env: "prod", team: "a" } });
         await seed(store, "x1", { at: T0 + 6, owner: "other", agent: "chat", labels: { env: "prod", team: "a" } });
-        const list = async (query: Omit<Parameters<Store["listHeads"]>[0], "owner">) => sessionIds(await listAll(store, { owner: "", now: T0, ...query }));
+        const list = async (query: Omit<Parameters<Store["listHeads"]>[0], "owner">) =>
+          sessionIds(await listAll(store, { owner: "", now: T0, ...query }));
         expect(await list({})).toEqual(["s5", "s4", "s3", "s2", "s1"]);
         expect(await list({ agent: "chat" })).toEqual(["s4", "s3", "s2", "s1"]);
         expect(await list({ agent: "search" })).toEqual(["s5"]);
@@ -341,7 +390,9 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
         expect(await list({ updatedAfter: T0 + 3 })).toEqual(["s5", "s4"]);
         expect(await list({ updatedAfter: T0 + 3, labels: { env: "prod" }, pageSize: 1 })).toEqual(["s5"]);
         expect(await list({ updatedAfter: T0 + 5 })).toEqual([]);
-        await expect(store.listHeads({ owner: "", labels: { "Bad Key": "x" } })).rejects.toMatchObject({ status: "INVALID_ARGUMENT" });
+        await expect(store.listHeads({ owner: "", labels: { "Bad Key": "x" } })).rejects.toMatchObject({
+          status: "INVALID_ARGUMENT",
+        });
       });
 
       it("rejects a page size below 1 and a page token it did not issue with INVALID_ARGUMENT", async () => {
@@ -349,70 +400,87 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
         await seed(store, "s1");
         await seed(store, "s2", { at: T0 + 1 });
         for (const pageSize of [0, -1, 0.5, Number.NaN]) {
-          await expect(store.listHeads({ owner: "", pageSize }), `pageSize ${pageSize}`).rejects.toMatchObject({ status: "INVALID_ARGUMENT" });
+          await expect(store.listHeads({ owner: "", pageSize }), `pageSize ${pageSize}`).rejects.toMatchObject({
+            status: "INVALID_ARGUMENT",
+          });
         }
         for (const pageToken of ["garbage", "not a token!", Buffer.from("[1]").toString("base64url")]) {
-          await expect(store.listHeads({ owner: "", pageToken }), `token ${pageToken}`).rejects.toMatchObject({ status: "INVALID_ARGUMENT" });
+          await expect(store.listHeads({ owner: "", pageToken }), `token ${pageToken}`).rejects.toMatchObject({
+            status: "INVALID_ARGUMENT",
+          });
         }
         const page = await store.listHeads({ owner: "", pageSize: 1, now: T0 });
         expect(sessionIds(page.heads)).toEqual(["s2"]);
-        expect(sessionIds((await store.listHeads({ owner: "", pageSize: 1, pageToken: page.nextPageToken!, now: T0 })).heads)).toEqual(["s1"]);
+        expect(
+          sessionIds(
+            (await store.listHeads({ owner: "", pageSize: 1, pageToken: page.nextPageToken!, now: T0 })).heads,
+          ),
+        ).toEqual(["s1"]);
       });
 
-      it("pages through every pre-existing session exactly once while 20 writers create sessions", { timeout: 120_000 }, async () => {
-        const { store } = await lifecycleStore(fresh);
-        const PRE = 60;
-        const pre: string[] = [];
-        for (let i = 0; i < PRE; i++) {
-          const id = `pre-${String(i).padStart(2, "0")}`;
-          pre.push(id);
-          await seed(store, id, { at: T0 + (i % 20) }); // ties of three: the tie-break crosses page boundaries
-        }
-        const defaultPage = await store.listHeads({ owner: "", now: T0 });
-        expect(defaultPage.heads).toHaveLength(50);
-        expect(defaultPage.nextPageToken).toEqual(expect.any(String));
-
-        let paging = true;
-        let created = 0;
-        const WRITERS = 20;
-        const PER_WRITER = 12;
-        const writer = async (w: number): Promise<void> => {
-          for (let k = 0; k < PER_WRITER && paging; k++) {
-            // Half land ahead of every cursor (newer), half among the pre-existing ones (same updatedAt range).
-            const at = k % 2 === 0 ? T0 + 100_000 + w * 100 + k : T0 + ((w + k) % 20);
-            await seed(store, `new-${String(w).padStart(2, "0")}-${String(k).padStart(2, "0")}`, { at });
-            created++;
-            await new Promise((resolve) => setImmediate(resolve));
+      it(
+        "pages through every pre-existing session exactly once while 20 writers create sessions",
+        { timeout: 120_000 },
+        async () => {
+          const { store } = await lifecycleStore(fresh);
+          const PRE = 60;
+          const pre: string[] = [];
+          for (let i = 0; i < PRE; i++) {
+            const id = `pre-${String(i).padStart(2, "0")}`;
+            pre.push(id);
+            await seed(store, id, { at: T0 + (i % 20) }); // ties of three: the tie-break crosses page boundaries
           }
-        };
-        const writers = Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
-        const listed: SessionHead[] = [];
-        let pageToken: string | undefined;
-        let pages = 0;
-        try {
-          do {
-            const seen = created;
-            const page = await store.listHeads({ owner: "", pageSize: 7, now: T0, ...(pageToken ? { pageToken } : {}) });
-            expect(page.heads.length).toBeLessThanOrEqual(7);
-            listed.push(...page.heads);
-            pageToken = page.nextPageToken;
-            if (++pages > 100) throw new Error("listHeads keeps returning page tokens");
-            // Let the writers commit between pages (until they are done).
-            for (let spins = 0; created < seen + 3 && created < WRITERS * PER_WRITER && spins < 10_000; spins++) {
+          const defaultPage = await store.listHeads({ owner: "", now: T0 });
+          expect(defaultPage.heads).toHaveLength(50);
+          expect(defaultPage.nextPageToken).toEqual(expect.any(String));
+
+          let paging = true;
+          let created = 0;
+          const WRITERS = 20;
+          const PER_WRITER = 12;
+          const writer = async (w: number): Promise<void> => {
+            for (let k = 0; k < PER_WRITER && paging; k++) {
+              // Half land ahead of every cursor (newer), half among the pre-existing ones (same updatedAt range).
+              const at = k % 2 === 0 ? T0 + 100_000 + w * 100 + k : T0 + ((w + k) % 20);
+              await seed(store, `new-${String(w).padStart(2, "0")}-${String(k).padStart(2, "0")}`, { at });
+              created++;
               await new Promise((resolve) => setImmediate(resolve));
             }
-          } while (pageToken);
-        } finally {
-          paging = false;
-          await writers;
-        }
-        expect(created).toBeGreaterThan(20); // the writers did run while paging
-        const listedIds = sessionIds(listed);
-        expect(new Set(listedIds).size).toBe(listedIds.length); // nothing twice
-        expect(listedIds.filter((id) => id.startsWith("pre-")).sort()).toEqual(pre); // every pre-existing session once
-        expect([...listed].sort(newestFirst)).toEqual(listed); // one consistent newest-first order across pages
-        expect(pages).toBeGreaterThanOrEqual(Math.ceil(PRE / 7));
-      });
+          };
+          const writers = Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
+          const listed: SessionHead[] = [];
+          let pageToken: string | undefined;
+          let pages = 0;
+          try {
+            do {
+              const seen = created;
+              const page = await store.listHeads({
+                owner: "",
+                pageSize: 7,
+                now: T0,
+                ...(pageToken ? { pageToken } : {}),
+              });
+              expect(page.heads.length).toBeLessThanOrEqual(7);
+              listed.push(...page.heads);
+              pageToken = page.nextPageToken;
+              if (++pages > 100) throw new Error("listHeads keeps returning page tokens");
+              // Let the writers commit between pages (until they are done).
+              for (let spins = 0; created < seen + 3 && created < WRITERS * PER_WRITER && spins < 10_000; spins++) {
+                await new Promise((resolve) => setImmediate(resolve));
+              }
+            } while (pageToken);
+          } finally {
+            paging = false;
+            await writers;
+          }
+          expect(created).toBeGreaterThan(20); // the writers did run while paging
+          const listedIds = sessionIds(listed);
+          expect(new Set(listedIds).size).toBe(listedIds.length); // nothing twice
+          expect(listedIds.filter((id) => id.startsWith("pre-")).sort()).toEqual(pre); // every pre-existing session once
+          expect([...listed].sort(newestFirst)).toEqual(listed); // one consistent newest-first order across pages
+          expect(pages).toBeGreaterThanOrEqual(Math.ceil(PRE / 7));
+        },
+      );
     });
   });
 }

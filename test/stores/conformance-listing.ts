@@ -9,7 +9,12 @@ export function describeListing(fresh: () => Promise<StoreUnderTest>): void {
     it("pages a session's records newest first with page tokens", async () => {
       const { store } = await fresh();
       let head: SessionHead | undefined;
-      for (let i = 0; i < 7; i++) head = await commitRecord(store, head, checkpointRecord("s1", `snap-${i}`, { turnIndex: i, createdAt: 1000 + i }));
+      for (let i = 0; i < 7; i++)
+        head = await commitRecord(
+          store,
+          head,
+          checkpointRecord("s1", `snap-${i}`, { turnIndex: i, createdAt: 1000 + i }),
+        );
       await commitRecord(store, undefined, checkpointRecord("s2", "other", { createdAt: 5000 }));
       const pages: string[][] = [];
       let pageToken: string | undefined;
@@ -43,7 +48,22 @@ export function describeListing(fresh: () => Promise<StoreUnderTest>): void {
     it("rejects a page token it did not issue with INVALID_ARGUMENT", async () => {
       const { store } = await fresh();
       await commitRecord(store, undefined, checkpointRecord("s1", "a"));
-      await expect(store.listRecords("s1", { pageToken: "not-a-token" })).rejects.toMatchObject({ status: "INVALID_ARGUMENT" });
+      await expect(store.listRecords("s1", { pageToken: "not-a-token" })).rejects.toMatchObject({
+        status: "INVALID_ARGUMENT",
+      });
+    });
+
+    it("rejects a negative page size with INVALID_ARGUMENT; none or 0 means the default page size", async () => {
+      const { store } = await fresh();
+      await commitRecord(store, undefined, checkpointRecord("s1", "a"));
+      for (const pageSize of [-1, -50, Number.NaN]) {
+        await expect(store.listRecords("s1", { pageSize }), `pageSize ${pageSize}`).rejects.toMatchObject({
+          status: "INVALID_ARGUMENT",
+          message: expect.stringContaining("page size must not be negative"),
+        });
+      }
+      expect(ids((await store.listRecords("s1", { pageSize: 0 })).records)).toEqual(["a"]);
+      expect(ids((await store.listRecords("s1", {})).records)).toEqual(["a"]);
     });
 
     it("lists no records for an unknown session", async () => {

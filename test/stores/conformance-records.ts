@@ -9,9 +9,13 @@ export function describeRecords(fresh: () => Promise<StoreUnderTest>): void {
       const { store } = await fresh();
       await commitRecord(store, undefined, checkpointRecord("s1", "counter"));
       const results = await Promise.all(
-        Array.from({ length: 20 }, () => store.updateRecord("counter", (e) => ({ ...e, heartbeatAt: (e.heartbeatAt ?? 0) + 1 }))),
+        Array.from({ length: 20 }, () =>
+          store.updateRecord("counter", (e) => ({ ...e, heartbeatAt: (e.heartbeatAt ?? 0) + 1 })),
+        ),
       );
-      expect(results.map((r) => r?.heartbeatAt).sort((x, y) => x! - y!)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      expect(results.map((r) => r?.heartbeatAt).sort((x, y) => x! - y!)).toEqual(
+        Array.from({ length: 20 }, (_, i) => i + 1),
+      );
       expect((await store.getRecord("counter"))!.heartbeatAt).toBe(20);
     });
 
@@ -63,8 +67,12 @@ export function describeRecords(fresh: () => Promise<StoreUnderTest>): void {
     it("lets an abort that landed first win over a finalizer that re-checks status", async () => {
       const { store } = await fresh();
       await commitRecord(store, undefined, pendingRecord("s1", "bg"));
-      const abort = await store.updateRecord("bg", (e) => (e.status === "pending" ? { ...e, status: "aborted", finishReason: "aborted" } : null));
-      const finalize = await store.updateRecord("bg", (e) => (e.status === "pending" ? { ...e, status: "completed", finishReason: "stop" } : null));
+      const abort = await store.updateRecord("bg", (e) =>
+        e.status === "pending" ? { ...e, status: "aborted", finishReason: "aborted" } : null,
+      );
+      const finalize = await store.updateRecord("bg", (e) =>
+        e.status === "pending" ? { ...e, status: "completed", finishReason: "stop" } : null,
+      );
       expect(abort?.status).toBe("aborted");
       expect(finalize).toBeNull();
       expect(await store.getRecord("bg")).toMatchObject({ status: "aborted", finishReason: "aborted" });

@@ -49,7 +49,11 @@ export interface ConformanceOptions {
  * {@link SnapshotSubscriber}) must have. `factory` returns a fresh, empty
  * store for each test.
  */
-export function runStoreConformance(name: string, factory: () => Promise<StoreUnderTest>, options: ConformanceOptions = {}): void {
+export function runStoreConformance(
+  name: string,
+  factory: () => Promise<StoreUnderTest>,
+  options: ConformanceOptions = {},
+): void {
   describe(`${name} store conformance`, () => {
     const opened: StoreUnderTest[] = [];
     afterEach(async () => {

@@ -7,7 +7,15 @@ import { FileSessionStore, type FileSessionStoreOptions } from "../../stores/fil
 import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
 import type { SessionHead } from "../../stores/snapshot-store.js";
 import { runStoreConformance } from "./conformance.js";
-import { allRecords, checkpointRecord, commitOf, commitRecord, pendingRecord, T0, type CounterState } from "./snapshot-factory.js";
+import {
+  allRecords,
+  checkpointRecord,
+  commitOf,
+  commitRecord,
+  pendingRecord,
+  T0,
+  type CounterState,
+} from "./snapshot-factory.js";
 
 const dirs: string[] = [];
 const stores: FileSessionStore<CounterState>[] = [];
@@ -29,17 +37,21 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 });
 
-runStoreConformance("file", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "agentd-file-store-"));
-  const store = new FileSessionStore<CounterState>(dir);
-  return {
-    store,
-    openResources: () => store.activeWatcherCount,
-    cleanup: () => rm(dir, { recursive: true, force: true }),
-    crossProcess: { kind: "file", dir },
-    footprint: () => treeOf(dir),
-  };
-}, { sharedAcrossProcesses: true });
+runStoreConformance(
+  "file",
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), "agentd-file-store-"));
+    const store = new FileSessionStore<CounterState>(dir);
+    return {
+      store,
+      openResources: () => store.activeWatcherCount,
+      cleanup: () => rm(dir, { recursive: true, force: true }),
+      crossProcess: { kind: "file", dir },
+      footprint: () => treeOf(dir),
+    };
+  },
+  { sharedAcrossProcesses: true },
+);
 
 /** Every file and directory under `dir` (relative paths, sorted; directories end with "/"). */
 async function treeOf(dir: string): Promise<string[]> {
@@ -65,8 +77,10 @@ describe("file store layout", () => {
     await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
     await store.updateRecord("snap-1", (e) => ({ ...e, heartbeatAt: 1 }));
     const layout = new StoreLayout(store.directory);
-    for (const dir of [join(parent, "nested"), store.directory, layout.recordsDir, layout.sessionsDir]) expect(await mode(dir)).toBe(0o700);
-    for (const file of [layout.markerPath, layout.recordPath("snap-1"), layout.headPath("s1"), layout.indexPath("s1")]) expect(await mode(file)).toBe(0o600);
+    for (const dir of [join(parent, "nested"), store.directory, layout.recordsDir, layout.sessionsDir])
+      expect(await mode(dir)).toBe(0o700);
+    for (const file of [layout.markerPath, layout.recordPath("snap-1"), layout.headPath("s1"), layout.indexPath("s1")])
+      expect(await mode(file)).toBe(0o600);
     expect(JSON.parse(await readFile(layout.markerPath, "utf8"))).toEqual({ format: 2 });
     // Nothing but the layout is left behind (no temp or lock files).
     expect((await readdir(store.directory)).sort()).toEqual(["agentd-store.json", "records", "sessions"]);
@@ -97,7 +111,9 @@ describe("file store layout", () => {
   it("rejects a path prefix that climbs out with ..", async () => {
     const dir = await tempDir();
     const store = open(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
-    await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "snap-1")), { tenant: "../escape" })).rejects.toMatchObject({
+    await expect(
+      store.commit(commitOf(undefined, checkpointRecord("s1", "snap-1")), { tenant: "../escape" }),
+    ).rejects.toMatchObject({
       status: "INVALID_ARGUMENT",
     });
     expect(await readdir(join(dir, ".."))).not.toContain("escape");
@@ -112,7 +128,9 @@ describe("file store layout", () => {
 
   it("rejects a snapshot ID that is not a safe file name", async () => {
     const store = open(await tempDir());
-    await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "../x")))).rejects.toMatchObject({ status: "INVALID_ARGUMENT" });
+    await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "../x")))).rejects.toMatchObject({
+      status: "INVALID_ARGUMENT",
+    });
     expect(await store.getRecord("../x")).toBeUndefined();
     expect(await store.updateRecord("../x", (e) => e)).toBeNull();
   });
@@ -139,7 +157,12 @@ describe("file store format check", () => {
     const dir = await tempDir();
     const old = `{"format":1,"version":1,"status":"completed","createdAt":1,"parentId":null,"snapshot":{"snapshotId":"abc"}}`;
     await writeFile(join(dir, "abc.json"), old);
-    expect(() => open(dir)).toThrow(expect.objectContaining({ status: "FAILED_PRECONDITION", message: expect.stringMatching(/store format 1 \(snapshot file .*abc\.json\)/) }));
+    expect(() => open(dir)).toThrow(
+      expect.objectContaining({
+        status: "FAILED_PRECONDITION",
+        message: expect.stringMatching(/store format 1 \(snapshot file .*abc\.json\)/),
+      }),
+    );
     expect(await readdir(dir)).toEqual(["abc.json"]);
     expect(await readFile(join(dir, "abc.json"), "utf8")).toBe(old);
   });
@@ -147,7 +170,9 @@ describe("file store format check", () => {
   it("recognises a format-1 session index directory as format-1 data", async () => {
     const dir = await tempDir();
     await mkdir(join(dir, ".sessions"));
-    expect(() => open(dir)).toThrow(expect.objectContaining({ status: "FAILED_PRECONDITION", message: expect.stringContaining("store format 1") }));
+    expect(() => open(dir)).toThrow(
+      expect.objectContaining({ status: "FAILED_PRECONDITION", message: expect.stringContaining("store format 1") }),
+    );
   });
 
   it("checks a tenant prefix directory at its first use", async () => {
@@ -156,7 +181,9 @@ describe("file store format check", () => {
     await writeFile(join(dir, "old", "abc.json"), `{"format":1,"version":1,"snapshot":{}}`);
     const store = open(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
     await expect(store.getRecord("abc", { tenant: "old" })).rejects.toMatchObject({ status: "FAILED_PRECONDITION" });
-    await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "snap-1")), { tenant: "old" })).rejects.toMatchObject({
+    await expect(
+      store.commit(commitOf(undefined, checkpointRecord("s1", "snap-1")), { tenant: "old" }),
+    ).rejects.toMatchObject({
       status: "FAILED_PRECONDITION",
       message: expect.stringContaining(join(dir, "old")),
     });
@@ -186,7 +213,15 @@ describe("file store failures", () => {
     await expect(store.updateRecord("snap-1", (e) => e)).rejects.toMatchObject(dataLoss);
     await writeFile(path, "");
     await expect(store.getRecord("snap-1")).rejects.toMatchObject(dataLoss);
-    await writeFile(path, JSON.stringify({ format: 2, version: 1, status: "completed", record: { snapshotId: "other", status: "completed" } }));
+    await writeFile(
+      path,
+      JSON.stringify({
+        format: 2,
+        version: 1,
+        status: "completed",
+        record: { snapshotId: "other", status: "completed" },
+      }),
+    );
     await expect(store.getRecord("snap-1")).rejects.toMatchObject(dataLoss);
   });
 
@@ -195,17 +230,70 @@ describe("file store failures", () => {
     await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
     const path = new StoreLayout(store.directory).headPath("s1");
     await writeFile(path, "{");
-    await expect(store.getHead("s1")).rejects.toMatchObject({ status: "DATA_LOSS", message: expect.stringContaining(path) });
+    await expect(store.getHead("s1")).rejects.toMatchObject({
+      status: "DATA_LOSS",
+      message: expect.stringContaining(path),
+    });
     const next = checkpointRecord("s1", "snap-2");
-    await expect(store.commit({ ...commitOf(undefined, next), expectedVersion: 1 })).rejects.toMatchObject({ status: "DATA_LOSS" });
+    await expect(store.commit({ ...commitOf(undefined, next), expectedVersion: 1 })).rejects.toMatchObject({
+      status: "DATA_LOSS",
+    });
     expect(await store.getRecord("snap-2")).toBeUndefined();
+  });
+
+  it("reads a record file that is valid JSON but not a format-2 record as DATA_LOSS, not as missing", async () => {
+    const store = open(await tempDir());
+    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    const path = new StoreLayout(store.directory).recordPath("snap-1");
+    const valid = await readFile(path, "utf8");
+    const { format: _format, ...withoutFormat } = JSON.parse(valid) as Record<string, unknown>;
+    const texts = [
+      ...["null", "[]", "{}", `{"format":2}`, JSON.stringify({ ...withoutFormat, format: 2, record: null })],
+      ...[JSON.stringify(withoutFormat), ...[1, 3].map((f) => valid.replace('"format":2', `"format":${f}`))],
+    ];
+    for (const text of texts) {
+      await writeFile(path, text);
+      await expect(store.getRecord("snap-1"), text.slice(0, 40)).rejects.toMatchObject({
+        status: "DATA_LOSS",
+        message: expect.stringMatching(/not a valid agentd record .*restore it from a backup/),
+      });
+      await expect(store.listRecords("s1"), text.slice(0, 40)).rejects.toMatchObject({
+        status: "DATA_LOSS",
+        message: expect.stringContaining(path),
+      });
+    }
+  });
+
+  it("reads a head file of another format, or holding another session's head, as DATA_LOSS", async () => {
+    const store = open(await tempDir());
+    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    await commitRecord(store, undefined, checkpointRecord("s2", "snap-2"));
+    const layout = new StoreLayout(store.directory);
+    const path = layout.headPath("s1");
+    const valid = await readFile(path, "utf8");
+    const { format: _format, ...withoutFormat } = JSON.parse(valid) as Record<string, unknown>;
+    const dataLoss = { status: "DATA_LOSS", message: expect.stringContaining(path) };
+    const otherFormats = [1, 3].map((f) => valid.replace('"format":2', `"format":${f}`));
+    for (const text of [JSON.stringify(withoutFormat), ...otherFormats]) {
+      await writeFile(path, text);
+      await expect(store.getHead("s1"), text.slice(0, 40)).rejects.toMatchObject(dataLoss);
+    }
+    // s2's head file copied over s1's (a restore gone wrong): a valid head, but of another session.
+    await writeFile(path, await readFile(layout.headPath("s2"), "utf8"));
+    const holdsS2 = expect.stringMatching(/holds session "s2"/);
+    await expect(store.getHead("s1")).rejects.toMatchObject({ ...dataLoss, message: holdsS2 });
+    await expect(store.listHeads!({ owner: "" })).rejects.toMatchObject(dataLoss);
   });
 
   it("leaves no record of a commit that lost its version check or reused an ID", async () => {
     const store = open(await tempDir());
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
-    expect(await store.commit({ ...commitOf(head, checkpointRecord("s1", "late")), expectedVersion: 0 })).toBeUndefined();
-    await expect(store.commit(commitOf(undefined, checkpointRecord("s2", "snap-1")))).rejects.toMatchObject({ status: "ALREADY_EXISTS" });
+    expect(
+      await store.commit({ ...commitOf(head, checkpointRecord("s1", "late")), expectedVersion: 0 }),
+    ).toBeUndefined();
+    await expect(store.commit(commitOf(undefined, checkpointRecord("s2", "snap-1")))).rejects.toMatchObject({
+      status: "ALREADY_EXISTS",
+    });
     expect(await store.getRecord("late")).toBeUndefined();
     expect((await allRecords(store, "s1")).map((r) => r.snapshotId)).toEqual(["snap-1"]);
     expect(await allRecords(store, "s2")).toEqual([]);
@@ -240,7 +328,9 @@ describe("file store failures", () => {
     await writeFile(layout.recordLockPath("snap-1"), abandoned);
     const started = Date.now();
     await commitRecord(store, head, checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 }));
-    expect(await store.updateRecord("snap-1", (e) => ({ ...e, status: "aborted" }))).toMatchObject({ status: "aborted" });
+    expect(await store.updateRecord("snap-1", (e) => ({ ...e, status: "aborted" }))).toMatchObject({
+      status: "aborted",
+    });
     expect(Date.now() - started).toBeLessThan(5_000);
     expect((await readdir(layout.sessionsDir)).filter((f) => f.includes("lock"))).toEqual([]);
     expect((await readdir(layout.recordsDir)).filter((f) => f.includes("lock"))).toEqual([]);
@@ -271,7 +361,11 @@ describe("file store session lifecycle", () => {
     let head: SessionHead | undefined;
     const ids: string[] = [];
     for (let i = 0; i < (options.records ?? 1); i++) {
-      const record = checkpointRecord(sessionId, `${sessionId}-r${i}`, { turnIndex: i, createdAt: (options.at ?? T0) + i, ...(i ? { parentId: ids[i - 1]! } : {}) });
+      const record = checkpointRecord(sessionId, `${sessionId}-r${i}`, {
+        turnIndex: i,
+        createdAt: (options.at ?? T0) + i,
+        ...(i ? { parentId: ids[i - 1]! } : {}),
+      });
       const commit = commitOf(head, record);
       if (!head && options.ttlMs !== undefined) commit.head = { ...commit.head, ttlMs: options.ttlMs };
       head = await store.commit(commit, ctx);
@@ -289,7 +383,8 @@ describe("file store session lifecycle", () => {
     const doomedIds = await session(store, "doomed", { records: 3 });
     await store.updateRecord(doomedIds[0]!, (e) => ({ ...e, heartbeatAt: 1 }));
     const key = sessionKey("doomed");
-    const mentions = (tree: string[], id: string, ids: string[], k: string) => tree.filter((p) => p.includes(k) || ids.some((s) => p.includes(s)) || p.includes(id));
+    const mentions = (tree: string[], id: string, ids: string[], k: string) =>
+      tree.filter((p) => p.includes(k) || ids.some((s) => p.includes(s)) || p.includes(id));
     expect(mentions(await treeOf(dir), "doomed", doomedIds, key)).toHaveLength(5); // head, idx, 3 records
     expect(await store.deleteSession("doomed")).toBe(true);
     const tree = await treeOf(dir);
@@ -305,7 +400,8 @@ describe("file store session lifecycle", () => {
       ].sort(),
     );
     // No file of the session holds its ID either.
-    for (const path of tree.filter((p) => !p.endsWith("/"))) expect(await readFile(join(dir, path), "utf8")).not.toContain("doomed");
+    for (const path of tree.filter((p) => !p.endsWith("/")))
+      expect(await readFile(join(dir, path), "utf8")).not.toContain("doomed");
     expect(await readdir(layout.sessionsDir)).toHaveLength(2);
   });
 
@@ -319,7 +415,8 @@ describe("file store session lifecycle", () => {
     await session(store, "short", { tenant: "acme", ttlMs: 50 });
     await session(store, "short", { tenant: "globex", ttlMs: 50 });
     await session(store, "short", { ttlMs: 50 }); // the root directory (no tenant)
-    const listed = async (ctx?: { tenant: string }) => (await store.listHeads!({ owner: "", now: T0 }, ctx)).heads.map((h) => h.sessionId).sort();
+    const listed = async (ctx?: { tenant: string }) =>
+      (await store.listHeads!({ owner: "", now: T0 }, ctx)).heads.map((h) => h.sessionId).sort();
     expect(await listed(acme)).toEqual(["s1", "short"]);
     expect(await listed()).toEqual(["short"]);
     expect(await listed({ tenant: "nobody" })).toEqual([]);

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { Artifact, Message } from "../../src/types/content.js";
 import type { SessionState } from "../../src/types/session-state.js";
-import { DEFAULT_CHECKPOINT_POLICY, recordStateFields, type CheckpointPolicy } from "../../stores/ledger/checkpoint-policy.js";
+import {
+  DEFAULT_CHECKPOINT_POLICY,
+  recordStateFields,
+  type CheckpointPolicy,
+} from "../../stores/ledger/checkpoint-policy.js";
 import { deepFreeze } from "../../stores/ledger/frozen-value.js";
 import { chainFrom, stateOfChain, walkChain } from "../../stores/ledger/state-chain.js";
 import { applyStateDelta, diffState, jsonBytes } from "../../stores/ledger/state-delta.js";
@@ -10,7 +14,8 @@ import { frozenMessage } from "./ledger-fixtures.js";
 
 type State = SessionState<unknown>;
 
-const artifact = (name: string | undefined, text: string): Artifact => deepFreeze<Artifact>({ ...(name ? { name } : {}), parts: [{ text }] });
+const artifact = (name: string | undefined, text: string): Artifact =>
+  deepFreeze<Artifact>({ ...(name ? { name } : {}), parts: [{ text }] });
 
 function state(messages: Message[], artifacts: Artifact[] = [], custom?: unknown): State {
   return deepFreeze({ sessionId: "s", messages, artifacts, ...(custom === undefined ? {} : { custom }) });
@@ -57,11 +62,17 @@ describe("diffState / applyStateDelta", () => {
 
   it("compares messages by identity, so an equal but new message object is stored again", () => {
     const copy = deepFreeze(structuredClone(m[1]!));
-    expect(roundTrip(state([m[0]!, m[1]!]), state([m[0]!, copy]))).toMatchObject({ keepMessages: 1, appendMessages: [copy] });
+    expect(roundTrip(state([m[0]!, m[1]!]), state([m[0]!, copy]))).toMatchObject({
+      keepMessages: 1,
+      appendMessages: [copy],
+    });
   });
 
   it("patches custom state as JSON", () => {
-    const delta = roundTrip(state([], [], { n: 1, items: ["a", "b"], deep: { x: 1 } }), state([], [], { n: 2, items: ["a", "b", "c"], deep: { x: 1 } }));
+    const delta = roundTrip(
+      state([], [], { n: 1, items: ["a", "b"], deep: { x: 1 } }),
+      state([], [], { n: 2, items: ["a", "b", "c"], deep: { x: 1 } }),
+    );
     expect(delta.customPatch).toHaveLength(2);
     expect(delta.customPatch).toEqual(
       expect.arrayContaining([
@@ -118,7 +129,10 @@ describe("diffState / applyStateDelta", () => {
     const a = artifact("a", "a");
     const b = artifact("b", "b");
     const u = artifact(undefined, "u");
-    expect(roundTrip(state([], [a, b, u]), state([], [a, u]))).toMatchObject({ artifactsReset: true, artifacts: [a, u] });
+    expect(roundTrip(state([], [a, b, u]), state([], [a, u]))).toMatchObject({
+      artifactsReset: true,
+      artifacts: [a, u],
+    });
     expect(roundTrip(state([], [a, b]), state([], [b, a]))).toMatchObject({ artifactsReset: true, artifacts: [b, a] });
     const cleared = roundTrip(state([], [a, b]), state([], []));
     expect(cleared.artifactsReset).toBe(true);
@@ -129,13 +143,19 @@ describe("diffState / applyStateDelta", () => {
     const s = state([m[0]!, m[1]!], [artifact("a", "a")], { n: 1 });
     const delta = roundTrip(s, s);
     expect(delta).toEqual({ keepMessages: 2, appendMessages: [] });
-    expect(diffState(s, state([m[0]!, m[1]!, m[2]!], s.artifacts, s.custom))).toEqual({ keepMessages: 2, appendMessages: [m[2]] });
+    expect(diffState(s, state([m[0]!, m[1]!, m[2]!], s.artifacts, s.custom))).toEqual({
+      keepMessages: 2,
+      appendMessages: [m[2]],
+    });
   });
 
   it("shares the parent's frozen messages, freezes the result and leaves a frozen parent untouched", () => {
     const parent = state([m[0]!, m[1]!], [artifact("a", "a")], { n: 1, items: ["x"] });
     const snapshot = structuredClone(parent);
-    const next = applyStateDelta(parent, diffState(parent, state([m[0]!, m[1]!, m[2]!], parent.artifacts, { n: 2, items: ["x", "y"] })));
+    const next = applyStateDelta(
+      parent,
+      diffState(parent, state([m[0]!, m[1]!, m[2]!], parent.artifacts, { n: 2, items: ["x", "y"] })),
+    );
     expect(next.messages[0]).toBe(m[0]);
     expect(next.artifacts[0]).toBe(parent.artifacts[0]);
     expect(Object.isFrozen(next)).toBe(true);
@@ -165,7 +185,9 @@ describe("diffState / applyStateDelta", () => {
 
 describe("recordStateFields", () => {
   const small: StateDelta<unknown> = { keepMessages: 1, appendMessages: [frozenMessage("hi")] };
-  const parentAt = (fields: Partial<Pick<SnapshotRecord, "depth" | "deltaBytes" | "checkpointBytes" | "checkpointTurn">>) => ({
+  const parentAt = (
+    fields: Partial<Pick<SnapshotRecord, "depth" | "deltaBytes" | "checkpointBytes" | "checkpointTurn">>,
+  ) => ({
     depth: 0,
     deltaBytes: 0,
     checkpointBytes: 1000,
@@ -195,16 +217,29 @@ describe("recordStateFields", () => {
       7,
       policy,
     );
-    expect(fields).toEqual({ delta: small, depth: 3, deltaBytes: 300 + jsonBytes(small), checkpointBytes: 1000, checkpointTurn: 4 });
+    expect(fields).toEqual({
+      delta: small,
+      depth: 3,
+      deltaBytes: 300 + jsonBytes(small),
+      checkpointBytes: 1000,
+      checkpointTurn: 4,
+    });
   });
 
   it("checkpoints once the deltas reach both minDeltaBytes and ratio × the checkpoint's size", () => {
     const bytes = jsonBytes(small);
     const policy: CheckpointPolicy = { minDeltaBytes: 500, ratio: 2, maxDepth: 100 };
     // Enough bytes for minDeltaBytes but under 2 × 1000.
-    expect(recordStateFields(parentAt({ depth: 5, deltaBytes: 600 }), small, () => s, 9, policy).checkpoint).toBeUndefined();
+    expect(
+      recordStateFields(parentAt({ depth: 5, deltaBytes: 600 }), small, () => s, 9, policy).checkpoint,
+    ).toBeUndefined();
     // Over 2 × 1000 but under minDeltaBytes (a tiny checkpoint).
-    expect(recordStateFields(parentAt({ depth: 5, deltaBytes: 100, checkpointBytes: 10 }), small, () => s, 9, { ...policy, minDeltaBytes: 100 + bytes + 1 }).checkpoint).toBeUndefined();
+    expect(
+      recordStateFields(parentAt({ depth: 5, deltaBytes: 100, checkpointBytes: 10 }), small, () => s, 9, {
+        ...policy,
+        minDeltaBytes: 100 + bytes + 1,
+      }).checkpoint,
+    ).toBeUndefined();
     // Exactly at both thresholds.
     const due = recordStateFields(parentAt({ depth: 5, deltaBytes: 2000 - bytes }), small, () => s, 9, policy);
     expect(due).toEqual({ checkpoint: s, depth: 0, deltaBytes: 0, checkpointBytes: jsonBytes(s), checkpointTurn: 9 });
@@ -212,14 +247,23 @@ describe("recordStateFields", () => {
 
   it("checkpoints after maxDepth deltas whatever their size", () => {
     const policy: CheckpointPolicy = { minDeltaBytes: 1e9, ratio: 1, maxDepth: 3 };
-    expect(recordStateFields(parentAt({ depth: 1 }), small, () => s, 6, policy)).toMatchObject({ depth: 2, delta: small });
-    expect(recordStateFields(parentAt({ depth: 2 }), small, () => s, 7, policy)).toMatchObject({ depth: 0, checkpoint: s, checkpointTurn: 7 });
+    expect(recordStateFields(parentAt({ depth: 1 }), small, () => s, 6, policy)).toMatchObject({
+      depth: 2,
+      delta: small,
+    });
+    expect(recordStateFields(parentAt({ depth: 2 }), small, () => s, 7, policy)).toMatchObject({
+      depth: 0,
+      checkpoint: s,
+      checkpointTurn: 7,
+    });
   });
 
   it("defaults to 1 MiB, ratio 4 and 4096 deltas", () => {
     expect(DEFAULT_CHECKPOINT_POLICY).toEqual({ minDeltaBytes: 1024 * 1024, ratio: 4, maxDepth: 4096 });
     expect(recordStateFields(parentAt({ depth: 4094, deltaBytes: 0 }), small, () => s, 1, undefined).delta).toBe(small);
-    expect(recordStateFields(parentAt({ depth: 4095, deltaBytes: 0 }), small, () => s, 1, undefined).checkpoint).toBe(s);
+    expect(recordStateFields(parentAt({ depth: 4095, deltaBytes: 0 }), small, () => s, 1, undefined).checkpoint).toBe(
+      s,
+    );
   });
 });
 
@@ -229,7 +273,11 @@ describe("walkChain / chainFrom / stateOfChain", () => {
   const s1 = state([m[0]!, m[1]!], [], { n: 1 });
   const s2 = state([m[0]!, m[1]!, m[2]!], [], { n: 2 });
   const sb = state([m[0]!, m[1]!, m[3]!], [], { n: 3 });
-  const rec = (snapshotId: string, parentId: string | undefined, fields: Partial<SnapshotRecord<unknown>>): SnapshotRecord<unknown> => ({
+  const rec = (
+    snapshotId: string,
+    parentId: string | undefined,
+    fields: Partial<SnapshotRecord<unknown>>,
+  ): SnapshotRecord<unknown> => ({
     snapshotId,
     sessionId: "s",
     ...(parentId ? { parentId } : {}),
@@ -266,13 +314,18 @@ describe("walkChain / chainFrom / stateOfChain", () => {
   it("fails with DATA_LOSS naming the missing ancestor", async () => {
     const broken = new Map(all);
     broken.delete("d1");
-    await expect(walkChain(reader(broken), "d2")).rejects.toMatchObject({ status: "DATA_LOSS", message: expect.stringContaining('"d1"') });
+    await expect(walkChain(reader(broken), "d2")).rejects.toMatchObject({
+      status: "DATA_LOSS",
+      message: expect.stringContaining('"d1"'),
+    });
     await expect(chainFrom(broken.values(), "d2")).rejects.toMatchObject({ status: "DATA_LOSS" });
   });
 
   it("fails with DATA_LOSS when a delta's parent link is missing or the links loop", async () => {
     const orphan = rec("orphan", undefined, { delta: diffState(s0, s1), depth: 1 });
-    await expect(walkChain(reader(new Map([["orphan", orphan]])), "orphan")).rejects.toMatchObject({ status: "DATA_LOSS" });
+    await expect(walkChain(reader(new Map([["orphan", orphan]])), "orphan")).rejects.toMatchObject({
+      status: "DATA_LOSS",
+    });
     const x = rec("x", "y", { delta: diffState(s0, s1), depth: 3 });
     const y = rec("y", "x", { delta: diffState(s0, s1), depth: 2 });
     const loop = new Map([

@@ -90,7 +90,11 @@ export class RuntimeSession {
 }
 
 /** Writes deltas only (the contending writers never need a state to checkpoint). */
-export const NEVER_CHECKPOINT: CheckpointPolicy = { minDeltaBytes: Number.MAX_SAFE_INTEGER, ratio: 1, maxDepth: Number.MAX_SAFE_INTEGER };
+export const NEVER_CHECKPOINT: CheckpointPolicy = {
+  minDeltaBytes: Number.MAX_SAFE_INTEGER,
+  ratio: 1,
+  maxDepth: Number.MAX_SAFE_INTEGER,
+};
 
 /** One acknowledged commit of a contending writer. */
 export interface WriterAck {
@@ -103,7 +107,10 @@ export interface WriterAck {
  * Creates the session the contending writers append to: a checkpoint record
  * `root` holding one message (`root`).
  */
-export async function createContendedSession(store: SessionStore<CounterState>, sessionId: string): Promise<CounterRecord> {
+export async function createContendedSession(
+  store: SessionStore<CounterState>,
+  sessionId: string,
+): Promise<CounterRecord> {
   const root = turnRecord({
     snapshotId: `${sessionId}-root`,
     sessionId,
@@ -123,7 +130,11 @@ export async function createContendedSession(store: SessionStore<CounterState>, 
  * Waits until record `snapshotId` exists (records exist only once committed):
  * how the writers of two processes make sure their commits interleave.
  */
-async function awaitCommitted(store: SessionStore<CounterState>, snapshotId: string, timeoutMs = 60_000): Promise<void> {
+async function awaitCommitted(
+  store: SessionStore<CounterState>,
+  snapshotId: string,
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await store.getRecord(snapshotId))) {
     if (Date.now() > deadline) throw new Error(`${snapshotId} was not committed within ${timeoutMs} ms`);
@@ -161,7 +172,10 @@ export async function contendingWriter(
       const parent = await store.getRecord(head.headSnapshotId);
       if (!parent) throw new Error(`head snapshot ${head.headSnapshotId} is not readable`);
       // The chain is linear, one message per record: the parent's state holds turnIndex + 1 messages.
-      const delta: StateDelta<CounterState> = { keepMessages: parent.turnIndex + 1, appendMessages: [frozenMessage(snapshotId)] };
+      const delta: StateDelta<CounterState> = {
+        keepMessages: parent.turnIndex + 1,
+        appendMessages: [frozenMessage(snapshotId)],
+      };
       const turnIndex = parent.turnIndex + 1;
       const fields = recordStateFields(
         parent,

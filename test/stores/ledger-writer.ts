@@ -41,7 +41,9 @@ async function run(): Promise<unknown> {
     switch (command.cmd) {
       case "writers":
         return await Promise.all(
-          Array.from({ length: command.writers }, (_, i) => contendingWriter(store, command.sessionId, `${command.tag}-w${i}`, command.turns, command.peerTag)),
+          Array.from({ length: command.writers }, (_, i) =>
+            contendingWriter(store, command.sessionId, `${command.tag}-w${i}`, command.turns, command.peerTag),
+          ),
         );
       case "heartbeats": {
         const results = await Promise.all(
@@ -52,7 +54,11 @@ async function run(): Promise<unknown> {
         return results.filter((r) => r !== null).length;
       }
       case "status": {
-        const stored = await store.updateRecord(command.snapshotId, (e) => ({ ...e, status: command.status as SnapshotStatus, updatedAt: Date.now() }));
+        const stored = await store.updateRecord(command.snapshotId, (e) => ({
+          ...e,
+          status: command.status as SnapshotStatus,
+          updatedAt: Date.now(),
+        }));
         return stored?.status ?? null;
       }
       default:
@@ -67,5 +73,7 @@ try {
   const result = await run();
   process.stdout.write(`${JSON.stringify({ result })}\n`, () => process.exit(0));
 } catch (error) {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`, () => process.exit(1));
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`, () =>
+    process.exit(1),
+  );
 }

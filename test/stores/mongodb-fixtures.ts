@@ -23,7 +23,8 @@ export function commandLog(store: MongoSessionStore<unknown>): CommandLog {
   const started: CommandStartedEvent[] = [];
   const succeeded: CommandSucceededEvent[] = [];
   const client = store.driverClient;
-  if (!client.options.monitorCommands) throw new Error("create the store with clientOptions: { monitorCommands: true }");
+  if (!client.options.monitorCommands)
+    throw new Error("create the store with clientOptions: { monitorCommands: true }");
   client.on("commandStarted", (event) => started.push(event));
   client.on("commandSucceeded", (event) => succeeded.push(event));
   return {

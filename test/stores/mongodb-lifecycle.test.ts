@@ -6,7 +6,17 @@ import type { StoreCollections } from "../../stores/mongodb/store-collections.js
 import type { SessionHead } from "../../stores/snapshot-store.js";
 import { mongoForTests } from "../harness/mongo-java-server.js";
 import { capturingLogger, commandLog, freshPrefix } from "./mongodb-fixtures.js";
-import { allRecords, checkpointRecord, commitOf, commitRecord, ids, pendingRecord, T0, type CounterRecord, type CounterState } from "./snapshot-factory.js";
+import {
+  allRecords,
+  checkpointRecord,
+  commitOf,
+  commitRecord,
+  ids,
+  pendingRecord,
+  T0,
+  type CounterRecord,
+  type CounterState,
+} from "./snapshot-factory.js";
 
 // Session lifecycle on MongoDB beyond the shared conformance group: what is left in the
 // collections (every collection of the prefix, every document), the order of the deletes, the
@@ -28,7 +38,12 @@ afterAll(async () => {
 type Store = MongoSessionStore<CounterState>;
 
 function storeOn(prefix: string, extra: Partial<MongoSessionStoreConfig> = {}): Store {
-  return new MongoSessionStore<CounterState>({ uri: mongo.uri, database: DATABASE, collectionPrefix: prefix, ...extra });
+  return new MongoSessionStore<CounterState>({
+    uri: mongo.uri,
+    database: DATABASE,
+    collectionPrefix: prefix,
+    ...extra,
+  });
 }
 
 /** Documents per collection of the prefix: every collection, whatever it holds. */
@@ -46,7 +61,10 @@ function textOf(value: unknown): string {
   if (Buffer.isBuffer(value)) return value.toString("utf8");
   if (value instanceof Date) return value.toISOString();
   if (Array.isArray(value)) return value.map(textOf).join("\u0000");
-  if (value && typeof value === "object") return Object.entries(value as Document).map(([k, v]) => `${k}\u0000${textOf(v)}`).join("\u0000");
+  if (value && typeof value === "object")
+    return Object.entries(value as Document)
+      .map(([k, v]) => `${k}\u0000${textOf(v)}`)
+      .join("\u0000");
   return String(value);
 }
 
@@ -61,19 +79,36 @@ async function mentions(prefix: string, needle: string): Promise<Record<string, 
   return found;
 }
 
-const zeroes = (counts: Record<string, number>): Record<string, number> => Object.fromEntries(Object.keys(counts).map((k) => [k, 0]));
+const zeroes = (counts: Record<string, number>): Record<string, number> =>
+  Object.fromEntries(Object.keys(counts).map((k) => [k, 0]));
 
 /** A checkpoint over 8 MiB, so it is stored in chunk documents. */
-function bigCheckpoint(sessionId: string, snapshotId: string, n: number, extra: Partial<CounterRecord> = {}): CounterRecord {
+function bigCheckpoint(
+  sessionId: string,
+  snapshotId: string,
+  n: number,
+  extra: Partial<CounterRecord> = {},
+): CounterRecord {
   const text = `${sessionId}:${"x".repeat(9 * 1024 * 1024)}`;
-  return checkpointRecord(sessionId, snapshotId, { checkpoint: { sessionId, messages: [userText(text)], artifacts: [], custom: { n } }, ...extra });
+  return checkpointRecord(sessionId, snapshotId, {
+    checkpoint: { sessionId, messages: [userText(text)], artifacts: [], custom: { n } },
+    ...extra,
+  });
 }
 
 /** A session with a chunked checkpoint, a delta, and a pending record later finalized with another chunked checkpoint. */
-async function seedFull(store: Store, sessionId: string, at: number, ttlMs?: number): Promise<{ head: SessionHead; snapshotIds: string[] }> {
+async function seedFull(
+  store: Store,
+  sessionId: string,
+  at: number,
+  ttlMs?: number,
+): Promise<{ head: SessionHead; snapshotIds: string[] }> {
   const root = `${sessionId}-root`;
   const first = commitOf(undefined, bigCheckpoint(sessionId, root, 0, { createdAt: at }));
-  let head = (await store.commit({ ...first, head: { ...first.head, labels: { "team.name": sessionId }, ...(ttlMs ? { ttlMs } : {}) } }))!;
+  let head = (await store.commit({
+    ...first,
+    head: { ...first.head, labels: { "team.name": sessionId }, ...(ttlMs ? { ttlMs } : {}) },
+  }))!;
   const delta: CounterRecord = {
     ...pendingRecord(sessionId, `${sessionId}-d1`, { parentId: root, turnIndex: 1, createdAt: at + 1 }),
     status: "completed",
@@ -83,57 +118,76 @@ async function seedFull(store: Store, sessionId: string, at: number, ttlMs?: num
     checkpointTurn: 0,
   };
   head = await commitRecord(store, head, delta);
-  head = await commitRecord(store, head, pendingRecord(sessionId, `${sessionId}-bg`, { parentId: `${sessionId}-d1`, turnIndex: 2, createdAt: at + 2 }));
-  await store.updateRecord(`${sessionId}-bg`, (e) => ({ ...bigCheckpoint(sessionId, e.snapshotId, 2, { parentId: e.parentId, turnIndex: 2, createdAt: e.createdAt }) }));
+  await commitRecord(
+    store,
+    head,
+    pendingRecord(sessionId, `${sessionId}-bg`, { parentId: `${sessionId}-d1`, turnIndex: 2, createdAt: at + 2 }),
+  );
+  await store.updateRecord(`${sessionId}-bg`, (e) => ({
+    ...bigCheckpoint(sessionId, e.snapshotId, 2, { parentId: e.parentId, turnIndex: 2, createdAt: e.createdAt }),
+  }));
   return { head: (await store.getHead(sessionId))!, snapshotIds: [root, `${sessionId}-d1`, `${sessionId}-bg`] };
 }
 
 describe("mongodb session lifecycle: what deleteSession leaves behind", () => {
-  it("leaves no document of the session in any collection (heads, snapshots, checkpoint_chunks, …), another session's documents intact", { timeout: 120_000 }, async () => {
-    const prefix = freshPrefix();
-    const store = storeOn(prefix);
-    const kept = await seedFull(store, "kept-6b1e", T0);
-    const keptRecords = await allRecords(store, "kept-6b1e");
-    const baseline = await documentCounts(prefix);
-    const keptMentions = await mentions(prefix, "kept-6b1e");
+  it(
+    "leaves no document of the session in any collection (heads, snapshots, checkpoint_chunks, …), another session's documents intact",
+    { timeout: 120_000 },
+    async () => {
+      const prefix = freshPrefix();
+      const store = storeOn(prefix);
+      const kept = await seedFull(store, "kept-6b1e", T0);
+      const keptRecords = await allRecords(store, "kept-6b1e");
+      const baseline = await documentCounts(prefix);
+      const keptMentions = await mentions(prefix, "kept-6b1e");
 
-    await seedFull(store, "doomed-93c4", T0 + 10, 60_000);
-    const before = await mentions(prefix, "doomed-93c4");
-    // The session is in each of the per-session collections before the delete (chunks: two checkpoints of 2 chunks).
-    expect(before).toMatchObject({ heads: 1, snapshots: 3, checkpoint_chunks: 4 });
-    expect(await db.collection(`${prefix}checkpoint_chunks`).countDocuments({ sessionId: "doomed-93c4" })).toBe(4);
-    before.checkpoint_chunks! += 1; // the stray chunk below
-    // A chunk whose writer died before inserting its record: reachable only through its sessionId.
-    await db.collection(`${prefix}checkpoint_chunks`).insertOne({ _id: "stray:0" as never, set: "stray", seq: 0, sessionId: "doomed-93c4", data: Buffer.from("{}") });
-    // The root checkpoint's chunks as written before chunk documents carried their sessionId: found through the record.
-    const root = await db.collection(`${prefix}snapshots`).findOne({ _id: "doomed-93c4-root" as never });
-    await db.collection(`${prefix}checkpoint_chunks`).updateMany({ set: root!.checkpointChunks.set }, { $unset: { sessionId: "", storedAt: "" } });
+      await seedFull(store, "doomed-93c4", T0 + 10, 60_000);
+      const before = await mentions(prefix, "doomed-93c4");
+      // The session is in each of the per-session collections before the delete (chunks: two checkpoints of 2 chunks).
+      expect(before).toMatchObject({ heads: 1, snapshots: 3, checkpoint_chunks: 4 });
+      expect(await db.collection(`${prefix}checkpoint_chunks`).countDocuments({ sessionId: "doomed-93c4" })).toBe(4);
+      before.checkpoint_chunks! += 1; // the stray chunk below
+      // A chunk whose writer died before inserting its record: reachable only through its sessionId.
+      await db.collection(`${prefix}checkpoint_chunks`).insertOne({
+        _id: "stray:0" as never,
+        set: "stray",
+        seq: 0,
+        sessionId: "doomed-93c4",
+        data: Buffer.from("{}"),
+      });
+      // The root checkpoint's chunks as written before chunk documents carried their sessionId: found through the record.
+      const root = await db.collection(`${prefix}snapshots`).findOne({ _id: "doomed-93c4-root" as never });
+      await db
+        .collection(`${prefix}checkpoint_chunks`)
+        .updateMany({ set: root!.checkpointChunks.set }, { $unset: { sessionId: "", storedAt: "" } });
 
-    expect(await store.deleteSession("doomed-93c4")).toBe(true);
-    expect(await mentions(prefix, "doomed-93c4")).toEqual(zeroes(before));
-    expect(await documentCounts(prefix)).toEqual(baseline);
-    expect(await mentions(prefix, "kept-6b1e")).toEqual(keptMentions);
-    expect(await store.getHead("kept-6b1e")).toEqual(kept.head);
-    expect(await allRecords(store, "kept-6b1e")).toEqual(keptRecords);
-    expect(ids((await store.getChain("kept-6b1e-d1"))!)).toEqual(["kept-6b1e-root", "kept-6b1e-d1"]);
+      expect(await store.deleteSession("doomed-93c4")).toBe(true);
+      expect(await mentions(prefix, "doomed-93c4")).toEqual(zeroes(before));
+      expect(await documentCounts(prefix)).toEqual(baseline);
+      expect(await mentions(prefix, "kept-6b1e")).toEqual(keptMentions);
+      expect(await store.getHead("kept-6b1e")).toEqual(kept.head);
+      expect(await allRecords(store, "kept-6b1e")).toEqual(keptRecords);
+      expect(ids((await store.getChain("kept-6b1e-d1"))!)).toEqual(["kept-6b1e-root", "kept-6b1e-d1"]);
 
-    expect(await store.deleteSession("doomed-93c4")).toBe(false);
-    expect(await documentCounts(prefix)).toEqual(baseline);
-    await store.close();
-  });
+      expect(await store.deleteSession("doomed-93c4")).toBe(false);
+      expect(await documentCounts(prefix)).toEqual(baseline);
+      await store.close();
+    },
+  );
 
   it("hides the head first (one findAndModify), then deletes records, then chunks, then the marker; every write majority", async () => {
     const prefix = freshPrefix();
     const store = storeOn(prefix, { clientOptions: { monitorCommands: true } });
-    let head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
-    head = await commitRecord(store, head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }));
+    const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+    await commitRecord(store, head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }));
     const log = commandLog(store);
     expect(await store.deleteSession("s1")).toBe(true);
     const writes = log
       .named("findAndModify", "delete", "update", "insert")
       .map((e) => `${e.commandName} ${String(e.command[e.commandName]).slice(prefix.length)}`);
     expect(writes).toEqual(["findAndModify heads", "delete snapshots", "delete checkpoint_chunks", "delete heads"]);
-    for (const e of log.named("findAndModify", "delete")) expect(e.command.writeConcern).toMatchObject({ w: "majority" });
+    for (const e of log.named("findAndModify", "delete"))
+      expect(e.command.writeConcern).toMatchObject({ w: "majority" });
     await store.close();
   });
 });
@@ -163,8 +217,14 @@ describe("mongodb session lifecycle: the deletion marker", () => {
     expect((await store.listHeads({ owner: "", now: T0 })).heads.map((h) => h.sessionId)).toEqual(["other"]);
     expect(await store.getRecord("s1-r1")).toBeDefined(); // the records go after the head
     // Neither a writer holding the old head nor one creating the session anew gets in.
-    expect(await store.commit(commitOf(head, checkpointRecord("s1", "late", { parentId: "s1-r1", turnIndex: 2, createdAt: T0 + 20 })))).toBeUndefined();
-    expect(await store.commit(commitOf(undefined, checkpointRecord("s1", "anew", { createdAt: T0 + 21 })))).toBeUndefined();
+    expect(
+      await store.commit(
+        commitOf(head, checkpointRecord("s1", "late", { parentId: "s1-r1", turnIndex: 2, createdAt: T0 + 20 })),
+      ),
+    ).toBeUndefined();
+    expect(
+      await store.commit(commitOf(undefined, checkpointRecord("s1", "anew", { createdAt: T0 + 21 }))),
+    ).toBeUndefined();
     release();
     expect(await deletion).toBe(true);
     c.records.deleteMany = deleteMany;
@@ -181,12 +241,21 @@ describe("mongodb session lifecycle: the deletion marker", () => {
     await commitRecord(store, undefined, checkpointRecord("other", "other-root"));
     const baseline = await documentCounts(prefix);
     // Step 1 of a deletion, then nothing (the deleter died).
-    await heads.updateOne({ _id: "s1" as never }, { $set: { deletingAt: new Date(), version: -1, expireAt: new Date(Date.now() + 600_000) } });
+    await heads.updateOne(
+      { _id: "s1" as never },
+      { $set: { deletingAt: new Date(), version: -1, expireAt: new Date(Date.now() + 600_000) } },
+    );
     expect(await store.getHead("s1")).toBeUndefined();
     expect((await store.listHeads({ owner: "", now: T0 })).heads.map((h) => h.sessionId)).toEqual(["other"]);
     // No commit attaches to it: neither on the version a writer read nor as a new session.
-    expect(await store.commit(commitOf(head, checkpointRecord("s1", "late", { parentId: "s1-r1", turnIndex: 2, createdAt: T0 + 5 })))).toBeUndefined();
-    expect(await store.commit(commitOf(undefined, checkpointRecord("s1", "reborn", { createdAt: T0 + 6 })))).toBeUndefined();
+    expect(
+      await store.commit(
+        commitOf(head, checkpointRecord("s1", "late", { parentId: "s1-r1", turnIndex: 2, createdAt: T0 + 5 })),
+      ),
+    ).toBeUndefined();
+    expect(
+      await store.commit(commitOf(undefined, checkpointRecord("s1", "reborn", { createdAt: T0 + 6 }))),
+    ).toBeUndefined();
     expect(await store.getRecord("late")).toBeUndefined();
     expect(await store.getRecord("reborn")).toBeUndefined();
     // Not yet stalled: a sweep leaves the marker to its deleter.
@@ -195,7 +264,11 @@ describe("mongodb session lifecycle: the deletion marker", () => {
     // Stalled: the sweep finishes it (not counted: it was no expired session).
     await heads.updateOne({ _id: "s1" as never }, { $set: { expireAt: new Date(Date.now() - 1) } });
     expect(await store.sweepExpired(Date.now())).toBe(0);
-    expect(await documentCounts(prefix)).toEqual({ ...baseline, heads: baseline.heads! - 1, snapshots: baseline.snapshots! - 2 });
+    expect(await documentCounts(prefix)).toEqual({
+      ...baseline,
+      heads: baseline.heads! - 1,
+      snapshots: baseline.snapshots! - 2,
+    });
     // And deleteSession finishes one too.
     await seedTwo(store, "s2");
     await heads.updateOne({ _id: "s2" as never }, { $set: { deletingAt: new Date(), version: -1 } });
@@ -203,7 +276,9 @@ describe("mongodb session lifecycle: the deletion marker", () => {
     expect(Object.values(await mentions(prefix, "s2-r")).every((n) => n === 0)).toBe(true);
     expect(await heads.countDocuments({ _id: "s2" as never })).toBe(0);
     // A new session of that ID can be created afterwards.
-    expect(await store.commit(commitOf(undefined, checkpointRecord("s1", "reborn", { createdAt: T0 + 7 })))).toMatchObject({ version: 1 });
+    expect(
+      await store.commit(commitOf(undefined, checkpointRecord("s1", "reborn", { createdAt: T0 + 7 }))),
+    ).toMatchObject({ version: 1 });
     await store.close();
   });
 
@@ -220,10 +295,21 @@ describe("mongodb session lifecycle: the deletion marker", () => {
   });
 });
 
-async function seedTwo(store: Store, sessionId: string, at = T0, extra: Partial<SessionHead> = {}): Promise<{ head: SessionHead }> {
+async function seedTwo(
+  store: Store,
+  sessionId: string,
+  at = T0,
+  extra: Partial<SessionHead> = {},
+): Promise<{ head: SessionHead }> {
   const first = commitOf(undefined, checkpointRecord(sessionId, `${sessionId}-r0`, { createdAt: at }));
   const head = (await store.commit({ ...first, head: { ...first.head, ...extra } }))!;
-  return { head: await commitRecord(store, head, checkpointRecord(sessionId, `${sessionId}-r1`, { parentId: `${sessionId}-r0`, turnIndex: 1, createdAt: at + 1 })) };
+  return {
+    head: await commitRecord(
+      store,
+      head,
+      checkpointRecord(sessionId, `${sessionId}-r1`, { parentId: `${sessionId}-r0`, turnIndex: 1, createdAt: at + 1 }),
+    ),
+  };
 }
 
 describe("mongodb session lifecycle: expiry", () => {
@@ -235,7 +321,9 @@ describe("mongodb session lifecycle: expiry", () => {
     const ttl = headIndexes.find((i) => JSON.stringify(i.key) === JSON.stringify({ expireAt: 1 }));
     expect(ttl).toMatchObject({ name: "expire_at_ttl", expireAfterSeconds: 0 });
     expect(headIndexes.find((i) => i.name === "owner_updated")?.key).toEqual({ owner: 1, updatedAt: -1, _id: -1 });
-    expect((await db.collection(`${prefix}checkpoint_chunks`).listIndexes().toArray()).map((i) => i.name)).toContain("chunk_session");
+    expect((await db.collection(`${prefix}checkpoint_chunks`).listIndexes().toArray()).map((i) => i.name)).toContain(
+      "chunk_session",
+    );
     // expireAt mirrors expiresAt as a Date, and goes when the session no longer expires.
     const { head } = await seedTwo(store, "s1", T0, { ttlMs: 5_000, labels: { env: "prod" } });
     const doc = await db.collection(`${prefix}heads`).findOne({ _id: "s1" as never });
@@ -258,27 +346,33 @@ describe("mongodb session lifecycle: expiry", () => {
     await store.ready();
     const names = (await db.collection(`${prefix}heads`).listIndexes().toArray()).map((i) => i.name).sort();
     expect(names).toEqual(["_id_", "ops_expire", "owner_updated"]);
-    expect(logger.lines.map((l) => l.message)).toEqual([expect.stringMatching(/"ops_expire".*not a TTL index.*collMod/)]);
+    expect(logger.lines.map((l) => l.message)).toEqual([
+      expect.stringMatching(/"ops_expire".*not a TTL index.*collMod/),
+    ]);
     await store.close();
   });
 
-  it("sweeps a session with a 50 ms ttl at now = expiresAt (not a millisecond before), chunks included", { timeout: 120_000 }, async () => {
-    const prefix = freshPrefix();
-    const store = storeOn(prefix);
-    await seedTwo(store, "forever");
-    const baseline = await documentCounts(prefix);
-    const { head } = await seedFull(store, "brief-5d0a", T0 + 100, 50);
-    expect(head.expiresAt).toBe(head.updatedAt + 50);
-    expect(await store.sweepExpired(head.expiresAt! - 1)).toBe(0);
-    expect(await store.getHead("brief-5d0a")).toEqual(head);
-    const present = await mentions(prefix, "brief-5d0a");
-    expect(present).toMatchObject({ heads: 1, snapshots: 3, checkpoint_chunks: 4 });
-    expect(await store.sweepExpired(head.expiresAt!)).toBe(1);
-    expect(await mentions(prefix, "brief-5d0a")).toEqual(zeroes(present));
-    expect(await documentCounts(prefix)).toEqual(baseline);
-    expect(await store.sweepExpired(head.expiresAt!)).toBe(0);
-    await store.close();
-  });
+  it(
+    "sweeps a session with a 50 ms ttl at now = expiresAt (not a millisecond before), chunks included",
+    { timeout: 120_000 },
+    async () => {
+      const prefix = freshPrefix();
+      const store = storeOn(prefix);
+      await seedTwo(store, "forever");
+      const baseline = await documentCounts(prefix);
+      const { head } = await seedFull(store, "brief-5d0a", T0 + 100, 50);
+      expect(head.expiresAt).toBe(head.updatedAt + 50);
+      expect(await store.sweepExpired(head.expiresAt! - 1)).toBe(0);
+      expect(await store.getHead("brief-5d0a")).toEqual(head);
+      const present = await mentions(prefix, "brief-5d0a");
+      expect(present).toMatchObject({ heads: 1, snapshots: 3, checkpoint_chunks: 4 });
+      expect(await store.sweepExpired(head.expiresAt!)).toBe(1);
+      expect(await mentions(prefix, "brief-5d0a")).toEqual(zeroes(present));
+      expect(await documentCounts(prefix)).toEqual(baseline);
+      expect(await store.sweepExpired(head.expiresAt!)).toBe(0);
+      await store.close();
+    },
+  );
 
   it("deletes the records and chunks of sessions whose head the TTL monitor removed, in bounded steps, sparing young ones", async () => {
     const prefix = freshPrefix();
@@ -294,12 +388,20 @@ describe("mongodb session lifecycle: expiry", () => {
     expect(await documentCounts(prefix)).toMatchObject({ heads: 1, snapshots: 7 });
     // A chunk whose record was never inserted (its writer died), long ago.
     const chunks = db.collection(`${prefix}checkpoint_chunks`);
-    await chunks.insertOne({ _id: "lost:0" as never, set: "lost", seq: 0, sessionId: "o-lost", storedAt: new Date(Date.now() - 3_600_000), data: Buffer.from("{}") });
+    await chunks.insertOne({
+      _id: "lost:0" as never,
+      set: "lost",
+      seq: 0,
+      sessionId: "o-lost",
+      storedAt: new Date(Date.now() - 3_600_000),
+      data: Buffer.from("{}"),
+    });
 
     // After it, each sweep examines at most 2 index entries per collection, round robin, until all are gone.
     const later = Date.now() + 120_000;
     const perSweep: number[] = [];
-    for (let i = 0; i < 8 && (await db.collection(`${prefix}snapshots`).countDocuments()) > 2; i++) perSweep.push(await store.sweepExpired(later));
+    for (let i = 0; i < 8 && (await db.collection(`${prefix}snapshots`).countDocuments()) > 2; i++)
+      perSweep.push(await store.sweepExpired(later));
     expect(Math.max(...perSweep)).toBeLessThanOrEqual(3); // ≤ 2 sessions from snapshots + ≤ 1 from chunks
     expect(perSweep.length).toBeGreaterThan(1);
     expect(perSweep.reduce((a, b) => a + b, 0)).toBe(6);
@@ -316,7 +418,8 @@ describe("mongodb session lifecycle: listing", () => {
     const store = storeOn(prefix);
     await seedTwo(store, "a", T0, { labels: { "team.name": "x", k: "a=b" } });
     await seedTwo(store, "b", T0 + 5, { labels: { team: "x", k: "a" } });
-    const list = async (labels: Record<string, string>) => (await store.listHeads({ owner: "", labels, now: T0 })).heads.map((h) => h.sessionId);
+    const list = async (labels: Record<string, string>) =>
+      (await store.listHeads({ owner: "", labels, now: T0 })).heads.map((h) => h.sessionId);
     expect(await list({ "team.name": "x" })).toEqual(["a"]);
     expect(await list({ team: "x" })).toEqual(["b"]);
     expect(await list({ k: "a" })).toEqual(["b"]);
@@ -337,11 +440,16 @@ describe("mongodb session lifecycle: listing", () => {
     const finds = log.named("find").filter((e) => String(e.command.find).endsWith("heads"));
     expect(finds).toHaveLength(2);
     for (const e of finds) {
-      expect([...(e.command.sort as Map<string, number>)]).toEqual([["updatedAt", -1], ["_id", -1]]);
+      expect([...(e.command.sort as Map<string, number>)]).toEqual([
+        ["updatedAt", -1],
+        ["_id", -1],
+      ]);
       expect(e.command.limit).toBe(3);
       expect(e.command.readConcern).toEqual({ level: "majority" });
     }
-    await expect(store.listHeads({ owner: "", pageToken: "h.bm90IGpzb24" })).rejects.toMatchObject({ status: "INVALID_ARGUMENT" });
+    await expect(store.listHeads({ owner: "", pageToken: "h.bm90IGpzb24" })).rejects.toMatchObject({
+      status: "INVALID_ARGUMENT",
+    });
     await expect(store.listHeads({ owner: "", pageSize: 0 })).rejects.toMatchObject({ status: "INVALID_ARGUMENT" });
     await store.close();
   });

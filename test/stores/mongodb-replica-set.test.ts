@@ -6,7 +6,17 @@ import { encodeRecord, MAX_DOCUMENT_BYTES } from "../../stores/mongodb/record-do
 import type { SessionHead } from "../../stores/snapshot-store.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
 import { adminCommand, capturingLogger, commandLog, freshPrefix } from "./mongodb-fixtures.js";
-import { checkpointRecord, commitOf, commitRecord, eventually, pendingRecord, sleep, T0, type CounterRecord, type CounterState } from "./snapshot-factory.js";
+import {
+  checkpointRecord,
+  commitOf,
+  commitRecord,
+  eventually,
+  pendingRecord,
+  sleep,
+  T0,
+  type CounterRecord,
+  type CounterState,
+} from "./snapshot-factory.js";
 import { recordStatuses } from "./status-recorder.js";
 
 // Failover behaviour of the MongoDB store. The first suites run on mongo-java-server, whose test
@@ -18,13 +28,17 @@ const DATABASE = "agentd_failover";
 type Store = MongoSessionStore<CounterState>;
 
 /** The row a detached run finalizes: pending → completed, with the final turn's index. */
-const finalize = (e: CounterRecord): CounterRecord | null => (e.status === "pending" ? { ...e, status: "completed", finishReason: "stop", updatedAt: T0 + 9 } : null);
+const finalize = (e: CounterRecord): CounterRecord | null =>
+  e.status === "pending" ? { ...e, status: "completed", finishReason: "stop", updatedAt: T0 + 9 } : null;
 
 describe("mongodb store while the primary steps down (mongo-java-server)", () => {
   let standalone: MongoJavaServer;
   let replicaSet: MongoJavaServer;
   beforeAll(async () => {
-    [standalone, replicaSet] = await Promise.all([MongoJavaServer.start(), MongoJavaServer.start(0, { replicaSet: "rs0" })]);
+    [standalone, replicaSet] = await Promise.all([
+      MongoJavaServer.start(),
+      MongoJavaServer.start(0, { replicaSet: "rs0" }),
+    ]);
   }, 300_000);
   afterAll(async () => {
     await Promise.all([standalone?.stop(), replicaSet?.stop()]);
@@ -37,7 +51,9 @@ describe("mongodb store while the primary steps down (mongo-java-server)", () =>
     const store = open(standalone.uri, { failoverWindowMs: 0 });
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
     await adminCommand(standalone.uri, { agentdTestStepDown: 1, ms: 1_500 });
-    const write = await store.commit(commitOf(head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1 }))).catch((e: unknown) => e);
+    const write = await store
+      .commit(commitOf(head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1 })))
+      .catch((e: unknown) => e);
     expect(write).toMatchObject({ status: "UNAVAILABLE", cause: { code: 10107, codeName: "NotWritablePrimary" } });
     const read = await store.getHead("s1").catch((e: unknown) => e);
     expect(read).toMatchObject({ status: "UNAVAILABLE", cause: { code: 13435 } });
@@ -46,24 +62,30 @@ describe("mongodb store while the primary steps down (mongo-java-server)", () =>
     await store.close();
   });
 
-  it("retries a detached run's final write across the failover window until a primary is back", { timeout: 30_000 }, async () => {
-    const prefix = freshPrefix();
-    const store = open(replicaSet.uri.replace(/serverSelectionTimeoutMS=\d+/, "serverSelectionTimeoutMS=300"), { collectionPrefix: prefix });
-    const watcher = open(replicaSet.uri, { collectionPrefix: prefix });
-    await commitRecord(store, undefined, pendingRecord("s1", "bg"));
-    const watch = recordStatuses(watcher, "bg");
-    await eventually(() => watch.seen.length === 1 && watcher.changeStreamOpen);
-    await adminCommand(replicaSet.uri, { agentdTestStepDown: 1, ms: 2_000 });
-    const started = Date.now();
-    const row = await store.updateRecord("bg", finalize);
-    expect(row?.status).toBe("completed");
-    expect(Date.now() - started).toBeGreaterThan(1_000); // it did wait for the new primary
-    expect((await store.getRecord("bg"))?.status).toBe("completed");
-    await eventually(() => watch.seen.length === 2);
-    expect(watch.seen).toEqual(["pending", "completed"]);
-    await watch.stop();
-    await Promise.all([store.close(), watcher.close()]);
-  });
+  it(
+    "retries a detached run's final write across the failover window until a primary is back",
+    { timeout: 30_000 },
+    async () => {
+      const prefix = freshPrefix();
+      const store = open(replicaSet.uri.replace(/serverSelectionTimeoutMS=\d+/, "serverSelectionTimeoutMS=300"), {
+        collectionPrefix: prefix,
+      });
+      const watcher = open(replicaSet.uri, { collectionPrefix: prefix });
+      await commitRecord(store, undefined, pendingRecord("s1", "bg"));
+      const watch = recordStatuses(watcher, "bg");
+      await eventually(() => watch.seen.length === 1 && watcher.changeStreamOpen);
+      await adminCommand(replicaSet.uri, { agentdTestStepDown: 1, ms: 2_000 });
+      const started = Date.now();
+      const row = await store.updateRecord("bg", finalize);
+      expect(row?.status).toBe("completed");
+      expect(Date.now() - started).toBeGreaterThan(1_000); // it did wait for the new primary
+      expect((await store.getRecord("bg"))?.status).toBe("completed");
+      await eventually(() => watch.seen.length === 2);
+      expect(watch.seen).toEqual(["pending", "completed"]);
+      await watch.stop();
+      await Promise.all([store.close(), watcher.close()]);
+    },
+  );
 
   it("fails UNAVAILABLE when the window is shorter than the election", async () => {
     const uri = replicaSet.uri.replace(/serverSelectionTimeoutMS=\d+/, "serverSelectionTimeoutMS=300");
@@ -77,18 +99,27 @@ describe("mongodb store while the primary steps down (mongo-java-server)", () =>
 
   it("loses no acknowledged turn when the primary steps down during a save loop", { timeout: 60_000 }, async () => {
     const uri = replicaSet.uri.replace(/serverSelectionTimeoutMS=\d+/, "serverSelectionTimeoutMS=1000");
-    await saveLoopAcrossStepDown((prefix) => open(uri, { collectionPrefix: prefix }), () => adminCommand(replicaSet.uri, { replSetStepDown: 3 }), true);
+    await saveLoopAcrossStepDown(
+      (prefix) => open(uri, { collectionPrefix: prefix }),
+      () => adminCommand(replicaSet.uri, { replSetStepDown: 3 }),
+      true,
+    );
   });
 
   it("answers UNAVAILABLE for a write-concern error (WriteConcernFailed, 64), and does not apply an update twice when only its acknowledgement failed", async () => {
     const store = open(standalone.uri);
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
     await adminCommand(standalone.uri, { agentdTestWriteConcernError: 1, count: 1, code: 64 });
-    const commit = await store.commit(commitOf(head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1 }))).catch((e: unknown) => e);
+    const commit = await store
+      .commit(commitOf(head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1 })))
+      .catch((e: unknown) => e);
     expect(commit).toMatchObject({ status: "UNAVAILABLE", cause: { name: "MongoWriteConcernError", code: 64 } });
     // The update is applied, its acknowledgement fails; the retry recognises its own write.
     await adminCommand(standalone.uri, { agentdTestWriteConcernError: 1, count: 1, code: 64 });
-    const increment = (e: CounterRecord): CounterRecord => ({ ...e, checkpoint: { ...e.checkpoint!, custom: { n: e.checkpoint!.custom!.n + 1 } } });
+    const increment = (e: CounterRecord): CounterRecord => ({
+      ...e,
+      checkpoint: { ...e.checkpoint!, custom: { n: e.checkpoint!.custom!.n + 1 } },
+    });
     const updated = await store.updateRecord("root", increment);
     expect(updated?.checkpoint?.custom).toEqual({ n: 1 });
     expect((await store.getRecord("root"))?.checkpoint?.custom).toEqual({ n: 1 });
@@ -103,7 +134,11 @@ describe("mongodb store while the primary steps down (mongo-java-server)", () =>
  * acknowledged turn must be readable through a new client, and the head must
  * be the last of them.
  */
-async function saveLoopAcrossStepDown(open: (prefix: string) => Store, stepDown: () => Promise<unknown>, expectInterruption: boolean): Promise<void> {
+async function saveLoopAcrossStepDown(
+  open: (prefix: string) => Store,
+  stepDown: () => Promise<unknown>,
+  expectInterruption: boolean,
+): Promise<void> {
   const prefix = freshPrefix();
   const store = open(prefix);
   const acknowledged: string[] = [];
@@ -170,7 +205,10 @@ function registerRealReplicaSetSuite(uri: string): void {
       raw = new MongoClient(uri);
       const hello = await raw.db("admin").command({ hello: 1 });
       if (!hello.setName) throw new Error(`MONGODB_URI must name a replica set (hello has no setName): ${uri}`);
-      members = { primary: String(hello.primary), secondaries: (hello.hosts as string[]).filter((h) => h !== hello.primary) };
+      members = {
+        primary: String(hello.primary),
+        secondaries: (hello.hosts as string[]).filter((h) => h !== hello.primary),
+      };
     });
     afterAll(async () => {
       await raw?.close();
@@ -181,75 +219,107 @@ function registerRealReplicaSetSuite(uri: string): void {
 
     it("loses no acknowledged turn when the primary steps down during a save loop", { timeout: 180_000 }, async () => {
       const stepDown = { replSetStepDown: 10, secondaryCatchUpPeriodSecs: 5, force: members.secondaries.length === 0 };
-      await saveLoopAcrossStepDown((prefix) => open({}, prefix), () => raw.db("admin").command(stepDown), false);
+      await saveLoopAcrossStepDown(
+        (prefix) => open({}, prefix),
+        () => raw.db("admin").command(stepDown),
+        false,
+      );
     });
 
     for (const [what, change] of [
       ["dropped", async (prefix: string) => raw.db("agentd_test").collection(`${prefix}snapshots`).drop()],
-      ["renamed", async (prefix: string) => raw.db("admin").command({ renameCollection: `agentd_test.${prefix}snapshots`, to: `agentd_test.${prefix}snapshots_old` })],
+      [
+        "renamed",
+        async (prefix: string) =>
+          raw
+            .db("admin")
+            .command({ renameCollection: `agentd_test.${prefix}snapshots`, to: `agentd_test.${prefix}snapshots_old` }),
+      ],
     ] as const) {
-      it(`reopens its change stream when the snapshots collection is ${what} while subscribed`, { timeout: 60_000 }, async () => {
-        const prefix = freshPrefix();
-        const logger = capturingLogger();
-        const watcher = open({ logger }, prefix);
-        const writer = open({}, prefix);
-        await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
-        const watch = recordStatuses(watcher, "bg");
-        await eventually(() => watch.seen.length === 1 && watcher.changeStreamOpen);
-        await change(prefix);
-        await eventually(() => watcher.changeStreamReopens >= 1 && watcher.changeStreamOpen, 20_000);
-        await commitRecord(writer, undefined, pendingRecord("s2", "bg"));
-        await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
-        await eventually(() => watch.seen.length === 2, 20_000);
-        expect(watch.seen).toEqual(["pending", "aborted"]);
-        expect(logger.lines.some((l) => l.message.includes("reopened"))).toBe(true);
-        await watch.stop();
-        await Promise.all([watcher.close(), writer.close()]);
-      });
+      it(
+        `reopens its change stream when the snapshots collection is ${what} while subscribed`,
+        { timeout: 60_000 },
+        async () => {
+          const prefix = freshPrefix();
+          const logger = capturingLogger();
+          const watcher = open({ logger }, prefix);
+          const writer = open({}, prefix);
+          await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
+          const watch = recordStatuses(watcher, "bg");
+          await eventually(() => watch.seen.length === 1 && watcher.changeStreamOpen);
+          await change(prefix);
+          await eventually(() => watcher.changeStreamReopens >= 1 && watcher.changeStreamOpen, 20_000);
+          await commitRecord(writer, undefined, pendingRecord("s2", "bg"));
+          await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
+          await eventually(() => watch.seen.length === 2, 20_000);
+          expect(watch.seen).toEqual(["pending", "aborted"]);
+          expect(logger.lines.some((l) => l.message.includes("reopened"))).toBe(true);
+          await watch.stop();
+          await Promise.all([watcher.close(), writer.close()]);
+        },
+      );
     }
 
-    it("honours readPreference=secondary from the URI (with a warning) and still works", { timeout: 60_000 }, async () => {
-      if (members.secondaries.length === 0) throw new Error("this test needs a replica set with at least one secondary (MONGODB_URI names a one-member set)");
-      const store = new MongoSessionStore<CounterState>({
-        uri: withOption(uri, "readPreference", "secondary"),
-        database: "agentd_test",
-        collectionPrefix: freshPrefix(),
-        clientOptions: { monitorCommands: true },
-      });
-      expect(store.warnings.join("\n")).toMatch(/readPreference=secondary/);
-      const log = commandLog(store);
-      const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
-      await eventually(async () => (await store.getHead("s1"))?.version === head.version, 20_000);
-      const finds = log.named("find");
-      expect(finds.length).toBeGreaterThan(0);
-      for (const e of finds) {
-        expect(e.command.$readPreference).toEqual({ mode: "secondary" });
-        expect(e.address).not.toBe(members.primary);
-      }
-      for (const e of log.named("insert", "update")) expect(e.address).toBe(members.primary);
-      await store.close();
-    });
+    it(
+      "honours readPreference=secondary from the URI (with a warning) and still works",
+      { timeout: 60_000 },
+      async () => {
+        if (members.secondaries.length === 0)
+          throw new Error(
+            "this test needs a replica set with at least one secondary (MONGODB_URI names a one-member set)",
+          );
+        const store = new MongoSessionStore<CounterState>({
+          uri: withOption(uri, "readPreference", "secondary"),
+          database: "agentd_test",
+          collectionPrefix: freshPrefix(),
+          clientOptions: { monitorCommands: true },
+        });
+        expect(store.warnings.join("\n")).toMatch(/readPreference=secondary/);
+        const log = commandLog(store);
+        const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+        await eventually(async () => (await store.getHead("s1"))?.version === head.version, 20_000);
+        const finds = log.named("find");
+        expect(finds.length).toBeGreaterThan(0);
+        for (const e of finds) {
+          expect(e.command.$readPreference).toEqual({ mode: "secondary" });
+          expect(e.address).not.toBe(members.primary);
+        }
+        for (const e of log.named("insert", "update")) expect(e.address).toBe(members.primary);
+        await store.close();
+      },
+    );
 
     it("keeps delivering after a change event over 16 MiB", { timeout: 120_000 }, async () => {
       const prefix = freshPrefix();
       const watcher = open({}, prefix);
       const writer = open({}, prefix);
       let head = await commitRecord(writer, undefined, checkpointRecord("s1", "root"));
-      head = await commitRecord(writer, head, pendingRecord("s1", "big", { parentId: "root", turnIndex: 1, createdAt: T0 + 1, checkpointTurn: 0 }));
-      head = await commitRecord(writer, head, pendingRecord("s1", "next", { parentId: "root", turnIndex: 1, createdAt: T0 + 2, checkpointTurn: 0 }));
+      head = await commitRecord(
+        writer,
+        head,
+        pendingRecord("s1", "big", { parentId: "root", turnIndex: 1, createdAt: T0 + 1, checkpointTurn: 0 }),
+      );
+      await commitRecord(
+        writer,
+        head,
+        pendingRecord("s1", "next", { parentId: "root", turnIndex: 1, createdAt: T0 + 2, checkpointTurn: 0 }),
+      );
       const big = recordStatuses(watcher, "big");
       const next = recordStatuses(watcher, "next");
       await eventually(() => big.seen.length === 1 && next.seen.length === 1 && watcher.changeStreamOpen);
       // A final row just under 16 MiB: its update event (all changed fields plus the event's own) is over 16 MiB.
-      const finalRow = (text: string) => (e: CounterRecord): CounterRecord => ({
-        ...e,
-        status: "completed",
-        delta: { keepMessages: 0, appendMessages: [userText(text)] },
-        depth: 1,
-        deltaBytes: text.length,
-      });
+      const finalRow =
+        (text: string) =>
+        (e: CounterRecord): CounterRecord => ({
+          ...e,
+          status: "completed",
+          delta: { keepMessages: 0, appendMessages: [userText(text)] },
+          depth: 1,
+          deltaBytes: text.length,
+        });
       const probe = (await writer.getRecord("big"))!;
-      const size = (text: string): number => BSON.calculateObjectSize(encodeRecord(finalRow(text)(probe), 1, true).doc as never);
+      const size = (text: string): number =>
+        BSON.calculateObjectSize(encodeRecord(finalRow(text)(probe), 1, true).doc as never);
       const text = "x".repeat(MAX_DOCUMENT_BYTES - 200 - size(""));
       expect(size(text)).toBeLessThanOrEqual(MAX_DOCUMENT_BYTES);
       await writer.updateRecord("big", finalRow(text));

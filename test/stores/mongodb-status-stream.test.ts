@@ -29,13 +29,21 @@ afterAll(async () => {
 type Store = MongoSessionStore<CounterState>;
 
 function store(prefix: string, extra: Partial<MongoSessionStoreConfig> = {}): Store {
-  return new MongoSessionStore<CounterState>({ uri: server.uri, database: DATABASE, collectionPrefix: prefix, ...extra });
+  return new MongoSessionStore<CounterState>({
+    uri: server.uri,
+    database: DATABASE,
+    collectionPrefix: prefix,
+    ...extra,
+  });
 }
 
 type WatchedRow = Awaited<ReturnType<typeof openWatchedRow>>;
 
 /** Runs `body` on a watched row, then closes both instances (also when `body` fails). */
-async function withWatchedRow(body: (row: WatchedRow) => Promise<void>, extra: Partial<MongoSessionStoreConfig> = {}): Promise<void> {
+async function withWatchedRow(
+  body: (row: WatchedRow) => Promise<void>,
+  extra: Partial<MongoSessionStoreConfig> = {},
+): Promise<void> {
   const row = await openWatchedRow(extra);
   try {
     await body(row);
@@ -65,7 +73,10 @@ describe("mongodb status stream: reopening", () => {
     await withWatchedRow(async ({ prefix, logger, watcher, writer, seen }) => {
       await db.collection(`${prefix}snapshots`).drop();
       await eventually(() => watcher.changeStreamReopens === 1 && watcher.changeStreamOpen);
-      expect(watcher.changeStreamLastEnding).toMatchObject({ resume: false, reason: expect.stringMatching(/"(drop|invalidate)" event/) });
+      expect(watcher.changeStreamLastEnding).toMatchObject({
+        resume: false,
+        reason: expect.stringMatching(/"(drop|invalidate)" event/),
+      });
       expect(logger.lines.map((l) => l.message)).toEqual([
         "MongoDB change stream ended; reopening it",
         "MongoDB change stream reopened; re-reading the subscribed snapshots",
@@ -81,7 +92,9 @@ describe("mongodb status stream: reopening", () => {
 
   it("reopens after the snapshots collection is renamed away and delivers later status changes", async () => {
     await withWatchedRow(async ({ prefix, watcher, writer, seen }) => {
-      await raw.db("admin").command({ renameCollection: `${DATABASE}.${prefix}snapshots`, to: `${DATABASE}.${prefix}snapshots_old` });
+      await raw
+        .db("admin")
+        .command({ renameCollection: `${DATABASE}.${prefix}snapshots`, to: `${DATABASE}.${prefix}snapshots_old` });
       await eventually(() => watcher.changeStreamReopens === 1 && watcher.changeStreamOpen);
       expect(watcher.changeStreamLastEnding?.reason).toMatch(/"(rename|invalidate)" event/);
       await commitRecord(writer, undefined, pendingRecord("s2", "bg"));
@@ -95,7 +108,10 @@ describe("mongodb status stream: reopening", () => {
     await withWatchedRow(async ({ watcher, writer, seen }) => {
       expect(await adminCommand(server.uri, { agentdTestCloseChangeStreams: 1 })).toMatchObject({ closed: 1 });
       await eventually(() => watcher.changeStreamReopens === 1 && watcher.changeStreamOpen);
-      expect(watcher.changeStreamLastEnding).toMatchObject({ resume: false, reason: "the server closed the change stream's cursor" });
+      expect(watcher.changeStreamLastEnding).toMatchObject({
+        resume: false,
+        reason: "the server closed the change stream's cursor",
+      });
       await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
       await eventually(() => seen.length === 2);
       expect(seen).toEqual(["pending", "aborted"]);
@@ -103,20 +119,24 @@ describe("mongodb status stream: reopening", () => {
   });
 
   it("still delivers after its cursor is killed on the server (killCursors from another client): the driver's resume counts as a reopen", async () => {
-    await withWatchedRow(async ({ prefix, watcher, writer, seen }) => {
-      const log = commandLog(watcher);
-      await eventually(() => log.succeeded.some((e) => e.commandName === "getMore"));
-      const cursorId = (log.succeeded.find((e) => e.commandName === "getMore")!.reply as { cursor: { id: unknown } }).cursor.id;
-      const id = typeof cursorId === "number" ? Long.fromNumber(cursorId) : cursorId; // cursor IDs are int64 on the wire
-      const killed = await db.command({ killCursors: `${prefix}snapshots`, cursors: [id] });
-      expect(killed.cursorsKilled).toHaveLength(1);
-      // Written before the stream's next getMore: mongo-java-server sends no post-batch resume token, so the
-      // driver resumes from "now" and only the re-read after its resume can deliver this change.
-      await writer.updateRecord("bg", (e) => ({ ...e, status: "failed" }));
-      await eventually(() => seen.length === 2);
-      expect(seen).toEqual(["pending", "failed"]);
-      expect(watcher.changeStreamReopens).toBe(1);
-    }, { clientOptions: { monitorCommands: true } });
+    await withWatchedRow(
+      async ({ prefix, watcher, writer, seen }) => {
+        const log = commandLog(watcher);
+        await eventually(() => log.succeeded.some((e) => e.commandName === "getMore"));
+        const cursorId = (log.succeeded.find((e) => e.commandName === "getMore")!.reply as { cursor: { id: unknown } })
+          .cursor.id;
+        const id = typeof cursorId === "number" ? Long.fromNumber(cursorId) : cursorId; // cursor IDs are int64 on the wire
+        const killed = await db.command({ killCursors: `${prefix}snapshots`, cursors: [id] });
+        expect(killed.cursorsKilled).toHaveLength(1);
+        // Written before the stream's next getMore: mongo-java-server sends no post-batch resume token, so the
+        // driver resumes from "now" and only the re-read after its resume can deliver this change.
+        await writer.updateRecord("bg", (e) => ({ ...e, status: "failed" }));
+        await eventually(() => seen.length === 2);
+        expect(seen).toEqual(["pending", "failed"]);
+        expect(watcher.changeStreamReopens).toBe(1);
+      },
+      { clientOptions: { monitorCommands: true } },
+    );
   });
 
   it("reopens from now, not from its resume token, after an oversized event (BSONObjectTooLarge, 10334)", async () => {
@@ -127,7 +147,11 @@ describe("mongodb status stream: reopening", () => {
       // Every stream resumed from a token before the oversized event fails again, as on a real server.
       expect(await adminCommand(server.uri, { agentdTestOversizedChangeEvent: 1 })).toMatchObject({ poisoned: 1 });
       await eventually(() => watcher.changeStreamReopens === 1 && watcher.changeStreamOpen);
-      expect(watcher.changeStreamLastEnding).toMatchObject({ code: 10334, resume: false, reason: expect.stringMatching(/16 MiB/) });
+      expect(watcher.changeStreamLastEnding).toMatchObject({
+        code: 10334,
+        resume: false,
+        reason: expect.stringMatching(/16 MiB/),
+      });
       await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
       await eventually(() => seen.length === 2);
       expect(seen).toEqual(["pending", "aborted"]);
@@ -146,35 +170,47 @@ describe("mongodb status stream: reconnects", () => {
     await proxy.close();
   });
 
-  it("re-reads each subscribed record at most once per reconnect (connection-pool events cause no read storm)", { timeout: 60_000 }, async () => {
-    const prefix = freshPrefix();
-    const uri = `mongodb://127.0.0.1:${proxy.port}/?directConnection=true&serverSelectionTimeoutMS=5000`;
-    const watcher = new MongoSessionStore<CounterState>({ uri, database: DATABASE, collectionPrefix: prefix, clientOptions: { monitorCommands: true } });
-    const writer = store(prefix);
-    const ids = ["r0", "r1", "r2", "r3"];
-    let head = await commitRecord(writer, undefined, pendingRecord("s1", "r0"));
-    for (const id of ids.slice(1)) head = await commitRecord(writer, head, pendingRecord("s1", id));
-    const recorders = ids.map((id) => recordStatuses(watcher, id));
-    await eventually(() => watcher.changeStreamOpen && recorders.every((r) => r.seen.length === 1));
-    const log = commandLog(watcher);
-    await sleep(200);
-    const statusReads = (): number => log.named("find").filter((e) => JSON.stringify(e.command.projection) === JSON.stringify({ status: 1, version: 1 })).length;
-    log.clear();
-    const resets = 3;
-    for (let i = 1; i <= resets; i++) {
-      proxy.reset();
-      await eventually(() => watcher.changeStreamReopens >= i && watcher.changeStreamOpen, 20_000);
-      await sleep(500);
-    }
-    await sleep(3_500); // room for any delayed re-read
-    expect(watcher.changeStreamReopens).toBe(resets);
-    expect(statusReads()).toBeLessThanOrEqual(ids.length * resets);
-    expect(statusReads()).toBeGreaterThanOrEqual(ids.length); // it did re-read after reconnecting
-    // The stream still works.
-    await writer.updateRecord("r2", (e) => ({ ...e, status: "aborted" }));
-    await eventually(() => recorders[2]!.seen.length === 2);
-    await Promise.all(recorders.map((r) => r.stop()));
-    expect(recorders.map((r) => r.seen)).toEqual([["pending"], ["pending"], ["pending", "aborted"], ["pending"]]);
-    await Promise.all([watcher.close(), writer.close()]);
-  });
+  it(
+    "re-reads each subscribed record at most once per reconnect (connection-pool events cause no read storm)",
+    { timeout: 60_000 },
+    async () => {
+      const prefix = freshPrefix();
+      const uri = `mongodb://127.0.0.1:${proxy.port}/?directConnection=true&serverSelectionTimeoutMS=5000`;
+      const watcher = new MongoSessionStore<CounterState>({
+        uri,
+        database: DATABASE,
+        collectionPrefix: prefix,
+        clientOptions: { monitorCommands: true },
+      });
+      const writer = store(prefix);
+      const ids = ["r0", "r1", "r2", "r3"];
+      let head = await commitRecord(writer, undefined, pendingRecord("s1", "r0"));
+      for (const id of ids.slice(1)) head = await commitRecord(writer, head, pendingRecord("s1", id));
+      const recorders = ids.map((id) => recordStatuses(watcher, id));
+      await eventually(() => watcher.changeStreamOpen && recorders.every((r) => r.seen.length === 1));
+      const log = commandLog(watcher);
+      await sleep(200);
+      const statusReads = (): number =>
+        log
+          .named("find")
+          .filter((e) => JSON.stringify(e.command.projection) === JSON.stringify({ status: 1, version: 1 })).length;
+      log.clear();
+      const resets = 3;
+      for (let i = 1; i <= resets; i++) {
+        proxy.reset();
+        await eventually(() => watcher.changeStreamReopens >= i && watcher.changeStreamOpen, 20_000);
+        await sleep(500);
+      }
+      await sleep(3_500); // room for any delayed re-read
+      expect(watcher.changeStreamReopens).toBe(resets);
+      expect(statusReads()).toBeLessThanOrEqual(ids.length * resets);
+      expect(statusReads()).toBeGreaterThanOrEqual(ids.length); // it did re-read after reconnecting
+      // The stream still works.
+      await writer.updateRecord("r2", (e) => ({ ...e, status: "aborted" }));
+      await eventually(() => recorders[2]!.seen.length === 2);
+      await Promise.all(recorders.map((r) => r.stop()));
+      expect(recorders.map((r) => r.seen)).toEqual([["pending"], ["pending"], ["pending", "aborted"], ["pending"]]);
+      await Promise.all([watcher.close(), writer.close()]);
+    },
+  );
 });

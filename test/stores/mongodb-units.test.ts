@@ -19,7 +19,9 @@ function fakeClient(): EventEmitter & MongoClient {
 }
 
 function topology(servers: Record<string, string>): unknown {
-  return { newDescription: { servers: new Map(Object.entries(servers).map(([address, type]) => [address, { type }])) } };
+  return {
+    newDescription: { servers: new Map(Object.entries(servers).map(([address, type]) => [address, { type }])) },
+  };
 }
 
 describe("reconnect watch (connection-pool events → at most one stream reopen)", () => {
@@ -71,19 +73,27 @@ describe("change stream endings", () => {
   it("resumes from the token only after transient errors", () => {
     expect(endingOfError(new MongoNetworkError("connection reset"))).toMatchObject({ resume: true });
     expect(endingOfError(serverError(11602))).toMatchObject({ resume: true, code: 11602 });
-    for (const code of [10334, 260, 280, 286, 2]) expect([code, endingOfError(serverError(code)).resume]).toEqual([code, false]);
+    for (const code of [10334, 260, 280, 286, 2])
+      expect([code, endingOfError(serverError(code)).resume]).toEqual([code, false]);
     expect(endingOfError(serverError(10334)).reason).toMatch(/16 MiB/);
-    expect(endingOfError(serverError(40573, "The $changeStream stage is only supported on replica sets"))).toMatchObject({ resume: false, unsupported: true });
+    expect(
+      endingOfError(serverError(40573, "The $changeStream stage is only supported on replica sets")),
+    ).toMatchObject({ resume: false, unsupported: true });
   });
 
   it("ends on the events after which the server closes the stream", () => {
-    for (const type of ["invalidate", "drop", "rename", "dropDatabase"]) expect(endingOfEvent({ operationType: type })).toMatchObject({ resume: false });
+    for (const type of ["invalidate", "drop", "rename", "dropDatabase"])
+      expect(endingOfEvent({ operationType: type })).toMatchObject({ resume: false });
     for (const type of ["insert", "update", "delete"]) expect(endingOfEvent({ operationType: type })).toBeUndefined();
   });
 
   it("recognises a deployment without change streams by the server's answer", () => {
-    expect(isChangeStreamUnsupported(serverError(40573, "The $changeStream stage is only supported on replica sets"))).toBe(true);
-    expect(isChangeStreamUnsupported(serverError(40324, "Unrecognized pipeline stage name: '$changeStream'"))).toBe(true);
+    expect(
+      isChangeStreamUnsupported(serverError(40573, "The $changeStream stage is only supported on replica sets")),
+    ).toBe(true);
+    expect(isChangeStreamUnsupported(serverError(40324, "Unrecognized pipeline stage name: '$changeStream'"))).toBe(
+      true,
+    );
     expect(isChangeStreamUnsupported(serverError(40324, "Unrecognized pipeline stage name: '$search'"))).toBe(false);
     expect(isChangeStreamUnsupported(serverError(13))).toBe(false);
   });
@@ -91,13 +101,17 @@ describe("change stream endings", () => {
 
 describe("store settings", () => {
   it("reports every explicit setting weaker than the default, and nothing for stronger ones", () => {
-    const weak = consistencyOf(new MongoClient("mongodb://h/?w=2&readConcernLevel=available&readPreference=nearest").options);
+    const weak = consistencyOf(
+      new MongoClient("mongodb://h/?w=2&readConcernLevel=available&readPreference=nearest").options,
+    );
     expect(weak.warnings.map((w) => w.split(":")[0])).toEqual([
       "the MongoDB store URI sets w=2",
       "the MongoDB store URI sets readConcernLevel=available",
       "the MongoDB store URI sets readPreference=nearest",
     ]);
-    const strong = consistencyOf(new MongoClient("mongodb://h/?w=majority&wtimeoutMS=0&readConcernLevel=linearizable").options);
+    const strong = consistencyOf(
+      new MongoClient("mongodb://h/?w=majority&wtimeoutMS=0&readConcernLevel=linearizable").options,
+    );
     expect(strong.warnings).toEqual([]);
     expect(strong.db.writeConcern).toEqual({ w: "majority", journal: true, wtimeoutMS: 0 });
   });
@@ -109,7 +123,9 @@ describe("store settings", () => {
   });
 
   it("splits the database off the URI without touching credentials or options", () => {
-    expect(driverUri("mongodb://u:p%2Fq@h1,h2:27018/tenant?replicaSet=rs0&w=majority")).toBe("mongodb://u:p%2Fq@h1,h2:27018/?replicaSet=rs0&w=majority");
+    expect(driverUri("mongodb://u:p%2Fq@h1,h2:27018/tenant?replicaSet=rs0&w=majority")).toBe(
+      "mongodb://u:p%2Fq@h1,h2:27018/?replicaSet=rs0&w=majority",
+    );
     expect(driverUri("mongodb+srv://cluster0.example.net/agentd")).toBe("mongodb+srv://cluster0.example.net/");
     expect(uriDatabase("mongodb://h/tenant%2Dx?x=1")).toBe("tenant-x");
     expect(uriDatabase("mongodb://h/?x=1")).toBeUndefined();
@@ -133,7 +149,9 @@ describe("index setup", () => {
         throw serverError(85, "Index already exists with a different name: other_name");
       },
     } as unknown as Collection<Document>;
-    await expect(ensureIndexes(racing, [{ name: "session_turn", key: { sessionId: 1, turnIndex: 1 } }])).resolves.toBeUndefined();
+    await expect(
+      ensureIndexes(racing, [{ name: "session_turn", key: { sessionId: 1, turnIndex: 1 } }]),
+    ).resolves.toBeUndefined();
     expect(created).toEqual(["session_turn"]);
   });
 });

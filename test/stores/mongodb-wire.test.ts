@@ -6,7 +6,16 @@ import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
 import { capturingLogger, commandLog, freshPrefix } from "./mongodb-fixtures.js";
-import { checkpointRecord, commitOf, commitRecord, eventually, pendingRecord, T0, type CounterRecord, type CounterState } from "./snapshot-factory.js";
+import {
+  checkpointRecord,
+  commitOf,
+  commitRecord,
+  eventually,
+  pendingRecord,
+  T0,
+  type CounterRecord,
+  type CounterState,
+} from "./snapshot-factory.js";
 import { recordStatuses } from "./status-recorder.js";
 
 // What the driver sends on behalf of the store, seen through command monitoring. The server is
@@ -27,8 +36,18 @@ afterAll(async () => {
 
 type Store = MongoSessionStore<CounterState>;
 
-function monitoredStore(prefix = freshPrefix(), uri = server.uri, extra: Partial<ConstructorParameters<typeof MongoSessionStore>[0]> = {}): Store {
-  return new MongoSessionStore<CounterState>({ uri, database: DATABASE, collectionPrefix: prefix, clientOptions: { monitorCommands: true }, ...extra });
+function monitoredStore(
+  prefix = freshPrefix(),
+  uri = server.uri,
+  extra: Partial<ConstructorParameters<typeof MongoSessionStore>[0]> = {},
+): Store {
+  return new MongoSessionStore<CounterState>({
+    uri,
+    database: DATABASE,
+    collectionPrefix: prefix,
+    clientOptions: { monitorCommands: true },
+    ...extra,
+  });
 }
 
 function describeCommand(e: CommandStartedEvent): string {
@@ -47,9 +66,17 @@ async function fullWorkload(store: Store, other: Store): Promise<void> {
     checkpointTurn: 0,
   };
   head = await commitRecord(store, head, delta);
-  head = await commitRecord(store, head, pendingRecord("s1", "bg", { parentId: "d1", turnIndex: 2, createdAt: T0 + 2 }));
+  head = await commitRecord(
+    store,
+    head,
+    pendingRecord("s1", "bg", { parentId: "d1", turnIndex: 2, createdAt: T0 + 2 }),
+  );
   // A losing commit: its record is inserted, the head CAS fails, the record is deleted again.
-  expect(await store.commit(commitOf({ ...head, version: head.version - 1 }, pendingRecord("s1", "loser", { createdAt: T0 + 3 })))).toBeUndefined();
+  expect(
+    await store.commit(
+      commitOf({ ...head, version: head.version - 1 }, pendingRecord("s1", "loser", { createdAt: T0 + 3 })),
+    ),
+  ).toBeUndefined();
   await store.getHead("s1");
   await store.getRecord("d1");
   await store.getChain("d1");
@@ -73,17 +100,34 @@ async function fullWorkload(store: Store, other: Store): Promise<void> {
 describe("mongodb store: what the driver sends", () => {
   it("sends every write with w: majority, journaled, and every read with read concern majority to the primary", async () => {
     const store = monitoredStore();
-    const other = new MongoSessionStore<CounterState>({ uri: server.uri, database: DATABASE, collectionPrefix: "unused_" });
+    const other = new MongoSessionStore<CounterState>({
+      uri: server.uri,
+      database: DATABASE,
+      collectionPrefix: "unused_",
+    });
     const log = commandLog(store);
     await fullWorkload(store, other);
     const names = new Set(log.started.map((e) => e.commandName));
     // The workload covers every kind of command the store sends.
-    for (const name of ["insert", "update", "delete", "findAndModify", "find", "aggregate", "distinct", "getMore", "createIndexes", "listIndexes"]) {
+    for (const name of [
+      "insert",
+      "update",
+      "delete",
+      "findAndModify",
+      "find",
+      "aggregate",
+      "distinct",
+      "getMore",
+      "createIndexes",
+      "listIndexes",
+    ]) {
       expect(names).toContain(name);
     }
     expect(store.warnings).toEqual([]);
     for (const e of log.named(...WRITES, "createIndexes")) {
-      expect(describeCommand(e)).toBe(`${e.commandName} ${JSON.stringify({ writeConcern: { w: "majority", wtimeout: 10_000, j: true } })}`);
+      expect(describeCommand(e)).toBe(
+        `${e.commandName} ${JSON.stringify({ writeConcern: { w: "majority", wtimeout: 10_000, j: true } })}`,
+      );
     }
     for (const e of log.named(...READS)) {
       expect(describeCommand(e)).toBe(`${e.commandName} ${JSON.stringify({ readConcern: { level: "majority" } })}`);
@@ -118,7 +162,9 @@ describe("mongodb store: what the driver sends", () => {
   });
 
   it("refuses unacknowledged writes (w=0) at construction with INVALID_ARGUMENT", () => {
-    expect(() => new MongoSessionStore({ uri: `${server.uri}&w=0` })).toThrow(expect.objectContaining({ status: "INVALID_ARGUMENT", message: expect.stringMatching(/w=0/) }));
+    expect(() => new MongoSessionStore({ uri: `${server.uri}&w=0` })).toThrow(
+      expect.objectContaining({ status: "INVALID_ARGUMENT", message: expect.stringMatching(/w=0/) }),
+    );
   });
 
   it("lists without state when the caller does not need it (ListSnapshots without include_state)", async () => {
@@ -126,20 +172,35 @@ describe("mongodb store: what the driver sends", () => {
     const log = commandLog(store);
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
     await commitRecord(store, head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }));
-    const target = { name: "counter", store, liveness: DEFAULT_LIVENESS };
+    const target = { name: "counter", store, liveness: DEFAULT_LIVENESS, transforms: {} };
     log.clear();
     const bare = await listSnapshots(target, "s1", { includeState: false });
     const listing = log.named("find").filter((e) => e.command.sort !== undefined);
     expect(listing.map((e) => e.command.projection)).toEqual([{ state: 0 }]);
-    expect(bare.snapshots.map((s) => [s.snapshotId, s.state])).toEqual([["bg", undefined], ["root", undefined]]);
-    expect((await store.listRecords("s1", { includeState: false })).records.map((r) => [r.checkpoint, r.delta])).toEqual([
+    expect(bare.snapshots.map((s) => [s.snapshotId, s.state])).toEqual([
+      ["bg", undefined],
+      ["root", undefined],
+    ]);
+    expect(
+      (await store.listRecords("s1", { includeState: false })).records.map((r) => [r.checkpoint, r.delta]),
+    ).toEqual([
       [undefined, undefined],
       [undefined, undefined],
     ]);
     log.clear();
     const full = await listSnapshots(target, "s1", { includeState: true });
-    expect(log.named("find").filter((e) => e.command.sort !== undefined).map((e) => e.command.projection)).toEqual([undefined]);
-    expect(full.snapshots.find((s) => s.snapshotId === "root")?.state).toEqual({ sessionId: "s1", messages: [], artifacts: [], custom: { n: 0 } });
+    expect(
+      log
+        .named("find")
+        .filter((e) => e.command.sort !== undefined)
+        .map((e) => e.command.projection),
+    ).toEqual([undefined]);
+    expect(full.snapshots.find((s) => s.snapshotId === "root")?.state).toEqual({
+      sessionId: "s1",
+      messages: [],
+      artifacts: [],
+      custom: { n: 0 },
+    });
     await store.close();
   });
 });
@@ -153,11 +214,26 @@ describe("mongodb store: record documents", () => {
     await commitRecord(store, undefined, checkpointRecord("s1", "new"));
     const written = await records.findOne({ _id: "new" as never });
     expect(JSON.parse(written!.body as string)).not.toHaveProperty("checkpoint");
-    expect(JSON.parse(written!.state as string)).toEqual({ checkpoint: { sessionId: "s1", messages: [], artifacts: [], custom: { n: 0 } } });
+    expect(JSON.parse(written!.state as string)).toEqual({
+      checkpoint: { sessionId: "s1", messages: [], artifacts: [], custom: { n: 0 } },
+    });
     // A document as the first ledger release wrote it: the whole record in body, no state field.
-    const old = checkpointRecord("s2", "old", { checkpoint: { sessionId: "s2", messages: [], artifacts: [], custom: { n: 5 } } });
+    const old = checkpointRecord("s2", "old", {
+      checkpoint: { sessionId: "s2", messages: [], artifacts: [], custom: { n: 5 } },
+    });
     const { checkpoint: _checkpoint, ...oldMeta } = old;
-    await records.insertOne({ _id: "old" as never, snapshotId: "old", version: 1, sessionId: "s2", createdAt: T0, turnIndex: 0, status: "completed", parentId: null, body: JSON.stringify(old), checkpointChunks: null });
+    await records.insertOne({
+      _id: "old" as never,
+      snapshotId: "old",
+      version: 1,
+      sessionId: "s2",
+      createdAt: T0,
+      turnIndex: 0,
+      status: "completed",
+      parentId: null,
+      body: JSON.stringify(old),
+      checkpointChunks: null,
+    });
     expect(await store.getRecord("old")).toEqual(old);
     expect(await store.getChain("old")).toEqual([old]);
     expect((await store.listRecords("s2")).records).toEqual([old]);
@@ -178,17 +254,24 @@ describe("mongodb store: URI options", () => {
     expect(plain.driverClient.options.credentials?.source).toBe("admin");
     const explicit = new MongoSessionStore({ uri: "mongodb://user:secret@127.0.0.1:1/tenantdb?authSource=users" });
     expect(explicit.driverClient.options.credentials?.source).toBe("users");
-    const fromCli = (await openStoreFromUri("mongodb://user:secret@127.0.0.1:1/tenantdb?collectionPrefix=acme_")) as MongoSessionStore;
+    const fromCli = (await openStoreFromUri(
+      "mongodb://user:secret@127.0.0.1:1/tenantdb?collectionPrefix=acme_",
+    )) as MongoSessionStore;
     expect([fromCli.databaseName, fromCli.driverClient.options.credentials?.source]).toEqual(["tenantdb", "admin"]);
     await Promise.all([plain.close(), explicit.close(), fromCli.close()]);
   });
 
   it("honours the URI's driver options over the store's defaults (timeouts, pool, server selection)", async () => {
-    const uri = "mongodb://127.0.0.1:1/agentd?serverSelectionTimeoutMS=700&connectTimeoutMS=1234&maxPoolSize=7&socketTimeoutMS=4321";
+    const uri =
+      "mongodb://127.0.0.1:1/agentd?serverSelectionTimeoutMS=700&connectTimeoutMS=1234&maxPoolSize=7&socketTimeoutMS=4321";
     const store = new MongoSessionStore({ uri });
     const o = store.driverClient.options;
-    expect([o.serverSelectionTimeoutMS, o.connectTimeoutMS, o.maxPoolSize, o.socketTimeoutMS]).toEqual([700, 1234, 7, 4321]);
-    expect(new MongoSessionStore({ uri: "mongodb://127.0.0.1:1/agentd" }).driverClient.options.serverSelectionTimeoutMS).toBe(10_000);
+    expect([o.serverSelectionTimeoutMS, o.connectTimeoutMS, o.maxPoolSize, o.socketTimeoutMS]).toEqual([
+      700, 1234, 7, 4321,
+    ]);
+    expect(
+      new MongoSessionStore({ uri: "mongodb://127.0.0.1:1/agentd" }).driverClient.options.serverSelectionTimeoutMS,
+    ).toBe(10_000);
     await store.close();
   });
 });
@@ -197,12 +280,17 @@ describe("mongodb store: indexes", () => {
   it("uses an equivalent index created under another name instead of failing", async () => {
     const prefix = freshPrefix();
     const raw = new MongoClient(server.uri);
-    await raw.db(DATABASE).collection(`${prefix}snapshots`).createIndex({ sessionId: 1, turnIndex: 1 }, { name: "ops_session_turn" });
+    await raw
+      .db(DATABASE)
+      .collection(`${prefix}snapshots`)
+      .createIndex({ sessionId: 1, turnIndex: 1 }, { name: "ops_session_turn" });
     const store = monitoredStore(prefix);
     const log = commandLog(store);
     await store.ready();
     await commitRecord(store, undefined, checkpointRecord("s1", "root"));
-    const created = log.named("createIndexes").flatMap((e) => (e.command.indexes as { name: string }[]).map((i) => i.name));
+    const created = log
+      .named("createIndexes")
+      .flatMap((e) => (e.command.indexes as { name: string }[]).map((i) => i.name));
     expect(created).toEqual(["session_latest", "chunk_set", "chunk_session", "owner_updated", "expire_at_ttl"]);
     const names = (await raw.db(DATABASE).collection(`${prefix}snapshots`).indexes()).map((i) => i.name).sort();
     expect(names).toEqual(["_id_", "ops_session_turn", "session_latest"]);
@@ -217,13 +305,22 @@ describe("mongodb store: indexes", () => {
   it("fails FAILED_PRECONDITION, naming the index, when an index it cannot use has its keys or its name", async () => {
     const raw = new MongoClient(server.uri);
     const uniquePrefix = freshPrefix();
-    await raw.db(DATABASE).collection(`${uniquePrefix}snapshots`).createIndex({ sessionId: 1, turnIndex: 1 }, { name: "uniq", unique: true });
+    await raw
+      .db(DATABASE)
+      .collection(`${uniquePrefix}snapshots`)
+      .createIndex({ sessionId: 1, turnIndex: 1 }, { name: "uniq", unique: true });
     const unique = monitoredStore(uniquePrefix);
-    await expect(unique.ready()).rejects.toMatchObject({ status: "FAILED_PRECONDITION", message: expect.stringMatching(/"uniq".*unique/) });
+    await expect(unique.ready()).rejects.toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message: expect.stringMatching(/"uniq".*unique/),
+    });
     const takenPrefix = freshPrefix();
     await raw.db(DATABASE).collection(`${takenPrefix}snapshots`).createIndex({ other: 1 }, { name: "session_turn" });
     const taken = monitoredStore(takenPrefix);
-    await expect(taken.ready()).rejects.toMatchObject({ status: "FAILED_PRECONDITION", message: expect.stringMatching(/named "session_turn" on other keys/) });
+    await expect(taken.ready()).rejects.toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message: expect.stringMatching(/named "session_turn" on other keys/),
+    });
     await Promise.all([unique.close(), taken.close(), raw.close()]);
   });
 });
@@ -238,17 +335,28 @@ describe("mongodb store on a deployment without change streams", () => {
   });
 
   it("fails at open with FAILED_PRECONDITION saying a replica set is needed (the server's error 40573)", async () => {
-    const store = new MongoSessionStore<CounterState>({ uri: standalone.uri, database: DATABASE, collectionPrefix: freshPrefix() });
+    const store = new MongoSessionStore<CounterState>({
+      uri: standalone.uri,
+      database: DATABASE,
+      collectionPrefix: freshPrefix(),
+    });
     const failure = await store.ready().then(
       () => undefined,
       (err: unknown) => err as Error & { status?: string },
     );
     expect(failure?.status).toBe("FAILED_PRECONDITION");
-    expect(failure?.message).toMatch(/cannot run change streams \(The \$changeStream stage is only supported on replica sets\)/);
+    expect(failure?.message).toMatch(
+      /cannot run change streams \(The \$changeStream stage is only supported on replica sets\)/,
+    );
     expect(failure?.message).toMatch(/--replSet rs0.*rs\.initiate\(\).*replicaSet=rs0/);
-    expect((failure?.cause as { code?: number; name?: string }) ?? {}).toMatchObject({ code: 40573, name: "MongoServerError" });
+    expect((failure?.cause as { code?: number; name?: string }) ?? {}).toMatchObject({
+      code: 40573,
+      name: "MongoServerError",
+    });
     // Every operation fails the same way (not a silent loop every second).
-    await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "root")))).rejects.toMatchObject({ status: "FAILED_PRECONDITION" });
+    await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "root")))).rejects.toMatchObject({
+      status: "FAILED_PRECONDITION",
+    });
     await store.close();
   });
 });

@@ -8,7 +8,17 @@ import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { mongoForTests, type MongoJavaServer } from "../harness/mongo-java-server.js";
 import { runStoreConformance } from "./conformance.js";
 import { frozenMessage, RuntimeSession } from "./ledger-fixtures.js";
-import { checkpointRecord, commitOf, commitRecord, eventually, pendingRecord, sleep, T0, type CounterRecord, type CounterState } from "./snapshot-factory.js";
+import {
+  checkpointRecord,
+  commitOf,
+  commitRecord,
+  eventually,
+  pendingRecord,
+  sleep,
+  T0,
+  type CounterRecord,
+  type CounterState,
+} from "./snapshot-factory.js";
 import { recordStatuses } from "./status-recorder.js";
 
 const DATABASE = "agentd_test";
@@ -50,77 +60,106 @@ async function documentCounts(prefix: string): Promise<Record<string, number>> {
   return counts;
 }
 
-runStoreConformance("mongodb", async () => {
-  const store = freshStore();
-  return {
-    store,
-    openResources: () => (store.changeStreamOpen ? 1 : 0),
-    footprint: () => documentCounts(prefixes.get(store)!),
-    crossProcess: { kind: "mongodb", uri: mongo.uri, database: DATABASE, collectionPrefix: prefixes.get(store)! },
-  };
-}, { sharedAcrossProcesses: true });
+runStoreConformance(
+  "mongodb",
+  async () => {
+    const store = freshStore();
+    return {
+      store,
+      openResources: () => (store.changeStreamOpen ? 1 : 0),
+      footprint: () => documentCounts(prefixes.get(store)!),
+      crossProcess: { kind: "mongodb", uri: mongo.uri, database: DATABASE, collectionPrefix: prefixes.get(store)! },
+    };
+  },
+  { sharedAcrossProcesses: true },
+);
 
 describe("mongodb store: documents and limits", () => {
-  it("splits a checkpoint over 16 MiB across chunk documents and reads it back whole", { timeout: 60_000 }, async () => {
-    const store = freshStore();
-    const prefix = prefixes.get(store)!;
-    const mib = "m".repeat(1024 * 1024 - 16);
-    const messages = Array.from({ length: 20 }, (_, i) => userText(`${String(i).padStart(2, "0")}${mib}`));
-    const record = checkpointRecord("s1", "huge", { checkpoint: { sessionId: "s1", messages, artifacts: [], custom: { n: 7 } } });
-    const expected = structuredClone(record);
-    const head = await commitRecord(store, undefined, record);
-    const doc = await db.collection(`${prefix}snapshots`).findOne({ _id: "huge" as never });
-    expect(doc!.checkpointChunks).toMatchObject({ count: 3 });
-    expect(await db.collection(`${prefix}checkpoint_chunks`).countDocuments({ set: doc!.checkpointChunks.set })).toBe(3);
-    expect(await store.getRecord("huge")).toEqual(expected);
-    expect(await store.getChain("huge")).toEqual([expected]);
-    expect((await store.listRecords("s1")).records).toEqual([expected]);
-    // A delta on top of it: the chain's range query fetches it, only the checkpoint's chunks are joined.
-    const next = { ...record.checkpoint!, messages: [...messages, userText("after")] };
-    const delta: CounterRecord = {
-      ...pendingRecord("s1", "after", { parentId: "huge", turnIndex: 1, createdAt: T0 + 1 }),
-      status: "completed",
-      delta: { keepMessages: 20, appendMessages: [userText("after")] },
-      depth: 1,
-      deltaBytes: 40,
-      checkpointTurn: 0,
-    };
-    await commitRecord(store, head, delta);
-    expect(stateOfChain((await store.getChain("after"))!)).toEqual(next);
-    // A status change keeps the chunks (the checkpoint is unchanged), so nothing is rewritten or orphaned.
-    await store.updateRecord("huge", (e) => ({ ...e, status: "failed" }));
-    expect(await db.collection(`${prefix}checkpoint_chunks`).countDocuments()).toBe(3);
-    expect(await store.getRecord("huge")).toEqual({ ...expected, status: "failed" });
-    await store.close();
-  });
+  it(
+    "splits a checkpoint over 16 MiB across chunk documents and reads it back whole",
+    { timeout: 60_000 },
+    async () => {
+      const store = freshStore();
+      const prefix = prefixes.get(store)!;
+      const mib = "m".repeat(1024 * 1024 - 16);
+      const messages = Array.from({ length: 20 }, (_, i) => userText(`${String(i).padStart(2, "0")}${mib}`));
+      const record = checkpointRecord("s1", "huge", {
+        checkpoint: { sessionId: "s1", messages, artifacts: [], custom: { n: 7 } },
+      });
+      const expected = structuredClone(record);
+      const head = await commitRecord(store, undefined, record);
+      const doc = await db.collection(`${prefix}snapshots`).findOne({ _id: "huge" as never });
+      expect(doc!.checkpointChunks).toMatchObject({ count: 3 });
+      expect(await db.collection(`${prefix}checkpoint_chunks`).countDocuments({ set: doc!.checkpointChunks.set })).toBe(
+        3,
+      );
+      expect(await store.getRecord("huge")).toEqual(expected);
+      expect(await store.getChain("huge")).toEqual([expected]);
+      expect((await store.listRecords("s1")).records).toEqual([expected]);
+      // A delta on top of it: the chain's range query fetches it, only the checkpoint's chunks are joined.
+      const next = { ...record.checkpoint!, messages: [...messages, userText("after")] };
+      const delta: CounterRecord = {
+        ...pendingRecord("s1", "after", { parentId: "huge", turnIndex: 1, createdAt: T0 + 1 }),
+        status: "completed",
+        delta: { keepMessages: 20, appendMessages: [userText("after")] },
+        depth: 1,
+        deltaBytes: 40,
+        checkpointTurn: 0,
+      };
+      await commitRecord(store, head, delta);
+      expect(stateOfChain((await store.getChain("after"))!)).toEqual(next);
+      // A status change keeps the chunks (the checkpoint is unchanged), so nothing is rewritten or orphaned.
+      await store.updateRecord("huge", (e) => ({ ...e, status: "failed" }));
+      expect(await db.collection(`${prefix}checkpoint_chunks`).countDocuments()).toBe(3);
+      expect(await store.getRecord("huge")).toEqual({ ...expected, status: "failed" });
+      await store.close();
+    },
+  );
 
-  it("rejects a record whose delta cannot fit one document with RESOURCE_EXHAUSTED and writes nothing", { timeout: 60_000 }, async () => {
-    const store = freshStore();
-    const prefix = prefixes.get(store)!;
-    const root = checkpointRecord("s1", "root");
-    const head = await commitRecord(store, undefined, root);
-    const mib = "d".repeat(1024 * 1024);
-    const appendMessages = Array.from({ length: 17 }, () => userText(mib));
-    const big: CounterRecord = {
-      ...pendingRecord("s1", "big", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }),
-      status: "completed",
-      delta: { keepMessages: 0, appendMessages },
-      depth: 1,
-      deltaBytes: 17 * 1024 * 1024,
-    };
-    const attempt = store.commit(commitOf(head, big));
-    await expect(attempt).rejects.toMatchObject({ status: "RESOURCE_EXHAUSTED", message: expect.stringMatching(/16 MiB document limit; nothing was written/) });
-    expect(await store.getHead("s1")).toEqual(head);
-    expect(await store.getRecord("big")).toBeUndefined();
-    expect(await db.collection(`${prefix}snapshots`).countDocuments()).toBe(1);
-    expect(await db.collection(`${prefix}checkpoint_chunks`).countDocuments()).toBe(0);
-    await store.close();
-  });
+  it(
+    "rejects a record whose delta cannot fit one document with RESOURCE_EXHAUSTED and writes nothing",
+    { timeout: 60_000 },
+    async () => {
+      const store = freshStore();
+      const prefix = prefixes.get(store)!;
+      const root = checkpointRecord("s1", "root");
+      const head = await commitRecord(store, undefined, root);
+      const mib = "d".repeat(1024 * 1024);
+      const appendMessages = Array.from({ length: 17 }, () => userText(mib));
+      const big: CounterRecord = {
+        ...pendingRecord("s1", "big", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }),
+        status: "completed",
+        delta: { keepMessages: 0, appendMessages },
+        depth: 1,
+        deltaBytes: 17 * 1024 * 1024,
+      };
+      const attempt = store.commit(commitOf(head, big));
+      await expect(attempt).rejects.toMatchObject({
+        status: "RESOURCE_EXHAUSTED",
+        message: expect.stringMatching(/16 MiB document limit; nothing was written/),
+      });
+      expect(await store.getHead("s1")).toEqual(head);
+      expect(await store.getRecord("big")).toBeUndefined();
+      expect(await db.collection(`${prefix}snapshots`).countDocuments()).toBe(1);
+      expect(await db.collection(`${prefix}checkpoint_chunks`).countDocuments()).toBe(0);
+      await store.close();
+    },
+  );
 
   it("refuses to open format-1 data (the layout before the session ledger) with FAILED_PRECONDITION", async () => {
     const prefix = `t${randomBytes(5).toString("hex")}_`;
-    const legacy = { snapshotId: "old", sessionId: "s1", turnIndex: 0, createdAt: T0, updatedAt: T0, status: "completed", state: { messages: [], artifacts: [] } };
-    await db.collection(`${prefix}snapshots`).insertOne({ _id: "old" as never, version: 1, sessionId: "s1", createdAt: T0, data: JSON.stringify(legacy) });
+    const legacy = {
+      snapshotId: "old",
+      sessionId: "s1",
+      turnIndex: 0,
+      createdAt: T0,
+      updatedAt: T0,
+      status: "completed",
+      state: { messages: [], artifacts: [] },
+    };
+    await db
+      .collection(`${prefix}snapshots`)
+      .insertOne({ _id: "old" as never, version: 1, sessionId: "s1", createdAt: T0, data: JSON.stringify(legacy) });
     const store = freshStore(prefix);
     const failure = store.getHead("s1");
     await expect(failure).rejects.toMatchObject({ status: "FAILED_PRECONDITION" });
@@ -168,7 +207,11 @@ describe("mongodb store: status change stream", () => {
     const ids = ["a", "b", "c"];
     let head = await commitRecord(writer, undefined, checkpointRecord("s1", "root"));
     for (const [i, id] of ids.entries()) {
-      head = await commitRecord(writer, head, pendingRecord("s1", id, { parentId: "root", turnIndex: 1, createdAt: T0 + i + 1 }));
+      head = await commitRecord(
+        writer,
+        head,
+        pendingRecord("s1", id, { parentId: "root", turnIndex: 1, createdAt: T0 + i + 1 }),
+      );
     }
     const recorders = ids.map((id) => recordStatuses(watcher, id));
     const seen = recorders.map((r) => r.seen);
@@ -187,40 +230,52 @@ describe("mongodb store: status change stream", () => {
     await writer.close();
   });
 
-  it("receives status transitions only, not the turns other instances commit (1,000 turns)", { timeout: 60_000 }, async () => {
-    const b = freshStore();
-    const a = sameCollections(b);
-    // B subscribes first (its change stream runs throughout) to the two rows A will create as pending.
-    const p1 = recordStatuses(b, "p1");
-    const p2 = recordStatuses(b, "p2");
-    await eventually(() => b.changeStreamOpen);
-    await sleep(100);
-    const before = b.changeEventsReceived;
-    const session = new RuntimeSession(a, "busy", DEFAULT_CHECKPOINT_POLICY);
-    let state = session.state;
-    for (let t = 0; t < 1000; t++) {
-      state = { ...state, messages: [...state.messages, frozenMessage(`turn ${t}`)], custom: { n: t } };
-      await session.commit(`turn-${String(t).padStart(4, "0")}`, state);
-    }
-    // The status rows: pending (a detach), heartbeats (no status change), then the final status.
-    let head = await commitRecord(a, session.head, pendingRecord("busy", "p1", { parentId: session.record!.snapshotId, turnIndex: 1000 }));
-    head = await commitRecord(a, head, pendingRecord("busy", "p2", { parentId: session.record!.snapshotId, turnIndex: 1000 }));
-    for (let i = 0; i < 5; i++) {
-      await a.updateRecord("p1", (e) => ({ ...e, heartbeatAt: T0 + i }));
-      await a.updateRecord("p2", (e) => ({ ...e, heartbeatAt: T0 + i }));
-    }
-    await a.updateRecord("p1", (e) => ({ ...e, status: "aborted", finishReason: "aborted" }));
-    await a.updateRecord("p2", (e) => ({ ...e, status: "completed" }));
-    await eventually(() => p1.seen.length === 2 && p2.seen.length === 2, 20_000);
-    await sleep(300); // room for anything else the stream would still deliver
-    await Promise.all([p1.stop(), p2.stop()]);
-    expect(p1.seen).toEqual(["pending", "aborted"]);
-    expect(p2.seen).toEqual(["pending", "completed"]);
-    // Two pending inserts and two status updates; none of the 1,000 turns or the 10 heartbeats.
-    expect(b.changeEventsReceived - before).toBe(4);
-    await a.close();
-    await b.close();
-  });
+  it(
+    "receives status transitions only, not the turns other instances commit (1,000 turns)",
+    { timeout: 60_000 },
+    async () => {
+      const b = freshStore();
+      const a = sameCollections(b);
+      // B subscribes first (its change stream runs throughout) to the two rows A will create as pending.
+      const p1 = recordStatuses(b, "p1");
+      const p2 = recordStatuses(b, "p2");
+      await eventually(() => b.changeStreamOpen);
+      await sleep(100);
+      const before = b.changeEventsReceived;
+      const session = new RuntimeSession(a, "busy", DEFAULT_CHECKPOINT_POLICY);
+      let state = session.state;
+      for (let t = 0; t < 1000; t++) {
+        state = { ...state, messages: [...state.messages, frozenMessage(`turn ${t}`)], custom: { n: t } };
+        await session.commit(`turn-${String(t).padStart(4, "0")}`, state);
+      }
+      // The status rows: pending (a detach), heartbeats (no status change), then the final status.
+      const head = await commitRecord(
+        a,
+        session.head,
+        pendingRecord("busy", "p1", { parentId: session.record!.snapshotId, turnIndex: 1000 }),
+      );
+      await commitRecord(
+        a,
+        head,
+        pendingRecord("busy", "p2", { parentId: session.record!.snapshotId, turnIndex: 1000 }),
+      );
+      for (let i = 0; i < 5; i++) {
+        await a.updateRecord("p1", (e) => ({ ...e, heartbeatAt: T0 + i }));
+        await a.updateRecord("p2", (e) => ({ ...e, heartbeatAt: T0 + i }));
+      }
+      await a.updateRecord("p1", (e) => ({ ...e, status: "aborted", finishReason: "aborted" }));
+      await a.updateRecord("p2", (e) => ({ ...e, status: "completed" }));
+      await eventually(() => p1.seen.length === 2 && p2.seen.length === 2, 20_000);
+      await sleep(300); // room for anything else the stream would still deliver
+      await Promise.all([p1.stop(), p2.stop()]);
+      expect(p1.seen).toEqual(["pending", "aborted"]);
+      expect(p2.seen).toEqual(["pending", "completed"]);
+      // Two pending inserts and two status updates; none of the 1,000 turns or the 10 heartbeats.
+      expect(b.changeEventsReceived - before).toBe(4);
+      await a.close();
+      await b.close();
+    },
+  );
 });
 
 describe("mongodb store across a server restart", () => {
@@ -228,23 +283,27 @@ describe("mongodb store across a server restart", () => {
   // pending record is committed again (as the detached run's instance would still have it),
   // then another instance aborts it. The watcher's change stream must reopen and deliver the
   // abort. Against MONGODB_URI (nothing to restart) the same test checks delivery without it.
-  it("still delivers the next status change to an active subscriber after the server restarts", { timeout: 60_000 }, async () => {
-    const server: MongoJavaServer | undefined = mongo.server;
-    const watcher = freshStore();
-    const writer = sameCollections(watcher);
-    await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
-    const { seen, stop } = recordStatuses(watcher, "bg");
-    await eventually(() => seen.length === 1 && watcher.changeStreamOpen);
-    if (server) {
-      await server.restart();
-      await eventually(() => watcher.changeStreamReopens >= 1, 30_000);
+  it(
+    "still delivers the next status change to an active subscriber after the server restarts",
+    { timeout: 60_000 },
+    async () => {
+      const server: MongoJavaServer | undefined = mongo.server;
+      const watcher = freshStore();
+      const writer = sameCollections(watcher);
       await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
-    }
-    await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
-    await eventually(() => seen.length === 2, 30_000);
-    await stop();
-    expect(seen).toEqual(["pending", "aborted"]);
-    await watcher.close();
-    await writer.close();
-  });
+      const { seen, stop } = recordStatuses(watcher, "bg");
+      await eventually(() => seen.length === 1 && watcher.changeStreamOpen);
+      if (server) {
+        await server.restart();
+        await eventually(() => watcher.changeStreamReopens >= 1, 30_000);
+        await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
+      }
+      await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
+      await eventually(() => seen.length === 2, 30_000);
+      await stop();
+      expect(seen).toEqual(["pending", "aborted"]);
+      await watcher.close();
+      await writer.close();
+    },
+  );
 });

@@ -9,7 +9,8 @@ import type { StoreUnderTest } from "./conformance.js";
 /** Two echo agents ("mine", "other") sharing `store` through one registry. */
 function agentsOn(store: SessionStore) {
   const registry = new AgentRegistry({ defaultStore: store });
-  const define = (name: string) => defineCustomAgent({ name, store: "default", turn: (_input, ctx) => generateModelTurn(ctx, "echo") });
+  const define = (name: string) =>
+    defineCustomAgent({ name, store: "default", turn: (_input, ctx) => generateModelTurn(ctx, "echo") });
   const mine = define("mine");
   const other = define("other");
   registry.register(mine);
@@ -47,14 +48,19 @@ export function describeOwnership(fresh: () => Promise<StoreUnderTest>): void {
       const unknownSnapshot = await outcome(mine.getSnapshot({ snapshotId: "no-such-snapshot" }, stranger));
       const unknownSession = await outcome(mine.getSnapshot({ sessionId: "no-such-session" }, stranger));
       const hidden = (message: string, id: string) => ({ status: "NOT_FOUND", message: message.replace(id, "ID") });
-      const asUnknown = (o: Awaited<ReturnType<typeof outcome>>, id: string) => (o === "ok" ? o : hidden(o.message, id));
+      const asUnknown = (o: Awaited<ReturnType<typeof outcome>>, id: string) =>
+        o === "ok" ? o : hidden(o.message, id);
       expect(asUnknown(await outcome(mine.getSnapshot({ snapshotId: snapshotId! }, stranger)), snapshotId!)).toEqual(
         asUnknown(unknownSnapshot, "no-such-snapshot"),
       );
-      expect(asUnknown(await outcome(mine.getSnapshot({ sessionId }, stranger)), sessionId)).toEqual(asUnknown(unknownSession, "no-such-session"));
+      expect(asUnknown(await outcome(mine.getSnapshot({ sessionId }, stranger)), sessionId)).toEqual(
+        asUnknown(unknownSession, "no-such-session"),
+      );
       expect(await outcome(mine.listSnapshots(sessionId, {}, stranger))).toMatchObject({ status: "NOT_FOUND" });
       expect(await outcome(mine.runText("steal", { sessionId }, stranger))).toMatchObject({ status: "NOT_FOUND" });
-      expect(await outcome(mine.runText("steal", { snapshotId: snapshotId! }, stranger))).toMatchObject({ status: "NOT_FOUND" });
+      expect(await outcome(mine.runText("steal", { snapshotId: snapshotId! }, stranger))).toMatchObject({
+        status: "NOT_FOUND",
+      });
       expect(await outcome(mine.abort(snapshotId!, stranger))).toMatchObject({ status: "NOT_FOUND" });
       const watch = (async () => {
         for await (const _ of mine.watchSnapshot(snapshotId!, new AbortController().signal, stranger)) void _;

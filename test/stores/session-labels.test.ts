@@ -11,8 +11,12 @@ describe("validateLabels", () => {
     const copy = validateLabels(labels);
     expect(copy).toEqual(labels);
     expect(copy).not.toBe(labels);
-    expect(() => validateLabels({ env: "x", Team: "y" })).toThrow(expect.objectContaining({ status: "INVALID_ARGUMENT", message: expect.stringContaining('"Team"') }));
-    expect(() => validateLabels({ ["a".repeat(64)]: "x" })).toThrow(expect.objectContaining({ status: "INVALID_ARGUMENT" }));
+    expect(() => validateLabels({ env: "x", Team: "y" })).toThrow(
+      expect.objectContaining({ status: "INVALID_ARGUMENT", message: expect.stringContaining('"Team"') }),
+    );
+    expect(() => validateLabels({ ["a".repeat(64)]: "x" })).toThrow(
+      expect.objectContaining({ status: "INVALID_ARGUMENT" }),
+    );
     expect(() => validateLabels(["env"])).toThrow(expect.objectContaining({ status: "INVALID_ARGUMENT" }));
   });
 
@@ -29,17 +33,35 @@ describe("session queries", () => {
   it("applies defaults, clamps the page size to 1000 and round-trips page tokens", () => {
     expect(checkSessionQuery({ owner: "o", now: 5 })).toEqual({ owner: "o", pageSize: 50, now: 5 });
     expect(checkSessionQuery({ owner: "o", pageSize: 5000, now: 5 }).pageSize).toBe(1000);
-    expect(checkSessionQuery({ owner: "o", agent: "", labels: {}, now: 5 })).toEqual({ owner: "o", pageSize: 50, now: 5 });
+    expect(checkSessionQuery({ owner: "o", agent: "", labels: {}, now: 5 })).toEqual({
+      owner: "o",
+      pageSize: 50,
+      now: 5,
+    });
     const key = { updatedAt: 123, sessionId: "s/ü" };
     expect(decodeHeadPageToken(encodeHeadPageToken(key))).toEqual(key);
-    expect(() => checkSessionQuery({ owner: undefined as unknown as string })).toThrow(expect.objectContaining({ status: "INVALID_ARGUMENT" }));
-    expect(() => checkSessionQuery({ owner: "", updatedAfter: Number.NaN })).toThrow(expect.objectContaining({ status: "INVALID_ARGUMENT" }));
+    expect(() => checkSessionQuery({ owner: undefined as unknown as string })).toThrow(
+      expect.objectContaining({ status: "INVALID_ARGUMENT" }),
+    );
+    expect(() => checkSessionQuery({ owner: "", updatedAfter: Number.NaN })).toThrow(
+      expect.objectContaining({ status: "INVALID_ARGUMENT" }),
+    );
   });
 
   it("headToStore rejects a ttl whose expiry is not a safe integer", () => {
-    const head = { sessionId: "s", agent: "a", owner: "", headSnapshotId: "x", turnCount: 0, createdAt: 1, updatedAt: 1 };
+    const head = {
+      sessionId: "s",
+      agent: "a",
+      owner: "",
+      headSnapshotId: "x",
+      turnCount: 0,
+      createdAt: 1,
+      updatedAt: 1,
+    };
     expect(headToStore({ expectedVersion: 0, head: { ...head, ttlMs: 10 } }).expiresAt).toBe(11);
-    expect(() => headToStore({ expectedVersion: 0, head: { ...head, ttlMs: Number.MAX_SAFE_INTEGER } })).toThrow(expect.objectContaining({ status: "INVALID_ARGUMENT" }));
+    expect(() => headToStore({ expectedVersion: 0, head: { ...head, ttlMs: Number.MAX_SAFE_INTEGER } })).toThrow(
+      expect.objectContaining({ status: "INVALID_ARGUMENT" }),
+    );
   });
 
   it("hasSessionLifecycle tells stores with listHeads, deleteSession and sweepExpired apart", () => {

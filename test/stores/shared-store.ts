@@ -74,9 +74,13 @@ const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).
  * `command`, prints `{"result": …}` and exits.
  */
 export function startChildWriter<R>(descriptor: SharedStoreDescriptor, command: WriterCommand): ChildWriter<R> {
-  const child: ChildProcess = spawn(process.execPath, ["--import", TSX_LOADER, WRITER_SCRIPT, JSON.stringify(descriptor), JSON.stringify(command)], {
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ["--import", TSX_LOADER, WRITER_SCRIPT, JSON.stringify(descriptor), JSON.stringify(command)],
+    {
+      stdio: ["pipe", "pipe", "pipe"],
+    },
+  );
   let out = "";
   let err = "";
   let markReady: () => void = () => {};

@@ -25,7 +25,11 @@ export function counterState(sessionId: string, n = 0): SessionState<CounterStat
  * `overrides` replace any field; a `checkpoint` override recomputes
  * `checkpointBytes`, a `turnIndex` override moves `checkpointTurn` with it.
  */
-export function checkpointRecord(sessionId: string, snapshotId: string, overrides: Partial<CounterRecord> = {}): CounterRecord {
+export function checkpointRecord(
+  sessionId: string,
+  snapshotId: string,
+  overrides: Partial<CounterRecord> = {},
+): CounterRecord {
   const checkpoint = overrides.checkpoint ?? counterState(sessionId);
   const turnIndex = overrides.turnIndex ?? 0;
   const createdAt = overrides.createdAt ?? T0;
@@ -46,7 +50,11 @@ export function checkpointRecord(sessionId: string, snapshotId: string, override
 }
 
 /** A pending record (a detached run not yet finalized): neither checkpoint nor delta. */
-export function pendingRecord(sessionId: string, snapshotId: string, overrides: Partial<CounterRecord> = {}): CounterRecord {
+export function pendingRecord(
+  sessionId: string,
+  snapshotId: string,
+  overrides: Partial<CounterRecord> = {},
+): CounterRecord {
   const createdAt = overrides.createdAt ?? T0;
   const turnIndex = overrides.turnIndex ?? 0;
   return {
@@ -69,7 +77,10 @@ export function pendingRecord(sessionId: string, snapshotId: string, overrides: 
  * when `previous` is undefined): head moves to the record, turnCount + 1,
  * lease and waiters carried over.
  */
-export function headAfter(previous: SessionHead | undefined, record: Pick<CounterRecord, "snapshotId" | "sessionId" | "createdAt">): Omit<SessionHead, "version"> {
+export function headAfter(
+  previous: SessionHead | undefined,
+  record: Pick<CounterRecord, "snapshotId" | "sessionId" | "createdAt">,
+): Omit<SessionHead, "version"> {
   if (!previous) {
     return {
       sessionId: record.sessionId,
@@ -91,19 +102,31 @@ export function commitOf(previous: SessionHead | undefined, record: CounterRecor
 }
 
 /** Commits `record` on top of `previous` and returns the new head; throws when the store reports a conflict. */
-export async function commitRecord(store: SessionStore<CounterState>, previous: SessionHead | undefined, record: CounterRecord): Promise<SessionHead> {
+export async function commitRecord(
+  store: SessionStore<CounterState>,
+  previous: SessionHead | undefined,
+  record: CounterRecord,
+): Promise<SessionHead> {
   const head = await store.commit(commitOf(previous, record));
-  if (!head) throw new Error(`commit of ${record.snapshotId} on version ${previous?.version ?? 0} conflicted unexpectedly`);
+  if (!head)
+    throw new Error(`commit of ${record.snapshotId} on version ${previous?.version ?? 0} conflicted unexpectedly`);
   return head;
 }
 
 /** Every record of a session, following page tokens (newest first). */
-export async function allRecords(store: SessionStore<CounterState>, sessionId: string, pageSize?: number): Promise<CounterRecord[]> {
+export async function allRecords(
+  store: SessionStore<CounterState>,
+  sessionId: string,
+  pageSize?: number,
+): Promise<CounterRecord[]> {
   const out: CounterRecord[] = [];
   let pageToken: string | undefined;
   let pages = 0;
   do {
-    const page = await store.listRecords(sessionId, { ...(pageSize ? { pageSize } : {}), ...(pageToken ? { pageToken } : {}) });
+    const page = await store.listRecords(sessionId, {
+      ...(pageSize ? { pageSize } : {}),
+      ...(pageToken ? { pageToken } : {}),
+    });
     out.push(...page.records);
     pageToken = page.nextPageToken;
     if (pageToken && ++pages > 10_000) throw new Error(`listRecords(${sessionId}) keeps returning page tokens`);
@@ -115,7 +138,10 @@ export async function allRecords(store: SessionStore<CounterState>, sessionId: s
 export const ids = (records: readonly { snapshotId: string }[]): string[] => records.map((r) => r.snapshotId);
 
 /** The state of `snapshotId` as a reader gets it: its chain, then the chain's state. */
-export async function readState(store: SessionStore<CounterState>, snapshotId: string): Promise<SessionState<CounterState> | undefined> {
+export async function readState(
+  store: SessionStore<CounterState>,
+  snapshotId: string,
+): Promise<SessionState<CounterState> | undefined> {
   const chain = await store.getChain(snapshotId);
   if (!chain) throw new Error(`no chain for ${snapshotId}`);
   return stateOfChain(chain);

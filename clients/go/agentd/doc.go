@@ -51,6 +51,21 @@
 // token fail with connect.CodeUnauthenticated; another tenant's sessions and
 // snapshots are connect.CodeNotFound.
 //
+// # Tracing
+//
+// WithInterceptors adds connect-go interceptors to every call. With
+// otelconnect's (connectrpc.com/otelconnect) each call gets an OpenTelemetry
+// client span under the span of its context and sends that span's W3C
+// traceparent, so agentd's spans join the caller's trace; set the W3C
+// propagator (otel.SetTextMapPropagator(propagation.TraceContext{}) or
+// otelconnect.WithPropagator), as the otel default propagates nothing:
+//
+//	interceptor, err := otelconnect.NewInterceptor()
+//	if err != nil {
+//		return err
+//	}
+//	client := agentd.NewClient("http://127.0.0.1:8080", agentd.WithInterceptors(interceptor))
+//
 // # Errors
 //
 // Every RPC failure is a *connect.Error carrying a gRPC status code; read it

@@ -53,6 +53,18 @@ func WithClientOptions(opts ...connect.ClientOption) Option {
 	return func(cfg *clientConfig) { cfg.extra = append(cfg.extra, opts...) }
 }
 
+// WithInterceptors adds connect-go interceptors to every call of the client,
+// unary and streaming (bidi Chat included); it is
+// WithClientOptions(connect.WithInterceptors(interceptors...)). They run
+// inside the client's own bearer-token interceptor, in the order given (the
+// first is the outermost). For OpenTelemetry tracing pass
+// otelconnect.NewInterceptor() (connectrpc.com/otelconnect): each call then
+// gets a client span and carries the W3C traceparent header of the caller's
+// context to agentd.
+func WithInterceptors(interceptors ...connect.Interceptor) Option {
+	return WithClientOptions(connect.WithInterceptors(interceptors...))
+}
+
 // idleConnTimeout is how long NewH2CClient keeps an unused connection, the
 // value http.DefaultTransport uses.
 const idleConnTimeout = 90 * time.Second

@@ -90,11 +90,16 @@ async function runAuthenticate(
     const hasToken = headers.has("authorization");
     throw new AgentError(
       "UNAUTHENTICATED",
-      hasToken ? "the credentials were not accepted" : "credentials are required: send `authorization: Bearer <token>` (or a client certificate)",
+      hasToken
+        ? "the credentials were not accepted"
+        : "credentials are required: send `authorization: Bearer <token>` (or a client certificate)",
     );
   }
   if (typeof principal.tenant !== "string" || typeof principal.subject !== "string") {
-    throw new AgentError("UNAUTHENTICATED", "the authenticator returned a principal without a string subject and tenant");
+    throw new AgentError(
+      "UNAUTHENTICATED",
+      "the authenticator returned a principal without a string subject and tenant",
+    );
   }
   return principal;
 }

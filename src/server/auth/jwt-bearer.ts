@@ -1,5 +1,13 @@
 import { readFileSync } from "node:fs";
-import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  errors,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from "jose";
 import { AgentError } from "../../errors/agent-error.js";
 import type { Principal } from "../../types/principal.js";
 import type { Authenticate } from "./authenticator.js";
@@ -32,7 +40,10 @@ function keySet(jwks: string): JWTVerifyGetKey {
   try {
     parsed = JSON.parse(readFileSync(jwks, "utf8")) as JSONWebKeySet;
   } catch (err) {
-    throw new Error(`--auth-jwks ${jwks}: not a readable JWKS JSON file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new Error(
+      `--auth-jwks ${jwks}: not a readable JWKS JSON file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      { cause: err },
+    );
   }
   if (!Array.isArray(parsed?.keys)) throw new Error(`--auth-jwks ${jwks}: a JWKS file holds {"keys": [...]}`);
   return createLocalJWKSet(parsed);
@@ -41,11 +52,17 @@ function keySet(jwks: string): JWTVerifyGetKey {
 /** Why a token was refused, safe to tell its bearer (never the token or key material). */
 function refusal(err: unknown): AgentError {
   if (err instanceof errors.JWKSTimeout || err instanceof errors.JWKSInvalid) {
-    return new AgentError("UNAVAILABLE", "the signing keys (JWKS) could not be fetched to verify the bearer token; retry later");
+    return new AgentError(
+      "UNAVAILABLE",
+      "the signing keys (JWKS) could not be fetched to verify the bearer token; retry later",
+    );
   }
   if (err instanceof errors.JWTExpired) return new AgentError("UNAUTHENTICATED", "the bearer token (JWT) has expired");
   if (err instanceof errors.JWTClaimValidationFailed) {
-    return new AgentError("UNAUTHENTICATED", `the bearer token (JWT) was refused: its "${err.claim}" claim is not accepted here`);
+    return new AgentError(
+      "UNAUTHENTICATED",
+      `the bearer token (JWT) was refused: its "${err.claim}" claim is not accepted here`,
+    );
   }
   if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWSSignatureVerificationFailed) {
     return new AgentError("UNAUTHENTICATED", "the bearer token (JWT) is not signed by a trusted key");
@@ -82,7 +99,11 @@ export function jwtBearerAuthenticator(options: JwtBearerOptions): Authenticate 
     if (typeof tenant !== "string" || tenant === "") {
       throw new AgentError("UNAUTHENTICATED", `the bearer token (JWT) has no "${tenantClaim}" claim naming the tenant`);
     }
-    const principal: Principal = { subject: typeof payload.sub === "string" ? payload.sub : tenant, tenant, claims: Object.freeze({ ...payload }) };
+    const principal: Principal = {
+      subject: typeof payload.sub === "string" ? payload.sub : tenant,
+      tenant,
+      claims: Object.freeze({ ...payload }),
+    };
     return Object.freeze(principal);
   };
 }

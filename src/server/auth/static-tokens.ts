@@ -36,7 +36,9 @@ export function parseTokenFile(text: string, file: string): Map<string, Principa
     }
     const [token, tenant, subject] = fields as [string, string, string | undefined];
     if (token.length < MIN_TOKEN_LENGTH) {
-      throw new TokenFileError(`${where}: the token is shorter than ${MIN_TOKEN_LENGTH} characters (use e.g. \`openssl rand -hex 32\`)`);
+      throw new TokenFileError(
+        `${where}: the token is shorter than ${MIN_TOKEN_LENGTH} characters (use e.g. \`openssl rand -hex 32\`)`,
+      );
     }
     const key = digest(token);
     if (principals.has(key)) throw new TokenFileError(`${where}: the token is listed twice`);
@@ -80,7 +82,9 @@ export class StaticTokens {
     try {
       text = readFileSync(file, "utf8");
     } catch (err) {
-      throw new TokenFileError(`cannot read the tokens file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new TokenFileError(
+        `cannot read the tokens file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
     return parseTokenFile(text, file);
   }

@@ -7,7 +7,7 @@ coroutine (``watch_snapshot``, ``iter_snapshots`` and ``list_sessions`` are asyn
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Dict, Iterable, List, Mapping, Optional
+from typing import Any, AsyncIterator, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import grpc
 import grpc.aio
@@ -27,9 +27,32 @@ __all__ = ["AsyncAgentClient", "AsyncConversation", "AsyncTurn"]
 class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
     """Talks to one agentd server over gRPC on asyncio. Create it inside a running event
     loop; ``async with AsyncAgentClient("127.0.0.1:50051") as client`` closes the channel.
-    Options as for :class:`agentd_client.AgentClient`."""
+    Options as for :class:`agentd_client.AgentClient`, except that ``interceptors`` are
+    ``grpc.aio`` client interceptors (e.g. OpenTelemetry's ``aio_client_interceptors()``) and
+    need a channel the client opens (a ``grpc.aio`` channel takes them when created)."""
 
     _channels = grpc.aio
+
+    def _open_channel(
+        self,
+        target: str,
+        credentials: Optional[grpc.ChannelCredentials],
+        options: List[Tuple[str, Any]],
+        interceptors: Tuple[Any, ...],
+    ) -> grpc.aio.Channel:
+        extra = {"interceptors": list(interceptors)} if interceptors else {}
+        if credentials is not None:
+            return self._channels.secure_channel(target, credentials, options=options, **extra)
+        return self._channels.insecure_channel(target, options=options, **extra)
+
+    def _adopt_channel(self, channel: grpc.aio.Channel, interceptors: Tuple[Any, ...]) -> grpc.aio.Channel:
+        if interceptors:
+            raise ValueError(
+                "AsyncAgentClient: a grpc.aio channel takes its interceptors when it is created: "
+                "pass them to grpc.aio.insecure_channel / secure_channel, or pass a target instead "
+                "of channel="
+            )
+        return channel
 
     async def close(self) -> None:
         """Closes the channel if this client created it. Idempotent."""

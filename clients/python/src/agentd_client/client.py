@@ -29,9 +29,13 @@ class AgentClient(ClientBase[grpc.Channel]):
     leaves it open). ``token="..."`` sends ``authorization: Bearer <token>`` with every call
     (a function returning the token is called for every call); it is never put in an error
     message. ``metadata`` (other ``(key, value)`` pairs) is sent with every call;
-    ``timeout`` (seconds) is the default deadline of unary calls. Every method raises an ``AgentdError`` subclass
-    carrying the call's ``grpc.StatusCode``. Use as a context manager to close the channel.
-    Thread-safe (the channel is); conversations are not.
+    ``timeout`` (seconds) is the default deadline of unary calls. ``interceptors`` wrap every
+    call, the first outermost: grpcio client interceptors, or OpenTelemetry's
+    ``opentelemetry.instrumentation.grpc.client_interceptor()``, which sends the current
+    trace context (``traceparent``) with each call; ``GrpcInstrumentorClient().instrument()``
+    before creating the client does the same for every channel. Every method raises an
+    ``AgentdError`` subclass carrying the call's ``grpc.StatusCode``. Use as a context manager
+    to close the channel. Thread-safe (the channel is); conversations are not.
     """
 
     def close(self) -> None:
@@ -217,7 +221,12 @@ class AgentClient(ClientBase[grpc.Channel]):
         except grpc.RpcError as err:
             raise error_from_rpc(err) from err
         finally:
-            call.cancel()
+            # OpenTelemetry's client interceptor returns a generator over the call instead of
+            # the call: closing it drops the call, which grpcio then cancels.
+            if hasattr(call, "cancel"):
+                call.cancel()
+            else:
+                call.close()
 
     def wait_snapshot(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None

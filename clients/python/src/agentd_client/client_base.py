@@ -12,7 +12,7 @@ from agentd.v1 import agent_service_pb2_grpc
 from .errors import UnauthenticatedError
 from .security import TLSConfig, TLSLike, TokenLike, bearer_value
 
-__all__ = ["ClientBase", "Metadata"]
+__all__ = ["ClientBase", "Interceptors", "Metadata", "intercept_channel"]
 
 #: ``grpc.Channel`` or ``grpc.aio.Channel``.
 ChannelT = TypeVar("ChannelT")
@@ -21,19 +21,27 @@ ChannelT = TypeVar("ChannelT")
 #: ``token=``).
 Metadata = Optional[Sequence[Tuple[str, str]]]
 
+#: Client interceptors, the first outermost (it sees each call first). ``AgentClient`` takes
+#: grpcio's (``grpc.UnaryUnaryClientInterceptor``, ``grpc.StreamStreamClientInterceptor``, ...)
+#: and OpenTelemetry's ``opentelemetry.instrumentation.grpc.client_interceptor()``;
+#: ``AsyncAgentClient`` takes ``grpc.aio`` ones, e.g. ``aio_client_interceptors()`` of the same
+#: package.
+Interceptors = Optional[Sequence[Any]]
+
 
 class ClientBase(Generic[ChannelT]):
     """Opens (or adopts) a channel and holds the settings every call uses.
 
     Guarantees: with ``channel`` the client uses it and never closes it; otherwise it opens a
     secure channel when ``tls`` or ``credentials`` are given, an insecure one if not, with the
-    module in ``_channels`` (``grpc`` or ``grpc.aio``), and owns it. Raises ``ValueError``
-    with neither a target nor a channel, with ``tls`` together with ``credentials`` or
-    ``channel``, with an invalid static ``token``, or with ``token`` together with an
-    ``authorization`` entry in ``metadata``. ``_call_settings(timeout)`` is the metadata
-    (with ``authorization: Bearer <token>`` when a token is set; a token function is called
-    once per call) and the deadline (``timeout``, else the client's default) of one call.
-    The token never appears in an error message.
+    module in ``_channels`` (``grpc`` or ``grpc.aio``), and owns it. ``interceptors`` wrap
+    every call (``_open_channel`` / ``_adopt_channel``). Raises ``ValueError`` with neither a
+    target nor a channel, with ``tls`` together with ``credentials`` or ``channel``, with an
+    invalid static ``token``, with ``token`` together with an ``authorization`` entry in
+    ``metadata``, or with an interceptor the channel cannot take. ``_call_settings(timeout)``
+    is the metadata (with ``authorization: Bearer <token>`` when a token is set; a token
+    function is called once per call) and the deadline (``timeout``, else the client's
+    default) of one call. The token never appears in an error message.
     """
 
     #: Largest response the client accepts by default (grpcio's own default is 4 MiB). The server
@@ -55,6 +63,7 @@ class ClientBase(Generic[ChannelT]):
         options: Optional[Sequence[Tuple[str, Any]]] = None,
         metadata: Metadata = None,
         timeout: Optional[float] = None,
+        interceptors: Interceptors = None,
     ) -> None:
         name = type(self).__name__
         if tls is not None and tls is not False:
@@ -76,16 +85,33 @@ class ClientBase(Generic[ChannelT]):
             if not target:
                 raise ValueError(f"{name} needs a target like '127.0.0.1:50051' or a channel")
             options = with_default_limits(options)
-            if credentials is not None:
-                channel = self._channels.secure_channel(target, credentials, options=options)
-            else:
-                channel = self._channels.insecure_channel(target, options=options)
+            channel = self._open_channel(target, credentials, options, tuple(interceptors or ()))
             self._owns_channel = True
         else:
+            channel = self._adopt_channel(channel, tuple(interceptors or ()))
             self._owns_channel = False
         self._channel: ChannelT = channel
         self._stub = agent_service_pb2_grpc.AgentServiceStub(channel)
         self._timeout = timeout
+
+    def _open_channel(
+        self,
+        target: str,
+        credentials: Optional[grpc.ChannelCredentials],
+        options: List[Tuple[str, Any]],
+        interceptors: Tuple[Any, ...],
+    ) -> ChannelT:
+        """A new channel to ``target`` with ``interceptors`` (grpcio: intercepted afterwards)."""
+        check_interceptors(interceptors)  # before opening a channel that would be left open
+        if credentials is not None:
+            channel = self._channels.secure_channel(target, credentials, options=options)
+        else:
+            channel = self._channels.insecure_channel(target, options=options)
+        return self._adopt_channel(channel, interceptors)
+
+    def _adopt_channel(self, channel: ChannelT, interceptors: Tuple[Any, ...]) -> ChannelT:
+        """The caller's ``channel`` with ``interceptors``."""
+        return intercept_channel(channel, interceptors)  # type: ignore[arg-type,return-value]
 
     @property
     def channel(self) -> ChannelT:
@@ -111,6 +137,43 @@ class ClientBase(Generic[ChannelT]):
             "metadata": self._call_metadata(),
             "timeout": timeout if timeout is not None else self._timeout,
         }
+
+
+#: grpcio's client interceptor classes (``grpc.intercept_channel`` takes these).
+_GRPC_CLIENT_INTERCEPTORS = (
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.UnaryStreamClientInterceptor,
+    grpc.StreamUnaryClientInterceptor,
+    grpc.StreamStreamClientInterceptor,
+)
+
+
+def intercept_channel(channel: grpc.Channel, interceptors: Sequence[Any]) -> grpc.Channel:
+    """``channel`` with ``interceptors`` (the first outermost), each a grpcio client interceptor
+    or one of OpenTelemetry's ``grpcext`` API (``intercept_unary`` / ``intercept_stream``, what
+    ``opentelemetry.instrumentation.grpc.client_interceptor()`` returns). Raises ``ValueError``
+    for anything else."""
+    check_interceptors(interceptors)
+    for interceptor in reversed(interceptors):
+        if isinstance(interceptor, _GRPC_CLIENT_INTERCEPTORS):
+            channel = grpc.intercept_channel(channel, interceptor)
+        else:
+            from opentelemetry.instrumentation.grpc import grpcext  # only when asked for
+
+            channel = grpcext.intercept_channel(channel, interceptor)
+    return channel
+
+
+def check_interceptors(interceptors: Sequence[Any]) -> None:
+    """Raises ``ValueError`` unless every interceptor is one ``intercept_channel`` takes."""
+    for interceptor in interceptors:
+        if not isinstance(interceptor, _GRPC_CLIENT_INTERCEPTORS) and not (
+            hasattr(interceptor, "intercept_unary") or hasattr(interceptor, "intercept_stream")
+        ):
+            raise ValueError(
+                f"interceptors: {type(interceptor).__name__} is not a grpc client interceptor "
+                "(grpc.UnaryUnaryClientInterceptor, ... or OpenTelemetry's client_interceptor())"
+            )
 
 
 def with_default_limits(options: Optional[Sequence[Tuple[str, Any]]]) -> List[Tuple[str, Any]]:

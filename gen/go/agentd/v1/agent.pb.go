@@ -510,7 +510,10 @@ type TurnEnd struct {
 	TurnIndex    int32        `protobuf:"varint,3,opt,name=turn_index,json=turnIndex,proto3" json:"turn_index,omitempty"`
 	// The conversation the turn belongs to (lets a client resume by session even
 	// if the stream breaks before the output).
-	SessionId     string `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Model tokens this turn used (every model call of the turn added up).
+	// Unset when no model call of the turn reported usage.
+	Usage         *Usage `protobuf:"bytes,5,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -571,6 +574,13 @@ func (x *TurnEnd) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *TurnEnd) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
 }
 
 // AgentStreamChunk is one item of an agent's output stream.
@@ -660,7 +670,10 @@ type AgentOutput struct {
 	State        *SessionState `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
 	FinishReason FinishReason  `protobuf:"varint,6,opt,name=finish_reason,json=finishReason,proto3,enum=agentd.v1.FinishReason" json:"finish_reason,omitempty"`
 	// Set when finish_reason is FAILED.
-	Error         *AgentError `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	Error *AgentError `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	// Model tokens this invocation used (its turns added up; after detach, the
+	// turns before it). Unset when no model call reported usage.
+	Usage         *Usage `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -740,6 +753,13 @@ func (x *AgentOutput) GetFinishReason() FinishReason {
 func (x *AgentOutput) GetError() *AgentError {
 	if x != nil {
 		return x.Error
+	}
+	return nil
+}
+
+func (x *AgentOutput) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
 	}
 	return nil
 }
@@ -861,7 +881,7 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"ModelChunk\x12#\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x0f.agentd.v1.RoleR\x04role\x12)\n" +
 	"\acontent\x18\x02 \x03(\v2\x0f.agentd.v1.PartR\acontent\x12\x14\n" +
-	"\x05index\x18\x03 \x01(\x05R\x05index\"\xa6\x01\n" +
+	"\x05index\x18\x03 \x01(\x05R\x05index\"\xce\x01\n" +
 	"\aTurnEnd\x12\x1f\n" +
 	"\vsnapshot_id\x18\x01 \x01(\tR\n" +
 	"snapshotId\x12<\n" +
@@ -869,13 +889,14 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"turn_index\x18\x03 \x01(\x05R\tturnIndex\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x04 \x01(\tR\tsessionId\"\xec\x01\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\x12&\n" +
+	"\x05usage\x18\x05 \x01(\v2\x10.agentd.v1.UsageR\x05usage\"\xec\x01\n" +
 	"\x10AgentStreamChunk\x126\n" +
 	"\vmodel_chunk\x18\x01 \x01(\v2\x15.agentd.v1.ModelChunkR\n" +
 	"modelChunk\x12@\n" +
 	"\fcustom_patch\x18\x02 \x03(\v2\x1d.agentd.v1.JsonPatchOperationR\vcustomPatch\x12/\n" +
 	"\bartifact\x18\x03 \x01(\v2\x13.agentd.v1.ArtifactR\bartifact\x12-\n" +
-	"\bturn_end\x18\x04 \x01(\v2\x12.agentd.v1.TurnEndR\aturnEnd\"\xc8\x02\n" +
+	"\bturn_end\x18\x04 \x01(\v2\x12.agentd.v1.TurnEndR\aturnEnd\"\xf0\x02\n" +
 	"\vAgentOutput\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1f\n" +
@@ -885,7 +906,8 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\tartifacts\x18\x04 \x03(\v2\x13.agentd.v1.ArtifactR\tartifacts\x12-\n" +
 	"\x05state\x18\x05 \x01(\v2\x17.agentd.v1.SessionStateR\x05state\x12<\n" +
 	"\rfinish_reason\x18\x06 \x01(\x0e2\x17.agentd.v1.FinishReasonR\ffinishReason\x12+\n" +
-	"\x05error\x18\a \x01(\v2\x15.agentd.v1.AgentErrorR\x05error\"\xe2\x01\n" +
+	"\x05error\x18\a \x01(\v2\x15.agentd.v1.AgentErrorR\x05error\x12&\n" +
+	"\x05usage\x18\b \x01(\v2\x10.agentd.v1.UsageR\x05usage\"\xe2\x01\n" +
 	"\tAgentInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12E\n" +
@@ -937,9 +959,10 @@ var file_agentd_v1_agent_proto_goTypes = []any{
 	(*structpb.Value)(nil),      // 16: google.protobuf.Value
 	(Role)(0),                   // 17: agentd.v1.Role
 	(FinishReason)(0),           // 18: agentd.v1.FinishReason
-	(*Artifact)(nil),            // 19: agentd.v1.Artifact
-	(*AgentError)(nil),          // 20: agentd.v1.AgentError
-	(*structpb.Struct)(nil),     // 21: google.protobuf.Struct
+	(*Usage)(nil),               // 19: agentd.v1.Usage
+	(*Artifact)(nil),            // 20: agentd.v1.Artifact
+	(*AgentError)(nil),          // 21: agentd.v1.AgentError
+	(*structpb.Struct)(nil),     // 22: google.protobuf.Struct
 }
 var file_agentd_v1_agent_proto_depIdxs = []int32{
 	12, // 0: agentd.v1.AgentInit.state:type_name -> agentd.v1.SessionState
@@ -954,22 +977,24 @@ var file_agentd_v1_agent_proto_depIdxs = []int32{
 	17, // 9: agentd.v1.ModelChunk.role:type_name -> agentd.v1.Role
 	15, // 10: agentd.v1.ModelChunk.content:type_name -> agentd.v1.Part
 	18, // 11: agentd.v1.TurnEnd.finish_reason:type_name -> agentd.v1.FinishReason
-	6,  // 12: agentd.v1.AgentStreamChunk.model_chunk:type_name -> agentd.v1.ModelChunk
-	5,  // 13: agentd.v1.AgentStreamChunk.custom_patch:type_name -> agentd.v1.JsonPatchOperation
-	19, // 14: agentd.v1.AgentStreamChunk.artifact:type_name -> agentd.v1.Artifact
-	7,  // 15: agentd.v1.AgentStreamChunk.turn_end:type_name -> agentd.v1.TurnEnd
-	14, // 16: agentd.v1.AgentOutput.message:type_name -> agentd.v1.Message
-	19, // 17: agentd.v1.AgentOutput.artifacts:type_name -> agentd.v1.Artifact
-	12, // 18: agentd.v1.AgentOutput.state:type_name -> agentd.v1.SessionState
-	18, // 19: agentd.v1.AgentOutput.finish_reason:type_name -> agentd.v1.FinishReason
-	20, // 20: agentd.v1.AgentOutput.error:type_name -> agentd.v1.AgentError
-	1,  // 21: agentd.v1.AgentInfo.state_management:type_name -> agentd.v1.StateManagement
-	21, // 22: agentd.v1.AgentInfo.state_schema:type_name -> google.protobuf.Struct
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	19, // 12: agentd.v1.TurnEnd.usage:type_name -> agentd.v1.Usage
+	6,  // 13: agentd.v1.AgentStreamChunk.model_chunk:type_name -> agentd.v1.ModelChunk
+	5,  // 14: agentd.v1.AgentStreamChunk.custom_patch:type_name -> agentd.v1.JsonPatchOperation
+	20, // 15: agentd.v1.AgentStreamChunk.artifact:type_name -> agentd.v1.Artifact
+	7,  // 16: agentd.v1.AgentStreamChunk.turn_end:type_name -> agentd.v1.TurnEnd
+	14, // 17: agentd.v1.AgentOutput.message:type_name -> agentd.v1.Message
+	20, // 18: agentd.v1.AgentOutput.artifacts:type_name -> agentd.v1.Artifact
+	12, // 19: agentd.v1.AgentOutput.state:type_name -> agentd.v1.SessionState
+	18, // 20: agentd.v1.AgentOutput.finish_reason:type_name -> agentd.v1.FinishReason
+	21, // 21: agentd.v1.AgentOutput.error:type_name -> agentd.v1.AgentError
+	19, // 22: agentd.v1.AgentOutput.usage:type_name -> agentd.v1.Usage
+	1,  // 23: agentd.v1.AgentInfo.state_management:type_name -> agentd.v1.StateManagement
+	22, // 24: agentd.v1.AgentInfo.state_schema:type_name -> google.protobuf.Struct
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_agent_proto_init() }

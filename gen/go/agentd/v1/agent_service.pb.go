@@ -873,7 +873,11 @@ type Session struct {
 	// When the session expires if nothing updates it; unset: never.
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// Its idle time-to-live; unset: none.
-	Ttl           *durationpb.Duration `protobuf:"bytes,10,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	Ttl *durationpb.Duration `protobuf:"bytes,10,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Running totals of the model tokens used by every turn committed to the
+	// session (every branch, background work included). Unset until a model
+	// call reported usage.
+	Usage         *Usage `protobuf:"bytes,11,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -974,6 +978,13 @@ func (x *Session) GetExpiresAt() *timestamppb.Timestamp {
 func (x *Session) GetTtl() *durationpb.Duration {
 	if x != nil {
 		return x.Ttl
+	}
+	return nil
+}
+
+func (x *Session) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
 	}
 	return nil
 }
@@ -1474,7 +1485,7 @@ const file_agentd_v1_agent_service_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\x0e2\x19.agentd.v1.SnapshotStatusR\x06status\"\x13\n" +
 	"\x11ListAgentsRequest\"B\n" +
 	"\x12ListAgentsResponse\x12,\n" +
-	"\x06agents\x18\x01 \x03(\v2\x14.agentd.v1.AgentInfoR\x06agents\"\x94\x04\n" +
+	"\x06agents\x18\x01 \x03(\v2\x14.agentd.v1.AgentInfoR\x06agents\"\xbc\x04\n" +
 	"\aSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -1492,7 +1503,8 @@ const file_agentd_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12+\n" +
 	"\x03ttl\x18\n" +
-	" \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x1a9\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12&\n" +
+	"\x05usage\x18\v \x01(\v2\x10.agentd.v1.UsageR\x05usage\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x02\n" +
@@ -1599,6 +1611,7 @@ var file_agentd_v1_agent_service_proto_goTypes = []any{
 	(*AgentInfo)(nil),             // 34: agentd.v1.AgentInfo
 	(*timestamppb.Timestamp)(nil), // 35: google.protobuf.Timestamp
 	(*durationpb.Duration)(nil),   // 36: google.protobuf.Duration
+	(*Usage)(nil),                 // 37: agentd.v1.Usage
 }
 var file_agentd_v1_agent_service_proto_depIdxs = []int32{
 	28, // 0: agentd.v1.ChatRequest.init:type_name -> agentd.v1.AgentInit
@@ -1623,42 +1636,43 @@ var file_agentd_v1_agent_service_proto_depIdxs = []int32{
 	35, // 19: agentd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
 	35, // 20: agentd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
 	36, // 21: agentd.v1.Session.ttl:type_name -> google.protobuf.Duration
-	26, // 22: agentd.v1.ListSessionsRequest.labels:type_name -> agentd.v1.ListSessionsRequest.LabelsEntry
-	35, // 23: agentd.v1.ListSessionsRequest.updated_after:type_name -> google.protobuf.Timestamp
-	16, // 24: agentd.v1.ListSessionsResponse.sessions:type_name -> agentd.v1.Session
-	16, // 25: agentd.v1.GetSessionResponse.session:type_name -> agentd.v1.Session
-	27, // 26: agentd.v1.UpdateSessionRequest.set_labels:type_name -> agentd.v1.UpdateSessionRequest.SetLabelsEntry
-	36, // 27: agentd.v1.UpdateSessionRequest.ttl:type_name -> google.protobuf.Duration
-	16, // 28: agentd.v1.UpdateSessionResponse.session:type_name -> agentd.v1.Session
-	0,  // 29: agentd.v1.AgentService.Chat:input_type -> agentd.v1.ChatRequest
-	2,  // 30: agentd.v1.AgentService.Run:input_type -> agentd.v1.RunRequest
-	4,  // 31: agentd.v1.AgentService.RunStream:input_type -> agentd.v1.RunStreamRequest
-	6,  // 32: agentd.v1.AgentService.GetSnapshot:input_type -> agentd.v1.GetSnapshotRequest
-	8,  // 33: agentd.v1.AgentService.ListSnapshots:input_type -> agentd.v1.ListSnapshotsRequest
-	10, // 34: agentd.v1.AgentService.WatchSnapshot:input_type -> agentd.v1.WatchSnapshotRequest
-	12, // 35: agentd.v1.AgentService.Abort:input_type -> agentd.v1.AbortRequest
-	14, // 36: agentd.v1.AgentService.ListAgents:input_type -> agentd.v1.ListAgentsRequest
-	17, // 37: agentd.v1.AgentService.ListSessions:input_type -> agentd.v1.ListSessionsRequest
-	19, // 38: agentd.v1.AgentService.GetSession:input_type -> agentd.v1.GetSessionRequest
-	21, // 39: agentd.v1.AgentService.UpdateSession:input_type -> agentd.v1.UpdateSessionRequest
-	23, // 40: agentd.v1.AgentService.DeleteSession:input_type -> agentd.v1.DeleteSessionRequest
-	1,  // 41: agentd.v1.AgentService.Chat:output_type -> agentd.v1.ChatResponse
-	3,  // 42: agentd.v1.AgentService.Run:output_type -> agentd.v1.RunResponse
-	5,  // 43: agentd.v1.AgentService.RunStream:output_type -> agentd.v1.RunStreamResponse
-	7,  // 44: agentd.v1.AgentService.GetSnapshot:output_type -> agentd.v1.GetSnapshotResponse
-	9,  // 45: agentd.v1.AgentService.ListSnapshots:output_type -> agentd.v1.ListSnapshotsResponse
-	11, // 46: agentd.v1.AgentService.WatchSnapshot:output_type -> agentd.v1.WatchSnapshotResponse
-	13, // 47: agentd.v1.AgentService.Abort:output_type -> agentd.v1.AbortResponse
-	15, // 48: agentd.v1.AgentService.ListAgents:output_type -> agentd.v1.ListAgentsResponse
-	18, // 49: agentd.v1.AgentService.ListSessions:output_type -> agentd.v1.ListSessionsResponse
-	20, // 50: agentd.v1.AgentService.GetSession:output_type -> agentd.v1.GetSessionResponse
-	22, // 51: agentd.v1.AgentService.UpdateSession:output_type -> agentd.v1.UpdateSessionResponse
-	24, // 52: agentd.v1.AgentService.DeleteSession:output_type -> agentd.v1.DeleteSessionResponse
-	41, // [41:53] is the sub-list for method output_type
-	29, // [29:41] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	37, // 22: agentd.v1.Session.usage:type_name -> agentd.v1.Usage
+	26, // 23: agentd.v1.ListSessionsRequest.labels:type_name -> agentd.v1.ListSessionsRequest.LabelsEntry
+	35, // 24: agentd.v1.ListSessionsRequest.updated_after:type_name -> google.protobuf.Timestamp
+	16, // 25: agentd.v1.ListSessionsResponse.sessions:type_name -> agentd.v1.Session
+	16, // 26: agentd.v1.GetSessionResponse.session:type_name -> agentd.v1.Session
+	27, // 27: agentd.v1.UpdateSessionRequest.set_labels:type_name -> agentd.v1.UpdateSessionRequest.SetLabelsEntry
+	36, // 28: agentd.v1.UpdateSessionRequest.ttl:type_name -> google.protobuf.Duration
+	16, // 29: agentd.v1.UpdateSessionResponse.session:type_name -> agentd.v1.Session
+	0,  // 30: agentd.v1.AgentService.Chat:input_type -> agentd.v1.ChatRequest
+	2,  // 31: agentd.v1.AgentService.Run:input_type -> agentd.v1.RunRequest
+	4,  // 32: agentd.v1.AgentService.RunStream:input_type -> agentd.v1.RunStreamRequest
+	6,  // 33: agentd.v1.AgentService.GetSnapshot:input_type -> agentd.v1.GetSnapshotRequest
+	8,  // 34: agentd.v1.AgentService.ListSnapshots:input_type -> agentd.v1.ListSnapshotsRequest
+	10, // 35: agentd.v1.AgentService.WatchSnapshot:input_type -> agentd.v1.WatchSnapshotRequest
+	12, // 36: agentd.v1.AgentService.Abort:input_type -> agentd.v1.AbortRequest
+	14, // 37: agentd.v1.AgentService.ListAgents:input_type -> agentd.v1.ListAgentsRequest
+	17, // 38: agentd.v1.AgentService.ListSessions:input_type -> agentd.v1.ListSessionsRequest
+	19, // 39: agentd.v1.AgentService.GetSession:input_type -> agentd.v1.GetSessionRequest
+	21, // 40: agentd.v1.AgentService.UpdateSession:input_type -> agentd.v1.UpdateSessionRequest
+	23, // 41: agentd.v1.AgentService.DeleteSession:input_type -> agentd.v1.DeleteSessionRequest
+	1,  // 42: agentd.v1.AgentService.Chat:output_type -> agentd.v1.ChatResponse
+	3,  // 43: agentd.v1.AgentService.Run:output_type -> agentd.v1.RunResponse
+	5,  // 44: agentd.v1.AgentService.RunStream:output_type -> agentd.v1.RunStreamResponse
+	7,  // 45: agentd.v1.AgentService.GetSnapshot:output_type -> agentd.v1.GetSnapshotResponse
+	9,  // 46: agentd.v1.AgentService.ListSnapshots:output_type -> agentd.v1.ListSnapshotsResponse
+	11, // 47: agentd.v1.AgentService.WatchSnapshot:output_type -> agentd.v1.WatchSnapshotResponse
+	13, // 48: agentd.v1.AgentService.Abort:output_type -> agentd.v1.AbortResponse
+	15, // 49: agentd.v1.AgentService.ListAgents:output_type -> agentd.v1.ListAgentsResponse
+	18, // 50: agentd.v1.AgentService.ListSessions:output_type -> agentd.v1.ListSessionsResponse
+	20, // 51: agentd.v1.AgentService.GetSession:output_type -> agentd.v1.GetSessionResponse
+	22, // 52: agentd.v1.AgentService.UpdateSession:output_type -> agentd.v1.UpdateSessionResponse
+	24, // 53: agentd.v1.AgentService.DeleteSession:output_type -> agentd.v1.DeleteSessionResponse
+	42, // [42:54] is the sub-list for method output_type
+	30, // [30:42] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_agent_service_proto_init() }

@@ -318,7 +318,11 @@ type Snapshot struct {
 	Error *AgentError `protobuf:"bytes,10,opt,name=error,proto3" json:"error,omitempty"`
 	// The captured state, after the agent's state transform. Unset on pending rows,
 	// and in ListSnapshots unless include_state is set.
-	State         *SessionState `protobuf:"bytes,11,opt,name=state,proto3" json:"state,omitempty"`
+	State *SessionState `protobuf:"bytes,11,opt,name=state,proto3" json:"state,omitempty"`
+	// Model tokens the turn that wrote this snapshot used (for a background
+	// snapshot: every turn of the detached work). Unset when no model call of
+	// the turn reported usage.
+	Usage         *Usage `protobuf:"bytes,12,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -430,6 +434,78 @@ func (x *Snapshot) GetState() *SessionState {
 	return nil
 }
 
+func (x *Snapshot) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+// Usage counts model tokens, as the model provider reported them (the offline
+// echo model reports deterministic word counts; see the README).
+type Usage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tokens read by the model (prompt, history, tool results).
+	InputTokens int64 `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	// Tokens the model generated.
+	OutputTokens int64 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// input_tokens + output_tokens unless the provider reported its own total.
+	TotalTokens   int64 `protobuf:"varint,3,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Usage) Reset() {
+	*x = Usage{}
+	mi := &file_agentd_v1_state_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Usage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Usage) ProtoMessage() {}
+
+func (x *Usage) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_state_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Usage.ProtoReflect.Descriptor instead.
+func (*Usage) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_state_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Usage) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetTotalTokens() int64 {
+	if x != nil {
+		return x.TotalTokens
+	}
+	return 0
+}
+
 var File_agentd_v1_state_proto protoreflect.FileDescriptor
 
 const file_agentd_v1_state_proto_rawDesc = "" +
@@ -445,7 +521,7 @@ const file_agentd_v1_state_proto_rawDesc = "" +
 	"AgentError\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x121\n" +
-	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\x88\x04\n" +
+	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\xb0\x04\n" +
 	"\bSnapshot\x12\x1f\n" +
 	"\vsnapshot_id\x18\x01 \x01(\tR\n" +
 	"snapshotId\x12\x1d\n" +
@@ -463,7 +539,12 @@ const file_agentd_v1_state_proto_rawDesc = "" +
 	"\rfinish_reason\x18\t \x01(\x0e2\x17.agentd.v1.FinishReasonR\ffinishReason\x12+\n" +
 	"\x05error\x18\n" +
 	" \x01(\v2\x15.agentd.v1.AgentErrorR\x05error\x12-\n" +
-	"\x05state\x18\v \x01(\v2\x17.agentd.v1.SessionStateR\x05state*\xc3\x01\n" +
+	"\x05state\x18\v \x01(\v2\x17.agentd.v1.SessionStateR\x05state\x12&\n" +
+	"\x05usage\x18\f \x01(\v2\x10.agentd.v1.UsageR\x05usage\"r\n" +
+	"\x05Usage\x12!\n" +
+	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12!\n" +
+	"\ftotal_tokens\x18\x03 \x01(\x03R\vtotalTokens*\xc3\x01\n" +
 	"\x0eSnapshotStatus\x12\x1f\n" +
 	"\x1bSNAPSHOT_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SNAPSHOT_STATUS_PENDING\x10\x01\x12\x1d\n" +
@@ -496,36 +577,38 @@ func file_agentd_v1_state_proto_rawDescGZIP() []byte {
 }
 
 var file_agentd_v1_state_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agentd_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_agentd_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_agentd_v1_state_proto_goTypes = []any{
 	(SnapshotStatus)(0),           // 0: agentd.v1.SnapshotStatus
 	(FinishReason)(0),             // 1: agentd.v1.FinishReason
 	(*SessionState)(nil),          // 2: agentd.v1.SessionState
 	(*AgentError)(nil),            // 3: agentd.v1.AgentError
 	(*Snapshot)(nil),              // 4: agentd.v1.Snapshot
-	(*Message)(nil),               // 5: agentd.v1.Message
-	(*structpb.Value)(nil),        // 6: google.protobuf.Value
-	(*Artifact)(nil),              // 7: agentd.v1.Artifact
-	(*structpb.Struct)(nil),       // 8: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*Usage)(nil),                 // 5: agentd.v1.Usage
+	(*Message)(nil),               // 6: agentd.v1.Message
+	(*structpb.Value)(nil),        // 7: google.protobuf.Value
+	(*Artifact)(nil),              // 8: agentd.v1.Artifact
+	(*structpb.Struct)(nil),       // 9: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_agentd_v1_state_proto_depIdxs = []int32{
-	5,  // 0: agentd.v1.SessionState.messages:type_name -> agentd.v1.Message
-	6,  // 1: agentd.v1.SessionState.custom:type_name -> google.protobuf.Value
-	7,  // 2: agentd.v1.SessionState.artifacts:type_name -> agentd.v1.Artifact
-	8,  // 3: agentd.v1.AgentError.details:type_name -> google.protobuf.Struct
-	9,  // 4: agentd.v1.Snapshot.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 5: agentd.v1.Snapshot.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 6: agentd.v1.Snapshot.heartbeat_at:type_name -> google.protobuf.Timestamp
+	6,  // 0: agentd.v1.SessionState.messages:type_name -> agentd.v1.Message
+	7,  // 1: agentd.v1.SessionState.custom:type_name -> google.protobuf.Value
+	8,  // 2: agentd.v1.SessionState.artifacts:type_name -> agentd.v1.Artifact
+	9,  // 3: agentd.v1.AgentError.details:type_name -> google.protobuf.Struct
+	10, // 4: agentd.v1.Snapshot.created_at:type_name -> google.protobuf.Timestamp
+	10, // 5: agentd.v1.Snapshot.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 6: agentd.v1.Snapshot.heartbeat_at:type_name -> google.protobuf.Timestamp
 	0,  // 7: agentd.v1.Snapshot.status:type_name -> agentd.v1.SnapshotStatus
 	1,  // 8: agentd.v1.Snapshot.finish_reason:type_name -> agentd.v1.FinishReason
 	3,  // 9: agentd.v1.Snapshot.error:type_name -> agentd.v1.AgentError
 	2,  // 10: agentd.v1.Snapshot.state:type_name -> agentd.v1.SessionState
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	5,  // 11: agentd.v1.Snapshot.usage:type_name -> agentd.v1.Usage
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_state_proto_init() }
@@ -540,7 +623,7 @@ func file_agentd_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentd_v1_state_proto_rawDesc), len(file_agentd_v1_state_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentd/v1/state.proto.
  */
 export const file_agentd_v1_state: GenFile = /*@__PURE__*/
-  fileDesc("ChVhZ2VudGQvdjEvc3RhdGUucHJvdG8SCWFnZW50ZC52MSKYAQoMU2Vzc2lvblN0YXRlEhIKCnNlc3Npb25faWQYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgZjdXN0b20YAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJgoJYXJ0aWZhY3RzGAQgAygLMhMuYWdlbnRkLnYxLkFydGlmYWN0IlcKCkFnZW50RXJyb3ISDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSKAoHZGV0YWlscxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QilQMKCFNuYXBzaG90EhMKC3NuYXBzaG90X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJEhIKCnR1cm5faW5kZXgYBCABKAUSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMaGVhcnRiZWF0X2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgZzdGF0dXMYCCABKA4yGS5hZ2VudGQudjEuU25hcHNob3RTdGF0dXMSLgoNZmluaXNoX3JlYXNvbhgJIAEoDjIXLmFnZW50ZC52MS5GaW5pc2hSZWFzb24SJAoFZXJyb3IYCiABKAsyFS5hZ2VudGQudjEuQWdlbnRFcnJvchImCgVzdGF0ZRgLIAEoCzIXLmFnZW50ZC52MS5TZXNzaW9uU3RhdGUqwwEKDlNuYXBzaG90U3RhdHVzEh8KG1NOQVBTSE9UX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF1NOQVBTSE9UX1NUQVRVU19QRU5ESU5HEAESHQoZU05BUFNIT1RfU1RBVFVTX0NPTVBMRVRFRBACEhoKFlNOQVBTSE9UX1NUQVRVU19GQUlMRUQQAxIbChdTTkFQU0hPVF9TVEFUVVNfQUJPUlRFRBAEEhsKF1NOQVBTSE9UX1NUQVRVU19FWFBJUkVEEAUqngIKDEZpbmlzaFJlYXNvbhIdChlGSU5JU0hfUkVBU09OX1VOU1BFQ0lGSUVEEAASFgoSRklOSVNIX1JFQVNPTl9TVE9QEAESGAoURklOSVNIX1JFQVNPTl9MRU5HVEgQAhIZChVGSU5JU0hfUkVBU09OX0JMT0NLRUQQAxIdChlGSU5JU0hfUkVBU09OX0lOVEVSUlVQVEVEEAQSFwoTRklOSVNIX1JFQVNPTl9PVEhFUhAFEhkKFUZJTklTSF9SRUFTT05fVU5LTk9XThAGEhkKFUZJTklTSF9SRUFTT05fQUJPUlRFRBAHEhoKFkZJTklTSF9SRUFTT05fREVUQUNIRUQQCBIYChRGSU5JU0hfUkVBU09OX0ZBSUxFRBAJQjhaNmdpdGh1Yi5jb20vYWdlbnRkLWRldi9hZ2VudGQvZ2VuL2dvL2FnZW50ZC92MTthZ2VudGR2MWIGcHJvdG8z", [file_agentd_v1_content, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChVhZ2VudGQvdjEvc3RhdGUucHJvdG8SCWFnZW50ZC52MSKYAQoMU2Vzc2lvblN0YXRlEhIKCnNlc3Npb25faWQYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgZjdXN0b20YAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJgoJYXJ0aWZhY3RzGAQgAygLMhMuYWdlbnRkLnYxLkFydGlmYWN0IlcKCkFnZW50RXJyb3ISDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSKAoHZGV0YWlscxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QitgMKCFNuYXBzaG90EhMKC3NuYXBzaG90X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJEhIKCnR1cm5faW5kZXgYBCABKAUSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMaGVhcnRiZWF0X2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgZzdGF0dXMYCCABKA4yGS5hZ2VudGQudjEuU25hcHNob3RTdGF0dXMSLgoNZmluaXNoX3JlYXNvbhgJIAEoDjIXLmFnZW50ZC52MS5GaW5pc2hSZWFzb24SJAoFZXJyb3IYCiABKAsyFS5hZ2VudGQudjEuQWdlbnRFcnJvchImCgVzdGF0ZRgLIAEoCzIXLmFnZW50ZC52MS5TZXNzaW9uU3RhdGUSHwoFdXNhZ2UYDCABKAsyEC5hZ2VudGQudjEuVXNhZ2UiSgoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgDEhUKDW91dHB1dF90b2tlbnMYAiABKAMSFAoMdG90YWxfdG9rZW5zGAMgASgDKsMBCg5TbmFwc2hvdFN0YXR1cxIfChtTTkFQU0hPVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdTTkFQU0hPVF9TVEFUVVNfUEVORElORxABEh0KGVNOQVBTSE9UX1NUQVRVU19DT01QTEVURUQQAhIaChZTTkFQU0hPVF9TVEFUVVNfRkFJTEVEEAMSGwoXU05BUFNIT1RfU1RBVFVTX0FCT1JURUQQBBIbChdTTkFQU0hPVF9TVEFUVVNfRVhQSVJFRBAFKp4CCgxGaW5pc2hSZWFzb24SHQoZRklOSVNIX1JFQVNPTl9VTlNQRUNJRklFRBAAEhYKEkZJTklTSF9SRUFTT05fU1RPUBABEhgKFEZJTklTSF9SRUFTT05fTEVOR1RIEAISGQoVRklOSVNIX1JFQVNPTl9CTE9DS0VEEAMSHQoZRklOSVNIX1JFQVNPTl9JTlRFUlJVUFRFRBAEEhcKE0ZJTklTSF9SRUFTT05fT1RIRVIQBRIZChVGSU5JU0hfUkVBU09OX1VOS05PV04QBhIZChVGSU5JU0hfUkVBU09OX0FCT1JURUQQBxIaChZGSU5JU0hfUkVBU09OX0RFVEFDSEVEEAgSGAoURklOSVNIX1JFQVNPTl9GQUlMRUQQCUI4WjZnaXRodWIuY29tL2FnZW50ZC1kZXYvYWdlbnRkL2dlbi9nby9hZ2VudGQvdjE7YWdlbnRkdjFiBnByb3RvMw", [file_agentd_v1_content, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * SessionState is the portable conversation state.
@@ -164,6 +164,15 @@ export type Snapshot = Message<"agentd.v1.Snapshot"> & {
    * @generated from field: agentd.v1.SessionState state = 11;
    */
   state?: SessionState | undefined;
+
+  /**
+   * Model tokens the turn that wrote this snapshot used (for a background
+   * snapshot: every turn of the detached work). Unset when no model call of
+   * the turn reported usage.
+   *
+   * @generated from field: agentd.v1.Usage usage = 12;
+   */
+  usage?: Usage | undefined;
 };
 
 /**
@@ -172,6 +181,42 @@ export type Snapshot = Message<"agentd.v1.Snapshot"> & {
  */
 export const SnapshotSchema: GenMessage<Snapshot> = /*@__PURE__*/
   messageDesc(file_agentd_v1_state, 2);
+
+/**
+ * Usage counts model tokens, as the model provider reported them (the offline
+ * echo model reports deterministic word counts; see the README).
+ *
+ * @generated from message agentd.v1.Usage
+ */
+export type Usage = Message<"agentd.v1.Usage"> & {
+  /**
+   * Tokens read by the model (prompt, history, tool results).
+   *
+   * @generated from field: int64 input_tokens = 1;
+   */
+  inputTokens: bigint;
+
+  /**
+   * Tokens the model generated.
+   *
+   * @generated from field: int64 output_tokens = 2;
+   */
+  outputTokens: bigint;
+
+  /**
+   * input_tokens + output_tokens unless the provider reported its own total.
+   *
+   * @generated from field: int64 total_tokens = 3;
+   */
+  totalTokens: bigint;
+};
+
+/**
+ * Describes the message agentd.v1.Usage.
+ * Use `create(UsageSchema)` to create a new message.
+ */
+export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_state, 3);
 
 /**
  * SnapshotStatus is the lifecycle state of a snapshot.

@@ -98,16 +98,18 @@ class ModelChunk(_message.Message):
     def __init__(self, role: _Optional[_Union[_content_pb2.Role, str]] = ..., content: _Optional[_Iterable[_Union[_content_pb2.Part, _Mapping]]] = ..., index: _Optional[int] = ...) -> None: ...
 
 class TurnEnd(_message.Message):
-    __slots__ = ("snapshot_id", "finish_reason", "turn_index", "session_id")
+    __slots__ = ("snapshot_id", "finish_reason", "turn_index", "session_id", "usage")
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
     TURN_INDEX_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     snapshot_id: str
     finish_reason: _state_pb2.FinishReason
     turn_index: int
     session_id: str
-    def __init__(self, snapshot_id: _Optional[str] = ..., finish_reason: _Optional[_Union[_state_pb2.FinishReason, str]] = ..., turn_index: _Optional[int] = ..., session_id: _Optional[str] = ...) -> None: ...
+    usage: _state_pb2.Usage
+    def __init__(self, snapshot_id: _Optional[str] = ..., finish_reason: _Optional[_Union[_state_pb2.FinishReason, str]] = ..., turn_index: _Optional[int] = ..., session_id: _Optional[str] = ..., usage: _Optional[_Union[_state_pb2.Usage, _Mapping]] = ...) -> None: ...
 
 class AgentStreamChunk(_message.Message):
     __slots__ = ("model_chunk", "custom_patch", "artifact", "turn_end")
@@ -122,7 +124,7 @@ class AgentStreamChunk(_message.Message):
     def __init__(self, model_chunk: _Optional[_Union[ModelChunk, _Mapping]] = ..., custom_patch: _Optional[_Iterable[_Union[JsonPatchOperation, _Mapping]]] = ..., artifact: _Optional[_Union[_content_pb2.Artifact, _Mapping]] = ..., turn_end: _Optional[_Union[TurnEnd, _Mapping]] = ...) -> None: ...
 
 class AgentOutput(_message.Message):
-    __slots__ = ("session_id", "snapshot_id", "message", "artifacts", "state", "finish_reason", "error")
+    __slots__ = ("session_id", "snapshot_id", "message", "artifacts", "state", "finish_reason", "error", "usage")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -130,6 +132,7 @@ class AgentOutput(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     snapshot_id: str
     message: _content_pb2.Message
@@ -137,7 +140,8 @@ class AgentOutput(_message.Message):
     state: _state_pb2.SessionState
     finish_reason: _state_pb2.FinishReason
     error: _state_pb2.AgentError
-    def __init__(self, session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., message: _Optional[_Union[_content_pb2.Message, _Mapping]] = ..., artifacts: _Optional[_Iterable[_Union[_content_pb2.Artifact, _Mapping]]] = ..., state: _Optional[_Union[_state_pb2.SessionState, _Mapping]] = ..., finish_reason: _Optional[_Union[_state_pb2.FinishReason, str]] = ..., error: _Optional[_Union[_state_pb2.AgentError, _Mapping]] = ...) -> None: ...
+    usage: _state_pb2.Usage
+    def __init__(self, session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., message: _Optional[_Union[_content_pb2.Message, _Mapping]] = ..., artifacts: _Optional[_Iterable[_Union[_content_pb2.Artifact, _Mapping]]] = ..., state: _Optional[_Union[_state_pb2.SessionState, _Mapping]] = ..., finish_reason: _Optional[_Union[_state_pb2.FinishReason, str]] = ..., error: _Optional[_Union[_state_pb2.AgentError, _Mapping]] = ..., usage: _Optional[_Union[_state_pb2.Usage, _Mapping]] = ...) -> None: ...
 
 class AgentInfo(_message.Message):
     __slots__ = ("name", "description", "state_management", "abortable", "state_schema")

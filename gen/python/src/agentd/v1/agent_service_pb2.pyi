@@ -139,7 +139,7 @@ class ListAgentsResponse(_message.Message):
     def __init__(self, agents: _Optional[_Iterable[_Union[_agent_pb2.AgentInfo, _Mapping]]] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ("session_id", "agent", "labels", "turn_count", "head_snapshot_id", "head_status", "created_at", "updated_at", "expires_at", "ttl")
+    __slots__ = ("session_id", "agent", "labels", "turn_count", "head_snapshot_id", "head_status", "created_at", "updated_at", "expires_at", "ttl", "usage")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -157,6 +157,7 @@ class Session(_message.Message):
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     agent: str
     labels: _containers.ScalarMap[str, str]
@@ -167,7 +168,8 @@ class Session(_message.Message):
     updated_at: _timestamp_pb2.Timestamp
     expires_at: _timestamp_pb2.Timestamp
     ttl: _duration_pb2.Duration
-    def __init__(self, session_id: _Optional[str] = ..., agent: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., turn_count: _Optional[int] = ..., head_snapshot_id: _Optional[str] = ..., head_status: _Optional[_Union[_state_pb2.SnapshotStatus, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    usage: _state_pb2.Usage
+    def __init__(self, session_id: _Optional[str] = ..., agent: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., turn_count: _Optional[int] = ..., head_snapshot_id: _Optional[str] = ..., head_status: _Optional[_Union[_state_pb2.SnapshotStatus, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., usage: _Optional[_Union[_state_pb2.Usage, _Mapping]] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
     __slots__ = ("agent", "labels", "updated_after", "page_size", "page_token")

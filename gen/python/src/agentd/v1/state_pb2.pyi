@@ -73,7 +73,7 @@ class AgentError(_message.Message):
     def __init__(self, status: _Optional[str] = ..., message: _Optional[str] = ..., details: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class Snapshot(_message.Message):
-    __slots__ = ("snapshot_id", "session_id", "parent_id", "turn_index", "created_at", "updated_at", "heartbeat_at", "status", "finish_reason", "error", "state")
+    __slots__ = ("snapshot_id", "session_id", "parent_id", "turn_index", "created_at", "updated_at", "heartbeat_at", "status", "finish_reason", "error", "state", "usage")
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -85,6 +85,7 @@ class Snapshot(_message.Message):
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     snapshot_id: str
     session_id: str
     parent_id: str
@@ -96,4 +97,15 @@ class Snapshot(_message.Message):
     finish_reason: FinishReason
     error: AgentError
     state: SessionState
-    def __init__(self, snapshot_id: _Optional[str] = ..., session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., turn_index: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[SnapshotStatus, str]] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., error: _Optional[_Union[AgentError, _Mapping]] = ..., state: _Optional[_Union[SessionState, _Mapping]] = ...) -> None: ...
+    usage: Usage
+    def __init__(self, snapshot_id: _Optional[str] = ..., session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., turn_index: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[SnapshotStatus, str]] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., error: _Optional[_Union[AgentError, _Mapping]] = ..., state: _Optional[_Union[SessionState, _Mapping]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
+
+class Usage(_message.Message):
+    __slots__ = ("input_tokens", "output_tokens", "total_tokens")
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., total_tokens: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,178 @@
+import { AgentError } from "../errors/agent-error.js";
+import type { Model } from "../models/model.js";
+import { PromptRegistry, type RenderedPromptTurn } from "./prompt-registry.js";
+import type { Tool } from "../tools/define-tool.js";
+import { DEFAULT_MAX_TOOL_ITERATIONS, runToolLoop } from "../tools/tool-loop.js";
+import type { Message } from "../types/content.js";
+import { Agent, type AgentDefinition } from "../runtime/agent.js";
+import type { TurnFnContext } from "../runtime/agent-function.js";
+import { agentFnFromTurns } from "../runtime/custom-agent.js";
+
+/** Options every prompt-backed agent takes besides the agent options. */
+export interface PromptBackedOptions {
+  /** Tools the model may call. */
+  tools?: Tool[];
+  /** Tool rounds allowed per turn (default {@link DEFAULT_MAX_TOOL_ITERATIONS}); one more fails the turn in-band. */
+  maxToolIterations?: number;
+}
+
+/** An agent defined by an inline prompt: model, system text, config and tools. */
+export interface InlineAgentDefinition<S> extends AgentDefinition<S>, PromptBackedOptions {
+  /** A model name (`echo`, `scripted`, `openai/gpt-4o-mini`, …) or a Model instance. */
+  model: string | Model;
+  /** System text sent before the history each turn (never stored); a function sees the current custom state. */
+  system?: string | ((custom: S | undefined) => string);
+  /** Generation config (see ModelRequest.config). */
+  config?: Record<string, unknown>;
+}
+
+/** An agent backed by a `.prompt` file (dotprompt format). */
+export interface PromptAgentDefinition<S> extends AgentDefinition<S>, PromptBackedOptions {
+  /** The prompt's name in the registry; default the agent's name. */
+  prompt?: string;
+  /** Input rendered through the prompt every turn, over the front matter's defaults. */
+  input?: Record<string, unknown>;
+  /** Directory of `.prompt` files (loaded once per directory and shared); or pass `registry`. */
+  promptDir?: string;
+  registry?: PromptRegistry;
+  /** Overrides the front matter's model. */
+  model?: string | Model;
+  /** Laid over the front matter's config. */
+  config?: Record<string, unknown>;
+}
+
+function maxIterations(value: number | undefined, name: string): number {
+  const max = value ?? DEFAULT_MAX_TOOL_ITERATIONS;
+  if (!Number.isInteger(max) || max < 0)
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `agent "${name}": maxToolIterations must be a whole number >= 0, got ${value}`,
+    );
+  return max;
+}
+
+function checkToolNames(tools: Tool[], name: string): void {
+  const seen = new Set<string>();
+  for (const tool of tools) {
+    if (tool?.__agentdTool !== true)
+      throw new AgentError("INVALID_ARGUMENT", `agent "${name}": tools must be defined with defineTool`);
+    if (seen.has(tool.name))
+      throw new AgentError("INVALID_ARGUMENT", `agent "${name}": two tools are named "${tool.name}"`);
+    seen.add(tool.name);
+  }
+}
+
+function resolveModel<S>(ctx: TurnFnContext<S>, model: string | Model): Model {
+  return typeof model === "string" ? ctx.model(model) : model;
+}
+
+/**
+ * Defines an agent from an inline prompt. Each turn sends the system text
+ * (not stored) then the session history to the model, runs the tools it
+ * requests (bounded by `maxToolIterations`), streams the model's chunks,
+ * appends its messages to the history and ends with its finish reason
+ * (`interrupted` when a tool interrupted; continue with `input.resume`).
+ */
+export function defineAgent<S = unknown>(definition: InlineAgentDefinition<S>): Agent<S> {
+  const tools = definition.tools ?? [];
+  checkToolNames(tools, definition.name);
+  const max = maxIterations(definition.maxToolIterations, definition.name);
+  if (!definition.model)
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `agent "${definition.name}" needs a model (e.g. "echo" or "openai/gpt-4o-mini")`,
+    );
+  return new Agent(
+    definition,
+    agentFnFromTurns<S>((input, ctx) => {
+      const system =
+        typeof definition.system === "function" ? definition.system(ctx.session.custom()) : definition.system;
+      const prelude: Message[] = system ? [{ role: "system", content: [{ text: system }] }] : [];
+      return runToolLoop(input, ctx, {
+        model: resolveModel(ctx, definition.model),
+        prelude,
+        tools,
+        ...(definition.config ? { config: definition.config } : {}),
+        maxToolIterations: max,
+      });
+    }),
+  );
+}
+
+const directoryRegistries = new Map<string, PromptRegistry>();
+
+/** The shared registry of a prompt directory (loaded on first use). */
+export function promptRegistryFor(dir: string): PromptRegistry {
+  const registry = directoryRegistries.get(dir) ?? PromptRegistry.fromDirectory(dir);
+  directoryRegistries.set(dir, registry);
+  return registry;
+}
+
+/**
+ * Defines an agent backed by a prompt of a registry: by default the prompt
+ * named like the agent with its front matter defaults, or `prompt` + `input`
+ * so one prompt backs several agents. The prompt is looked up now (a missing
+ * one throws AgentError NOT_FOUND naming the file) and rendered once as a
+ * smoke check: {@link Agent.ready} rejects, naming the file, when the input
+ * fails the prompt's input schema, the template does not render, no model is
+ * set, or the front matter lists a tool the agent does not have. Each turn
+ * renders the prompt (messages not stored) and runs like {@link defineAgent}.
+ */
+export function definePromptAgent<S = unknown>(definition: PromptAgentDefinition<S>): Agent<S> {
+  const registry =
+    definition.registry ?? (definition.promptDir !== undefined ? promptRegistryFor(definition.promptDir) : undefined);
+  if (!registry)
+    throw new AgentError("INVALID_ARGUMENT", `prompt agent "${definition.name}" needs promptDir or registry`);
+  const promptName = definition.prompt ?? definition.name;
+  const prompt = registry.get(promptName);
+  const allTools = definition.tools ?? [];
+  checkToolNames(allTools, definition.name);
+  const max = maxIterations(definition.maxToolIterations, definition.name);
+  const settle = (rendered: RenderedPromptTurn): { model: string | Model; tools: Tool[] } => {
+    const model = definition.model ?? rendered.model;
+    if (!model)
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `prompt "${promptName}" (${prompt.origin}) sets no model: add "model:" to its front matter or pass model`,
+      );
+    if (!rendered.tools) return { model, tools: allTools };
+    const tools = rendered.tools.map((name) => {
+      const tool = allTools.find((t) => t.name === name);
+      if (!tool)
+        throw new AgentError(
+          "INVALID_ARGUMENT",
+          `prompt "${promptName}" (${prompt.origin}) uses tool "${name}", which agent "${definition.name}" does not define`,
+        );
+      return tool;
+    });
+    return { model, tools };
+  };
+  const render = () => registry.render(promptName, definition.input);
+  const ready = render().then((rendered) => void settle(rendered));
+  ready.catch(() => {});
+  return new Agent(
+    { ...definition, description: definition.description ?? prompt.parsed.description },
+    agentFnFromTurns<S>(async (input, ctx) => {
+      const rendered = await render();
+      const { model, tools } = settle(rendered);
+      const config = { ...rendered.config, ...definition.config };
+      return runToolLoop(input, ctx, {
+        model: resolveModel(ctx, model),
+        prelude: rendered.messages,
+        tools,
+        ...(Object.keys(config).length > 0 ? { config } : {}),
+        maxToolIterations: max,
+      });
+    }, ready),
+    { ready },
+  );
+}
+
+/**
+ * One server-managed agent per prompt of `dir`, named after its file, on the
+ * server's default store (what `agentd serve --prompts <dir>` serves).
+ */
+export function promptAgentsFromDirectory(dir: string): Agent<unknown>[] {
+  const registry = PromptRegistry.fromDirectory(dir);
+  return registry.names().map((name) => definePromptAgent({ name, registry, store: "default" }));
+}

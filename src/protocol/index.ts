@@ -1,0 +1,19 @@
+/**
+ * The protocol layer, shared by the server and the client (neither imports the
+ * other): conversions between `agentd.v1` protobuf messages and the runtime
+ * types (every `xToWire` / `xFromWire` pair round-trips the runtime value), the
+ * gRPC status-code table, the custom-state patch application and the async
+ * channel that carries a stream's messages.
+ */
+export * from "./agent-info-wire.js";
+export * from "./content-wire.js";
+export * from "./enum-wire.js";
+export * from "./json-wire.js";
+export * from "./snapshot-wire.js";
+export * from "./state-wire.js";
+export * from "./stream-wire.js";
+export * from "./session-wire.js";
+export * from "./usage-wire.js";
+export * from "./status-codes.js";
+export * from "./custom-patch-stream.js";
+export * from "./async-channel.js";

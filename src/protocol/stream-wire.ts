@@ -1,0 +1,149 @@
+import { create } from "@bufbuild/protobuf";
+import {
+  AgentOutputSchema,
+  AgentStreamChunkSchema,
+  JsonPatchOperationSchema,
+  ModelChunkSchema,
+  TurnEndSchema,
+  type AgentOutput as WireAgentOutput,
+  type AgentStreamChunk as WireAgentStreamChunk,
+  type JsonPatchOperation as WireJsonPatchOperation,
+  type ModelChunk as WireModelChunk,
+  type TurnEnd as WireTurnEnd,
+} from "../../gen/ts/agentd/v1/agent_pb.js";
+import { AgentError } from "../errors/agent-error.js";
+import type { AgentOutput, AgentStreamChunk, JsonPatchOperation, ModelChunk, TurnEnd } from "../types/agent-io.js";
+import {
+  artifactFromWire,
+  artifactToWire,
+  messageFromWire,
+  messageToWire,
+  partFromWire,
+  partToWire,
+} from "./content-wire.js";
+import { finishReasonFromWire, finishReasonToWire, roleFromWire, roleToWire } from "./enum-wire.js";
+import { optionalString, valueFromWire, valueToWire } from "./json-wire.js";
+import { agentErrorFromWire, agentErrorToWire, sessionStateFromWire, sessionStateToWire } from "./state-wire.js";
+import { usageFieldFromWire, usageFieldToWire } from "./usage-wire.js";
+
+const PATCH_OPS: ReadonlySet<string> = new Set(["add", "remove", "replace", "move", "copy", "test"]);
+
+/**
+ * An RFC 6902 operation as `agentd.v1.JsonPatchOperation` (value unset when
+ * undefined). `path` is always set — also the root "" — so proto JSON carries it.
+ */
+export function patchOperationToWire(op: JsonPatchOperation): WireJsonPatchOperation {
+  const value = "value" in op ? valueToWire(op.value, `patch value at "${op.path}"`) : undefined;
+  return create(JsonPatchOperationSchema, {
+    op: op.op,
+    path: op.path,
+    from: op.from ?? "",
+    ...(value ? { value } : {}),
+  });
+}
+
+/**
+ * An `agentd.v1.JsonPatchOperation` as an RFC 6902 operation.
+ * Throws INVALID_ARGUMENT for an unknown `op`.
+ */
+export function patchOperationFromWire(op: WireJsonPatchOperation): JsonPatchOperation {
+  if (!PATCH_OPS.has(op.op)) {
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `unknown JSON Patch op "${op.op}" (expected add, remove, replace, move, copy or test)`,
+    );
+  }
+  const value = op.value !== undefined ? (valueFromWire(op.value) ?? null) : undefined;
+  return {
+    op: op.op as JsonPatchOperation["op"],
+    path: op.path ?? "",
+    ...(value !== undefined ? { value } : {}),
+    ...(op.from ? { from: op.from } : {}),
+  };
+}
+
+/** A model chunk as `agentd.v1.ModelChunk`. */
+export function modelChunkToWire(chunk: ModelChunk): WireModelChunk {
+  return create(ModelChunkSchema, {
+    role: roleToWire(chunk.role),
+    content: chunk.content.map(partToWire),
+    index: chunk.index ?? 0,
+  });
+}
+
+/** An `agentd.v1.ModelChunk` as a model chunk (ROLE_UNSPECIFIED reads as "model"). */
+export function modelChunkFromWire(chunk: WireModelChunk): ModelChunk {
+  return { role: roleFromWire(chunk.role, "model"), content: chunk.content.map(partFromWire), index: chunk.index };
+}
+
+/** A turn end as `agentd.v1.TurnEnd`. */
+export function turnEndToWire(turnEnd: TurnEnd): WireTurnEnd {
+  return create(TurnEndSchema, {
+    snapshotId: turnEnd.snapshotId ?? "",
+    finishReason: finishReasonToWire(turnEnd.finishReason),
+    turnIndex: turnEnd.turnIndex,
+    sessionId: turnEnd.sessionId,
+    ...usageFieldToWire(turnEnd.usage),
+  });
+}
+
+/** An `agentd.v1.TurnEnd` as a turn end (FINISH_REASON_UNSPECIFIED reads as "unknown"). */
+export function turnEndFromWire(turnEnd: WireTurnEnd): TurnEnd {
+  const snapshotId = optionalString(turnEnd.snapshotId);
+  return {
+    ...(snapshotId ? { snapshotId } : {}),
+    finishReason: finishReasonFromWire(turnEnd.finishReason) ?? "unknown",
+    turnIndex: turnEnd.turnIndex,
+    sessionId: turnEnd.sessionId,
+    ...usageFieldFromWire(turnEnd.usage),
+  };
+}
+
+/** A stream chunk as `agentd.v1.AgentStreamChunk`; every field set on the chunk is carried. */
+export function streamChunkToWire(chunk: AgentStreamChunk): WireAgentStreamChunk {
+  return create(AgentStreamChunkSchema, {
+    ...(chunk.modelChunk ? { modelChunk: modelChunkToWire(chunk.modelChunk) } : {}),
+    customPatch: (chunk.customPatch ?? []).map(patchOperationToWire),
+    ...(chunk.artifact ? { artifact: artifactToWire(chunk.artifact) } : {}),
+    ...(chunk.turnEnd ? { turnEnd: turnEndToWire(chunk.turnEnd) } : {}),
+  });
+}
+
+/** An `agentd.v1.AgentStreamChunk` as a stream chunk (an empty patch list is dropped). */
+export function streamChunkFromWire(chunk: WireAgentStreamChunk): AgentStreamChunk {
+  return {
+    ...(chunk.modelChunk ? { modelChunk: modelChunkFromWire(chunk.modelChunk) } : {}),
+    ...(chunk.customPatch.length ? { customPatch: chunk.customPatch.map(patchOperationFromWire) } : {}),
+    ...(chunk.artifact ? { artifact: artifactFromWire(chunk.artifact) } : {}),
+    ...(chunk.turnEnd ? { turnEnd: turnEndFromWire(chunk.turnEnd) } : {}),
+  };
+}
+
+/** An invocation output as `agentd.v1.AgentOutput`. */
+export function agentOutputToWire(output: AgentOutput): WireAgentOutput {
+  return create(AgentOutputSchema, {
+    sessionId: output.sessionId,
+    snapshotId: output.snapshotId ?? "",
+    ...(output.message ? { message: messageToWire(output.message) } : {}),
+    artifacts: output.artifacts.map(artifactToWire),
+    ...(output.state ? { state: sessionStateToWire(output.state) } : {}),
+    finishReason: finishReasonToWire(output.finishReason),
+    ...(output.error ? { error: agentErrorToWire(output.error) } : {}),
+    ...usageFieldToWire(output.usage),
+  });
+}
+
+/** An `agentd.v1.AgentOutput` as an invocation output (FINISH_REASON_UNSPECIFIED reads as "unknown"). */
+export function agentOutputFromWire(output: WireAgentOutput): AgentOutput {
+  const snapshotId = optionalString(output.snapshotId);
+  return {
+    sessionId: output.sessionId,
+    ...(snapshotId ? { snapshotId } : {}),
+    ...(output.message ? { message: messageFromWire(output.message, "model") } : {}),
+    artifacts: output.artifacts.map(artifactFromWire),
+    ...(output.state ? { state: sessionStateFromWire(output.state) } : {}),
+    finishReason: finishReasonFromWire(output.finishReason) ?? "unknown",
+    ...(output.error ? { error: agentErrorFromWire(output.error) } : {}),
+    ...usageFieldFromWire(output.usage),
+  };
+}

@@ -1,0 +1,27 @@
+// `npm run mutation` (not part of `npm test`): Stryker mutates the store layer,
+// the runtime and the protocol codecs, runs the fast tests that cover each
+// mutant (vitest.mutation.config.ts) and prints the score per folder and file
+// with every surviving mutant. Results are kept in .stryker/ so a re-run only
+// tests what changed (delete .stryker/ for a full run).
+/** @type {import("@stryker-mutator/api/core").PartialStrykerOptions} */
+export default {
+  testRunner: "vitest",
+  vitest: { configFile: "vitest.mutation.config.ts" },
+  checkers: ["typescript"],
+  tsconfigFile: "tsconfig.json",
+  typescriptChecker: { prioritizePerformanceOverAccuracy: true },
+  mutate: ["stores/**/*.ts", "src/runtime/**/*.ts", "src/protocol/**/*.ts", "!**/index.ts"],
+  coverageAnalysis: "perTest",
+  reporters: ["clear-text", "progress", "html", "json"],
+  clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true, reportMutants: true },
+  htmlReporter: { fileName: ".stryker/report/mutation.html" },
+  jsonReporter: { fileName: ".stryker/report/mutation.json" },
+  thresholds: { high: 90, low: 80, break: null },
+  concurrency: 2,
+  incremental: true,
+  incrementalFile: ".stryker/incremental.json",
+  tempDirName: ".stryker/tmp",
+  cleanTempDir: "always",
+  ignorePatterns: ["dist", ".tools", "clients", ".agentd", ".stryker"],
+  timeoutMS: 20_000,
+};

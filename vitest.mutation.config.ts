@@ -1,0 +1,19 @@
+import { defineConfig } from "vitest/config";
+
+/**
+ * The fast, in-process tests that cover stores/, src/runtime/ and src/protocol/:
+ * what `npm run mutation` (Stryker, stryker.config.mjs) runs against each mutant.
+ * Store conformance runs on the memory and file stores and on mongo-java-server.
+ */
+export default defineConfig({
+  test: {
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    include: [
+      "test/runtime/**/*.test.ts",
+      "test/stores/**/*.test.ts",
+      "test/protocol/wire-codecs.test.ts",
+      "test/protocol/custom-patch-stream.test.ts",
+    ],
+  },
+});
