@@ -24,6 +24,7 @@ import { startAgentd } from "../test/harness/agentd-process.js";
 import { textInput } from "../test/harness/wire-chat.js";
 import { BAD_PAYLOAD_CLASSES, badPayloads, nestedJson, prng } from "../test/robustness/bad-payloads.js";
 import { agentPath, frame, openSession, rawRequest } from "../test/robustness/raw-rpc.js";
+import { statusForCode } from "../src/protocol/status-codes.js";
 
 const TOTAL = Number(process.env.FUZZ_CASES ?? 5400);
 const HANG_MS = Number(process.env.FUZZ_HANG_MS ?? 5000);
@@ -236,26 +237,8 @@ const CONNECT_CODES: Record<string, string> = Object.fromEntries(
     .filter(([, v]) => typeof v === "number")
     .map(([name]) => [name.replace(/[A-Z]/g, (c, i) => (i ? "_" : "") + c.toLowerCase()), name]),
 );
-const STATUS_NAMES = [
-  "OK",
-  "CANCELLED",
-  "UNKNOWN",
-  "INVALID_ARGUMENT",
-  "DEADLINE_EXCEEDED",
-  "NOT_FOUND",
-  "ALREADY_EXISTS",
-  "PERMISSION_DENIED",
-  "RESOURCE_EXHAUSTED",
-  "FAILED_PRECONDITION",
-  "ABORTED",
-  "OUT_OF_RANGE",
-  "UNIMPLEMENTED",
-  "INTERNAL",
-  "UNAVAILABLE",
-  "DATA_LOSS",
-  "UNAUTHENTICATED",
-];
-const statusName = (n: number) => STATUS_NAMES[n] ?? `status ${n}`;
+/** The gRPC status name of a numeric code (OK for 0). */
+const statusName = (n: number): string => (n === 0 ? "OK" : n in Code ? statusForCode(n as Code) : `status ${n}`);
 const connectName = (code: string) => {
   const camel = CONNECT_CODES[code];
   return camel ? statusName(Code[camel as keyof typeof Code] as number) : code.toUpperCase();

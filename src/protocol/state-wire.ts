@@ -27,25 +27,7 @@ import {
 import { busyPolicyFromWire, busyPolicyToWire } from "./enum-wire.js";
 import { durationFromMs, durationToMs } from "./session-wire.js";
 import { optionalString, structFromWire, structToWire, valueFromWire, valueToWire } from "./json-wire.js";
-
-const STATUS_NAMES: ReadonlySet<string> = new Set<StatusName>([
-  "CANCELLED",
-  "UNKNOWN",
-  "INVALID_ARGUMENT",
-  "DEADLINE_EXCEEDED",
-  "NOT_FOUND",
-  "ALREADY_EXISTS",
-  "PERMISSION_DENIED",
-  "RESOURCE_EXHAUSTED",
-  "FAILED_PRECONDITION",
-  "ABORTED",
-  "OUT_OF_RANGE",
-  "UNIMPLEMENTED",
-  "INTERNAL",
-  "UNAVAILABLE",
-  "DATA_LOSS",
-  "UNAUTHENTICATED",
-]);
+import { isStatusName } from "./status-codes.js";
 
 /** A runtime session state as `agentd.v1.SessionState` (custom undefined → unset). */
 export function sessionStateToWire(state: SessionState): WireSessionState {
@@ -144,6 +126,6 @@ export function agentErrorToWire(error: AgentErrorData): WireAgentError {
 /** An `agentd.v1.AgentError` as error data; a status that is not a gRPC status name reads as UNKNOWN. */
 export function agentErrorFromWire(error: WireAgentError): AgentErrorData {
   const details = structFromWire(error.details);
-  const status = (STATUS_NAMES.has(error.status) ? error.status : "UNKNOWN") as StatusName;
+  const status: StatusName = isStatusName(error.status) ? error.status : "UNKNOWN";
   return { status, message: error.message, ...(details ? { details } : {}) };
 }

@@ -21,6 +21,11 @@ const CODE_BY_STATUS: Record<StatusName, Code> = {
   UNAUTHENTICATED: Code.Unauthenticated,
 };
 
+/** True for the gRPC status names agentd uses (every code but OK). */
+export function isStatusName(name: string): name is StatusName {
+  return Object.hasOwn(CODE_BY_STATUS, name);
+}
+
 /** The Connect code for a gRPC status name. */
 export function codeForStatus(status: StatusName): Code {
   return CODE_BY_STATUS[status] ?? Code.Unknown;
