@@ -3,20 +3,21 @@ import { access, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { AgentError } from "../src/errors/agent-error.js";
 import type { SnapshotStatus } from "../src/types/snapshot.js";
-import { syncDirectory, writeFileAtomically } from "./file/atomic-write.js";
+import { writeFileAtomically } from "./file/atomic-write.js";
 import { sweepDebris, type DebrisSweepResult } from "./file/debris-sweep.js";
 import { acquireFileLock } from "./file/file-lock.js";
-import { readHeadFile, readHeadFileOfKey, writeHeadFile } from "./file/head-file.js";
+import { readHeadFile, writeHeadFile } from "./file/head-file.js";
 import { sanitizePathPrefix } from "./file/path-prefix.js";
 import { readRecordFile, recordFileText, recordJson } from "./file/record-file.js";
 import { appendIndexEntry, readIndexEntries } from "./file/session-index.js";
+import { readAllHeads } from "./file/session-files.js";
 import {
-  findStoreDirectories,
-  indexKeysWithoutHead,
-  mapLimit,
-  readAllHeads,
-  unlinkIfExists,
-} from "./file/session-files.js";
+  removeSessionFiles,
+  sessionMutexKey,
+  sweepExpiredSessions,
+  tenantLayouts,
+  type RemovalContext,
+} from "./file/session-removal.js";
 import { DirectoryStatusWatcher } from "./file/status-watcher.js";
 import { ensureStoreFormat } from "./file/store-format.js";
 import { sessionKey, StoreLayout } from "./file/store-layout.js";
@@ -24,7 +25,7 @@ import { KeyedMutex } from "./keyed-mutex.js";
 import { deepFreeze } from "./ledger/frozen-value.js";
 import { walkChain } from "./ledger/state-chain.js";
 import { headToStore, keepIdentity } from "./record-identity.js";
-import { checkSessionQuery, isExpired, pageOfHeads } from "./session-query.js";
+import { checkSessionQuery, pageOfHeads } from "./session-query.js";
 import { isValidSnapshotId } from "./snapshot-identity.js";
 import { encodePageToken, pageSizeOf, pageStartIndex } from "./snapshot-order.js";
 import type {
@@ -193,6 +194,15 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     });
   }
 
+  /** What session removal (delete, sweep) needs of the store. */
+  private get removal(): RemovalContext {
+    return {
+      locked: (key, lockPath, fn) => this.locked(key, lockPath, fn),
+      fsync: this.fsync,
+      ...(this.options.lockStaleMs !== undefined ? { lockStaleMs: this.options.lockStaleMs } : {}),
+    };
+  }
+
   /** The session's head (deep-frozen), or undefined. DATA_LOSS when its file is corrupt. */
   async getHead(sessionId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
     return readHeadFile(this.layout(ctx, false).headPath(sessionId), sessionId);
@@ -331,7 +341,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     const layout = this.layout(ctx, false);
     if (!existsSync(layout.headPath(sessionId)) && !existsSync(layout.indexPath(sessionId))) return false; // nothing to lock for
     return this.locked(sessionMutexKey(layout, sessionId), layout.headLockPath(sessionId), () =>
-      this.removeSessionFiles(layout, sessionKey(sessionId), () => true),
+      removeSessionFiles(this.removal, layout, sessionKey(sessionId), () => true),
     );
   }
 
@@ -351,89 +361,11 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
         "INVALID_ARGUMENT",
         `sweepExpired: now must be an epoch-millisecond number (got ${String(now)})`,
       );
-    const layouts: StoreLayout[] = [];
-    if (ctx === undefined && this.options.pathPrefix) {
-      for (const dir of await findStoreDirectories(this.root)) {
-        try {
-          if (ensureStoreFormat(dir, false)) layouts.push(new StoreLayout(dir));
-        } catch {
-          // not a format-2 directory: not ours to sweep
-        }
-      }
-    } else {
-      layouts.push(this.layout(ctx, false));
-    }
+    const layouts =
+      ctx === undefined && this.options.pathPrefix ? await tenantLayouts(this.root) : [this.layout(ctx, false)];
     let removed = 0;
-    for (const layout of layouts) {
-      for (const { key, head } of await readAllHeads(layout, { skipCorrupt: true })) {
-        if (!isExpired(head, now)) continue;
-        const expired = (h: SessionHead | undefined) => h !== undefined && isExpired(h, now);
-        if (
-          await this.locked(sessionMutexKey(layout, head.sessionId), layout.headLockPathOfKey(key), () =>
-            this.removeSessionFiles(layout, key, expired),
-          )
-        )
-          removed++;
-      }
-      for (const key of await indexKeysWithoutHead(layout)) {
-        // Only the file lock (the session ID is unknown): it excludes commits of every process, this one included.
-        const release = await acquireFileLock(layout.headLockPathOfKey(key), { staleMs: this.options.lockStaleMs });
-        try {
-          await this.removeSessionFiles(layout, key, (h, corrupt) => h === undefined && !corrupt);
-        } finally {
-          await release();
-        }
-      }
-    }
+    for (const layout of layouts) removed += await sweepExpiredSessions(this.removal, layout, now);
     return removed;
-  }
-
-  /**
-   * Removes the files of the session whose key is `key` (the caller holds its
-   * lock) when `shouldRemove` accepts its current head (undefined when there
-   * is none; `corrupt` when the head file is unreadable): head first, then the
-   * records its index lists (those of this session), then the index.
-   */
-  private async removeSessionFiles(
-    layout: StoreLayout,
-    key: string,
-    shouldRemove: (head: SessionHead | undefined, corrupt: boolean) => boolean,
-  ): Promise<boolean> {
-    const headPath = layout.headPathOfKey(key);
-    let head: SessionHead | undefined;
-    let corrupt = false;
-    try {
-      head = await readHeadFileOfKey(headPath, key);
-    } catch (err) {
-      if (!(err instanceof AgentError && err.status === "DATA_LOSS")) throw err;
-      corrupt = true;
-    }
-    if (!shouldRemove(head, corrupt)) return false;
-    let removed = await unlinkIfExists(headPath);
-    if (removed && this.fsync) await syncDirectory(layout.sessionsDir);
-    const entries = await readIndexEntries(layout.indexPathOfKey(key));
-    const gone = await mapLimit(entries, 16, (e) => this.removeRecordOf(layout, e.snapshotId, key));
-    if (gone.some(Boolean)) {
-      removed = true;
-      if (this.fsync) await syncDirectory(layout.recordsDir);
-    }
-    if (await unlinkIfExists(layout.indexPathOfKey(key))) removed = true;
-    return removed;
-  }
-
-  /** Removes a record file under its locks when it belongs to the session with key `key` (or is corrupt); true when removed. */
-  private removeRecordOf(layout: StoreLayout, snapshotId: string, key: string): Promise<boolean> {
-    return this.locked(`${layout.base}\0r\0${snapshotId}`, layout.recordLockPath(snapshotId), async () => {
-      const path = layout.recordPath(snapshotId);
-      try {
-        const file = await readRecordFile<S>(path, snapshotId);
-        if (!file || sessionKey(file.record.sessionId) !== key) return false;
-      } catch (err) {
-        if (!(err instanceof AgentError && err.status === "DATA_LOSS")) throw err;
-        // unreadable and listed by this session: it goes with it
-      }
-      return unlinkIfExists(path);
-    });
   }
 
   /** Current status (if the record exists), then every change by any process, until `signal` aborts. */
@@ -476,9 +408,4 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     for (const watcher of [...this.watchers.values()]) watcher.closeAll();
     this.watchers.clear();
   }
-}
-
-/** The in-process mutex key of a session's commit lock. */
-function sessionMutexKey(layout: StoreLayout, sessionId: string): string {
-  return `${layout.base}\0s\0${sessionId}`;
 }

@@ -1,65 +1,27 @@
 import { uuidv7 } from "../../stores/uuid-v7.js";
-import type { ZodType } from "zod";
 import { AgentError } from "../errors/agent-error.js";
-import type { ModelResolver } from "../models/model-resolver.js";
 import { hasResume, type AgentInput, type AgentOutput, type AgentStreamChunk } from "../types/agent-io.js";
 import { userText } from "../types/content.js";
 import type { SessionState } from "../types/session-state.js";
 import type { FinishReason } from "../types/snapshot.js";
-import type { SessionStore, SnapshotSubscriber, StoreCallContext } from "../../stores/snapshot-store.js";
+import type { SessionStore, SnapshotSubscriber } from "../../stores/snapshot-store.js";
 import { backgroundStoreOf } from "./background-store.js";
 import type { AgentConnection } from "./agent-connection.js";
-import type { AgentFn, AgentResult, Responder, TurnContext } from "./agent-function.js";
+import type { AgentResult, Responder, TurnContext } from "./agent-function.js";
 import { AsyncChannel } from "../protocol/async-channel.js";
-import type { BackgroundWork } from "./background-work.js";
 import { applyCustomPatch, CustomPatchStream } from "../protocol/custom-patch-stream.js";
 import { DetachedRun } from "./detached-run.js";
 import type { ResolvedStart } from "./init-resolver.js";
 import type { SessionClaim } from "./session-claim.js";
 import { TurnCommits } from "./turn-commits.js";
-import type { RecordSettings } from "./turn-record.js";
 import { SessionRunner, type TurnLifecycle } from "./session-runner.js";
-import type { LivenessSettings } from "./snapshot-liveness.js";
-import type { RuntimeEvents } from "./runtime-events.js";
-import { ANONYMOUS, type Principal } from "../types/principal.js";
-import {
-  applyChunkTransform,
-  applyStateTransform,
-  type ClientTransforms,
-  type TransformContext,
-} from "./state-transform.js";
+import { ANONYMOUS } from "../types/principal.js";
+import { applyChunkTransform, applyStateTransform, type TransformContext } from "./state-transform.js";
 import { InvocationTelemetry } from "./invocation-telemetry.js";
+import { shapeOutput } from "./invocation-output.js";
+import type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
 
-/** What an invocation needs from its agent. */
-export interface InvocationTarget<S> {
-  name: string;
-  store?: SessionStore<S>;
-  stateSchema?: ZodType<S>;
-  transforms: ClientTransforms<S>;
-  fn: AgentFn<S>;
-  models: ModelResolver;
-  liveness: LivenessSettings;
-  background: BackgroundWork;
-  events?: RuntimeEvents;
-  /** Checkpoint policy and session size cap of the records this invocation writes. */
-  records: RecordSettings;
-  /** Most inputs queued ahead of the running turn; one more is RESOURCE_EXHAUSTED. */
-  maxQueuedInputs: number;
-  /** Spans and metrics of turns and model calls (OpenTelemetry API); token usage is counted either way. */
-  telemetry?: boolean;
-}
-
-/** Per-invocation options. */
-export interface InvocationOptions {
-  /** Aborting it before detach cancels the work (client disconnect). */
-  signal?: AbortSignal;
-  /** Passed to the store (tenant). */
-  storeContext?: StoreCallContext;
-  /** Request headers, passed to transforms. */
-  headers?: Headers;
-  /** The authenticated caller, passed to transforms and the agent function (its tenant goes in `storeContext`). */
-  principal?: Principal;
-}
+export type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
 
 /**
  * The engine of one invocation: feeds inputs to the agent's turn loop, writes a
@@ -421,31 +383,21 @@ export class Invocation<S> implements AgentConnection<S> {
   }
 
   private async buildOutput(result: AgentResult | void, error: AgentError | undefined): Promise<AgentOutput<S>> {
-    const state = error ? this.lastGood : this.runner.snapshotState();
-    const stateTransform = this.target.transforms.state;
-    // What leaves the server is shaped: with a state transform, the output's message and artifacts come from the
-    // transformed state (nothing when it omits the state), so a redaction cannot be bypassed by the output.
-    const shaped =
-      this.target.store && !stateTransform
-        ? state
-        : await applyStateTransform(stateTransform, state, this.transformContext());
-    const clientState = this.target.store ? undefined : shaped;
-    const lastModel = shaped ? [...shaped.messages].reverse().find((m) => m.role === "model") : undefined;
-    const message = stateTransform ? lastModel : (result?.message ?? lastModel);
-    const artifacts = stateTransform ? (shaped?.artifacts ?? []) : (result?.artifacts ?? state.artifacts);
     // A server-managed invocation that started a new session and committed no
     // turn (init without input, or a first turn that failed) created nothing:
     // it returns no session ID rather than one that reads NOT_FOUND.
     const createdNothing = this.target.store !== undefined && this.startsSession && !this.commits?.last;
-    return {
+    return shapeOutput({
+      state: error ? this.lastGood : this.runner.snapshotState(),
+      serverManaged: this.target.store !== undefined,
+      stateTransform: this.target.transforms.state,
+      transformContext: this.transformContext(),
+      result,
+      error,
       sessionId: createdNothing ? "" : this.sessionId,
       ...(this.commits?.last ? { snapshotId: this.commits.last.snapshotId } : {}),
-      ...(message ? { message } : {}),
-      artifacts,
-      ...(clientState ? { state: clientState } : {}),
-      finishReason: error ? "failed" : (result?.finishReason ?? this.lastFinish),
-      ...(error ? { error: error.toData() } : {}),
+      finishReason: this.lastFinish,
       ...(this.telemetry.usage ? { usage: this.telemetry.usage } : {}),
-    };
+    });
   }
 }

@@ -808,7 +808,7 @@ describe("Invocation: client transforms", () => {
     expect(((await reading).error as AgentError).status).toBe("UNAUTHENTICATED");
   });
 
-  it("shapes a client-managed output's state with the state transform; null omits it", async () => {
+  it("shapes a client-managed output's state and message with the state transform; null omits both", async () => {
     const { registry } = harness();
     const seen: (string | undefined)[] = [];
     const redacting = register(registry, {
@@ -824,10 +824,11 @@ describe("Invocation: client transforms", () => {
     const hiding = register(registry, { name: "h", transforms: { state: () => null }, turn: replyTurn });
     const redacted = await redacting.runText("x", {}, { headers: new Headers({ "x-who": "me" }) });
     expect(redacted.state!.messages).toEqual([userText("x")]);
+    expect(redacted.message).toBeUndefined(); // the transform removed the model's messages
     expect(seen).toEqual(["me"]);
     const hidden = await hiding.runText("x");
     expect(hidden.state).toBeUndefined();
-    expect(hidden.message).toEqual(model("reply: x"));
+    expect(hidden.message).toBeUndefined();
   });
 
   it("fails a client-managed invocation closed when the state transform throws on its output", async () => {

@@ -1,0 +1,41 @@
+import type { ZodType } from "zod";
+import type { ModelResolver } from "../models/model-resolver.js";
+import type { Principal } from "../types/principal.js";
+import type { SessionStore, StoreCallContext } from "../../stores/snapshot-store.js";
+import type { AgentFn } from "./agent-function.js";
+import type { BackgroundWork } from "./background-work.js";
+import type { RecordSettings } from "./turn-record.js";
+import type { LivenessSettings } from "./snapshot-liveness.js";
+import type { RuntimeEvents } from "./runtime-events.js";
+import type { ClientTransforms } from "./state-transform.js";
+
+/** What an invocation needs from its agent. */
+export interface InvocationTarget<S> {
+  name: string;
+  store?: SessionStore<S>;
+  stateSchema?: ZodType<S>;
+  transforms: ClientTransforms<S>;
+  fn: AgentFn<S>;
+  models: ModelResolver;
+  liveness: LivenessSettings;
+  background: BackgroundWork;
+  events?: RuntimeEvents;
+  /** Checkpoint policy and session size cap of the records this invocation writes. */
+  records: RecordSettings;
+  /** Most inputs queued ahead of the running turn; one more is RESOURCE_EXHAUSTED. */
+  maxQueuedInputs: number;
+  /** Spans and metrics of turns and model calls (OpenTelemetry API); token usage is counted either way. */
+  telemetry?: boolean;
+}
+
+/** Per-invocation options. */
+export interface InvocationOptions {
+  /** Aborting it before detach cancels the work (client disconnect). */
+  signal?: AbortSignal;
+  /** Passed to the store (tenant). */
+  storeContext?: StoreCallContext;
+  /** Request headers, passed to transforms. */
+  headers?: Headers;
+  /** The authenticated caller, passed to transforms and the agent function (its tenant goes in `storeContext`). */
+  principal?: Principal;
+}
