@@ -12,6 +12,7 @@ export default defineConfig({
     include: [
       "test/runtime/**/*.test.ts",
       "test/stores/**/*.test.ts",
+      "test/telemetry/**/*.test.ts",
       "test/protocol/wire-codecs.test.ts",
       "test/protocol/custom-patch-stream.test.ts",
     ],
