@@ -46,10 +46,16 @@ class MetadataRecorder(grpc.ServerInterceptor):
 
 class WatchUntilCancelled(agent_service_pb2_grpc.AgentServiceServicer):
     """WatchSnapshot sends PENDING, then waits until the client cancels (``cancelled`` is set);
-    every other method is unimplemented."""
+    Chat reads the first input before answering UNIMPLEMENTED (answering while that input is
+    still in flight can reset the stream, which the client reports as INTERNAL); every other
+    method is unimplemented."""
 
     def __init__(self) -> None:
         self.cancelled = threading.Event()
+
+    def Chat(self, request_iterator, context):
+        next(request_iterator, None)
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not implemented!")
 
     def WatchSnapshot(self, request, context):
         context.add_callback(self.cancelled.set)
