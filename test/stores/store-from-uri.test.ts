@@ -1,6 +1,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { FileSessionStore } from "../../stores/file-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
@@ -14,14 +14,12 @@ describe("openStoreFromUri", () => {
 
   it("opens the file store in a directory relative to the current directory", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-uri-"));
-    const cwd = process.cwd();
-    process.chdir(dir);
     try {
-      const store = await openStoreFromUri("file:./snaps");
+      // A relative path from the working directory (no chdir: tests may run in worker threads).
+      const store = await openStoreFromUri(`file:${relative(process.cwd(), join(dir, "snaps"))}`);
       expect(store).toBeInstanceOf(FileSessionStore);
-      expect((store as FileSessionStore).directory).toBe(join(process.cwd(), "snaps"));
+      expect((store as FileSessionStore).directory).toBe(join(dir, "snaps"));
     } finally {
-      process.chdir(cwd);
       await rm(dir, { recursive: true, force: true });
     }
   });
