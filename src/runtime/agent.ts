@@ -175,15 +175,26 @@ export class Agent<S = unknown> {
     return new Invocation(config, start, options);
   }
 
-  /** One turn: in-band failures resolve with finishReason `failed`. */
+  /**
+   * One turn: in-band failures resolve with finishReason `failed` (also when
+   * the agent fails before it reads the input). An input the invocation
+   * refuses (e.g. empty: INVALID_ARGUMENT) rejects, after the invocation has
+   * ended and freed the session.
+   */
   async run(input: AgentInput, init: AgentInit<S> = {}, options: CallOptions = {}): Promise<AgentOutput<S>> {
     const connection = await this.connect(init, options);
-    connection.send(input);
+    let refused: unknown;
+    try {
+      connection.send(input);
+    } catch (err) {
+      refused = err;
+    }
     const drained = (async () => {
       for await (const _ of connection.stream);
     })().catch(() => {});
     const output = await connection.output();
     await drained;
+    if (refused !== undefined && output.finishReason !== "failed") throw refused;
     return output;
   }
 

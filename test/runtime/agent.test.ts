@@ -12,6 +12,7 @@ import {
   turnEndsOf,
 } from "./runtime-fixtures.js";
 import { z } from "zod";
+import { AgentError } from "../../src/errors/agent-error.js";
 import { Agent, isAgent } from "../../src/runtime/agent.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
 import type { TurnFnContext } from "../../src/runtime/agent-function.js";
@@ -118,6 +119,31 @@ describe("Agent", () => {
       finishReason: "failed",
       error: { status: "INTERNAL" },
     });
+  });
+
+  it("run() resolves with the agent's in-band failure when the agent fails before reading its input", async () => {
+    const { registry } = harness();
+    const agent = register(registry, {
+      name: "a",
+      store: "default",
+      run: async () => {
+        throw new AgentError("INVALID_ARGUMENT", "this agent needs a prompt file");
+      },
+    });
+    const output = await agent.runText("hi");
+    expect(output).toMatchObject({
+      finishReason: "failed",
+      error: { status: "INVALID_ARGUMENT", message: "this agent needs a prompt file" },
+    });
+  });
+
+  it("run() refuses an empty input and leaves the session free for the next call", async () => {
+    const { registry } = harness();
+    const agent = register(registry, { name: "a", store: "default", turn: replyTurn });
+    const first = await agent.runText("hi");
+    await expectAgentError(agent.run({}, { sessionId: first.sessionId }), "INVALID_ARGUMENT", /input is empty/);
+    const next = await agent.runText("again", { sessionId: first.sessionId, busyPolicy: "reject" });
+    expect(next.message).toEqual({ role: "model", content: [{ text: "reply: again" }] });
   });
 
   it("applies the registry's default busy policy to calls that set none", async () => {
