@@ -5,7 +5,6 @@ import type { Tool } from "../tools/define-tool.js";
 import { DEFAULT_MAX_TOOL_ITERATIONS, runToolLoop } from "../tools/tool-loop.js";
 import type { Message } from "../types/content.js";
 import { Agent, type AgentDefinition } from "../runtime/agent.js";
-import type { TurnFnContext } from "../runtime/agent-function.js";
 import { agentFnFromTurns } from "../runtime/custom-agent.js";
 
 /** Options every prompt-backed agent takes besides the agent options. */
@@ -62,10 +61,6 @@ function checkToolNames(tools: Tool[], name: string): void {
   }
 }
 
-function resolveModel<S>(ctx: TurnFnContext<S>, model: string | Model): Model {
-  return typeof model === "string" ? ctx.model(model) : model;
-}
-
 /**
  * Defines an agent from an inline prompt. Each turn sends the system text
  * (not stored) then the session history to the model, runs the tools it
@@ -89,7 +84,7 @@ export function defineAgent<S = unknown>(definition: InlineAgentDefinition<S>): 
         typeof definition.system === "function" ? definition.system(ctx.session.custom()) : definition.system;
       const prelude: Message[] = system ? [{ role: "system", content: [{ text: system }] }] : [];
       return runToolLoop(input, ctx, {
-        model: resolveModel(ctx, definition.model),
+        model: ctx.model(definition.model),
         prelude,
         tools,
         ...(definition.config ? { config: definition.config } : {}),
@@ -157,7 +152,7 @@ export function definePromptAgent<S = unknown>(definition: PromptAgentDefinition
       const { model, tools } = settle(rendered);
       const config = { ...rendered.config, ...definition.config };
       return runToolLoop(input, ctx, {
-        model: resolveModel(ctx, model),
+        model: ctx.model(model),
         prelude: rendered.messages,
         tools,
         ...(Object.keys(config).length > 0 ? { config } : {}),

@@ -26,8 +26,12 @@ export interface AgentContext<S> {
   responder: Responder;
   /** Aborts when the invocation is cancelled. */
   signal: AbortSignal;
-  /** Resolves a model by name (e.g. "echo"). */
-  model(name: string): Model;
+  /**
+   * The model to call: a name resolved through the registry's models (e.g.
+   * "echo"), or a {@link Model} object used as is. Either way its token usage
+   * is counted for the turn and, with telemetry on, each call is traced.
+   */
+  model(model: string | Model): Model;
   /** Who the invocation acts for (`ANONYMOUS` on a server without authentication, and in-process unless given). */
   principal: Principal;
 }

@@ -45,7 +45,7 @@ export class InvocationTelemetry {
   private detachedSpan: Span | undefined;
   private total: Usage | undefined;
   private finished = false;
-  private readonly models = new Map<string, Model>();
+  private readonly models = new Map<string | Model, Model>();
   private readonly instruments: AgentdInstruments | undefined;
   private readonly agentAttributes;
 
@@ -71,20 +71,20 @@ export class InvocationTelemetry {
   }
 
   /**
-   * The model `name` resolves to, its usage added to the running turn: traced
-   * with telemetry on ({@link traceModel}: a span per call, `agentd.tokens`),
-   * else only counted. One wrapper per name and invocation.
+   * The model `model` names (resolved with `resolve`), or the Model object
+   * itself, its usage added to the running turn: traced with telemetry on
+   * ({@link traceModel}: a span per call, `agentd.tokens`), else only counted.
+   * One wrapper per name or object and invocation.
    */
-  model(name: string, resolve: (name: string) => Model): Model {
-    let model = this.models.get(name);
-    if (!model) {
+  model(model: string | Model, resolve: (name: string) => Model): Model {
+    let wrapped = this.models.get(model);
+    if (!wrapped) {
+      const target = typeof model === "string" ? resolve(model) : model;
       const onUsage = (usage: Usage) => this.addUsage(usage);
-      model = this.instruments
-        ? traceModel(resolve(name), { agent: this.agent, onUsage })
-        : countUsage(resolve(name), onUsage);
-      this.models.set(name, model);
+      wrapped = this.instruments ? traceModel(target, { agent: this.agent, onUsage }) : countUsage(target, onUsage);
+      this.models.set(model, wrapped);
     }
-    return model;
+    return wrapped;
   }
 
   /** A turn starts: its usage starts at nothing; with telemetry on, its span starts. */

@@ -348,7 +348,7 @@ export class Invocation<S> implements AgentConnection<S> {
         session: this.runner,
         responder: this.responder(),
         signal: this.work.signal,
-        model: (name) => this.telemetry.model(name, this.target.models),
+        model: (model) => this.telemetry.model(model, this.target.models),
         principal: this.options.principal ?? ANONYMOUS,
       });
       await this.runner.flushCustomEvents();

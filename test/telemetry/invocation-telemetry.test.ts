@@ -7,7 +7,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { EchoModel } from "../../src/models/echo-model.js";
 import type { Model } from "../../src/models/model.js";
+import { AgentRegistry } from "../../src/runtime/agent-registry.js";
 import { InvocationTelemetry } from "../../src/runtime/invocation-telemetry.js";
+import { defineAgent } from "../../src/prompts/prompt-agent.js";
 import * as names from "../../src/runtime/telemetry-names.js";
 import { generateWith, HELLO } from "../harness/model-calls.js";
 import { registerInMemoryTelemetry, type InMemoryTelemetry, type RecordedPoint } from "./in-memory-telemetry.js";
@@ -288,4 +290,19 @@ describe("telemetry off", () => {
       expect(await pointsOf(metric)).toEqual([]);
     }
   });
+});
+
+describe("an agent given a Model object rather than a model name", () => {
+  it.each([true, false])(
+    "counts the object's token usage and, with telemetry on, traces its calls (telemetry on: %s)",
+    async (enabled) => {
+      const registry = new AgentRegistry({ telemetry: enabled });
+      const agent = defineAgent({ name: `model-object-${++agentSeq}`, model: new EchoModel() });
+      registry.register(agent);
+      const output = await agent.runText("hello there");
+      expect(output.usage).toEqual({ inputTokens: 2, outputTokens: 3, totalTokens: 5 });
+      const chats = (await otel.spans()).filter((span) => span.name === `${names.GEN_AI_OPERATION_CHAT} echo`);
+      expect(chats).toHaveLength(enabled ? 1 : 0);
+    },
+  );
 });
