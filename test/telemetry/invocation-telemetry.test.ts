@@ -12,15 +12,15 @@ import { InvocationTelemetry } from "../../src/runtime/invocation-telemetry.js";
 import { defineAgent } from "../../src/prompts/prompt-agent.js";
 import * as names from "../../src/runtime/telemetry-names.js";
 import { generateWith, HELLO } from "../harness/model-calls.js";
-import { registerInMemoryTelemetry, type InMemoryTelemetry, type RecordedPoint } from "./in-memory-telemetry.js";
+import { registerInProcessTelemetry, type InProcessTelemetry, type RecordedPoint } from "./in-process-telemetry.js";
 
-let otel: InMemoryTelemetry;
+let otel: InProcessTelemetry;
 let agentSeq = 0;
 /** A fresh agent name per test: metrics are cumulative for the whole file. */
 let agent: string;
 
 beforeAll(() => {
-  otel = registerInMemoryTelemetry();
+  otel = registerInProcessTelemetry();
 });
 afterAll(async () => {
   await otel.stop();
@@ -47,7 +47,7 @@ describe("a turn with telemetry on", () => {
     telemetry.beginTurn({ turnIndex: 3, snapshotId: "snap-3", parentId: "snap-2" });
     telemetry.endTurn("stop", undefined);
 
-    const [span] = await otel.spansNamed(names.SPAN_TURN);
+    const [span] = otel.spansNamed(names.SPAN_TURN);
     expect(span?.attributes).toEqual({
       [names.ATTR_AGENT]: agent,
       [names.ATTR_GEN_AI_AGENT_NAME]: agent,
@@ -66,7 +66,7 @@ describe("a turn with telemetry on", () => {
     const telemetry = new InvocationTelemetry(agent, "s-1", true);
     telemetry.beginTurn({ turnIndex: 0 });
     telemetry.endTurn("length", "snap-final");
-    const [span] = await otel.spansNamed(names.SPAN_TURN);
+    const [span] = otel.spansNamed(names.SPAN_TURN);
     expect(span?.attributes[names.ATTR_SNAPSHOT_ID]).toBe("snap-final");
     expect(span?.attributes[names.ATTR_FINISH_REASON]).toBe("length");
     expect(span?.attributes).not.toHaveProperty(names.ATTR_PARENT_SNAPSHOT_ID);
@@ -81,7 +81,7 @@ describe("a turn with telemetry on", () => {
     telemetry.beginTurn({ turnIndex: 1 });
     telemetry.endTurn("stop", "b");
 
-    const [first, second] = await otel.spansNamed(names.SPAN_TURN);
+    const [first, second] = otel.spansNamed(names.SPAN_TURN);
     expect(first?.attributes[names.ATTR_GEN_AI_USAGE_INPUT_TOKENS]).toBe(3);
     expect(first?.attributes[names.ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]).toBe(6);
     expect(second?.attributes).not.toHaveProperty(names.ATTR_GEN_AI_USAGE_INPUT_TOKENS);
@@ -114,7 +114,7 @@ describe("a turn with telemetry on", () => {
     telemetry.endTurn("stop", "a");
     telemetry.endTurn("stop", "a");
     telemetry.failTurn(new Error("late"));
-    expect(await otel.spansNamed(names.SPAN_TURN)).toHaveLength(1);
+    expect(otel.spansNamed(names.SPAN_TURN)).toHaveLength(1);
     expect(await counted(names.METRIC_TURNS)).toBe(1);
   });
 
@@ -123,7 +123,7 @@ describe("a turn with telemetry on", () => {
     telemetry.beginTurn({ turnIndex: 0 });
     const active = await telemetry.runInTurn(async () => trace.getActiveSpan());
     telemetry.endTurn("stop", "a");
-    const [span] = await otel.spansNamed(names.SPAN_TURN);
+    const [span] = otel.spansNamed(names.SPAN_TURN);
     expect(active?.spanContext().spanId).toBe(span?.spanContext().spanId);
   });
 
@@ -136,7 +136,7 @@ describe("a turn with telemetry on", () => {
     telemetry.beginTurn({ turnIndex: 0 });
     telemetry.endTurn("stop", "a");
     rpc.end();
-    const [span] = await otel.spansNamed(names.SPAN_TURN);
+    const [span] = otel.spansNamed(names.SPAN_TURN);
     expect(span?.spanContext().traceId).toBe(rpc.spanContext().traceId);
     expect(span?.parentSpanContext?.spanId).toBe(rpc.spanContext().spanId);
   });
@@ -148,7 +148,7 @@ describe("a failed turn", () => {
     telemetry.beginTurn({ turnIndex: 0 });
     telemetry.failTurn(new AgentError("UNAVAILABLE", "model is down"));
 
-    const [span] = await otel.spansNamed(names.SPAN_TURN);
+    const [span] = otel.spansNamed(names.SPAN_TURN);
     expect(span?.status).toEqual({ code: SpanStatusCode.ERROR, message: "model is down" });
     expect(span?.attributes[names.ATTR_ERROR_TYPE]).toBe("UNAVAILABLE");
     expect(span?.attributes[names.ATTR_FINISH_REASON]).toBe("failed");
@@ -184,8 +184,8 @@ describe("a detached invocation", () => {
     telemetry.endTurn("stop", "t1");
     telemetry.finish(undefined, "row-1");
 
-    const [detached] = await otel.spansNamed(names.SPAN_DETACHED);
-    const [turn] = await otel.spansNamed(names.SPAN_TURN);
+    const [detached] = otel.spansNamed(names.SPAN_DETACHED);
+    const [turn] = otel.spansNamed(names.SPAN_TURN);
     expect(detached?.attributes).toEqual({
       [names.ATTR_AGENT]: agent,
       [names.ATTR_SESSION_ID]: "s-1",
@@ -204,7 +204,7 @@ describe("a detached invocation", () => {
     telemetry.detach();
     telemetry.detach();
     telemetry.finish();
-    const detached = await otel.spansNamed(names.SPAN_DETACHED);
+    const detached = otel.spansNamed(names.SPAN_DETACHED);
     expect(detached).toHaveLength(1);
     expect(detached[0]?.links).toEqual([]);
     expect(detached[0]?.attributes).not.toHaveProperty(names.ATTR_SNAPSHOT_ID);
@@ -216,7 +216,7 @@ describe("a detached invocation", () => {
     expect(await pointsOf(names.METRIC_DETACHED_PENDING)).toEqual([
       { attributes: { [names.ATTR_AGENT]: agent }, value: 1 },
     ]);
-    expect(await otel.spansNamed(names.SPAN_DETACHED)).toEqual([]);
+    expect(otel.spansNamed(names.SPAN_DETACHED)).toEqual([]);
     telemetry.finish();
     expect(await counted(names.METRIC_DETACHED_PENDING)).toBe(0);
     expect(await counted(names.METRIC_INVOCATIONS_ACTIVE)).toBe(0);
@@ -226,7 +226,7 @@ describe("a detached invocation", () => {
     const telemetry = new InvocationTelemetry(agent, "s-1", true);
     telemetry.detach();
     telemetry.finish(new AgentError("DEADLINE_EXCEEDED", "took too long"), "row-9");
-    const [detached] = await otel.spansNamed(names.SPAN_DETACHED);
+    const [detached] = otel.spansNamed(names.SPAN_DETACHED);
     expect(detached?.status).toEqual({ code: SpanStatusCode.ERROR, message: "took too long" });
     expect(detached?.attributes[names.ATTR_ERROR_TYPE]).toBe("DEADLINE_EXCEEDED");
   });
@@ -285,7 +285,7 @@ describe("telemetry off", () => {
     telemetry.detach();
     telemetry.finish(new Error("y"), "row");
     expect(active).toBeUndefined();
-    expect(await otel.spans()).toEqual([]);
+    expect(otel.spans()).toEqual([]);
     for (const metric of [names.METRIC_TURNS, names.METRIC_INVOCATIONS_ACTIVE, names.METRIC_DETACHED_PENDING]) {
       expect(await pointsOf(metric)).toEqual([]);
     }
@@ -301,7 +301,7 @@ describe("an agent given a Model object rather than a model name", () => {
       registry.register(agent);
       const output = await agent.runText("hello there");
       expect(output.usage).toEqual({ inputTokens: 2, outputTokens: 3, totalTokens: 5 });
-      const chats = (await otel.spans()).filter((span) => span.name === `${names.GEN_AI_OPERATION_CHAT} echo`);
+      const chats = otel.spans().filter((span) => span.name === `${names.GEN_AI_OPERATION_CHAT} echo`);
       expect(chats).toHaveLength(enabled ? 1 : 0);
     },
   );
