@@ -54,6 +54,7 @@ export class LocalClaims {
 
   /** Resolves after `ms`, on a local change of `sessionId`, or when `signal` aborts (whichever is first). */
   waitForChange(sessionId: string, ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.resolve(); // aborted while the caller was reading or writing the head
     return new Promise((resolve) => {
       let set = this.wakers.get(sessionId);
       if (!set) this.wakers.set(sessionId, (set = new Set()));

@@ -166,6 +166,42 @@ describe("Agent", () => {
     await expectAgentError(holder.output(), "ABORTED");
   });
 
+  it("connect() hands the call's signal to an ENQUEUE wait: aborting it gives up the wait", async () => {
+    const { registry } = harness();
+    const gate = new Rendezvous();
+    const agent = register(registry, {
+      name: "a",
+      store: "default",
+      turn: async (input, ctx) => {
+        if (messageText(input.message) === "hold") await gate.at("hold", ctx.turn.signal);
+        await replyTurn(input, ctx);
+      },
+    });
+    const first = await agent.runText("x");
+    const holder = await agent.connect({ sessionId: first.sessionId });
+    holder.sendText("hold");
+    await gate.reached("hold");
+    const call = new AbortController();
+    const waiting = agent.connect({ sessionId: first.sessionId, busyPolicy: "enqueue" }, { signal: call.signal });
+    call.abort(new Error("deadline"));
+    await expectAgentError(waiting, "DEADLINE_EXCEEDED");
+    gate.release("hold");
+    expect((await holder.output()).finishReason).toBe("stop");
+  });
+
+  it("leaves no unhandled rejection behind when its start-up check fails and nobody asks", async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => void unhandled.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      new Agent({ name: "a" }, async () => {}, { ready: Promise.reject(new Error("bad prompt")) });
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", record);
+    }
+  });
+
   it("resolves model names through the registry's models", async () => {
     const scripted = new ScriptedModel(() => ({ text: "scripted answer", finishReason: "length" }), "mine");
     const registry = new AgentRegistry({ models: (name) => (name === "mine" ? scripted : new EchoModel()) });

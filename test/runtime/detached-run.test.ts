@@ -247,7 +247,11 @@ describe("DetachedRun", () => {
     const registry = new AgentRegistry();
     const agent = register(registry, { name: "plain", store, turn: replyTurn });
     const connection = await agent.connect();
-    expectThrowsAgentError(() => connection.detach(), "FAILED_PRECONDITION", /cannot push status changes/);
+    expectThrowsAgentError(
+      () => connection.detach(),
+      "FAILED_PRECONDITION",
+      /cannot push status changes, so background work could not be aborted: detach needs a store with status subscription/,
+    );
     connection.sendText("x");
     expect((await connection.output()).finishReason).toBe("stop");
   });

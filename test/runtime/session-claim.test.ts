@@ -1,63 +1,12 @@
 import { describe, expect, it, vi } from "vitest";
+import { claimOf, existingSession, record } from "./claim-fixtures.js";
 import { appendRecord, deferred, expectAgentError, setLease, until } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
-import {
-  DEFAULT_CLAIM_SETTINGS,
-  SessionClaim,
-  type ClaimIdentity,
-  type ClaimSettings,
-} from "../../src/runtime/session-claim.js";
-import type { HeadCommit, SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
+import { DEFAULT_CLAIM_SETTINGS } from "../../src/runtime/session-claim.js";
+import type { HeadCommit, SessionStore } from "../../stores/snapshot-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
-import { uuidv7 } from "../../stores/uuid-v7.js";
 
 vi.setConfig({ testTimeout: 5_000 });
-
-/** A record for `sessionId` holding an empty checkpoint. */
-function record(sessionId: string, turnIndex = 0): SnapshotRecord {
-  const now = Date.now();
-  return {
-    snapshotId: uuidv7(),
-    sessionId,
-    turnIndex,
-    createdAt: now,
-    updatedAt: now,
-    status: "completed",
-    checkpoint: { sessionId, messages: [], artifacts: [] },
-    depth: 0,
-    deltaBytes: 0,
-    checkpointBytes: 2,
-    checkpointTurn: turnIndex,
-  };
-}
-
-function claimOf(
-  store: SessionStore,
-  sessionId: string,
-  extra: Partial<ClaimIdentity<unknown>> = {},
-  settings: Partial<ClaimSettings> = {},
-): SessionClaim<unknown> {
-  return new SessionClaim({
-    store,
-    sessionId,
-    agent: "a",
-    owner: "",
-    invocationId: uuidv7(),
-    settings: { ...DEFAULT_CLAIM_SETTINGS, ...settings },
-    ...extra,
-  });
-}
-
-/** A session created by a claim's first commit, then released. */
-async function existingSession(store: SessionStore): Promise<{ sessionId: string; snapshotId: string }> {
-  const sessionId = uuidv7();
-  const claim = claimOf(store, sessionId);
-  claim.startFresh();
-  const first = record(sessionId);
-  await claim.commit(first);
-  await claim.release();
-  return { sessionId, snapshotId: first.snapshotId };
-}
 
 describe("SessionClaim.commit", () => {
   it("creates a new session with its first commit: agent, owner, labels, time-to-live, and its lease", async () => {

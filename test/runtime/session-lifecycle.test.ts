@@ -356,6 +356,44 @@ describe("startSessionSweeper", () => {
     expect(reports).toEqual([{ removed: 1 }]);
   });
 
+  it("runs no pass queued behind a running one once stopped, and leaves no timer behind", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      let calls = 0;
+      let finish!: () => void;
+      const lifecycle = {
+        sweepExpired: () => {
+          calls++;
+          return new Promise<number>((resolve) => (finish = () => resolve(0)));
+        },
+      } as unknown as SessionLifecycle;
+      const stop = startSessionSweeper(lifecycle, 1_000, () => {});
+      await vi.advanceTimersByTimeAsync(1_000); // the second pass is queued behind the running first one
+      expect(calls).toBe(1);
+      const stopping = stop();
+      expect(vi.getTimerCount()).toBe(0);
+      finish();
+      await stopping;
+      await vi.advanceTimersByTimeAsync(0);
+      expect(calls).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("does not keep the process alive with its timer", async () => {
+    const setIntervalSpy = vi.spyOn(globalThis, "setInterval");
+    try {
+      const lifecycle = { sweepExpired: async () => 0 } as unknown as SessionLifecycle;
+      const stop = startSessionSweeper(lifecycle, 60_000, () => {});
+      const timer = setIntervalSpy.mock.results[0]?.value as NodeJS.Timeout;
+      expect(timer.hasRef()).toBe(false);
+      await stop();
+    } finally {
+      setIntervalSpy.mockRestore();
+    }
+  });
+
   it("sweeps every half time-to-live, between 0.5 s and 60 s (60 s without one)", () => {
     expect(sweepIntervalFor(undefined)).toBe(60_000);
     expect(sweepIntervalFor(200)).toBe(500);

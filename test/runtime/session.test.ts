@@ -48,6 +48,15 @@ describe("Session: isolation by immutability", () => {
     expect(session.unchangedMessages()).toBe(2);
   });
 
+  it("counts no message added since the mark as unchanged, even when the history is replaced with itself", () => {
+    const session = new Session({ messages: history(2), artifacts: [] });
+    session.addMessages(userText("not committed"));
+    session.setMessages(session.messages());
+    expect(session.unchangedMessages()).toBe(2);
+    session.setMessages(session.messages().slice(0, 1));
+    expect(session.unchangedMessages()).toBe(1);
+  });
+
   it("replaces a same-named artifact and appends unnamed ones", () => {
     const session = new Session({ messages: [], artifacts: [] });
     session.addArtifacts({ name: "a", parts: [{ text: "1" }] }, { parts: [{ text: "x" }] });
@@ -128,8 +137,9 @@ describe("Session: state", () => {
     expect(before).toHaveLength(3);
     expect(session.artifacts()).toEqual([]);
     expect(session.custom()).toEqual({ n: 0 });
-    session.restore({ messages: [], artifacts: [] });
+    session.restore({ messages: [], artifacts: [{ name: "a.md", parts: [{ text: "kept" }] }] });
     expect(session.custom()).toBeUndefined();
+    expect(session.artifacts()).toEqual([{ name: "a.md", parts: [{ text: "kept" }] }]);
   });
 
   it("hands out artifacts as a frozen array of copies made when they were added", () => {
