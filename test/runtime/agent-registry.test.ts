@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { expectThrowsAgentError } from "./runtime-fixtures.js";
+import { expectThrowsAgentError, replyTurn } from "./runtime-fixtures.js";
+import { InMemorySessionStore } from "../../stores/memory-store.js";
+import type { SessionStore } from "../../stores/snapshot-store.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
 import { defineCustomAgent } from "../../src/runtime/custom-agent.js";
 import { generateModelTurn } from "../../src/runtime/model-turn.js";
@@ -26,10 +28,36 @@ describe("AgentRegistry", () => {
 
   it("answers an unknown name with NOT_FOUND listing the agents it has", () => {
     const registry = new AgentRegistry();
+    expectThrowsAgentError(() => registry.get("b"), "NOT_FOUND", 'unknown agent "b"; available: (none)');
     registry.register(echo("a"));
-    expect(() => registry.get("b")).toThrow(
-      expect.objectContaining({ status: "NOT_FOUND", message: expect.stringContaining("available: a") }),
-    );
+    registry.register(echo("c"));
+    expectThrowsAgentError(() => registry.get("b"), "NOT_FOUND", 'unknown agent "b"; available: a, c');
+  });
+
+  it("answers an empty name with INVALID_ARGUMENT", () => {
+    expectThrowsAgentError(() => new AgentRegistry().get(""), "INVALID_ARGUMENT", "agent name is required");
+  });
+
+  it("sweeps the sessions of agents with their own store as well as the default store's, skipping client-managed agents", async () => {
+    const own = new InMemorySessionStore();
+    const registry = new AgentRegistry({ defaultStore: new InMemorySessionStore() as SessionStore });
+    const agent = defineCustomAgent({ name: "own", store: own as SessionStore, turn: replyTurn });
+    registry.register(agent);
+    registry.register(defineCustomAgent({ name: "client-managed", turn: replyTurn }));
+    const output = await agent.runText("x");
+    const { version, ...head } = (await own.getHead(output.sessionId))!;
+    await own.commit({ expectedVersion: version, head: { ...head, updatedAt: Date.now() - 10_000, ttlMs: 1_000 } });
+    await expect(registry.lifecycle.sweepExpired()).resolves.toBe(1);
+    expect(await own.getHead(output.sessionId)).toBeUndefined();
+  });
+
+  it("gives its echo model the configured delay before each chunk", async () => {
+    const registry = new AgentRegistry({ echoDelayMs: 40 });
+    const agent = echo("slow");
+    registry.register(agent);
+    const started = performance.now();
+    await agent.runText("one two");
+    expect(performance.now() - started).toBeGreaterThanOrEqual(35);
   });
 
   it("rejects invalid session settings with INVALID_ARGUMENT", () => {

@@ -78,6 +78,12 @@ describe("resolveInit: state management", () => {
     );
   });
 
+  it("adopts client state without a custom key when the client sent no custom state", async () => {
+    const start = await resolveInit(clientTarget(), { state: { messages: [], artifacts: [] } }, { invocationId: "i" });
+    expect(start.state.sessionId).not.toBe("");
+    expect("custom" in start.state).toBe(false);
+  });
+
   it("refuses session and snapshot IDs for a client-managed agent (FAILED_PRECONDITION)", async () => {
     await expectAgentError(
       resolveInit(clientTarget(), { sessionId: "s" }, { invocationId: "i" }),
@@ -336,7 +342,7 @@ describe("resolveInit: resuming", () => {
     await expectAgentError(
       resolveInit(target, { sessionId: first.sessionId }, { invocationId: "i" }),
       "FAILED_PRECONDITION",
-      new RegExp(`snapshot "${orphan}" is failed`),
+      new RegExp(`snapshot "${orphan}" is failed: .*resume from an earlier snapshot$`),
     );
     expect((await store.getHead(first.sessionId))!.lease).toBeUndefined();
   });
@@ -471,6 +477,69 @@ describe("resolveInit: busy sessions", () => {
       "ABORTED",
       /"newer"/,
     );
+  });
+
+  it("refuses a dead head whose nearest live ancestor is still pending, naming the dead head", async () => {
+    const { target, store, agent } = setup();
+    const first = await agent.runText("one");
+    const pending = await appendRecord(store, first.sessionId, {
+      status: "pending",
+      turnIndex: 1,
+      heartbeatAt: Date.now(),
+    });
+    const failed = await appendRecord(store, first.sessionId, { status: "failed", turnIndex: 2, parentId: pending });
+    await expectAgentError(
+      resolveInit(target, { sessionId: first.sessionId }, { invocationId: "i" }),
+      "FAILED_PRECONDITION",
+      new RegExp(`snapshot "${failed}" is failed`),
+    );
+  });
+
+  it("drops a dead worker's lease refreshed exactly at the end of the window after its last heartbeat", async () => {
+    const liveness = { heartbeatIntervalMs: 1_000, heartbeatTtlMs: 1_000 };
+    const { target, store, agent } = setup({ liveness });
+    const first = await agent.runText("one");
+    const lastBeat = Date.now() - 5_000;
+    await appendRecord(store, first.sessionId, { status: "pending", turnIndex: 1, heartbeatAt: lastBeat });
+    await setLease(store, first.sessionId, {
+      invocationId: "worker",
+      expiresAt: lastBeat + 1_000 + DEFAULT_CLAIM_SETTINGS.leaseTtlMs, // refreshed at lastBeat + min(1 s, 15 s - 5 s)
+    });
+    const start = await resolveAndRelease(target, { sessionId: first.sessionId });
+    expect(start.parent!.snapshotId).toBe(first.snapshotId);
+  });
+
+  it("keeps a lease taken once the dead worker's own lease could have run out (leaseTtl - refresh after its heartbeat)", async () => {
+    // heartbeat TTL 12 s > leaseTtl - refresh = 10 s: the window is 10 s.
+    const liveness = { heartbeatIntervalMs: 1_000, heartbeatTtlMs: 12_000 };
+    const { target, store, agent } = setup({ liveness });
+    const first = await agent.runText("one");
+    const lastBeat = Date.now() - 13_000;
+    await appendRecord(store, first.sessionId, { status: "pending", turnIndex: 1, heartbeatAt: lastBeat });
+    await setLease(store, first.sessionId, {
+      invocationId: "newer",
+      expiresAt: lastBeat + 11_000 + DEFAULT_CLAIM_SETTINGS.leaseTtlMs, // taken 11 s after the last heartbeat
+    });
+    await expectAgentError(
+      resolveInit(target, { sessionId: first.sessionId }, { invocationId: "i" }),
+      "ABORTED",
+      /"newer"/,
+    );
+  });
+
+  it("makes the session claim's store calls with the call's context", async () => {
+    const { target, store, agent } = setup();
+    const first = await agent.runText("one", {}, { storeContext: { tenant: "t1" } });
+    const contexts: unknown[] = [];
+    const watched = Object.assign(Object.create(store) as typeof store, {
+      commit: (request: Parameters<typeof store.commit>[0], ctx?: Parameters<typeof store.commit>[1]) => {
+        contexts.push(ctx);
+        return store.commit(request, ctx);
+      },
+    });
+    await resolveAndRelease({ ...target, store: watched }, { sessionId: first.sessionId }, { ctx: { tenant: "t1" } });
+    expect(contexts.length).toBeGreaterThan(0);
+    expect(contexts.every((ctx) => (ctx as { tenant?: string } | undefined)?.tenant === "t1")).toBe(true);
   });
 
   it("keeps the lease when the pending head is still alive (not expired): REJECT fails ABORTED", async () => {
