@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { appendRecord, expectAgentError, harness, historyOf, register, replyTurn } from "./runtime-fixtures.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
+import { generateModelTurn } from "../../src/runtime/model-turn.js";
 import { abortIfPending } from "../../src/runtime/snapshot-access.js";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
 import type { SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
@@ -53,7 +54,7 @@ describe("getSnapshot", () => {
     const two = await agent.runText("two", { sessionId: one.sessionId });
     const record = (await store.getRecord(two.snapshotId!))!;
     const snapshot = await agent.getSnapshot({ snapshotId: two.snapshotId! });
-    expect(snapshot).toEqual({
+    expect(snapshot).toStrictEqual({
       snapshotId: two.snapshotId,
       sessionId: one.sessionId,
       parentId: one.snapshotId,
@@ -65,6 +66,33 @@ describe("getSnapshot", () => {
       state: { sessionId: one.sessionId, messages: expect.any(Array), artifacts: [] },
     });
     expect(historyOf(snapshot.state)).toEqual(["user:one", "model:reply: one", "user:two", "model:reply: two"]);
+  });
+
+  it("carries the turn's token usage as a copy", async () => {
+    const { registry, store } = harness();
+    const agent = register(registry, {
+      name: "m",
+      store: "default",
+      turn: (_input, ctx) => generateModelTurn(ctx, "echo"),
+    });
+    const out = await agent.runText("hello there");
+    const snapshot = await agent.getSnapshot({ snapshotId: out.snapshotId! });
+    expect(snapshot.usage).toEqual({ inputTokens: 2, outputTokens: 3, totalTokens: 5 });
+    expect(snapshot.usage).not.toBe((await store.getRecord(out.snapshotId!))!.usage);
+  });
+
+  it("leaves the state out when the state transform omits it (returns null)", async () => {
+    const { registry } = harness();
+    const agent = register(registry, {
+      name: "hidden",
+      store: "default",
+      transforms: { state: () => null },
+      turn: replyTurn,
+    });
+    const out = await agent.runText("x");
+    const snapshot = await agent.getSnapshot({ snapshotId: out.snapshotId! });
+    expect("state" in snapshot).toBe(false);
+    expect(snapshot.status).toBe("completed");
   });
 
   it("reads a session's head snapshot when given only the session ID", async () => {
@@ -290,17 +318,52 @@ describe("watchSnapshot", () => {
     expect(await rest).toEqual({ statuses: ["aborted"] });
   });
 
-  it("ends when the caller's signal aborts", async () => {
-    const { store, agent } = setup();
+  it("ends when the caller's signal aborts, at once rather than at its next re-check", async () => {
+    const { store, agent } = setup({ heartbeatTtlMs: 3_600_000 }); // re-checks every 15 minutes
     const one = await agent.runText("one");
     const id = await appendRecord(store, one.sessionId, { status: "pending", turnIndex: 1, heartbeatAt: Date.now() });
     const call = new AbortController();
     const watch = agent.watchSnapshot(id, call.signal);
     expect((await watch.next()).value).toBe("pending");
     const rest = collect(watch);
+    await new Promise((resolve) => setImmediate(resolve)); // the watch now waits for a status change
     call.abort();
     expect(await rest).toEqual({ statuses: [] });
     expect(store.subscriberCount).toBe(0);
+  });
+
+  it("lets go of its status subscription and its re-check timer when a status ends it", async () => {
+    const { store, agent } = setup();
+    const one = await agent.runText("one");
+    const id = await appendRecord(store, one.sessionId, { status: "pending", turnIndex: 1, heartbeatAt: Date.now() });
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const watch = agent.watchSnapshot(id, new AbortController().signal);
+    expect((await watch.next()).value).toBe("pending");
+    const rest = collect(watch);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(vi.getTimerCount()).toBe(1);
+    await agent.abort(id);
+    expect(await rest).toEqual({ statuses: ["aborted"] });
+    expect(vi.getTimerCount()).toBe(0);
+    expect(store.subscriberCount).toBe(0);
+  });
+
+  it("re-reads a pending row every quarter of the heartbeat TTL, not more often", async () => {
+    const { store, agent } = setup({ heartbeatTtlMs: 60_000 });
+    const one = await agent.runText("one");
+    const id = await appendRecord(store, one.sessionId, { status: "pending", turnIndex: 1, heartbeatAt: Date.now() });
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const call = new AbortController();
+    const watch = agent.watchSnapshot(id, call.signal);
+    expect((await watch.next()).value).toBe("pending");
+    const rest = collect(watch);
+    const reads = vi.spyOn(store, "getRecord");
+    await vi.advanceTimersByTimeAsync(14_000);
+    expect(reads).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(reads).toHaveBeenCalledTimes(1);
+    call.abort();
+    await rest;
   });
 
   it("yields expired and ends when the pending row's heartbeat goes stale mid-watch", async () => {
