@@ -11,6 +11,7 @@ import {
 } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
+import { generateModelTurn } from "../../src/runtime/model-turn.js";
 import { SessionLifecycle } from "../../src/runtime/session-lifecycle.js";
 import { startSessionSweeper, sweepIntervalFor, type SweepReport } from "../../src/runtime/session-sweeper.js";
 import { DEFAULT_LIVENESS } from "../../src/runtime/snapshot-liveness.js";
@@ -69,6 +70,19 @@ describe("SessionLifecycle.get", () => {
       expiresAt: head.updatedAt + 60_000,
       ttlMs: 60_000,
     });
+  });
+
+  it("reports the session's token usage totals as a copy", async () => {
+    const { registry, store } = harness();
+    const agent = register(registry, {
+      name: "m",
+      store: "default",
+      turn: (_i, ctx) => generateModelTurn(ctx, "echo"),
+    });
+    const output = await agent.runText("hello there");
+    const info = await registry.lifecycle.get(output.sessionId);
+    expect(info.usage).toEqual({ inputTokens: 2, outputTokens: 3, totalTokens: 5 });
+    expect(info.usage).not.toBe((await store.getHead(output.sessionId))!.usage);
   });
 
   it("reports the head snapshot's effective status (a silent pending one is expired)", async () => {
@@ -284,6 +298,88 @@ describe("SessionLifecycle.delete", () => {
     };
     expect(await lifecycle.delete(output.sessionId)).toBe(true);
     expect(writes).toEqual([expect.stringMatching(/^delete-/)]);
+  });
+
+  it("marks the session taken for a minute while deleting, retrying when the head moved", async () => {
+    const { store, lifecycle, agent } = setup();
+    const output = await agent.runText("x");
+    await setLease(store, output.sessionId, { invocationId: "remote", expiresAt: Date.now() + 60_000 });
+    const leases: ({ invocationId: string; expiresAt: number } | undefined)[] = [];
+    const commit = store.commit.bind(store);
+    let refuseFirst = true;
+    store.commit = async (c, ctx) => {
+      leases.push(c.head.lease);
+      if (refuseFirst) {
+        refuseFirst = false;
+        return undefined;
+      }
+      return commit(c, ctx);
+    };
+    const before = Date.now();
+    expect(await lifecycle.delete(output.sessionId)).toBe(true);
+    expect(leases).toHaveLength(2);
+    expect(leases[1]!.invocationId).toMatch(/^delete-/);
+    expect(leases[1]!.expiresAt).toBeGreaterThanOrEqual(before + 60_000);
+  });
+
+  it("writes no marker over a lease that has already run out", async () => {
+    const { store, lifecycle, agent } = setup();
+    const output = await agent.runText("x");
+    await setLease(store, output.sessionId, { invocationId: "gone", expiresAt: Date.now() - 1 });
+    const commit = store.commit.bind(store);
+    let writes = 0;
+    store.commit = async (c, ctx) => {
+      writes++;
+      return commit(c, ctx);
+    };
+    expect(await lifecycle.delete(output.sessionId)).toBe(true);
+    expect(writes).toBe(0);
+  });
+
+  it("gives up marking the session after 100 refused writes and deletes it anyway", async () => {
+    const { store, lifecycle, agent } = setup();
+    const output = await agent.runText("x");
+    await setLease(store, output.sessionId, { invocationId: "remote", expiresAt: Date.now() + 60_000 });
+    let writes = 0;
+    store.commit = async () => {
+      writes++;
+      return undefined;
+    };
+    expect(await lifecycle.delete(output.sessionId)).toBe(true);
+    expect(writes).toBe(100);
+    expect(await store.getHead(output.sessionId)).toBeUndefined();
+  });
+
+  it("aborts the pending rows of every page of a long session, and only those", async () => {
+    const { store, lifecycle, agent } = setup();
+    const output = await agent.runText("x");
+    let parentId = output.snapshotId!;
+    for (let turn = 1; turn <= 1_001; turn++) {
+      parentId = await appendRecord(store, output.sessionId, {
+        status: "pending",
+        turnIndex: turn,
+        heartbeatAt: Date.now(),
+        parentId,
+      });
+    }
+    const updated: string[] = [];
+    const updateRecord = store.updateRecord.bind(store);
+    store.updateRecord = async (id, mutator, ctx) => {
+      updated.push(id);
+      return updateRecord(id, mutator, ctx);
+    };
+    expect(await lifecycle.delete(output.sessionId)).toBe(true);
+    expect(updated).toHaveLength(1_001);
+    expect(updated).not.toContain(output.snapshotId);
+  });
+
+  it("finds sessions in agents' own stores when there is no default store", async () => {
+    const own = new InMemorySessionStore();
+    const registry = new AgentRegistry();
+    const agent = register(registry, { name: "own", store: own as SessionStore, turn: replyTurn });
+    const output = await agent.runText("x");
+    expect((await registry.lifecycle.get(output.sessionId)).agent).toBe("own");
+    expect(await registry.lifecycle.delete(output.sessionId)).toBe(true);
   });
 });
 
