@@ -13,7 +13,6 @@
  * instrumentation) find agentd's spans under their trace.
  */
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { context } from "@opentelemetry/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -404,13 +403,11 @@ describe("telemetry over OTLP/HTTP protobuf", () => {
 const TRACED_CALLERS = [
   {
     language: "go",
-    file: join(REPO_ROOT, "test/fixtures/traced-callers/go/main.go"),
     command: "go",
     args: ["-C", "test/fixtures/traced-callers/go", "run", "."],
   },
   {
     language: "python",
-    file: join(REPO_ROOT, "test/fixtures/traced-callers/python/traced_run.py"),
     command: join(REPO_ROOT, ".tools/venv/bin/python"),
     args: ["test/fixtures/traced-callers/python/traced_run.py"],
   },
@@ -444,45 +441,41 @@ describe("traced callers in Go and Python", () => {
   const agentd = useTracedAgentd("http/protobuf");
 
   for (const caller of TRACED_CALLERS) {
-    it.skipIf(!existsSync(caller.file))(
-      `${caller.language}: agentd's spans are under the caller's trace`,
-      { timeout: 300_000 },
-      async () => {
-        const parent = callerSpan();
-        const report = await runCaller(caller.command, caller.args, {
-          AGENTD_URL: agentd.server.baseUrl,
-          TRACEPARENT: parent.traceparent,
-        });
-        expect(report).toMatchObject({
-          text: "echo: hello traced",
-          traceId: parent.traceId,
-          finishReason: "FINISH_REASON_STOP",
-        });
-        const { receiver } = agentd;
-        const rpc = await waitForSpan(
-          receiver,
-          parent.traceId,
-          "agentd's Run span",
-          (s) => s.name === "agentd.v1.AgentService/Run",
-        );
-        expect(rpc.kind).toBe(SERVER_KIND);
-        expect(rpc.parentSpanId).toBe(report.clientSpanId); // the caller's client span, made by its instrumentation
-        expect(["grpc", "connect_rpc"]).toContain(rpc.attributes["rpc.system"]);
-        expect(rpc.attributes).toMatchObject({
-          "rpc.method": "Run",
-          "rpc.status_code": "OK",
-          "agentd.session.id": report.sessionId,
-        });
-        const turn = await waitForSpan(receiver, parent.traceId, "the turn span", (s) => s.name === "agentd.turn");
-        expect(turn.parentSpanId).toBe(rpc.spanId);
-        expect(turn.attributes).toMatchObject({
-          "agentd.agent": "assistant",
-          "agentd.snapshot.id": report.snapshotId,
-          "gen_ai.usage.input_tokens": 2,
-        });
-        const model = await waitForSpan(receiver, parent.traceId, "the model span", (s) => s.name === "chat echo");
-        expect(model.parentSpanId).toBe(turn.spanId);
-      },
-    );
+    it(`${caller.language}: agentd's spans are under the caller's trace`, { timeout: 300_000 }, async () => {
+      const parent = callerSpan();
+      const report = await runCaller(caller.command, caller.args, {
+        AGENTD_URL: agentd.server.baseUrl,
+        TRACEPARENT: parent.traceparent,
+      });
+      expect(report).toMatchObject({
+        text: "echo: hello traced",
+        traceId: parent.traceId,
+        finishReason: "FINISH_REASON_STOP",
+      });
+      const { receiver } = agentd;
+      const rpc = await waitForSpan(
+        receiver,
+        parent.traceId,
+        "agentd's Run span",
+        (s) => s.name === "agentd.v1.AgentService/Run",
+      );
+      expect(rpc.kind).toBe(SERVER_KIND);
+      expect(rpc.parentSpanId).toBe(report.clientSpanId); // the caller's client span, made by its instrumentation
+      expect(["grpc", "connect_rpc"]).toContain(rpc.attributes["rpc.system"]);
+      expect(rpc.attributes).toMatchObject({
+        "rpc.method": "Run",
+        "rpc.status_code": "OK",
+        "agentd.session.id": report.sessionId,
+      });
+      const turn = await waitForSpan(receiver, parent.traceId, "the turn span", (s) => s.name === "agentd.turn");
+      expect(turn.parentSpanId).toBe(rpc.spanId);
+      expect(turn.attributes).toMatchObject({
+        "agentd.agent": "assistant",
+        "agentd.snapshot.id": report.snapshotId,
+        "gen_ai.usage.input_tokens": 2,
+      });
+      const model = await waitForSpan(receiver, parent.traceId, "the model span", (s) => s.name === "chat echo");
+      expect(model.parentSpanId).toBe(turn.spanId);
+    });
   }
 });

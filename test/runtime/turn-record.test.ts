@@ -28,4 +28,14 @@ describe("stateFieldsFor: the session size cap", () => {
     );
     expect(error.details).toEqual({ sessionBytes: bytes, maxSessionBytes: bytes - 1 });
   });
+
+  it('names a session without an ID as "" in the refusal', () => {
+    const unnamed: SessionState = { messages: [userText("hello")], artifacts: [] };
+    const size = JSON.stringify(unnamed).length;
+    const error = expectThrowsAgentError(
+      () => stateFieldsFor(undefined, unnamed, 0, capped(size - 1)),
+      "RESOURCE_EXHAUSTED",
+    );
+    expect(error.message).toMatch(/^session "" would grow to /);
+  });
 });

@@ -99,7 +99,7 @@ def global_spans() -> InMemorySpanExporter:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     if trace.get_tracer_provider() is not provider:
-        pytest.skip("another global tracer provider is already set")
+        pytest.fail("another global tracer provider is already set: this test must own the global one")
     return exporter
 
 
