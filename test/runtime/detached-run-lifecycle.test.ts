@@ -4,6 +4,7 @@
 // run, and the pending row's place in the chain.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
+  gatedAgent,
   harness,
   historyOf,
   register,
@@ -11,12 +12,10 @@ import {
   replyTurn,
   setLease,
   until,
-  type Harness,
 } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
 import type { AbortObservedEvent } from "../../src/runtime/runtime-events.js";
-import { messageText } from "../../src/types/content.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 
 vi.setConfig({ testTimeout: 5_000 });
@@ -25,29 +24,6 @@ afterEach(() => {
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * An agent whose turn on text "wait:<name>" blocks at rendezvous point <name> until released or
- * its turn's signal aborts; the abort reason is recorded in `reasons` under <name>.
- */
-function gatedAgent(h: Harness, gate: Rendezvous, reasons = new Map<string, AgentError>()) {
-  return register(h.registry, {
-    name: "bg",
-    store: "default",
-    turn: async (input, ctx) => {
-      const text = messageText(input.message);
-      if (text.startsWith("wait:")) {
-        const point = text.slice(5);
-        await gate.at(point, ctx.turn.signal).catch((err) => {
-          reasons.set(point, AgentError.from(err));
-          gate.mark(`${point} aborted`);
-          throw err;
-        });
-      }
-      await replyTurn(input, ctx);
-    },
-  });
-}
 
 const detachText = (text: string) => ({ message: { role: "user" as const, content: [{ text }] }, detach: true });
 
@@ -90,7 +66,7 @@ describe("DetachedRun: stopping the work", () => {
     const h = harness({ sessions: { claims: { refreshMs: 5 } } });
     const gate = new Rendezvous();
     const reasons = new Map<string, AgentError>();
-    const agent = gatedAgent(h, gate, reasons);
+    const agent = gatedAgent(h, gate, { reasons });
     const connection = await agent.connect();
     connection.send(detachText("wait:a"));
     const output = await connection.output();
@@ -120,7 +96,7 @@ describe("DetachedRun: stopping the work", () => {
     const h = harness();
     const gate = new Rendezvous();
     const reasons = new Map<string, AgentError>();
-    const agent = gatedAgent(h, gate, reasons);
+    const agent = gatedAgent(h, gate, { reasons });
     const connection = await agent.connect();
     connection.send(detachText("wait:a"));
     await connection.output();
@@ -133,7 +109,7 @@ describe("DetachedRun: stopping the work", () => {
     const h = harness();
     const gate = new Rendezvous();
     const reasons = new Map<string, AgentError>();
-    const agent = gatedAgent(h, gate, reasons);
+    const agent = gatedAgent(h, gate, { reasons });
     const connection = await agent.connect();
     connection.send(detachText("wait:a"));
     const output = await connection.output();
@@ -152,7 +128,7 @@ describe("DetachedRun: stopping the work", () => {
     const h = harness({ events: { abortObserved: (e) => observed.push(e) } });
     const gate = new Rendezvous();
     const reasons = new Map<string, AgentError>();
-    const agent = gatedAgent(h, gate, reasons);
+    const agent = gatedAgent(h, gate, { reasons });
     const connection = await agent.connect();
     connection.send(detachText("wait:a"));
     const output = await connection.output();

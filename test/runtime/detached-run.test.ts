@@ -4,6 +4,7 @@ import {
   drain,
   expectAgentError,
   expectThrowsAgentError,
+  gatedAgent,
   harness,
   historyOf,
   register,
@@ -14,32 +15,10 @@ import {
 import { AgentError } from "../../src/errors/agent-error.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
 import type { BackgroundFinishedEvent, TurnEvent } from "../../src/runtime/runtime-events.js";
-import { messageText } from "../../src/types/content.js";
 import type { RecordMutator, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 
 vi.setConfig({ testTimeout: 5_000 });
-
-/** An agent whose turn on text "wait:<name>" blocks at rendezvous point <name> (the work's abort rejects it). */
-function gatedAgent(h: Harness, gate: Rendezvous, name = "bg") {
-  return register(h.registry, {
-    name,
-    store: "default",
-    turn: async (input, ctx) => {
-      const text = messageText(input.message);
-      if (text.startsWith("wait:")) {
-        const point = text.slice(5);
-        await gate.at(point, ctx.turn.signal).catch((err) => {
-          gate.mark(`${point} aborted:${AgentError.from(err).status}`);
-          throw err;
-        });
-      }
-      if (text.startsWith("fail")) throw new AgentError("INTERNAL", `failed on ${text}`);
-      if (text.startsWith("abort")) throw new AgentError("ABORTED", "gave up");
-      await replyTurn(input, ctx);
-    },
-  });
-}
 
 /** Waits until every detached run of the registry has finished. */
 async function backgroundDone(h: Harness): Promise<void> {

@@ -113,6 +113,40 @@ export const replyTurn: TurnFn<unknown> = async (input, ctx) => {
   ctx.session.addMessages({ role: "model", content: [{ text }] });
 };
 
+/**
+ * An agent (named "bg" unless `options.name` says otherwise, on the default store) whose turn on
+ * text "wait:<point>" blocks at rendezvous point <point> until released. When the turn's signal
+ * aborts it instead, the reason is kept in `options.reasons` under <point> and the points
+ * "<point> aborted" and "<point> aborted:<STATUS>" are marked. Text starting "fail" fails the
+ * turn with INTERNAL, "abort" with ABORTED; every turn that gets through answers as {@link replyTurn}.
+ */
+export function gatedAgent(
+  h: Harness,
+  gate: Rendezvous,
+  options: { name?: string; reasons?: Map<string, AgentError> } = {},
+): Agent<unknown> {
+  return register(h.registry, {
+    name: options.name ?? "bg",
+    store: "default",
+    turn: async (input, ctx) => {
+      const text = messageText(input.message);
+      if (text.startsWith("wait:")) {
+        const point = text.slice(5);
+        await gate.at(point, ctx.turn.signal).catch((err) => {
+          const reason = AgentError.from(err);
+          options.reasons?.set(point, reason);
+          gate.mark(`${point} aborted`);
+          gate.mark(`${point} aborted:${reason.status}`);
+          throw err;
+        });
+      }
+      if (text.startsWith("fail")) throw new AgentError("INTERNAL", `failed on ${text}`);
+      if (text.startsWith("abort")) throw new AgentError("ABORTED", "gave up");
+      await replyTurn(input, ctx);
+    },
+  });
+}
+
 /** What a drained stream held: every chunk, and the error it ended with (if any). */
 export interface Drained {
   chunks: AgentStreamChunk[];
