@@ -42,12 +42,16 @@ interface Served {
   listening: Record<string, unknown>;
 }
 
-/** `npx agentd serve ...args` in `cwd`; resolves at its listening line. */
+/**
+ * `npx agentd serve ...args` in `cwd`, in a process group of its own (npx does not pass a
+ * SIGTERM on to the server it started, see {@link stop}); resolves at its listening line.
+ */
 async function serve(cwd: string, args: readonly string[]): Promise<Served> {
   const child = spawn("npx", ["--no-install", "agentd", "serve", ...args], {
     cwd,
     env: cleanEnv(),
     stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
   });
   let out = "";
   const listening = await new Promise<Record<string, unknown>>((resolve, reject) => {
@@ -69,10 +73,12 @@ async function serve(cwd: string, args: readonly string[]): Promise<Served> {
   return { child, url: (listening.url as string) ?? `http://127.0.0.1:${listening.port as number}`, listening };
 }
 
+/** Stops npx and the agentd server under it: SIGTERM to the whole process group. */
 async function stop(served: Served | undefined): Promise<void> {
   if (!served || served.child.exitCode !== null) return;
-  served.child.kill("SIGTERM");
-  await once(served.child, "exit");
+  const exited = once(served.child, "exit");
+  process.kill(-served.child.pid!, "SIGTERM");
+  await exited;
 }
 
 /** A unary Run over Connect JSON. */
