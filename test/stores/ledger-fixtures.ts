@@ -132,14 +132,32 @@ export async function createContendedSession(
  */
 async function awaitCommitted(
   store: SessionStore<CounterState>,
+  sessionId: string,
   snapshotId: string,
   timeoutMs = 60_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await store.getRecord(snapshotId))) {
+  while (!(await onHeadChain(store, sessionId, snapshotId))) {
     if (Date.now() > deadline) throw new Error(`${snapshotId} was not committed within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
+}
+
+/**
+ * Whether `snapshotId` is on the session's chain (the head or one of its ancestors). A record
+ * that merely exists is not enough: a store may write a record before the head's
+ * compare-and-set and remove it when that fails, so another process can read a record that
+ * never gets committed.
+ */
+async function onHeadChain(store: SessionStore<CounterState>, sessionId: string, snapshotId: string): Promise<boolean> {
+  const record = await store.getRecord(snapshotId);
+  const head = await store.getHead(sessionId);
+  if (!record || !head) return false;
+  let current = await store.getRecord(head.headSnapshotId);
+  while (current && current.turnIndex > record.turnIndex && current.parentId !== undefined) {
+    current = await store.getRecord(current.parentId);
+  }
+  return current?.snapshotId === snapshotId;
 }
 
 /**
@@ -163,7 +181,7 @@ export async function contendingWriter(
 ): Promise<WriterAck[]> {
   const acks: WriterAck[] = [];
   for (let k = 0; k < turns; k++) {
-    if (k === 1 && peerTag !== undefined) await awaitCommitted(store, `${peerTag}-w0-t0`);
+    if (k === 1 && peerTag !== undefined) await awaitCommitted(store, sessionId, `${peerTag}-w0-t0`);
     const snapshotId = `${tag}-t${k}`;
     for (let attempt = 0; ; attempt++) {
       if (attempt >= 5_000) throw new Error(`${snapshotId}: still conflicting after ${attempt} attempts`);
