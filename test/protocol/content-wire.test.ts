@@ -9,7 +9,7 @@ import {
   partFromWire,
   partToWire,
 } from "../../src/protocol/content-wire.js";
-import { thrown } from "./thrown-agent-error.js";
+import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 
 /** A value JSON.stringify refuses. */
 const notJson = { big: 1n };
@@ -40,8 +40,7 @@ describe("partToWire", () => {
     ["data part", { data: notJson }],
     ["custom part", { custom: notJson }],
   ])("refuses a non-JSON %s with INVALID_ARGUMENT naming it", (what, part) => {
-    const err = thrown(() => partToWire(part));
-    expect(err.status).toBe("INVALID_ARGUMENT");
+    const err = expectThrowsAgentError(() => partToWire(part), "INVALID_ARGUMENT");
     expect(err.message).toMatch(new RegExp(`^${what} is not JSON-serialisable: `));
   });
 });
@@ -64,14 +63,15 @@ describe("partFromWire", () => {
 
 describe("messages and artifacts", () => {
   it("refuses non-JSON message metadata with INVALID_ARGUMENT naming it", () => {
-    const err = thrown(() => messageToWire({ role: "user", content: [], metadata: notJson }));
-    expect(err.status).toBe("INVALID_ARGUMENT");
+    const err = expectThrowsAgentError(
+      () => messageToWire({ role: "user", content: [], metadata: notJson }),
+      "INVALID_ARGUMENT",
+    );
     expect(err.message).toMatch(/^message metadata is not JSON-serialisable: /);
   });
 
   it("refuses non-JSON artifact metadata with INVALID_ARGUMENT naming it", () => {
-    const err = thrown(() => artifactToWire({ parts: [], metadata: notJson }));
-    expect(err.status).toBe("INVALID_ARGUMENT");
+    const err = expectThrowsAgentError(() => artifactToWire({ parts: [], metadata: notJson }), "INVALID_ARGUMENT");
     expect(err.message).toMatch(/^artifact metadata is not JSON-serialisable: /);
   });
 

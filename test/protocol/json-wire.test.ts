@@ -8,7 +8,7 @@ import {
   valueFromWire,
   valueToWire,
 } from "../../src/protocol/json-wire.js";
-import { thrown } from "./thrown-agent-error.js";
+import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 
 describe("valueToWire", () => {
   it("round-trips JSON through google.protobuf.Value", () => {
@@ -21,14 +21,13 @@ describe("valueToWire", () => {
   });
 
   it("refuses a non-JSON value with INVALID_ARGUMENT naming it, the serializer's reason and the cause", () => {
-    const err = thrown(() => valueToWire({ n: 1n }, "tool input"));
-    expect(err.status).toBe("INVALID_ARGUMENT");
+    const err = expectThrowsAgentError(() => valueToWire({ n: 1n }, "tool input"), "INVALID_ARGUMENT");
     expect(err.message).toBe("tool input is not JSON-serialisable: Do not know how to serialize a BigInt");
     expect(err.cause).toBeInstanceOf(TypeError);
   });
 
   it('calls an unnamed value "value" in its error', () => {
-    expect(thrown(() => valueToWire(1n)).message).toMatch(/^value is not JSON-serialisable: /);
+    expectThrowsAgentError(() => valueToWire(1n), "INVALID_ARGUMENT", /^value is not JSON-serialisable: /);
   });
 });
 
@@ -48,14 +47,18 @@ describe("structToWire", () => {
   });
 
   it("refuses a record whose JSON form is not an object, naming it", () => {
-    const err = thrown(() => structToWire({ toJSON: () => [1, 2] }, "state schema"));
-    expect(err.status).toBe("INVALID_ARGUMENT");
+    const err = expectThrowsAgentError(
+      () => structToWire({ toJSON: () => [1, 2] }, "state schema"),
+      "INVALID_ARGUMENT",
+    );
     expect(err.message).toBe("state schema must be a JSON object");
   });
 
   it('calls an unnamed record "object" in its errors', () => {
-    expect(thrown(() => structToWire({ toJSON: () => "text" })).message).toBe("object must be a JSON object");
-    expect(thrown(() => structToWire({ n: 1n })).message).toMatch(/^object is not JSON-serialisable: /);
+    expect(expectThrowsAgentError(() => structToWire({ toJSON: () => "text" }), "INVALID_ARGUMENT").message).toBe(
+      "object must be a JSON object",
+    );
+    expectThrowsAgentError(() => structToWire({ n: 1n }), "INVALID_ARGUMENT", /^object is not JSON-serialisable: /);
   });
 });
 

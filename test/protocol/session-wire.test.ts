@@ -5,7 +5,7 @@ import { SessionSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { durationFromMs, durationToMs, sessionFromWire, sessionToWire } from "../../src/protocol/session-wire.js";
 import type { SessionInfo } from "../../src/types/session-info.js";
-import { thrown } from "./thrown-agent-error.js";
+import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 
 function duration(seconds: bigint, nanos: number) {
   return create(DurationSchema, { seconds, nanos });
@@ -25,14 +25,12 @@ describe("durationToMs", () => {
   });
 
   it("refuses negative seconds with INVALID_ARGUMENT naming the field", () => {
-    const err = thrown(() => durationToMs(duration(-1n, 0), "init.ttl"));
-    expect(err.status).toBe("INVALID_ARGUMENT");
+    const err = expectThrowsAgentError(() => durationToMs(duration(-1n, 0), "init.ttl"), "INVALID_ARGUMENT");
     expect(err.message).toBe("init.ttl must not be negative");
   });
 
   it("refuses negative nanos even when the total stays positive", () => {
-    const err = thrown(() => durationToMs(duration(5n, -1), "ttl"));
-    expect(err.status).toBe("INVALID_ARGUMENT");
+    const err = expectThrowsAgentError(() => durationToMs(duration(5n, -1), "ttl"), "INVALID_ARGUMENT");
     expect(err.message).toBe("ttl must not be negative");
   });
 });
@@ -101,8 +99,7 @@ describe("session wire", () => {
   it("refuses a negative TTL from a peer with INVALID_ARGUMENT", () => {
     const wire = sessionToWire(session);
     wire.ttl = duration(-5n, 0);
-    const err = thrown(() => sessionFromWire(wire));
-    expect(err.status).toBe("INVALID_ARGUMENT");
+    const err = expectThrowsAgentError(() => sessionFromWire(wire), "INVALID_ARGUMENT");
     expect(err.message).toBe("ttl must not be negative");
   });
 });

@@ -14,7 +14,7 @@ import {
   toolResumeToWire,
 } from "../../src/protocol/state-wire.js";
 import type { AgentInit } from "../../src/types/session-state.js";
-import { thrown } from "./thrown-agent-error.js";
+import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 
 describe("session state wire", () => {
   it("sends a state without a session ID as an empty ID and reads it back as absent", () => {
@@ -30,8 +30,10 @@ describe("session state wire", () => {
   });
 
   it("refuses non-JSON custom state with INVALID_ARGUMENT naming it", () => {
-    const err = thrown(() => sessionStateToWire({ messages: [], artifacts: [], custom: { n: 1n } }));
-    expect(err.status).toBe("INVALID_ARGUMENT");
+    const err = expectThrowsAgentError(
+      () => sessionStateToWire({ messages: [], artifacts: [], custom: { n: 1n } }),
+      "INVALID_ARGUMENT",
+    );
     expect(err.message).toMatch(/^custom state is not JSON-serialisable: /);
   });
 });
@@ -67,8 +69,7 @@ describe("agent init wire", () => {
   it("refuses a negative TTL with INVALID_ARGUMENT naming init.ttl", () => {
     const wire = agentInitToWire("tasks");
     wire.ttl = create(DurationSchema, { seconds: -1n });
-    const err = thrown(() => agentInitFromWire(wire));
-    expect(err.status).toBe("INVALID_ARGUMENT");
+    const err = expectThrowsAgentError(() => agentInitFromWire(wire), "INVALID_ARGUMENT");
     expect(err.message).toBe("init.ttl must not be negative");
   });
 });
@@ -100,8 +101,10 @@ describe("agent input wire", () => {
 
 describe("agent error wire", () => {
   it("refuses non-JSON error details with INVALID_ARGUMENT naming them", () => {
-    const err = thrown(() => agentErrorToWire({ status: "INTERNAL", message: "x", details: { n: 1n } }));
-    expect(err.status).toBe("INVALID_ARGUMENT");
+    const err = expectThrowsAgentError(
+      () => agentErrorToWire({ status: "INTERNAL", message: "x", details: { n: 1n } }),
+      "INVALID_ARGUMENT",
+    );
     expect(err.message).toMatch(/^error details is not JSON-serialisable: /);
   });
 });

@@ -14,6 +14,8 @@ import type { SessionHead, SessionStore, SnapshotRecord } from "../../stores/sna
 import { uuidv7 } from "../../stores/uuid-v7.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 
+export { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
+
 // The runtime reaches the AI SDK only through hosted models (`openai/…`, `google/…`, `anthropic/…`), which these
 // tests never call: replacing the package with an empty module saves loading it in every test file (~0.1 s each).
 // Hoisted by vitest above the imports, so the runtime modules imported here see the empty module.
@@ -193,21 +195,6 @@ export async function expectAgentError(
     caught = err;
   }
   expect(caught, "expected a rejection").toBeInstanceOf(AgentError);
-  const error = caught as AgentError;
-  expect(error.status).toBe(status);
-  if (message !== undefined) expect(error.message).toMatch(message);
-  return error;
-}
-
-/** Asserts that `fn` throws an AgentError of `status` synchronously (and, if given, a message matching `message`). */
-export function expectThrowsAgentError(fn: () => unknown, status: StatusName, message?: RegExp | string): AgentError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught, "expected a throw").toBeInstanceOf(AgentError);
   const error = caught as AgentError;
   expect(error.status).toBe(status);
   if (message !== undefined) expect(error.message).toMatch(message);
