@@ -1,39 +1,22 @@
-import { spawn } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, readFile, writeFile, rm, utimes } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { acquireFileLock } from "../../stores/file/file-lock.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { acquireFileLock, removeIfAbandoned } from "../../stores/file/file-lock.js";
+import { eventually } from "./snapshot-factory.js";
+import { age, deadPid, useTempDirs } from "./file-fixtures.js";
 
 // The cross-process lock of the file store (stores/file/file-lock.ts), tested on its own: which
 // lock files count as abandoned and are taken over, and which are waited for.
 
-const dirs: string[] = [];
+const tempDir = useTempDirs("agentd-file-lock-");
 
-afterEach(async () => {
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+afterEach(() => {
+  vi.useRealTimers();
 });
 
 /** A fresh directory and the path of a lock file in it. */
 async function lockPath(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "agentd-file-lock-"));
-  dirs.push(dir);
-  return join(dir, "s1.lock");
-}
-
-/** The pid of a process that has exited. */
-function deadPid(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
-    child.once("error", reject);
-    child.once("exit", () => resolve(child.pid!));
-  });
-}
-
-/** Sets the file's modification time `ms` into the past (how a lock ages without waiting for it). */
-async function age(path: string, ms: number): Promise<void> {
-  const then = new Date(Date.now() - ms);
-  await utimes(path, then, then);
+  return join(await tempDir(), "s1.lock");
 }
 
 /** `text` as a regular expression matching exactly it. */
@@ -105,5 +88,90 @@ describe("file lock: live locks are waited for", () => {
     });
     expect(await readFile(path, "utf8")).toBe(held);
     expect(await readdir(join(path, ".."))).toEqual(["s1.lock"]); // its wait announcement (.want) is gone
+  });
+});
+
+describe("file lock: waiters announce themselves", () => {
+  it("leaves another live waiter's announcement in place while it waits behind it", async () => {
+    const path = await lockPath();
+    const otherWaiter = JSON.stringify({ pid: process.pid, token: "other-waiter" });
+    await writeFile(path, JSON.stringify({ pid: process.pid, token: "live-holder" }));
+    await writeFile(`${path}.want`, otherWaiter);
+    await expect(acquireFileLock(path, { staleMs: 10 * 60_000, timeoutMs: 300 })).rejects.toMatchObject({
+      status: "ABORTED",
+    });
+    expect(await readFile(`${path}.want`, "utf8")).toBe(otherWaiter);
+  });
+
+  it("clears the announcement of a waiter whose process has exited and announces itself instead", async () => {
+    const path = await lockPath();
+    await writeFile(path, JSON.stringify({ pid: process.pid, token: "live-holder" }));
+    await writeFile(`${path}.want`, JSON.stringify({ pid: await deadPid(), token: "dead-waiter" }));
+    const acquired = acquireFileLock(path, { staleMs: 10 * 60_000, timeoutMs: 10_000 });
+    await eventually(async () => {
+      const announced = await ownerOf(`${path}.want`).catch(() => undefined);
+      return announced?.pid === process.pid && announced.token !== "dead-waiter";
+    }, 5_000);
+    await rm(path); // the holder releases
+    const release = await acquired;
+    expect(await readdir(join(path, ".."))).toEqual(["s1.lock"]); // its announcement is gone once it holds the lock
+    await release();
+  });
+});
+
+describe("removeIfAbandoned (the debris sweep's lock check)", () => {
+  it("removes a lock file whose holder process has exited, however fresh, leaving no set-aside copy", async () => {
+    const path = await lockPath();
+    await writeFile(path, JSON.stringify({ pid: await deadPid(), token: "left-by-a-dead-process" }));
+    expect(await removeIfAbandoned(path)).toBe(true);
+    expect(await readdir(join(path, ".."))).toEqual([]);
+  });
+
+  it("keeps the lock file of a live process, however old: age alone never counts", async () => {
+    const path = await lockPath();
+    const held = JSON.stringify({ pid: process.pid, token: "live-holder" });
+    await writeFile(path, held);
+    await age(path, 60 * 60_000);
+    expect(await removeIfAbandoned(path)).toBe(false);
+    expect(await readFile(path, "utf8")).toBe(held);
+  });
+
+  it("removes an unreadable lock file older than a second (its writer died mid-write)", async () => {
+    const path = await lockPath();
+    await writeFile(path, `{"pid":${process.pid},"tok`);
+    await age(path, 5_000);
+    expect(await removeIfAbandoned(path)).toBe(true);
+    expect(await readdir(join(path, ".."))).toEqual([]);
+  });
+
+  it("keeps an unreadable lock file younger than a second (its writer may still be writing it)", async () => {
+    const path = await lockPath();
+    await writeFile(path, "");
+    expect(await removeIfAbandoned(path)).toBe(false);
+    expect(await readdir(join(path, ".."))).toEqual(["s1.lock"]);
+  });
+
+  it("keeps an unreadable lock file exactly one second old", async () => {
+    const path = await lockPath();
+    await writeFile(path, "");
+    const mtimeSeconds = Math.floor(Date.now() / 1000) - 10;
+    await utimes(path, mtimeSeconds, mtimeSeconds);
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(mtimeSeconds * 1000 + 1000);
+    expect(await removeIfAbandoned(path)).toBe(false);
+    expect(await readdir(join(path, ".."))).toEqual(["s1.lock"]);
+  });
+
+  it("resolves to false when there is no lock file", async () => {
+    expect(await removeIfAbandoned(await lockPath())).toBe(false);
+  });
+
+  it("lets exactly one of several sweepers racing for one abandoned lock report its removal", async () => {
+    const path = await lockPath();
+    await writeFile(path, JSON.stringify({ pid: await deadPid(), token: "left-by-a-dead-process" }));
+    await age(path, 5_000);
+    const results = await Promise.all(Array.from({ length: 4 }, () => removeIfAbandoned(path)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await readdir(join(path, ".."))).toEqual([]);
   });
 });

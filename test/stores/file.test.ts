@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { getEventListeners } from "node:events";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -7,6 +7,7 @@ import { FileSessionStore, type FileSessionStoreOptions } from "../../stores/fil
 import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
 import type { SessionHead } from "../../stores/snapshot-store.js";
 import { runStoreConformance } from "./conformance.js";
+import { deadPid } from "./file-fixtures.js";
 import {
   allRecords,
   checkpointRecord,
@@ -60,15 +61,6 @@ async function treeOf(dir: string): Promise<string[]> {
 }
 
 const mode = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;
-
-/** The pid of a process that has exited. */
-function deadPid(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
-    child.once("error", reject);
-    child.once("exit", () => resolve(child.pid!));
-  });
-}
 
 describe("file store layout", () => {
   it("creates directories with mode 0700 and files with mode 0600", async () => {
@@ -496,5 +488,79 @@ describe("file store session lifecycle", () => {
     // deleteSession removes it all the same.
     expect(await store.deleteSession!("corrupt")).toBe(true);
     expect(await readdir(layout.sessionsDir)).toEqual([]);
+  });
+});
+
+describe("file store directory and health", () => {
+  it("fails with FAILED_PRECONDITION naming the directory when it cannot be created, with the error as cause", async () => {
+    const file = join(await tempDir(), "not-a-directory");
+    await writeFile(file, "");
+    const dir = join(file, "store");
+    let error: unknown;
+    try {
+      open(dir);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message: expect.stringContaining(`store directory ${dir} cannot be created or is not writable: ENOTDIR`),
+      cause: expect.objectContaining({ code: "ENOTDIR" }),
+    });
+  });
+
+  it("answers ping while the store directory is writable", async () => {
+    await expect(open(await tempDir()).ping()).resolves.toBeUndefined();
+  });
+
+  it("fails ping with UNAVAILABLE naming the directory once it is gone, with the error as cause", async () => {
+    const dir = await tempDir();
+    const store = open(dir);
+    await store.debrisSwept;
+    await rm(dir, { recursive: true });
+    await expect(store.ping()).rejects.toMatchObject({
+      status: "UNAVAILABLE",
+      message: expect.stringContaining(`store directory ${dir} is not writable: ENOENT`),
+      cause: expect.objectContaining({ code: "ENOENT" }),
+    });
+  });
+
+  it("rejects a sweep time that is not a finite number with INVALID_ARGUMENT saying what it got", async () => {
+    const store = open(await tempDir());
+    for (const [now, shown] of [
+      [Number.NaN, "NaN"],
+      [Number.POSITIVE_INFINITY, "Infinity"],
+      ["1700000000000", "1700000000000"],
+    ] as const) {
+      await expect(store.sweepExpired(now as number), shown).rejects.toMatchObject({
+        status: "INVALID_ARGUMENT",
+        message: `sweepExpired: now must be an epoch-millisecond number (got ${shown})`,
+      });
+    }
+  });
+});
+
+describe("file store status subscriptions", () => {
+  it("ends every open subscription when the store closes", async () => {
+    const store = open(await tempDir());
+    await commitRecord(store, undefined, pendingRecord("s1", "bg"));
+    const subscription = store.subscribeStatus("bg", new AbortController().signal)[Symbol.asyncIterator]();
+    expect(await subscription.next()).toEqual({ done: false, value: "pending" });
+    await store.close();
+    expect(await subscription.next()).toEqual({ done: true, value: undefined });
+    expect(store.activeWatcherCount).toBe(0);
+  });
+
+  it("fails a subscription in a tenant directory of another format, leaving no listener on its signal", async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, "old"));
+    await writeFile(join(dir, "old", "abc.json"), `{"format":1,"version":1,"snapshot":{}}`);
+    const store = open(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
+    const signal = new AbortController().signal;
+    expect(() => store.subscribeStatus("abc", signal, { tenant: "old" })).toThrow(
+      expect.objectContaining({ status: "FAILED_PRECONDITION" }),
+    );
+    expect(getEventListeners(signal, "abort")).toEqual([]);
+    expect(store.activeWatcherCount).toBe(0);
   });
 });

@@ -240,6 +240,13 @@ describe("recordStateFields", () => {
         minDeltaBytes: 100 + bytes + 1,
       }).checkpoint,
     ).toBeUndefined();
+    // Exactly at minDeltaBytes, the ratio met.
+    expect(
+      recordStateFields(parentAt({ depth: 5, deltaBytes: 100, checkpointBytes: 10 }), small, () => s, 9, {
+        ...policy,
+        minDeltaBytes: 100 + bytes,
+      }).checkpoint,
+    ).toBe(s);
     // Exactly at both thresholds.
     const due = recordStateFields(parentAt({ depth: 5, deltaBytes: 2000 - bytes }), small, () => s, 9, policy);
     expect(due).toEqual({ checkpoint: s, depth: 0, deltaBytes: 0, checkpointBytes: jsonBytes(s), checkpointTurn: 9 });
@@ -256,6 +263,11 @@ describe("recordStateFields", () => {
       checkpoint: s,
       checkpointTurn: 7,
     });
+  });
+
+  it("counts a value JSON cannot serialize (undefined) as zero bytes", () => {
+    expect(jsonBytes(undefined)).toBe(0);
+    expect(jsonBytes({ a: "é" })).toBe(Buffer.byteLength('{"a":"é"}'));
   });
 
   it("defaults to 1 MiB, ratio 4 and 4096 deltas", () => {
@@ -325,6 +337,7 @@ describe("walkChain / chainFrom / stateOfChain", () => {
     const orphan = rec("orphan", undefined, { delta: diffState(s0, s1), depth: 1 });
     await expect(walkChain(reader(new Map([["orphan", orphan]])), "orphan")).rejects.toMatchObject({
       status: "DATA_LOSS",
+      message: expect.stringContaining('its ancestor "(none)" is missing'),
     });
     const x = rec("x", "y", { delta: diffState(s0, s1), depth: 3 });
     const y = rec("y", "x", { delta: diffState(s0, s1), depth: 2 });

@@ -347,8 +347,49 @@ describe("mongodb session lifecycle: expiry", () => {
     const names = (await db.collection(`${prefix}heads`).listIndexes().toArray()).map((i) => i.name).sort();
     expect(names).toEqual(["_id_", "ops_expire", "owner_updated"]);
     expect(logger.lines.map((l) => l.message)).toEqual([
-      expect.stringMatching(/"ops_expire".*not a TTL index.*collMod/),
+      expect.stringMatching(
+        /"ops_expire".*not a TTL index.*MongoDB does not remove expired heads by itself\. .*collMod.*expireAfterSeconds: 0/,
+      ),
     ]);
+    await store.close();
+  });
+
+  it("uses an operator's TTL index on expireAt with another expireAfterSeconds as it is and warns that MongoDB expires heads on its own schedule", async () => {
+    const prefix = freshPrefix();
+    await db.collection(`${prefix}heads`).createIndex({ expireAt: 1 }, { name: "ops_ttl", expireAfterSeconds: 3600 });
+    const logger = capturingLogger();
+    const store = storeOn(prefix, { logger });
+    await store.ready();
+    expect(logger.lines.map((l) => l.message)).toEqual([
+      expect.stringMatching(
+        /"ops_ttl" on \{"expireAt":1\} with expireAfterSeconds 3600; agentd would create it with expireAfterSeconds 0\. .*MongoDB removes expired heads on its own schedule\./,
+      ),
+    ]);
+    await store.close();
+  });
+
+  it("keeps a session renewed between the sweep's query and its deletion, and does not count it", async () => {
+    const prefix = freshPrefix();
+    // One connection: the renewal below is queued before the sweep's next command.
+    const store = storeOn(prefix, { clientOptions: { monitorCommands: true, maxPoolSize: 1 } });
+    const { head } = await seedTwo(store, "renewed", T0, { ttlMs: 1_000 });
+    const heads = store.driverClient.db(DATABASE).collection<{ _id: string }>(`${prefix}heads`);
+    const later = head.expiresAt! + 3_600_000;
+    let renewal: Promise<unknown> | undefined;
+    store.driverClient.on("commandSucceeded", (event) => {
+      const ns = (event.reply as { cursor?: { ns?: string } }).cursor?.ns;
+      // What another instance's commit does to the head, the moment the sweep has found it expired.
+      if (renewal === undefined && event.commandName === "find" && ns === `${DATABASE}.${prefix}heads`)
+        renewal = heads.updateOne(
+          { _id: "renewed" },
+          { $set: { updatedAt: later - 1_000, expiresAt: later, expireAt: new Date(later) }, $inc: { version: 1 } },
+        );
+    });
+    expect(await store.sweepExpired(head.expiresAt!)).toBe(0);
+    expect(renewal).toBeDefined();
+    await renewal;
+    expect(await store.getHead("renewed")).toMatchObject({ expiresAt: later, version: head.version + 1 });
+    expect(ids(await allRecords(store, "renewed"))).toEqual(["renewed-r1", "renewed-r0"]);
     await store.close();
   });
 
@@ -410,6 +451,29 @@ describe("mongodb session lifecycle: expiry", () => {
     expect(ids(await allRecords(store, "alive"))).toEqual(["alive-r1", "alive-r0"]);
     await store.close();
   });
+});
+
+describe("mongodb session lifecycle: the orphan pass and checkpoint chunks", () => {
+  it(
+    "removes an orphaned session's chunks, older ones without a sessionId included, and no chunk of a live session",
+    { timeout: 120_000 },
+    async () => {
+      const prefix = freshPrefix();
+      const store = storeOn(prefix, { orphanGraceMs: 0 });
+      await commitRecord(store, undefined, bigCheckpoint("alive", "alive-r0", 0));
+      await commitRecord(store, undefined, bigCheckpoint("orphan", "orphan-r0", 0));
+      const chunks = db.collection(`${prefix}checkpoint_chunks`);
+      // Chunks written before chunks carried their sessionId: only the record's chunk set leads to them.
+      await chunks.updateMany({ sessionId: "orphan" }, { $unset: { sessionId: "" } });
+      // What MongoDB's TTL monitor does: delete the expired head, nothing else.
+      await db.collection(`${prefix}heads`).deleteOne({ _id: "orphan" as never });
+      expect(await documentCounts(prefix)).toMatchObject({ heads: 1, snapshots: 2, checkpoint_chunks: 4 });
+      expect(await store.sweepExpired(Date.now() + 1_000)).toBe(1);
+      expect(await documentCounts(prefix)).toMatchObject({ heads: 1, snapshots: 1, checkpoint_chunks: 2 });
+      expect(await store.getRecord("alive-r0")).toMatchObject({ checkpoint: { custom: { n: 0 } } });
+      await store.close();
+    },
+  );
 });
 
 describe("mongodb session lifecycle: listing", () => {

@@ -1,11 +1,15 @@
 import { EventEmitter } from "node:events";
+import { createServer } from "node:net";
 import { MongoClient, MongoNetworkError, MongoServerError, type Collection, type Document } from "mongodb";
-import { describe, expect, it } from "vitest";
-import { isChangeStreamUnsupported } from "../../stores/mongodb/change-stream-support.js";
+import { describe, expect, it, vi } from "vitest";
+import { changeStreamsUnsupported, isChangeStreamUnsupported } from "../../stores/mongodb/change-stream-support.js";
 import { driverUri, uriDatabase } from "../../stores/mongodb/connection-settings.js";
+import { CHUNK_BYTES, splitCheckpoint } from "../../stores/mongodb/checkpoint-chunks.js";
 import { consistencyOf } from "../../stores/mongodb/consistency.js";
+import { fromHeadDocument, writeHead, type HeadDocument } from "../../stores/mongodb/head-document.js";
 import { ensureIndexes, sameKeyPattern } from "../../stores/mongodb/index-setup.js";
-import { mongoError } from "../../stores/mongodb/mongo-errors.js";
+import { isTransientMongoError, mongoError } from "../../stores/mongodb/mongo-errors.js";
+import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { watchReconnects } from "../../stores/mongodb/reconnect-watch.js";
 import { endingOfError, endingOfEvent } from "../../stores/mongodb/stream-endings.js";
 
@@ -69,6 +73,67 @@ describe("reconnect watch (connection-pool events → at most one stream reopen)
   });
 });
 
+describe("reconnect watch: which servers count", () => {
+  it("counts every server while no topology event has been seen (a client connected before the store subscribed)", () => {
+    const client = fakeClient();
+    const calls: number[] = [];
+    watchReconnects(client, (lostAt) => calls.push(lostAt));
+    client.emit("connectionPoolCleared", { address: "db1:27017" });
+    client.emit("connectionReady", { address: "db1:27017" });
+    expect(calls).toHaveLength(1);
+  });
+
+  it("does not take a secondary's lost connections for a loss of the primary", () => {
+    const client = fakeClient();
+    const calls: number[] = [];
+    watchReconnects(client, (lostAt) => calls.push(lostAt));
+    client.emit("topologyDescriptionChanged", topology({ "db1:27017": "RSPrimary", "db2:27017": "RSSecondary" }));
+    client.emit("connectionPoolCleared", { address: "db2:27017" });
+    client.emit("connectionClosed", { address: "db2:27017", reason: "error" });
+    client.emit("connectionReady", { address: "db1:27017" });
+    expect(calls).toEqual([]);
+  });
+
+  it("keeps counting a writable server whose state became Unknown (a missed heartbeat)", () => {
+    const client = fakeClient();
+    const calls: number[] = [];
+    watchReconnects(client, (lostAt) => calls.push(lostAt));
+    client.emit("topologyDescriptionChanged", topology({ "m1:27017": "Mongos", "m2:27017": "Mongos" }));
+    client.emit("topologyDescriptionChanged", topology({ "m1:27017": "Unknown", "m2:27017": "Mongos" }));
+    client.emit("connectionPoolCleared", { address: "m1:27017" });
+    client.emit("connectionReady", { address: "m1:27017" });
+    expect(calls).toHaveLength(1);
+  });
+
+  it("takes a checkout that failed on a connection error alone for a loss", () => {
+    const client = fakeClient();
+    const calls: number[] = [];
+    watchReconnects(client, (lostAt) => calls.push(lostAt));
+    client.emit("topologyDescriptionChanged", topology({ "db1:27017": "RSPrimary" }));
+    client.emit("connectionCheckOutFailed", { address: "db1:27017", reason: "connectionError" });
+    client.emit("connectionReady", { address: "db1:27017" });
+    expect(calls).toHaveLength(1);
+  });
+
+  it("reports when the loss was first seen, not when the connection came back", () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      const client = fakeClient();
+      const calls: number[] = [];
+      watchReconnects(client, (lostAt) => calls.push(lostAt));
+      vi.setSystemTime(1_000);
+      client.emit("connectionClosed", { address: "db1:27017", reason: "error" });
+      vi.setSystemTime(2_000);
+      client.emit("connectionPoolCleared", { address: "db1:27017" });
+      vi.setSystemTime(3_000);
+      client.emit("connectionReady", { address: "db1:27017" });
+      expect(calls).toEqual([1_000]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
 describe("change stream endings", () => {
   it("resumes from the token only after transient errors", () => {
     expect(endingOfError(new MongoNetworkError("connection reset"))).toMatchObject({ resume: true });
@@ -85,6 +150,34 @@ describe("change stream endings", () => {
     for (const type of ["invalidate", "drop", "rename", "dropDatabase"])
       expect(endingOfEvent({ operationType: type })).toMatchObject({ resume: false });
     for (const type of ["insert", "update", "delete"]) expect(endingOfEvent({ operationType: type })).toBeUndefined();
+  });
+
+  it("recognises a standalone server by its code 40573 whatever the message says", () => {
+    expect(isChangeStreamUnsupported(serverError(40573, "only supported on replica sets"))).toBe(true);
+  });
+
+  it("does not take another error about a $changeStream (e.g. missing privileges) for a deployment without change streams", () => {
+    expect(
+      isChangeStreamUnsupported(
+        serverError(
+          13,
+          "not authorized on agentd to execute command { aggregate: 1, pipeline: [ { $changeStream: {} } ] }",
+        ),
+      ),
+    ).toBe(false);
+    expect(isChangeStreamUnsupported(new Error("$changeStream failed"))).toBe(false);
+  });
+
+  it("explains what the store needs from a deployment without change streams, naming the database", () => {
+    const db = new MongoClient("mongodb://h/").db("tenant_a");
+    const cause = serverError(40573);
+    const err = changeStreamsUnsupported(db, "the server said no", cause);
+    expect(err.status).toBe("FAILED_PRECONDITION");
+    expect(err.message).toMatch(/^MongoDB database "tenant_a" cannot run change streams \(the server said no\)/);
+    expect(err.message).toMatch(/replica set or a sharded cluster: its change stream carries status changes/);
+    expect(err.message).toMatch(/--replSet rs0.*rs\.initiate\(\).*replicaSet=rs0/);
+    expect(err.details).toEqual({ database: "tenant_a" });
+    expect(err.cause).toBe(cause);
   });
 
   it("recognises a deployment without change streams by the server's answer", () => {
@@ -116,10 +209,75 @@ describe("store settings", () => {
     expect(strong.db.writeConcern).toEqual({ w: "majority", journal: true, wtimeoutMS: 0 });
   });
 
+  it("refuses unacknowledged writes (w=0), saying to remove w from the URI", () => {
+    expect(() => consistencyOf(new MongoClient("mongodb://h/?w=0").options)).toThrow(
+      expect.objectContaining({
+        status: "INVALID_ARGUMENT",
+        message: expect.stringMatching(
+          /sets w=0 .*: remove w from the URI \(agentd writes with w=majority, journaled\)$/,
+        ),
+      }),
+    );
+  });
+
   it("maps configuration errors to FAILED_PRECONDITION with what to do", () => {
     expect(mongoError(serverError(13, "not authorized on agentd"), "reading").message).toMatch(/readWrite/);
     expect(mongoError(serverError(18), "reading").status).toBe("FAILED_PRECONDITION");
     expect(mongoError(serverError(100), "writing").status).toBe("FAILED_PRECONDITION");
+  });
+
+  it("maps errors a retry may cure to UNAVAILABLE, saying to check the server and retry", () => {
+    const err = mongoError(new MongoNetworkError("connection reset"), "reading");
+    expect(err.status).toBe("UNAVAILABLE");
+    expect(err.message).toBe(
+      "MongoDB reading failed: connection reset (check that the server in the store URI is reachable; retry later)",
+    );
+    expect(mongoError(serverError(10107, "not primary"), "writing").status).toBe("UNAVAILABLE");
+  });
+
+  it("maps any other driver error to INTERNAL, with its message and without retry advice", () => {
+    const cause = serverError(2, "bad value");
+    const err = mongoError(cause, "writing");
+    expect(err.status).toBe("INTERNAL");
+    expect(err.message).toBe("MongoDB writing failed: bad value");
+    expect(err.cause).toBe(cause);
+  });
+
+  it("maps a thrown value that is not an object to INTERNAL", () => {
+    expect(mongoError("boom", "reading")).toMatchObject({
+      status: "INTERNAL",
+      message: "MongoDB reading failed: boom",
+    });
+    expect(isTransientMongoError(undefined)).toBe(false);
+  });
+
+  it("treats an error carrying a retryable label as transient, also as a plain server reply", () => {
+    expect(isTransientMongoError({ message: "write failed", errorLabels: ["RetryableWriteError"] })).toBe(true);
+    expect(isTransientMongoError({ message: "write failed", errorLabels: ["SomeOtherLabel"] })).toBe(false);
+    const labelled = serverError(2, "overloaded");
+    labelled.addErrorLabel("SystemOverloadedError");
+    expect(mongoError(labelled, "reading").status).toBe("UNAVAILABLE");
+  });
+
+  it("treats the Node socket errors (exactly those codes) as transient", () => {
+    for (const code of ["ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN"])
+      expect([code, isTransientMongoError(Object.assign(new Error(code), { code }))]).toEqual([code, true]);
+    for (const code of ["ECONNRESET_X", "X_EPIPE", "EACCES"])
+      expect([code, isTransientMongoError(Object.assign(new Error(code), { code }))]).toEqual([code, false]);
+  });
+
+  it("classifies a wrapping error by its cause, and stops at an error that is its own cause", () => {
+    const wrapped = new Error("request failed", { cause: new MongoNetworkError("socket hang up") });
+    expect(mongoError(wrapped, "reading").status).toBe("UNAVAILABLE");
+    expect(isTransientMongoError(new Error("request failed", { cause: serverError(2) }))).toBe(false);
+    const selfCaused = new Error("loop");
+    (selfCaused as { cause?: unknown }).cause = selfCaused;
+    expect(isTransientMongoError(selfCaused)).toBe(false);
+  });
+
+  it("passes an AgentError through unchanged", () => {
+    const original = mongoError(serverError(18), "reading");
+    expect(mongoError(original, "writing")).toBe(original);
   });
 
   it("splits the database off the URI without touching credentials or options", () => {
@@ -130,6 +288,11 @@ describe("store settings", () => {
     expect(uriDatabase("mongodb://h/tenant%2Dx?x=1")).toBe("tenant-x");
     expect(uriDatabase("mongodb://h/?x=1")).toBeUndefined();
   });
+  it("reads no database from a URI without a path, and adds the path the driver expects", () => {
+    expect(uriDatabase("mongodb://h:27017")).toBeUndefined();
+    expect(driverUri("mongodb://h:27017")).toBe("mongodb://h:27017/");
+    expect(driverUri("mongodb://u:p@h1,h2:27017")).toBe("mongodb://u:p@h1,h2:27017/");
+  });
 });
 
 describe("index setup", () => {
@@ -137,6 +300,15 @@ describe("index setup", () => {
     expect(sameKeyPattern({ a: 1, b: -1 }, { a: 1, b: -1 })).toBe(true);
     expect(sameKeyPattern({ b: -1, a: 1 }, { a: 1, b: -1 })).toBe(false);
     expect(sameKeyPattern({ a: 1, b: 1 }, { a: 1, b: -1 })).toBe(false);
+  });
+
+  it("does not take a key pattern for one that extends it", () => {
+    expect(sameKeyPattern({ a: 1 }, { a: 1, b: -1 })).toBe(false);
+  });
+
+  it("matches no key pattern against a missing one", () => {
+    expect(sameKeyPattern(undefined, { a: 1 })).toBe(false);
+    expect(sameKeyPattern({ a: 1 }, undefined)).toBe(false);
   });
 
   it("accepts an index another instance creates under another name at the same moment (IndexOptionsConflict)", async () => {
@@ -153,5 +325,117 @@ describe("index setup", () => {
       ensureIndexes(racing, [{ name: "session_turn", key: { sessionId: 1, turnIndex: 1 } }]),
     ).resolves.toBeUndefined();
     expect(created).toEqual(["session_turn"]);
+  });
+});
+
+describe("checkpoint chunks", () => {
+  it("splits a checkpoint of exactly one chunk's size into one chunk", () => {
+    const json = "x".repeat(CHUNK_BYTES);
+    const { ref, documents } = splitCheckpoint(json, "s1");
+    expect(ref).toMatchObject({ count: 1, bytes: CHUNK_BYTES });
+    expect(documents.map((d) => [d._id, d.seq, d.data.length])).toEqual([[`${ref.set}:0`, 0, CHUNK_BYTES]]);
+  });
+
+  it("splits by UTF-8 bytes, not characters, and the pieces join back to the checkpoint", () => {
+    const json = "é".repeat(CHUNK_BYTES / 2 + 1); // 2 bytes each: one byte over a chunk
+    const { ref, documents } = splitCheckpoint(json, "s1");
+    expect(ref).toMatchObject({ count: 2, bytes: CHUNK_BYTES + 2 });
+    expect(documents.map((d) => [d.seq, d.data.length, d.sessionId, d.set])).toEqual([
+      [0, CHUNK_BYTES, "s1", ref.set],
+      [1, 2, "s1", ref.set],
+    ]);
+    expect(Buffer.concat(documents.map((d) => d.data)).toString("utf8")).toBe(json);
+  });
+});
+
+describe("head documents", () => {
+  it("reads a head stored with null optional fields (older documents) as a head without them", () => {
+    const doc = {
+      _id: "s1",
+      agent: "a",
+      owner: "o",
+      headSnapshotId: "r0",
+      turnCount: 1,
+      version: 1,
+      createdAt: 1,
+      updatedAt: 2,
+      lease: null,
+      waiters: null,
+      ttlMs: null,
+      expiresAt: null,
+      usage: null,
+    } as unknown as HeadDocument;
+    expect(fromHeadDocument(doc)).toEqual({
+      sessionId: "s1",
+      agent: "a",
+      owner: "o",
+      headSnapshotId: "r0",
+      turnCount: 1,
+      version: 1,
+      createdAt: 1,
+      updatedAt: 2,
+    });
+  });
+
+  it("rejects with the driver's error, not a lost compare-and-set, when creating a head fails for another reason than an existing one", async () => {
+    const client = new MongoClient(`mongodb://127.0.0.1:${await closedPort()}/?directConnection=true`, {
+      serverSelectionTimeoutMS: 200,
+    });
+    try {
+      const head = { sessionId: "s1", agent: "a", owner: "o", headSnapshotId: "r0", turnCount: 1, version: 1 };
+      await expect(
+        writeHead(client.db("x").collection<HeadDocument>("heads"), { ...head, createdAt: 1, updatedAt: 1 }, 0),
+      ).rejects.toMatchObject({ name: "MongoServerSelectionError" });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+/** A local port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe("store construction and closed stores (no server needed)", () => {
+  it("needs a uri or a client (INVALID_ARGUMENT saying so)", () => {
+    expect(() => new MongoSessionStore({})).toThrow(
+      expect.objectContaining({
+        status: "INVALID_ARGUMENT",
+        message: "MongoSessionStore needs a uri (mongodb://host/db) or a client",
+      }),
+    );
+  });
+
+  it("keeps its sessions in the database agentd when neither the config nor the URI names one", async () => {
+    const store = new MongoSessionStore({ uri: "mongodb://127.0.0.1:1" });
+    expect(store.databaseName).toBe("agentd");
+    await store.close();
+  });
+
+  it("rejects every operation of a closed store with FAILED_PRECONDITION saying it is closed", async () => {
+    const store = new MongoSessionStore({ uri: "mongodb://127.0.0.1:1/agentd" });
+    await store.close();
+    const closed = { status: "FAILED_PRECONDITION", message: "the MongoDB session store is closed" };
+    await expect(store.getHead("s1")).rejects.toMatchObject(closed);
+    await expect(store.ready()).rejects.toMatchObject(closed);
+    await expect(store.ping()).rejects.toMatchObject(closed);
+  });
+
+  it("refuses a sweep without an epoch-millisecond now (INVALID_ARGUMENT naming the value)", async () => {
+    const store = new MongoSessionStore({ uri: "mongodb://127.0.0.1:1/agentd?serverSelectionTimeoutMS=200" });
+    try {
+      for (const now of [Number.NaN, Number.POSITIVE_INFINITY, "1700000000000" as unknown as number])
+        await expect(store.sweepExpired(now)).rejects.toMatchObject({
+          status: "INVALID_ARGUMENT",
+          message: `sweepExpired: now must be an epoch-millisecond number (got ${String(now)})`,
+        });
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -325,6 +325,43 @@ describe("mongodb store: indexes", () => {
   });
 });
 
+describe("mongodb store: an operator's indexes and clients", () => {
+  it("uses an operator's index that sets unique: false as the plain index it is", async () => {
+    const prefix = freshPrefix();
+    const raw = new MongoClient(server.uri);
+    await raw
+      .db(DATABASE)
+      .collection(`${prefix}snapshots`)
+      .createIndex({ sessionId: 1, turnIndex: 1 }, { name: "ops_session_turn", unique: false, sparse: false });
+    const store = monitoredStore(prefix);
+    await store.ready();
+    const names = (await raw.db(DATABASE).collection(`${prefix}snapshots`).indexes()).map((i) => i.name).sort();
+    expect(names).toEqual(["_id_", "ops_session_turn", "session_latest"]);
+    await Promise.all([store.close(), raw.close()]);
+  });
+
+  it("leaves a client it was given open when it closes", async () => {
+    const client = new MongoClient(server.uri);
+    const store = new MongoSessionStore<CounterState>({ client, database: DATABASE, collectionPrefix: freshPrefix() });
+    await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+    await store.close();
+    await expect(client.db(DATABASE).command({ ping: 1 })).resolves.toMatchObject({ ok: 1 });
+    expect(client.listenerCount("connectionReady")).toBe(0);
+    await client.close();
+  });
+
+  it("names its collections heads, snapshots, checkpoint_chunks and store_meta without a collectionPrefix", async () => {
+    const database = `agentd_wire_${freshPrefix()}`;
+    const store = new MongoSessionStore<CounterState>({ uri: server.uri, database });
+    await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+    const raw = new MongoClient(server.uri);
+    const names = (await raw.db(database).listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
+    expect(names).toEqual(["checkpoint_chunks", "heads", "snapshots", "store_meta"]);
+    await raw.db(database).dropDatabase();
+    await Promise.all([store.close(), raw.close()]);
+  });
+});
+
 describe("mongodb store on a deployment without change streams", () => {
   let standalone: MongoJavaServer;
   beforeAll(async () => {
@@ -357,6 +394,26 @@ describe("mongodb store on a deployment without change streams", () => {
     await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "root")))).rejects.toMatchObject({
       status: "FAILED_PRECONDITION",
     });
+    await store.close();
+  });
+
+  it("logs the first of a row of failed attempts to open the status stream, and retries the others silently", async () => {
+    const logger = capturingLogger();
+    const store = new MongoSessionStore<CounterState>({
+      uri: standalone.uri,
+      database: DATABASE,
+      collectionPrefix: freshPrefix(),
+      logger,
+    });
+    const subscription = new AbortController();
+    store.subscribeStatus("s1", subscription.signal);
+    await eventually(() => store.changeStreamLastEnding !== undefined);
+    const first = store.changeStreamLastEnding!;
+    expect(first.reason).toMatch(/cannot run change streams/);
+    await eventually(() => store.changeStreamLastEnding!.at > first.at);
+    expect(logger.lines.map((l) => l.message)).toEqual(["MongoDB change stream could not be opened; retrying"]);
+    expect(store.changeStreamReopens).toBe(0);
+    subscription.abort();
     await store.close();
   });
 });

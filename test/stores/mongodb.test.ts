@@ -4,6 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userText } from "../../src/types/content.js";
 import { DEFAULT_CHECKPOINT_POLICY } from "../../stores/ledger/checkpoint-policy.js";
 import { stateOfChain } from "../../stores/ledger/state-chain.js";
+import {
+  CHUNK_BYTES,
+  CheckpointChunks,
+  splitCheckpoint,
+  type ChunkDocument,
+} from "../../stores/mongodb/checkpoint-chunks.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { mongoForTests, type MongoJavaServer } from "../harness/mongo-java-server.js";
 import { runStoreConformance } from "./conformance.js";
@@ -37,6 +43,13 @@ afterAll(async () => {
 });
 
 type Store = MongoSessionStore<CounterState>;
+
+/** A checkpoint over 8 MiB, so it is stored in chunk documents. */
+function bigCheckpoint(sessionId: string, snapshotId: string): CounterRecord {
+  return checkpointRecord(sessionId, snapshotId, {
+    checkpoint: { sessionId, messages: [userText("x".repeat(9 * 1024 * 1024))], artifacts: [], custom: { n: 0 } },
+  });
+}
 const prefixes = new WeakMap<Store, string>();
 
 /** A store on a fresh collection prefix, so tests never see each other's data. */
@@ -146,6 +159,144 @@ describe("mongodb store: documents and limits", () => {
     },
   );
 
+  it(
+    "rejects an update that cannot fit one document with RESOURCE_EXHAUSTED and leaves the stored record unchanged",
+    { timeout: 60_000 },
+    async () => {
+      const store = freshStore();
+      const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+      await commitRecord(store, head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }));
+      const pending = await store.getRecord("bg");
+      const mib = "d".repeat(1024 * 1024);
+      await expect(
+        store.updateRecord("bg", (e) => ({
+          ...e,
+          status: "completed",
+          delta: { keepMessages: 0, appendMessages: Array.from({ length: 17 }, () => userText(mib)) },
+          depth: 1,
+          deltaBytes: 17 * 1024 * 1024,
+        })),
+      ).rejects.toMatchObject({
+        status: "RESOURCE_EXHAUSTED",
+        message: expect.stringMatching(/16 MiB document limit; the stored record is unchanged\./),
+      });
+      expect(await store.getRecord("bg")).toEqual(pending);
+      await store.close();
+    },
+  );
+
+  it(
+    "removes the chunks an update wrote when it lost the race to another writer, keeping only the stored checkpoint's",
+    { timeout: 60_000 },
+    async () => {
+      const prefix = `t${randomBytes(5).toString("hex")}_`;
+      // One connection: the other writer's update is queued before the store's chunk inserts and conditional write.
+      const store = new MongoSessionStore<CounterState>({
+        uri: mongo.uri,
+        database: DATABASE,
+        collectionPrefix: prefix,
+        clientOptions: { maxPoolSize: 1 },
+      });
+      const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+      await commitRecord(store, head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }));
+      const records = store.driverClient.db(DATABASE).collection<{ _id: string }>(`${prefix}snapshots`);
+      let otherWrite: Promise<unknown> | undefined;
+      const stored = await store.updateRecord("bg", (e) => {
+        // Another instance's write lands between the first read and the store's conditional write.
+        otherWrite ??= records.updateOne({ _id: "bg" }, { $inc: { version: 1 } });
+        return { ...bigCheckpoint("s1", "bg"), parentId: e.parentId, turnIndex: e.turnIndex, createdAt: e.createdAt };
+      });
+      await otherWrite;
+      expect(stored?.checkpoint).toBeDefined();
+      const doc = await db.collection(`${prefix}snapshots`).findOne({ _id: "bg" as never });
+      const chunks = db.collection(`${prefix}checkpoint_chunks`);
+      expect(await chunks.countDocuments()).toBe(2);
+      expect(await chunks.countDocuments({ set: doc!.checkpointChunks.set })).toBe(2);
+      expect(await store.getRecord("bg")).toEqual(stored);
+      await store.close();
+    },
+  );
+
+  it("gives up with ABORTED after maxConflictRetries lost races against other writers", async () => {
+    const prefix = `t${randomBytes(5).toString("hex")}_`;
+    // One connection: the other writer's update is queued before the store's conditional write.
+    const store = new MongoSessionStore<CounterState>({
+      uri: mongo.uri,
+      database: DATABASE,
+      collectionPrefix: prefix,
+      maxConflictRetries: 2,
+      clientOptions: { maxPoolSize: 1 },
+    });
+    const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+    await commitRecord(store, head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }));
+    const records = store.driverClient.db(DATABASE).collection<{ _id: string }>(`${prefix}snapshots`);
+    const otherWrites: Promise<unknown>[] = [];
+    const failed = store.updateRecord("bg", (e) => {
+      if (otherWrites.length > 5) return null; // never giving up: stop here so the assertion fails
+      // Another instance's write lands between this read and the store's conditional write.
+      otherWrites.push(records.updateOne({ _id: "bg" }, { $inc: { version: 1 } }));
+      return { ...e, status: "failed" };
+    });
+    await expect(failed).rejects.toMatchObject({
+      status: "ABORTED",
+      message: "snapshot bg: gave up after 2 concurrent-write conflicts; retry the request",
+    });
+    expect(otherWrites).toHaveLength(3);
+    await Promise.all(otherWrites);
+    expect(await store.getRecord("bg")).toMatchObject({ status: "pending" });
+    await store.close();
+  });
+
+  it(
+    "fails DATA_LOSS, naming the snapshot, when a checkpoint's chunks are gone for good",
+    { timeout: 60_000 },
+    async () => {
+      const store = freshStore();
+      const prefix = prefixes.get(store)!;
+      await commitRecord(store, undefined, checkpointRecord("small", "small-root"));
+      await commitRecord(store, undefined, bigCheckpoint("big", "big-root"));
+      await db.collection(`${prefix}checkpoint_chunks`).deleteMany({});
+      await expect(store.getRecord("big-root")).rejects.toMatchObject({
+        status: "DATA_LOSS",
+        message:
+          'snapshot "big-root" cannot be read: the chunk documents of its checkpoint are missing or incomplete (restore the store from a backup)',
+      });
+      expect(await store.getRecord("small-root")).toMatchObject({ snapshotId: "small-root" });
+      await store.close();
+    },
+  );
+
+  it(
+    "reads a snapshot deleted while its checkpoint's chunks were being read as absent",
+    { timeout: 60_000 },
+    async () => {
+      const prefix = `t${randomBytes(5).toString("hex")}_`;
+      // One connection: the deletes below are queued before the reader's next command.
+      const store = new MongoSessionStore<CounterState>({
+        uri: mongo.uri,
+        database: DATABASE,
+        collectionPrefix: prefix,
+        clientOptions: { monitorCommands: true, maxPoolSize: 1 },
+      });
+      await commitRecord(store, undefined, bigCheckpoint("big", "big-root"));
+      const own = store.driverClient.db(DATABASE);
+      let deletion: Promise<unknown> | undefined;
+      store.driverClient.on("commandSucceeded", (event) => {
+        const ns = (event.reply as { cursor?: { ns?: string } }).cursor?.ns;
+        // What a concurrent deleteSession does once the reader has the record: the records, then the chunks.
+        if (deletion === undefined && event.commandName === "find" && ns === `${DATABASE}.${prefix}snapshots`)
+          deletion = Promise.all([
+            own.collection(`${prefix}snapshots`).deleteMany({ sessionId: "big" }),
+            own.collection(`${prefix}checkpoint_chunks`).deleteMany({ sessionId: "big" }),
+          ]);
+      });
+      expect(await store.getRecord("big-root")).toBeUndefined();
+      expect(deletion).toBeDefined();
+      await deletion;
+      await store.close();
+    },
+  );
+
   it("refuses to open format-1 data (the layout before the session ledger) with FAILED_PRECONDITION", async () => {
     const prefix = `t${randomBytes(5).toString("hex")}_`;
     const legacy = {
@@ -182,6 +333,48 @@ describe("mongodb store: documents and limits", () => {
       message: expect.stringMatching(/store format 3; this agentd reads format 2/),
     });
     await store.close();
+  });
+});
+
+describe("mongodb store: checkpoint chunk documents", () => {
+  it(
+    "joins a checkpoint's chunks in sequence order, whatever order they were stored in",
+    { timeout: 60_000 },
+    async () => {
+      const chunks = new CheckpointChunks(
+        db.collection<ChunkDocument>(`t${randomBytes(5).toString("hex")}_checkpoint_chunks`),
+      );
+      const json = JSON.stringify({ first: "a".repeat(CHUNK_BYTES), then: "b".repeat(1024) });
+      const split = splitCheckpoint(json, "s1");
+      expect(split.ref.count).toBe(2);
+      await chunks.write({ ...split, documents: [...split.documents].reverse() });
+      expect(await chunks.read(split.ref)).toBe(json);
+    },
+  );
+
+  it("reads nothing when a set's chunks do not add up to the count and size its record names", async () => {
+    const chunks = new CheckpointChunks(
+      db.collection<ChunkDocument>(`t${randomBytes(5).toString("hex")}_checkpoint_chunks`),
+    );
+    const split = splitCheckpoint('{"n":1}', "s1");
+    await chunks.write(split);
+    expect(await chunks.read(split.ref)).toBe('{"n":1}');
+    expect(await chunks.read({ ...split.ref, count: 2 })).toBeUndefined();
+    expect(await chunks.read({ ...split.ref, bytes: split.ref.bytes + 1 })).toBeUndefined();
+  });
+
+  it("removes the chunks of one set and no other", async () => {
+    const collection = db.collection<ChunkDocument>(`t${randomBytes(5).toString("hex")}_checkpoint_chunks`);
+    const chunks = new CheckpointChunks(collection);
+    const gone = splitCheckpoint('{"n":1}', "s1");
+    const kept = splitCheckpoint('{"n":2}', "s1");
+    await chunks.write(gone);
+    await chunks.write(kept);
+    await chunks.remove(gone.ref.set);
+    expect(await chunks.read(gone.ref)).toBeUndefined();
+    expect(await chunks.read(kept.ref)).toBe('{"n":2}');
+    expect(await collection.countDocuments()).toBe(1);
+    await expect(chunks.remove(gone.ref.set)).resolves.toBeUndefined();
   });
 });
 

@@ -20,6 +20,15 @@ describe("validateLabels", () => {
     expect(() => validateLabels(["env"])).toThrow(expect.objectContaining({ status: "INVALID_ARGUMENT" }));
   });
 
+  it("shows at most 80 characters of an invalid label key in the error", () => {
+    const key = `K${"x".repeat(100)}`;
+    expect(() => validateLabels({ [key]: "v" })).toThrow(
+      expect.objectContaining({
+        message: expect.stringMatching(new RegExp(`^label key "${key.slice(0, 80)}…" is invalid`)),
+      }),
+    );
+  });
+
   it("matches a filter only on every given key with exactly its value", () => {
     expect(labelsMatch({ a: "1", b: "2" }, { a: "1" })).toBe(true);
     expect(labelsMatch({ a: "1", b: "2" }, { a: "1", b: "3" })).toBe(false);

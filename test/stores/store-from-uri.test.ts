@@ -52,4 +52,40 @@ describe("openStoreFromUri", () => {
       collectionPrefix: "",
     });
   });
+
+  it("rejects file: without a directory, showing a valid example", async () => {
+    await expect(openStoreFromUri("file:")).rejects.toMatchObject({
+      status: "INVALID_ARGUMENT",
+      message: 'store URI "file:" has no directory: use e.g. file:./.agentd/snapshots',
+    });
+  });
+
+  it("hands the logger to the MongoDB store, which reports a weakened write concern to it", async () => {
+    const warnings: string[] = [];
+    const logger = { warn: (_fields: object, message: string) => void warnings.push(message) };
+    const store = await openStoreFromUri("mongodb://127.0.0.1:1/app?w=1", { logger: logger as never });
+    expect(warnings).toHaveLength(1);
+    expect(warnings).toEqual((store as MongoSessionStore).warnings);
+    await store.close?.();
+  });
+
+  it("rejects a MongoDB URI without a host", () => {
+    expect(() => mongoConfigFromUri("mongodb:///agentd")).toThrow(
+      expect.objectContaining({
+        status: "INVALID_ARGUMENT",
+        message: 'invalid MongoDB URI "mongodb:///agentd": no host; use e.g. mongodb://127.0.0.1:27017/agentd',
+      }),
+    );
+  });
+
+  it("rejects a database name MongoDB does not allow", () => {
+    for (const name of ["a.b", "a%2Fb", "a%20b", "a$b"]) {
+      expect(() => mongoConfigFromUri(`mongodb://h/${name}`)).toThrow(
+        expect.objectContaining({
+          status: "INVALID_ARGUMENT",
+          message: `invalid MongoDB database name "${decodeURIComponent(name)}" in store URI "mongodb://h/${name}"`,
+        }),
+      );
+    }
+  });
 });

@@ -1,0 +1,49 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, readdir, readlink, rm, utimes } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach } from "vitest";
+
+// Fixtures of the file store's unit tests (stores/file/*): temporary directories, lock files of
+// dead processes, aged files and open file descriptors.
+
+/**
+ * A factory of fresh temporary directories (`mkdtemp` under the OS temp directory, named with
+ * `prefix`), each removed after the test that created it. Call at the top level of a test file.
+ */
+export function useTempDirs(prefix: string): () => Promise<string> {
+  const dirs: string[] = [];
+  afterEach(async () => {
+    for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+  });
+  return async () => {
+    const dir = await mkdtemp(join(tmpdir(), prefix));
+    dirs.push(dir);
+    return dir;
+  };
+}
+
+/** The pid of a process that has exited. */
+export function deadPid(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+    child.once("error", reject);
+    child.once("exit", () => resolve(child.pid!));
+  });
+}
+
+/** Sets the file's modification time `ms` into the past (how a file ages without waiting for it). */
+export async function age(path: string, ms: number): Promise<void> {
+  const then = new Date(Date.now() - ms);
+  await utimes(path, then, then);
+}
+
+/** The files under `dir` this process holds open (Linux: read from /proc/self/fd). */
+export async function openFilesUnder(dir: string): Promise<string[]> {
+  const open: string[] = [];
+  for (const fd of await readdir("/proc/self/fd")) {
+    const target = await readlink(join("/proc/self/fd", fd)).catch(() => "");
+    if (target.startsWith(`${dir}/`)) open.push(target);
+  }
+  return open;
+}

@@ -1,0 +1,91 @@
+import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ensureStoreFormat } from "../../stores/file/store-format.js";
+import { useTempDirs } from "./file-fixtures.js";
+
+// The store format check of file store directories (stores/file/store-format.ts): the marker
+// `agentd-store.json`, and what makes a directory unusable.
+
+const tempDir = useTempDirs("agentd-store-format-");
+
+/** What ensureStoreFormat throws for `dir` (fails the test when it does not throw). */
+function formatError(dir: string, create: boolean): Error & { status?: string; details?: Record<string, unknown> } {
+  try {
+    ensureStoreFormat(dir, create);
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error(`ensureStoreFormat(${dir}) did not throw`);
+}
+
+describe("ensureStoreFormat", () => {
+  it("creates a missing directory (mode 0700) with a format-2 marker when create is set", async () => {
+    const dir = join(await tempDir(), "store");
+    expect(ensureStoreFormat(dir, true)).toBe(true);
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    expect(await readFile(join(dir, "agentd-store.json"), "utf8")).toBe('{"format":2}\n');
+    expect(await readdir(dir)).toEqual(["agentd-store.json"]);
+  });
+
+  it("resolves to false and creates nothing for a missing directory without create", async () => {
+    const parent = await tempDir();
+    expect(ensureStoreFormat(join(parent, "store"), false)).toBe(false);
+    expect(await readdir(parent)).toEqual([]);
+  });
+
+  it("fails with FAILED_PRECONDITION when the directory cannot be created, with the error as cause", async () => {
+    const file = join(await tempDir(), "not-a-directory");
+    await writeFile(file, "");
+    for (const create of [true, false]) {
+      const error = formatError(file, create);
+      expect(error).toMatchObject({
+        status: "FAILED_PRECONDITION",
+        message: expect.stringContaining(`store directory ${file} cannot be created: EEXIST`),
+      });
+      expect(error.cause).toMatchObject({ code: "EEXIST" });
+    }
+  });
+
+  it("fails with FAILED_PRECONDITION when the marker exists but cannot be read, with the error as cause", async () => {
+    const dir = await tempDir();
+    const marker = join(dir, "agentd-store.json");
+    await mkdir(marker);
+    const error = formatError(dir, true);
+    expect(error).toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message: expect.stringContaining(`store marker ${marker} cannot be read: EISDIR`),
+    });
+    expect(error.cause).toMatchObject({ code: "EISDIR" });
+  });
+
+  it("names the marker of another format as the evidence, and says the data is not converted", async () => {
+    const dir = await tempDir();
+    const marker = join(dir, "agentd-store.json");
+    await writeFile(marker, JSON.stringify({ format: 3 }));
+    expect(formatError(dir, true)).toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message: expect.stringContaining(`store format 3 (marker ${marker}); this agentd reads format 2.`),
+      details: { directory: dir, foundFormat: 3, expectedFormat: 2 },
+    });
+    expect(formatError(dir, true).message).toMatch(
+      /keep this one for the agentd release that wrote it; its data is not converted automatically\.$/,
+    );
+  });
+
+  it("reports an unreadable marker as format unknown and says how to restore it", async () => {
+    const dir = await tempDir();
+    const marker = join(dir, "agentd-store.json");
+    for (const text of ["garbage", '{"format":"2"}', '{"format":2.5}']) {
+      await writeFile(marker, text);
+      expect(formatError(dir, true), text).toMatchObject({
+        status: "FAILED_PRECONDITION",
+        message: expect.stringContaining(
+          `store format unknown (unreadable marker ${marker}; if the directory holds format-2 data, restore or rewrite it as {"format":2})`,
+        ),
+        details: { foundFormat: "unknown" },
+      });
+      expect(await readFile(marker, "utf8")).toBe(text);
+    }
+  });
+});
