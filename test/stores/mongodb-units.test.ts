@@ -22,6 +22,14 @@ function fakeClient(): EventEmitter & MongoClient {
   return new EventEmitter() as EventEmitter & MongoClient;
 }
 
+/** A client stand-in under watchReconnects, with the loss times of the reopen calls it made and the watch's stop. */
+function watchedClient(): { client: EventEmitter & MongoClient; calls: number[]; stop: () => void } {
+  const client = fakeClient();
+  const calls: number[] = [];
+  const stop = watchReconnects(client, (lostAt) => calls.push(lostAt));
+  return { client, calls, stop };
+}
+
 function topology(servers: Record<string, string>): unknown {
   return {
     newDescription: { servers: new Map(Object.entries(servers).map(([address, type]) => [address, { type }])) },
@@ -30,9 +38,7 @@ function topology(servers: Record<string, string>): unknown {
 
 describe("reconnect watch (connection-pool events → at most one stream reopen)", () => {
   it("makes one call per loss and recovery of the primary, however many pool events the outage produces", () => {
-    const client = fakeClient();
-    const calls: number[] = [];
-    const stop = watchReconnects(client, (lostAt) => calls.push(lostAt));
+    const { client, calls, stop } = watchedClient();
     client.emit("topologyDescriptionChanged", topology({ "db1:27017": "RSPrimary", "db2:27017": "RSSecondary" }));
     for (let i = 0; i < 5; i++) client.emit("connectionClosed", { address: "db1:27017", reason: "error" });
     client.emit("connectionPoolCleared", { address: "db1:27017" });
@@ -51,9 +57,7 @@ describe("reconnect watch (connection-pool events → at most one stream reopen)
   });
 
   it("ignores a flapping secondary, and follows the primary across a failover", () => {
-    const client = fakeClient();
-    const calls: number[] = [];
-    watchReconnects(client, (lostAt) => calls.push(lostAt));
+    const { client, calls } = watchedClient();
     client.emit("topologyDescriptionChanged", topology({ "db1:27017": "RSPrimary", "db2:27017": "RSSecondary" }));
     for (let i = 0; i < 10; i++) {
       client.emit("connectionPoolCleared", { address: "db2:27017" });
@@ -75,18 +79,14 @@ describe("reconnect watch (connection-pool events → at most one stream reopen)
 
 describe("reconnect watch: which servers count", () => {
   it("counts every server while no topology event has been seen (a client connected before the store subscribed)", () => {
-    const client = fakeClient();
-    const calls: number[] = [];
-    watchReconnects(client, (lostAt) => calls.push(lostAt));
+    const { client, calls } = watchedClient();
     client.emit("connectionPoolCleared", { address: "db1:27017" });
     client.emit("connectionReady", { address: "db1:27017" });
     expect(calls).toHaveLength(1);
   });
 
   it("does not take a secondary's lost connections for a loss of the primary", () => {
-    const client = fakeClient();
-    const calls: number[] = [];
-    watchReconnects(client, (lostAt) => calls.push(lostAt));
+    const { client, calls } = watchedClient();
     client.emit("topologyDescriptionChanged", topology({ "db1:27017": "RSPrimary", "db2:27017": "RSSecondary" }));
     client.emit("connectionPoolCleared", { address: "db2:27017" });
     client.emit("connectionClosed", { address: "db2:27017", reason: "error" });
@@ -95,9 +95,7 @@ describe("reconnect watch: which servers count", () => {
   });
 
   it("keeps counting a writable server whose state became Unknown (a missed heartbeat)", () => {
-    const client = fakeClient();
-    const calls: number[] = [];
-    watchReconnects(client, (lostAt) => calls.push(lostAt));
+    const { client, calls } = watchedClient();
     client.emit("topologyDescriptionChanged", topology({ "m1:27017": "Mongos", "m2:27017": "Mongos" }));
     client.emit("topologyDescriptionChanged", topology({ "m1:27017": "Unknown", "m2:27017": "Mongos" }));
     client.emit("connectionPoolCleared", { address: "m1:27017" });
@@ -106,9 +104,7 @@ describe("reconnect watch: which servers count", () => {
   });
 
   it("takes a checkout that failed on a connection error alone for a loss", () => {
-    const client = fakeClient();
-    const calls: number[] = [];
-    watchReconnects(client, (lostAt) => calls.push(lostAt));
+    const { client, calls } = watchedClient();
     client.emit("topologyDescriptionChanged", topology({ "db1:27017": "RSPrimary" }));
     client.emit("connectionCheckOutFailed", { address: "db1:27017", reason: "connectionError" });
     client.emit("connectionReady", { address: "db1:27017" });
@@ -118,9 +114,7 @@ describe("reconnect watch: which servers count", () => {
   it("reports when the loss was first seen, not when the connection came back", () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     try {
-      const client = fakeClient();
-      const calls: number[] = [];
-      watchReconnects(client, (lostAt) => calls.push(lostAt));
+      const { client, calls } = watchedClient();
       vi.setSystemTime(1_000);
       client.emit("connectionClosed", { address: "db1:27017", reason: "error" });
       vi.setSystemTime(2_000);

@@ -10,7 +10,7 @@ import {
   splitCheckpoint,
   type ChunkDocument,
 } from "../../stores/mongodb/checkpoint-chunks.js";
-import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
+import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mongodb/mongo-store.js";
 import { mongoForTests, type MongoJavaServer } from "../harness/mongo-java-server.js";
 import { runStoreConformance } from "./conformance.js";
 import { frozenMessage, RuntimeSession } from "./ledger-fixtures.js";
@@ -53,10 +53,28 @@ function bigCheckpoint(sessionId: string, snapshotId: string): CounterRecord {
 const prefixes = new WeakMap<Store, string>();
 
 /** A store on a fresh collection prefix, so tests never see each other's data. */
-function freshStore(prefix = `t${randomBytes(5).toString("hex")}_`): Store {
-  const store = new MongoSessionStore<CounterState>({ uri: mongo.uri, database: DATABASE, collectionPrefix: prefix });
+function freshStore(
+  prefix = `t${randomBytes(5).toString("hex")}_`,
+  config: Partial<MongoSessionStoreConfig> = {},
+): Store {
+  const store = new MongoSessionStore<CounterState>({
+    ...config,
+    uri: mongo.uri,
+    database: DATABASE,
+    collectionPrefix: prefix,
+  });
   prefixes.set(store, prefix);
   return store;
+}
+
+/**
+ * A fresh store whose client holds one connection, so a write another writer sends from inside
+ * the store's work (a mutator, a driver command event) is queued before the store's next command:
+ * how the race tests put another writer between two steps of the store without sleeping.
+ */
+function oneConnectionStore(config: Partial<MongoSessionStoreConfig> = {}): { store: Store; prefix: string } {
+  const store = freshStore(undefined, { ...config, clientOptions: { ...config.clientOptions, maxPoolSize: 1 } });
+  return { store, prefix: prefixes.get(store)! };
 }
 
 /** A second store instance (own client) on the same collections as `store`: its writes reach `store` only via MongoDB. */
@@ -189,14 +207,8 @@ describe("mongodb store: documents and limits", () => {
     "removes the chunks an update wrote when it lost the race to another writer, keeping only the stored checkpoint's",
     { timeout: 60_000 },
     async () => {
-      const prefix = `t${randomBytes(5).toString("hex")}_`;
       // One connection: the other writer's update is queued before the store's chunk inserts and conditional write.
-      const store = new MongoSessionStore<CounterState>({
-        uri: mongo.uri,
-        database: DATABASE,
-        collectionPrefix: prefix,
-        clientOptions: { maxPoolSize: 1 },
-      });
+      const { store, prefix } = oneConnectionStore();
       const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
       await commitRecord(store, head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }));
       const records = store.driverClient.db(DATABASE).collection<{ _id: string }>(`${prefix}snapshots`);
@@ -218,15 +230,8 @@ describe("mongodb store: documents and limits", () => {
   );
 
   it("gives up with ABORTED after maxConflictRetries lost races against other writers", async () => {
-    const prefix = `t${randomBytes(5).toString("hex")}_`;
     // One connection: the other writer's update is queued before the store's conditional write.
-    const store = new MongoSessionStore<CounterState>({
-      uri: mongo.uri,
-      database: DATABASE,
-      collectionPrefix: prefix,
-      maxConflictRetries: 2,
-      clientOptions: { maxPoolSize: 1 },
-    });
+    const { store, prefix } = oneConnectionStore({ maxConflictRetries: 2 });
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
     await commitRecord(store, head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 }));
     const records = store.driverClient.db(DATABASE).collection<{ _id: string }>(`${prefix}snapshots`);
@@ -270,14 +275,8 @@ describe("mongodb store: documents and limits", () => {
     "reads a snapshot deleted while its checkpoint's chunks were being read as absent",
     { timeout: 60_000 },
     async () => {
-      const prefix = `t${randomBytes(5).toString("hex")}_`;
       // One connection: the deletes below are queued before the reader's next command.
-      const store = new MongoSessionStore<CounterState>({
-        uri: mongo.uri,
-        database: DATABASE,
-        collectionPrefix: prefix,
-        clientOptions: { monitorCommands: true, maxPoolSize: 1 },
-      });
+      const { store, prefix } = oneConnectionStore({ clientOptions: { monitorCommands: true } });
       await commitRecord(store, undefined, bigCheckpoint("big", "big-root"));
       const own = store.driverClient.db(DATABASE);
       let deletion: Promise<unknown> | undefined;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 import { assertRecordShape, headToStore, keepIdentity } from "../../stores/record-identity.js";
 import type { HeadCommit } from "../../stores/snapshot-store.js";
 import { checkpointRecord, counterState, pendingRecord, type CounterState } from "./snapshot-factory.js";
@@ -15,16 +16,8 @@ const head: HeadCommit<CounterState>["head"] = {
   updatedAt: 1,
 };
 
-/** The INVALID_ARGUMENT `fn` throws (fails the test when it throws nothing or another code). */
-function invalidArgument(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toMatchObject({ status: "INVALID_ARGUMENT" });
-    return (err as Error).message;
-  }
-  throw new Error("expected INVALID_ARGUMENT, nothing was thrown");
-}
+/** The message of the INVALID_ARGUMENT AgentError `fn` throws (fails the test on anything else). */
+const invalidArgument = (fn: () => unknown): string => expectThrowsAgentError(fn, "INVALID_ARGUMENT").message;
 
 describe("headToStore", () => {
   it("stores the head at expectedVersion + 1 with unset optional fields left out", () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 import {
   checkSessionQuery,
   compareHeadsNewestFirst,
@@ -8,16 +9,8 @@ import {
 
 // Session listing queries and their page tokens (stores/session-query.ts).
 
-/** The INVALID_ARGUMENT message `fn` throws. */
-function invalidArgument(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toMatchObject({ status: "INVALID_ARGUMENT" });
-    return (err as Error).message;
-  }
-  throw new Error("expected INVALID_ARGUMENT, nothing was thrown");
-}
+/** The message of the INVALID_ARGUMENT AgentError `fn` throws (fails the test on anything else). */
+const invalidArgument = (fn: () => unknown): string => expectThrowsAgentError(fn, "INVALID_ARGUMENT").message;
 
 describe("compareHeadsNewestFirst", () => {
   it("orders newer updatedAt first", () => {
