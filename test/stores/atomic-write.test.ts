@@ -2,7 +2,7 @@ import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { writeFileAtomically } from "../../stores/file/atomic-write.js";
-import { openFilesUnder, useTempDirs } from "./file-fixtures.js";
+import { openFilesUnder, spyOnFileSyncs, useTempDirs } from "./file-fixtures.js";
 
 // Atomic file writes of the file store (stores/file/atomic-write.ts): every record and head file
 // is written through writeFileAtomically.
@@ -19,11 +19,27 @@ describe("writeFileAtomically", () => {
     expect(await readdir(dir)).toEqual(["head.json"]);
   });
 
-  it("closes every file it opens", async () => {
-    const dir = await tempDir();
+  it("closes every file and directory it opens", async () => {
+    const root = await tempDir();
+    const dir = join(root, "store");
+    await mkdir(dir);
     await writeFileAtomically(join(dir, "a.json"), "a", { fsync: true });
-    await writeFileAtomically(join(dir, "b.json"), "b", { fsync: false, exclusive: true });
-    expect(await openFilesUnder(dir)).toEqual([]);
+    await writeFileAtomically(join(dir, "b.json"), "b", { fsync: true, exclusive: true });
+    expect(await openFilesUnder(root)).toEqual([]);
+  });
+
+  it("with fsync, syncs the file and then its directory", async () => {
+    const dir = await tempDir();
+    const sync = await spyOnFileSyncs(dir);
+    await writeFileAtomically(join(dir, "head.json"), "x", { fsync: true });
+    expect(sync).toHaveBeenCalledTimes(2);
+  });
+
+  it("without fsync, syncs neither the file nor its directory", async () => {
+    const dir = await tempDir();
+    const sync = await spyOnFileSyncs(dir);
+    await writeFileAtomically(join(dir, "head.json"), "x", { fsync: false });
+    expect(sync).not.toHaveBeenCalled();
   });
 
   it("with exclusive, creates a missing file and leaves no temporary file", async () => {

@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
-import { mkdtemp, readdir, readlink, rm, utimes } from "node:fs/promises";
+import { mkdtemp, open, readdir, readlink, rm, unlink, utimes } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach } from "vitest";
+import { afterEach, onTestFinished, vi, type MockInstance } from "vitest";
 
 // Fixtures of the file store's unit tests (stores/file/*): temporary directories, lock files of
 // dead processes, aged files and open file descriptors.
@@ -46,4 +46,20 @@ export async function openFilesUnder(dir: string): Promise<string[]> {
     if (target.startsWith(`${dir}/`)) open.push(target);
   }
   return open;
+}
+
+/**
+ * A spy on the fsync (`FileHandle.sync`) of every file and directory handle of this process, for
+ * the rest of the current test (restored when it finishes). `dir` is where a probe file is opened
+ * (and removed) to reach the FileHandle class, which node:fs/promises does not export.
+ */
+export async function spyOnFileSyncs(dir: string): Promise<MockInstance<() => Promise<void>>> {
+  const probe = join(dir, ".sync-probe");
+  const handle = await open(probe, "w");
+  const prototype = Object.getPrototypeOf(handle) as { sync: () => Promise<void> };
+  await handle.close();
+  await unlink(probe);
+  const spy = vi.spyOn(prototype, "sync");
+  onTestFinished(() => spy.mockRestore());
+  return spy;
 }

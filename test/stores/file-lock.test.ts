@@ -1,4 +1,4 @@
-import { readdir, readFile, writeFile, rm, utimes } from "node:fs/promises";
+import { access, readdir, readFile, writeFile, rm, utimes } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { acquireFileLock, removeIfAbandoned } from "../../stores/file/file-lock.js";
@@ -12,6 +12,7 @@ const tempDir = useTempDirs("agentd-file-lock-");
 
 afterEach(() => {
   vi.useRealTimers();
+  vi.restoreAllMocks();
 });
 
 /** A fresh directory and the path of a lock file in it. */
@@ -22,6 +23,36 @@ async function lockPath(): Promise<string> {
 /** `text` as a regular expression matching exactly it. */
 function escaped(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** Whether `path` exists. */
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Sets the lock file's modification time (whole seconds in the past) and stops `Date.now()` `ageMs`
+ * after it (timers keep running), then starts acquiring the lock with `staleMs` and waits until the acquirer has either
+ * announced itself as a waiter (it judged the lock live) or changed the lock file (it took it over).
+ * Resolves to the pending acquisition (wrapped, so that it is not awaited here).
+ */
+async function acquireAtAge(
+  path: string,
+  ageMs: number,
+  staleMs: number,
+): Promise<{ acquired: Promise<() => Promise<void>> }> {
+  const before = await readFile(path, "utf8");
+  const mtimeSeconds = Math.floor(Date.now() / 1000) - 100;
+  await utimes(path, mtimeSeconds, mtimeSeconds);
+  vi.spyOn(Date, "now").mockReturnValue(mtimeSeconds * 1000 + ageMs);
+  const acquired = acquireFileLock(path, { staleMs });
+  await eventually(
+    async () => (await exists(`${path}.want`)) || (await readFile(path, "utf8").catch(() => "")) !== before,
+  );
+  return { acquired };
 }
 
 async function ownerOf(path: string): Promise<{ pid: number; token: string }> {
@@ -88,6 +119,40 @@ describe("file lock: live locks are waited for", () => {
     });
     expect(await readFile(path, "utf8")).toBe(held);
     expect(await readdir(join(path, ".."))).toEqual(["s1.lock"]); // its wait announcement (.want) is gone
+  });
+
+  it("waits for a lock of a live process older than a second but younger than staleMs", async () => {
+    const path = await lockPath();
+    const held = JSON.stringify({ pid: process.pid, token: "live-holder" });
+    await writeFile(path, held);
+    await age(path, 5_000);
+    await expect(acquireFileLock(path, { staleMs: 10 * 60_000, timeoutMs: 300 })).rejects.toMatchObject({
+      status: "ABORTED",
+    });
+    expect(await readFile(path, "utf8")).toBe(held);
+  });
+
+  it("waits for a lock of a live process exactly staleMs old: only an older one is stale", async () => {
+    const path = await lockPath();
+    const held = JSON.stringify({ pid: process.pid, token: "live-holder" });
+    await writeFile(path, held);
+    const { acquired } = await acquireAtAge(path, 30_000, 30_000);
+    expect(await readFile(path, "utf8")).toBe(held);
+    await rm(path); // the holder releases
+    await (
+      await acquired
+    )();
+  });
+
+  it("waits for an unreadable lock file exactly one second old: only an older one was left by a dead writer", async () => {
+    const path = await lockPath();
+    await writeFile(path, `{"pid":${process.pid},"tok`);
+    const { acquired } = await acquireAtAge(path, 1_000, 10 * 60_000);
+    expect(await readFile(path, "utf8")).toBe(`{"pid":${process.pid},"tok`);
+    await rm(path); // the writer finishes and releases
+    await (
+      await acquired
+    )();
   });
 });
 
@@ -160,6 +225,15 @@ describe("removeIfAbandoned (the debris sweep's lock check)", () => {
     vi.setSystemTime(mtimeSeconds * 1000 + 1000);
     expect(await removeIfAbandoned(path)).toBe(false);
     expect(await readdir(join(path, ".."))).toEqual(["s1.lock"]);
+  });
+
+  it("keeps a fresh lock file holding JSON that does not name a holder (pid and token)", async () => {
+    const path = await lockPath();
+    for (const text of ["{}", JSON.stringify({ token: "t" }), JSON.stringify({ pid: await deadPid() })]) {
+      await writeFile(path, text);
+      expect(await removeIfAbandoned(path)).toBe(false);
+      expect(await readFile(path, "utf8")).toBe(text);
+    }
   });
 
   it("resolves to false when there is no lock file", async () => {

@@ -60,6 +60,25 @@ describe("diffState / applyStateDelta", () => {
     expect(diffState(before, after, 99)).toEqual(exact);
   });
 
+  it("with a right hint, reads only the last kept message of each history, not the whole history", () => {
+    const history = Array.from({ length: 1000 }, (_, i) => frozenMessage(`h${i}`));
+    let reads = 0;
+    /** `messages` behind a proxy that counts reads of its elements. */
+    const counted = (messages: Message[]): Message[] =>
+      new Proxy(messages, {
+        get(target, key, receiver) {
+          if (typeof key === "string" && /^\d+$/.test(key)) reads++;
+          return Reflect.get(target, key, receiver) as unknown;
+        },
+      });
+    const before = deepFreeze({ sessionId: "s", messages: counted(history), artifacts: [] });
+    const after = deepFreeze({ sessionId: "s", messages: counted([...history, m[0]!]), artifacts: [] });
+    reads = 0;
+    const delta = diffState(before, after, 1000);
+    expect(delta).toMatchObject({ keepMessages: 1000, appendMessages: [m[0]] });
+    expect(reads).toBeLessThanOrEqual(4);
+  });
+
   it("compares messages by identity, so an equal but new message object is stored again", () => {
     const copy = deepFreeze(structuredClone(m[1]!));
     expect(roundTrip(state([m[0]!, m[1]!]), state([m[0]!, copy]))).toMatchObject({
@@ -352,6 +371,21 @@ describe("walkChain / chainFrom / stateOfChain", () => {
   it("picks a record's chain out of candidates by parent links, ignoring other branches", async () => {
     expect((await chainFrom([b2, d2, d1, c0], "d2"))!.map((r) => r.snapshotId)).toEqual(["c0", "d1", "d2"]);
     expect((await chainFrom([b2, d2, d1, c0], "b2"))!.map((r) => r.snapshotId)).toEqual(["c0", "d1", "b2"]);
+  });
+
+  it("fails with DATA_LOSS naming the first record when a chain does not start at a checkpoint", () => {
+    expect(() => stateOfChain([d1, d2])).toThrow(
+      expect.objectContaining({
+        status: "DATA_LOSS",
+        message: expect.stringContaining('its ancestor "d1" is missing'),
+      }),
+    );
+  });
+
+  it("gives the state the record's session ID when its checkpoint carries none", () => {
+    const { sessionId: _omitted, ...withoutId } = s0;
+    const root = rec("c0", undefined, { sessionId: "from-record", checkpoint: deepFreeze(withoutId) as State });
+    expect(stateOfChain([root])?.sessionId).toBe("from-record");
   });
 
   it("yields no state for a pending record", () => {

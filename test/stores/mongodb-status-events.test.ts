@@ -137,6 +137,24 @@ const javaServerHeartbeat: Document = {
   fullDocument: { version: 2, body: "{}" },
 };
 
+/** A status update by a writer that did not set snapshotId with it: the record is named by documentKey alone. */
+const statusUpdateWithoutSnapshotId: Omitted<ChangeStreamUpdateDocument<RecordDocument>> = {
+  ...common(),
+  operationType: "update",
+  ns: NS,
+  documentKey: { _id: "snap-1" },
+  updateDescription: { updatedFields: { status: "aborted", version: 6 }, removedFields: [], truncatedArrays: [] },
+};
+
+/** An update without updateDescription whose documentKey names the record but whose fields hold no status. */
+const keyedUpdateWithoutStatus: Document = {
+  ...common(),
+  operationType: "update",
+  ns: NS,
+  documentKey: { _id: "snap-1" },
+  fullDocument: { version: 8, body: "{}" },
+};
+
 const status = (status: string, version: number): ChangeEventClass => ({
   kind: "status",
   event: { snapshotId: "snap-1", observation: { status: status as RecordDocument["status"], version } },
@@ -160,6 +178,8 @@ const CASES: [string, ChangeStreamDocument | Document, unknown][] = [
     status("completed", 5),
   ],
   ["update without updateDescription, other fields only (mongo-java-server)", javaServerHeartbeat, ignored],
+  ["update whose updatedFields hold status but no snapshotId", statusUpdateWithoutSnapshotId, status("aborted", 6)],
+  ["update without updateDescription naming the record, other fields only", keyedUpdateWithoutStatus, ignored],
 ];
 
 describe("classifyChangeEvent (documented change-event shapes)", () => {

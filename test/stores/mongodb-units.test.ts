@@ -2,7 +2,11 @@ import { EventEmitter } from "node:events";
 import { createServer } from "node:net";
 import { MongoClient, MongoNetworkError, MongoServerError, type Collection, type Document } from "mongodb";
 import { describe, expect, it, vi } from "vitest";
-import { changeStreamsUnsupported, isChangeStreamUnsupported } from "../../stores/mongodb/change-stream-support.js";
+import {
+  assertChangeStreams,
+  changeStreamsUnsupported,
+  isChangeStreamUnsupported,
+} from "../../stores/mongodb/change-stream-support.js";
 import { driverUri, uriDatabase } from "../../stores/mongodb/connection-settings.js";
 import { CHUNK_BYTES, splitCheckpoint } from "../../stores/mongodb/checkpoint-chunks.js";
 import { consistencyOf } from "../../stores/mongodb/consistency.js";
@@ -394,6 +398,22 @@ async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
+
+describe("change stream probe", () => {
+  it("rejects with the driver's error, not FAILED_PRECONDITION, when the probe fails for another reason than missing change streams", async () => {
+    const client = new MongoClient(`mongodb://127.0.0.1:${await closedPort()}/?directConnection=true`, {
+      serverSelectionTimeoutMS: 200,
+    });
+    try {
+      const db = client.db("x");
+      await expect(assertChangeStreams(db, db.collection("snapshots"))).rejects.toMatchObject({
+        name: "MongoServerSelectionError",
+      });
+    } finally {
+      await client.close();
+    }
+  });
+});
 
 describe("store construction and closed stores (no server needed)", () => {
   it("needs a uri or a client (INVALID_ARGUMENT saying so)", () => {

@@ -325,6 +325,54 @@ describe("mongodb store: indexes", () => {
   });
 });
 
+describe("mongodb store: what an index conflict tells the user", () => {
+  it("names every restricting option of an index it cannot use, says what to do, and names collection and index in the details", async () => {
+    const raw = new MongoClient(server.uri);
+    const prefix = freshPrefix();
+    await raw
+      .db(DATABASE)
+      .collection(`${prefix}snapshots`)
+      .createIndex({ sessionId: 1, turnIndex: 1 }, { name: "uniq", unique: true, sparse: true });
+    const store = monitoredStore(prefix);
+    await expect(store.ready()).rejects.toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message:
+        `MongoDB collection "${prefix}snapshots" has an index "uniq" on {"sessionId":1,"turnIndex":1} with unique, sparse; ` +
+        `agentd needs a plain index on these keys. Drop that index (agentd then creates "session_turn") or point agentd at ` +
+        `another collectionPrefix.`,
+      details: { collection: `${prefix}snapshots`, index: "uniq" },
+    });
+    await Promise.all([store.close(), raw.close()]);
+  });
+
+  it("says to drop or rename an index that holds its index's name, names it in the details and keeps the server's error as cause", async () => {
+    const raw = new MongoClient(server.uri);
+    const prefix = freshPrefix();
+    await raw.db(DATABASE).collection(`${prefix}snapshots`).createIndex({ other: 1 }, { name: "session_turn" });
+    const store = monitoredStore(prefix);
+    await expect(store.ready()).rejects.toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message:
+        `MongoDB collection "${prefix}snapshots" has an index named "session_turn" on other keys than ` +
+        `{"sessionId":1,"turnIndex":1}; drop or rename it so agentd can create its index.`,
+      details: { collection: `${prefix}snapshots`, index: "session_turn" },
+      cause: expect.objectContaining({ code: 86 }),
+    });
+    await Promise.all([store.close(), raw.close()]);
+  });
+
+  it("creates its plain (non-TTL) indexes without an expireAfterSeconds setting", async () => {
+    const raw = new MongoClient(server.uri);
+    const prefix = freshPrefix();
+    const store = monitoredStore(prefix);
+    await store.ready();
+    const indexes = await raw.db(DATABASE).collection(`${prefix}snapshots`).listIndexes().toArray();
+    expect(indexes.map((i) => i.name).sort()).toEqual(["_id_", "session_latest", "session_turn"]);
+    expect(indexes.filter((i) => "expireAfterSeconds" in i)).toEqual([]);
+    await Promise.all([store.close(), raw.close()]);
+  });
+});
+
 describe("mongodb store: an operator's indexes and clients", () => {
   it("uses an operator's index that sets unique: false as the plain index it is", async () => {
     const prefix = freshPrefix();

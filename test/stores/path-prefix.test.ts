@@ -33,6 +33,10 @@ describe("sanitizePathPrefix", () => {
     expect(sanitizePathPrefix(".hidden/a b/ü:*")).toEqual(["%2Ehidden", "a%20b", "%C3%BC%3A%2A"]);
   });
 
+  it("percent-encodes a byte below 0x10 as two hex digits", () => {
+    expect(sanitizePathPrefix("a\tb\x01")).toEqual(["a%09b%01"]);
+  });
+
   it("encodes the first character of a segment named like a layout entry, in any case", () => {
     expect(sanitizePathPrefix("records/Sessions/agentd-store.json")).toEqual([
       "%72ecords",

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readRecordFile, readRecordHeader, recordFileText, recordJson } from "../../stores/file/record-file.js";
 import type { SnapshotRecord } from "../../stores/snapshot-store.js";
-import { useTempDirs } from "./file-fixtures.js";
+import { openFilesUnder, useTempDirs } from "./file-fixtures.js";
 import { checkpointRecord, pendingRecord } from "./snapshot-factory.js";
 
 // Record files of the file store (stores/file/record-file.ts): their text, and how whole files and
@@ -60,6 +60,56 @@ describe("readRecordFile", () => {
     });
     expect((error as Error).cause).toBeInstanceOf(SyntaxError);
   });
+
+  it("reads a file of another store format as DATA_LOSS naming the format found", async () => {
+    const dir = await tempDir();
+    for (const [found, text] of [
+      ["1", `{"format":1,"version":1,"snapshot":{"snapshotId":"snap-1"}}`],
+      ["undefined", `{"version":1}`],
+    ] as const) {
+      const path = join(dir, `snap-${found}.json`);
+      await writeFile(path, text);
+      await expect(readRecordFile(path, "snap-1")).rejects.toMatchObject({
+        status: "DATA_LOSS",
+        message: `record file ${path} is not a valid agentd record (format ${found}); restore it from a backup`,
+      });
+    }
+  });
+
+  it("reads a file without a numeric version, a string status or a record object as DATA_LOSS saying so", async () => {
+    const dir = await tempDir();
+    const record = checkpointRecord("s1", "snap-1");
+    const texts = [
+      JSON.stringify({ format: 2, version: "1", status: "completed", record }),
+      JSON.stringify({ format: 2, version: 1, status: 1, record: { ...record, status: 1 } }),
+      JSON.stringify({ format: 2, version: 1, status: "completed", record: null }),
+      JSON.stringify({ format: 2, version: 1, status: "completed", record: "snap-1" }),
+    ];
+    for (const [i, text] of texts.entries()) {
+      const path = join(dir, `snap-${i}.json`);
+      await writeFile(path, text);
+      await expect(readRecordFile(path, "snap-1"), text).rejects.toMatchObject({
+        status: "DATA_LOSS",
+        message: `record file ${path} is not a valid agentd record (missing version, status or record); restore it from a backup`,
+      });
+    }
+  });
+
+  it("reads a file whose header status or ID does not match its record as DATA_LOSS saying so", async () => {
+    const dir = await tempDir();
+    const texts = [
+      recordFileText(1, "pending", recordJson(checkpointRecord("s1", "snap-1"))), // the record is completed
+      recordFileText(1, "completed", recordJson(checkpointRecord("s1", "snap-2"))), // renamed into place
+    ];
+    for (const [i, text] of texts.entries()) {
+      const path = join(dir, `snap-${i}.json`);
+      await writeFile(path, text);
+      await expect(readRecordFile(path, "snap-1"), text).rejects.toMatchObject({
+        status: "DATA_LOSS",
+        message: `record file ${path} is not a valid agentd record (header does not match the record); restore it from a backup`,
+      });
+    }
+  });
 });
 
 describe("readRecordHeader", () => {
@@ -84,5 +134,23 @@ describe("readRecordHeader", () => {
         message: `record file ${path} is not a valid agentd record (no record header in its first 1 KiB); restore it from a backup`,
       });
     }
+  });
+
+  it("fails with the open error when the file cannot be opened for another reason than not existing", async () => {
+    const file = join(await tempDir(), "not-a-directory");
+    await writeFile(file, "");
+    await expect(readRecordHeader(join(file, "snap-1.json"))).rejects.toMatchObject({ code: "ENOTDIR" });
+  });
+
+  it("closes the file after reading its header, valid or not", async () => {
+    const dir = await tempDir();
+    await writeFile(
+      join(dir, "good.json"),
+      recordFileText(1, "completed", recordJson(checkpointRecord("s1", "snap-1"))),
+    );
+    await writeFile(join(dir, "bad.json"), "garbage");
+    await readRecordHeader(join(dir, "good.json"));
+    await readRecordHeader(join(dir, "bad.json")).catch(() => undefined);
+    expect(await openFilesUnder(dir)).toEqual([]);
   });
 });

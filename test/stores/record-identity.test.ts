@@ -21,10 +21,12 @@ const invalidArgument = (fn: () => unknown): string => expectThrowsAgentError(fn
 
 describe("headToStore", () => {
   it("stores the head at expectedVersion + 1 with unset optional fields left out", () => {
-    const stored = headToStore({ expectedVersion: 4, head: { ...head, usage: undefined, labels: undefined } });
+    const stored = headToStore({
+      expectedVersion: 4,
+      head: { ...head, usage: undefined, labels: undefined, ttlMs: undefined },
+    });
     expect(stored).toEqual({ ...head, version: 5 });
-    expect(Object.keys(stored)).not.toContain("usage");
-    expect(Object.keys(stored)).not.toContain("labels");
+    expect(Object.keys(stored).sort()).toEqual([...Object.keys(head), "version"].sort());
   });
 
   it("accepts expectedVersion 0 (creating the session)", () => {
@@ -88,6 +90,13 @@ describe("headToStore", () => {
     }
   });
 
+  it("rejects a ttlMs whose expiry would not be a safe integer, naming it", () => {
+    const ttlMs = Number.MAX_SAFE_INTEGER;
+    expect(invalidArgument(() => headToStore({ expectedVersion: 0, head: { ...head, ttlMs } }))).toBe(
+      `session s1: ttlMs ${ttlMs} is too large`,
+    );
+  });
+
   it("rejects a ttlMs with an updatedAt that is not a finite number", () => {
     expect(
       invalidArgument(() =>
@@ -115,9 +124,9 @@ describe("assertRecordShape", () => {
 
   it("rejects a record whose createdAt or updatedAt is not a number", () => {
     const message = "snapshot r1: createdAt and updatedAt must be epoch-millisecond numbers";
-    expect(invalidArgument(() => assertRecordShape(checkpointRecord("s1", "r1", { createdAt: "1" as never })))).toBe(
-      message,
-    );
+    expect(
+      invalidArgument(() => assertRecordShape(checkpointRecord("s1", "r1", { createdAt: "1" as never, updatedAt: 1 }))),
+    ).toBe(message);
     expect(invalidArgument(() => assertRecordShape(checkpointRecord("s1", "r1", { updatedAt: null as never })))).toBe(
       message,
     );

@@ -2,7 +2,7 @@ import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { appendIndexEntry, readIndexEntries } from "../../stores/file/session-index.js";
-import { openFilesUnder, useTempDirs } from "./file-fixtures.js";
+import { openFilesUnder, spyOnFileSyncs, useTempDirs } from "./file-fixtures.js";
 import { T0 } from "./snapshot-factory.js";
 
 // A session's record index in the file store (stores/file/session-index.ts): one
@@ -24,6 +24,20 @@ describe("appendIndexEntry", () => {
     await appendIndexEntry(join(dir, "k1.idx"), { createdAt: T0, snapshotId: "snap-1" }, true);
     await appendIndexEntry(join(dir, "k2.idx"), { createdAt: T0, snapshotId: "snap-1" }, false);
     expect(await openFilesUnder(dir)).toEqual([]);
+  });
+
+  it("with fsync, syncs the index file", async () => {
+    const dir = await tempDir();
+    const sync = await spyOnFileSyncs(dir);
+    await appendIndexEntry(join(dir, "k1.idx"), { createdAt: T0, snapshotId: "snap-1" }, true);
+    expect(sync).toHaveBeenCalledTimes(1);
+  });
+
+  it("without fsync, does not sync the index file", async () => {
+    const dir = await tempDir();
+    const sync = await spyOnFileSyncs(dir);
+    await appendIndexEntry(join(dir, "k1.idx"), { createdAt: T0, snapshotId: "snap-1" }, false);
+    expect(sync).not.toHaveBeenCalled();
   });
 });
 

@@ -58,12 +58,25 @@ describe("page tokens", () => {
     );
   });
 
+  it("shows a bad token of exactly 80 characters whole", () => {
+    const token = "z".repeat(80);
+    expect(invalidArgument(() => decodeHeadPageToken(token))).toContain(`"${token}"`);
+  });
+
   it("rejects a page token that is not a string", () => {
     expect(invalidArgument(() => decodeHeadPageToken(42 as unknown as string))).toContain('"42"');
   });
 });
 
 describe("checkSessionQuery", () => {
+  it("rejects a missing query or one without an owner string, saying how to ask for the anonymous owner", () => {
+    for (const query of [null, undefined, { owner: 5 }]) {
+      expect(invalidArgument(() => checkSessionQuery(query as never))).toBe(
+        'listing sessions needs an owner ("" for the anonymous owner)',
+      );
+    }
+  });
+
   it("rejects an agent filter that is not a string", () => {
     expect(invalidArgument(() => checkSessionQuery({ owner: "o", agent: 5 as unknown as string }))).toBe(
       "the agent filter must be a string",

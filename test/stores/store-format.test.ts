@@ -1,8 +1,8 @@
-import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ensureStoreFormat } from "../../stores/file/store-format.js";
-import { useTempDirs } from "./file-fixtures.js";
+import { openFilesUnder, useTempDirs } from "./file-fixtures.js";
 
 // The store format check of file store directories (stores/file/store-format.ts): the marker
 // `agentd-store.json`, and what makes a directory unusable.
@@ -87,5 +87,51 @@ describe("ensureStoreFormat", () => {
       });
       expect(await readFile(marker, "utf8")).toBe(text);
     }
+  });
+
+  it("names a format-1 session index directory as the evidence when there is no marker", async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, ".sessions"));
+    expect(formatError(dir, true)).toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message: expect.stringContaining(`store format 1 (format-1 session index ${join(dir, ".sessions")});`),
+      details: { foundFormat: 1 },
+    });
+  });
+
+  it("names a JSON file of another format as the evidence when there is no marker, and closes it", async () => {
+    const dir = await tempDir();
+    const old = join(dir, "abc.json");
+    await writeFile(old, `{"format":1,"version":1,"snapshot":{}}`);
+    expect(formatError(dir, true)).toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message: expect.stringContaining(`store format 1 (snapshot file ${old});`),
+    });
+    expect(await openFilesUnder(dir)).toEqual([]);
+  });
+
+  it("marks a directory without a marker whose JSON files are of the current format", async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, "abc.json"), `{"format":2,"version":1,"status":"completed","record":{}}`);
+    expect(ensureStoreFormat(dir, true)).toBe(true);
+    expect(await readFile(join(dir, "agentd-store.json"), "utf8")).toBe('{"format":2}\n');
+    expect(await openFilesUnder(dir)).toEqual([]);
+  });
+
+  it("ignores files not named .json when looking for data of another format", async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, "abc.txt"), `{"format":1,"version":1,"snapshot":{}}`);
+    expect(ensureStoreFormat(dir, true)).toBe(true);
+    expect(await readdir(dir)).toEqual(["abc.txt", "agentd-store.json"]);
+  });
+
+  it("ignores entries that are not regular files (a symlink to old-format data) when looking for another format", async () => {
+    const parent = await tempDir();
+    const dir = join(parent, "store");
+    await mkdir(dir);
+    await writeFile(join(parent, "elsewhere"), `{"format":1,"version":1,"snapshot":{}}`);
+    await symlink(join(parent, "elsewhere"), join(dir, "abc.json"));
+    expect(ensureStoreFormat(dir, true)).toBe(true);
+    expect(await readdir(dir)).toEqual(["abc.json", "agentd-store.json"]);
   });
 });
