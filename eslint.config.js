@@ -24,6 +24,8 @@ export default tseslint.config(
       ".tools/**",
       "proto-vendor/**",
       "test/mongo-java-server/**",
+      // Stryker's sandboxes (copies of the project), left behind by an interrupted `npm run mutation`.
+      ".stryker/**",
     ],
   },
   js.configs.recommended,
