@@ -1,7 +1,7 @@
 // Shared helpers of the in-process runtime unit tests: a registry on the memory
 // store, agents whose turns block on promises the test controls, and stream readers.
-import { expect, vi } from "vitest";
-import { AgentError, type StatusName } from "../../src/errors/agent-error.js";
+import { vi } from "vitest";
+import { AgentError } from "../../src/errors/agent-error.js";
 import type { Agent } from "../../src/runtime/agent.js";
 import type { AgentConnection } from "../../src/runtime/agent-connection.js";
 import { AgentRegistry, type AgentRegistryOptions } from "../../src/runtime/agent-registry.js";
@@ -14,7 +14,7 @@ import type { SessionHead, SessionStore, SnapshotRecord } from "../../stores/sna
 import { uuidv7 } from "../../stores/uuid-v7.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 
-export { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
+export { expectAgentError, expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 
 // The runtime reaches the AI SDK only through hosted models (`openai/…`, `google/…`, `anthropic/…`), which these
 // tests never call: replacing the package with an empty module saves loading it in every test file (~0.1 s each).
@@ -180,25 +180,6 @@ export function chunkLabels(chunks: AgentStreamChunk[]): string[] {
     if (c.artifact) return `artifact:${c.artifact.name ?? ""}`;
     return "other";
   });
-}
-
-/** Asserts that `promise` rejects with an AgentError of `status` (and, if given, a message matching `message`). */
-export async function expectAgentError(
-  promise: Promise<unknown>,
-  status: StatusName,
-  message?: RegExp | string,
-): Promise<AgentError> {
-  let caught: unknown;
-  try {
-    await promise;
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught, "expected a rejection").toBeInstanceOf(AgentError);
-  const error = caught as AgentError;
-  expect(error.status).toBe(status);
-  if (message !== undefined) expect(error.message).toMatch(message);
-  return error;
 }
 
 /** Every record of a session in the store, oldest first. */
