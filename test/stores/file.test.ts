@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { FileSessionStore, type FileSessionStoreOptions } from "../../stores/file-store.js";
 import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
 import type { SessionHead } from "../../stores/snapshot-store.js";
+import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 import { runStoreConformance } from "./conformance.js";
 import { deadPid } from "./file-fixtures.js";
 import {
@@ -496,17 +497,12 @@ describe("file store directory and health", () => {
     const file = join(await tempDir(), "not-a-directory");
     await writeFile(file, "");
     const dir = join(file, "store");
-    let error: unknown;
-    try {
-      open(dir);
-    } catch (err) {
-      error = err;
-    }
-    expect(error).toMatchObject({
-      status: "FAILED_PRECONDITION",
-      message: expect.stringContaining(`store directory ${dir} cannot be created or is not writable: ENOTDIR`),
-      cause: expect.objectContaining({ code: "ENOTDIR" }),
-    });
+    const error = expectThrowsAgentError(
+      () => open(dir),
+      "FAILED_PRECONDITION",
+      `store directory ${dir} cannot be created or is not writable: ENOTDIR`,
+    );
+    expect(error.cause).toMatchObject({ code: "ENOTDIR" });
   });
 
   it("answers ping while the store directory is writable", async () => {

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readRecordFile, readRecordHeader, recordFileText, recordJson } from "../../stores/file/record-file.js";
 import type { SnapshotRecord } from "../../stores/snapshot-store.js";
+import { expectAgentError, expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 import { openFilesUnder, useTempDirs } from "./file-fixtures.js";
 import { checkpointRecord, pendingRecord } from "./snapshot-factory.js";
 
@@ -16,17 +17,12 @@ describe("recordJson", () => {
     let state: unknown = 0;
     for (let i = 0; i < 200_000; i++) state = [state]; // deeper than JSON.stringify can go
     const record = { ...checkpointRecord("s1", "snap-deep"), checkpoint: state } as SnapshotRecord<unknown>;
-    let error: unknown;
-    try {
-      recordJson(record);
-    } catch (err) {
-      error = err;
-    }
-    expect(error).toMatchObject({
-      status: "RESOURCE_EXHAUSTED",
-      message: expect.stringMatching(/^snapshot snap-deep is too large to store as one file \(.+\)$/),
-    });
-    expect((error as Error).cause).toBeInstanceOf(RangeError);
+    const error = expectThrowsAgentError(
+      () => recordJson(record),
+      "RESOURCE_EXHAUSTED",
+      /^snapshot snap-deep is too large to store as one file \(.+\)$/,
+    );
+    expect(error.cause).toBeInstanceOf(RangeError);
   });
 
   it("passes on any other serialization error unchanged", () => {
@@ -48,17 +44,9 @@ describe("readRecordFile", () => {
   it("reads a file that is not JSON as DATA_LOSS saying so, with the parse error as cause", async () => {
     const path = join(await tempDir(), "snap-1.json");
     await writeFile(path, '{"format":2,"version":1,');
-    let error: unknown;
-    try {
-      await readRecordFile(path, "snap-1");
-    } catch (err) {
-      error = err;
-    }
-    expect(error).toMatchObject({
-      status: "DATA_LOSS",
-      message: `record file ${path} is not a valid agentd record (not JSON); restore it from a backup`,
-    });
-    expect((error as Error).cause).toBeInstanceOf(SyntaxError);
+    const error = await expectAgentError(readRecordFile(path, "snap-1"), "DATA_LOSS");
+    expect(error.message).toBe(`record file ${path} is not a valid agentd record (not JSON); restore it from a backup`);
+    expect(error.cause).toBeInstanceOf(SyntaxError);
   });
 
   it("reads a file of another store format as DATA_LOSS naming the format found", async () => {
