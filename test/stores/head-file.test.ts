@@ -1,9 +1,11 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import type { AgentError } from "../../src/errors/agent-error.js";
 import { readHeadFile, readHeadFileOfKey, writeHeadFile } from "../../stores/file/head-file.js";
 import { sessionKey } from "../../stores/file/store-layout.js";
 import type { SessionHead } from "../../stores/snapshot-store.js";
+import { expectAgentError } from "../harness/agent-error-expectations.js";
 import { useTempDirs } from "./file-fixtures.js";
 
 // Session head files of the file store (stores/file/head-file.ts): `{"format":2,"head":{…}}`,
@@ -31,15 +33,8 @@ async function headFileWith(text: string): Promise<string> {
   return path;
 }
 
-/** What `read` rejects with (fails the test when it resolves). */
-async function rejection(read: Promise<unknown>): Promise<Error> {
-  const error = await read.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(error).toBeInstanceOf(Error);
-  return error as Error;
-}
+/** The DATA_LOSS AgentError `read` rejects with (fails the test on anything else). */
+const rejection = (read: Promise<unknown>): Promise<AgentError> => expectAgentError(read, "DATA_LOSS");
 
 describe("writeHeadFile", () => {
   it("stores the head under the current store format and resolves to it", async () => {

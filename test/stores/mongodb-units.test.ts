@@ -1,5 +1,4 @@
 import { EventEmitter } from "node:events";
-import { createServer } from "node:net";
 import { MongoClient, MongoNetworkError, MongoServerError, type Collection, type Document } from "mongodb";
 import { describe, expect, it, vi } from "vitest";
 import {
@@ -16,6 +15,7 @@ import { isTransientMongoError, mongoError } from "../../stores/mongodb/mongo-er
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { watchReconnects } from "../../stores/mongodb/reconnect-watch.js";
 import { endingOfError, endingOfEvent } from "../../stores/mongodb/stream-endings.js";
+import { freePort } from "../harness/caller-trace.js";
 
 function serverError(code: number, message = `code ${code}`): MongoServerError {
   return new MongoServerError({ message, errmsg: message, code, ok: 0 });
@@ -376,7 +376,7 @@ describe("head documents", () => {
   });
 
   it("rejects with the driver's error, not a lost compare-and-set, when creating a head fails for another reason than an existing one", async () => {
-    const client = new MongoClient(`mongodb://127.0.0.1:${await closedPort()}/?directConnection=true`, {
+    const client = new MongoClient(`mongodb://127.0.0.1:${await freePort()}/?directConnection=true`, {
       serverSelectionTimeoutMS: 200,
     });
     try {
@@ -390,18 +390,9 @@ describe("head documents", () => {
   });
 });
 
-/** A local port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 describe("change stream probe", () => {
   it("rejects with the driver's error, not FAILED_PRECONDITION, when the probe fails for another reason than missing change streams", async () => {
-    const client = new MongoClient(`mongodb://127.0.0.1:${await closedPort()}/?directConnection=true`, {
+    const client = new MongoClient(`mongodb://127.0.0.1:${await freePort()}/?directConnection=true`, {
       serverSelectionTimeoutMS: 200,
     });
     try {

@@ -3,21 +3,17 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ensureStoreFormat } from "../../stores/file/store-format.js";
 import { openFilesUnder, useTempDirs } from "./file-fixtures.js";
+import type { AgentError } from "../../src/errors/agent-error.js";
+import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 
 // The store format check of file store directories (stores/file/store-format.ts): the marker
 // `agentd-store.json`, and what makes a directory unusable.
 
 const tempDir = useTempDirs("agentd-store-format-");
 
-/** What ensureStoreFormat throws for `dir` (fails the test when it does not throw). */
-function formatError(dir: string, create: boolean): Error & { status?: string; details?: Record<string, unknown> } {
-  try {
-    ensureStoreFormat(dir, create);
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error(`ensureStoreFormat(${dir}) did not throw`);
-}
+/** The FAILED_PRECONDITION AgentError ensureStoreFormat throws for `dir` (fails the test on anything else). */
+const formatError = (dir: string, create: boolean): AgentError =>
+  expectThrowsAgentError(() => ensureStoreFormat(dir, create), "FAILED_PRECONDITION");
 
 describe("ensureStoreFormat", () => {
   it("creates a missing directory (mode 0700) with a format-2 marker when create is set", async () => {
