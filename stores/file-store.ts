@@ -1,9 +1,12 @@
-import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
+import { constants, existsSync, mkdirSync } from "node:fs";
 import { access, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { AgentError } from "../src/errors/agent-error.js";
 import type { SnapshotStatus } from "../src/types/snapshot.js";
+import { checkNow } from "./chunk-arguments.js";
+import type { ChunkLog, ChunkLogKey, StoredChunk } from "./chunk-log.js";
 import { writeFileAtomically } from "./file/atomic-write.js";
+import { FileChunkLogs } from "./file/chunk-logs.js";
 import { sweepDebris, type DebrisSweepResult } from "./file/debris-sweep.js";
 import { acquireFileLock } from "./file/file-lock.js";
 import { readHeadFile, writeHeadFile } from "./file/head-file.js";
@@ -19,8 +22,9 @@ import {
   type RemovalContext,
 } from "./file/session-removal.js";
 import { DirectoryStatusWatcher } from "./file/status-watcher.js";
-import { ensureStoreFormat } from "./file/store-format.js";
+import { ensureStoreFormat, openStoreDirectory } from "./file/store-format.js";
 import { sessionKey, StoreLayout } from "./file/store-layout.js";
+import type { FileSessionStoreOptions } from "./file/store-options.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { deepFreeze } from "./ledger/frozen-value.js";
 import { walkChain } from "./ledger/state-chain.js";
@@ -43,34 +47,14 @@ import type {
 } from "./snapshot-store.js";
 import { StatusChannel } from "./status-channel.js";
 
-/** Options of {@link FileSessionStore}. */
-export interface FileSessionStoreOptions {
-  /**
-   * Per-call subdirectory (tenant isolation), e.g. `(ctx) => ctx.tenant ?? ""`.
-   * May nest with `/`; `..`/`.` segments are rejected and other unsafe
-   * characters percent-encoded, so a prefix never escapes the store directory.
-   */
-  pathPrefix?: (ctx: StoreCallContext) => string;
-  /** Fallback poll interval for cross-process status changes (fs.watch is primary). Default 500 ms; <= 0 disables. */
-  pollIntervalMs?: number;
-  /** fsync record, index and head files (and their directories) as they are written (survives power loss). Default true. */
-  fsync?: boolean;
-  /** A cross-process session or record lock older than this is considered abandoned. Default 30 s. */
-  lockStaleMs?: number;
-  /**
-   * Removal of crash debris (see `sweepDebris`): once when the store opens,
-   * then every `intervalMs` (default 60 s; <= 0: only at open) on an unref'd
-   * timer. Temporary files older than `tmpMaxAgeMs` (default 60 s) and lock
-   * files of dead processes go.
-   */
-  debrisSweep?: { intervalMs?: number; tmpMaxAgeMs?: number };
-}
+export type { FileSessionStoreOptions };
 
 /**
  * The session ledger (store format 2) in a directory, for any number of
  * processes on one host sharing it. Layout of `<dir>/<prefix?>/` (see
  * `StoreLayout`): `agentd-store.json` (format marker), `records/<snapshotId>.json`,
- * `sessions/<hash of session ID>.head.json` and `.idx` (the session's record index).
+ * `sessions/<hash of session ID>.head.json` and `.idx` (the session's record index),
+ * `chunks/<hash of session ID>/<snapshotId>.jsonl` (chunk logs, see `FileChunkLogs`).
  *
  * Guarantees: the constructor (for `dir`) and the first use of each prefix
  * directory fail with FAILED_PRECONDITION when they hold another store format
@@ -87,11 +71,11 @@ export interface FileSessionStoreOptions {
  * 0700, files with 0600. Records and heads are handed out deep-frozen. A
  * corrupt record or head file reads as DATA_LOSS, never as missing.
  * Lifecycle: `listHeads` and `sweepExpired` read every head file of the
- * directory (O(sessions)); `deleteSession` removes head, records, index and
- * lock under the session's lock. Nothing expires on its own: the owner calls
- * `sweepExpired` (at open and on a timer).
+ * directory (O(sessions)); `deleteSession` removes head, records, chunk logs,
+ * index and lock under the session's lock. Nothing expires on its own: the
+ * owner calls `sweepExpired` and `sweepChunks` (at open and on a timer).
  */
-export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber {
+export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber, ChunkLog {
   private readonly root: string;
   private readonly mutex = new KeyedMutex();
   private readonly watchers = new Map<string, DirectoryStatusWatcher>();
@@ -99,6 +83,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   private readonly checked = new Set<string>();
   private readonly preparedBases = new Set<string>();
   private sweepTimer: NodeJS.Timeout | undefined;
+  private readonly chunkLogs: FileChunkLogs;
   /** The sweep run when the store opened (tests, diagnostics); never rejects. */
   readonly debrisSwept: Promise<DebrisSweepResult>;
 
@@ -112,20 +97,15 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     private readonly options: FileSessionStoreOptions = {},
   ) {
     this.root = resolve(dir);
-    try {
-      mkdirSync(this.root, { recursive: true, mode: 0o700 });
-      accessSync(this.root, constants.W_OK);
-    } catch (err) {
-      throw new AgentError(
-        "FAILED_PRECONDITION",
-        `store directory ${this.root} cannot be created or is not writable: ${(err as Error).message}`,
-        {
-          cause: err,
-        },
-      );
-    }
-    ensureStoreFormat(this.root, true);
+    openStoreDirectory(this.root);
     this.checked.add(this.root);
+    this.chunkLogs = new FileChunkLogs({
+      layout: (ctx, write) => this.layout(ctx, write),
+      sweepLayouts: (ctx) => this.sweepLayouts(ctx),
+      mutex: this.mutex,
+      fsync: this.fsync,
+      pollIntervalMs: options.pollIntervalMs ?? 500,
+    });
     this.debrisSwept = this.sweepDebris();
     const every = options.debrisSweep?.intervalMs ?? 60_000;
     if (every > 0) {
@@ -339,9 +319,11 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
    */
   async deleteSession(sessionId: string, ctx?: StoreCallContext): Promise<boolean> {
     const layout = this.layout(ctx, false);
-    if (!existsSync(layout.headPath(sessionId)) && !existsSync(layout.indexPath(sessionId))) return false; // nothing to lock for
+    const key = sessionKey(sessionId);
+    if (![layout.headPathOfKey(key), layout.indexPathOfKey(key), layout.chunkDirOfKey(key)].some((p) => existsSync(p)))
+      return false; // nothing to lock for
     return this.locked(sessionMutexKey(layout, sessionId), layout.headLockPath(sessionId), () =>
-      removeSessionFiles(this.removal, layout, sessionKey(sessionId), () => true),
+      removeSessionFiles(this.removal, layout, key, () => true),
     );
   }
 
@@ -356,16 +338,50 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
    * its own: the owner calls this at open and periodically.
    */
   async sweepExpired(now: number, ctx?: StoreCallContext): Promise<number> {
-    if (typeof now !== "number" || !Number.isFinite(now))
-      throw new AgentError(
-        "INVALID_ARGUMENT",
-        `sweepExpired: now must be an epoch-millisecond number (got ${String(now)})`,
-      );
-    const layouts =
-      ctx === undefined && this.options.pathPrefix ? await tenantLayouts(this.root) : [this.layout(ctx, false)];
+    checkNow(now, "sweepExpired");
     let removed = 0;
-    for (const layout of layouts) removed += await sweepExpiredSessions(this.removal, layout, now);
+    for (const layout of await this.sweepLayouts(ctx)) removed += await sweepExpiredSessions(this.removal, layout, now);
     return removed;
+  }
+
+  /** What a sweep covers: this call's directory; without `ctx` (and with a `pathPrefix`) every store directory. */
+  private async sweepLayouts(ctx: StoreCallContext | undefined): Promise<StoreLayout[]> {
+    return ctx === undefined && this.options.pathPrefix ? tenantLayouts(this.root) : [this.layout(ctx, false)];
+  }
+
+  /** Appends and fsyncs the chunks' lines, keep-until first (see `ChunkLog.appendChunks`, `FileChunkLogs`). */
+  appendChunks(
+    key: ChunkLogKey,
+    chunks: readonly StoredChunk[],
+    keepUntil: number,
+    ctx?: StoreCallContext,
+  ): Promise<void> {
+    return this.chunkLogs.appendChunks(key, chunks, keepUntil, ctx);
+  }
+
+  /** The log's complete lines after `afterSequence`, at most `limit` (see `ChunkLog.readChunks`). */
+  readChunks(key: ChunkLogKey, afterSequence: number, limit: number, ctx?: StoreCallContext): Promise<StoredChunk[]> {
+    return this.chunkLogs.readChunks(key, afterSequence, limit, ctx);
+  }
+
+  /** Whether the log file exists (see `ChunkLog.hasChunks`). */
+  hasChunks(key: ChunkLogKey, ctx?: StoreCallContext): Promise<boolean> {
+    return this.chunkLogs.hasChunks(key, ctx);
+  }
+
+  /** Sets the log's keep-until time, its keep file's mtime (see `ChunkLog.keepChunks`). */
+  keepChunks(key: ChunkLogKey, keepUntil: number, ctx?: StoreCallContext): Promise<void> {
+    return this.chunkLogs.keepChunks(key, keepUntil, ctx);
+  }
+
+  /** Wakes for appends by any process: fs.watch plus the poll (see `ChunkLog.watchChunks`, `ChunkFileWatcher`). */
+  watchChunks(key: ChunkLogKey, signal: AbortSignal, ctx?: StoreCallContext): AsyncIterable<void> {
+    return this.chunkLogs.watchChunks(key, signal, ctx);
+  }
+
+  /** Removes the logs whose keep-until time is ≤ `now`; no `ctx` covers every tenant (see `ChunkLog.sweepChunks`). */
+  sweepChunks(now: number, ctx?: StoreCallContext): Promise<number> {
+    return this.chunkLogs.sweepChunks(now, ctx);
   }
 
   /** Current status (if the record exists), then every change by any process, until `signal` aborts. */
@@ -397,14 +413,20 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     return channel;
   }
 
-  /** Number of directories currently watched (each with an OS watcher and/or poll timer). */
+  /** Number of directories currently watched for status changes (each with an OS watcher and/or poll timer). */
   get activeWatcherCount(): number {
     return [...this.watchers.values()].filter((w) => w.active).length;
   }
 
-  /** Ends every subscription and closes every watcher. Idempotent. */
+  /** Number of open chunk log watchers (each with an OS watcher and/or poll timer). */
+  get activeChunkWatcherCount(): number {
+    return this.chunkLogs.activeWatcherCount;
+  }
+
+  /** Ends every subscription and chunk watcher and closes every watcher. Idempotent. */
   async close(): Promise<void> {
     clearInterval(this.sweepTimer);
+    this.chunkLogs.closeAll();
     for (const watcher of [...this.watchers.values()]) watcher.closeAll();
     this.watchers.clear();
   }

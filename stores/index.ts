@@ -2,6 +2,8 @@
 export * from "./snapshot-store.js";
 export { InMemorySessionStore } from "./memory-store.js";
 export { StatusChannel, type StatusObservation } from "./status-channel.js";
+export { isChunkLog, type ChunkLog, type ChunkLogKey, type StoredChunk } from "./chunk-log.js";
+export { WakeChannel } from "./wake-channel.js";
 export { StatusSubscribers } from "./status-subscribers.js";
 export { KeyedMutex } from "./keyed-mutex.js";
 export { newSnapshotId, isValidSnapshotId, assertValidSnapshotId } from "./snapshot-identity.js";

@@ -1,4 +1,6 @@
+import type { ChunkLog, ChunkLogKey, StoredChunk } from "./chunk-log.js";
 import { deepFreeze } from "./ledger/frozen-value.js";
+import { MemoryChunkLogs } from "./memory-chunk-log.js";
 import { walkChain } from "./ledger/state-chain.js";
 import { keepIdentity, headToStore } from "./record-identity.js";
 import { checkSessionQuery, isExpired, pageOfHeads } from "./session-query.js";
@@ -38,13 +40,16 @@ interface StoredRecord<S> {
  * status, then every change in order, without duplicates. Data is lost when
  * the process exits. The call context is ignored (one namespace; `listHeads`
  * scopes by the query's owner). Nothing expires by itself: the owner calls
- * `sweepExpired` (e.g. on a timer).
+ * `sweepExpired` (e.g. on a timer). The chunk logs of detached work are
+ * kept per session (see `MemoryChunkLogs`) and go with their session, or
+ * with `sweepChunks` once their keep-until time has passed.
  */
-export class InMemorySessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber {
+export class InMemorySessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber, ChunkLog {
   private readonly heads = new Map<string, SessionHead>();
   private readonly records = new Map<string, StoredRecord<S>>();
   private readonly bySession = new Map<string, SnapshotRecord<S>[]>();
   private readonly subscribers = new StatusSubscribers();
+  private readonly chunkLogs = new MemoryChunkLogs();
 
   /** The session's head (frozen), or undefined. */
   async getHead(sessionId: string, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {
@@ -133,8 +138,8 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
   }
 
   /**
-   * Removes the head and every record of the session (its entries in every
-   * map) in one synchronous step. Open status subscriptions of its snapshots
+   * Removes the head, every record and every chunk log of the session (its
+   * entries in every map) in one synchronous step. Open status subscriptions of its snapshots
    * stay open (their owners end them) but see no further change. Resolves
    * true when something was removed.
    */
@@ -155,21 +160,63 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
     const list = this.bySession.get(sessionId) ?? [];
     this.bySession.delete(sessionId);
     for (const record of list) this.records.delete(record.snapshotId);
-    return hadHead || list.length > 0;
+    const hadLogs = this.chunkLogs.removeSession(sessionId);
+    return hadHead || list.length > 0 || hadLogs;
+  }
+
+  /** Appends to the log in memory (see `ChunkLog.appendChunks`); watchers wake at once. */
+  appendChunks(
+    key: ChunkLogKey,
+    chunks: readonly StoredChunk[],
+    keepUntil: number,
+    ctx?: StoreCallContext,
+  ): Promise<void> {
+    return this.chunkLogs.appendChunks(key, chunks, keepUntil, ctx);
+  }
+
+  /** The log's chunks after `afterSequence`, at most `limit` (see `ChunkLog.readChunks`). */
+  readChunks(key: ChunkLogKey, afterSequence: number, limit: number, ctx?: StoreCallContext): Promise<StoredChunk[]> {
+    return this.chunkLogs.readChunks(key, afterSequence, limit, ctx);
+  }
+
+  /** Whether the log exists (see `ChunkLog.hasChunks`). */
+  hasChunks(key: ChunkLogKey, ctx?: StoreCallContext): Promise<boolean> {
+    return this.chunkLogs.hasChunks(key, ctx);
+  }
+
+  /** Sets the log's keep-until time (see `ChunkLog.keepChunks`). */
+  keepChunks(key: ChunkLogKey, keepUntil: number, ctx?: StoreCallContext): Promise<void> {
+    return this.chunkLogs.keepChunks(key, keepUntil, ctx);
+  }
+
+  /** Wakes for each later append (see `ChunkLog.watchChunks`). */
+  watchChunks(key: ChunkLogKey, signal: AbortSignal, ctx?: StoreCallContext): AsyncIterable<void> {
+    return this.chunkLogs.watchChunks(key, signal, ctx);
+  }
+
+  /** Removes the logs whose keep-until time is ≤ `now` (see `ChunkLog.sweepChunks`). */
+  sweepChunks(now: number, ctx?: StoreCallContext): Promise<number> {
+    return this.chunkLogs.sweepChunks(now, ctx);
   }
 
   /**
    * How many entries each internal map holds (for tests and diagnostics):
-   * heads, records, per-session record lists, and snapshot IDs with a live
-   * status subscription.
+   * heads, records, per-session record lists, snapshot IDs with a live
+   * status subscription, and chunk logs.
    */
-  sizes(): { heads: number; records: number; sessions: number; subscribedSnapshots: number } {
+  sizes(): { heads: number; records: number; sessions: number; subscribedSnapshots: number; chunkLogs: number } {
     return {
       heads: this.heads.size,
       records: this.records.size,
       sessions: this.bySession.size,
       subscribedSnapshots: [...this.subscribers.ids()].length,
+      chunkLogs: this.chunkLogs.logCount,
     };
+  }
+
+  /** Number of open `watchChunks` iterables (for tests and diagnostics). */
+  get chunkWatcherCount(): number {
+    return this.chunkLogs.watcherCount;
   }
 
   /** Number of live status subscriptions (for tests and diagnostics). */
@@ -180,8 +227,9 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
   /** Health probe: an in-memory store is always available. */
   async ping(): Promise<void> {}
 
-  /** Ends every subscription. The data stays readable. Idempotent. */
+  /** Ends every subscription and chunk watcher. The data stays readable. Idempotent. */
   async close(): Promise<void> {
     this.subscribers.closeAll();
+    this.chunkLogs.closeAll();
   }
 }

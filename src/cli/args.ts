@@ -31,6 +31,8 @@ export interface ServeConfig {
   heartbeatIntervalMs?: number;
   /** Age after which a pending row's heartbeat reads as expired (ms); undefined = runtime default. */
   heartbeatTtlMs?: number;
+  /** How long the chunks of detached work are kept after it ends (ms); undefined = runtime default. */
+  chunkRetentionMs?: number;
   /** What a call on a busy session does when it sets no policy. */
   busyPolicy: BusyPolicy;
   /** Largest stored state of one session (bytes). */
@@ -105,6 +107,9 @@ Options:
   --drain-ms <n>              on SIGTERM/SIGINT, how long in-flight work may finish (default ${DEFAULT_GRACE_MS})
   --heartbeat-interval-ms <n> how often detached work refreshes its pending snapshot (default 5000)
   --heartbeat-ttl-ms <n>      a pending snapshot silent this long reads as expired (default 30000)
+  --chunk-retention <duration>
+                              keep the streamed chunks of detached work this long after it ends,
+                              for AttachInvocation, e.g. 15m, 2h (default 1h)
   --busy-policy <policy>      reject|enqueue|interrupt: a call on a busy session that sets no
                               busy_policy (default reject)
   --max-session-bytes <n>     largest stored state of one session; a turn past it fails
@@ -200,6 +205,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "drain-ms": { type: "string" },
         "heartbeat-interval-ms": { type: "string" },
         "heartbeat-ttl-ms": { type: "string" },
+        "chunk-retention": { type: "string" },
         "busy-policy": { type: "string" },
         "max-session-bytes": { type: "string" },
         "session-ttl": { type: "string" },
@@ -299,6 +305,9 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         : {}),
       ...(values["heartbeat-ttl-ms"] !== undefined
         ? { heartbeatTtlMs: integer("heartbeat-ttl-ms", values["heartbeat-ttl-ms"], 10, 86_400_000) }
+        : {}),
+      ...(values["chunk-retention"] !== undefined
+        ? { chunkRetentionMs: duration("chunk-retention", values["chunk-retention"]) }
         : {}),
       busyPolicy,
       maxSessionBytes:

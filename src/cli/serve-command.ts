@@ -77,6 +77,7 @@ export async function startServe(
       liveness: {
         ...(config.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: config.heartbeatIntervalMs } : {}),
         ...(config.heartbeatTtlMs !== undefined ? { heartbeatTtlMs: config.heartbeatTtlMs } : {}),
+        ...(config.chunkRetentionMs !== undefined ? { chunkRetentionMs: config.chunkRetentionMs } : {}),
       },
       sessions: {
         busyPolicy: config.busyPolicy,
@@ -133,10 +134,10 @@ export async function startServe(
     const stopSweeper = startSessionSweeper(
       registry.lifecycle,
       sweepIntervalFor(config.sessionTtlMs),
-      ({ removed, error }) =>
+      ({ removed, removedChunkLogs, error }) =>
         error
           ? logger.warn({ err: error }, "sweeping expired sessions failed")
-          : logger.info({ removed }, "expired sessions deleted"),
+          : logger.info({ removed, removedChunkLogs }, "expired sessions deleted"),
     );
     const openStore = store;
     const openTelemetry = telemetry;

@@ -198,6 +198,28 @@ export class AgentClient {
   }
 
   /**
+   * Attaches to detached work (AttachInvocation): `snapshotId` is the pending
+   * snapshot its DETACHED output returned. Iterate the result for the chunks
+   * after `afterSequence` (0: every chunk streamed after detach), recorded
+   * ones first, then live; await it for the work's output once it ended. Any
+   * server sharing the store answers. After a dropped connection, attach again
+   * with `afterSequence: run.lastSequence` to receive the rest exactly once.
+   * Errors (as `ConnectError`): `Code.NotFound` (unknown or another owner's
+   * snapshot), `Code.FailedPrecondition` (not detached work, or its chunks are
+   * past the server's retention), `Code.Unavailable` (the work stopped before
+   * it ended).
+   */
+  attach<S = unknown>(
+    agent: string,
+    snapshotId: string,
+    options: CallOptions & { afterSequence?: number } = {},
+  ): StreamedRun<S> {
+    const { afterSequence = 0, ...callOptions } = options;
+    const responses = this.rpc.attachInvocation({ agent, snapshotId, afterSequence }, callOptions);
+    return new StreamedRun<S>(responses, undefined, "AttachInvocation", afterSequence);
+  }
+
+  /**
    * Aborts a pending (detached) snapshot, cancelling its background work.
    * Resolves with `"aborted"` on success, or the existing status of a snapshot
    * that was already terminal.

@@ -1,14 +1,24 @@
 import { Code, type ConnectError } from "@connectrpc/connect";
-import type { RunStreamResponse } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import type {
+  AgentOutput as WireAgentOutput,
+  AgentStreamChunk as WireAgentStreamChunk,
+} from "../../gen/ts/agentd/v1/agent_pb.js";
 import { applyCustomPatch } from "../protocol/custom-patch-stream.js";
 import { agentOutputFromWire, streamChunkFromWire } from "../protocol/index.js";
 import type { AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
 import { ChunkLog } from "./chunk-log.js";
 import { clientError, toClientError } from "./client-errors.js";
 
+/** One response of a server stream of chunks that ends with an output (RunStream, AttachInvocation). */
+export interface ChunkStreamResponse {
+  chunk?: WireAgentStreamChunk;
+  output?: WireAgentOutput;
+}
+
 /**
- * One streamed turn (RunStream), as returned by `client.runStream()`. It
- * works over HTTP/1.1, so in browsers too.
+ * One streamed turn (RunStream, `client.runStream()`), or the stream of
+ * detached work a client attached to (AttachInvocation, `client.attach()`).
+ * It works over HTTP/1.1, so in browsers too.
  *
  * - Iterate it for every chunk (model chunks, patches, artifacts, the
  *   TurnEnd); the iteration ends when the output arrives. Chunks are buffered;
@@ -23,11 +33,21 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
   readonly output: Promise<AgentOutput<S>>;
   private readonly log = new ChunkLog();
   private liveCustom: S | undefined;
+  private last = 0;
   private resolveOutput!: (output: AgentOutput<S>) => void;
   private rejectOutput!: (err: ConnectError) => void;
 
-  /** Reads `responses` (the generated client's RunStream call). Use `client.runStream()`. */
-  constructor(responses: AsyncIterable<RunStreamResponse>, initialCustom?: S) {
+  /**
+   * Reads `responses` (the generated client's RunStream or AttachInvocation
+   * call; `rpc` names it in errors). Use `client.runStream()` or `client.attach()`.
+   */
+  constructor(
+    responses: AsyncIterable<ChunkStreamResponse>,
+    initialCustom?: S,
+    private readonly rpc = "RunStream",
+    afterSequence = 0,
+  ) {
+    this.last = afterSequence;
     this.liveCustom = initialCustom;
     this.output = new Promise<AgentOutput<S>>((resolve, reject) => {
       this.resolveOutput = resolve;
@@ -35,6 +55,15 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
     });
     this.output.catch(() => {}); // observed by awaiting the run
     void this.read(responses);
+  }
+
+  /**
+   * The `sequence` of the last chunk received (the `afterSequence` it started
+   * from before any): re-attach to detached work after it to receive the rest
+   * exactly once (`client.attach(agent, snapshotId, { afterSequence })`).
+   */
+  get lastSequence(): number {
+    return this.last;
   }
 
   /** The live custom state (a copy). */
@@ -61,19 +90,20 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
     return this.log[Symbol.asyncIterator]();
   }
 
-  private async read(responses: AsyncIterable<RunStreamResponse>): Promise<void> {
+  private async read(responses: AsyncIterable<ChunkStreamResponse>): Promise<void> {
     try {
       let output: AgentOutput<S> | undefined;
       for await (const response of responses) {
         if (response.chunk) {
           const chunk = streamChunkFromWire(response.chunk);
           if (chunk.customPatch) this.liveCustom = applyCustomPatch<S>(this.liveCustom, chunk.customPatch);
+          if (chunk.sequence) this.last = chunk.sequence;
           this.log.append(chunk);
         } else if (response.output) {
           output = agentOutputFromWire(response.output) as AgentOutput<S>;
         }
       }
-      if (!output) throw clientError(Code.DataLoss, "the RunStream stream ended without an output");
+      if (!output) throw clientError(Code.DataLoss, `the ${this.rpc} stream ended without an output`);
       this.log.finish();
       this.resolveOutput(output);
     } catch (err) {

@@ -106,16 +106,18 @@ export function streamChunkToWire(chunk: AgentStreamChunk): WireAgentStreamChunk
     customPatch: (chunk.customPatch ?? []).map(patchOperationToWire),
     ...(chunk.artifact ? { artifact: artifactToWire(chunk.artifact) } : {}),
     ...(chunk.turnEnd ? { turnEnd: turnEndToWire(chunk.turnEnd) } : {}),
+    sequence: chunk.sequence ?? 0,
   });
 }
 
-/** An `agentd.v1.AgentStreamChunk` as a stream chunk (an empty patch list is dropped). */
+/** An `agentd.v1.AgentStreamChunk` as a stream chunk (an empty patch list and a 0 sequence are dropped). */
 export function streamChunkFromWire(chunk: WireAgentStreamChunk): AgentStreamChunk {
   return {
     ...(chunk.modelChunk ? { modelChunk: modelChunkFromWire(chunk.modelChunk) } : {}),
     ...(chunk.customPatch.length ? { customPatch: chunk.customPatch.map(patchOperationFromWire) } : {}),
     ...(chunk.artifact ? { artifact: artifactFromWire(chunk.artifact) } : {}),
     ...(chunk.turnEnd ? { turnEnd: turnEndFromWire(chunk.turnEnd) } : {}),
+    ...(chunk.sequence ? { sequence: chunk.sequence } : {}),
   };
 }
 

@@ -16,6 +16,7 @@ import { resolveInit, type InitTarget } from "./init-resolver.js";
 import { Invocation, type InvocationOptions, type InvocationTarget } from "./invocation.js";
 import * as snapshots from "./snapshot-access.js";
 import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js";
+import { attachInvocation, type AttachedItem } from "./invocation-attach.js";
 import type { ClientTransforms } from "./state-transform.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { DEFAULT_SESSION_SETTINGS, type SessionSettings } from "./session-settings.js";
@@ -251,6 +252,18 @@ export class Agent<S = unknown> {
     options: snapshots.SnapshotReadOptions = {},
   ): AsyncGenerator<SnapshotStatus> {
     return snapshots.watchSnapshot(this.runtimeConfig(), snapshotId, signal, options);
+  }
+
+  /**
+   * The chunks of detached work (its pending snapshot) after `afterSequence`,
+   * recorded then live, ending with its output; see {@link attachInvocation}.
+   */
+  attach(
+    request: { snapshotId: string; afterSequence?: number },
+    signal: AbortSignal,
+    options: snapshots.SnapshotReadOptions = {},
+  ): AsyncGenerator<AttachedItem<S>> {
+    return attachInvocation(this.runtimeConfig(), request, signal, options);
   }
 
   /** Flips a pending snapshot to aborted; resolves to the resulting status. */

@@ -2,7 +2,7 @@ import { AgentError } from "../errors/agent-error.js";
 import { isSnapshotSubscriber, type SessionStore, type SnapshotSubscriber } from "../../stores/snapshot-store.js";
 
 /** What needs background-work support from the store. */
-export type BackgroundAction = "detach" | "watch" | "abort";
+export type BackgroundAction = "detach" | "watch" | "abort" | "attach";
 
 /**
  * The one precondition of background work (detach, WatchSnapshot, Abort): the

@@ -14,6 +14,7 @@ import type { SessionClaim } from "./session-claim.js";
 import { buildRecord, stateFieldsFor, type CommittedPoint, type RecordSettings } from "./turn-record.js";
 import type { LivenessSettings } from "./snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
+import { DetachedChunks, type SequencedChunk } from "./detached-chunks.js";
 
 type StateFields<S> = ReturnType<typeof stateFieldsFor<S>>;
 
@@ -54,6 +55,8 @@ export class DetachedRun<S> implements BackgroundTask {
   /** The pending row's ID, once written. */
   readonly pendingId: Promise<string>;
   readonly done: Promise<void>;
+  /** The chunks streamed after detach, kept for clients re-attaching (when the store keeps them). */
+  private readonly chunks: DetachedChunks;
   private readonly o: DetachedRunOptions<S>;
   private readonly subscription = new AbortController();
   private resolveDone!: () => void;
@@ -68,6 +71,12 @@ export class DetachedRun<S> implements BackgroundTask {
     this.lastTurnIndex = options.turnIndex;
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.pendingId = this.writePending();
+    this.chunks = new DetachedChunks(
+      options.store,
+      this.pendingId.then((snapshotId) => ({ sessionId: options.sessionId, snapshotId })),
+      options.liveness.chunkRetentionMs,
+      options.storeContext,
+    );
     this.pendingId.then(
       (id) => {
         this.startHeartbeat(id);
@@ -84,6 +93,16 @@ export class DetachedRun<S> implements BackgroundTask {
   turnCompleted(turnIndex: number, usage?: Usage): void {
     this.lastTurnIndex = turnIndex;
     this.usage = addUsage(this.usage, usage);
+  }
+
+  /** True when the chunks streamed after detach are recorded (the store keeps a chunk log). */
+  get recordsChunks(): boolean {
+    return this.chunks.recording;
+  }
+
+  /** Records a chunk streamed after detach; resolves once it is durable. Rejects with the store's error. */
+  recordChunk(chunk: SequencedChunk): Promise<void> {
+    return this.chunks.record(chunk);
   }
 
   cancelForShutdown(): void {
@@ -113,6 +132,7 @@ export class DetachedRun<S> implements BackgroundTask {
         this.o.storeContext,
       );
       const status = row?.status ?? (await this.o.store.getRecord(id, this.o.storeContext))?.status ?? "pending";
+      await this.chunks.keep(); // kept for the retention period from the end of the work
       if (this.usage) await this.o.claim.addUsage(this.usage);
       this.o.events?.backgroundFinished?.({ agent: this.o.agent, sessionId: this.o.sessionId, snapshotId: id, status });
     } catch {
@@ -190,6 +210,7 @@ export class DetachedRun<S> implements BackgroundTask {
 
   private startHeartbeat(id: string): void {
     this.heartbeat = setInterval(() => {
+      void this.chunks.keep();
       void this.o.store
         .updateRecord(
           id,

@@ -53,6 +53,8 @@ export class Invocation<S> implements AgentConnection<S> {
   /** The RPC-level error the invocation ended with, if it failed closed. */
   private failure: AgentError | undefined;
   private detachedRun: DetachedRun<S> | undefined;
+  /** The last chunk's `sequence` (chunks are numbered from 1, across detach). */
+  private sequence = 0;
   private turnStartedAt = 0;
   /** Whether this invocation started a new session (no resume point). */
   private readonly startsSession: boolean;
@@ -250,22 +252,37 @@ export class Invocation<S> implements AgentConnection<S> {
     };
   }
 
-  /** Queues a chunk for the client (dropped after detach or once the stream ended). */
+  /**
+   * Queues a chunk for the client, shaped by the chunk transform and numbered
+   * (`sequence`); after detach, records it for clients re-attaching instead
+   * (dropped when the store keeps no chunks, or once the client stream ended).
+   * A chunk that cannot be recorded cancels the detached work.
+   */
   private emit(chunk: AgentStreamChunk): Promise<void> {
     this.emitChain = this.emitChain
       .then(async () => {
-        if (this.detachedRun || this.chunks.isClosed) return;
+        if (!this.streaming()) return;
         const shaped = await applyChunkTransform(this.target.transforms.chunk, chunk, this.transformContext());
         if (!shaped) return;
         if (shaped.customPatch) this.liveCustom = applyCustomPatch(this.liveCustom, shaped.customPatch);
-        this.chunks.push(shaped);
+        const sequenced = { ...shaped, sequence: ++this.sequence };
+        if (this.detachedRun) await this.detachedRun.recordChunk(sequenced);
+        else this.chunks.push(sequenced);
       })
-      .catch((err) => this.failClosed(AgentError.from(err)));
+      .catch((err) => {
+        if (this.detachedRun) this.work.abort(AgentError.from(err));
+        else this.failClosed(AgentError.from(err));
+      });
     return this.emitChain;
   }
 
+  /** Whether chunks still go somewhere: to the client, or after detach to the store's chunk log. */
+  private streaming(): boolean {
+    return this.detachedRun ? this.detachedRun.recordsChunks : !this.chunks.isClosed;
+  }
+
   private async streamCustom(): Promise<void> {
-    if (this.detachedRun || this.chunks.isClosed) return;
+    if (!this.streaming()) return;
     try {
       // Without a state transform only custom state is diffed (no copy of the history);
       // a transform gets its own deep copy of the whole state (applyStateTransform).

@@ -1,4 +1,5 @@
 import { uuidv7 } from "../../stores/uuid-v7.js";
+import { isChunkLog } from "../../stores/chunk-log.js";
 import { AgentError } from "../errors/agent-error.js";
 import type { SessionInfo } from "../types/session-info.js";
 import type {
@@ -134,6 +135,13 @@ export class SessionLifecycle {
   async sweepExpired(now: number = Date.now()): Promise<number> {
     let removed = 0;
     for (const store of this.o.stores()) if (store.sweepExpired) removed += await store.sweepExpired(now);
+    return removed;
+  }
+
+  /** Removes the chunk logs of detached work past their retention, in every store that keeps them; resolves to how many. */
+  async sweepChunks(now: number = Date.now()): Promise<number> {
+    let removed = 0;
+    for (const store of this.o.stores()) if (isChunkLog(store)) removed += await store.sweepChunks(now);
     return removed;
   }
 

@@ -2,7 +2,10 @@ import type { SessionLifecycle } from "./session-lifecycle.js";
 
 /** What the sweeper reports after each pass that removed something or failed. */
 export interface SweepReport {
+  /** Expired sessions deleted. */
   removed?: number;
+  /** Chunk logs of detached work removed after their retention. */
+  removedChunkLogs?: number;
   error?: unknown;
 }
 
@@ -13,7 +16,8 @@ export function sweepIntervalFor(sessionTtlMs: number | undefined): number {
 }
 
 /**
- * Deletes expired sessions now and then every `intervalMs` (passes never
+ * Deletes expired sessions (and the chunk logs of detached work past their
+ * retention) now and then every `intervalMs` (passes never
  * overlap; timers do not keep the process alive). Reads already answer
  * NOT_FOUND for an expired session; sweeping reclaims its storage. Returns a
  * stop function that waits for a running pass.
@@ -30,7 +34,8 @@ export function startSessionSweeper(
       if (stopped) return;
       try {
         const removed = await lifecycle.sweepExpired();
-        if (removed > 0) report({ removed });
+        const removedChunkLogs = await lifecycle.sweepChunks();
+        if (removed > 0 || removedChunkLogs > 0) report({ removed, removedChunkLogs });
       } catch (error) {
         report({ error });
       }

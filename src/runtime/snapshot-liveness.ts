@@ -6,10 +6,20 @@ export interface LivenessSettings {
   heartbeatIntervalMs: number;
   /** A pending row whose heartbeat is older than this reads as `expired` (ms). */
   heartbeatTtlMs: number;
+  /**
+   * How long the streamed chunks of detached work are kept after its last
+   * sign of life (its last heartbeat, or its end) for clients re-attaching
+   * (ms, `--chunk-retention`).
+   */
+  chunkRetentionMs: number;
 }
 
-/** Defaults: heartbeat every 5 s, expired after 30 s of silence. */
-export const DEFAULT_LIVENESS: LivenessSettings = { heartbeatIntervalMs: 5_000, heartbeatTtlMs: 30_000 };
+/** Defaults: heartbeat every 5 s, expired after 30 s of silence, chunks kept 1 h after the work ended. */
+export const DEFAULT_LIVENESS: LivenessSettings = {
+  heartbeatIntervalMs: 5_000,
+  heartbeatTtlMs: 30_000,
+  chunkRetentionMs: 3_600_000,
+};
 
 /**
  * The status a reader reports: a `pending` row whose heartbeat (or, without

@@ -14,6 +14,11 @@ const TRACED_OPERATIONS: ReadonlySet<string> = new Set([
   "listHeads",
   "deleteSession",
   "sweepExpired",
+  "appendChunks",
+  "readChunks",
+  "hasChunks",
+  "keepChunks",
+  "sweepChunks",
 ]);
 
 /**

@@ -3,6 +3,7 @@ import { ConnectError, type ConnectRouter, type HandlerContext } from "@connectr
 import {
   AbortResponseSchema,
   AgentService,
+  AttachInvocationResponseSchema,
   ChatResponseSchema,
   DeleteSessionResponseSchema,
   GetSessionResponseSchema,
@@ -133,6 +134,24 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
         const agent = registry.get(request.agent);
         const status = await agent.abort(request.snapshotId, callerOf(ctx));
         return create(AbortResponseSchema, { snapshotId: request.snapshotId, status: snapshotStatusToWire(status) });
+      },
+
+      async *attachInvocation(request, ctx) {
+        annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId });
+        const agent = registry.get(request.agent);
+        const items = agent.attach(
+          { snapshotId: request.snapshotId, afterSequence: request.afterSequence },
+          ctx.signal,
+          callerOf(ctx),
+        );
+        for await (const item of items) {
+          if ("chunk" in item) {
+            yield create(AttachInvocationResponseSchema, { chunk: streamChunkToWire(item.chunk) });
+          } else {
+            annotateCall(ctx, { sessionId: item.output.sessionId });
+            yield create(AttachInvocationResponseSchema, { output: agentOutputToWire(item.output) });
+          }
+        }
       },
 
       async listSessions(request, ctx) {

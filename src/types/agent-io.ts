@@ -59,6 +59,12 @@ export interface AgentStreamChunk {
   customPatch?: JsonPatchOperation[];
   artifact?: Artifact;
   turnEnd?: TurnEnd;
+  /**
+   * The chunk's position in its invocation's stream: 1 for the first chunk,
+   * then one more per chunk (no gaps). Set by the runtime on every chunk it
+   * streams; a client re-attaches to detached work after the last one it got.
+   */
+  sequence?: number;
 }
 
 /** The result of an invocation. Mirrors `agentd.v1.AgentOutput`. */

@@ -1,7 +1,7 @@
 import { readdir, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { removeIfAbandoned } from "./file-lock.js";
-import { RECORDS_DIR, SESSIONS_DIR, STORE_MARKER_FILE } from "./store-layout.js";
+import { CHUNKS_DIR, RECORDS_DIR, SESSIONS_DIR, STORE_MARKER_FILE } from "./store-layout.js";
 
 /** Tuning of {@link sweepDebris}. */
 export interface DebrisSweepOptions {
@@ -23,8 +23,8 @@ const STALE_ASIDE = /\.lock(\.want)?\.stale-[0-9a-f]+$/;
 
 /**
  * Removes what crashed writers leave in a file store (or tenant prefix)
- * directory tree: temporary files of interrupted atomic writes older than
- * `tmpMaxAgeMs`, lock and lock-wait files (`*.lock`, `*.lock.want`) whose
+ * directory tree: temporary files of interrupted atomic writes (and of
+ * chunk logs' keep-until files) older than `tmpMaxAgeMs`, lock and lock-wait files (`*.lock`, `*.lock.want`) whose
  * holder process is gone (or that stayed unreadable; the same check, and the
  * same race-free rename-aside, lock acquirers use), and set-aside lock copies
  * of an interrupted steal older than `tmpMaxAgeMs`. Files of live processes
@@ -48,8 +48,10 @@ async function sweepDir(dir: string, depth: number, tmpMaxAgeMs: number, result:
   for (const entry of entries) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) {
-      // records/ and sessions/ hold the debris; any other directory is a tenant prefix directory.
+      // records/ and sessions/ hold the debris, chunks/ one level down (chunks/<session key>/: temporary
+      // keep-until files); any other directory is a tenant prefix directory.
       if (entry.name === RECORDS_DIR || entry.name === SESSIONS_DIR) await sweepDir(path, 0, tmpMaxAgeMs, result);
+      else if (entry.name === CHUNKS_DIR) await sweepDir(path, 1, tmpMaxAgeMs, result);
       else if (depth > 0) await sweepDir(path, depth - 1, tmpMaxAgeMs, result);
       continue;
     }

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SessionHead } from "../snapshot-store.js";
 import { readHeadFileOfKey } from "./head-file.js";
-import { RECORDS_DIR, SESSIONS_DIR, sessionKeyOfFile, type StoreLayout } from "./store-layout.js";
+import { CHUNKS_DIR, RECORDS_DIR, SESSIONS_DIR, sessionKeyOfFile, type StoreLayout } from "./store-layout.js";
 
 /** How many files a scan or a delete reads or removes at once (bounds open file descriptors). */
 const CONCURRENCY = 32;
@@ -23,7 +23,7 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
 }
 
 /** The names in a directory, [] when it does not exist. */
-async function namesIn(dir: string): Promise<string[]> {
+export async function namesIn(dir: string): Promise<string[]> {
   try {
     return await readdir(dir);
   } catch (err) {
@@ -94,6 +94,7 @@ export async function findStoreDirectories(root: string, maxDepth = 8): Promise<
         !entry.isDirectory() ||
         entry.name === SESSIONS_DIR ||
         entry.name === RECORDS_DIR ||
+        entry.name === CHUNKS_DIR ||
         entry.name.startsWith(".")
       )
         continue;

@@ -1,3 +1,4 @@
+import { rm, stat } from "node:fs/promises";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SessionHead } from "../snapshot-store.js";
 import { syncDirectory } from "./atomic-write.js";
@@ -29,8 +30,10 @@ export function sessionMutexKey(layout: StoreLayout, sessionId: string): string 
  * Removes the files of the session whose key is `key` (the caller holds its
  * lock) when `shouldRemove` accepts its current head (undefined when there
  * is none; `corrupt` when the head file is unreadable): head first, then the
- * records its index lists (those of this session), then the index. True when
- * anything was removed.
+ * records its index lists (those of this session), then its chunk log
+ * directory, then the index (so an interrupted removal leaves an index
+ * without a head, which `sweepExpired` finishes). True when anything was
+ * removed.
  */
 export async function removeSessionFiles(
   c: RemovalContext,
@@ -56,8 +59,21 @@ export async function removeSessionFiles(
     removed = true;
     if (c.fsync) await syncDirectory(layout.recordsDir);
   }
+  if (await removeDirectoryIfExists(layout.chunkDirOfKey(key))) removed = true;
   if (await unlinkIfExists(layout.indexPathOfKey(key))) removed = true;
   return removed;
+}
+
+/** Removes a directory and everything in it; false when it did not exist. */
+async function removeDirectoryIfExists(dir: string): Promise<boolean> {
+  try {
+    await stat(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw err;
+  }
+  await rm(dir, { recursive: true, force: true });
+  return true;
 }
 
 /** Removes a record file under its locks when it belongs to the session with key `key` (or is corrupt); true when removed. */

@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import {
+  accessSync,
   closeSync,
+  constants,
   existsSync,
   mkdirSync,
   openSync,
@@ -132,4 +134,24 @@ export function ensureStoreFormat(dir: string, create: boolean): boolean {
   writeFileSync(tmp, `${JSON.stringify({ format: STORE_FORMAT_VERSION })}\n`, { mode: 0o600, flag: "wx" });
   renameSync(tmp, join(dir, STORE_MARKER_FILE));
   return true;
+}
+
+/**
+ * Creates the store directory `root` (mode 0700) if needed, checks that it is
+ * writable and that it holds store format {@link STORE_FORMAT_VERSION} (writing
+ * the marker on a new directory). FAILED_PRECONDITION when it cannot be
+ * created or written, or holds another format.
+ */
+export function openStoreDirectory(root: string): void {
+  try {
+    mkdirSync(root, { recursive: true, mode: 0o700 });
+    accessSync(root, constants.W_OK);
+  } catch (err) {
+    throw new AgentError(
+      "FAILED_PRECONDITION",
+      `store directory ${root} cannot be created or is not writable: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+  ensureStoreFormat(root, true);
 }

@@ -13,6 +13,18 @@ export interface IndexSpec {
    * reports a warning instead of changing an index it did not create.
    */
   expireAfterSeconds?: number;
+  /**
+   * What a TTL index expires, for the warning about an equivalent index with
+   * another setting: the documents MongoDB removes and what the sweep
+   * deletes instead. Default `{ documents: "heads", sweep: "sessions" }`.
+   */
+  expires?: { documents: string; sweep: string };
+  /**
+   * A unique index: created with `unique: true`, and an existing index on the
+   * same keys serves only when it is unique too (without uniqueness a
+   * repeated key would go unnoticed: FAILED_PRECONDITION).
+   */
+  unique?: boolean;
 }
 
 /** IndexOptionsConflict: an index with the same key pattern exists under another name (or other options). */
@@ -44,9 +56,10 @@ const RESTRICTING_OPTIONS = ["unique", "sparse", "partialFilterExpression"] as c
  * whose `expireAfterSeconds` differs from the spec's is used as it is and
  * reported to `warn` (MongoDB then expires documents by its setting, or not at
  * all). A concurrent creation by another instance is fine. FAILED_PRECONDITION when
- * the existing index with that key pattern is unique, sparse or partial (it
- * would refuse writes or miss records), or when the spec's name is taken by an
- * index with other keys.
+ * the existing index with that key pattern is unique (unless the spec is),
+ * sparse or partial (it would refuse writes or miss records), when a spec's
+ * unique index exists without uniqueness, or when the spec's name is taken by
+ * an index with other keys.
  */
 export async function ensureIndexes<T extends Document>(
   collection: Collection<T>,
@@ -58,22 +71,23 @@ export async function ensureIndexes<T extends Document>(
     const equivalent = existing.find((index) => sameKeyPattern(index.key as Document, spec.key));
     if (equivalent) {
       const restricting = RESTRICTING_OPTIONS.filter(
-        (option) => equivalent[option] !== undefined && equivalent[option] !== false,
+        (option) =>
+          !(option === "unique" && spec.unique) && equivalent[option] !== undefined && equivalent[option] !== false,
       );
       if (restricting.length > 0)
         throw unusableIndex(collection, spec, String(equivalent.name), restricting.join(", "));
+      if (spec.unique && equivalent.unique !== true) throw notUnique(collection, spec, String(equivalent.name));
       if (spec.expireAfterSeconds !== undefined && Number(equivalent.expireAfterSeconds) !== spec.expireAfterSeconds) {
         warn(ttlMismatch(collection, spec, String(equivalent.name), equivalent.expireAfterSeconds));
       }
       continue;
     }
     try {
-      await collection.createIndex(
-        spec.key,
-        spec.expireAfterSeconds === undefined
-          ? { name: spec.name }
-          : { name: spec.name, expireAfterSeconds: spec.expireAfterSeconds },
-      );
+      await collection.createIndex(spec.key, {
+        name: spec.name,
+        ...(spec.unique ? { unique: true } : {}),
+        ...(spec.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: spec.expireAfterSeconds }),
+      });
     } catch (err) {
       if (errorCode(err) === INDEX_OPTIONS_CONFLICT) continue; // created meanwhile (another instance, another name)
       if (errorCode(err) === INDEX_KEY_SPECS_CONFLICT) throw nameTaken(collection, spec, err);
@@ -109,6 +123,15 @@ function unusableIndex<T extends Document>(
   );
 }
 
+function notUnique<T extends Document>(collection: Collection<T>, spec: IndexSpec, name: string): AgentError {
+  return new AgentError(
+    "FAILED_PRECONDITION",
+    `MongoDB collection "${collection.collectionName}" has an index "${name}" on ${describe(spec)} that is not unique; agentd needs a ` +
+      `unique index on these keys. Drop that index (agentd then creates "${spec.name}") or point agentd at another collectionPrefix.`,
+    { details: { collection: collection.collectionName, index: name } },
+  );
+}
+
 function ttlMismatch<T extends Document>(
   collection: Collection<T>,
   spec: IndexSpec,
@@ -117,10 +140,11 @@ function ttlMismatch<T extends Document>(
 ): string {
   const setting =
     found === undefined ? "no expireAfterSeconds (not a TTL index)" : `expireAfterSeconds ${String(found)}`;
+  const { documents, sweep } = spec.expires ?? { documents: "heads", sweep: "sessions" };
   return (
     `MongoDB collection "${collection.collectionName}" has an index "${name}" on ${describe(spec)} with ${setting}; agentd would ` +
     `create it with expireAfterSeconds ${spec.expireAfterSeconds}. agentd uses it as it is: the sweep still deletes expired ` +
-    `sessions, but MongoDB ${found === undefined ? "does not remove" : "removes"} expired heads ${found === undefined ? "by itself" : "on its own schedule"}. ` +
+    `${sweep}, but MongoDB ${found === undefined ? "does not remove" : "removes"} expired ${documents} ${found === undefined ? "by itself" : "on its own schedule"}. ` +
     `To change it: db.runCommand({collMod: "${collection.collectionName}", index: {name: "${name}", expireAfterSeconds: ${spec.expireAfterSeconds}}}).`
   );
 }

@@ -1,6 +1,8 @@
-import { MongoClient, type Db, type MongoClientOptions } from "mongodb";
+import { MongoClient, type Db } from "mongodb";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
+import { checkNow } from "../chunk-arguments.js";
+import type { ChunkLog, ChunkLogKey, StoredChunk } from "../chunk-log.js";
 import { headToStore } from "../record-identity.js";
 import type {
   HeadCommit,
@@ -16,7 +18,9 @@ import type {
   StoreCallContext,
 } from "../snapshot-store.js";
 import { StatusChannel } from "../status-channel.js";
+import { changeStreamsUnsupported } from "./change-stream-support.js";
 import { CheckpointChunks } from "./checkpoint-chunks.js";
+import { ChunkCollection } from "./chunk-collection.js";
 import { clientOptionsFor, driverUri, uriDatabase } from "./connection-settings.js";
 import { consistencyOf } from "./consistency.js";
 import { fromHeadDocument, LIVE_HEAD, writeHead } from "./head-document.js";
@@ -34,60 +38,11 @@ import {
   type OrphanScan,
 } from "./session-lifecycle.js";
 import { ChangeStreamMultiplexer, type StreamEndingReport } from "./status-stream.js";
-import type { StoreLogger } from "./store-logger.js";
+import type { MongoSessionStoreConfig } from "./store-config.js";
 import { prepareCollections, storeCollections, type StoreCollections } from "./store-collections.js";
 
 export { clientOptionsFor } from "./connection-settings.js";
-
-/** Configuration of {@link MongoSessionStore}. */
-export interface MongoSessionStoreConfig {
-  /**
-   * Connection string (`mongodb://…` or `mongodb+srv://…`). Ignored when
-   * `client` is given. Its options are honoured (they override the store's
-   * defaults); its path names the database (see `database`) but is never the
-   * authentication database: set `authSource` for that.
-   */
-  uri?: string;
-  /**
-   * An existing client to use; the store then does not close it. Its
-   * explicit write concern, read concern and read preference are honoured
-   * like a URI's (see {@link MongoSessionStore.warnings}).
-   */
-  client?: MongoClient;
-  /** Database name. Default: the URI's path, else `agentd`. */
-  database?: string;
-  /**
-   * Prepended to the collection names `heads`, `snapshots`, `checkpoint_chunks`
-   * and `store_meta` (tenant isolation per prefix). Default empty.
-   */
-  collectionPrefix?: string;
-  /** Extra driver options when the store creates the client. */
-  clientOptions?: MongoClientOptions;
-  /** `updateRecord` gives up after this many version conflicts (ABORTED). Default 1000. */
-  maxConflictRetries?: number;
-  /**
-   * `updateRecord` retries transient failures (no primary, network errors,
-   * step-down, write-concern timeout) for this long before it fails
-   * UNAVAILABLE, so a detached run's final write survives a failover.
-   * Default 30 s; 0 disables the retry.
-   */
-  failoverWindowMs?: number;
-  /** Receives the start-up warnings and the change stream's endings and reopens (a pino logger fits). */
-  logger?: StoreLogger;
-  /**
-   * `sweepExpired`'s orphan pass (records and chunks of sessions whose head
-   * MongoDB's TTL index removed): index entries of `snapshots` and of
-   * `checkpoint_chunks` examined per sweep, round robin. Default 1000; 0
-   * disables the pass.
-   */
-  orphanScanBatch?: number;
-  /**
-   * The orphan pass leaves records and chunks stored less than this long
-   * before the sweep's `now` alone (a commit writes its record before its
-   * head; also covers clock skew between instances). Default 10 minutes.
-   */
-  orphanGraceMs?: number;
-}
+export type { MongoSessionStoreConfig };
 
 interface Opened<S> {
   c: StoreCollections;
@@ -105,13 +60,14 @@ const ignore = (): undefined => undefined;
  * `updateRecord`'s optimistic read-modify-write), `checkpoint_chunks` (a
  * checkpoint over 8 MiB, split so no document nears the 16 MiB limit however
  * long a conversation grows) and `store_meta` (the store format, checked at
- * first use). `commit` inserts the record, then moves the head; when the head
- * moved meanwhile it deletes the record again and resolves undefined.
+ * first use), and `stream_chunks` (the chunk logs of detached work, see
+ * ChunkCollection). `commit` inserts the record, then moves the head; when the
+ * head moved meanwhile it deletes the record again and resolves undefined.
  *
  * Session lifecycle (session-lifecycle.ts): `listHeads` walks the
  * `{owner, updatedAt: -1, _id: -1}` index with keyset page tokens;
  * `deleteSession` hides the head behind a deletion marker, then deletes the
- * records, the chunks and the marker; a TTL index on the heads' `expireAt`
+ * records, the chunks, the chunk logs and the marker; a TTL index on the heads' `expireAt`
  * lets MongoDB remove expired heads by itself, and `sweepExpired` deletes
  * expired sessions whole plus, in bounded round-robin steps, the records and
  * chunks of sessions whose head the TTL monitor removed first.
@@ -128,7 +84,7 @@ const ignore = (): undefined => undefined;
  * however it ends (see ChangeStreamMultiplexer). The first use fails
  * FAILED_PRECONDITION on a deployment without change streams.
  */
-export class MongoSessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber {
+export class MongoSessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber, ChunkLog {
   private readonly client: MongoClient;
   private readonly ownsClient: boolean;
   private readonly db: Db;
@@ -137,6 +93,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   private readonly stopWatchingReconnects: () => void;
   private closed = false;
   private readonly orphanScan: OrphanScan;
+  private readonly chunkLogs: ChunkCollection;
   /**
    * One line per consistency setting of the URI (or the given client) that is
    * weaker than the store's default (w other than majority, journal=false,
@@ -175,8 +132,13 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     this.orphanScan = {
       batch: config.orphanScanBatch ?? DEFAULT_ORPHAN_SCAN_BATCH,
       graceMs: config.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
-      cursors: { records: "", chunks: "" },
+      cursors: { records: "", chunks: "", streamChunks: "" },
     };
+    this.chunkLogs = new ChunkCollection({
+      collection: async () => (await this.open()).c.streamChunks,
+      unsupported: (err) => changeStreamsUnsupported(this.db, (err as Error).message, err),
+      ...(config.logger ? { logger: config.logger } : {}),
+    });
     this.stopWatchingReconnects = watchReconnects(this.client, (lostAt) =>
       this.statusStream.requestReopen("the connection to the primary was lost and is back", lostAt),
     );
@@ -375,14 +337,54 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    * TTL index removed first; see sweepExpiredSessions.
    */
   async sweepExpired(now: number, _ctx?: StoreCallContext): Promise<number> {
-    if (typeof now !== "number" || !Number.isFinite(now)) {
-      throw new AgentError(
-        "INVALID_ARGUMENT",
-        `sweepExpired: now must be an epoch-millisecond number (got ${String(now)})`,
-      );
-    }
+    checkNow(now, "sweepExpired");
     const { c } = await this.open();
     return guarded("sweeping expired sessions", () => sweepExpiredSessions(c, now, this.orphanScan));
+  }
+
+  /** One ordered insertMany, expireAt = keepUntil (see `ChunkLog.appendChunks`, `ChunkCollection`). */
+  appendChunks(
+    key: ChunkLogKey,
+    chunks: readonly StoredChunk[],
+    keepUntil: number,
+    ctx?: StoreCallContext,
+  ): Promise<void> {
+    return this.chunkLogs.appendChunks(key, chunks, keepUntil, ctx);
+  }
+
+  /** The log's chunks after `afterSequence`, at most `limit`: one indexed find (see `ChunkLog.readChunks`). */
+  readChunks(key: ChunkLogKey, afterSequence: number, limit: number, ctx?: StoreCallContext): Promise<StoredChunk[]> {
+    return this.chunkLogs.readChunks(key, afterSequence, limit, ctx);
+  }
+
+  /** Whether a chunk of the log is stored (see `ChunkLog.hasChunks`). */
+  hasChunks(key: ChunkLogKey, ctx?: StoreCallContext): Promise<boolean> {
+    return this.chunkLogs.hasChunks(key, ctx);
+  }
+
+  /** Sets every chunk's expireAt (see `ChunkLog.keepChunks`). */
+  keepChunks(key: ChunkLogKey, keepUntil: number, ctx?: StoreCallContext): Promise<void> {
+    return this.chunkLogs.keepChunks(key, keepUntil, ctx);
+  }
+
+  /** A change stream per watcher, filtered to the log's inserts (see `ChunkLog.watchChunks`, `ChunkStream`). */
+  watchChunks(key: ChunkLogKey, signal: AbortSignal, ctx?: StoreCallContext): AsyncIterable<void> {
+    return this.chunkLogs.watchChunks(key, signal, ctx);
+  }
+
+  /** Deletes the logs whose keep-until time is ≤ `now`, whole (see `ChunkLog.sweepChunks`). */
+  sweepChunks(now: number, ctx?: StoreCallContext): Promise<number> {
+    return this.chunkLogs.sweepChunks(now, ctx);
+  }
+
+  /** Chunk watchers whose change stream is established and caught up (tests, diagnostics). */
+  get chunkStreamsOpen(): number {
+    return this.chunkLogs.openStreams;
+  }
+
+  /** Chunk watchers still holding (or opening, or closing) a change stream; 0 once all have ended. */
+  get chunkWatcherCount(): number {
+    return this.chunkLogs.watcherCount;
   }
 
   /**
@@ -399,6 +401,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   async close(): Promise<void> {
     if (this.closed) return;
     this.statusStream.closeAll();
+    this.chunkLogs.closeAll();
     this.stopWatchingReconnects();
     this.closed = true;
     if (this.ownsClient) await this.client.close();

@@ -84,9 +84,9 @@ export interface Removal {
  *    (records left by a crash) is deleted under a marker.
  * 2. Every record of the session (`deleteMany({sessionId})`), then its chunk
  *    documents, by `sessionId` and by the chunk sets its records referenced
- *    (chunks written before chunks carried `sessionId`). Records go first: a
- *    reader of a record whose chunks are gone re-reads the record and finds it
- *    deleted.
+ *    (chunks written before chunks carried `sessionId`), then its chunk logs
+ *    (`stream_chunks`, by `sessionId`). Records go first: a reader of a record
+ *    whose chunks are gone re-reads the record and finds it deleted.
  * 3. The marker.
  *
  * A racing `updateRecord` finds its record gone (null) or, when its write
@@ -124,11 +124,10 @@ export async function removeSession(
   const records = await c.records.deleteMany({ sessionId });
   const chunks = await c.chunks.deleteMany({ sessionId });
   const chunkSets = sets.length > 0 ? await c.chunks.deleteMany({ set: { $in: sets } }) : { deletedCount: 0 };
+  const logs = await c.streamChunks.deleteMany({ sessionId });
   await c.heads.deleteOne({ _id: sessionId, version: DELETING_VERSION });
-  return {
-    headRemoved,
-    removedAnything: before !== null || records.deletedCount + chunks.deletedCount + chunkSets.deletedCount > 0,
-  };
+  const deleted = records.deletedCount + chunks.deletedCount + chunkSets.deletedCount + logs.deletedCount;
+  return { headRemoved, removedAnything: before !== null || deleted > 0 };
 }
 
 /** Step 1 without a condition: marks the head, inserting the marker when there is none. Resolves to the document before. */
@@ -154,7 +153,7 @@ export interface OrphanScan {
   /** Records and chunks stored less than this long before `now` are never deleted as orphans. */
   graceMs: number;
   /** Where the round-robin scan of each collection continues (sessionIds are scanned in ascending order). */
-  cursors: { records: string; chunks: string };
+  cursors: { records: string; chunks: string; streamChunks: string };
 }
 
 /**
@@ -192,14 +191,16 @@ export async function sweepExpiredSessions(c: StoreCollections, now: number, orp
 /**
  * One bounded step of the orphan pass. MongoDB's TTL index deletes expired
  * heads only; their records and chunks stay until a sweep finds them. Each
- * sweep takes the next `batch` index entries of `{sessionId}` in `snapshots`
- * and in `checkpoint_chunks` after its cursor (round robin: the cursor wraps
- * to the start once a scan reaches the end), looks the distinct sessionIds up
- * in `heads` with one `$in` query, and for each session without a head
- * deletes its records and chunks stored more than `graceMs` before `now`
- * (a commit inserts its record before it writes the head: a young record may
- * be a session being created). A whole collection is covered in
- * (its size / batch) sweeps.
+ * sweep takes the next `batch` index entries of `{sessionId}` in `snapshots`,
+ * in `checkpoint_chunks` and in `stream_chunks` after its cursor (round robin:
+ * the cursor wraps to the start once a scan reaches the end), looks the
+ * distinct sessionIds up in `heads` with one `$in` query, and for each session
+ * without a head deletes its records and chunks stored more than `graceMs`
+ * before `now` (a commit inserts its record before it writes the head: a
+ * young record may be a session being created), and its chunk logs (a log is
+ * appended only once its session's pending row is committed, head and all:
+ * a log without a head is always an orphan). A whole collection is covered
+ * in (its size / batch) sweeps.
  */
 async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan): Promise<number> {
   if (scan.batch < 1) return 0;
@@ -211,7 +212,13 @@ async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan):
   scan.cursors.records = fromRecords.cursor;
   const fromChunks = await nextSessionIds(c.chunks as unknown as Collection<Document>, scan.cursors.chunks, scan.batch);
   scan.cursors.chunks = fromChunks.cursor;
-  const candidates = [...new Set([...fromRecords.ids, ...fromChunks.ids])];
+  const fromLogs = await nextSessionIds(
+    c.streamChunks as unknown as Collection<Document>,
+    scan.cursors.streamChunks,
+    scan.batch,
+  );
+  scan.cursors.streamChunks = fromLogs.cursor;
+  const candidates = [...new Set([...fromRecords.ids, ...fromChunks.ids, ...fromLogs.ids])];
   if (candidates.length === 0) return 0;
   const withHead = new Set(
     (await c.heads.find({ _id: { $in: candidates } }, { projection: { _id: 1 } }).toArray()).map((d) => d._id),
@@ -228,7 +235,8 @@ async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan):
     const records = await c.records.deleteMany(oldRecords);
     const chunks = await c.chunks.deleteMany({ sessionId, ...old } as Filter<ChunkDocument>);
     const chunkSets = sets.length > 0 ? await c.chunks.deleteMany({ set: { $in: sets } }) : { deletedCount: 0 };
-    if (records.deletedCount + chunks.deletedCount + chunkSets.deletedCount > 0) removed++;
+    const logs = await c.streamChunks.deleteMany({ sessionId });
+    if (records.deletedCount + chunks.deletedCount + chunkSets.deletedCount + logs.deletedCount > 0) removed++;
   }
   return removed;
 }

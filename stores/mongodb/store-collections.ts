@@ -3,6 +3,7 @@ import { AgentError } from "../../src/errors/agent-error.js";
 import { STORE_FORMAT_VERSION } from "../snapshot-store.js";
 import { assertChangeStreams } from "./change-stream-support.js";
 import type { ChunkDocument } from "./checkpoint-chunks.js";
+import type { StreamChunkDocument } from "./chunk-collection.js";
 import type { HeadDocument } from "./head-document.js";
 import { ensureIndexes, type IndexSpec } from "./index-setup.js";
 import { isDuplicateKey } from "./mongo-errors.js";
@@ -20,6 +21,8 @@ export interface StoreCollections {
   heads: Collection<HeadDocument>;
   records: Collection<RecordDocument>;
   chunks: Collection<ChunkDocument>;
+  /** The chunk logs of detached work (see ChunkCollection). */
+  streamChunks: Collection<StreamChunkDocument>;
   meta: Collection<FormatDocument>;
 }
 
@@ -29,6 +32,7 @@ export function storeCollections(db: Db, prefix: string): StoreCollections {
     heads: db.collection<HeadDocument>(`${prefix}heads`),
     records: db.collection<RecordDocument>(`${prefix}snapshots`),
     chunks: db.collection<ChunkDocument>(`${prefix}checkpoint_chunks`),
+    streamChunks: db.collection<StreamChunkDocument>(`${prefix}stream_chunks`),
     meta: db.collection<FormatDocument>(`${prefix}store_meta`),
   };
 }
@@ -47,6 +51,24 @@ export const RECORD_INDEXES: readonly IndexSpec[] = [
 export const CHUNK_INDEXES: readonly IndexSpec[] = [
   { name: "chunk_set", key: { set: 1, seq: 1 } },
   { name: "chunk_session", key: { sessionId: 1 } },
+];
+
+/**
+ * The indexes of `<prefix>stream_chunks`: a log's chunks by sequence, unique
+ * (reads, the follow-up check, and no sequence stored twice); the TTL index
+ * on `expireAt` (MongoDB removes chunks whose keep-until passed by itself;
+ * it also serves `sweepChunks`); by session, so deleting a session removes
+ * its logs with one indexed `deleteMany`.
+ */
+export const STREAM_CHUNK_INDEXES: readonly IndexSpec[] = [
+  { name: "log_sequence", key: { snapshotId: 1, sequence: 1 }, unique: true },
+  {
+    name: "expire_at_ttl",
+    key: { expireAt: 1 },
+    expireAfterSeconds: 0,
+    expires: { documents: "chunks", sweep: "chunk logs" },
+  },
+  { name: "log_session", key: { sessionId: 1 } },
 ];
 
 /**
@@ -93,6 +115,7 @@ export async function prepareCollections(db: Db, c: StoreCollections, warn?: (me
   await ensureIndexes(c.records, RECORD_INDEXES, warn);
   await ensureIndexes(c.chunks, CHUNK_INDEXES, warn);
   await ensureIndexes(c.heads, HEAD_INDEXES, warn);
+  await ensureIndexes(c.streamChunks, STREAM_CHUNK_INDEXES, warn);
   await assertChangeStreams(db, c.records);
 }
 

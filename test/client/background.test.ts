@@ -41,6 +41,41 @@ describe.each(["grpc", "connect"] as const)("background work over %s", (protocol
     client = createAgentClient(server.baseUrl, { protocol });
   });
 
+  it("attach follows detached work's stream; attaching again after lastSequence gets the rest exactly once", async () => {
+    const words = "one two three four five six seven eight";
+    const output = await client.run("assistant", { ...slow(words, 40), detach: true });
+    expect(output.finishReason).toBe("detached");
+    const stop = new AbortController();
+    const first = client.attach("assistant", output.snapshotId!, { signal: stop.signal });
+    const seen: number[] = [];
+    let text = "";
+    await expect(
+      (async () => {
+        for await (const chunk of first) {
+          seen.push(chunk.sequence!);
+          text += chunk.modelChunk?.content[0]?.text ?? "";
+          if (seen.length === 3) stop.abort(); // the connection drops
+        }
+      })(),
+    ).rejects.toMatchObject({ code: Code.Canceled });
+    expect(first.lastSequence).toBe(3);
+    const rest = client.attach("assistant", output.snapshotId!, { afterSequence: first.lastSequence });
+    for await (const chunk of rest) {
+      seen.push(chunk.sequence!);
+      text += chunk.modelChunk?.content[0]?.text ?? "";
+    }
+    const ended = await rest;
+    expect(seen).toEqual(seen.map((_, i) => i + 1));
+    expect(text).toBe(`echo: ${words}`);
+    expect(ended).toMatchObject({ finishReason: "stop", snapshotId: output.snapshotId });
+    expect(rest.lastSequence).toBe(seen.length);
+  });
+
+  it("attach to an unknown snapshot rejects with NotFound", async () => {
+    const run = client.attach("assistant", "0190bbbb-0000-7000-8000-000000000000");
+    await expect(run.output).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
   it("detach resolves with the pending snapshot, which watchSnapshot follows to completed", async () => {
     const conversation = client.chat("assistant");
     const first = await conversation.send("first");

@@ -3,13 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { BusyPolicy } from "../../gen/ts/agentd/v1/agent_pb.js";
-import { SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
+import { BusyPolicy, type AgentOutput, type AgentStreamChunk } from "../../gen/ts/agentd/v1/agent_pb.js";
+import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { sessionWrittenAt, untilQueued } from "../harness/busy-session.js";
 import { mongoForTests } from "../harness/mongo-java-server.js";
 import { snapshotTexts } from "../harness/use-agentd.js";
-import { textInput, WireChat } from "../harness/wire-chat.js";
+import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
 interface SharedStore {
@@ -95,6 +95,49 @@ describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) =>
       m.content[0]?.kind.case === "text" ? m.content[0].kind.value : "",
     );
     expect(texts).not.toContain("echo: queued behind it");
+  });
+
+  it("a client attached to detached work on A drops its connection and re-attaches on B after its last sequence: every later chunk once, in order, then the output", async () => {
+    const words = "one two three four five six seven eight nine ten eleven twelve";
+    const { output } = (await agentServiceClient(a.baseUrl, "grpc").run({
+      init: { agent: "assistant" },
+      input: { ...textInput(words, { echoDelayMs: 60 }), detach: true },
+    })) as { output: AgentOutput };
+    expect(output.finishReason).toBe(FinishReason.DETACHED);
+    const onA = new AbortController();
+    const seenOnA: AgentStreamChunk[] = [];
+    const droppedOnA = (async () => {
+      const stream = agentServiceClient(a.baseUrl, "grpc").attachInvocation(
+        { agent: "assistant", snapshotId: output.snapshotId },
+        { signal: onA.signal },
+      );
+      for await (const res of stream) {
+        if (res.chunk) seenOnA.push(res.chunk);
+        if (seenOnA.length === 3) onA.abort(); // the connection drops mid-stream
+      }
+    })().catch((e) => ConnectError.from(e));
+    expect((await droppedOnA)?.code).toBe(Code.Canceled);
+    const last = seenOnA.at(-1)!.sequence;
+    const seenOnB: AgentStreamChunk[] = [];
+    let ended: AgentOutput | undefined;
+    for await (const res of agentServiceClient(b.baseUrl, "grpc").attachInvocation({
+      agent: "assistant",
+      snapshotId: output.snapshotId,
+      afterSequence: last,
+    })) {
+      if (res.chunk) seenOnB.push(res.chunk);
+      if (res.output) ended = res.output;
+    }
+    const sequences = [...seenOnA, ...seenOnB].map((c) => c.sequence);
+    const first = sequences[0]!;
+    expect(sequences).toEqual(sequences.map((_, i) => first + i)); // consecutive: nothing lost, nothing twice
+    expect(seenOnB[0]!.sequence).toBe(last + 1);
+    expect(first).toBe(1); // the whole turn ran detached: its stream starts at 1
+    expect(chunksText([...seenOnA, ...seenOnB])).toBe(`echo: ${words}`);
+    expect(seenOnB.at(-1)?.turnEnd?.finishReason).toBe(FinishReason.STOP);
+    expect(ended?.finishReason).toBe(FinishReason.STOP);
+    expect(ended?.snapshotId).toBe(output.snapshotId);
+    expect(ended?.message?.content[0]?.kind.value).toBe(`echo: ${words}`);
   });
 
   it("WatchSnapshot on B sees A's background work complete", async () => {

@@ -86,13 +86,23 @@ describe("the README's grpcurl walkthrough, verbatim, against npm start", () => 
 
 describe("the README's background-work commands, verbatim, against npm start", () => {
   const [block] = readmeShellBlocks("Background work: detach, watch, abort, expiry");
-  const [detach, watch, abort] = block!.split(/\n(?=# )/).filter((s) => s.trim());
+  const [detach, watch, attach, abort] = block!.split(/\n(?=# )/).filter((s) => s.trim());
 
-  it("detaches, watches to completion, and aborting a finished row reports its status", async () => {
+  it("detaches, watches to completion, reads the stream after a sequence, and aborting a finished row reports its status", async () => {
     const detached = JSON.parse(await sh(detach!));
     expect(detached.output.finishReason).toBe("FINISH_REASON_DETACHED");
     const statuses = jsonMessages(await sh(watch!, { PENDING_ID: detached.output.snapshotId })).map((m) => m.status);
     expect(statuses).toEqual(["SNAPSHOT_STATUS_PENDING", "SNAPSHOT_STATUS_COMPLETED"]);
+    const stream = jsonMessages(await sh(attach!, { PENDING_ID: detached.output.snapshotId }));
+    const chunks = stream.filter((m) => m.chunk).map((m) => m.chunk);
+    expect(chunks.map((c) => c.sequence)).toEqual(chunks.map((_, i) => i + 2)); // after sequence 1: 2, 3, …
+    expect(chunks.at(-1).turnEnd.finishReason).toBe("FINISH_REASON_STOP");
+    const text = chunks
+      .flatMap((c) => c.modelChunk?.content ?? [])
+      .map((p) => p.text)
+      .join("");
+    expect(text).toBe("a long job"); // "echo: " was chunk 1
+    expect(stream.at(-1)!.output.message.content[0].text).toBe("echo: a long job");
     const aborted = JSON.parse(await sh(abort!, { PENDING_ID: detached.output.snapshotId }));
     expect(aborted.status).toBe("SNAPSHOT_STATUS_COMPLETED");
   });

@@ -42,9 +42,19 @@ const PYTHON = join(REPO_ROOT, ".tools/venv/bin/python");
 /** What a block's output must show (by heading and language); every block must also exit 0. */
 const EXPECTED_OUTPUT: Record<string, RegExp[]> = {
   "Define an agent/ts": [/items: \[ 'milk', 'eggs' \]/],
-  "TypeScript (`agentd/client`)/ts": [/echo: walk the dog|1 \S+ \{/, /unknown agent/],
-  "Go (`clients/go/agentd`)/go": [/echo: hello/, /SNAPSHOT_STATUS_COMPLETED/, /unknown agent/],
-  "Python (`agentd_client`)/python": [/^1 echo: and again$/m, /^SNAPSHOT_STATUS_COMPLETED$/m, /StatusCode\.NOT_FOUND/],
+  "TypeScript (`agentd/client`)/ts": [/echo: walk the dog|1 \S+ \{/, /^stop [1-9]\d*$/m, /unknown agent/],
+  "Go (`clients/go/agentd`)/go": [
+    /echo: hello/,
+    /SNAPSHOT_STATUS_COMPLETED/,
+    /^FINISH_REASON_STOP [1-9]\d*$/m,
+    /unknown agent/,
+  ],
+  "Python (`agentd_client`)/python": [
+    /^1 echo: and again$/m,
+    /^SNAPSHOT_STATUS_COMPLETED$/m,
+    /^FINISH_REASON_STOP [1-9]\d*$/m,
+    /StatusCode\.NOT_FOUND/,
+  ],
   "Sessions: list, label, delete, expire/ts": [/ 1\n/],
   "Sessions: list, label, delete, expire/go": [/ 1\n/],
   "Sessions: list, label, delete, expire/python": [/ 1\n/],

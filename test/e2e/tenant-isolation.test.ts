@@ -58,6 +58,9 @@ describe.each(stores)("sessions are owned by the caller's tenant, on %s", (_name
     await server?.stop();
   });
 
+  /** The calls made on the pending (detached) snapshot rather than the completed one. */
+  const onPendingWork = (name: string): boolean => ["Abort", "WatchSnapshot", "AttachInvocation"].includes(name);
+
   it("answers another tenant's reads, resumes and aborts NOT_FOUND exactly as for unknown IDs, and changes nothing", async () => {
     const unknownSession = "0190aaaa-0000-7000-8000-000000000000";
     const unknownSnapshot = "0190bbbb-0000-7000-8000-000000000000";
@@ -73,6 +76,12 @@ describe.each(stores)("sessions are owned by the caller's tenant, on %s", (_name
       ],
       ["Abort", (_s, snap) => b.abort({ agent: "assistant", snapshotId: snap })],
       [
+        "AttachInvocation",
+        async (_s, snap) => {
+          for await (const _ of b.attachInvocation({ agent: "assistant", snapshotId: snap }));
+        },
+      ],
+      [
         "Run resuming the session",
         (s) => b.run({ init: { agent: "assistant", sessionId: s }, input: textInput("hijack") }),
       ],
@@ -82,16 +91,14 @@ describe.each(stores)("sessions are owned by the caller's tenant, on %s", (_name
       ],
     ];
     for (const [name, attempt] of attempts) {
-      const foreign = await failure(() =>
-        attempt(sessionId, name === "Abort" || name === "WatchSnapshot" ? pendingId : completedId),
-      );
+      const foreign = await failure(() => attempt(sessionId, onPendingWork(name) ? pendingId : completedId));
       const unknown = await failure(() => attempt(unknownSession, unknownSnapshot));
       expect(foreign.code, name).toBe(Code.NotFound);
       expect(unknown.code, name).toBe(Code.NotFound);
       const foreignId =
         name.includes("session") || name === "ListSnapshots"
           ? sessionId
-          : name === "Abort" || name === "WatchSnapshot"
+          : onPendingWork(name)
             ? pendingId
             : completedId;
       const unknownId = name.includes("session") || name === "ListSnapshots" ? unknownSession : unknownSnapshot;

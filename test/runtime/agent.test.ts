@@ -97,7 +97,7 @@ describe("Agent", () => {
   it("takes its liveness settings from the registry", () => {
     const registry = new AgentRegistry({ liveness: { heartbeatTtlMs: 1_234 } });
     const agent = register(registry, { name: "a", turn: replyTurn });
-    expect(agent.liveness).toEqual({ heartbeatIntervalMs: 5_000, heartbeatTtlMs: 1_234 });
+    expect(agent.liveness).toEqual({ heartbeatIntervalMs: 5_000, heartbeatTtlMs: 1_234, chunkRetentionMs: 3_600_000 });
   });
 
   it("runs one turn with run() and runText(), resolving in-band failures", async () => {

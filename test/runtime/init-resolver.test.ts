@@ -328,7 +328,9 @@ describe("resolveInit: resuming", () => {
   });
 
   it("resumes a session whose head is pending with a stale heartbeat (expired) from its completed parent", async () => {
-    const { target, store, agent } = setup({ liveness: { heartbeatIntervalMs: 1_000, heartbeatTtlMs: 1_000 } });
+    const { target, store, agent } = setup({
+      liveness: { ...DEFAULT_LIVENESS, heartbeatIntervalMs: 1_000, heartbeatTtlMs: 1_000 },
+    });
     const first = await agent.runText("one");
     await appendRecord(store, first.sessionId, { status: "pending", turnIndex: 1, heartbeatAt: Date.now() - 5_000 });
     const start = await resolveAndRelease(target, { sessionId: first.sessionId });
@@ -448,7 +450,7 @@ describe("resolveInit: busy sessions", () => {
   });
 
   it("drops at once the lease of a detached worker that died (its pending head expired), then resumes", async () => {
-    const liveness = { heartbeatIntervalMs: 1_000, heartbeatTtlMs: 1_000 };
+    const liveness = { ...DEFAULT_LIVENESS, heartbeatIntervalMs: 1_000, heartbeatTtlMs: 1_000 };
     const { target, store, agent } = setup({ liveness });
     const first = await agent.runText("one");
     const now = Date.now();
@@ -463,7 +465,7 @@ describe("resolveInit: busy sessions", () => {
   });
 
   it("keeps a lease refreshed after the dead worker's last heartbeat: REJECT fails ABORTED", async () => {
-    const liveness = { heartbeatIntervalMs: 1_000, heartbeatTtlMs: 1_000 };
+    const liveness = { ...DEFAULT_LIVENESS, heartbeatIntervalMs: 1_000, heartbeatTtlMs: 1_000 };
     const { target, store, agent } = setup({ liveness });
     const first = await agent.runText("one");
     const now = Date.now();
@@ -496,7 +498,7 @@ describe("resolveInit: busy sessions", () => {
   });
 
   it("drops a dead worker's lease refreshed exactly at the end of the window after its last heartbeat", async () => {
-    const liveness = { heartbeatIntervalMs: 1_000, heartbeatTtlMs: 1_000 };
+    const liveness = { ...DEFAULT_LIVENESS, heartbeatIntervalMs: 1_000, heartbeatTtlMs: 1_000 };
     const { target, store, agent } = setup({ liveness });
     const first = await agent.runText("one");
     const lastBeat = Date.now() - 5_000;
@@ -511,7 +513,7 @@ describe("resolveInit: busy sessions", () => {
 
   it("keeps a lease taken once the dead worker's own lease could have run out (leaseTtl - refresh after its heartbeat)", async () => {
     // heartbeat TTL 12 s > leaseTtl - refresh = 10 s: the window is 10 s.
-    const liveness = { heartbeatIntervalMs: 1_000, heartbeatTtlMs: 12_000 };
+    const liveness = { ...DEFAULT_LIVENESS, heartbeatIntervalMs: 1_000, heartbeatTtlMs: 12_000 };
     const { target, store, agent } = setup({ liveness });
     const first = await agent.runText("one");
     const lastBeat = Date.now() - 13_000;

@@ -411,6 +411,7 @@ describe("startSessionSweeper", () => {
         if (next instanceof Error) throw next;
         return next;
       },
+      sweepChunks: async () => 0,
     } as unknown as SessionLifecycle;
     return { lifecycle, calls };
   };
@@ -423,10 +424,10 @@ describe("startSessionSweeper", () => {
       const reports: SweepReport[] = [];
       const stop = startSessionSweeper(lifecycle, 1_000, (r) => reports.push(r));
       await vi.advanceTimersByTimeAsync(0);
-      expect(reports).toEqual([{ removed: 2 }]);
+      expect(reports).toEqual([{ removed: 2, removedChunkLogs: 0 }]);
       await vi.advanceTimersByTimeAsync(2_000);
       expect(calls).toHaveLength(3);
-      expect(reports).toEqual([{ removed: 2 }, { error: failure }]);
+      expect(reports).toEqual([{ removed: 2, removedChunkLogs: 0 }, { error: failure }]);
       await stop();
       await vi.advanceTimersByTimeAsync(5_000);
       expect(calls).toHaveLength(3);
@@ -435,10 +436,22 @@ describe("startSessionSweeper", () => {
     }
   });
 
+  it("sweeps chunk logs past their retention too, and reports a pass that removed only those", async () => {
+    const lifecycle = { sweepExpired: async () => 0, sweepChunks: async () => 3 } as unknown as SessionLifecycle;
+    const report = new Promise<SweepReport>((resolve) => {
+      const stop = startSessionSweeper(lifecycle, 60_000, (r) => {
+        resolve(r);
+        void stop();
+      });
+    });
+    expect(await report).toEqual({ removed: 0, removedChunkLogs: 3 });
+  });
+
   it("waits for a running pass when stopped", async () => {
     let finish!: () => void;
     const lifecycle = {
       sweepExpired: () => new Promise<number>((resolve) => (finish = () => resolve(1))),
+      sweepChunks: async () => 0,
     } as unknown as SessionLifecycle;
     const reports: SweepReport[] = [];
     const stop = startSessionSweeper(lifecycle, 60_000, (r) => reports.push(r));
@@ -449,7 +462,7 @@ describe("startSessionSweeper", () => {
     expect(stopped).toBe(false);
     finish();
     await stopping;
-    expect(reports).toEqual([{ removed: 1 }]);
+    expect(reports).toEqual([{ removed: 1, removedChunkLogs: 0 }]);
   });
 
   it("runs no pass queued behind a running one once stopped, and leaves no timer behind", async () => {
@@ -462,6 +475,7 @@ describe("startSessionSweeper", () => {
           calls++;
           return new Promise<number>((resolve) => (finish = () => resolve(0)));
         },
+        sweepChunks: async () => 0,
       } as unknown as SessionLifecycle;
       const stop = startSessionSweeper(lifecycle, 1_000, () => {});
       await vi.advanceTimersByTimeAsync(1_000); // the second pass is queued behind the running first one
@@ -480,7 +494,7 @@ describe("startSessionSweeper", () => {
   it("does not keep the process alive with its timer", async () => {
     const setIntervalSpy = vi.spyOn(globalThis, "setInterval");
     try {
-      const lifecycle = { sweepExpired: async () => 0 } as unknown as SessionLifecycle;
+      const lifecycle = { sweepExpired: async () => 0, sweepChunks: async () => 0 } as unknown as SessionLifecycle;
       const stop = startSessionSweeper(lifecycle, 60_000, () => {});
       const timer = setIntervalSpy.mock.results[0]?.value as NodeJS.Timeout;
       expect(timer.hasRef()).toBe(false);

@@ -48,7 +48,7 @@ describe("server reflection", () => {
     ]);
   });
 
-  it("describes all eight AgentService RPCs to grpcurl", async () => {
+  it("describes every AgentService RPC to grpcurl", async () => {
     const out = await grpcurl(server, ["describe", "agentd.v1.AgentService"]);
     for (const rpc of [
       "Chat",
@@ -58,7 +58,12 @@ describe("server reflection", () => {
       "ListSnapshots",
       "WatchSnapshot",
       "Abort",
+      "AttachInvocation",
       "ListAgents",
+      "ListSessions",
+      "GetSession",
+      "UpdateSession",
+      "DeleteSession",
     ]) {
       expect(out).toContain(`rpc ${rpc} (`);
     }

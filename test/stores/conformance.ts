@@ -1,6 +1,7 @@
 import { afterEach, describe } from "vitest";
 import type { SessionStore, SnapshotSubscriber } from "../../stores/snapshot-store.js";
 import { describeChains } from "./conformance-chains.js";
+import { describeChunks } from "./conformance-chunks.js";
 import { describeCommit } from "./conformance-commit.js";
 import { describeLifecycle } from "./conformance-lifecycle.js";
 import { describeListing } from "./conformance-listing.js";
@@ -36,12 +37,20 @@ export interface StoreUnderTest {
    * they check only through the store's reads.
    */
   footprint?(): Promise<unknown>;
+  /**
+   * True once every open chunk watcher has finished starting (MongoDB: its
+   * change stream is established and caught up); the negative wake-up checks
+   * start waiting only then. Unset: watchers start at the call.
+   */
+  watchersSettled?(): boolean;
 }
 
 /** Registration options of {@link runStoreConformance}. */
 export interface ConformanceOptions {
   /** The store can be shared by several processes (file, MongoDB): also register the cross-process tests. */
   sharedAcrossProcesses?: boolean;
+  /** The store keeps a namespace per tenant (the file store's path prefixes): also register the tenant tests. */
+  separatesTenants?: boolean;
 }
 
 /**
@@ -77,6 +86,7 @@ export function runStoreConformance(
     describeWriters(fresh, name, options);
     // Each lifecycle test skips itself when the store lacks listHeads/deleteSession/sweepExpired.
     describeLifecycle(fresh);
+    describeChunks(fresh, name, options);
   });
 }
 

@@ -43,16 +43,17 @@ runStoreConformance(
   "file",
   async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-file-store-"));
-    const store = new FileSessionStore<CounterState>(dir);
+    // Calls without a tenant use the store directory itself; a tenant gets its own directory.
+    const store = new FileSessionStore<CounterState>(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
     return {
       store,
-      openResources: () => store.activeWatcherCount,
+      openResources: () => store.activeWatcherCount + store.activeChunkWatcherCount,
       cleanup: () => rm(dir, { recursive: true, force: true }),
       crossProcess: { kind: "file", dir },
       footprint: () => treeOf(dir),
     };
   },
-  { sharedAcrossProcesses: true },
+  { sharedAcrossProcesses: true, separatesTenants: true },
 );
 
 /** Every file and directory under `dir` (relative paths, sorted; directories end with "/"). */

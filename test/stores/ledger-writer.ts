@@ -10,6 +10,8 @@
  */
 import { createInterface } from "node:readline";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
+import { isChunkLog } from "../../stores/chunk-log.js";
+import { chunks } from "./chunk-factory.js";
 import { contendingWriter } from "./ledger-fixtures.js";
 import { openSharedStore, type SharedStoreDescriptor, type WriterCommand } from "./shared-store.js";
 
@@ -60,6 +62,16 @@ async function run(): Promise<unknown> {
           updatedAt: Date.now(),
         }));
         return stored?.status ?? null;
+      }
+      case "chunks": {
+        if (!isChunkLog(store)) throw new Error("the store keeps no chunk logs");
+        const appended = chunks(command.from, command.to);
+        await store.appendChunks(
+          { sessionId: command.sessionId, snapshotId: command.snapshotId },
+          appended,
+          command.keepUntil,
+        );
+        return appended.length;
       }
       default:
         throw new Error(`unknown command ${JSON.stringify(command)}`);

@@ -5,5 +5,9 @@ import type { CounterState } from "./snapshot-factory.js";
 // In-process only: the memory store cannot be shared, so the cross-process cases are skipped.
 runStoreConformance("memory", async () => {
   const store = new InMemorySessionStore<CounterState>();
-  return { store, openResources: () => store.subscriberCount, footprint: async () => store.sizes() };
+  return {
+    store,
+    openResources: () => store.subscriberCount + store.chunkWatcherCount,
+    footprint: async () => store.sizes(),
+  };
 });

@@ -175,7 +175,7 @@ describe("mongodb session lifecycle: what deleteSession leaves behind", () => {
     },
   );
 
-  it("hides the head first (one findAndModify), then deletes records, then chunks, then the marker; every write majority", async () => {
+  it("hides the head first (one findAndModify), then deletes records, then chunks, then chunk logs, then the marker; every write majority", async () => {
     const prefix = freshPrefix();
     const store = storeOn(prefix, { clientOptions: { monitorCommands: true } });
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
@@ -185,7 +185,13 @@ describe("mongodb session lifecycle: what deleteSession leaves behind", () => {
     const writes = log
       .named("findAndModify", "delete", "update", "insert")
       .map((e) => `${e.commandName} ${String(e.command[e.commandName]).slice(prefix.length)}`);
-    expect(writes).toEqual(["findAndModify heads", "delete snapshots", "delete checkpoint_chunks", "delete heads"]);
+    expect(writes).toEqual([
+      "findAndModify heads",
+      "delete snapshots",
+      "delete checkpoint_chunks",
+      "delete stream_chunks",
+      "delete heads",
+    ]);
     for (const e of log.named("findAndModify", "delete"))
       expect(e.command.writeConcern).toMatchObject({ w: "majority" });
     await store.close();

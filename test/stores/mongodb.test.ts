@@ -97,7 +97,8 @@ runStoreConformance(
     const store = freshStore();
     return {
       store,
-      openResources: () => (store.changeStreamOpen ? 1 : 0),
+      openResources: () => (store.changeStreamOpen ? 1 : 0) + store.chunkWatcherCount,
+      watchersSettled: () => store.chunkStreamsOpen === store.chunkWatcherCount,
       footprint: () => documentCounts(prefixes.get(store)!),
       crossProcess: { kind: "mongodb", uri: mongo.uri, database: DATABASE, collectionPrefix: prefixes.get(store)! },
     };

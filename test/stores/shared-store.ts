@@ -50,7 +50,9 @@ export type WriterCommand =
   /** Increments `heartbeatAt` of `snapshotId` `count` times concurrently with updateRecord; result: number applied. */
   | { cmd: "heartbeats"; snapshotId: string; count: number }
   /** Rewrites the status of `snapshotId` with updateRecord; result: the stored status (or null). */
-  | { cmd: "status"; snapshotId: string; status: string };
+  | { cmd: "status"; snapshotId: string; status: string }
+  /** Appends `chunks(from, to)` (see chunk-factory.ts) to the log of `snapshotId` in `sessionId` in one call; result: how many. */
+  | { cmd: "chunks"; sessionId: string; snapshotId: string; from: number; to: number; keepUntil: number };
 
 /** A started child writer: it has opened the store and waits for {@link ChildWriter.go}. */
 export interface ChildWriter<R> {

@@ -33,6 +33,24 @@
 //
 // Deleted and expired sessions are connect.CodeNotFound.
 //
+// # Detached work
+//
+// Conversation.Detach (or Run with AgentInput.Detach) hands the rest of an
+// invocation to the server and returns a pending snapshot ID:
+// Client.WatchSnapshot follows its status, Client.Abort stops it, and
+// Client.Attach follows its stream (from any server sharing the store), each
+// chunk carrying its Sequence; after a dropped connection, attach again after
+// AttachedRun.LastSequence to receive the rest exactly once:
+//
+//	run := client.Attach(ctx, "assistant", pendingID, 0)
+//	for chunk, err := range run.Chunks() {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(chunk.GetSequence(), agentd.Text(chunk.GetModelChunk().GetContent()))
+//	}
+//	out, err := run.Output()
+//
 // # Authentication and TLS
 //
 // For an agentd started with --auth-tokens (or JWT authentication), send a
@@ -75,8 +93,10 @@
 //     deleted or expired session.
 //   - connect.CodeFailedPrecondition: the resume source does not match the
 //     agent (State sent to a server-managed agent, IDs sent to a
-//     client-managed one), resuming a snapshot that is not completed, or
-//     detaching where the store cannot run background work.
+//     client-managed one), resuming a snapshot that is not completed,
+//     detaching where the store cannot run background work, or attaching
+//     (Client.Attach) to a snapshot that is not detached work or whose chunks
+//     are past the server's retention.
 //   - connect.CodeInvalidArgument: malformed or conflicting input, e.g.
 //     State together with SessionID or SnapshotID.
 //   - connect.CodeAborted: the session is busy (ChatOptions.BusyPolicy

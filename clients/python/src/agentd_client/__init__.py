@@ -1,12 +1,14 @@
 """agentd_client: a thin, idiomatic Python client for agentd over grpcio.
 
 ``AgentClient`` opens conversations (``chat``), runs single turns (``run``, ``run_text``),
-reads / watches / aborts snapshots, and lists, labels and deletes sessions (``list_sessions``,
-``get_session``, ``update_session``, ``delete_session``); ``agentd_client.aio.AsyncAgentClient``
+reads / watches / aborts snapshots, attaches to the stream of detached work (``attach``), and
+lists, labels and deletes sessions (``list_sessions``, ``get_session``, ``update_session``,
+``delete_session``); ``agentd_client.aio.AsyncAgentClient``
 is the asyncio twin. Errors are ``AgentdError`` subclasses carrying a ``grpc.StatusCode``. The generated
 messages live in ``agentd.v1`` (package ``agentd-proto``).
 """
 
+from .attached_run import AttachedRun
 from .client import TERMINAL_STATUSES, AgentClient
 from .conversation import Conversation
 from .custom_state import CustomState, patch_operations
@@ -44,6 +46,7 @@ from .turn import Turn, TurnRecord
 
 __all__ = [
     "AgentClient",
+    "AttachedRun",
     "Conversation",
     "Turn",
     "TurnRecord",

@@ -1,8 +1,8 @@
 """``AsyncAgentClient``: the asyncio agentd client over a ``grpc.aio`` channel.
 
 Mirrors :class:`agentd_client.AgentClient` method for method; every RPC method is a
-coroutine (``watch_snapshot``, ``iter_snapshots`` and ``list_sessions`` are async iterators) and raises the same
-``AgentdError`` subclasses.
+coroutine (``watch_snapshot``, ``iter_snapshots`` and ``list_sessions`` are async iterators;
+``attach`` returns an ``AsyncAttachedRun``) and raises the same ``AgentdError`` subclasses.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
 from . import service_calls as calls
 from .aio_conversation import AsyncConversation, AsyncTurn
+from .attached_run import AsyncAttachedRun
 from .client_base import ClientBase
 from .errors import error_from_rpc
 from .inputs import BusyPolicyLike, InputLike, StateLike, TimeLike, TTLLike, build_init
 from .service_calls import TERMINAL_STATUSES
 
-__all__ = ["AsyncAgentClient", "AsyncConversation", "AsyncTurn"]
+__all__ = ["AsyncAgentClient", "AsyncAttachedRun", "AsyncConversation", "AsyncTurn"]
 
 
 class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
@@ -226,6 +227,16 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
     ) -> agent_service_pb2.AbortResponse:
         """Aborts a pending snapshot; ``status`` is ABORTED or the existing terminal status."""
         return await self._unary(calls.abort_call(agent, snapshot_id), timeout)
+
+    def attach(
+        self, agent: str, snapshot_id: str, *, after_sequence: int = 0, timeout: Optional[float] = None
+    ) -> AsyncAttachedRun:
+        """Attaches to detached work (as ``AgentClient.attach``): ``async for chunk in run``
+        yields the chunks after ``after_sequence``, ``await run.output()`` returns the work's
+        output, ``run.last_sequence`` is where to attach again after a dropped connection."""
+        request = calls.attach_invocation_request(agent, snapshot_id, after_sequence)
+        call = self._stub.AttachInvocation(request, metadata=self._call_metadata(), timeout=timeout)
+        return AsyncAttachedRun(call, agent, snapshot_id, after_sequence)
 
     async def list_agents(self, *, timeout: Optional[float] = None) -> List[agent_pb2.AgentInfo]:
         """Returns every served agent."""

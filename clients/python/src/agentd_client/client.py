@@ -9,6 +9,7 @@ import grpc
 from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
 from . import service_calls as calls
+from .attached_run import AttachedRun
 from .client_base import ClientBase
 from .conversation import Conversation
 from .errors import error_from_rpc
@@ -244,6 +245,27 @@ class AgentClient(ClientBase[grpc.Channel]):
         """Aborts a pending (detached) snapshot. The response's ``status`` is
         SNAPSHOT_STATUS_ABORTED on success, or the snapshot's existing terminal status."""
         return self._unary(calls.abort_call(agent, snapshot_id), timeout)
+
+    def attach(
+        self, agent: str, snapshot_id: str, *, after_sequence: int = 0, timeout: Optional[float] = None
+    ) -> AttachedRun:
+        """Attaches to detached work: ``snapshot_id`` is the pending snapshot its DETACHED
+        output returned (``conversation.detach()``, ``run(..., detach=True)``). Iterate the
+        returned :class:`AttachedRun` for the chunks whose ``sequence`` is greater than
+        ``after_sequence`` (0: every chunk streamed after detach) - those the server recorded
+        first, then the live ones - and call ``output()`` for the work's ``AgentOutput`` once
+        it ended (``finish_reason`` STOP, FAILED with ``error``, or ABORTED). Any server
+        sharing the store answers. After a dropped connection, attach again with
+        ``after_sequence=run.last_sequence`` to receive the rest exactly once. ``timeout``
+        bounds the whole stream (default: none).
+
+        Raised while reading: ``NotFoundError`` (unknown, or another owner's or agent's
+        snapshot), ``FailedPreconditionError`` (not detached work, or its chunks are past the
+        server's ``--chunk-retention``), ``UnavailableError`` (the work stopped sending
+        heartbeats before it ended: it reads as expired)."""
+        request = calls.attach_invocation_request(agent, snapshot_id, after_sequence)
+        call = self._stub.AttachInvocation(request, metadata=self._call_metadata(), timeout=timeout)
+        return AttachedRun(call, agent, snapshot_id, after_sequence)
 
     def list_agents(self, *, timeout: Optional[float] = None) -> List[agent_pb2.AgentInfo]:
         """Returns every served agent: name, description, state management, abortable, and

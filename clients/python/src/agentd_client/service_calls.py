@@ -3,7 +3,8 @@
 Each unary builder turns a client method's arguments into a :class:`UnaryCall`: which stub
 method to invoke, the request to send, and how the response becomes the method's return value.
 The clients only add the transport (blocking or ``await``) and the error mapping. The
-``WatchSnapshot`` request and the statuses that end a watch live here too.
+``WatchSnapshot`` and ``AttachInvocation`` requests and the statuses that end a watch live here
+too.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "update_session_call",
     "delete_session_call",
     "watch_snapshot_request",
+    "attach_invocation_request",
     "reply_text",
     "TERMINAL_STATUSES",
 ]
@@ -199,6 +201,18 @@ def delete_session_call(session_id: str) -> UnaryCall:
 def watch_snapshot_request(agent: str, snapshot_id: str) -> agent_service_pb2.WatchSnapshotRequest:
     """The request of the server-streaming ``WatchSnapshot``."""
     return agent_service_pb2.WatchSnapshotRequest(agent=agent, snapshot_id=snapshot_id)
+
+
+def attach_invocation_request(
+    agent: str, snapshot_id: str, after_sequence: int
+) -> agent_service_pb2.AttachInvocationRequest:
+    """The request of the server-streaming ``AttachInvocation``. Raises ``ValueError`` for an
+    ``after_sequence`` below 0."""
+    if after_sequence < 0:
+        raise ValueError(f"after_sequence must be 0 or more, got {after_sequence}")
+    return agent_service_pb2.AttachInvocationRequest(
+        agent=agent, snapshot_id=snapshot_id, after_sequence=after_sequence
+    )
 
 
 def reply_text(output: agent_pb2.AgentOutput) -> str:

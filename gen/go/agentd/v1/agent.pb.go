@@ -589,9 +589,15 @@ type AgentStreamChunk struct {
 	ModelChunk *ModelChunk            `protobuf:"bytes,1,opt,name=model_chunk,json=modelChunk,proto3" json:"model_chunk,omitempty"`
 	// RFC 6902 delta on the (client-facing) custom state. The first patch of a
 	// turn replaces the whole document (path "").
-	CustomPatch   []*JsonPatchOperation `protobuf:"bytes,2,rep,name=custom_patch,json=customPatch,proto3" json:"custom_patch,omitempty"`
-	Artifact      *Artifact             `protobuf:"bytes,3,opt,name=artifact,proto3" json:"artifact,omitempty"`
-	TurnEnd       *TurnEnd              `protobuf:"bytes,4,opt,name=turn_end,json=turnEnd,proto3" json:"turn_end,omitempty"`
+	CustomPatch []*JsonPatchOperation `protobuf:"bytes,2,rep,name=custom_patch,json=customPatch,proto3" json:"custom_patch,omitempty"`
+	Artifact    *Artifact             `protobuf:"bytes,3,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	TurnEnd     *TurnEnd              `protobuf:"bytes,4,opt,name=turn_end,json=turnEnd,proto3" json:"turn_end,omitempty"`
+	// The chunk's position in its invocation's stream: 1 for the first chunk the
+	// client receives, then one more for each next chunk (no gaps). A client
+	// that lost the stream of detached work re-attaches after the last sequence
+	// it received (AgentService.AttachInvocation). 0 from servers before this
+	// field existed.
+	Sequence      uint32 `protobuf:"varint,5,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -652,6 +658,13 @@ func (x *AgentStreamChunk) GetTurnEnd() *TurnEnd {
 		return x.TurnEnd
 	}
 	return nil
+}
+
+func (x *AgentStreamChunk) GetSequence() uint32 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
 }
 
 // AgentOutput is the result of an invocation.
@@ -890,13 +903,14 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"turn_index\x18\x03 \x01(\x05R\tturnIndex\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x04 \x01(\tR\tsessionId\x12&\n" +
-	"\x05usage\x18\x05 \x01(\v2\x10.agentd.v1.UsageR\x05usage\"\xec\x01\n" +
+	"\x05usage\x18\x05 \x01(\v2\x10.agentd.v1.UsageR\x05usage\"\x88\x02\n" +
 	"\x10AgentStreamChunk\x126\n" +
 	"\vmodel_chunk\x18\x01 \x01(\v2\x15.agentd.v1.ModelChunkR\n" +
 	"modelChunk\x12@\n" +
 	"\fcustom_patch\x18\x02 \x03(\v2\x1d.agentd.v1.JsonPatchOperationR\vcustomPatch\x12/\n" +
 	"\bartifact\x18\x03 \x01(\v2\x13.agentd.v1.ArtifactR\bartifact\x12-\n" +
-	"\bturn_end\x18\x04 \x01(\v2\x12.agentd.v1.TurnEndR\aturnEnd\"\xf0\x02\n" +
+	"\bturn_end\x18\x04 \x01(\v2\x12.agentd.v1.TurnEndR\aturnEnd\x12\x1a\n" +
+	"\bsequence\x18\x05 \x01(\rR\bsequence\"\xf0\x02\n" +
 	"\vAgentOutput\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1f\n" +

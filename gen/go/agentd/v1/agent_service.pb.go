@@ -777,6 +777,122 @@ func (x *AbortResponse) GetStatus() SnapshotStatus {
 	return SnapshotStatus_SNAPSHOT_STATUS_UNSPECIFIED
 }
 
+type AttachInvocationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Agent string                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// The detached work: the snapshot ID its DETACHED output returned.
+	SnapshotId string `protobuf:"bytes,2,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
+	// Stream the chunks whose sequence is greater than this (0: from the first
+	// chunk streamed after detach).
+	AfterSequence uint32 `protobuf:"varint,3,opt,name=after_sequence,json=afterSequence,proto3" json:"after_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachInvocationRequest) Reset() {
+	*x = AttachInvocationRequest{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachInvocationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachInvocationRequest) ProtoMessage() {}
+
+func (x *AttachInvocationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachInvocationRequest.ProtoReflect.Descriptor instead.
+func (*AttachInvocationRequest) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *AttachInvocationRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *AttachInvocationRequest) GetSnapshotId() string {
+	if x != nil {
+		return x.SnapshotId
+	}
+	return ""
+}
+
+func (x *AttachInvocationRequest) GetAfterSequence() uint32 {
+	if x != nil {
+		return x.AfterSequence
+	}
+	return 0
+}
+
+type AttachInvocationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Chunk *AgentStreamChunk      `protobuf:"bytes,1,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	// Set on the last response only: the outcome of the detached work.
+	Output        *AgentOutput `protobuf:"bytes,2,opt,name=output,proto3" json:"output,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachInvocationResponse) Reset() {
+	*x = AttachInvocationResponse{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachInvocationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachInvocationResponse) ProtoMessage() {}
+
+func (x *AttachInvocationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachInvocationResponse.ProtoReflect.Descriptor instead.
+func (*AttachInvocationResponse) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AttachInvocationResponse) GetChunk() *AgentStreamChunk {
+	if x != nil {
+		return x.Chunk
+	}
+	return nil
+}
+
+func (x *AttachInvocationResponse) GetOutput() *AgentOutput {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
 type ListAgentsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -785,7 +901,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[14]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +913,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[14]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +926,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{14}
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{16}
 }
 
 type ListAgentsResponse struct {
@@ -822,7 +938,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[15]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +950,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[15]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +963,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{15}
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*AgentInfo {
@@ -884,7 +1000,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[16]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +1012,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[16]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1025,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{16}
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Session) GetSessionId() string {
@@ -1007,7 +1123,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[17]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1135,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[17]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1148,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{17}
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListSessionsRequest) GetAgent() string {
@@ -1081,7 +1197,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[18]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1209,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[18]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1222,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{18}
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -1132,7 +1248,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[19]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1260,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[19]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1273,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{19}
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -1176,7 +1292,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[20]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1188,7 +1304,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[20]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1201,7 +1317,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{20}
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -1228,7 +1344,7 @@ type UpdateSessionRequest struct {
 
 func (x *UpdateSessionRequest) Reset() {
 	*x = UpdateSessionRequest{}
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[21]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1356,7 @@ func (x *UpdateSessionRequest) String() string {
 func (*UpdateSessionRequest) ProtoMessage() {}
 
 func (x *UpdateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[21]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1369,7 @@ func (x *UpdateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSessionRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{21}
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UpdateSessionRequest) GetSessionId() string {
@@ -1300,7 +1416,7 @@ type UpdateSessionResponse struct {
 
 func (x *UpdateSessionResponse) Reset() {
 	*x = UpdateSessionResponse{}
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[22]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1428,7 @@ func (x *UpdateSessionResponse) String() string {
 func (*UpdateSessionResponse) ProtoMessage() {}
 
 func (x *UpdateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[22]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1441,7 @@ func (x *UpdateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSessionResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{22}
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdateSessionResponse) GetSession() *Session {
@@ -1344,7 +1460,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[23]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1356,7 +1472,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[23]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1369,7 +1485,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{23}
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteSessionRequest) GetSessionId() string {
@@ -1390,7 +1506,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[24]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1518,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_service_proto_msgTypes[24]
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1531,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{24}
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteSessionResponse) GetDeleted() bool {
@@ -1482,7 +1598,15 @@ const file_agentd_v1_agent_service_proto_rawDesc = "" +
 	"\rAbortResponse\x12\x1f\n" +
 	"\vsnapshot_id\x18\x01 \x01(\tR\n" +
 	"snapshotId\x121\n" +
-	"\x06status\x18\x02 \x01(\x0e2\x19.agentd.v1.SnapshotStatusR\x06status\"\x13\n" +
+	"\x06status\x18\x02 \x01(\x0e2\x19.agentd.v1.SnapshotStatusR\x06status\"w\n" +
+	"\x17AttachInvocationRequest\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1f\n" +
+	"\vsnapshot_id\x18\x02 \x01(\tR\n" +
+	"snapshotId\x12%\n" +
+	"\x0eafter_sequence\x18\x03 \x01(\rR\rafterSequence\"}\n" +
+	"\x18AttachInvocationResponse\x121\n" +
+	"\x05chunk\x18\x01 \x01(\v2\x1b.agentd.v1.AgentStreamChunkR\x05chunk\x12.\n" +
+	"\x06output\x18\x02 \x01(\v2\x16.agentd.v1.AgentOutputR\x06output\"\x13\n" +
 	"\x11ListAgentsRequest\"B\n" +
 	"\x12ListAgentsResponse\x12,\n" +
 	"\x06agents\x18\x01 \x03(\v2\x14.agentd.v1.AgentInfoR\x06agents\"\xbc\x04\n" +
@@ -1543,7 +1667,7 @@ const file_agentd_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"1\n" +
 	"\x15DeleteSessionResponse\x12\x18\n" +
-	"\adeleted\x18\x01 \x01(\bR\adeleted2\x8e\a\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted2\xed\a\n" +
 	"\fAgentService\x12;\n" +
 	"\x04Chat\x12\x16.agentd.v1.ChatRequest\x1a\x17.agentd.v1.ChatResponse(\x010\x01\x124\n" +
 	"\x03Run\x12\x15.agentd.v1.RunRequest\x1a\x16.agentd.v1.RunResponse\x12H\n" +
@@ -1551,7 +1675,8 @@ const file_agentd_v1_agent_service_proto_rawDesc = "" +
 	"\vGetSnapshot\x12\x1d.agentd.v1.GetSnapshotRequest\x1a\x1e.agentd.v1.GetSnapshotResponse\x12R\n" +
 	"\rListSnapshots\x12\x1f.agentd.v1.ListSnapshotsRequest\x1a .agentd.v1.ListSnapshotsResponse\x12T\n" +
 	"\rWatchSnapshot\x12\x1f.agentd.v1.WatchSnapshotRequest\x1a .agentd.v1.WatchSnapshotResponse0\x01\x12:\n" +
-	"\x05Abort\x12\x17.agentd.v1.AbortRequest\x1a\x18.agentd.v1.AbortResponse\x12I\n" +
+	"\x05Abort\x12\x17.agentd.v1.AbortRequest\x1a\x18.agentd.v1.AbortResponse\x12]\n" +
+	"\x10AttachInvocation\x12\".agentd.v1.AttachInvocationRequest\x1a#.agentd.v1.AttachInvocationResponse0\x01\x12I\n" +
 	"\n" +
 	"ListAgents\x12\x1c.agentd.v1.ListAgentsRequest\x1a\x1d.agentd.v1.ListAgentsResponse\x12O\n" +
 	"\fListSessions\x12\x1e.agentd.v1.ListSessionsRequest\x1a\x1f.agentd.v1.ListSessionsResponse\x12I\n" +
@@ -1572,107 +1697,113 @@ func file_agentd_v1_agent_service_proto_rawDescGZIP() []byte {
 	return file_agentd_v1_agent_service_proto_rawDescData
 }
 
-var file_agentd_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_agentd_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_agentd_v1_agent_service_proto_goTypes = []any{
-	(*ChatRequest)(nil),           // 0: agentd.v1.ChatRequest
-	(*ChatResponse)(nil),          // 1: agentd.v1.ChatResponse
-	(*RunRequest)(nil),            // 2: agentd.v1.RunRequest
-	(*RunResponse)(nil),           // 3: agentd.v1.RunResponse
-	(*RunStreamRequest)(nil),      // 4: agentd.v1.RunStreamRequest
-	(*RunStreamResponse)(nil),     // 5: agentd.v1.RunStreamResponse
-	(*GetSnapshotRequest)(nil),    // 6: agentd.v1.GetSnapshotRequest
-	(*GetSnapshotResponse)(nil),   // 7: agentd.v1.GetSnapshotResponse
-	(*ListSnapshotsRequest)(nil),  // 8: agentd.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil), // 9: agentd.v1.ListSnapshotsResponse
-	(*WatchSnapshotRequest)(nil),  // 10: agentd.v1.WatchSnapshotRequest
-	(*WatchSnapshotResponse)(nil), // 11: agentd.v1.WatchSnapshotResponse
-	(*AbortRequest)(nil),          // 12: agentd.v1.AbortRequest
-	(*AbortResponse)(nil),         // 13: agentd.v1.AbortResponse
-	(*ListAgentsRequest)(nil),     // 14: agentd.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),    // 15: agentd.v1.ListAgentsResponse
-	(*Session)(nil),               // 16: agentd.v1.Session
-	(*ListSessionsRequest)(nil),   // 17: agentd.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 18: agentd.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),     // 19: agentd.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 20: agentd.v1.GetSessionResponse
-	(*UpdateSessionRequest)(nil),  // 21: agentd.v1.UpdateSessionRequest
-	(*UpdateSessionResponse)(nil), // 22: agentd.v1.UpdateSessionResponse
-	(*DeleteSessionRequest)(nil),  // 23: agentd.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil), // 24: agentd.v1.DeleteSessionResponse
-	nil,                           // 25: agentd.v1.Session.LabelsEntry
-	nil,                           // 26: agentd.v1.ListSessionsRequest.LabelsEntry
-	nil,                           // 27: agentd.v1.UpdateSessionRequest.SetLabelsEntry
-	(*AgentInit)(nil),             // 28: agentd.v1.AgentInit
-	(*AgentInput)(nil),            // 29: agentd.v1.AgentInput
-	(*AgentStreamChunk)(nil),      // 30: agentd.v1.AgentStreamChunk
-	(*AgentOutput)(nil),           // 31: agentd.v1.AgentOutput
-	(*Snapshot)(nil),              // 32: agentd.v1.Snapshot
-	(SnapshotStatus)(0),           // 33: agentd.v1.SnapshotStatus
-	(*AgentInfo)(nil),             // 34: agentd.v1.AgentInfo
-	(*timestamppb.Timestamp)(nil), // 35: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 36: google.protobuf.Duration
-	(*Usage)(nil),                 // 37: agentd.v1.Usage
+	(*ChatRequest)(nil),              // 0: agentd.v1.ChatRequest
+	(*ChatResponse)(nil),             // 1: agentd.v1.ChatResponse
+	(*RunRequest)(nil),               // 2: agentd.v1.RunRequest
+	(*RunResponse)(nil),              // 3: agentd.v1.RunResponse
+	(*RunStreamRequest)(nil),         // 4: agentd.v1.RunStreamRequest
+	(*RunStreamResponse)(nil),        // 5: agentd.v1.RunStreamResponse
+	(*GetSnapshotRequest)(nil),       // 6: agentd.v1.GetSnapshotRequest
+	(*GetSnapshotResponse)(nil),      // 7: agentd.v1.GetSnapshotResponse
+	(*ListSnapshotsRequest)(nil),     // 8: agentd.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),    // 9: agentd.v1.ListSnapshotsResponse
+	(*WatchSnapshotRequest)(nil),     // 10: agentd.v1.WatchSnapshotRequest
+	(*WatchSnapshotResponse)(nil),    // 11: agentd.v1.WatchSnapshotResponse
+	(*AbortRequest)(nil),             // 12: agentd.v1.AbortRequest
+	(*AbortResponse)(nil),            // 13: agentd.v1.AbortResponse
+	(*AttachInvocationRequest)(nil),  // 14: agentd.v1.AttachInvocationRequest
+	(*AttachInvocationResponse)(nil), // 15: agentd.v1.AttachInvocationResponse
+	(*ListAgentsRequest)(nil),        // 16: agentd.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),       // 17: agentd.v1.ListAgentsResponse
+	(*Session)(nil),                  // 18: agentd.v1.Session
+	(*ListSessionsRequest)(nil),      // 19: agentd.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),     // 20: agentd.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),        // 21: agentd.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),       // 22: agentd.v1.GetSessionResponse
+	(*UpdateSessionRequest)(nil),     // 23: agentd.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),    // 24: agentd.v1.UpdateSessionResponse
+	(*DeleteSessionRequest)(nil),     // 25: agentd.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 26: agentd.v1.DeleteSessionResponse
+	nil,                              // 27: agentd.v1.Session.LabelsEntry
+	nil,                              // 28: agentd.v1.ListSessionsRequest.LabelsEntry
+	nil,                              // 29: agentd.v1.UpdateSessionRequest.SetLabelsEntry
+	(*AgentInit)(nil),                // 30: agentd.v1.AgentInit
+	(*AgentInput)(nil),               // 31: agentd.v1.AgentInput
+	(*AgentStreamChunk)(nil),         // 32: agentd.v1.AgentStreamChunk
+	(*AgentOutput)(nil),              // 33: agentd.v1.AgentOutput
+	(*Snapshot)(nil),                 // 34: agentd.v1.Snapshot
+	(SnapshotStatus)(0),              // 35: agentd.v1.SnapshotStatus
+	(*AgentInfo)(nil),                // 36: agentd.v1.AgentInfo
+	(*timestamppb.Timestamp)(nil),    // 37: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 38: google.protobuf.Duration
+	(*Usage)(nil),                    // 39: agentd.v1.Usage
 }
 var file_agentd_v1_agent_service_proto_depIdxs = []int32{
-	28, // 0: agentd.v1.ChatRequest.init:type_name -> agentd.v1.AgentInit
-	29, // 1: agentd.v1.ChatRequest.input:type_name -> agentd.v1.AgentInput
-	30, // 2: agentd.v1.ChatResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
-	31, // 3: agentd.v1.ChatResponse.output:type_name -> agentd.v1.AgentOutput
-	28, // 4: agentd.v1.RunRequest.init:type_name -> agentd.v1.AgentInit
-	29, // 5: agentd.v1.RunRequest.input:type_name -> agentd.v1.AgentInput
-	31, // 6: agentd.v1.RunResponse.output:type_name -> agentd.v1.AgentOutput
-	28, // 7: agentd.v1.RunStreamRequest.init:type_name -> agentd.v1.AgentInit
-	29, // 8: agentd.v1.RunStreamRequest.input:type_name -> agentd.v1.AgentInput
-	30, // 9: agentd.v1.RunStreamResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
-	31, // 10: agentd.v1.RunStreamResponse.output:type_name -> agentd.v1.AgentOutput
-	32, // 11: agentd.v1.GetSnapshotResponse.snapshot:type_name -> agentd.v1.Snapshot
-	32, // 12: agentd.v1.ListSnapshotsResponse.snapshots:type_name -> agentd.v1.Snapshot
-	33, // 13: agentd.v1.WatchSnapshotResponse.status:type_name -> agentd.v1.SnapshotStatus
-	33, // 14: agentd.v1.AbortResponse.status:type_name -> agentd.v1.SnapshotStatus
-	34, // 15: agentd.v1.ListAgentsResponse.agents:type_name -> agentd.v1.AgentInfo
-	25, // 16: agentd.v1.Session.labels:type_name -> agentd.v1.Session.LabelsEntry
-	33, // 17: agentd.v1.Session.head_status:type_name -> agentd.v1.SnapshotStatus
-	35, // 18: agentd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	35, // 19: agentd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	35, // 20: agentd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
-	36, // 21: agentd.v1.Session.ttl:type_name -> google.protobuf.Duration
-	37, // 22: agentd.v1.Session.usage:type_name -> agentd.v1.Usage
-	26, // 23: agentd.v1.ListSessionsRequest.labels:type_name -> agentd.v1.ListSessionsRequest.LabelsEntry
-	35, // 24: agentd.v1.ListSessionsRequest.updated_after:type_name -> google.protobuf.Timestamp
-	16, // 25: agentd.v1.ListSessionsResponse.sessions:type_name -> agentd.v1.Session
-	16, // 26: agentd.v1.GetSessionResponse.session:type_name -> agentd.v1.Session
-	27, // 27: agentd.v1.UpdateSessionRequest.set_labels:type_name -> agentd.v1.UpdateSessionRequest.SetLabelsEntry
-	36, // 28: agentd.v1.UpdateSessionRequest.ttl:type_name -> google.protobuf.Duration
-	16, // 29: agentd.v1.UpdateSessionResponse.session:type_name -> agentd.v1.Session
-	0,  // 30: agentd.v1.AgentService.Chat:input_type -> agentd.v1.ChatRequest
-	2,  // 31: agentd.v1.AgentService.Run:input_type -> agentd.v1.RunRequest
-	4,  // 32: agentd.v1.AgentService.RunStream:input_type -> agentd.v1.RunStreamRequest
-	6,  // 33: agentd.v1.AgentService.GetSnapshot:input_type -> agentd.v1.GetSnapshotRequest
-	8,  // 34: agentd.v1.AgentService.ListSnapshots:input_type -> agentd.v1.ListSnapshotsRequest
-	10, // 35: agentd.v1.AgentService.WatchSnapshot:input_type -> agentd.v1.WatchSnapshotRequest
-	12, // 36: agentd.v1.AgentService.Abort:input_type -> agentd.v1.AbortRequest
-	14, // 37: agentd.v1.AgentService.ListAgents:input_type -> agentd.v1.ListAgentsRequest
-	17, // 38: agentd.v1.AgentService.ListSessions:input_type -> agentd.v1.ListSessionsRequest
-	19, // 39: agentd.v1.AgentService.GetSession:input_type -> agentd.v1.GetSessionRequest
-	21, // 40: agentd.v1.AgentService.UpdateSession:input_type -> agentd.v1.UpdateSessionRequest
-	23, // 41: agentd.v1.AgentService.DeleteSession:input_type -> agentd.v1.DeleteSessionRequest
-	1,  // 42: agentd.v1.AgentService.Chat:output_type -> agentd.v1.ChatResponse
-	3,  // 43: agentd.v1.AgentService.Run:output_type -> agentd.v1.RunResponse
-	5,  // 44: agentd.v1.AgentService.RunStream:output_type -> agentd.v1.RunStreamResponse
-	7,  // 45: agentd.v1.AgentService.GetSnapshot:output_type -> agentd.v1.GetSnapshotResponse
-	9,  // 46: agentd.v1.AgentService.ListSnapshots:output_type -> agentd.v1.ListSnapshotsResponse
-	11, // 47: agentd.v1.AgentService.WatchSnapshot:output_type -> agentd.v1.WatchSnapshotResponse
-	13, // 48: agentd.v1.AgentService.Abort:output_type -> agentd.v1.AbortResponse
-	15, // 49: agentd.v1.AgentService.ListAgents:output_type -> agentd.v1.ListAgentsResponse
-	18, // 50: agentd.v1.AgentService.ListSessions:output_type -> agentd.v1.ListSessionsResponse
-	20, // 51: agentd.v1.AgentService.GetSession:output_type -> agentd.v1.GetSessionResponse
-	22, // 52: agentd.v1.AgentService.UpdateSession:output_type -> agentd.v1.UpdateSessionResponse
-	24, // 53: agentd.v1.AgentService.DeleteSession:output_type -> agentd.v1.DeleteSessionResponse
-	42, // [42:54] is the sub-list for method output_type
-	30, // [30:42] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	30, // 0: agentd.v1.ChatRequest.init:type_name -> agentd.v1.AgentInit
+	31, // 1: agentd.v1.ChatRequest.input:type_name -> agentd.v1.AgentInput
+	32, // 2: agentd.v1.ChatResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
+	33, // 3: agentd.v1.ChatResponse.output:type_name -> agentd.v1.AgentOutput
+	30, // 4: agentd.v1.RunRequest.init:type_name -> agentd.v1.AgentInit
+	31, // 5: agentd.v1.RunRequest.input:type_name -> agentd.v1.AgentInput
+	33, // 6: agentd.v1.RunResponse.output:type_name -> agentd.v1.AgentOutput
+	30, // 7: agentd.v1.RunStreamRequest.init:type_name -> agentd.v1.AgentInit
+	31, // 8: agentd.v1.RunStreamRequest.input:type_name -> agentd.v1.AgentInput
+	32, // 9: agentd.v1.RunStreamResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
+	33, // 10: agentd.v1.RunStreamResponse.output:type_name -> agentd.v1.AgentOutput
+	34, // 11: agentd.v1.GetSnapshotResponse.snapshot:type_name -> agentd.v1.Snapshot
+	34, // 12: agentd.v1.ListSnapshotsResponse.snapshots:type_name -> agentd.v1.Snapshot
+	35, // 13: agentd.v1.WatchSnapshotResponse.status:type_name -> agentd.v1.SnapshotStatus
+	35, // 14: agentd.v1.AbortResponse.status:type_name -> agentd.v1.SnapshotStatus
+	32, // 15: agentd.v1.AttachInvocationResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
+	33, // 16: agentd.v1.AttachInvocationResponse.output:type_name -> agentd.v1.AgentOutput
+	36, // 17: agentd.v1.ListAgentsResponse.agents:type_name -> agentd.v1.AgentInfo
+	27, // 18: agentd.v1.Session.labels:type_name -> agentd.v1.Session.LabelsEntry
+	35, // 19: agentd.v1.Session.head_status:type_name -> agentd.v1.SnapshotStatus
+	37, // 20: agentd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	37, // 21: agentd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	37, // 22: agentd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 23: agentd.v1.Session.ttl:type_name -> google.protobuf.Duration
+	39, // 24: agentd.v1.Session.usage:type_name -> agentd.v1.Usage
+	28, // 25: agentd.v1.ListSessionsRequest.labels:type_name -> agentd.v1.ListSessionsRequest.LabelsEntry
+	37, // 26: agentd.v1.ListSessionsRequest.updated_after:type_name -> google.protobuf.Timestamp
+	18, // 27: agentd.v1.ListSessionsResponse.sessions:type_name -> agentd.v1.Session
+	18, // 28: agentd.v1.GetSessionResponse.session:type_name -> agentd.v1.Session
+	29, // 29: agentd.v1.UpdateSessionRequest.set_labels:type_name -> agentd.v1.UpdateSessionRequest.SetLabelsEntry
+	38, // 30: agentd.v1.UpdateSessionRequest.ttl:type_name -> google.protobuf.Duration
+	18, // 31: agentd.v1.UpdateSessionResponse.session:type_name -> agentd.v1.Session
+	0,  // 32: agentd.v1.AgentService.Chat:input_type -> agentd.v1.ChatRequest
+	2,  // 33: agentd.v1.AgentService.Run:input_type -> agentd.v1.RunRequest
+	4,  // 34: agentd.v1.AgentService.RunStream:input_type -> agentd.v1.RunStreamRequest
+	6,  // 35: agentd.v1.AgentService.GetSnapshot:input_type -> agentd.v1.GetSnapshotRequest
+	8,  // 36: agentd.v1.AgentService.ListSnapshots:input_type -> agentd.v1.ListSnapshotsRequest
+	10, // 37: agentd.v1.AgentService.WatchSnapshot:input_type -> agentd.v1.WatchSnapshotRequest
+	12, // 38: agentd.v1.AgentService.Abort:input_type -> agentd.v1.AbortRequest
+	14, // 39: agentd.v1.AgentService.AttachInvocation:input_type -> agentd.v1.AttachInvocationRequest
+	16, // 40: agentd.v1.AgentService.ListAgents:input_type -> agentd.v1.ListAgentsRequest
+	19, // 41: agentd.v1.AgentService.ListSessions:input_type -> agentd.v1.ListSessionsRequest
+	21, // 42: agentd.v1.AgentService.GetSession:input_type -> agentd.v1.GetSessionRequest
+	23, // 43: agentd.v1.AgentService.UpdateSession:input_type -> agentd.v1.UpdateSessionRequest
+	25, // 44: agentd.v1.AgentService.DeleteSession:input_type -> agentd.v1.DeleteSessionRequest
+	1,  // 45: agentd.v1.AgentService.Chat:output_type -> agentd.v1.ChatResponse
+	3,  // 46: agentd.v1.AgentService.Run:output_type -> agentd.v1.RunResponse
+	5,  // 47: agentd.v1.AgentService.RunStream:output_type -> agentd.v1.RunStreamResponse
+	7,  // 48: agentd.v1.AgentService.GetSnapshot:output_type -> agentd.v1.GetSnapshotResponse
+	9,  // 49: agentd.v1.AgentService.ListSnapshots:output_type -> agentd.v1.ListSnapshotsResponse
+	11, // 50: agentd.v1.AgentService.WatchSnapshot:output_type -> agentd.v1.WatchSnapshotResponse
+	13, // 51: agentd.v1.AgentService.Abort:output_type -> agentd.v1.AbortResponse
+	15, // 52: agentd.v1.AgentService.AttachInvocation:output_type -> agentd.v1.AttachInvocationResponse
+	17, // 53: agentd.v1.AgentService.ListAgents:output_type -> agentd.v1.ListAgentsResponse
+	20, // 54: agentd.v1.AgentService.ListSessions:output_type -> agentd.v1.ListSessionsResponse
+	22, // 55: agentd.v1.AgentService.GetSession:output_type -> agentd.v1.GetSessionResponse
+	24, // 56: agentd.v1.AgentService.UpdateSession:output_type -> agentd.v1.UpdateSessionResponse
+	26, // 57: agentd.v1.AgentService.DeleteSession:output_type -> agentd.v1.DeleteSessionResponse
+	45, // [45:58] is the sub-list for method output_type
+	32, // [32:45] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_agent_service_proto_init() }
@@ -1688,7 +1819,7 @@ func file_agentd_v1_agent_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentd_v1_agent_service_proto_rawDesc), len(file_agentd_v1_agent_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,18 +19,19 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentService_Chat_FullMethodName          = "/agentd.v1.AgentService/Chat"
-	AgentService_Run_FullMethodName           = "/agentd.v1.AgentService/Run"
-	AgentService_RunStream_FullMethodName     = "/agentd.v1.AgentService/RunStream"
-	AgentService_GetSnapshot_FullMethodName   = "/agentd.v1.AgentService/GetSnapshot"
-	AgentService_ListSnapshots_FullMethodName = "/agentd.v1.AgentService/ListSnapshots"
-	AgentService_WatchSnapshot_FullMethodName = "/agentd.v1.AgentService/WatchSnapshot"
-	AgentService_Abort_FullMethodName         = "/agentd.v1.AgentService/Abort"
-	AgentService_ListAgents_FullMethodName    = "/agentd.v1.AgentService/ListAgents"
-	AgentService_ListSessions_FullMethodName  = "/agentd.v1.AgentService/ListSessions"
-	AgentService_GetSession_FullMethodName    = "/agentd.v1.AgentService/GetSession"
-	AgentService_UpdateSession_FullMethodName = "/agentd.v1.AgentService/UpdateSession"
-	AgentService_DeleteSession_FullMethodName = "/agentd.v1.AgentService/DeleteSession"
+	AgentService_Chat_FullMethodName             = "/agentd.v1.AgentService/Chat"
+	AgentService_Run_FullMethodName              = "/agentd.v1.AgentService/Run"
+	AgentService_RunStream_FullMethodName        = "/agentd.v1.AgentService/RunStream"
+	AgentService_GetSnapshot_FullMethodName      = "/agentd.v1.AgentService/GetSnapshot"
+	AgentService_ListSnapshots_FullMethodName    = "/agentd.v1.AgentService/ListSnapshots"
+	AgentService_WatchSnapshot_FullMethodName    = "/agentd.v1.AgentService/WatchSnapshot"
+	AgentService_Abort_FullMethodName            = "/agentd.v1.AgentService/Abort"
+	AgentService_AttachInvocation_FullMethodName = "/agentd.v1.AgentService/AttachInvocation"
+	AgentService_ListAgents_FullMethodName       = "/agentd.v1.AgentService/ListAgents"
+	AgentService_ListSessions_FullMethodName     = "/agentd.v1.AgentService/ListSessions"
+	AgentService_GetSession_FullMethodName       = "/agentd.v1.AgentService/GetSession"
+	AgentService_UpdateSession_FullMethodName    = "/agentd.v1.AgentService/UpdateSession"
+	AgentService_DeleteSession_FullMethodName    = "/agentd.v1.AgentService/DeleteSession"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -57,6 +58,12 @@ type AgentServiceClient interface {
 	WatchSnapshot(ctx context.Context, in *WatchSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchSnapshotResponse], error)
 	// Abort flips a pending snapshot to aborted, which cancels its background work.
 	Abort(ctx context.Context, in *AbortRequest, opts ...grpc.CallOption) (*AbortResponse, error)
+	// AttachInvocation streams the chunks of detached work (the pending
+	// snapshot a DETACHED output returned) after a sequence number, from any
+	// instance sharing the store: those already recorded, then the rest live,
+	// and ends with the output once the work has ended. Chunks are kept while
+	// the work runs and for the server's chunk retention after it ends.
+	AttachInvocation(ctx context.Context, in *AttachInvocationRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[AttachInvocationResponse], error)
 	// ListAgents describes every served agent.
 	ListAgents(ctx context.Context, in *ListAgentsRequest, opts ...grpc.CallOption) (*ListAgentsResponse, error)
 	// ListSessions lists the caller's sessions, newest-updated first, paged.
@@ -169,6 +176,25 @@ func (c *agentServiceClient) Abort(ctx context.Context, in *AbortRequest, opts .
 	return out, nil
 }
 
+func (c *agentServiceClient) AttachInvocation(ctx context.Context, in *AttachInvocationRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[AttachInvocationResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentService_ServiceDesc.Streams[3], AgentService_AttachInvocation_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AttachInvocationRequest, AttachInvocationResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_AttachInvocationClient = grpc.ServerStreamingClient[AttachInvocationResponse]
+
 func (c *agentServiceClient) ListAgents(ctx context.Context, in *ListAgentsRequest, opts ...grpc.CallOption) (*ListAgentsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListAgentsResponse)
@@ -243,6 +269,12 @@ type AgentServiceServer interface {
 	WatchSnapshot(*WatchSnapshotRequest, grpc.ServerStreamingServer[WatchSnapshotResponse]) error
 	// Abort flips a pending snapshot to aborted, which cancels its background work.
 	Abort(context.Context, *AbortRequest) (*AbortResponse, error)
+	// AttachInvocation streams the chunks of detached work (the pending
+	// snapshot a DETACHED output returned) after a sequence number, from any
+	// instance sharing the store: those already recorded, then the rest live,
+	// and ends with the output once the work has ended. Chunks are kept while
+	// the work runs and for the server's chunk retention after it ends.
+	AttachInvocation(*AttachInvocationRequest, grpc.ServerStreamingServer[AttachInvocationResponse]) error
 	// ListAgents describes every served agent.
 	ListAgents(context.Context, *ListAgentsRequest) (*ListAgentsResponse, error)
 	// ListSessions lists the caller's sessions, newest-updated first, paged.
@@ -284,6 +316,9 @@ func (UnimplementedAgentServiceServer) WatchSnapshot(*WatchSnapshotRequest, grpc
 }
 func (UnimplementedAgentServiceServer) Abort(context.Context, *AbortRequest) (*AbortResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Abort not implemented")
+}
+func (UnimplementedAgentServiceServer) AttachInvocation(*AttachInvocationRequest, grpc.ServerStreamingServer[AttachInvocationResponse]) error {
+	return status.Error(codes.Unimplemented, "method AttachInvocation not implemented")
 }
 func (UnimplementedAgentServiceServer) ListAgents(context.Context, *ListAgentsRequest) (*ListAgentsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAgents not implemented")
@@ -421,6 +456,17 @@ func _AgentService_Abort_Handler(srv interface{}, ctx context.Context, dec func(
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _AgentService_AttachInvocation_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(AttachInvocationRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServiceServer).AttachInvocation(m, &grpc.GenericServerStream[AttachInvocationRequest, AttachInvocationResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_AttachInvocationServer = grpc.ServerStreamingServer[AttachInvocationResponse]
 
 func _AgentService_ListAgents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListAgentsRequest)
@@ -571,6 +617,11 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WatchSnapshot",
 			Handler:       _AgentService_WatchSnapshot_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "AttachInvocation",
+			Handler:       _AgentService_AttachInvocation_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentd/v1/agent_service.proto.
  */
 export const file_agentd_v1_agent_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1hZ2VudGQvdjEvYWdlbnRfc2VydmljZS5wcm90bxIJYWdlbnRkLnYxIlcKC0NoYXRSZXF1ZXN0EiIKBGluaXQYASABKAsyFC5hZ2VudGQudjEuQWdlbnRJbml0EiQKBWlucHV0GAIgASgLMhUuYWdlbnRkLnYxLkFnZW50SW5wdXQiYgoMQ2hhdFJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IlYKClJ1blJlcXVlc3QSIgoEaW5pdBgBIAEoCzIULmFnZW50ZC52MS5BZ2VudEluaXQSJAoFaW5wdXQYAiABKAsyFS5hZ2VudGQudjEuQWdlbnRJbnB1dCI1CgtSdW5SZXNwb25zZRImCgZvdXRwdXQYASABKAsyFi5hZ2VudGQudjEuQWdlbnRPdXRwdXQiXAoQUnVuU3RyZWFtUmVxdWVzdBIiCgRpbml0GAEgASgLMhQuYWdlbnRkLnYxLkFnZW50SW5pdBIkCgVpbnB1dBgCIAEoCzIVLmFnZW50ZC52MS5BZ2VudElucHV0ImcKEVJ1blN0cmVhbVJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IkwKEkdldFNuYXBzaG90UmVxdWVzdBINCgVhZ2VudBgBIAEoCRITCgtzbmFwc2hvdF9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJIjwKE0dldFNuYXBzaG90UmVzcG9uc2USJQoIc25hcHNob3QYASABKAsyEy5hZ2VudGQudjEuU25hcHNob3QidwoUTGlzdFNuYXBzaG90c1JlcXVlc3QSDQoFYWdlbnQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIVCg1pbmNsdWRlX3N0YXRlGAUgASgIIlgKFUxpc3RTbmFwc2hvdHNSZXNwb25zZRImCglzbmFwc2hvdHMYASADKAsyEy5hZ2VudGQudjEuU25hcHNob3QSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjoKFFdhdGNoU25hcHNob3RSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIlcKFVdhdGNoU25hcHNob3RSZXNwb25zZRITCgtzbmFwc2hvdF9pZBgBIAEoCRIpCgZzdGF0dXMYAiABKA4yGS5hZ2VudGQudjEuU25hcHNob3RTdGF0dXMiMgoMQWJvcnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIk8KDUFib3J0UmVzcG9uc2USEwoLc25hcHNob3RfaWQYASABKAkSKQoGc3RhdHVzGAIgASgOMhkuYWdlbnRkLnYxLlNuYXBzaG90U3RhdHVzIhMKEUxpc3RBZ2VudHNSZXF1ZXN0IjoKEkxpc3RBZ2VudHNSZXNwb25zZRIkCgZhZ2VudHMYASADKAsyFC5hZ2VudGQudjEuQWdlbnRJbmZvIsIDCgdTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSDQoFYWdlbnQYAiABKAkSLgoGbGFiZWxzGAMgAygLMh4uYWdlbnRkLnYxLlNlc3Npb24uTGFiZWxzRW50cnkSEgoKdHVybl9jb3VudBgEIAEoBRIYChBoZWFkX3NuYXBzaG90X2lkGAUgASgJEi4KC2hlYWRfc3RhdHVzGAYgASgOMhkuYWdlbnRkLnYxLlNuYXBzaG90U3RhdHVzEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKA3R0bBgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIfCgV1c2FnZRgLIAEoCzIQLmFnZW50ZC52MS5Vc2FnZRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIukBChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEjoKBmxhYmVscxgCIAMoCzIqLmFnZW50ZC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0LkxhYmVsc0VudHJ5EjEKDXVwZGF0ZWRfYWZ0ZXIYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiVQoUTGlzdFNlc3Npb25zUmVzcG9uc2USJAoIc2Vzc2lvbnMYASADKAsyEi5hZ2VudGQudjEuU2Vzc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJwoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI5ChJHZXRTZXNzaW9uUmVzcG9uc2USIwoHc2Vzc2lvbhgBIAEoCzISLmFnZW50ZC52MS5TZXNzaW9uIvIBChRVcGRhdGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEkIKCnNldF9sYWJlbHMYAiADKAsyLi5hZ2VudGQudjEuVXBkYXRlU2Vzc2lvblJlcXVlc3QuU2V0TGFiZWxzRW50cnkSFQoNcmVtb3ZlX2xhYmVscxgDIAMoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEQoJY2xlYXJfdHRsGAUgASgIGjAKDlNldExhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiPAoVVXBkYXRlU2Vzc2lvblJlc3BvbnNlEiMKB3Nlc3Npb24YASABKAsyEi5hZ2VudGQudjEuU2Vzc2lvbiIqChREZWxldGVTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIigKFURlbGV0ZVNlc3Npb25SZXNwb25zZRIPCgdkZWxldGVkGAEgASgIMo4HCgxBZ2VudFNlcnZpY2USOwoEQ2hhdBIWLmFnZW50ZC52MS5DaGF0UmVxdWVzdBoXLmFnZW50ZC52MS5DaGF0UmVzcG9uc2UoATABEjQKA1J1bhIVLmFnZW50ZC52MS5SdW5SZXF1ZXN0GhYuYWdlbnRkLnYxLlJ1blJlc3BvbnNlEkgKCVJ1blN0cmVhbRIbLmFnZW50ZC52MS5SdW5TdHJlYW1SZXF1ZXN0GhwuYWdlbnRkLnYxLlJ1blN0cmVhbVJlc3BvbnNlMAESTAoLR2V0U25hcHNob3QSHS5hZ2VudGQudjEuR2V0U25hcHNob3RSZXF1ZXN0Gh4uYWdlbnRkLnYxLkdldFNuYXBzaG90UmVzcG9uc2USUgoNTGlzdFNuYXBzaG90cxIfLmFnZW50ZC52MS5MaXN0U25hcHNob3RzUmVxdWVzdBogLmFnZW50ZC52MS5MaXN0U25hcHNob3RzUmVzcG9uc2USVAoNV2F0Y2hTbmFwc2hvdBIfLmFnZW50ZC52MS5XYXRjaFNuYXBzaG90UmVxdWVzdBogLmFnZW50ZC52MS5XYXRjaFNuYXBzaG90UmVzcG9uc2UwARI6CgVBYm9ydBIXLmFnZW50ZC52MS5BYm9ydFJlcXVlc3QaGC5hZ2VudGQudjEuQWJvcnRSZXNwb25zZRJJCgpMaXN0QWdlbnRzEhwuYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJPCgxMaXN0U2Vzc2lvbnMSHi5hZ2VudGQudjEuTGlzdFNlc3Npb25zUmVxdWVzdBofLmFnZW50ZC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJJCgpHZXRTZXNzaW9uEhwuYWdlbnRkLnYxLkdldFNlc3Npb25SZXF1ZXN0Gh0uYWdlbnRkLnYxLkdldFNlc3Npb25SZXNwb25zZRJSCg1VcGRhdGVTZXNzaW9uEh8uYWdlbnRkLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0GiAuYWdlbnRkLnYxLlVwZGF0ZVNlc3Npb25SZXNwb25zZRJSCg1EZWxldGVTZXNzaW9uEh8uYWdlbnRkLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiAuYWdlbnRkLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZUI4WjZnaXRodWIuY29tL2FnZW50ZC1kZXYvYWdlbnRkL2dlbi9nby9hZ2VudGQvdjE7YWdlbnRkdjFiBnByb3RvMw", [file_agentd_v1_agent, file_agentd_v1_state, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("Ch1hZ2VudGQvdjEvYWdlbnRfc2VydmljZS5wcm90bxIJYWdlbnRkLnYxIlcKC0NoYXRSZXF1ZXN0EiIKBGluaXQYASABKAsyFC5hZ2VudGQudjEuQWdlbnRJbml0EiQKBWlucHV0GAIgASgLMhUuYWdlbnRkLnYxLkFnZW50SW5wdXQiYgoMQ2hhdFJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IlYKClJ1blJlcXVlc3QSIgoEaW5pdBgBIAEoCzIULmFnZW50ZC52MS5BZ2VudEluaXQSJAoFaW5wdXQYAiABKAsyFS5hZ2VudGQudjEuQWdlbnRJbnB1dCI1CgtSdW5SZXNwb25zZRImCgZvdXRwdXQYASABKAsyFi5hZ2VudGQudjEuQWdlbnRPdXRwdXQiXAoQUnVuU3RyZWFtUmVxdWVzdBIiCgRpbml0GAEgASgLMhQuYWdlbnRkLnYxLkFnZW50SW5pdBIkCgVpbnB1dBgCIAEoCzIVLmFnZW50ZC52MS5BZ2VudElucHV0ImcKEVJ1blN0cmVhbVJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IkwKEkdldFNuYXBzaG90UmVxdWVzdBINCgVhZ2VudBgBIAEoCRITCgtzbmFwc2hvdF9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJIjwKE0dldFNuYXBzaG90UmVzcG9uc2USJQoIc25hcHNob3QYASABKAsyEy5hZ2VudGQudjEuU25hcHNob3QidwoUTGlzdFNuYXBzaG90c1JlcXVlc3QSDQoFYWdlbnQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIVCg1pbmNsdWRlX3N0YXRlGAUgASgIIlgKFUxpc3RTbmFwc2hvdHNSZXNwb25zZRImCglzbmFwc2hvdHMYASADKAsyEy5hZ2VudGQudjEuU25hcHNob3QSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjoKFFdhdGNoU25hcHNob3RSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIlcKFVdhdGNoU25hcHNob3RSZXNwb25zZRITCgtzbmFwc2hvdF9pZBgBIAEoCRIpCgZzdGF0dXMYAiABKA4yGS5hZ2VudGQudjEuU25hcHNob3RTdGF0dXMiMgoMQWJvcnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIk8KDUFib3J0UmVzcG9uc2USEwoLc25hcHNob3RfaWQYASABKAkSKQoGc3RhdHVzGAIgASgOMhkuYWdlbnRkLnYxLlNuYXBzaG90U3RhdHVzIlUKF0F0dGFjaEludm9jYXRpb25SZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAMgASgNIm4KGEF0dGFjaEludm9jYXRpb25SZXNwb25zZRIqCgVjaHVuaxgBIAEoCzIbLmFnZW50ZC52MS5BZ2VudFN0cmVhbUNodW5rEiYKBm91dHB1dBgCIAEoCzIWLmFnZW50ZC52MS5BZ2VudE91dHB1dCITChFMaXN0QWdlbnRzUmVxdWVzdCI6ChJMaXN0QWdlbnRzUmVzcG9uc2USJAoGYWdlbnRzGAEgAygLMhQuYWdlbnRkLnYxLkFnZW50SW5mbyLCAwoHU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEg0KBWFnZW50GAIgASgJEi4KBmxhYmVscxgDIAMoCzIeLmFnZW50ZC52MS5TZXNzaW9uLkxhYmVsc0VudHJ5EhIKCnR1cm5fY291bnQYBCABKAUSGAoQaGVhZF9zbmFwc2hvdF9pZBgFIAEoCRIuCgtoZWFkX3N0YXR1cxgGIAEoDjIZLmFnZW50ZC52MS5TbmFwc2hvdFN0YXR1cxIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgN0dGwYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SHwoFdXNhZ2UYCyABKAsyEC5hZ2VudGQudjEuVXNhZ2UaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLpAQoTTGlzdFNlc3Npb25zUmVxdWVzdBINCgVhZ2VudBgBIAEoCRI6CgZsYWJlbHMYAiADKAsyKi5hZ2VudGQudjEuTGlzdFNlc3Npb25zUmVxdWVzdC5MYWJlbHNFbnRyeRIxCg11cGRhdGVkX2FmdGVyGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlUKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiQKCHNlc3Npb25zGAEgAygLMhIuYWdlbnRkLnYxLlNlc3Npb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIicKEUdldFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiOQoSR2V0U2Vzc2lvblJlc3BvbnNlEiMKB3Nlc3Npb24YASABKAsyEi5hZ2VudGQudjEuU2Vzc2lvbiLyAQoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRJCCgpzZXRfbGFiZWxzGAIgAygLMi4uYWdlbnRkLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0LlNldExhYmVsc0VudHJ5EhUKDXJlbW92ZV9sYWJlbHMYAyADKAkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCWNsZWFyX3R0bBgFIAEoCBowCg5TZXRMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjwKFVVwZGF0ZVNlc3Npb25SZXNwb25zZRIjCgdzZXNzaW9uGAEgASgLMhIuYWdlbnRkLnYxLlNlc3Npb24iKgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIoChVEZWxldGVTZXNzaW9uUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoCDLtBwoMQWdlbnRTZXJ2aWNlEjsKBENoYXQSFi5hZ2VudGQudjEuQ2hhdFJlcXVlc3QaFy5hZ2VudGQudjEuQ2hhdFJlc3BvbnNlKAEwARI0CgNSdW4SFS5hZ2VudGQudjEuUnVuUmVxdWVzdBoWLmFnZW50ZC52MS5SdW5SZXNwb25zZRJICglSdW5TdHJlYW0SGy5hZ2VudGQudjEuUnVuU3RyZWFtUmVxdWVzdBocLmFnZW50ZC52MS5SdW5TdHJlYW1SZXNwb25zZTABEkwKC0dldFNuYXBzaG90Eh0uYWdlbnRkLnYxLkdldFNuYXBzaG90UmVxdWVzdBoeLmFnZW50ZC52MS5HZXRTbmFwc2hvdFJlc3BvbnNlElIKDUxpc3RTbmFwc2hvdHMSHy5hZ2VudGQudjEuTGlzdFNuYXBzaG90c1JlcXVlc3QaIC5hZ2VudGQudjEuTGlzdFNuYXBzaG90c1Jlc3BvbnNlElQKDVdhdGNoU25hcHNob3QSHy5hZ2VudGQudjEuV2F0Y2hTbmFwc2hvdFJlcXVlc3QaIC5hZ2VudGQudjEuV2F0Y2hTbmFwc2hvdFJlc3BvbnNlMAESOgoFQWJvcnQSFy5hZ2VudGQudjEuQWJvcnRSZXF1ZXN0GhguYWdlbnRkLnYxLkFib3J0UmVzcG9uc2USXQoQQXR0YWNoSW52b2NhdGlvbhIiLmFnZW50ZC52MS5BdHRhY2hJbnZvY2F0aW9uUmVxdWVzdBojLmFnZW50ZC52MS5BdHRhY2hJbnZvY2F0aW9uUmVzcG9uc2UwARJJCgpMaXN0QWdlbnRzEhwuYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJPCgxMaXN0U2Vzc2lvbnMSHi5hZ2VudGQudjEuTGlzdFNlc3Npb25zUmVxdWVzdBofLmFnZW50ZC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJJCgpHZXRTZXNzaW9uEhwuYWdlbnRkLnYxLkdldFNlc3Npb25SZXF1ZXN0Gh0uYWdlbnRkLnYxLkdldFNlc3Npb25SZXNwb25zZRJSCg1VcGRhdGVTZXNzaW9uEh8uYWdlbnRkLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0GiAuYWdlbnRkLnYxLlVwZGF0ZVNlc3Npb25SZXNwb25zZRJSCg1EZWxldGVTZXNzaW9uEh8uYWdlbnRkLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiAuYWdlbnRkLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZUI4WjZnaXRodWIuY29tL2FnZW50ZC1kZXYvYWdlbnRkL2dlbi9nby9hZ2VudGQvdjE7YWdlbnRkdjFiBnByb3RvMw", [file_agentd_v1_agent, file_agentd_v1_state, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message agentd.v1.ChatRequest
@@ -357,6 +357,62 @@ export const AbortResponseSchema: GenMessage<AbortResponse> = /*@__PURE__*/
   messageDesc(file_agentd_v1_agent_service, 13);
 
 /**
+ * @generated from message agentd.v1.AttachInvocationRequest
+ */
+export type AttachInvocationRequest = Message<"agentd.v1.AttachInvocationRequest"> & {
+  /**
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+
+  /**
+   * The detached work: the snapshot ID its DETACHED output returned.
+   *
+   * @generated from field: string snapshot_id = 2;
+   */
+  snapshotId: string;
+
+  /**
+   * Stream the chunks whose sequence is greater than this (0: from the first
+   * chunk streamed after detach).
+   *
+   * @generated from field: uint32 after_sequence = 3;
+   */
+  afterSequence: number;
+};
+
+/**
+ * Describes the message agentd.v1.AttachInvocationRequest.
+ * Use `create(AttachInvocationRequestSchema)` to create a new message.
+ */
+export const AttachInvocationRequestSchema: GenMessage<AttachInvocationRequest> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 14);
+
+/**
+ * @generated from message agentd.v1.AttachInvocationResponse
+ */
+export type AttachInvocationResponse = Message<"agentd.v1.AttachInvocationResponse"> & {
+  /**
+   * @generated from field: agentd.v1.AgentStreamChunk chunk = 1;
+   */
+  chunk?: AgentStreamChunk | undefined;
+
+  /**
+   * Set on the last response only: the outcome of the detached work.
+   *
+   * @generated from field: agentd.v1.AgentOutput output = 2;
+   */
+  output?: AgentOutput | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.AttachInvocationResponse.
+ * Use `create(AttachInvocationResponseSchema)` to create a new message.
+ */
+export const AttachInvocationResponseSchema: GenMessage<AttachInvocationResponse> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 15);
+
+/**
  * @generated from message agentd.v1.ListAgentsRequest
  */
 export type ListAgentsRequest = Message<"agentd.v1.ListAgentsRequest"> & {
@@ -367,7 +423,7 @@ export type ListAgentsRequest = Message<"agentd.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent_service, 14);
+  messageDesc(file_agentd_v1_agent_service, 16);
 
 /**
  * @generated from message agentd.v1.ListAgentsResponse
@@ -384,7 +440,7 @@ export type ListAgentsResponse = Message<"agentd.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent_service, 15);
+  messageDesc(file_agentd_v1_agent_service, 17);
 
 /**
  * Session is a session's head: who it belongs to and where it stands.
@@ -465,7 +521,7 @@ export type Session = Message<"agentd.v1.Session"> & {
  * Use `create(SessionSchema)` to create a new message.
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent_service, 16);
+  messageDesc(file_agentd_v1_agent_service, 18);
 
 /**
  * @generated from message agentd.v1.ListSessionsRequest
@@ -512,7 +568,7 @@ export type ListSessionsRequest = Message<"agentd.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent_service, 17);
+  messageDesc(file_agentd_v1_agent_service, 19);
 
 /**
  * @generated from message agentd.v1.ListSessionsResponse
@@ -536,7 +592,7 @@ export type ListSessionsResponse = Message<"agentd.v1.ListSessionsResponse"> & {
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent_service, 18);
+  messageDesc(file_agentd_v1_agent_service, 20);
 
 /**
  * @generated from message agentd.v1.GetSessionRequest
@@ -553,7 +609,7 @@ export type GetSessionRequest = Message<"agentd.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent_service, 19);
+  messageDesc(file_agentd_v1_agent_service, 21);
 
 /**
  * @generated from message agentd.v1.GetSessionResponse
@@ -570,7 +626,7 @@ export type GetSessionResponse = Message<"agentd.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent_service, 20);
+  messageDesc(file_agentd_v1_agent_service, 22);
 
 /**
  * @generated from message agentd.v1.UpdateSessionRequest
@@ -615,7 +671,7 @@ export type UpdateSessionRequest = Message<"agentd.v1.UpdateSessionRequest"> & {
  * Use `create(UpdateSessionRequestSchema)` to create a new message.
  */
 export const UpdateSessionRequestSchema: GenMessage<UpdateSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent_service, 21);
+  messageDesc(file_agentd_v1_agent_service, 23);
 
 /**
  * @generated from message agentd.v1.UpdateSessionResponse
@@ -632,7 +688,7 @@ export type UpdateSessionResponse = Message<"agentd.v1.UpdateSessionResponse"> &
  * Use `create(UpdateSessionResponseSchema)` to create a new message.
  */
 export const UpdateSessionResponseSchema: GenMessage<UpdateSessionResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent_service, 22);
+  messageDesc(file_agentd_v1_agent_service, 24);
 
 /**
  * @generated from message agentd.v1.DeleteSessionRequest
@@ -649,7 +705,7 @@ export type DeleteSessionRequest = Message<"agentd.v1.DeleteSessionRequest"> & {
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent_service, 23);
+  messageDesc(file_agentd_v1_agent_service, 25);
 
 /**
  * @generated from message agentd.v1.DeleteSessionResponse
@@ -669,7 +725,7 @@ export type DeleteSessionResponse = Message<"agentd.v1.DeleteSessionResponse"> &
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent_service, 24);
+  messageDesc(file_agentd_v1_agent_service, 26);
 
 /**
  * AgentService runs stateful, multi-turn agents.
@@ -750,6 +806,20 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof AbortRequestSchema;
     output: typeof AbortResponseSchema;
+  },
+  /**
+   * AttachInvocation streams the chunks of detached work (the pending
+   * snapshot a DETACHED output returned) after a sequence number, from any
+   * instance sharing the store: those already recorded, then the rest live,
+   * and ends with the output once the work has ended. Chunks are kept while
+   * the work runs and for the server's chunk retention after it ends.
+   *
+   * @generated from rpc agentd.v1.AgentService.AttachInvocation
+   */
+  attachInvocation: {
+    methodKind: "server_streaming";
+    input: typeof AttachInvocationRequestSchema;
+    output: typeof AttachInvocationResponseSchema;
   },
   /**
    * ListAgents describes every served agent.

@@ -50,6 +50,9 @@ const (
 	AgentServiceWatchSnapshotProcedure = "/agentd.v1.AgentService/WatchSnapshot"
 	// AgentServiceAbortProcedure is the fully-qualified name of the AgentService's Abort RPC.
 	AgentServiceAbortProcedure = "/agentd.v1.AgentService/Abort"
+	// AgentServiceAttachInvocationProcedure is the fully-qualified name of the AgentService's
+	// AttachInvocation RPC.
+	AgentServiceAttachInvocationProcedure = "/agentd.v1.AgentService/AttachInvocation"
 	// AgentServiceListAgentsProcedure is the fully-qualified name of the AgentService's ListAgents RPC.
 	AgentServiceListAgentsProcedure = "/agentd.v1.AgentService/ListAgents"
 	// AgentServiceListSessionsProcedure is the fully-qualified name of the AgentService's ListSessions
@@ -85,6 +88,12 @@ type AgentServiceClient interface {
 	WatchSnapshot(context.Context, *connect.Request[v1.WatchSnapshotRequest]) (*connect.ServerStreamForClient[v1.WatchSnapshotResponse], error)
 	// Abort flips a pending snapshot to aborted, which cancels its background work.
 	Abort(context.Context, *connect.Request[v1.AbortRequest]) (*connect.Response[v1.AbortResponse], error)
+	// AttachInvocation streams the chunks of detached work (the pending
+	// snapshot a DETACHED output returned) after a sequence number, from any
+	// instance sharing the store: those already recorded, then the rest live,
+	// and ends with the output once the work has ended. Chunks are kept while
+	// the work runs and for the server's chunk retention after it ends.
+	AttachInvocation(context.Context, *connect.Request[v1.AttachInvocationRequest]) (*connect.ServerStreamForClient[v1.AttachInvocationResponse], error)
 	// ListAgents describes every served agent.
 	ListAgents(context.Context, *connect.Request[v1.ListAgentsRequest]) (*connect.Response[v1.ListAgentsResponse], error)
 	// ListSessions lists the caller's sessions, newest-updated first, paged.
@@ -151,6 +160,12 @@ func NewAgentServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(agentServiceMethods.ByName("Abort")),
 			connect.WithClientOptions(opts...),
 		),
+		attachInvocation: connect.NewClient[v1.AttachInvocationRequest, v1.AttachInvocationResponse](
+			httpClient,
+			baseURL+AgentServiceAttachInvocationProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("AttachInvocation")),
+			connect.WithClientOptions(opts...),
+		),
 		listAgents: connect.NewClient[v1.ListAgentsRequest, v1.ListAgentsResponse](
 			httpClient,
 			baseURL+AgentServiceListAgentsProcedure,
@@ -186,18 +201,19 @@ func NewAgentServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 
 // agentServiceClient implements AgentServiceClient.
 type agentServiceClient struct {
-	chat          *connect.Client[v1.ChatRequest, v1.ChatResponse]
-	run           *connect.Client[v1.RunRequest, v1.RunResponse]
-	runStream     *connect.Client[v1.RunStreamRequest, v1.RunStreamResponse]
-	getSnapshot   *connect.Client[v1.GetSnapshotRequest, v1.GetSnapshotResponse]
-	listSnapshots *connect.Client[v1.ListSnapshotsRequest, v1.ListSnapshotsResponse]
-	watchSnapshot *connect.Client[v1.WatchSnapshotRequest, v1.WatchSnapshotResponse]
-	abort         *connect.Client[v1.AbortRequest, v1.AbortResponse]
-	listAgents    *connect.Client[v1.ListAgentsRequest, v1.ListAgentsResponse]
-	listSessions  *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
-	getSession    *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
-	updateSession *connect.Client[v1.UpdateSessionRequest, v1.UpdateSessionResponse]
-	deleteSession *connect.Client[v1.DeleteSessionRequest, v1.DeleteSessionResponse]
+	chat             *connect.Client[v1.ChatRequest, v1.ChatResponse]
+	run              *connect.Client[v1.RunRequest, v1.RunResponse]
+	runStream        *connect.Client[v1.RunStreamRequest, v1.RunStreamResponse]
+	getSnapshot      *connect.Client[v1.GetSnapshotRequest, v1.GetSnapshotResponse]
+	listSnapshots    *connect.Client[v1.ListSnapshotsRequest, v1.ListSnapshotsResponse]
+	watchSnapshot    *connect.Client[v1.WatchSnapshotRequest, v1.WatchSnapshotResponse]
+	abort            *connect.Client[v1.AbortRequest, v1.AbortResponse]
+	attachInvocation *connect.Client[v1.AttachInvocationRequest, v1.AttachInvocationResponse]
+	listAgents       *connect.Client[v1.ListAgentsRequest, v1.ListAgentsResponse]
+	listSessions     *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
+	getSession       *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
+	updateSession    *connect.Client[v1.UpdateSessionRequest, v1.UpdateSessionResponse]
+	deleteSession    *connect.Client[v1.DeleteSessionRequest, v1.DeleteSessionResponse]
 }
 
 // Chat calls agentd.v1.AgentService.Chat.
@@ -233,6 +249,11 @@ func (c *agentServiceClient) WatchSnapshot(ctx context.Context, req *connect.Req
 // Abort calls agentd.v1.AgentService.Abort.
 func (c *agentServiceClient) Abort(ctx context.Context, req *connect.Request[v1.AbortRequest]) (*connect.Response[v1.AbortResponse], error) {
 	return c.abort.CallUnary(ctx, req)
+}
+
+// AttachInvocation calls agentd.v1.AgentService.AttachInvocation.
+func (c *agentServiceClient) AttachInvocation(ctx context.Context, req *connect.Request[v1.AttachInvocationRequest]) (*connect.ServerStreamForClient[v1.AttachInvocationResponse], error) {
+	return c.attachInvocation.CallServerStream(ctx, req)
 }
 
 // ListAgents calls agentd.v1.AgentService.ListAgents.
@@ -280,6 +301,12 @@ type AgentServiceHandler interface {
 	WatchSnapshot(context.Context, *connect.Request[v1.WatchSnapshotRequest], *connect.ServerStream[v1.WatchSnapshotResponse]) error
 	// Abort flips a pending snapshot to aborted, which cancels its background work.
 	Abort(context.Context, *connect.Request[v1.AbortRequest]) (*connect.Response[v1.AbortResponse], error)
+	// AttachInvocation streams the chunks of detached work (the pending
+	// snapshot a DETACHED output returned) after a sequence number, from any
+	// instance sharing the store: those already recorded, then the rest live,
+	// and ends with the output once the work has ended. Chunks are kept while
+	// the work runs and for the server's chunk retention after it ends.
+	AttachInvocation(context.Context, *connect.Request[v1.AttachInvocationRequest], *connect.ServerStream[v1.AttachInvocationResponse]) error
 	// ListAgents describes every served agent.
 	ListAgents(context.Context, *connect.Request[v1.ListAgentsRequest]) (*connect.Response[v1.ListAgentsResponse], error)
 	// ListSessions lists the caller's sessions, newest-updated first, paged.
@@ -342,6 +369,12 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(agentServiceMethods.ByName("Abort")),
 		connect.WithHandlerOptions(opts...),
 	)
+	agentServiceAttachInvocationHandler := connect.NewServerStreamHandler(
+		AgentServiceAttachInvocationProcedure,
+		svc.AttachInvocation,
+		connect.WithSchema(agentServiceMethods.ByName("AttachInvocation")),
+		connect.WithHandlerOptions(opts...),
+	)
 	agentServiceListAgentsHandler := connect.NewUnaryHandler(
 		AgentServiceListAgentsProcedure,
 		svc.ListAgents,
@@ -388,6 +421,8 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 			agentServiceWatchSnapshotHandler.ServeHTTP(w, r)
 		case AgentServiceAbortProcedure:
 			agentServiceAbortHandler.ServeHTTP(w, r)
+		case AgentServiceAttachInvocationProcedure:
+			agentServiceAttachInvocationHandler.ServeHTTP(w, r)
 		case AgentServiceListAgentsProcedure:
 			agentServiceListAgentsHandler.ServeHTTP(w, r)
 		case AgentServiceListSessionsProcedure:
@@ -433,6 +468,10 @@ func (UnimplementedAgentServiceHandler) WatchSnapshot(context.Context, *connect.
 
 func (UnimplementedAgentServiceHandler) Abort(context.Context, *connect.Request[v1.AbortRequest]) (*connect.Response[v1.AbortResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentd.v1.AgentService.Abort is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) AttachInvocation(context.Context, *connect.Request[v1.AttachInvocationRequest], *connect.ServerStream[v1.AttachInvocationResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("agentd.v1.AgentService.AttachInvocation is not implemented"))
 }
 
 func (UnimplementedAgentServiceHandler) ListAgents(context.Context, *connect.Request[v1.ListAgentsRequest]) (*connect.Response[v1.ListAgentsResponse], error) {

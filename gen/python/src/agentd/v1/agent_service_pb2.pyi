@@ -128,6 +128,24 @@ class AbortResponse(_message.Message):
     status: _state_pb2.SnapshotStatus
     def __init__(self, snapshot_id: _Optional[str] = ..., status: _Optional[_Union[_state_pb2.SnapshotStatus, str]] = ...) -> None: ...
 
+class AttachInvocationRequest(_message.Message):
+    __slots__ = ("agent", "snapshot_id", "after_sequence")
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    snapshot_id: str
+    after_sequence: int
+    def __init__(self, agent: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., after_sequence: _Optional[int] = ...) -> None: ...
+
+class AttachInvocationResponse(_message.Message):
+    __slots__ = ("chunk", "output")
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    chunk: _agent_pb2.AgentStreamChunk
+    output: _agent_pb2.AgentOutput
+    def __init__(self, chunk: _Optional[_Union[_agent_pb2.AgentStreamChunk, _Mapping]] = ..., output: _Optional[_Union[_agent_pb2.AgentOutput, _Mapping]] = ...) -> None: ...
+
 class ListAgentsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

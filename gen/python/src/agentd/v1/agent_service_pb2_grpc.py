@@ -70,6 +70,11 @@ class AgentServiceStub:
                 request_serializer=agentd_dot_v1_dot_agent__service__pb2.AbortRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agent__service__pb2.AbortResponse.FromString,
                 _registered_method=True)
+        self.AttachInvocation = channel.unary_stream(
+                '/agentd.v1.AgentService/AttachInvocation',
+                request_serializer=agentd_dot_v1_dot_agent__service__pb2.AttachInvocationRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agent__service__pb2.AttachInvocationResponse.FromString,
+                _registered_method=True)
         self.ListAgents = channel.unary_unary(
                 '/agentd.v1.AgentService/ListAgents',
                 request_serializer=agentd_dot_v1_dot_agent__service__pb2.ListAgentsRequest.SerializeToString,
@@ -154,6 +159,17 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AttachInvocation(self, request, context):
+        """AttachInvocation streams the chunks of detached work (the pending
+        snapshot a DETACHED output returned) after a sequence number, from any
+        instance sharing the store: those already recorded, then the rest live,
+        and ends with the output once the work has ended. Chunks are kept while
+        the work runs and for the server's chunk retention after it ends.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListAgents(self, request, context):
         """ListAgents describes every served agent.
         """
@@ -227,6 +243,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.Abort,
                     request_deserializer=agentd_dot_v1_dot_agent__service__pb2.AbortRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agent__service__pb2.AbortResponse.SerializeToString,
+            ),
+            'AttachInvocation': grpc.unary_stream_rpc_method_handler(
+                    servicer.AttachInvocation,
+                    request_deserializer=agentd_dot_v1_dot_agent__service__pb2.AttachInvocationRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agent__service__pb2.AttachInvocationResponse.SerializeToString,
             ),
             'ListAgents': grpc.unary_unary_rpc_method_handler(
                     servicer.ListAgents,
@@ -444,6 +465,33 @@ class AgentService:
             '/agentd.v1.AgentService/Abort',
             agentd_dot_v1_dot_agent__service__pb2.AbortRequest.SerializeToString,
             agentd_dot_v1_dot_agent__service__pb2.AbortResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AttachInvocation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentd.v1.AgentService/AttachInvocation',
+            agentd_dot_v1_dot_agent__service__pb2.AttachInvocationRequest.SerializeToString,
+            agentd_dot_v1_dot_agent__service__pb2.AttachInvocationResponse.FromString,
             options,
             channel_credentials,
             insecure,

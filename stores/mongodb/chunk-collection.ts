@@ -1,0 +1,247 @@
+import { BSON, type ObjectId } from "mongodb";
+import { AgentError } from "../../src/errors/agent-error.js";
+import { checkAppend, checkChunkLogKey, checkKeepUntil, checkNow, checkRead } from "../chunk-arguments.js";
+import type { ChunkLog, ChunkLogKey, StoredChunk } from "../chunk-log.js";
+import type { StoreCallContext } from "../snapshot-store.js";
+import { WakeChannel } from "../wake-channel.js";
+import { ChunkStream, type ChunkStreamSource } from "./chunk-stream.js";
+import { guarded, isDuplicateKey } from "./mongo-errors.js";
+import { MAX_DOCUMENT_BYTES } from "./record-document.js";
+
+/** One chunk of a chunk log (`<prefix>stream_chunks`). */
+export interface StreamChunkDocument {
+  _id?: ObjectId;
+  snapshotId: string;
+  sessionId: string;
+  sequence: number;
+  /**
+   * The chunk's JSON: a string, so any chunk round-trips exactly whatever its
+   * keys (BSON refuses keys starting with `$`) and a chunk is never parsed
+   * on the server.
+   */
+  chunk: string;
+  /** The log's keep-until time (this chunk's append, or the last keepChunks); the TTL index removes the chunk after it. */
+  expireAt: Date;
+}
+
+/** Chunk logs a sweep examines per query. */
+const SWEEP_BATCH = 500;
+
+const watchKey = (key: ChunkLogKey): string => `${key.sessionId}\0${key.snapshotId}`;
+
+/** The filter of one log's documents. */
+const logFilter = (key: ChunkLogKey): { snapshotId: string; sessionId: string } => ({
+  snapshotId: key.snapshotId,
+  sessionId: key.sessionId,
+});
+
+function tooLarge(key: ChunkLogKey, sequence: number, bytes: number): AgentError {
+  return new AgentError(
+    "RESOURCE_EXHAUSTED",
+    `chunk ${sequence} of snapshot ${key.snapshotId} needs a ${(bytes / 1024 / 1024).toFixed(1)} MiB document, over MongoDB's ` +
+      `16 MiB document limit; nothing was appended. Stream smaller chunks (e.g. an artifact in parts, or stored elsewhere and ` +
+      `referenced) or use the file store.`,
+    { details: { snapshotId: key.snapshotId, sequence, bytes, limitBytes: MAX_DOCUMENT_BYTES } },
+  );
+}
+
+/**
+ * The chunk logs of the MongoDB store (see {@link ChunkLog}) in
+ * `<prefix>stream_chunks`: one document per chunk (see
+ * {@link StreamChunkDocument}), unique on (snapshotId, sequence), with a TTL
+ * index on `expireAt`.
+ *
+ * Guarantees: `appendChunks` is one ordered `insertMany` with the store's
+ * write concern (majority, journaled), so the chunks are durable when it
+ * resolves; a chunk over 16 MiB as a document fails RESOURCE_EXHAUSTED before
+ * anything is written; a sequence already stored fails ALREADY_EXISTS.
+ * A log's keep-until time is the latest `expireAt` of its chunks: appends
+ * give their chunks theirs, `keepChunks` sets every chunk's (`updateMany`).
+ * `sweepChunks` deletes whole logs whose every chunk's `expireAt` ≤ now. The
+ * TTL index is a backstop for deployments nobody sweeps: MongoDB removes
+ * documents one by one, so for a log whose writer died between keepChunks
+ * calls it may remove the oldest chunks up to that interval before the
+ * newest. Each watcher runs its own change stream (see {@link ChunkStream});
+ * `readChunks` waits for the baseline of this instance's watchers of the same
+ * log, so "watch, then read" misses no append.
+ */
+export class ChunkCollection implements ChunkLog {
+  /** This instance's watchers by log, each with the channel it wakes. */
+  private readonly streams = new Map<string, Map<ChunkStream, WakeChannel>>();
+  private readonly source: ChunkStreamSource;
+  /** Watchers whose stream loop has not finished yet (stopped ones included until their stream is closed). */
+  private running = 0;
+
+  /** `source`: what the watchers need of the store (the collection, the no-change-streams error, the logger). */
+  constructor(source: Omit<ChunkStreamSource, "lastSequence">) {
+    this.source = { ...source, lastSequence: (key) => this.lastSequence(key) };
+  }
+
+  /** Inserts the chunks (ordered) with `expireAt` = `keepUntil`; this instance's watchers wake at once. */
+  async appendChunks(
+    key: ChunkLogKey,
+    chunks: readonly StoredChunk[],
+    keepUntil: number,
+    _ctx?: StoreCallContext,
+  ): Promise<void> {
+    const json = checkAppend(key, chunks, keepUntil);
+    const expireAt = new Date(keepUntil);
+    const docs: StreamChunkDocument[] = chunks.map((stored, i) => ({
+      ...logFilter(key),
+      sequence: stored.sequence,
+      chunk: json[i]!,
+      expireAt,
+    }));
+    for (const doc of docs) {
+      const bytes = BSON.calculateObjectSize(doc as unknown as BSON.Document);
+      if (bytes > MAX_DOCUMENT_BYTES) throw tooLarge(key, doc.sequence, bytes);
+    }
+    const collection = await this.source.collection();
+    await guarded(`appending chunks to the log of snapshot ${key.snapshotId}`, async () => {
+      try {
+        await collection.insertMany(docs, { ordered: true });
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err;
+        throw new AgentError(
+          "ALREADY_EXISTS",
+          `the chunk log of snapshot ${key.snapshotId} already holds a chunk of sequences ${docs[0]!.sequence}-${docs[docs.length - 1]!.sequence}; ` +
+            `an append must continue after the log's last sequence (chunks before the repeated one were appended)`,
+          { cause: err },
+        );
+      }
+    });
+    const last = docs[docs.length - 1]!.sequence;
+    for (const stream of this.streams.get(watchKey(key))?.keys() ?? []) stream.offer(last);
+  }
+
+  /** One indexed query on (snapshotId, sequence), after this instance's watchers of the log know their baseline. */
+  async readChunks(
+    key: ChunkLogKey,
+    afterSequence: number,
+    limit: number,
+    _ctx?: StoreCallContext,
+  ): Promise<StoredChunk[]> {
+    checkRead(key, afterSequence, limit);
+    if (limit === 0) return []; // (a MongoDB limit of 0 means none)
+    await Promise.all([...(this.streams.get(watchKey(key))?.keys() ?? [])].map((stream) => stream.baseline));
+    const collection = await this.source.collection();
+    const docs = await guarded(`reading the chunk log of snapshot ${key.snapshotId}`, () =>
+      collection
+        .find(
+          { ...logFilter(key), sequence: { $gt: afterSequence } },
+          { projection: { _id: 0, sequence: 1, chunk: 1 } },
+        )
+        .sort({ sequence: 1 })
+        .limit(limit)
+        .toArray(),
+    );
+    return docs.map((doc) => {
+      try {
+        return { sequence: doc.sequence, chunk: JSON.parse(doc.chunk) as StoredChunk["chunk"] };
+      } catch (err) {
+        throw new AgentError(
+          "DATA_LOSS",
+          `chunk ${doc.sequence} of snapshot ${key.snapshotId} in "${collection.collectionName}" is not a stored chunk (its "chunk" is not JSON); ` +
+            `delete the log's documents to drop it`,
+          { cause: err },
+        );
+      }
+    });
+  }
+
+  /** Whether any chunk of the log is stored. */
+  async hasChunks(key: ChunkLogKey, _ctx?: StoreCallContext): Promise<boolean> {
+    checkChunkLogKey(key, "hasChunks");
+    const collection = await this.source.collection();
+    const found = await guarded(`reading the chunk log of snapshot ${key.snapshotId}`, () =>
+      collection.findOne(logFilter(key), { projection: { _id: 1 } }),
+    );
+    return found !== null;
+  }
+
+  /** Sets `expireAt` of every chunk of the log (`updateMany`). */
+  async keepChunks(key: ChunkLogKey, keepUntil: number, _ctx?: StoreCallContext): Promise<void> {
+    checkChunkLogKey(key, "keepChunks");
+    checkKeepUntil(keepUntil, "keepChunks");
+    const collection = await this.source.collection();
+    await guarded(`keeping the chunk log of snapshot ${key.snapshotId}`, () =>
+      collection.updateMany(logFilter(key), { $set: { expireAt: new Date(keepUntil) } }),
+    );
+  }
+
+  /** A change stream of its own per watcher (see ChunkStream), closed when `signal` aborts. */
+  watchChunks(key: ChunkLogKey, signal: AbortSignal, _ctx?: StoreCallContext): AsyncIterable<void> {
+    checkChunkLogKey(key, "watchChunks");
+    const id = watchKey(key);
+    if (signal.aborted) return new WakeChannel(signal, () => undefined);
+    const channel: WakeChannel = new WakeChannel(signal, () => {
+      stream.stop();
+      const open = this.streams.get(id);
+      open?.delete(stream);
+      if (open?.size === 0) this.streams.delete(id);
+    });
+    const stream = new ChunkStream(key, channel, this.source);
+    this.running++;
+    void stream.done.finally(() => this.running--);
+    let open = this.streams.get(id);
+    if (!open) this.streams.set(id, (open = new Map()));
+    open.set(stream, channel);
+    return channel;
+  }
+
+  /**
+   * Deletes every log all of whose chunks have `expireAt` ≤ `now`, whole
+   * (`deleteMany` by snapshotId), walking the snapshot IDs with expired
+   * chunks in batches; a log one of whose chunks is kept longer stays.
+   */
+  async sweepChunks(now: number, _ctx?: StoreCallContext): Promise<number> {
+    checkNow(now, "sweepChunks");
+    const collection = await this.source.collection();
+    const cutoff = new Date(now);
+    return guarded("sweeping chunk logs", async () => {
+      let removed = 0;
+      let after = "";
+      for (;;) {
+        const ids = (
+          await collection
+            .aggregate<{ _id: string }>([
+              { $match: { expireAt: { $lte: cutoff }, snapshotId: { $gt: after } } },
+              { $group: { _id: "$snapshotId" } },
+              { $sort: { _id: 1 } },
+              { $limit: SWEEP_BATCH },
+            ])
+            .toArray()
+        ).map((d) => d._id);
+        for (const snapshotId of ids) {
+          if (await collection.findOne({ snapshotId, expireAt: { $gt: cutoff } }, { projection: { _id: 1 } })) continue;
+          if ((await collection.deleteMany({ snapshotId })).deletedCount > 0) removed++;
+        }
+        if (ids.length < SWEEP_BATCH) return removed;
+        after = ids[ids.length - 1]!;
+      }
+    });
+  }
+
+  /** Watchers whose change stream is established and caught up. */
+  get openStreams(): number {
+    let n = 0;
+    for (const open of this.streams.values()) for (const stream of open.keys()) if (stream.isOpen) n++;
+    return n;
+  }
+
+  /** Watchers whose stream loop still runs (holding, opening or closing a change stream); 0 once all have ended. */
+  get watcherCount(): number {
+    return this.running;
+  }
+
+  /** Ends every watcher: its iterable ends and its stream closes. */
+  closeAll(): void {
+    for (const open of [...this.streams.values()]) for (const channel of [...open.values()]) channel.close();
+  }
+
+  private async lastSequence(key: ChunkLogKey): Promise<number> {
+    const collection = await this.source.collection();
+    const last = await collection.findOne(logFilter(key), { sort: { sequence: -1 }, projection: { sequence: 1 } });
+    return last?.sequence ?? 0;
+  }
+}

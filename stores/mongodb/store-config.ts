@@ -1,0 +1,52 @@
+import type { MongoClient, MongoClientOptions } from "mongodb";
+import type { StoreLogger } from "./store-logger.js";
+
+/** Configuration of {@link MongoSessionStore}. */
+export interface MongoSessionStoreConfig {
+  /**
+   * Connection string (`mongodb://…` or `mongodb+srv://…`). Ignored when
+   * `client` is given. Its options are honoured (they override the store's
+   * defaults); its path names the database (see `database`) but is never the
+   * authentication database: set `authSource` for that.
+   */
+  uri?: string;
+  /**
+   * An existing client to use; the store then does not close it. Its
+   * explicit write concern, read concern and read preference are honoured
+   * like a URI's (see {@link MongoSessionStore.warnings}).
+   */
+  client?: MongoClient;
+  /** Database name. Default: the URI's path, else `agentd`. */
+  database?: string;
+  /**
+   * Prepended to the collection names `heads`, `snapshots`, `checkpoint_chunks`,
+   * `stream_chunks` and `store_meta` (tenant isolation per prefix). Default empty.
+   */
+  collectionPrefix?: string;
+  /** Extra driver options when the store creates the client. */
+  clientOptions?: MongoClientOptions;
+  /** `updateRecord` gives up after this many version conflicts (ABORTED). Default 1000. */
+  maxConflictRetries?: number;
+  /**
+   * `updateRecord` retries transient failures (no primary, network errors,
+   * step-down, write-concern timeout) for this long before it fails
+   * UNAVAILABLE, so a detached run's final write survives a failover.
+   * Default 30 s; 0 disables the retry.
+   */
+  failoverWindowMs?: number;
+  /** Receives the start-up warnings and the change stream's endings and reopens (a pino logger fits). */
+  logger?: StoreLogger;
+  /**
+   * `sweepExpired`'s orphan pass (records and chunks of sessions whose head
+   * MongoDB's TTL index removed): index entries of `snapshots` and of
+   * `checkpoint_chunks` examined per sweep, round robin. Default 1000; 0
+   * disables the pass.
+   */
+  orphanScanBatch?: number;
+  /**
+   * The orphan pass leaves records and chunks stored less than this long
+   * before the sweep's `now` alone (a commit writes its record before its
+   * head; also covers clock skew between instances). Default 10 minutes.
+   */
+  orphanGraceMs?: number;
+}
