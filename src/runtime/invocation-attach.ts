@@ -47,22 +47,36 @@ class ChunkCursor {
     public after: number,
   ) {}
 
-  /** The next recorded chunks (at most a page); DATA_LOSS when the log skips a sequence. */
-  async next(): Promise<{ chunks: AgentStreamChunk[]; more: boolean }> {
+  /**
+   * The next recorded chunks (at most a page). When the log skips a sequence,
+   * the chunks before the gap and `gap`, a DATA_LOSS error to end with.
+   */
+  async next(): Promise<{ chunks: AgentStreamChunk[]; more: boolean; gap?: AgentError }> {
     const page = await this.log.readChunks(this.key, this.after, READ_PAGE, this.ctx);
     const chunks: AgentStreamChunk[] = [];
     for (const { sequence, chunk } of page) {
       if (this.sawChunks && sequence !== this.after + 1) {
-        throw new AgentError(
+        const gap = new AgentError(
           "DATA_LOSS",
           `chunks ${this.after + 1}–${sequence - 1} of snapshot "${this.key.snapshotId}" are missing from the store`,
         );
+        return { chunks, more: false, gap };
       }
       this.sawChunks = true;
       this.after = sequence;
       chunks.push({ ...chunk, sequence });
     }
     return { chunks, more: page.length === READ_PAGE };
+  }
+
+  /** Every chunk recorded after the last one read (the work has ended: no more are added); throws at a gap. */
+  async *rest(): AsyncGenerator<AgentStreamChunk> {
+    for (;;) {
+      const { chunks, more, gap } = await this.next();
+      yield* chunks;
+      if (gap) throw gap;
+      if (!more) return;
+    }
   }
 }
 
@@ -113,8 +127,9 @@ export async function* attachInvocation<S>(
   const wakeUps = new WakeUps(appended, statuses, Math.max(50, Math.floor(target.liveness.heartbeatTtlMs / 4)));
   try {
     while (!signal.aborted) {
-      const { chunks, more } = await cursor.next();
+      const { chunks, more, gap } = await cursor.next();
       for (const chunk of chunks) yield { chunk };
+      if (gap) throw gap;
       if (more) continue;
       const record = await store.getRecord(snapshotId, ctx);
       if (!record) throw new AgentError("NOT_FOUND", `snapshot "${snapshotId}" no longer exists in the store`);
@@ -127,10 +142,7 @@ export async function* attachInvocation<S>(
       }
       if (isTerminalStatus(status)) {
         // Every chunk was recorded before the row ended: read those recorded after the read above.
-        for (let rest = await cursor.next(); ; rest = await cursor.next()) {
-          for (const chunk of rest.chunks) yield { chunk };
-          if (!rest.more) break;
-        }
+        for await (const chunk of cursor.rest()) yield { chunk };
         if (!cursor.sawChunks) await checkRetained(store, key, record, target, ctx);
         yield { output: await outputOf(target, store, record, options) };
         return;

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import {
+  backgroundDone,
   deferred,
   drain,
   expectAgentError,
@@ -10,7 +11,6 @@ import {
   register,
   Rendezvous,
   replyTurn,
-  type Harness,
 } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
@@ -19,11 +19,6 @@ import type { RecordMutator, SessionStore, SnapshotRecord, StoreCallContext } fr
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 
 vi.setConfig({ testTimeout: 5_000 });
-
-/** Waits until every detached run of the registry has finished. */
-async function backgroundDone(h: Harness): Promise<void> {
-  expect(await h.registry.background.drain(4_000)).toBe(0);
-}
 
 describe("DetachedRun", () => {
   it("answers detach at once with a pending snapshot chained off the last committed turn", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import {
+  backgroundDone,
   appendRecord,
   chunkLabels,
   drain,
@@ -9,7 +10,6 @@ import {
   register,
   Rendezvous,
   replyTurn,
-  type Harness,
 } from "./runtime-fixtures.js";
 import type { Agent } from "../../src/runtime/agent.js";
 import type { AttachedItem } from "../../src/runtime/invocation-attach.js";
@@ -17,11 +17,6 @@ import { DEFAULT_LIVENESS } from "../../src/runtime/snapshot-liveness.js";
 import type { AgentOutput, AgentStreamChunk } from "../../src/types/agent-io.js";
 
 vi.setConfig({ testTimeout: 5_000 });
-
-/** Waits until every detached run of the registry has finished. */
-async function backgroundDone(h: Harness): Promise<void> {
-  expect(await h.registry.background.drain(4_000)).toBe(0);
-}
 
 /** Everything an attach yields: the chunks, and the output it ended with. */
 async function attachAll(
@@ -260,6 +255,29 @@ describe("attach to detached work", () => {
     await backgroundDone(h);
     expect(await h.registry.lifecycle.sweepChunks()).toBe(0);
     expect((await attachAll(agent, pendingId)).chunks).toHaveLength(2);
+  });
+
+  it("ends with DATA_LOSS when the recorded stream skips a sequence", async () => {
+    const h = harness();
+    const agent = register(h.registry, { name: "a", store: "default", turn: replyTurn });
+    const first = await agent.runText("one");
+    const pendingId = await appendRecord(h.store, first.sessionId, {
+      status: "pending",
+      turnIndex: 1,
+      heartbeatAt: Date.now(),
+    });
+    const key = { sessionId: first.sessionId, snapshotId: pendingId };
+    const text = (t: string) => ({ modelChunk: { role: "model" as const, content: [{ text: t }] } });
+    await h.store.appendChunks(key, [{ sequence: 1, chunk: text("a") }], Date.now() + 60_000);
+    await h.store.appendChunks(key, [{ sequence: 3, chunk: text("c") }], Date.now() + 60_000); // 2 was lost
+    const seen: number[] = [];
+    const attached = (async () => {
+      for await (const item of agent.attach({ snapshotId: pendingId }, new AbortController().signal)) {
+        if ("chunk" in item) seen.push(item.chunk.sequence!);
+      }
+    })();
+    await expectAgentError(attached, "DATA_LOSS", `chunks 2–2 of snapshot "${pendingId}" are missing`);
+    expect(seen).toEqual([1]);
   });
 
   it("refuses bad requests with INVALID_ARGUMENT", async () => {

@@ -1,6 +1,6 @@
 // Shared helpers of the in-process runtime unit tests: a registry on the memory
 // store, agents whose turns block on promises the test controls, and stream readers.
-import { vi } from "vitest";
+import { expect, vi } from "vitest";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { Agent } from "../../src/runtime/agent.js";
 import type { AgentConnection } from "../../src/runtime/agent-connection.js";
@@ -99,6 +99,11 @@ export function harness(options: Omit<AgentRegistryOptions, "defaultStore"> = {}
   const store = new InMemorySessionStore();
   const registry = new AgentRegistry({ defaultStore: store as SessionStore, ...options });
   return { store, registry };
+}
+
+/** Waits until every detached run of the registry has finished (within 4 s). */
+export async function backgroundDone(h: Harness): Promise<void> {
+  expect(await h.registry.background.drain(4_000)).toBe(0);
 }
 
 /** Defines a custom agent and registers it in `registry`. */

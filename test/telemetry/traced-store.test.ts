@@ -16,7 +16,7 @@ runStoreConformance("memory, traced", async () => {
   const store = new InMemorySessionStore<CounterState>();
   return {
     store: traceSessionStore(store, "memory"),
-    openResources: () => store.subscriberCount,
+    openResources: () => store.subscriberCount + store.chunkWatcherCount,
     footprint: async () => store.sizes(),
   };
 });
