@@ -11,7 +11,8 @@ import type {
 import { backgroundStoreOf } from "./background-store.js";
 import { shapeOutput } from "./invocation-output.js";
 import { loadRecordState, ownedRecord } from "./session-lookup.js";
-import { effectiveStatus } from "./snapshot-liveness.js";
+import { effectiveStatus, livenessRecheckMs } from "./snapshot-liveness.js";
+import { transformContextOf } from "./state-transform.js";
 import type { SnapshotAccessTarget, SnapshotReadOptions } from "./snapshot-access.js";
 
 /** What AttachInvocation streams: chunks in sequence order, then one output. */
@@ -124,7 +125,7 @@ export async function* attachInvocation<S>(
   // Both subscriptions start before the first read, so nothing recorded after that read is missed.
   const appended = store.watchChunks(key, subscription.signal, ctx)[Symbol.asyncIterator]();
   const statuses = store.subscribeStatus(snapshotId, subscription.signal, ctx)[Symbol.asyncIterator]();
-  const wakeUps = new WakeUps(appended, statuses, Math.max(50, Math.floor(target.liveness.heartbeatTtlMs / 4)));
+  const wakeUps = new WakeUps(appended, statuses, livenessRecheckMs(target.liveness));
   try {
     while (!signal.aborted) {
       const { chunks, more, gap } = await cursor.next();
@@ -230,11 +231,7 @@ async function outputOf<S>(
     state,
     serverManaged: true,
     stateTransform: target.transforms.state,
-    transformContext: {
-      agent: target.name,
-      ...(options.headers ? { headers: options.headers } : {}),
-      ...(options.principal ? { principal: options.principal } : {}),
-    },
+    transformContext: transformContextOf(target.name, options),
     result: undefined,
     error: undefined,
     sessionId: record.sessionId,

@@ -16,7 +16,12 @@ import type { SessionClaim } from "./session-claim.js";
 import { TurnCommits } from "./turn-commits.js";
 import { SessionRunner, type TurnLifecycle } from "./session-runner.js";
 import { ANONYMOUS } from "../types/principal.js";
-import { applyChunkTransform, applyStateTransform, type TransformContext } from "./state-transform.js";
+import {
+  applyChunkTransform,
+  applyStateTransform,
+  transformContextOf,
+  type TransformContext,
+} from "./state-transform.js";
 import { InvocationTelemetry } from "./invocation-telemetry.js";
 import { shapeOutput } from "./invocation-output.js";
 import type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
@@ -245,11 +250,7 @@ export class Invocation<S> implements AgentConnection<S> {
   }
 
   private transformContext(): TransformContext {
-    return {
-      agent: this.target.name,
-      ...(this.options.headers ? { headers: this.options.headers } : {}),
-      ...(this.options.principal ? { principal: this.options.principal } : {}),
-    };
+    return transformContextOf(this.target.name, this.options);
   }
 
   /**

@@ -6,8 +6,8 @@ import type { SessionStore, SnapshotRecord, StoreCallContext } from "../../store
 import { pageSizeOf } from "../../stores/snapshot-order.js";
 import { backgroundStoreOf } from "./background-store.js";
 import { loadRecordState, ownedHead, ownedRecord, resolveRecordRef } from "./session-lookup.js";
-import { effectiveStatus, type LivenessSettings } from "./snapshot-liveness.js";
-import { applyStateTransform, type ClientTransforms, type TransformContext } from "./state-transform.js";
+import { effectiveStatus, livenessRecheckMs, type LivenessSettings } from "./snapshot-liveness.js";
+import { applyStateTransform, transformContextOf, type ClientTransforms } from "./state-transform.js";
 
 /** What snapshot reads need from an agent. */
 export interface SnapshotAccessTarget<S> {
@@ -66,11 +66,7 @@ export async function shapeSnapshot<S>(
   if (options.includeState === false) return shaped;
   const state = await loadRecordState(requireStore(target), record, options.storeContext);
   if (state) {
-    const ctx: TransformContext = {
-      agent: target.name,
-      ...(options.headers ? { headers: options.headers } : {}),
-      ...(options.principal ? { principal: options.principal } : {}),
-    };
+    const ctx = transformContextOf(target.name, options);
     const transformed = await applyStateTransform(target.transforms.state, state, ctx);
     if (transformed) shaped.state = transformed;
   }
@@ -175,7 +171,7 @@ export async function* watchSnapshot<S>(
     last = initial;
     yield initial;
     if (isTerminalStatus(initial)) return;
-    const checkEvery = Math.max(50, Math.floor(target.liveness.heartbeatTtlMs / 4));
+    const checkEvery = livenessRecheckMs(target.liveness);
     let next = statuses.next();
     while (!signal.aborted) {
       let timer: NodeJS.Timeout | undefined;

@@ -35,3 +35,12 @@ export function effectiveStatus(
   const lastSign = snapshot.heartbeatAt ?? snapshot.updatedAt;
   return now - lastSign > settings.heartbeatTtlMs ? "expired" : "pending";
 }
+
+/**
+ * How often a reader following a pending row re-reads it to notice a stale
+ * heartbeat (or a vanished row), which no status change announces: a quarter
+ * of the heartbeat TTL, at least 50 ms.
+ */
+export function livenessRecheckMs(settings: LivenessSettings): number {
+  return Math.max(50, Math.floor(settings.heartbeatTtlMs / 4));
+}

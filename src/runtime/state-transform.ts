@@ -13,6 +13,18 @@ export interface TransformContext {
   principal?: Principal;
 }
 
+/** The transform context of a call on `agent` by the caller `call` describes (its headers and principal, when set). */
+export function transformContextOf(
+  agent: string,
+  call: { headers?: Headers; principal?: Principal },
+): TransformContext {
+  return {
+    agent,
+    ...(call.headers ? { headers: call.headers } : {}),
+    ...(call.principal ? { principal: call.principal } : {}),
+  };
+}
+
 /**
  * Rewrites session state on its way out to a client (snapshot reads,
  * client-managed output, custom-patch diffs). Receives its own deep copy; may
