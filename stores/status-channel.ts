@@ -1,5 +1,4 @@
 import type { SnapshotStatus } from "../src/types/snapshot.js";
-import { SignalBoundChannel } from "./signal-bound-channel.js";
 
 /** One observation of a snapshot's status; `version` orders observations of one row. */
 export interface StatusObservation {
@@ -15,24 +14,54 @@ export interface StatusObservation {
  * the channel delivers each status change exactly once and in order: it drops
  * an observation whose version is not newer than the last delivered one, or
  * whose status equals the last delivered status. The iterable ends when the
- * signal aborts or {@link StatusChannel.close} is called (the lifecycle of
- * {@link SignalBoundChannel}).
+ * signal aborts or {@link StatusChannel.close} is called.
  */
-export class StatusChannel extends SignalBoundChannel implements AsyncIterable<SnapshotStatus> {
+export class StatusChannel implements AsyncIterable<SnapshotStatus> {
   private lastVersion = Number.NEGATIVE_INFINITY;
   private lastStatus: SnapshotStatus | undefined;
   private readonly queue: SnapshotStatus[] = [];
+  private wake: (() => void) | undefined;
+  private closed = false;
+  private readonly onAbort = (): void => this.close();
+
+  /**
+   * `onClose` runs once when the channel ends (abort, close, or consumer
+   * return), never from inside the constructor: a channel created with an
+   * already-aborted signal starts closed (check {@link isClosed} before registering it).
+   */
+  constructor(
+    private readonly signal: AbortSignal,
+    private readonly onClose: () => void,
+  ) {
+    // Already aborted: born closed; nothing is registered yet, so onClose is not called.
+    if (signal.aborted) this.closed = true;
+    else signal.addEventListener("abort", this.onAbort, { once: true });
+  }
+
+  /** True once the channel has ended. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
 
   /** Offers an observation; returns true when it was queued for delivery. */
   push(observation: StatusObservation): boolean {
-    if (this.isClosed) return false;
+    if (this.closed) return false;
     if (observation.version <= this.lastVersion) return false;
     this.lastVersion = observation.version;
     if (observation.status === this.lastStatus) return false;
     this.lastStatus = observation.status;
     this.queue.push(observation.status);
-    this.notify();
+    this.wake?.();
     return true;
+  }
+
+  /** Ends the iterable and releases the subscription. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.signal.removeEventListener("abort", this.onAbort);
+    this.wake?.();
+    this.onClose();
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<SnapshotStatus> {
@@ -42,8 +71,11 @@ export class StatusChannel extends SignalBoundChannel implements AsyncIterable<S
           yield this.queue.shift()!;
           continue;
         }
-        if (this.isClosed) return;
-        await this.nextNotice();
+        if (this.closed) return;
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+        });
+        this.wake = undefined;
       }
     } finally {
       this.close();

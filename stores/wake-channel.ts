@@ -1,5 +1,4 @@
 import type { AgentError } from "../src/errors/agent-error.js";
-import { SignalBoundChannel } from "./signal-bound-channel.js";
 
 /**
  * The iterable behind every store's `watchChunks`: yields once per
@@ -7,31 +6,61 @@ import { SignalBoundChannel } from "./signal-bound-channel.js";
  * taken yet into one (a wake-up says "read again", not what changed). It
  * ends when the signal aborts or {@link WakeChannel.close} is called
  * (pending wake-ups are dropped), or throws the error given to
- * {@link WakeChannel.fail}. Its lifecycle (signal, `onClose`) is
- * {@link SignalBoundChannel}'s.
+ * {@link WakeChannel.fail}.
  */
-export class WakeChannel extends SignalBoundChannel implements AsyncIterable<void> {
+export class WakeChannel implements AsyncIterable<void> {
   private pending = false;
+  private closed = false;
   private failure: AgentError | undefined;
+  private resume: (() => void) | undefined;
+  private readonly onAbort = (): void => this.close();
+
+  /**
+   * `onClose` runs once when the channel ends (abort, close, fail, or the
+   * consumer's return), never from inside the constructor: a channel created
+   * with an already-aborted signal starts closed (check {@link isClosed}
+   * before registering it anywhere).
+   */
+  constructor(
+    private readonly signal: AbortSignal,
+    private readonly onClose: () => void,
+  ) {
+    if (signal.aborted) this.closed = true;
+    else signal.addEventListener("abort", this.onAbort, { once: true });
+  }
+
+  /** True once the channel has ended. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
 
   /** Schedules one wake-up (merged with one not yet taken). No-op once closed. */
   wake(): void {
-    if (this.isClosed) return;
+    if (this.closed) return;
     this.pending = true;
-    this.notify();
+    this.resume?.();
   }
 
   /** Ends the channel with `error`: the consumer's next step throws it. No-op once closed. */
   fail(error: AgentError): void {
-    if (this.isClosed) return;
+    if (this.closed) return;
     this.failure = error;
     this.close();
+  }
+
+  /** Ends the iterable and releases its resources (through `onClose`). Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.signal.removeEventListener("abort", this.onAbort);
+    this.resume?.();
+    this.onClose();
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<void> {
     try {
       for (;;) {
-        if (this.isClosed) {
+        if (this.closed) {
           if (this.failure) throw this.failure;
           return;
         }
@@ -40,7 +69,10 @@ export class WakeChannel extends SignalBoundChannel implements AsyncIterable<voi
           yield;
           continue;
         }
-        await this.nextNotice();
+        await new Promise<void>((resolve) => {
+          this.resume = resolve;
+        });
+        this.resume = undefined;
       }
     } finally {
       this.close();
