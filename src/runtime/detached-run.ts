@@ -132,7 +132,6 @@ export class DetachedRun<S> implements BackgroundTask {
         this.o.storeContext,
       );
       const status = row?.status ?? (await this.o.store.getRecord(id, this.o.storeContext))?.status ?? "pending";
-      await this.chunks.keep(); // kept for the retention period from the end of the work
       if (this.usage) await this.o.claim.addUsage(this.usage);
       this.o.events?.backgroundFinished?.({ agent: this.o.agent, sessionId: this.o.sessionId, snapshotId: id, status });
     } catch {
@@ -141,6 +140,8 @@ export class DetachedRun<S> implements BackgroundTask {
       this.stopHeartbeat();
       this.subscription.abort();
       await this.o.claim.release();
+      // After the release: a client that saw the row end may resume the session at once.
+      if (!this.shuttingDown) await this.chunks.keep(); // kept for the retention period from the end of the work
       this.resolveDone();
     }
   }
