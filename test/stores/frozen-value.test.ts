@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { deepFreeze, frozenCopy } from "../../stores/ledger/frozen-value.js";
 
 // How stores and the runtime share values instead of copying them (stores/ledger/frozen-value.ts).
@@ -26,6 +26,13 @@ describe("deepFreeze", () => {
   });
 });
 
+/** A spy on the global structuredClone for the rest of the current test. */
+function spyOnStructuredClone() {
+  const spy = vi.spyOn(globalThis, "structuredClone");
+  onTestFinished(() => spy.mockRestore());
+  return spy;
+}
+
 describe("frozenCopy", () => {
   it("copies plain data into a new, deeply frozen value and leaves the original unfrozen", () => {
     const value = { messages: [{ text: "hi" }], n: 1 };
@@ -48,5 +55,32 @@ describe("frozenCopy", () => {
 
   it("rejects a function inside the value as structuredClone does", () => {
     expect(() => frozenCopy({ f: () => 1 })).toThrow(DOMException);
+  });
+
+  it("rejects a symbol inside the value as structuredClone does", () => {
+    expect(() => frozenCopy({ s: Symbol("s") })).toThrow(DOMException);
+  });
+
+  it("copies arrays, plain objects and null-prototype objects in one pass, without the structured-clone serializer", () => {
+    const bare = Object.assign(Object.create(null) as Record<string, unknown>, { k: [1, "two", null] });
+    const spy = spyOnStructuredClone();
+    const copy = frozenCopy({ list: [{ a: 1 }, [2, 3]], bare });
+    expect(spy).not.toHaveBeenCalled();
+    expect(Array.isArray(copy.list)).toBe(true);
+    expect(Object.isFrozen(copy.list)).toBe(true);
+    expect(copy.list).toEqual([{ a: 1 }, [2, 3]]);
+    expect(copy.bare.k).toEqual([1, "two", null]);
+    expect(Object.isFrozen(copy.bare)).toBe(true);
+  });
+
+  it("copies an array of a subclass through structuredClone, the way it copies any other class instance", () => {
+    class Tagged extends Array<number> {}
+    const tagged = Tagged.from([1, 2]);
+    const spy = spyOnStructuredClone();
+    const copy = frozenCopy({ tagged });
+    expect(spy).toHaveBeenCalledTimes(1);
+    expect(Object.getPrototypeOf(copy.tagged)).toBe(Array.prototype);
+    expect([...copy.tagged]).toEqual([1, 2]);
+    expect(Object.isFrozen(copy.tagged)).toBe(true);
   });
 });

@@ -132,6 +132,12 @@ describe("diffState / applyStateDelta", () => {
     expect(delta.customRemoved).toBeUndefined();
   });
 
+  it("stores no custom change when the custom state is a new object equal to the old one", () => {
+    const delta = roundTrip(state([m[0]!], [], { n: 1, list: [1] }), state([m[0]!], [], { n: 1, list: [1] }));
+    expect(delta.customPatch).toBeUndefined();
+    expect(delta.customRemoved).toBeUndefined();
+  });
+
   it("replaces a named artifact by name and appends unnamed ones", () => {
     const a1 = artifact("a", "v1");
     const b = artifact("b", "b");
