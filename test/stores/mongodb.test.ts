@@ -12,6 +12,8 @@ import {
 } from "../../stores/mongodb/checkpoint-chunks.js";
 import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mongodb/mongo-store.js";
 import { mongoForTests, type MongoJavaServer } from "../harness/mongo-java-server.js";
+import { ResettingProxy } from "../harness/resetting-proxy.js";
+import { chunks } from "./chunk-factory.js";
 import { runStoreConformance } from "./conformance.js";
 import { frozenMessage, RuntimeSession } from "./ledger-fixtures.js";
 import {
@@ -319,6 +321,8 @@ describe("mongodb store: documents and limits", () => {
     expect(message).toContain(`"${prefix}snapshots"`);
     expect(message).toMatch(/store format 1; this agentd reads format 2/);
     expect(message).toMatch(/collectionPrefix/);
+    expect(message).toContain("Format 1 is the layout of agentd releases before the session ledger");
+    expect(message).toContain("the format-1 documents are left untouched");
     // Nothing was written into the old layout.
     expect(await db.collection(`${prefix}store_meta`).countDocuments()).toBe(0);
     await store.close();
@@ -330,8 +334,21 @@ describe("mongodb store: documents and limits", () => {
     const store = freshStore(prefix);
     await expect(store.commit(commitOf(undefined, checkpointRecord("s1", "a")))).rejects.toMatchObject({
       status: "FAILED_PRECONDITION",
-      message: expect.stringMatching(/store format 3; this agentd reads format 2/),
+      message: expect.stringMatching(
+        /store format 3; this agentd reads format 2\. Use the agentd release that wrote format 3 \(see "t[0-9a-f]+_store_meta"\)/,
+      ),
+      details: { database: DATABASE, collection: `${prefix}snapshots`, foundFormat: 3, expectedFormat: 2 },
     });
+    await store.close();
+  });
+
+  it("records format 2 in the meta document of a new store on first use", async () => {
+    const prefix = `t${randomBytes(5).toString("hex")}_`;
+    const store = freshStore(prefix);
+    await commitRecord(store, undefined, checkpointRecord("s1", "a"));
+    expect(await db.collection(`${prefix}store_meta`).find().toArray()).toEqual([
+      { _id: "format", format: 2, createdAt: expect.any(Number) },
+    ]);
     await store.close();
   });
 });
@@ -499,4 +516,47 @@ describe("mongodb store across a server restart", () => {
       await writer.close();
     },
   );
+});
+
+describe("mongodb store: a database that became unreachable", () => {
+  const proxy = new ResettingProxy();
+  let store: Store;
+  beforeAll(async () => {
+    const target = mongo.server?.port ?? Number(new URL(mongo.uri).port);
+    await proxy.start(target);
+    store = new MongoSessionStore<CounterState>({
+      // Long enough to open the store through the proxy on a busy machine; each failing call below waits this long.
+      uri: `mongodb://127.0.0.1:${proxy.port}/?directConnection=true&serverSelectionTimeoutMS=1500`,
+      database: DATABASE,
+      collectionPrefix: `t${randomBytes(5).toString("hex")}_`,
+      failoverWindowMs: 0,
+    });
+    await commitRecord(store, undefined, checkpointRecord("s1", "r1"));
+    await proxy.close();
+  }, 60_000);
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  const key = { sessionId: "s1", snapshotId: "r1" };
+  it.each<[string, () => Promise<unknown>]>([
+    ["reading session s1", () => store.getHead("s1")],
+    ["committing session s2", () => store.commit(commitOf(undefined, checkpointRecord("s2", "r2")))],
+    ["reading snapshot r1", () => store.getRecord("r1")],
+    ["reading the chain of snapshot r1", () => store.getChain("r1")],
+    ["listing the snapshots of session s1", () => store.listRecords("s1")],
+    ["listing sessions", () => store.listHeads({ owner: "" })],
+    ["deleting session s1", () => store.deleteSession("s1")],
+    ["sweeping expired sessions", () => store.sweepExpired(Date.now())],
+    ["pinging the server", () => store.ping()],
+    ["appending chunks to the log of snapshot r1", () => store.appendChunks(key, chunks(1, 2), Date.now() + 60_000)],
+    ["reading the chunk log of snapshot r1", () => store.readChunks(key, 0, 10)],
+    ["keeping the chunk log of snapshot r1", () => store.keepChunks(key, Date.now() + 60_000)],
+    ["sweeping chunk logs", () => store.sweepChunks(Date.now())],
+  ])("fails UNAVAILABLE naming what it was doing: %s", async (action, op) => {
+    await expect(op()).rejects.toMatchObject({
+      status: "UNAVAILABLE",
+      message: expect.stringContaining(`MongoDB ${action} failed: `),
+    });
+  });
 });
