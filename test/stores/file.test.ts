@@ -8,12 +8,13 @@ import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
 import type { SessionHead } from "../../stores/snapshot-store.js";
 import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 import { runStoreConformance } from "./conformance.js";
-import { deadPid } from "./file-fixtures.js";
+import { age, deadPid, spyOnFileSyncs } from "./file-fixtures.js";
 import {
   allRecords,
   checkpointRecord,
   commitOf,
   commitRecord,
+  eventually,
   pendingRecord,
   T0,
   type CounterState,
@@ -534,6 +535,60 @@ describe("file store directory and health", () => {
         message: `sweepExpired: now must be an epoch-millisecond number (got ${shown})`,
       });
     }
+  });
+});
+
+describe("file store options", () => {
+  /** Writes a lock file held by this (live) process, aged `ms` into the past: a holder that stalled. */
+  async function stalledLock(path: string, ms: number): Promise<void> {
+    await writeFile(path, JSON.stringify({ pid: process.pid, token: "stalled" }));
+    await age(path, ms);
+  }
+
+  it("fsyncs what it writes by default", async () => {
+    const dir = await tempDir();
+    const store = open(dir);
+    const syncs = await spyOnFileSyncs(dir);
+    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    expect(syncs).toHaveBeenCalled();
+  });
+
+  it("takes over session and record locks of a live holder older than lockStaleMs", { timeout: 15_000 }, async () => {
+    const store = open(await tempDir(), { lockStaleMs: 1_000 });
+    const head = await commitRecord(store, undefined, pendingRecord("s1", "snap-1"));
+    const layout = new StoreLayout(store.directory);
+    await stalledLock(layout.headLockPath("s1"), 5_000);
+    await stalledLock(layout.recordLockPath("snap-1"), 5_000);
+    await commitRecord(store, head, checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 }));
+    expect(await store.updateRecord("snap-1", (e) => ({ ...e, status: "aborted" }))).toMatchObject({
+      status: "aborted",
+    });
+  });
+
+  it(
+    "finishes an interrupted delete whose session lock a holder left stalled past lockStaleMs",
+    { timeout: 15_000 },
+    async () => {
+      const store = open(await tempDir(), { lockStaleMs: 1_000 });
+      await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+      const layout = new StoreLayout(store.directory);
+      await rm(layout.headPath("s1")); // a delete interrupted after the head went
+      await stalledLock(layout.headLockPath("s1"), 5_000);
+      await store.sweepExpired(Date.now());
+      expect(await readdir(layout.sessionsDir)).toEqual([]);
+      expect(await readdir(layout.recordsDir)).toEqual([]);
+    },
+  );
+
+  it("sweeps crash debris every debrisSweep.intervalMs, removing temporary files older than debrisSweep.tmpMaxAgeMs", async () => {
+    const store = open(await tempDir(), { debrisSweep: { intervalMs: 50, tmpMaxAgeMs: 1_000 } });
+    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    await store.debrisSwept;
+    const layout = new StoreLayout(store.directory);
+    const debris = join(layout.recordsDir, ".snap-9.json.0a1b2c.tmp");
+    await writeFile(debris, "{");
+    await age(debris, 5_000);
+    await eventually(async () => !(await readdir(layout.recordsDir)).includes(".snap-9.json.0a1b2c.tmp"), 5_000);
   });
 });
 
