@@ -81,6 +81,11 @@ describe("mongodb status stream: reopening", () => {
         "MongoDB change stream ended; reopening it",
         "MongoDB change stream reopened; re-reading the subscribed snapshots",
       ]);
+      expect(logger.lines[0]!.fields).toEqual({
+        reason: watcher.changeStreamLastEnding!.reason,
+        resume: false,
+        subscribed: 1,
+      });
       expect(logger.lines[1]!.fields).toMatchObject({ reopens: 1, resumed: false, rereading: 1 });
       // The row is written again (as a restore would) and aborted: both reach the subscriber.
       await commitRecord(writer, undefined, pendingRecord("s2", "bg"));
@@ -120,7 +125,7 @@ describe("mongodb status stream: reopening", () => {
 
   it("still delivers after its cursor is killed on the server (killCursors from another client): the driver's resume counts as a reopen", async () => {
     await withWatchedRow(
-      async ({ prefix, watcher, writer, seen }) => {
+      async ({ prefix, logger, watcher, writer, seen }) => {
         const log = commandLog(watcher);
         await eventually(() => log.succeeded.some((e) => e.commandName === "getMore"));
         const cursorId = (log.succeeded.find((e) => e.commandName === "getMore")!.reply as { cursor: { id: unknown } })
@@ -134,13 +139,19 @@ describe("mongodb status stream: reopening", () => {
         await eventually(() => seen.length === 2);
         expect(seen).toEqual(["pending", "failed"]);
         expect(watcher.changeStreamReopens).toBe(1);
+        expect(logger.lines).toEqual([
+          {
+            message: "MongoDB change stream resumed by the driver after an error; re-reading the subscribed snapshots",
+            fields: { reopens: 1, resumed: false, rereading: 1 }, // no event yet, so no resume token of its own
+          },
+        ]);
       },
       { clientOptions: { monitorCommands: true } },
     );
   });
 
   it("reopens from now, not from its resume token, after an oversized event (BSONObjectTooLarge, 10334)", async () => {
-    await withWatchedRow(async ({ watcher, writer, seen }) => {
+    await withWatchedRow(async ({ logger, watcher, writer, seen }) => {
       // An event (a new pending row) gives the stream a resume token before the oversized event.
       await commitRecord(writer, undefined, pendingRecord("s3", "other"));
       await eventually(() => watcher.changeEventsReceived === 1);
@@ -151,6 +162,10 @@ describe("mongodb status stream: reopening", () => {
         code: 10334,
         resume: false,
         reason: expect.stringMatching(/16 MiB/),
+      });
+      expect(logger.lines[0]).toEqual({
+        message: "MongoDB change stream ended; reopening it",
+        fields: { reason: expect.stringMatching(/16 MiB/), resume: false, code: 10334, subscribed: 1 },
       });
       await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
       await eventually(() => seen.length === 2);
