@@ -110,7 +110,11 @@ export class DetachedRun<S> implements BackgroundTask {
     this.o.work.abort(new AgentError("UNAVAILABLE", "the server is shutting down"));
   }
 
-  /** Finalizes the row with the invocation's outcome (skipped at shutdown), then releases the session. Never throws. */
+  /**
+   * Adds the detached turns' tokens to the session, finalizes the row with the
+   * invocation's outcome (both skipped at shutdown), then releases the session.
+   * Never throws.
+   */
   async finish(state: SessionState<S>, error: AgentError | undefined, finishReason: FinishReason): Promise<void> {
     try {
       const id = await this.pendingId.catch(() => undefined);
@@ -125,6 +129,8 @@ export class DetachedRun<S> implements BackgroundTask {
         });
         return;
       }
+      // Before the row ends: a client that sees it end may resume at once, so only the release may be left then.
+      if (this.usage) await this.o.claim.addUsage(this.usage);
       const { fields, failure } = this.finalFields(state, error);
       const row = await this.o.store.updateRecord(
         id,
@@ -132,7 +138,6 @@ export class DetachedRun<S> implements BackgroundTask {
         this.o.storeContext,
       );
       const status = row?.status ?? (await this.o.store.getRecord(id, this.o.storeContext))?.status ?? "pending";
-      if (this.usage) await this.o.claim.addUsage(this.usage);
       this.o.events?.backgroundFinished?.({ agent: this.o.agent, sessionId: this.o.sessionId, snapshotId: id, status });
     } catch {
       // The row stays pending and reads as expired once its heartbeat is stale.

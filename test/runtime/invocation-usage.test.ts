@@ -5,6 +5,10 @@
 import { describe, expect, it, vi } from "vitest";
 import { drain, harness, recordsOf, register, Rendezvous, turnEndsOf } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
+import { AgentRegistry } from "../../src/runtime/agent-registry.js";
+import type { Usage } from "../../src/types/usage.js";
+import { InMemorySessionStore } from "../../stores/memory-store.js";
+import type { SessionStore } from "../../stores/snapshot-store.js";
 import { generateModelTurn } from "../../src/runtime/model-turn.js";
 import { messageText } from "../../src/types/content.js";
 
@@ -93,5 +97,36 @@ describe("Invocation: token usage", () => {
     expect(row.status).toBe("completed");
     // Turns 1 ("wait a b": 3 words) and 2 ("x y": 2 words) ran after detach.
     expect(row.usage).toEqual({ inputTokens: 5, outputTokens: 7, totalTokens: 12 });
+  });
+
+  it("has added the detached turns' tokens to the session by the time the row reads completed, so releasing the session is all that is left", async () => {
+    /** Remembers the session's usage at the moment a row is rewritten to completed. */
+    class UsageAtCompletion extends InMemorySessionStore {
+      seen: Usage | undefined | "not yet" = "not yet";
+      override async updateRecord(
+        ...args: Parameters<InMemorySessionStore["updateRecord"]>
+      ): ReturnType<InMemorySessionStore["updateRecord"]> {
+        const row = await super.updateRecord(...args);
+        if (row?.status === "completed") this.seen = (await this.getHead(row.sessionId))?.usage;
+        return row;
+      }
+    }
+    const store = new UsageAtCompletion();
+    const registry = new AgentRegistry({ defaultStore: store as SessionStore });
+    const agent = register(registry, {
+      name: "a",
+      store: "default",
+      turn: async (_input, ctx) => {
+        await generateModelTurn(ctx, "echo");
+      },
+    });
+    const connection = await agent.connect();
+    connection.sendText("one");
+    connection.sendText("x y");
+    connection.detach();
+    await connection.output();
+    expect(await registry.background.drain(4_000)).toBe(0);
+    // Turn 0 ("one") committed before detach or ran after it: either way the head holds both turns by then.
+    expect(store.seen).toEqual({ inputTokens: 3, outputTokens: 5, totalTokens: 8 });
   });
 });
