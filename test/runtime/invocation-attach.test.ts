@@ -12,6 +12,10 @@ import {
   replyTurn,
 } from "./runtime-fixtures.js";
 import type { Agent } from "../../src/runtime/agent.js";
+import { AgentRegistry } from "../../src/runtime/agent-registry.js";
+import type { ChunkLogKey } from "../../stores/chunk-log.js";
+import { InMemorySessionStore } from "../../stores/memory-store.js";
+import type { SessionStore } from "../../stores/snapshot-store.js";
 import type { AttachedItem } from "../../src/runtime/invocation-attach.js";
 import { DEFAULT_LIVENESS } from "../../src/runtime/snapshot-liveness.js";
 import type { AgentOutput, AgentStreamChunk } from "../../src/types/agent-io.js";
@@ -309,5 +313,149 @@ describe("attach to detached work", () => {
     gate.release("one");
     await backgroundDone(h);
     expect((await h.store.getRecord(pendingId))!.status).toBe("completed");
+  });
+});
+
+/** A model text chunk. */
+const text = (t: string): AgentStreamChunk => ({ modelChunk: { role: "model", content: [{ text: t }] } });
+
+/**
+ * A memory store that records `late` in the chunk log of `key` between attach's first read of the
+ * log and its read of the row: the work recording its last chunks and ending in that window.
+ */
+class LateChunksStore extends InMemorySessionStore {
+  key: ChunkLogKey | undefined;
+  late: number[] = [];
+  private reads = 0;
+
+  override async readChunks(...args: Parameters<InMemorySessionStore["readChunks"]>) {
+    this.reads++;
+    return super.readChunks(...args);
+  }
+
+  override async getRecord(...args: Parameters<InMemorySessionStore["getRecord"]>) {
+    if (this.key && this.reads > 0 && this.late.length > 0) {
+      // One append per chunk: a gap is what a lost append leaves.
+      for (const sequence of this.late.splice(0))
+        await this.appendChunks(this.key, [{ sequence, chunk: text(`late ${sequence}`) }], Date.now() + 60_000);
+    }
+    return super.getRecord(...args);
+  }
+}
+
+describe("attach: the end of the stream", () => {
+  /** An agent on a LateChunksStore whose session has an ended detached row with chunks 1–3 recorded. */
+  async function endedWork(late: number[]) {
+    const store = new LateChunksStore();
+    const registry = new AgentRegistry({ defaultStore: store as SessionStore });
+    const agent = register(registry, { name: "a", store: "default", turn: replyTurn });
+    const first = await agent.runText("one");
+    const snapshotId = await appendRecord(store, first.sessionId, {
+      status: "completed",
+      turnIndex: 1,
+      heartbeatAt: Date.now(),
+    });
+    const key = { sessionId: first.sessionId, snapshotId };
+    await store.appendChunks(
+      key,
+      [1, 2, 3].map((sequence) => ({ sequence, chunk: text(`early ${sequence}`) })),
+      Date.now() + 60_000,
+    );
+    store.key = key;
+    store.late = late;
+    return { agent, snapshotId };
+  }
+
+  it("reads every chunk recorded between its last read and the row ending, page by page (here over two pages)", async () => {
+    const late = Array.from({ length: 600 }, (_, i) => i + 4);
+    const { agent, snapshotId } = await endedWork(late);
+    const { chunks, output } = await attachAll(agent, snapshotId);
+    expect(chunks.map((c) => c.sequence)).toEqual([1, 2, 3, ...Array.from({ length: 600 }, (_, i) => i + 4)]);
+    expect(output).toMatchObject({ snapshotId, finishReason: "unknown" });
+  });
+
+  it("ends with DATA_LOSS after the chunks before a gap among those recorded as the row ended", async () => {
+    const { agent, snapshotId } = await endedWork([4, 5, 7]);
+    const seen: number[] = [];
+    const attached = (async () => {
+      for await (const item of agent.attach({ snapshotId }, new AbortController().signal)) {
+        if ("chunk" in item) seen.push(item.chunk.sequence!);
+      }
+    })();
+    await expectAgentError(attached, "DATA_LOSS", `chunks 6–6 of snapshot "${snapshotId}" are missing`);
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it("answers with the output (no state: the session is server-managed) when the retention passed but the chunks are still kept", async () => {
+    const h = harness({ liveness: { ...DEFAULT_LIVENESS, chunkRetentionMs: 1 } });
+    const gate = new Rendezvous();
+    const agent = gatedAgent(h, gate);
+    const pendingId = await detached(agent, "wait:one");
+    gate.release("one");
+    await backgroundDone(h);
+    await new Promise((resolve) => setTimeout(resolve, 5)); // the 1 ms retention passes; nothing swept it
+    const { chunks, output } = await attachAll(agent, pendingId, 2);
+    expect(chunks).toEqual([]);
+    expect(output).toMatchObject({ snapshotId: pendingId, finishReason: "stop" });
+    expect(output!.state).toBeUndefined();
+  });
+
+  it("notices, while it follows running work, that the work stopped sending heartbeats (UNAVAILABLE)", async () => {
+    const h = harness({ liveness: { heartbeatIntervalMs: 60_000, heartbeatTtlMs: 300, chunkRetentionMs: 60_000 } });
+    const gate = new Rendezvous();
+    const agent = gatedAgent(h, gate);
+    const pendingId = await detached(agent, "wait:one");
+    await gate.reached("one"); // blocked, and with a 60 s heartbeat interval its row goes stale after 300 ms
+    await expectAgentError(attachAll(agent, pendingId), "UNAVAILABLE", "stopped sending heartbeats");
+    gate.release("one");
+    await backgroundDone(h);
+  });
+
+  it("ends with UNAVAILABLE when the store stops delivering changes (it closed) while it follows", async () => {
+    const h = harness();
+    const gate = new Rendezvous();
+    const agent = gatedAgent(h, gate);
+    const pendingId = await detached(agent, "wait:one");
+    await gate.reached("one");
+    const attached = attachAll(agent, pendingId);
+    await vi.waitFor(() => expect(h.store.chunkWatcherCount).toBe(1));
+    await h.store.close();
+    await expectAgentError(attached, "UNAVAILABLE", "the store stopped delivering changes");
+    gate.release("one");
+    await h.registry.background.drain(4_000);
+  });
+
+  it("leaves no chunk watcher or status subscription open once it ended with the output", async () => {
+    const h = harness();
+    const gate = new Rendezvous();
+    const agent = gatedAgent(h, gate);
+    const pendingId = await detached(agent, "wait:one");
+    const attached = attachAll(agent, pendingId);
+    await vi.waitFor(() => expect(h.store.chunkWatcherCount).toBe(1));
+    gate.release("one");
+    expect((await attached).output).toMatchObject({ finishReason: "stop" });
+    await backgroundDone(h);
+    expect({ watchers: h.store.chunkWatcherCount, subscribers: h.store.subscriberCount }).toEqual({
+      watchers: 0,
+      subscribers: 0,
+    });
+  });
+
+  it("leaves no chunk watcher or status subscription open once the caller cancelled", async () => {
+    const h = harness();
+    const gate = new Rendezvous();
+    const agent = gatedAgent(h, gate);
+    const pendingId = await detached(agent, "wait:one");
+    await gate.reached("one");
+    const cancel = new AbortController();
+    const items = agent.attach({ snapshotId: pendingId }, cancel.signal);
+    const waiting = items.next();
+    await vi.waitFor(() => expect(h.store.chunkWatcherCount).toBe(1));
+    cancel.abort();
+    expect((await waiting).done).toBe(true);
+    expect(h.store.chunkWatcherCount).toBe(0);
+    gate.release("one");
+    await backgroundDone(h);
+    expect(h.store.subscriberCount).toBe(0);
   });
 });
