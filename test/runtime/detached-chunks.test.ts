@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DetachedChunks } from "../../src/runtime/detached-chunks.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
-import type { SessionStore } from "../../stores/snapshot-store.js";
+import { ledgerOnlyStore } from "../fixtures/ledger-only-store.js";
 
 // The recorded stream of one detached invocation (src/runtime/detached-chunks.ts): what it appends
 // to the store's chunk log, and how long it keeps it.
@@ -49,14 +49,7 @@ describe("DetachedChunks", () => {
 
   it("records nothing on a store without a chunk log", async () => {
     const memory = new InMemorySessionStore();
-    const withoutLog: SessionStore = {
-      getHead: (id, ctx) => memory.getHead(id, ctx),
-      commit: (commit, ctx) => memory.commit(commit, ctx),
-      getRecord: (id, ctx) => memory.getRecord(id, ctx),
-      getChain: (id, ctx) => memory.getChain(id, ctx),
-      listRecords: (id, page, ctx) => memory.listRecords(id, page, ctx),
-      updateRecord: (id, mutator, ctx) => memory.updateRecord(id, mutator, ctx),
-    };
+    const withoutLog = ledgerOnlyStore(memory);
     const chunks = new DetachedChunks(withoutLog, Promise.resolve(key), RETENTION, undefined);
     expect(chunks.recording).toBe(false);
     await chunks.record(chunk(1));

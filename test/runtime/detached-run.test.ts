@@ -15,8 +15,9 @@ import {
 import { AgentError } from "../../src/errors/agent-error.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
 import type { BackgroundFinishedEvent, TurnEvent } from "../../src/runtime/runtime-events.js";
-import type { RecordMutator, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
+import type { RecordMutator, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
+import { ledgerOnlyStore } from "../fixtures/ledger-only-store.js";
 
 vi.setConfig({ testTimeout: 5_000 });
 
@@ -210,14 +211,7 @@ describe("DetachedRun", () => {
 
   it("refuses detach on a store without status subscription (FAILED_PRECONDITION); the call goes on", async () => {
     const memory = new InMemorySessionStore();
-    const store: SessionStore = {
-      getHead: (id, ctx) => memory.getHead(id, ctx),
-      commit: (commit, ctx) => memory.commit(commit, ctx),
-      getRecord: (id, ctx) => memory.getRecord(id, ctx),
-      getChain: (id, ctx) => memory.getChain(id, ctx),
-      listRecords: (id, page, ctx) => memory.listRecords(id, page, ctx),
-      updateRecord: (id, mutator, ctx) => memory.updateRecord(id, mutator, ctx),
-    };
+    const store = ledgerOnlyStore(memory);
     const registry = new AgentRegistry();
     const agent = register(registry, { name: "plain", store, turn: replyTurn });
     const connection = await agent.connect();

@@ -18,6 +18,7 @@ import { DEFAULT_LIVENESS } from "../../src/runtime/snapshot-liveness.js";
 import { messageText } from "../../src/types/content.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
+import { ledgerOnlyStore } from "../fixtures/ledger-only-store.js";
 
 vi.setConfig({ testTimeout: 5_000 });
 
@@ -43,14 +44,7 @@ function setup() {
 /** A store with only the required methods (no lifecycle support). */
 function minimalStore(): SessionStore {
   const memory = new InMemorySessionStore();
-  return {
-    getHead: (id, ctx) => memory.getHead(id, ctx),
-    commit: (commit, ctx) => memory.commit(commit, ctx),
-    getRecord: (id, ctx) => memory.getRecord(id, ctx),
-    getChain: (id, ctx) => memory.getChain(id, ctx),
-    listRecords: (id, page, ctx) => memory.listRecords(id, page, ctx),
-    updateRecord: (id, mutator, ctx) => memory.updateRecord(id, mutator, ctx),
-  };
+  return ledgerOnlyStore(memory);
 }
 
 describe("SessionLifecycle.get", () => {

@@ -4,8 +4,9 @@ import { AgentRegistry } from "../../src/runtime/agent-registry.js";
 import { generateModelTurn } from "../../src/runtime/model-turn.js";
 import { abortIfPending } from "../../src/runtime/snapshot-access.js";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
-import type { SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
+import type { SnapshotRecord } from "../../stores/snapshot-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
+import { ledgerOnlyStore } from "../fixtures/ledger-only-store.js";
 
 vi.setConfig({ testTimeout: 5_000 });
 afterEach(() => {
@@ -23,14 +24,7 @@ function setup(liveness?: { heartbeatIntervalMs?: number; heartbeatTtlMs?: numbe
 /** An agent on a store without status subscription. */
 function plainStoreAgent() {
   const memory = new InMemorySessionStore();
-  const store: SessionStore = {
-    getHead: (id, ctx) => memory.getHead(id, ctx),
-    commit: (commit, ctx) => memory.commit(commit, ctx),
-    getRecord: (id, ctx) => memory.getRecord(id, ctx),
-    getChain: (id, ctx) => memory.getChain(id, ctx),
-    listRecords: (id, page, ctx) => memory.listRecords(id, page, ctx),
-    updateRecord: (id, mutator, ctx) => memory.updateRecord(id, mutator, ctx),
-  };
+  const store = ledgerOnlyStore(memory);
   return register(new AgentRegistry(), { name: "plain", store, turn: replyTurn });
 }
 
