@@ -48,6 +48,17 @@ async function detached(agent: Agent<unknown>, ...texts: string[]): Promise<stri
   return output.snapshotId!;
 }
 
+/**
+ * A gated agent (see `gatedAgent`) on a fresh harness (`options`), and the pending ID of the
+ * detached work it started on `texts`.
+ */
+async function gatedDetachedWork(texts: string[], options: Parameters<typeof harness>[0] = {}) {
+  const h = harness(options);
+  const gate = new Rendezvous();
+  const agent = gatedAgent(h, gate);
+  return { h, gate, agent, pendingId: await detached(agent, ...texts) };
+}
+
 describe("chunk sequence numbers", () => {
   it("numbers a stream's chunks from 1 with no gaps, across turns", async () => {
     const h = harness();
@@ -81,10 +92,7 @@ describe("chunk sequence numbers", () => {
 
 describe("attach to detached work", () => {
   it("replays the chunks streamed after detach, then ends with the work's output", async () => {
-    const h = harness();
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one", "two");
+    const { h, gate, agent, pendingId } = await gatedDetachedWork(["wait:one", "two"]);
     gate.release("one");
     await backgroundDone(h);
     const { chunks, output } = await attachAll(agent, pendingId);
@@ -104,10 +112,7 @@ describe("attach to detached work", () => {
   });
 
   it("returns only the chunks after the given sequence", async () => {
-    const h = harness();
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one", "two");
+    const { h, gate, agent, pendingId } = await gatedDetachedWork(["wait:one", "two"]);
     gate.release("one");
     await backgroundDone(h);
     const { chunks } = await attachAll(agent, pendingId, 2);
@@ -116,10 +121,7 @@ describe("attach to detached work", () => {
   });
 
   it("follows running work: each chunk arrives as it is recorded, and the output once the work ends", async () => {
-    const h = harness();
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one", "wait:two");
+    const { gate, agent, pendingId } = await gatedDetachedWork(["wait:one", "wait:two"]);
     const items = agent.attach({ snapshotId: pendingId }, new AbortController().signal);
     const next = async (): Promise<AttachedItem> => (await items.next()).value as AttachedItem;
     const first = next(); // nothing recorded yet: it waits
@@ -173,10 +175,7 @@ describe("attach to detached work", () => {
   });
 
   it("ends an aborted run with an aborted output", async () => {
-    const h = harness();
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one");
+    const { gate, agent, pendingId } = await gatedDetachedWork(["wait:one"]);
     const attached = attachAll(agent, pendingId);
     await gate.reached("one");
     expect(await agent.abort(pendingId)).toBe("aborted");
@@ -199,21 +198,15 @@ describe("attach to detached work", () => {
   });
 
   it("refuses another owner's detached work as NOT_FOUND", async () => {
-    const h = harness();
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one");
+    const { h, gate, agent, pendingId } = await gatedDetachedWork(["wait:one"]);
     await expectAgentError(attachAll(agent, pendingId, 0, { storeContext: { tenant: "someone-else" } }), "NOT_FOUND");
     gate.release("one");
     await backgroundDone(h);
   });
 
   it("refuses another agent's detached work as NOT_FOUND", async () => {
-    const h = harness();
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
+    const { h, gate, pendingId } = await gatedDetachedWork(["wait:one"]);
     const other = register(h.registry, { name: "other", store: "default", turn: replyTurn });
-    const pendingId = await detached(agent, "wait:one");
     await expectAgentError(attachAll(other, pendingId), "NOT_FOUND", `snapshot "${pendingId}"`);
     gate.release("one");
     await backgroundDone(h);
@@ -239,10 +232,9 @@ describe("attach to detached work", () => {
   });
 
   it("refuses chunks past their retention as FAILED_PRECONDITION instead of an output without them", async () => {
-    const h = harness({ liveness: { ...DEFAULT_LIVENESS, chunkRetentionMs: 1 } });
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one");
+    const { h, gate, agent, pendingId } = await gatedDetachedWork(["wait:one"], {
+      liveness: { ...DEFAULT_LIVENESS, chunkRetentionMs: 1 },
+    });
     gate.release("one");
     await backgroundDone(h);
     await new Promise((resolve) => setTimeout(resolve, 5)); // let the 1 ms retention pass
@@ -251,10 +243,7 @@ describe("attach to detached work", () => {
   });
 
   it("keeps the chunks while the retention lasts: the sweep leaves them", async () => {
-    const h = harness();
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one");
+    const { h, gate, agent, pendingId } = await gatedDetachedWork(["wait:one"]);
     gate.release("one");
     await backgroundDone(h);
     expect(await h.registry.lifecycle.sweepChunks()).toBe(0);
@@ -299,10 +288,7 @@ describe("attach to detached work", () => {
   });
 
   it("ends when the caller cancels, leaving the work running", async () => {
-    const h = harness();
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one");
+    const { h, gate, agent, pendingId } = await gatedDetachedWork(["wait:one"]);
     const cancel = new AbortController();
     const items = agent.attach({ snapshotId: pendingId }, cancel.signal);
     const waiting = items.next();
@@ -387,10 +373,9 @@ describe("attach: the end of the stream", () => {
   });
 
   it("answers with the output (no state: the session is server-managed) when the retention passed but the chunks are still kept", async () => {
-    const h = harness({ liveness: { ...DEFAULT_LIVENESS, chunkRetentionMs: 1 } });
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one");
+    const { h, gate, agent, pendingId } = await gatedDetachedWork(["wait:one"], {
+      liveness: { ...DEFAULT_LIVENESS, chunkRetentionMs: 1 },
+    });
     gate.release("one");
     await backgroundDone(h);
     await new Promise((resolve) => setTimeout(resolve, 5)); // the 1 ms retention passes; nothing swept it
@@ -401,10 +386,9 @@ describe("attach: the end of the stream", () => {
   });
 
   it("notices, while it follows running work, that the work stopped sending heartbeats (UNAVAILABLE)", async () => {
-    const h = harness({ liveness: { heartbeatIntervalMs: 60_000, heartbeatTtlMs: 300, chunkRetentionMs: 60_000 } });
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one");
+    const { h, gate, agent, pendingId } = await gatedDetachedWork(["wait:one"], {
+      liveness: { heartbeatIntervalMs: 60_000, heartbeatTtlMs: 300, chunkRetentionMs: 60_000 },
+    });
     await gate.reached("one"); // blocked, and with a 60 s heartbeat interval its row goes stale after 300 ms
     await expectAgentError(attachAll(agent, pendingId), "UNAVAILABLE", "stopped sending heartbeats");
     gate.release("one");
@@ -412,10 +396,7 @@ describe("attach: the end of the stream", () => {
   });
 
   it("ends with UNAVAILABLE when the store stops delivering changes (it closed) while it follows", async () => {
-    const h = harness();
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one");
+    const { h, gate, agent, pendingId } = await gatedDetachedWork(["wait:one"]);
     await gate.reached("one");
     const attached = attachAll(agent, pendingId);
     await vi.waitFor(() => expect(h.store.chunkWatcherCount).toBe(1));
@@ -426,10 +407,7 @@ describe("attach: the end of the stream", () => {
   });
 
   it("leaves no chunk watcher or status subscription open once it ended with the output", async () => {
-    const h = harness();
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one");
+    const { h, gate, agent, pendingId } = await gatedDetachedWork(["wait:one"]);
     const attached = attachAll(agent, pendingId);
     await vi.waitFor(() => expect(h.store.chunkWatcherCount).toBe(1));
     gate.release("one");
@@ -442,10 +420,7 @@ describe("attach: the end of the stream", () => {
   });
 
   it("leaves no chunk watcher or status subscription open once the caller cancelled", async () => {
-    const h = harness();
-    const gate = new Rendezvous();
-    const agent = gatedAgent(h, gate);
-    const pendingId = await detached(agent, "wait:one");
+    const { h, gate, agent, pendingId } = await gatedDetachedWork(["wait:one"]);
     await gate.reached("one");
     const cancel = new AbortController();
     const items = agent.attach({ snapshotId: pendingId }, cancel.signal);
