@@ -523,4 +523,4 @@ export function describeChunks(fresh: () => Promise<StoreUnderTest>, name: strin
   });
 }
 
-export { startWatch, HOUR, type Watch };
+export { startWatch, HOUR, QUIET_MS, type Watch };

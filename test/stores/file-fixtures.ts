@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { mkdtemp, open, readdir, readlink, rm, unlink, utimes } from "node:fs/promises";
+import { readlinkSync } from "node:fs";
+import { mkdtemp, open, readdir, readFile, readlink, rm, stat, unlink, utimes } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, onTestFinished, vi, type MockInstance } from "vitest";
@@ -62,4 +63,53 @@ export async function spyOnFileSyncs(dir: string): Promise<MockInstance<() => Pr
   const spy = vi.spyOn(prototype, "sync");
   onTestFinished(() => spy.mockRestore());
   return spy;
+}
+
+/** The paths fsynced during the rest of the current test, see {@link recordFileSyncs}. */
+export interface FileSyncs {
+  /** Paths of the files and directories `FileHandle.sync` was called on, in call order. */
+  synced: string[];
+  /** Paths of the files `FileHandle.datasync` was called on, in call order. */
+  datasynced: string[];
+}
+
+/**
+ * Records the path of every file and directory this process fsyncs (`FileHandle.sync` and
+ * `FileHandle.datasync`, each still done) for the rest of the current test. `dir` as for
+ * {@link spyOnFileSyncs}; paths are resolved from the handle's descriptor (Linux: /proc/self/fd).
+ */
+export async function recordFileSyncs(dir: string): Promise<FileSyncs> {
+  const probe = join(dir, ".sync-probe");
+  const handle = await open(probe, "w");
+  const prototype = Object.getPrototypeOf(handle) as Record<
+    "sync" | "datasync",
+    (this: { fd: number }) => Promise<void>
+  >;
+  await handle.close();
+  await unlink(probe);
+  const syncs: FileSyncs = { synced: [], datasynced: [] };
+  for (const [method, into] of [
+    ["sync", syncs.synced],
+    ["datasync", syncs.datasynced],
+  ] as const) {
+    const original = prototype[method];
+    const spy = vi.spyOn(prototype, method).mockImplementation(function (this: { fd: number }) {
+      into.push(readlinkSync(`/proc/self/fd/${this.fd}`));
+      return original.call(this);
+    });
+    onTestFinished(() => spy.mockRestore());
+  }
+  return syncs;
+}
+
+/** How many OS (inotify) watches this process holds on the directory `dir` (Linux: /proc/self/fdinfo). */
+export async function osWatchesOn(dir: string): Promise<number> {
+  const ino = (await stat(dir)).ino.toString(16);
+  let watches = 0;
+  for (const fd of await readdir("/proc/self/fd")) {
+    if ((await readlink(join("/proc/self/fd", fd)).catch(() => "")) !== "anon_inode:inotify") continue;
+    const info = await readFile(join("/proc/self/fdinfo", fd), "utf8").catch(() => "");
+    watches += info.split("\n").filter((line) => line.startsWith("inotify ") && line.includes(` ino:${ino} `)).length;
+  }
+  return watches;
 }
