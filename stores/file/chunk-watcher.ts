@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readSync, statSync, watch, type FSWatcher } from "node:fs";
+import { closeSync, fstatSync, openSync, readSync, statSync, watch, type FSWatcher, type Stats } from "node:fs";
 import { open, stat } from "node:fs/promises";
 import { join } from "node:path";
 
@@ -124,7 +124,7 @@ export class ChunkFileWatcher {
         if (this.fsWatcher === watcher) this.detach();
       });
       this.fsWatcher = watcher;
-      this.watchedDir = `${info.dev}:${info.ino}`;
+      this.watchedDir = directoryIdentity(info);
     } catch {
       this.detach(); // no directory yet, or no more OS watchers (inotify limit): the poll covers it
     }
@@ -139,8 +139,7 @@ export class ChunkFileWatcher {
   private async poll(): Promise<void> {
     let current: string | undefined;
     try {
-      const info = await stat(this.dir);
-      current = `${info.dev}:${info.ino}`;
+      current = directoryIdentity(await stat(this.dir));
     } catch {
       current = undefined;
     }
@@ -179,4 +178,12 @@ export class ChunkFileWatcher {
       this.checking = false;
     }
   }
+}
+
+/**
+ * Tells a directory from one made again at the same path: a removed directory's
+ * inode number is often reused at once (ext4), so its birth time is part of it.
+ */
+function directoryIdentity(info: Stats): string {
+  return `${info.dev}:${info.ino}:${info.birthtimeMs}`;
 }

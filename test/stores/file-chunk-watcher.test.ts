@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { appendFileSync } from "node:fs";
-import { appendFile, rename, symlink, truncate, unlink, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, rename, rm, symlink, truncate, unlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -9,8 +9,8 @@ import { appendChunkLines, chunkLine } from "../../stores/file/chunk-file.js";
 import { ChunkFileWatcher } from "../../stores/file/chunk-watcher.js";
 import { chunk } from "./chunk-factory.js";
 import { QUIET_MS } from "./conformance-chunks.js";
-import { openFilesUnder, useTempDirs } from "./file-fixtures.js";
-import { sleep } from "./snapshot-factory.js";
+import { openFilesUnder, osWatchesOn, useTempDirs } from "./file-fixtures.js";
+import { eventually, sleep } from "./snapshot-factory.js";
 
 // The watcher of one chunk log file (stores/file/chunk-watcher.ts) on its own, on real files:
 // what counts as a change (complete lines only, removal, emptying), when it checks (OS watcher,
@@ -205,6 +205,17 @@ describe("ChunkFileWatcher: resources", () => {
     const { watcher } = watchLog(await tempDir(), { pollIntervalMs: 60_000 });
     watcher.close();
     expect(watcher.active).toBe(false);
+  });
+
+  it("watches a directory removed and made again at the same path with the OS watcher once its poll sees it", async () => {
+    // ext4 often gives the new directory the old one's inode number: the birth time tells them apart.
+    const dir = join(await tempDir(), "session");
+    await mkdir(dir);
+    watchLog(dir, { pollIntervalMs: 50 });
+    expect(await osWatchesOn(dir)).toBe(1);
+    await rm(dir, { recursive: true });
+    await mkdir(dir);
+    await eventually(async () => (await osWatchesOn(dir)) === 1, 5_000);
   });
 
   it("holds no file of the log open after taking its baseline", async () => {
