@@ -159,12 +159,17 @@ export class FileChunkLogs implements ChunkLog {
   /**
    * Removes every log whose keep-until time is ≤ `now` (each re-checked and
    * unlinked under the log's mutex), orphaned keep files, and session chunk
-   * directories left empty (except those this process watches).
+   * directories left empty (except those this process watches). A log that
+   * cannot be checked (e.g. an unreadable keep file) does not stop the pass:
+   * every other log is still swept, then the pass rejects with the first such
+   * error.
    */
   async sweepChunks(now: number, ctx?: StoreCallContext): Promise<number> {
     checkNow(now, "sweepChunks");
     let removed = 0;
-    for (const layout of await this.c.sweepLayouts(ctx)) removed += await this.sweepLayout(layout, now);
+    const failures: unknown[] = [];
+    for (const layout of await this.c.sweepLayouts(ctx)) removed += await this.sweepLayout(layout, now, failures);
+    if (failures.length > 0) throw failures[0];
     return removed;
   }
 
@@ -180,7 +185,7 @@ export class FileChunkLogs implements ChunkLog {
     for (const open of [...this.watchers.values()]) for (const channel of [...open.values()]) channel.close();
   }
 
-  private async sweepLayout(layout: StoreLayout, now: number): Promise<number> {
+  private async sweepLayout(layout: StoreLayout, now: number, failures: unknown[]): Promise<number> {
     let removed = 0;
     for (const key of await namesIn(layout.chunksDir)) {
       if (!isSessionKey(key)) continue;
@@ -193,7 +198,7 @@ export class FileChunkLogs implements ChunkLog {
       }
       for (const id of ids) {
         const files = { dir, log: join(dir, `${id}${CHUNK_LOG_SUFFIX}`), keep: join(dir, `${id}${CHUNK_KEEP_SUFFIX}`) };
-        if (await this.removeIfExpired(files, now)) removed++;
+        if (await this.removeIfExpired(files, now).catch((err) => void failures.push(err))) removed++;
       }
       if (![...this.watchers.keys()].some((log) => dirname(log) === dir)) await rmdir(dir).catch(() => undefined); // not empty, or gone: fine
     }

@@ -1,4 +1,4 @@
-import { lstat, readFile, realpath, rename, stat, symlink, writeFile } from "node:fs/promises";
+import { lstat, readFile, realpath, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { StoredChunk } from "../../stores/chunk-log.js";
@@ -11,7 +11,7 @@ import {
 } from "../../stores/file/chunk-file.js";
 import { expectAgentError } from "../harness/agent-error-expectations.js";
 import { chunk, chunks } from "./chunk-factory.js";
-import { openFilesUnder, recordFileSyncs, useTempDirs } from "./file-fixtures.js";
+import { openFilesUnder, recordFileSyncs, selfLink, useTempDirs } from "./file-fixtures.js";
 import { sleep } from "./snapshot-factory.js";
 
 // One chunk log file (stores/file/chunk-file.ts) on its own: the append (torn-line cut, fsync),
@@ -55,13 +55,6 @@ const tornLine = (sequence: number, length: number): string => lineOfLength(sequ
 async function swapKeysInPlace(path: string): Promise<void> {
   const text = await readFile(path, "utf8");
   await writeFile(path, text.replace(/^\{"sequence":(\d+),"chunk":(.*)\}$/gm, '{"chunk":$2,"sequence":$1}'));
-}
-
-/** A symbolic link at `path` that points at itself (every open or stat through it fails with ELOOP). */
-async function selfLink(path: string): Promise<void> {
-  const tmp = `${path}.link`;
-  await symlink(path.split("/").pop()!, tmp);
-  await rename(tmp, path);
 }
 
 describe("appendChunkLines", () => {

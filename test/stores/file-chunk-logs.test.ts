@@ -1,4 +1,4 @@
-import { mkdir, readdir, realpath, rename, rm, symlink, unlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, realpath, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChunkLogKey } from "../../stores/chunk-log.js";
@@ -7,7 +7,7 @@ import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
 import { expectAgentError, expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 import { chunk } from "./chunk-factory.js";
 import { HOUR, startWatch } from "./conformance-chunks.js";
-import { osWatchesOn, recordFileSyncs, useTempDirs } from "./file-fixtures.js";
+import { osWatchesOn, recordFileSyncs, selfLink, useTempDirs } from "./file-fixtures.js";
 import { eventually, type CounterState } from "./snapshot-factory.js";
 
 // The file store's chunk logs (stores/file/chunk-logs.ts) beyond file-chunks.test.ts: what a
@@ -35,12 +35,6 @@ const paths = (dir: string, key: ChunkLogKey = BG) => {
   return { log, keep: layout.chunkKeepPath(key.sessionId, key.snapshotId), logDir: dirname(log) };
 };
 const listing = async (dir: string): Promise<string[]> => (await readdir(dir, { recursive: true })).sort();
-
-/** A symbolic link at `path` that points at itself (every open or stat through it fails with ELOOP). */
-async function selfLink(path: string): Promise<void> {
-  await symlink(path.split("/").pop()!, `${path}.link`);
-  await rename(`${path}.link`, path);
-}
 
 describe("file store chunk logs: looking at a log", () => {
   it("does not count an empty log file as having chunks", async () => {
@@ -173,6 +167,24 @@ describe("file store chunk logs: sweeps", () => {
     await writeFile(join(dir, "chunks", "stray", "old.jsonl"), "");
     await store.sweepChunks(Date.now() + 2 * HOUR);
     expect(await readdir(join(dir, "chunks", "stray"))).toEqual(["old.jsonl"]);
+  });
+
+  it("sweeps every other log when a log's keep file cannot be read, then rejects with that error", async () => {
+    const dir = await tempDir();
+    const store = open(dir);
+    const K = Date.now() + HOUR;
+    // An unreadable log in each session: whichever is met first, the other session's logs are still swept.
+    const [badA, goodA, badB, goodB] = [
+      ["s1", "a"],
+      ["s1", "b"],
+      ["s2", "c"],
+      ["s2", "d"],
+    ].map(([sessionId, snapshotId]) => ({ sessionId: sessionId!, snapshotId: snapshotId! }));
+    for (const key of [badA, goodA, badB, goodB]) await store.appendChunks(key, [chunk(1)], K);
+    for (const key of [badA, badB]) await selfLink(paths(dir, key).keep);
+    await expect(store.sweepChunks(K)).rejects.toMatchObject({ code: "ELOOP" });
+    expect((await readdir(paths(dir, badA).logDir)).sort()).toEqual(["a.jsonl", "a.keep"]);
+    expect((await readdir(paths(dir, badB).logDir)).sort()).toEqual(["c.jsonl", "c.keep"]);
   });
 
   it("leaves a file whose name is not a snapshot ID alone", async () => {

@@ -1,8 +1,20 @@
 import { spawn } from "node:child_process";
 import { readlinkSync } from "node:fs";
-import { mkdtemp, open, readdir, readFile, readlink, rm, stat, unlink, utimes } from "node:fs/promises";
+import {
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  readlink,
+  rename,
+  rm,
+  stat,
+  symlink,
+  unlink,
+  utimes,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { afterEach, onTestFinished, vi, type MockInstance } from "vitest";
 
 // Fixtures of the file store's unit tests (stores/file/*): temporary directories, lock files of
@@ -112,4 +124,11 @@ export async function osWatchesOn(dir: string): Promise<number> {
     watches += info.split("\n").filter((line) => line.startsWith("inotify ") && line.includes(` ino:${ino} `)).length;
   }
   return watches;
+}
+
+/** Replaces `path` with a symbolic link that points at itself (every open or stat through it then fails with ELOOP). */
+export async function selfLink(path: string): Promise<void> {
+  const tmp = `${path}.link`;
+  await symlink(basename(path), tmp);
+  await rename(tmp, path);
 }
