@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { MongoClient, type CommandStartedEvent, type CommandSucceededEvent, type Document } from "mongodb";
+import type { ChunkStreamSource } from "../../stores/mongodb/chunk-stream.js";
 import type { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import type { StoreLogger } from "../../stores/mongodb/store-logger.js";
 
@@ -56,4 +57,32 @@ export function capturingLogger(): StoreLogger & { lines: { message: string; fie
     warn: (fields, message) => lines.push({ message, fields }),
     info: (fields, message) => lines.push({ message, fields }),
   };
+}
+
+/**
+ * Holds the `n` requests a store makes for its chunk collection after its first `baselines` ones:
+ * with `baselines` watchers just started (each asks once for its baseline read), those are the
+ * requests that open their change streams, so only in-process delivery can wake them until
+ * `release` lets them go on.
+ */
+export function holdStreamOpening(
+  store: MongoSessionStore<unknown>,
+  baselines: number,
+  n: number,
+): { held: () => number; release: () => void } {
+  const source = (store as unknown as { chunkLogs: { source: ChunkStreamSource } }).chunkLogs.source;
+  const collection = source.collection;
+  let calls = 0;
+  let held = 0;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  source.collection = async () => {
+    const call = ++calls;
+    if (call > baselines && call <= baselines + n) {
+      held++;
+      await released;
+    }
+    return collection();
+  };
+  return { held: () => held, release };
 }
