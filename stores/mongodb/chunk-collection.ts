@@ -1,4 +1,4 @@
-import { BSON, type ObjectId } from "mongodb";
+import { BSON, ObjectId } from "mongodb";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { checkAppend, checkChunkLogKey, checkKeepUntil, checkNow, checkRead } from "../chunk-arguments.js";
 import type { ChunkLog, ChunkLogKey, StoredChunk } from "../chunk-log.js";
@@ -86,7 +86,9 @@ export class ChunkCollection implements ChunkLog {
   ): Promise<void> {
     const json = checkAppend(key, chunks, keepUntil);
     const expireAt = new Date(keepUntil);
+    // With its _id (17 bytes), which the driver would otherwise add after this size check.
     const docs: StreamChunkDocument[] = chunks.map((stored, i) => ({
+      _id: new ObjectId(),
       ...logFilter(key),
       sequence: stored.sequence,
       chunk: json[i]!,

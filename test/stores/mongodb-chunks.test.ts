@@ -1,4 +1,4 @@
-import { MongoClient, type Db } from "mongodb";
+import { BSON, MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
 import type { ChunkStreamSource } from "../../stores/mongodb/chunk-stream.js";
@@ -116,6 +116,20 @@ describe("mongodb chunk logs: documents and indexes", () => {
       /chunk 2 of snapshot bg needs a 17\.0 MiB document, over MongoDB's 16 MiB document limit; nothing was appended/,
     );
     expect(error.details).toMatchObject({ snapshotId: "bg", sequence: 2, limitBytes: 16 * 1024 * 1024 });
+    expect(await store.hasChunks(BG)).toBe(false);
+  });
+
+  it("refuses with RESOURCE_EXHAUSTED a chunk whose document is under 16 MiB only without the _id it is stored with", async () => {
+    const store = storeOn(freshPrefix());
+    const chunkOfText = (text: string) => ({ modelChunk: { role: "model", content: [{ text }] } });
+    const documentBytes = (text: string): number =>
+      BSON.calculateObjectSize({ ...BG, sequence: 1, chunk: JSON.stringify(chunkOfText(text)), expireAt: new Date() });
+    const text = "x".repeat(16 * 1024 * 1024 - documentBytes("") - 8); // 8 bytes under the limit without _id
+    await expectAgentError(
+      store.appendChunks(BG, [{ sequence: 1, chunk: chunkOfText(text) as AgentStreamChunk }], Date.now() + HOUR),
+      "RESOURCE_EXHAUSTED",
+      /chunk 1 of snapshot bg needs a 16\.0 MiB document, over MongoDB's 16 MiB document limit/,
+    );
     expect(await store.hasChunks(BG)).toBe(false);
   });
 
