@@ -1,12 +1,10 @@
-import { MongoClient, type Db } from "mongodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
-import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mongodb/mongo-store.js";
+import type { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { expectAgentError, expectThrowsAgentError } from "../harness/agent-error-expectations.js";
-import { MongoJavaServer } from "../harness/mongo-java-server.js";
 import { chunk, chunks } from "./chunk-factory.js";
 import { HOUR, startWatch } from "./conformance-chunks.js";
-import { adminCommand, commandLog, freshPrefix, holdStreamOpening } from "./mongodb-fixtures.js";
+import { adminCommand, commandLog, freshPrefix, holdStreamOpening, useMongoServer } from "./mongodb-fixtures.js";
 import { eventually, sleep, type CounterState } from "./snapshot-factory.js";
 
 // The MongoDB store's chunk collection beyond the conformance suite and mongodb-chunks.test.ts:
@@ -15,35 +13,8 @@ import { eventually, sleep, type CounterState } from "./snapshot-factory.js";
 
 const DATABASE = "agentd_chunk_collection";
 const BG = { sessionId: "s1", snapshotId: "bg" };
-let server: MongoJavaServer;
-let raw: MongoClient;
-let db: Db;
-const stores: MongoSessionStore<CounterState>[] = [];
-
-beforeAll(async () => {
-  server = await MongoJavaServer.start();
-  raw = new MongoClient(server.uri);
-  db = raw.db(DATABASE);
-}, 300_000);
-afterAll(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await raw?.close();
-  await server?.stop();
-});
-
-function storeOn(
-  prefix = freshPrefix(),
-  extra: Partial<MongoSessionStoreConfig> = {},
-): MongoSessionStore<CounterState> {
-  const store = new MongoSessionStore<CounterState>({
-    uri: server.uri,
-    database: DATABASE,
-    collectionPrefix: prefix,
-    ...extra,
-  });
-  stores.push(store);
-  return store;
-}
+const mongo = useMongoServer(DATABASE);
+const storeOn = mongo.storeOn;
 
 /** A store whose driver reports every command it sends. */
 function monitoredStore(prefix = freshPrefix()): MongoSessionStore<CounterState> {
@@ -52,12 +23,12 @@ function monitoredStore(prefix = freshPrefix()): MongoSessionStore<CounterState>
 
 /** The next write on the server fails with a write-concern error of `code` (after it was applied). */
 const failNextWrite = (code: number): Promise<unknown> =>
-  adminCommand(server.uri, { agentdTestWriteConcernError: 1, count: 1, code });
+  adminCommand(mongo.server.uri, { agentdTestWriteConcernError: 1, count: 1, code });
 
 /** Makes the server answer reads as a stepped-down primary for `ms`; resolves once that window is over. */
 async function whileSteppedDown(ms: number, during: () => Promise<void>): Promise<void> {
   const until = Date.now() + ms;
-  await adminCommand(server.uri, { agentdTestStepDown: 1, ms });
+  await adminCommand(mongo.server.uri, { agentdTestStepDown: 1, ms });
   try {
     await during();
   } finally {
@@ -152,7 +123,7 @@ describe("mongodb chunk collection: errors", () => {
     const prefix = freshPrefix();
     const store = storeOn(prefix);
     await store.ready();
-    await db
+    await mongo.db
       .collection(`${prefix}stream_chunks`)
       .insertOne({ ...BG, sequence: 1, chunk: "{not json", expireAt: new Date(Date.now() + HOUR) });
     const error = await expectAgentError(
@@ -246,7 +217,7 @@ describe("mongodb chunk collection: sweeps", () => {
       { snapshotId, sessionId: "s1", sequence: 1, chunk: "{}", expireAt: new Date(K) },
       { snapshotId, sessionId: "s1", sequence: 2, chunk: "{}", expireAt: new Date(K + 1000) },
     ]);
-    await db
+    await mongo.db
       .collection(`${prefix}stream_chunks`)
       .insertMany([...kept, { snapshotId: "z", sessionId: "s1", sequence: 1, chunk: "{}", expireAt: new Date(K) }]);
     expect(await store.sweepChunks(K)).toBe(1);
@@ -267,7 +238,7 @@ describe("mongodb chunk collection: concurrent sweeps", () => {
       chunk: "{}",
       expireAt: new Date(K),
     }));
-    await db.collection(`${prefix}stream_chunks`).insertMany(logs);
+    await mongo.db.collection(`${prefix}stream_chunks`).insertMany(logs);
     const [a, b] = await Promise.all([first.sweepChunks(K), second.sweepChunks(K)]);
     expect(a + b).toBe(300);
   });

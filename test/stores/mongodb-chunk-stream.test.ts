@@ -1,11 +1,17 @@
 import { createServer } from "node:net";
-import { MongoClient, type CommandStartedEvent, type Db, type Long } from "mongodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mongodb/mongo-store.js";
-import { MongoJavaServer } from "../harness/mongo-java-server.js";
+import type { CommandStartedEvent, Long } from "mongodb";
+import { describe, expect, it } from "vitest";
+import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { chunk } from "./chunk-factory.js";
 import { HOUR, startWatch } from "./conformance-chunks.js";
-import { adminCommand, capturingLogger, commandLog, freshPrefix, holdStreamOpening } from "./mongodb-fixtures.js";
+import {
+  adminCommand,
+  capturingLogger,
+  commandLog,
+  freshPrefix,
+  holdStreamOpening,
+  useMongoServer,
+} from "./mongodb-fixtures.js";
 import { eventually, sleep, type CounterState } from "./snapshot-factory.js";
 
 // A chunk watcher's change stream (ChunkStream) beyond mongodb-chunks.test.ts: which inserts wake
@@ -16,32 +22,8 @@ const DATABASE = "agentd_chunk_stream";
 const BG = { sessionId: "s1", snapshotId: "bg" };
 const OPEN_FAILED = "MongoDB chunk change stream could not be opened; retrying";
 const REOPENING = "MongoDB chunk change stream ended; reopening it";
-let server: MongoJavaServer;
-let raw: MongoClient;
-let db: Db;
-const stores: MongoSessionStore<CounterState>[] = [];
-
-beforeAll(async () => {
-  server = await MongoJavaServer.start();
-  raw = new MongoClient(server.uri);
-  db = raw.db(DATABASE);
-}, 300_000);
-afterAll(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await raw?.close();
-  await server?.stop();
-});
-
-function storeOn(prefix: string, extra: Partial<MongoSessionStoreConfig> = {}): MongoSessionStore<CounterState> {
-  const store = new MongoSessionStore<CounterState>({
-    uri: server.uri,
-    database: DATABASE,
-    collectionPrefix: prefix,
-    ...extra,
-  });
-  stores.push(store);
-  return store;
-}
+const mongo = useMongoServer(DATABASE);
+const storeOn = mongo.storeOn;
 
 /** The `$changeStream` stages of the change-stream aggregates the store sent on its chunk collection. */
 function changeStreamStages(log: ReturnType<typeof commandLog>, prefix: string): Record<string, unknown>[] {
@@ -87,7 +69,7 @@ describe("mongodb chunk stream: what wakes it", () => {
     const watch = startWatch(watcher, BG);
     try {
       await eventually(() => watcher.chunkStreamsOpen === 1);
-      await db
+      await mongo.db
         .collection(`${prefix}stream_chunks`)
         .insertOne({ ...BG, sequence: "1", chunk: "{}", expireAt: new Date(Date.now() + HOUR) });
       await watch.untilWakes(1);
@@ -150,7 +132,7 @@ describe("mongodb chunk stream: the driver's own resume", () => {
         log.named("getMore").filter((e) => e.command.collection === `${prefix}stream_chunks`);
       await eventually(() => polls().length > 0);
       const id = polls()[0]!.command.getMore as Long; // cursor IDs are int64 on the wire
-      const killed = await db.command({ killCursors: `${prefix}stream_chunks`, cursors: [id] });
+      const killed = await mongo.db.command({ killCursors: `${prefix}stream_chunks`, cursors: [id] });
       expect(killed.cursorsKilled).toHaveLength(1);
       // Written before the stream's next getMore: mongo-java-server sends no post-batch resume token, so the
       // driver resumes from "now" and only the catch-up read after its resume can report this append.
@@ -193,7 +175,7 @@ describe("mongodb chunk stream: reopening", () => {
       await eventually(() => watcher.chunkStreamsOpen === 1);
       await writer.appendChunks(BG, [chunk(1)], Date.now() + HOUR); // an event: the stream now has a resume token
       await watch.untilWakes(1);
-      await adminCommand(server.uri, { agentdTestCloseChangeStreams: 1 });
+      await adminCommand(mongo.server.uri, { agentdTestCloseChangeStreams: 1 });
       await eventually(() => logger.lines.some((l) => l.message === REOPENING));
       await eventually(() => watcher.chunkStreamsOpen === 1);
       const stages = changeStreamStages(log, prefix);
@@ -210,7 +192,7 @@ describe("mongodb chunk stream: reopening", () => {
     const watcher = storeOn(prefix, { logger });
     const writer = storeOn(prefix);
     await Promise.all([watcher.ready(), writer.ready()]);
-    await adminCommand(server.uri, { agentdTestStepDown: 1, ms: 2_500 });
+    await adminCommand(mongo.server.uri, { agentdTestStepDown: 1, ms: 2_500 });
     const watch = startWatch(watcher, BG);
     try {
       await eventually(() => logger.lines.some((l) => l.message === OPEN_FAILED));
@@ -243,8 +225,11 @@ describe("mongodb chunk stream: reopening", () => {
       await watch.untilWakes(1);
       const polls = log.named("getMore").filter((e) => e.command.collection === `${prefix}stream_chunks`);
       // The driver's own resume after the killed cursor meets a stepped-down server (NotPrimaryNoSecondaryOk: transient).
-      await adminCommand(server.uri, { agentdTestStepDown: 1, ms: 2_500 });
-      await db.command({ killCursors: `${prefix}stream_chunks`, cursors: [polls[polls.length - 1]!.command.getMore] });
+      await adminCommand(mongo.server.uri, { agentdTestStepDown: 1, ms: 2_500 });
+      await mongo.db.command({
+        killCursors: `${prefix}stream_chunks`,
+        cursors: [polls[polls.length - 1]!.command.getMore],
+      });
       await eventually(() => logger.lines.some((l) => l.fields.resume === true));
       await eventually(() => watcher.chunkStreamsOpen === 1, 20_000);
       const stages = changeStreamStages(log, prefix);
@@ -260,8 +245,8 @@ describe("mongodb chunk stream: reopening", () => {
     const watch = startWatch(watcher, BG);
     try {
       await eventually(() => watcher.chunkStreamsOpen === 1);
-      await adminCommand(server.uri, { agentdTestStepDown: 1, ms: 2_500 });
-      await adminCommand(server.uri, { agentdTestCloseChangeStreams: 1 });
+      await adminCommand(mongo.server.uri, { agentdTestStepDown: 1, ms: 2_500 });
+      await adminCommand(mongo.server.uri, { agentdTestCloseChangeStreams: 1 });
       await eventually(() => watcher.chunkStreamsOpen === 0);
       await eventually(() => watcher.chunkStreamsOpen === 1, 20_000);
     } finally {
@@ -276,7 +261,7 @@ describe("mongodb chunk stream: reopening", () => {
     const watch = startWatch(watcher, BG);
     try {
       await eventually(() => watcher.chunkStreamsOpen === 1);
-      await db.collection(`${prefix}stream_chunks`).drop();
+      await mongo.db.collection(`${prefix}stream_chunks`).drop();
       await eventually(() => logger.lines.some((l) => l.message === REOPENING));
       expect(logger.lines.find((l) => l.message === REOPENING)?.fields).toMatchObject({
         reason: expect.stringMatching(/^"invalidate" event/),

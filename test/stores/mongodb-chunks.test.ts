@@ -1,13 +1,13 @@
-import { BSON, MongoClient, type Db } from "mongodb";
+import { BSON } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
 import type { ChunkStreamSource } from "../../stores/mongodb/chunk-stream.js";
-import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mongodb/mongo-store.js";
+import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
 import { expectAgentError } from "../harness/agent-error-expectations.js";
 import { chunk, chunks } from "./chunk-factory.js";
 import { HOUR, startWatch } from "./conformance-chunks.js";
-import { adminCommand, capturingLogger, freshPrefix } from "./mongodb-fixtures.js";
+import { adminCommand, capturingLogger, freshPrefix, useMongoServer } from "./mongodb-fixtures.js";
 import { commitRecord, eventually, pendingRecord, type CounterState } from "./snapshot-factory.js";
 
 // The MongoDB store's chunk logs beyond the conformance suite: the documents and indexes, the
@@ -15,32 +15,8 @@ import { commitRecord, eventually, pendingRecord, type CounterState } from "./sn
 // a watcher's baseline, a deployment without change streams) and the orphan pass.
 
 const DATABASE = "agentd_chunks";
-let server: MongoJavaServer;
-let raw: MongoClient;
-let db: Db;
-const stores: MongoSessionStore<CounterState>[] = [];
-
-beforeAll(async () => {
-  server = await MongoJavaServer.start();
-  raw = new MongoClient(server.uri);
-  db = raw.db(DATABASE);
-}, 300_000);
-afterAll(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await raw?.close();
-  await server?.stop();
-});
-
-function storeOn(prefix: string, extra: Partial<MongoSessionStoreConfig> = {}): MongoSessionStore<CounterState> {
-  const store = new MongoSessionStore<CounterState>({
-    uri: server.uri,
-    database: DATABASE,
-    collectionPrefix: prefix,
-    ...extra,
-  });
-  stores.push(store);
-  return store;
-}
+const mongo = useMongoServer(DATABASE);
+const storeOn = mongo.storeOn;
 
 const BG = { sessionId: "s1", snapshotId: "bg" };
 
@@ -51,7 +27,7 @@ describe("mongodb chunk logs: documents and indexes", () => {
     const K = Date.now() + HOUR;
     await store.appendChunks(BG, chunks(1, 2), K);
     await store.appendChunks(BG, [chunk(3)], K + 1);
-    const docs = await db
+    const docs = await mongo.db
       .collection(`${prefix}stream_chunks`)
       .find({}, { projection: { _id: 0 } })
       .sort({ sequence: 1 })
@@ -66,7 +42,7 @@ describe("mongodb chunk logs: documents and indexes", () => {
       })),
     );
     await store.keepChunks(BG, K + 50);
-    const kept = await db.collection(`${prefix}stream_chunks`).distinct("expireAt", {});
+    const kept = await mongo.db.collection(`${prefix}stream_chunks`).distinct("expireAt", {});
     expect(kept).toEqual([new Date(K + 50)]);
   });
 
@@ -74,7 +50,7 @@ describe("mongodb chunk logs: documents and indexes", () => {
     const prefix = freshPrefix();
     const store = storeOn(prefix);
     await store.ready();
-    const indexes = await db.collection(`${prefix}stream_chunks`).listIndexes().toArray();
+    const indexes = await mongo.db.collection(`${prefix}stream_chunks`).listIndexes().toArray();
     const byName = Object.fromEntries(indexes.map((i) => [i.name as string, i]));
     expect(byName.log_sequence).toMatchObject({ key: { snapshotId: 1, sequence: 1 }, unique: true });
     expect(byName.expire_at_ttl).toMatchObject({ key: { expireAt: 1 }, expireAfterSeconds: 0 });
@@ -83,7 +59,9 @@ describe("mongodb chunk logs: documents and indexes", () => {
 
   it("fails FAILED_PRECONDITION when an index on (snapshotId, sequence) exists without uniqueness", async () => {
     const prefix = freshPrefix();
-    await db.collection(`${prefix}stream_chunks`).createIndex({ snapshotId: 1, sequence: 1 }, { name: "ops_log" });
+    await mongo.db
+      .collection(`${prefix}stream_chunks`)
+      .createIndex({ snapshotId: 1, sequence: 1 }, { name: "ops_log" });
     const store = storeOn(prefix);
     await expectAgentError(
       store.ready(),
@@ -94,12 +72,14 @@ describe("mongodb chunk logs: documents and indexes", () => {
 
   it("uses an operator's unique index on (snapshotId, sequence) under another name", async () => {
     const prefix = freshPrefix();
-    await db
+    await mongo.db
       .collection(`${prefix}stream_chunks`)
       .createIndex({ snapshotId: 1, sequence: 1 }, { name: "ops_log", unique: true });
     const store = storeOn(prefix);
     await store.appendChunks(BG, [chunk(1)], Date.now() + HOUR);
-    const names = (await db.collection(`${prefix}stream_chunks`).listIndexes().toArray()).map((i) => i.name).sort();
+    const names = (await mongo.db.collection(`${prefix}stream_chunks`).listIndexes().toArray())
+      .map((i) => i.name)
+      .sort();
     expect(names).toEqual(["_id_", "expire_at_ttl", "log_session", "ops_log"]);
   });
 
@@ -150,9 +130,9 @@ describe("mongodb chunk logs: documents and indexes", () => {
     await store.appendChunks(BG, chunks(1, 2), K);
     await store.appendChunks(BG, [chunk(3)], K + 1000); // the log's keep-until: its latest
     expect(await store.sweepChunks(K)).toBe(0);
-    expect(await db.collection(`${prefix}stream_chunks`).countDocuments()).toBe(3);
+    expect(await mongo.db.collection(`${prefix}stream_chunks`).countDocuments()).toBe(3);
     expect(await store.sweepChunks(K + 1000)).toBe(1);
-    expect(await db.collection(`${prefix}stream_chunks`).countDocuments()).toBe(0);
+    expect(await mongo.db.collection(`${prefix}stream_chunks`).countDocuments()).toBe(0);
   });
 
   it("sweeps more logs than one batch", { timeout: 60_000 }, async () => {
@@ -166,9 +146,9 @@ describe("mongodb chunk logs: documents and indexes", () => {
       chunk: "{}",
       expireAt: new Date(i % 2 === 0 ? K : K + 1000),
     }));
-    await db.collection(`${prefix}stream_chunks`).insertMany(docs);
+    await mongo.db.collection(`${prefix}stream_chunks`).insertMany(docs);
     expect(await store.sweepChunks(K)).toBe(617);
-    expect(await db.collection(`${prefix}stream_chunks`).countDocuments()).toBe(617);
+    expect(await mongo.db.collection(`${prefix}stream_chunks`).countDocuments()).toBe(617);
   });
 
   it("removes the chunk logs of a session whose head is gone in sweepExpired's orphan pass", async () => {
@@ -176,7 +156,7 @@ describe("mongodb chunk logs: documents and indexes", () => {
     const store = storeOn(prefix);
     await commitRecord(store, undefined, pendingRecord("s1", "bg"));
     await store.appendChunks(BG, chunks(1, 2), Date.now() + HOUR);
-    await db.collection(`${prefix}heads`).deleteOne({ _id: "s1" as never }); // as MongoDB's TTL monitor would
+    await mongo.db.collection(`${prefix}heads`).deleteOne({ _id: "s1" as never }); // as MongoDB's TTL monitor would
     await store.sweepExpired(Date.now());
     expect(await store.hasChunks(BG)).toBe(false);
   });
@@ -267,7 +247,7 @@ describe("mongodb chunk logs: watchers", () => {
     const watch = startWatch(watcher, BG);
     try {
       await eventually(() => watcher.chunkStreamsOpen === 1);
-      expect(await adminCommand(server.uri, { agentdTestCloseChangeStreams: 1 })).toMatchObject({
+      expect(await adminCommand(mongo.server.uri, { agentdTestCloseChangeStreams: 1 })).toMatchObject({
         closed: expect.any(Number),
       });
       await eventually(() => logger.lines.some((l) => l.message === "MongoDB chunk change stream ended; reopening it"));

@@ -1,8 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { MongoClient, type CommandStartedEvent, type CommandSucceededEvent, type Document } from "mongodb";
+import { MongoClient, type CommandStartedEvent, type CommandSucceededEvent, type Db, type Document } from "mongodb";
+import { afterAll, beforeAll } from "vitest";
 import type { ChunkStreamSource } from "../../stores/mongodb/chunk-stream.js";
-import type { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
+import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mongodb/mongo-store.js";
 import type { StoreLogger } from "../../stores/mongodb/store-logger.js";
+import { MongoJavaServer } from "../harness/mongo-java-server.js";
+import type { CounterState } from "./snapshot-factory.js";
 
 /** A collection prefix no other test uses. */
 export function freshPrefix(): string {
@@ -85,4 +88,56 @@ export function holdStreamOpening(
     return collection();
   };
   return { held: () => held, release };
+}
+
+/** A mongo-java-server for one test file, a client of it and the stores its tests open (see {@link useMongoServer}). */
+export interface MongoTestServer {
+  readonly server: MongoJavaServer;
+  /** The test database through a client of the test file's own (not a store's). */
+  readonly db: Db;
+  /** A store on the test database with this collection prefix (default: a fresh one), closed after the file's tests. */
+  storeOn(prefix?: string, extra?: Partial<MongoSessionStoreConfig>): MongoSessionStore<CounterState>;
+}
+
+/**
+ * Starts a mongo-java-server before the test file's tests (one JVM per file) and stops it after
+ * them, closing every store `storeOn` opened and the file's client first.
+ */
+export function useMongoServer(database: string): MongoTestServer {
+  let server: MongoJavaServer | undefined;
+  let raw: MongoClient | undefined;
+  let db: Db | undefined;
+  const stores: MongoSessionStore<CounterState>[] = [];
+  beforeAll(async () => {
+    server = await MongoJavaServer.start();
+    raw = new MongoClient(server.uri);
+    db = raw.db(database);
+  }, 300_000);
+  afterAll(async () => {
+    for (const store of stores.splice(0)) await store.close();
+    await raw?.close();
+    await server?.stop();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error("the test MongoDB server is not started yet (use it inside a test)");
+    return value;
+  };
+  return {
+    get server() {
+      return started(server);
+    },
+    get db() {
+      return started(db);
+    },
+    storeOn(prefix = freshPrefix(), extra = {}) {
+      const store = new MongoSessionStore<CounterState>({
+        uri: started(server).uri,
+        database,
+        collectionPrefix: prefix,
+        ...extra,
+      });
+      stores.push(store);
+      return store;
+    },
+  };
 }
