@@ -1,13 +1,13 @@
 import { mkdir, readdir, realpath, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ChunkLogKey } from "../../stores/chunk-log.js";
-import { FileSessionStore, type FileSessionStoreOptions } from "../../stores/file-store.js";
+import type { FileSessionStore } from "../../stores/file-store.js";
 import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
 import { expectAgentError, expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 import { chunk } from "./chunk-factory.js";
 import { HOUR, startWatch } from "./conformance-chunks.js";
-import { osWatchesOn, recordFileSyncs, selfLink, useTempDirs } from "./file-fixtures.js";
+import { osWatchesOn, recordFileSyncs, selfLink, useFileStores, useTempDirs } from "./file-fixtures.js";
 import { eventually, type CounterState } from "./snapshot-factory.js";
 
 // The file store's chunk logs (stores/file/chunk-logs.ts) beyond file-chunks.test.ts: what a
@@ -16,17 +16,7 @@ import { eventually, type CounterState } from "./snapshot-factory.js";
 // watcher, ending them, releasing their OS watches).
 
 const tempDir = useTempDirs("agentd-chunk-logs-");
-const stores: FileSessionStore<CounterState>[] = [];
-
-function open(dir: string, options: FileSessionStoreOptions = {}): FileSessionStore<CounterState> {
-  const store = new FileSessionStore<CounterState>(dir, options);
-  stores.push(store);
-  return store;
-}
-
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-});
+const open = useFileStores();
 
 const BG = { sessionId: "s1", snapshotId: "bg" };
 const paths = (dir: string, key: ChunkLogKey = BG) => {

@@ -1,7 +1,6 @@
 import { appendFile, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { FileSessionStore, type FileSessionStoreOptions } from "../../stores/file-store.js";
+import { describe, expect, it } from "vitest";
 import { sweepDebris } from "../../stores/file/debris-sweep.js";
 import { findStoreDirectories } from "../../stores/file/session-files.js";
 import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
@@ -9,25 +8,14 @@ import { sanitizePathPrefix } from "../../stores/file/path-prefix.js";
 import { expectAgentError } from "../harness/agent-error-expectations.js";
 import { chunk, chunks } from "./chunk-factory.js";
 import { HOUR, startWatch } from "./conformance-chunks.js";
-import { age, useTempDirs } from "./file-fixtures.js";
-import type { CounterState } from "./snapshot-factory.js";
+import { age, useFileStores, useTempDirs } from "./file-fixtures.js";
 
 // The file store's chunk logs beyond the conformance suite: the files themselves (layout, modes,
 // keep-until), torn and corrupt lines, the reader's line index, the watcher's OS-watcher and poll
 // paths, tenant directories, and what the debris sweep and directory scans make of chunks/.
 
 const tempDir = useTempDirs("agentd-file-chunks-");
-const stores: FileSessionStore<CounterState>[] = [];
-
-function open(dir: string, options: FileSessionStoreOptions = {}): FileSessionStore<CounterState> {
-  const store = new FileSessionStore<CounterState>(dir, options);
-  stores.push(store);
-  return store;
-}
-
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-});
+const open = useFileStores();
 
 const BG = { sessionId: "s1", snapshotId: "bg" };
 const mode = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;

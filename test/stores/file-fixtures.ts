@@ -16,6 +16,8 @@ import {
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { afterEach, onTestFinished, vi, type MockInstance } from "vitest";
+import { FileSessionStore, type FileSessionStoreOptions } from "../../stores/file-store.js";
+import type { CounterState } from "./snapshot-factory.js";
 
 // Fixtures of the file store's unit tests (stores/file/*): temporary directories, lock files of
 // dead processes, aged files and open file descriptors.
@@ -131,4 +133,17 @@ export async function selfLink(path: string): Promise<void> {
   const tmp = `${path}.link`;
   await symlink(basename(path), tmp);
   await rename(tmp, path);
+}
+
+/** Opens file stores that are closed after each test: `open(dir, options)`. */
+export function useFileStores(): (dir: string, options?: FileSessionStoreOptions) => FileSessionStore<CounterState> {
+  const stores: FileSessionStore<CounterState>[] = [];
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close();
+  });
+  return (dir, options = {}) => {
+    const store = new FileSessionStore<CounterState>(dir, options);
+    stores.push(store);
+    return store;
+  };
 }
