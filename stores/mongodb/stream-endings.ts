@@ -44,7 +44,7 @@ export function endingOfEvent(change: Document): StreamEnding | undefined {
   const type = change.operationType;
   if (typeof type !== "string" || !TERMINAL_EVENTS.has(type)) return undefined;
   return {
-    reason: `"${type}" event (the snapshots collection was dropped or renamed, or its database dropped)`,
+    reason: `"${type}" event (the watched collection was dropped or renamed, or its database dropped)`,
     resume: false,
   };
 }
