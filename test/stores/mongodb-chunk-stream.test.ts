@@ -1,7 +1,7 @@
-import { createServer } from "node:net";
 import type { CommandStartedEvent, Long } from "mongodb";
 import { describe, expect, it } from "vitest";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
+import { freePort } from "../harness/caller-trace.js";
 import { chunk } from "./chunk-factory.js";
 import { HOUR, startWatch } from "./conformance-chunks.js";
 import {
@@ -32,15 +32,6 @@ function changeStreamStages(log: ReturnType<typeof commandLog>, prefix: string):
     .filter((e) => e.command.aggregate === `${prefix}stream_chunks`)
     .map((e) => (e.command.pipeline as Record<string, unknown>[])[0]?.$changeStream as Record<string, unknown>)
     .filter((stage) => stage !== undefined);
-}
-
-/** A local port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 describe("mongodb chunk stream: what wakes it", () => {
@@ -277,7 +268,7 @@ describe("mongodb chunk stream: reopening", () => {
 
   it("keeps retrying, and does not end, while the server cannot be reached", async () => {
     const logger = capturingLogger();
-    const port = await closedPort();
+    const port = await freePort(); // nothing listens on it
     const store = new MongoSessionStore<CounterState>({
       uri: `mongodb://127.0.0.1:${port}/?directConnection=true&serverSelectionTimeoutMS=200`,
       database: DATABASE,
