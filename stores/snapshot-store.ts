@@ -3,6 +3,7 @@ import type { Artifact, Message } from "../src/types/content.js";
 import type { SessionState } from "../src/types/session-state.js";
 import type { SessionSnapshot, SnapshotStatus } from "../src/types/snapshot.js";
 import type { Usage } from "../src/types/usage.js";
+import type { DetachedWork } from "../src/types/detached-work.js";
 
 /**
  * Version of the stored data layout (session heads + snapshot records with
@@ -140,6 +141,12 @@ export interface SnapshotRecord<S = unknown> extends Omit<SessionSnapshot<S>, "s
   checkpointBytes: number;
   /** Turn index of the nearest checkpoint (lets a store fetch a chain with one range query). */
   checkpointTurn: number;
+  /**
+   * Set on the pending row of detached work: the inputs it still has to run
+   * and who ran which part (so another instance can take it over). Opaque to
+   * stores: stored and returned as its JSON.
+   */
+  work?: DetachedWork;
 }
 
 /** A page request for {@link SessionStore.listRecords}. */
@@ -255,6 +262,16 @@ export interface SessionStore<S = unknown> {
    * (they see no further change; a subscriber notices by reading the record).
    */
   deleteSession?(sessionId: string, ctx?: StoreCallContext): Promise<boolean>;
+  /**
+   * The heads that carry a lease (valid or lapsed), of every owner, the
+   * earliest `lease.expiresAt` first, at most `limit` (an integer ≥ 1;
+   * otherwise INVALID_ARGUMENT). Without `ctx`, a file store with tenant path
+   * prefixes covers every tenant directory (as `sweepExpired` does). What
+   * instances poll to find detached work whose worker died (see
+   * `DetachedWork`). Cost: MongoDB, one indexed query; files, every head file
+   * read (as `sweepExpired`); memory, a scan of the heads. Optional.
+   */
+  listLeasedHeads?(limit: number, ctx?: StoreCallContext): Promise<SessionHead[]>;
   /** Deletes (as deleteSession) every session whose expiresAt <= now; resolves to how many. */
   sweepExpired?(now: number, ctx?: StoreCallContext): Promise<number>;
   /**

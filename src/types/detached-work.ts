@@ -1,0 +1,41 @@
+import type { AgentInput } from "./agent-io.js";
+
+/** Who ran one part of detached work. */
+export interface DetachedWorkRun {
+  /** The invocation that ran it (also the session lease's holder while it ran). */
+  invocationId: string;
+  /** The server instance (`--instance-id`, default `<hostname>:<pid>`). */
+  instance: string;
+  /** Epoch ms when it started (detach, or takeover). */
+  startedAt: number;
+  /** Index into {@link DetachedWork.inputs} of the first input it ran. */
+  fromInput: number;
+}
+
+/** Who the detached work acts for (the principal of the call that detached it). */
+export interface DetachedWorkPrincipal {
+  subject: string;
+  tenant: string;
+  claims: Record<string, unknown>;
+}
+
+/**
+ * What the pending row of detached work records so that another instance can
+ * take it over when its worker dies: the inputs still to run at detach (the
+ * first may be the turn that was running), how many of them completed (their
+ * turns are in the row's state), the stream position of the last completed
+ * turn's end, and every run that worked on it.
+ */
+export interface DetachedWork {
+  /** The inputs queued (or running) at detach, in order: messages and tool resumes only. */
+  inputs: AgentInput[];
+  /** Turn index of `inputs[0]`. */
+  firstTurnIndex: number;
+  /** How many of `inputs` completed; their turns are in the row's state fields. */
+  completed: number;
+  /** The `sequence` of the last completed turn's TurnEnd chunk (0 before any). */
+  lastSequence: number;
+  /** Each run that worked on it, in order; the last one holds it now. */
+  runs: DetachedWorkRun[];
+  principal: DetachedWorkPrincipal;
+}
