@@ -26,6 +26,7 @@ import { ensureStoreFormat, openStoreDirectory } from "./file/store-format.js";
 import { sessionKey, StoreLayout } from "./file/store-layout.js";
 import type { FileSessionStoreOptions } from "./file/store-options.js";
 import { KeyedMutex } from "./keyed-mutex.js";
+import { checkLeasedHeadsLimit, earliestLeases } from "./leased-heads.js";
 import { deepFreeze } from "./ledger/frozen-value.js";
 import { walkChain } from "./ledger/state-chain.js";
 import { headToStore, keepIdentity } from "./record-identity.js";
@@ -70,7 +71,7 @@ export type { FileSessionStoreOptions };
  * reading only a record's 1 KiB header). Directories are created with mode
  * 0700, files with 0600. Records and heads are handed out deep-frozen. A
  * corrupt record or head file reads as DATA_LOSS, never as missing.
- * Lifecycle: `listHeads` and `sweepExpired` read every head file of the
+ * Lifecycle: `listHeads`, `listLeasedHeads` and `sweepExpired` read every head file of the
  * directory (O(sessions)); `deleteSession` removes head, records, chunk logs,
  * index and lock under the session's lock. Nothing expires on its own: the
  * owner calls `sweepExpired` and `sweepChunks` (at open and on a timer).
@@ -342,6 +343,19 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     let removed = 0;
     for (const layout of await this.sweepLayouts(ctx)) removed += await sweepExpiredSessions(this.removal, layout, now);
     return removed;
+  }
+
+  /**
+   * The heads with a lease, earliest `lease.expiresAt` first (see `SessionStore.listLeasedHeads`), over
+   * what `sweepExpired` covers (without `ctx`: every tenant directory); expired heads not yet swept are
+   * included (as `getHead` returns them), corrupt head files skipped. Cost: reads every head file.
+   */
+  async listLeasedHeads(limit: number, ctx?: StoreCallContext): Promise<SessionHead[]> {
+    checkLeasedHeadsLimit(limit);
+    const heads: SessionHead[] = [];
+    for (const layout of await this.sweepLayouts(ctx))
+      for (const { head } of await readAllHeads(layout, { skipCorrupt: true })) heads.push(head);
+    return earliestLeases(heads, limit);
   }
 
   /** What a sweep covers: this call's directory; without `ctx` (and with a `pathPrefix`) every store directory. */

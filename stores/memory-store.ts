@@ -2,6 +2,7 @@ import type { ChunkLog, ChunkLogKey, StoredChunk } from "./chunk-log.js";
 import { deepFreeze } from "./ledger/frozen-value.js";
 import { MemoryChunkLogs } from "./memory-chunk-log.js";
 import { walkChain } from "./ledger/state-chain.js";
+import { checkLeasedHeadsLimit, earliestLeases } from "./leased-heads.js";
 import { keepIdentity, headToStore } from "./record-identity.js";
 import { checkSessionQuery, isExpired, pageOfHeads } from "./session-query.js";
 import { compareNewestFirst, pageOf } from "./snapshot-order.js";
@@ -145,6 +146,18 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
    */
   async deleteSession(sessionId: string, _ctx?: StoreCallContext): Promise<boolean> {
     return this.removeSession(sessionId);
+  }
+
+  /**
+   * Every head that carries a lease (valid or lapsed; also an expired head not
+   * yet swept, as `getHead` returns it), the earliest `lease.expiresAt` first
+   * (ties: sessionId ascending), at most `limit` (an integer >= 1, otherwise
+   * INVALID_ARGUMENT). The context is ignored (one namespace). Scans every
+   * head: O(sessions) plus a sort of the leased ones.
+   */
+  async listLeasedHeads(limit: number, _ctx?: StoreCallContext): Promise<SessionHead[]> {
+    checkLeasedHeadsLimit(limit);
+    return earliestLeases(this.heads.values(), limit);
   }
 
   /** Deletes every session whose expiresAt <= now; resolves to how many. */

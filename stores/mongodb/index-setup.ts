@@ -25,6 +25,13 @@ export interface IndexSpec {
    * repeated key would go unnoticed: FAILED_PRECONDITION).
    */
   unique?: boolean;
+  /**
+   * A sparse index: created with `sparse: true`, so it holds only the
+   * documents that have the key field (a query must filter on `$exists: true`
+   * to use it). An existing index on the same keys serves whether it is
+   * sparse or not.
+   */
+  sparse?: boolean;
 }
 
 /** IndexOptionsConflict: an index with the same key pattern exists under another name (or other options). */
@@ -57,7 +64,7 @@ const RESTRICTING_OPTIONS = ["unique", "sparse", "partialFilterExpression"] as c
  * reported to `warn` (MongoDB then expires documents by its setting, or not at
  * all). A concurrent creation by another instance is fine. FAILED_PRECONDITION when
  * the existing index with that key pattern is unique (unless the spec is),
- * sparse or partial (it would refuse writes or miss records), when a spec's
+ * sparse (unless the spec is) or partial (it would refuse writes or miss records), when a spec's
  * unique index exists without uniqueness, or when the spec's name is taken by
  * an index with other keys.
  */
@@ -72,7 +79,10 @@ export async function ensureIndexes<T extends Document>(
     if (equivalent) {
       const restricting = RESTRICTING_OPTIONS.filter(
         (option) =>
-          !(option === "unique" && spec.unique) && equivalent[option] !== undefined && equivalent[option] !== false,
+          !(option === "unique" && spec.unique) &&
+          !(option === "sparse" && spec.sparse) &&
+          equivalent[option] !== undefined &&
+          equivalent[option] !== false,
       );
       if (restricting.length > 0)
         throw unusableIndex(collection, spec, String(equivalent.name), restricting.join(", "));
@@ -86,6 +96,7 @@ export async function ensureIndexes<T extends Document>(
       await collection.createIndex(spec.key, {
         name: spec.name,
         ...(spec.unique ? { unique: true } : {}),
+        ...(spec.sparse ? { sparse: true } : {}),
         ...(spec.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: spec.expireAfterSeconds }),
       });
     } catch (err) {

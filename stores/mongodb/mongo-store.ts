@@ -3,6 +3,7 @@ import { AgentError } from "../../src/errors/agent-error.js";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
 import { checkNow } from "../chunk-arguments.js";
 import type { ChunkLog, ChunkLogKey, StoredChunk } from "../chunk-log.js";
+import { checkLeasedHeadsLimit } from "../leased-heads.js";
 import { headToStore } from "../record-identity.js";
 import type {
   HeadCommit,
@@ -33,6 +34,7 @@ import {
   DEFAULT_ORPHAN_GRACE_MS,
   DEFAULT_ORPHAN_SCAN_BATCH,
   listHeadsPage,
+  listLeasedHeadDocuments,
   removeSession,
   sweepExpiredSessions,
   type OrphanScan,
@@ -66,6 +68,7 @@ const ignore = (): undefined => undefined;
  *
  * Session lifecycle (session-lifecycle.ts): `listHeads` walks the
  * `{owner, updatedAt: -1, _id: -1}` index with keyset page tokens;
+ * `listLeasedHeads` reads the sparse `{"lease.expiresAt": 1}` index;
  * `deleteSession` hides the head behind a deletion marker, then deletes the
  * records, the chunks, the chunk logs and the marker; a TTL index on the heads' `expireAt`
  * lets MongoDB remove expired heads by itself, and `sweepExpired` deletes
@@ -319,6 +322,20 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   async listHeads(query: SessionQuery, _ctx?: StoreCallContext): Promise<HeadPage> {
     const { c } = await this.open();
     return guarded("listing sessions", () => listHeadsPage(c.heads, query));
+  }
+
+  /**
+   * The heads carrying a lease (valid or lapsed), of every owner, the earliest
+   * `lease.expiresAt` first (ties: sessionId ascending), at most `limit` (an
+   * integer >= 1, otherwise INVALID_ARGUMENT): one query on the sparse
+   * `{"lease.expiresAt": 1}` index; see listLeasedHeadDocuments. Heads being
+   * deleted are left out, as getHead leaves them out. The context is ignored,
+   * as by every other method (one set of collections for every owner).
+   */
+  async listLeasedHeads(limit: number, _ctx?: StoreCallContext): Promise<SessionHead[]> {
+    checkLeasedHeadsLimit(limit);
+    const { c } = await this.open();
+    return guarded("listing the leased sessions", () => listLeasedHeadDocuments(c.heads, limit));
   }
 
   /**

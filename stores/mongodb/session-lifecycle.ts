@@ -1,6 +1,6 @@
 import type { Collection, Document, Filter } from "mongodb";
 import { checkSessionQuery, encodeHeadPageToken } from "../session-query.js";
-import type { HeadPage, SessionQuery } from "../snapshot-store.js";
+import type { HeadPage, SessionHead, SessionQuery } from "../snapshot-store.js";
 import type { ChunkDocument } from "./checkpoint-chunks.js";
 import { DELETING_VERSION, fromHeadDocument, labelPair, LIVE_HEAD, type HeadDocument } from "./head-document.js";
 import { isDuplicateKey } from "./mongo-errors.js";
@@ -61,6 +61,20 @@ export async function listHeadsPage(heads: Collection<HeadDocument>, query: Sess
   if (docs.length <= q.pageSize) return { heads: page };
   const last = page[page.length - 1]!;
   return { heads: page, nextPageToken: encodeHeadPageToken({ updatedAt: last.updatedAt, sessionId: last.sessionId }) };
+}
+
+/**
+ * The heads carrying a lease (valid or lapsed), of every owner, the earliest
+ * `lease.expiresAt` first (ties: smaller `_id`), at most `limit`: one query on
+ * the sparse `{"lease.expiresAt": 1}` index (`$exists` on it lets MongoDB use
+ * a sparse index; the `_id` tie-break is sorted over the leased heads only).
+ * Heads being deleted are left out (as getHead reads them absent); an expired
+ * head not yet removed is listed, as getHead returns it.
+ */
+export async function listLeasedHeadDocuments(heads: Collection<HeadDocument>, limit: number): Promise<SessionHead[]> {
+  const filter = { "lease.expiresAt": { $exists: true }, ...LIVE_HEAD } as Filter<HeadDocument>;
+  const docs = await heads.find(filter).sort({ "lease.expiresAt": 1, _id: 1 }).limit(limit).toArray();
+  return docs.map(fromHeadDocument);
 }
 
 /** What {@link removeSession} found and did. */

@@ -75,11 +75,14 @@ export const STREAM_CHUNK_INDEXES: readonly IndexSpec[] = [
  * The indexes of `<prefix>heads`: a listing walks one owner's heads newest
  * first on (updatedAt, _id), the keyset its page tokens point into; the TTL
  * index on `expireAt` lets MongoDB delete expired heads by itself (and serves
- * the sweep's `expireAt <= now` query).
+ * the sweep's `expireAt <= now` query); the sparse index on
+ * `lease.expiresAt` holds only the heads with a lease, in the order
+ * `listLeasedHeads` walks (earliest expiry first).
  */
 export const HEAD_INDEXES: readonly IndexSpec[] = [
   { name: "owner_updated", key: { owner: 1, updatedAt: -1, _id: -1 } },
   { name: "expire_at_ttl", key: { expireAt: 1 }, expireAfterSeconds: 0 },
+  { name: "lease_expires_at", key: { "lease.expiresAt": 1 }, sparse: true },
 ];
 
 /**

@@ -327,6 +327,10 @@ describe("mongodb session lifecycle: expiry", () => {
     const ttl = headIndexes.find((i) => JSON.stringify(i.key) === JSON.stringify({ expireAt: 1 }));
     expect(ttl).toMatchObject({ name: "expire_at_ttl", expireAfterSeconds: 0 });
     expect(headIndexes.find((i) => i.name === "owner_updated")?.key).toEqual({ owner: 1, updatedAt: -1, _id: -1 });
+    expect(headIndexes.find((i) => i.name === "lease_expires_at")).toMatchObject({
+      key: { "lease.expiresAt": 1 },
+      sparse: true,
+    });
     expect((await db.collection(`${prefix}checkpoint_chunks`).listIndexes().toArray()).map((i) => i.name)).toContain(
       "chunk_session",
     );
@@ -351,7 +355,7 @@ describe("mongodb session lifecycle: expiry", () => {
     const store = storeOn(prefix, { logger });
     await store.ready();
     const names = (await db.collection(`${prefix}heads`).listIndexes().toArray()).map((i) => i.name).sort();
-    expect(names).toEqual(["_id_", "ops_expire", "owner_updated"]);
+    expect(names).toEqual(["_id_", "lease_expires_at", "ops_expire", "owner_updated"]);
     expect(logger.lines.map((l) => l.message)).toEqual([
       expect.stringMatching(
         /"ops_expire".*not a TTL index.*MongoDB does not remove expired heads by itself\. .*collMod.*expireAfterSeconds: 0/,
@@ -480,6 +484,60 @@ describe("mongodb session lifecycle: the orphan pass and checkpoint chunks", () 
       await store.close();
     },
   );
+});
+
+describe("mongodb session lifecycle: leased heads", () => {
+  it("asks for leased live heads with one query on the sparse lease index (filter, sort, limit as given)", async () => {
+    const prefix = freshPrefix();
+    const store = storeOn(prefix, { clientOptions: { monitorCommands: true } });
+    const now = Date.now();
+    await seedTwo(store, "b", T0, { lease: { invocationId: "inv-b", expiresAt: now + 2000 } });
+    await seedTwo(store, "a", T0, { lease: { invocationId: "inv-a", expiresAt: now + 1000 } });
+    await seedTwo(store, "plain", T0);
+    const log = commandLog(store);
+    expect((await store.listLeasedHeads(7)).map((h) => h.sessionId)).toEqual(["a", "b"]);
+    const finds = log.named("find").filter((e) => String(e.command.find).endsWith("heads"));
+    expect(finds).toHaveLength(1);
+    const { filter, sort, limit, readConcern } = finds[0]!.command;
+    expect(filter).toEqual({ "lease.expiresAt": { $exists: true }, deletingAt: { $exists: false } });
+    expect([...(sort as Map<string, number>)]).toEqual([
+      ["lease.expiresAt", 1],
+      ["_id", 1],
+    ]);
+    expect(limit).toBe(7);
+    expect(readConcern).toEqual({ level: "majority" });
+    await store.close();
+  });
+
+  it("leaves out a head being deleted (a deletion marker), as getHead does", async () => {
+    const prefix = freshPrefix();
+    const store = storeOn(prefix);
+    const now = Date.now();
+    await seedTwo(store, "s1", T0, { lease: { invocationId: "inv-1", expiresAt: now + 1000 } });
+    await seedTwo(store, "s2", T0, { lease: { invocationId: "inv-2", expiresAt: now + 2000 } });
+    // Step 1 of a deletion, then nothing (the deleter died): the marker keeps the lease fields.
+    await db
+      .collection(`${prefix}heads`)
+      .updateOne(
+        { _id: "s1" as never },
+        { $set: { deletingAt: new Date(), version: -1, expireAt: new Date(now + 600_000) } },
+      );
+    expect(await db.collection(`${prefix}heads`).findOne({ _id: "s1" as never })).toHaveProperty("lease");
+    expect(await store.getHead("s1")).toBeUndefined();
+    expect((await store.listLeasedHeads(10)).map((h) => h.sessionId)).toEqual(["s2"]);
+    await store.close();
+  });
+
+  it("uses an operator's plain (not sparse) index on lease.expiresAt as it is", async () => {
+    const prefix = freshPrefix();
+    await db.collection(`${prefix}heads`).createIndex({ "lease.expiresAt": 1 }, { name: "ops_lease" });
+    const store = storeOn(prefix);
+    await seedTwo(store, "s1", T0, { lease: { invocationId: "inv-1", expiresAt: Date.now() } });
+    expect((await store.listLeasedHeads(10)).map((h) => h.sessionId)).toEqual(["s1"]);
+    const names = (await db.collection(`${prefix}heads`).listIndexes().toArray()).map((i) => i.name).sort();
+    expect(names).toEqual(["_id_", "expire_at_ttl", "ops_lease", "owner_updated"]);
+    await store.close();
+  });
 });
 
 describe("mongodb session lifecycle: listing", () => {

@@ -324,6 +324,43 @@ describe("index setup", () => {
     ).resolves.toBeUndefined();
     expect(created).toEqual(["session_turn"]);
   });
+
+  it("creates a sparse spec's index sparse, and takes an existing sparse or plain one on its keys, but not a unique or partial one", async () => {
+    const spec = { name: "lease_expires_at", key: { "lease.expiresAt": 1 }, sparse: true } as const;
+    const collectionWith = (indexes: Document[], created: Document[] = []) =>
+      ({
+        collectionName: "heads",
+        listIndexes: () => ({ toArray: async () => indexes }),
+        createIndex: async (key: Document, options: Document) => {
+          created.push({ key, ...options });
+        },
+      }) as unknown as Collection<Document>;
+    const created: Document[] = [];
+    await ensureIndexes(collectionWith([], created), [spec]);
+    expect(created).toEqual([{ key: { "lease.expiresAt": 1 }, name: "lease_expires_at", sparse: true }]);
+    for (const existing of [{ sparse: true }, {}, { sparse: false }]) {
+      const none: Document[] = [];
+      await ensureIndexes(collectionWith([{ name: "ops", key: { "lease.expiresAt": 1 }, ...existing }], none), [spec]);
+      expect(none).toEqual([]);
+    }
+    for (const [existing, named] of [
+      [{ unique: true }, "unique"],
+      [{ sparse: true, partialFilterExpression: { lease: { $exists: true } } }, "partialFilterExpression"],
+    ] as const) {
+      await expect(
+        ensureIndexes(collectionWith([{ name: "ops", key: { "lease.expiresAt": 1 }, ...existing }]), [spec]),
+      ).rejects.toMatchObject({
+        status: "FAILED_PRECONDITION",
+        message: expect.stringContaining(`has an index "ops" on {"lease.expiresAt":1} with ${named};`),
+      });
+    }
+    // A plain spec still refuses an existing sparse index (it would miss documents).
+    await expect(
+      ensureIndexes(collectionWith([{ name: "ops", key: { sessionId: 1 }, sparse: true }]), [
+        { name: "chunk_session", key: { sessionId: 1 } },
+      ]),
+    ).rejects.toMatchObject({ status: "FAILED_PRECONDITION", message: expect.stringContaining("with sparse;") });
+  });
 });
 
 describe("checkpoint chunks", () => {

@@ -297,6 +297,7 @@ describe("mongodb store: indexes", () => {
       "chunk_session",
       "owner_updated",
       "expire_at_ttl",
+      "lease_expires_at",
       "log_sequence",
       "expire_at_ttl",
       "log_session",

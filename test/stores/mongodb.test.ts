@@ -546,6 +546,7 @@ describe("mongodb store: a database that became unreachable", () => {
     ["reading the chain of snapshot r1", () => store.getChain("r1")],
     ["listing the snapshots of session s1", () => store.listRecords("s1")],
     ["listing sessions", () => store.listHeads({ owner: "" })],
+    ["listing the leased sessions", () => store.listLeasedHeads(10)],
     ["deleting session s1", () => store.deleteSession("s1")],
     ["sweeping expired sessions", () => store.sweepExpired(Date.now())],
     ["pinging the server", () => store.ping()],
