@@ -33,6 +33,10 @@ export interface ServeConfig {
   heartbeatTtlMs?: number;
   /** How long the chunks of detached work are kept after it ends (ms); undefined = runtime default. */
   chunkRetentionMs?: number;
+  /** This instance's name in the detached work it runs; undefined = `<hostname>:<pid>`. */
+  instanceId?: string;
+  /** Whether this instance takes over the detached work of dead instances (`--no-takeover`: false). */
+  takeover: boolean;
   /** What a call on a busy session does when it sets no policy. */
   busyPolicy: BusyPolicy;
   /** Largest stored state of one session (bytes). */
@@ -106,7 +110,13 @@ Options:
   --cors-origin <origin>      let browsers on this origin call cross-origin (repeatable; * = any)
   --drain-ms <n>              on SIGTERM/SIGINT, how long in-flight work may finish (default ${DEFAULT_GRACE_MS})
   --heartbeat-interval-ms <n> how often detached work refreshes its pending snapshot (default 5000)
-  --heartbeat-ttl-ms <n>      a pending snapshot silent this long reads as expired (default 30000)
+  --heartbeat-ttl-ms <n>      a pending snapshot silent this long is presumed dead: another instance
+                              takes its work over within one more TTL, after which it reads
+                              expired (default 30000)
+  --instance-id <name>        this instance's name in the detached work it runs (default
+                              <hostname>:<pid>)
+  --no-takeover               never take over the detached work of dead instances (this
+                              instance still serves, watches and aborts it)
   --chunk-retention <duration>
                               keep the streamed chunks of detached work this long after it ends,
                               for AttachInvocation, e.g. 15m, 2h (default 1h)
@@ -175,6 +185,14 @@ function duration(name: string, raw: string): number {
   return ms;
 }
 
+/** An instance name: 1–128 printable ASCII characters without spaces. */
+function instanceId(raw: string): string {
+  if (!/^[\x21-\x7e]{1,128}$/.test(raw)) {
+    throw new UsageError(`--instance-id must be 1 to 128 printable characters without spaces, got "${raw}"`);
+  }
+  return raw;
+}
+
 function integer(name: string, raw: string, min: number, max: number): number {
   if (!/^\d+$/.test(raw.trim())) throw new UsageError(`--${name} must be a whole number, got "${raw}"`);
   const value = Number(raw);
@@ -206,6 +224,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "heartbeat-interval-ms": { type: "string" },
         "heartbeat-ttl-ms": { type: "string" },
         "chunk-retention": { type: "string" },
+        "instance-id": { type: "string" },
         "busy-policy": { type: "string" },
         "max-session-bytes": { type: "string" },
         "session-ttl": { type: "string" },
@@ -229,6 +248,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         insecure: { type: "boolean" },
         examples: { type: "boolean" },
         "no-examples": { type: "boolean" },
+        "no-takeover": { type: "boolean" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "v" },
       },
@@ -309,6 +329,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       ...(values["chunk-retention"] !== undefined
         ? { chunkRetentionMs: duration("chunk-retention", values["chunk-retention"]) }
         : {}),
+      ...(values["instance-id"] !== undefined ? { instanceId: instanceId(values["instance-id"]) } : {}),
+      takeover: values["no-takeover"] !== true,
       busyPolicy,
       maxSessionBytes:
         values["max-session-bytes"] !== undefined

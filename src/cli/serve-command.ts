@@ -84,11 +84,13 @@ export async function startServe(
         maxSessionBytes: config.maxSessionBytes,
         ...(config.sessionTtlMs !== undefined ? { sessionTtlMs: config.sessionTtlMs } : {}),
       },
+      ...(config.instanceId !== undefined ? { instanceId: config.instanceId } : {}),
       // Off levels cost nothing: no per-turn event object is built for them.
       events: {
         ...(logger.isLevelEnabled("info") ? { turn: (event: TurnEvent) => logger.info(event, "turn") } : {}),
         abortObserved: (event) => logger.info(event, "abort observed"),
         backgroundFinished: (event) => logger.info(event, "background work finished"),
+        workTakenOver: (event) => logger.warn(event, "took over the detached work of a dead instance"),
       },
     });
     const examples = config.examples ? await loadExampleAgents() : [];
@@ -139,11 +141,17 @@ export async function startServe(
           ? logger.warn({ err: error }, "sweeping expired sessions failed")
           : logger.info({ removed, removedChunkLogs }, "expired sessions deleted"),
     );
+    const stopTakeover = config.takeover
+      ? registry.startWorkTakeover(({ error }) => {
+          if (error) logger.warn({ err: error }, "looking for detached work of dead instances failed");
+        })
+      : async () => {};
     const openStore = store;
     const openTelemetry = telemetry;
     let stopping: Promise<void> | undefined;
     const stop = (): Promise<void> => {
       stopping ??= (async () => {
+        await stopTakeover(); // take over nothing more: this instance is going away
         const [, cancelled] = await Promise.all([
           server.close({ graceMs: config.drainMs }),
           registry.background.drain(config.drainMs),

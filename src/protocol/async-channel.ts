@@ -37,6 +37,11 @@ export class AsyncChannel<T> implements AsyncIterable<T> {
     return this.closed;
   }
 
+  /** The queued, unconsumed items, in order (a copy). */
+  queued(): T[] {
+    return [...this.items];
+  }
+
   /** Number of queued, unconsumed items. */
   get size(): number {
     return this.items.length;

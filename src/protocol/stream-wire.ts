@@ -4,6 +4,7 @@ import {
   AgentStreamChunkSchema,
   JsonPatchOperationSchema,
   ModelChunkSchema,
+  TakeoverSchema,
   TurnEndSchema,
   type AgentOutput as WireAgentOutput,
   type AgentStreamChunk as WireAgentStreamChunk,
@@ -106,6 +107,7 @@ export function streamChunkToWire(chunk: AgentStreamChunk): WireAgentStreamChunk
     customPatch: (chunk.customPatch ?? []).map(patchOperationToWire),
     ...(chunk.artifact ? { artifact: artifactToWire(chunk.artifact) } : {}),
     ...(chunk.turnEnd ? { turnEnd: turnEndToWire(chunk.turnEnd) } : {}),
+    ...(chunk.takeover ? { takeover: create(TakeoverSchema, chunk.takeover) } : {}),
     sequence: chunk.sequence ?? 0,
   });
 }
@@ -117,6 +119,9 @@ export function streamChunkFromWire(chunk: WireAgentStreamChunk): AgentStreamChu
     ...(chunk.customPatch.length ? { customPatch: chunk.customPatch.map(patchOperationFromWire) } : {}),
     ...(chunk.artifact ? { artifact: artifactFromWire(chunk.artifact) } : {}),
     ...(chunk.turnEnd ? { turnEnd: turnEndFromWire(chunk.turnEnd) } : {}),
+    ...(chunk.takeover
+      ? { takeover: { supersededAfter: chunk.takeover.supersededAfter, turnIndex: chunk.takeover.turnIndex } }
+      : {}),
     ...(chunk.sequence ? { sequence: chunk.sequence } : {}),
   };
 }

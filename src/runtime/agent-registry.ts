@@ -9,6 +9,8 @@ import type { RuntimeEvents } from "./runtime-events.js";
 import { sessionSettings, type SessionSettingsOptions } from "./session-settings.js";
 import type { SessionSettings } from "./session-settings.js";
 import { telemetryRegistered } from "./telemetry.js";
+import { defaultInstanceId } from "./instance-id.js";
+import { startWorkTakeover, takeoverIntervalFor, type TakeoverReport } from "./work-takeover.js";
 
 /** Options of an {@link AgentRegistry}. */
 export interface AgentRegistryOptions {
@@ -32,6 +34,8 @@ export interface AgentRegistryOptions {
    * counted either way.
    */
   telemetry?: boolean;
+  /** This server instance's name, recorded with the detached work it runs (default `<hostname>:<pid>`). */
+  instanceId?: string;
 }
 
 /**
@@ -48,6 +52,7 @@ export class AgentRegistry {
   private readonly events: RuntimeEvents | undefined;
   private readonly sessions: SessionSettings;
   private readonly telemetry: boolean;
+  private readonly instanceId: string;
   /** List, read, label, expire and delete the caller's sessions across the agents' stores. */
   readonly lifecycle: SessionLifecycle;
 
@@ -58,14 +63,11 @@ export class AgentRegistry {
     this.events = options.events;
     this.sessions = sessionSettings(options.sessions);
     this.telemetry = options.telemetry ?? telemetryRegistered();
+    this.instanceId = options.instanceId ?? defaultInstanceId();
     this.lifecycle = new SessionLifecycle({
       ...(this.defaultStore ? { defaultStore: this.defaultStore } : {}),
       storeOf: (agent) => this.agents.get(agent)?.store,
-      stores: () => [
-        ...new Set(
-          [this.defaultStore, ...this.list().map((a) => a.store)].filter((s): s is SessionStore => s !== undefined),
-        ),
-      ],
+      stores: () => this.stores(),
       liveness: this.liveness,
     });
   }
@@ -80,6 +82,7 @@ export class AgentRegistry {
       liveness: this.liveness,
       background: this.background,
       sessions: this.sessions,
+      instance: this.instanceId,
       ...(this.events ? { events: this.events } : {}),
       ...(this.telemetry ? { telemetry: true } : {}),
     });
@@ -100,5 +103,33 @@ export class AgentRegistry {
   /** Every registered agent, in registration order. */
   list(): Agent<unknown>[] {
     return [...this.agents.values()];
+  }
+
+  /** Every distinct store in use: the default one and each agent's. */
+  private stores(): SessionStore[] {
+    return [
+      ...new Set(
+        [this.defaultStore, ...this.list().map((a) => a.store)].filter((s): s is SessionStore => s !== undefined),
+      ),
+    ];
+  }
+
+  /**
+   * Starts taking over the detached work of dead instances sharing this
+   * registry's stores (see `takeOverDeadWork`): polls every quarter of the
+   * heartbeat TTL and runs, in this process, the remaining inputs of each
+   * pending row whose worker died, for the agents registered here. `agentd
+   * serve` starts it. Returns a stop function that waits for a running pass.
+   */
+  startWorkTakeover(report: (outcome: TakeoverReport) => void = () => {}): () => Promise<void> {
+    return startWorkTakeover(
+      {
+        stores: () => this.stores(),
+        agent: (name) => this.agents.get(name),
+        liveness: this.liveness,
+      },
+      takeoverIntervalFor(this.liveness),
+      report,
+    );
   }
 }

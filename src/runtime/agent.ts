@@ -19,6 +19,9 @@ import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js"
 import { attachInvocation, type AttachedItem } from "./invocation-attach.js";
 import type { ClientTransforms } from "./state-transform.js";
 import type { RuntimeEvents } from "./runtime-events.js";
+import { defaultInstanceId } from "./instance-id.js";
+import { takeOverWork } from "./work-adoption.js";
+import type { SessionHead, SnapshotRecord } from "../../stores/snapshot-store.js";
 import { DEFAULT_SESSION_SETTINGS, type SessionSettings } from "./session-settings.js";
 
 /**
@@ -64,6 +67,8 @@ export interface AgentEnvironment {
   sessions?: SessionSettings;
   /** Turn and model spans and metrics through the OpenTelemetry API. */
   telemetry?: boolean;
+  /** This server instance's name, recorded with the detached work it runs (default `<hostname>:<pid>`). */
+  instance?: string;
 }
 
 /** Per-call options of the in-process API. */
@@ -221,6 +226,7 @@ export class Agent<S = unknown> {
       claims: sessions.claims,
       records: sessions.records,
       maxQueuedInputs: sessions.maxQueuedInputs,
+      instance: this.env.instance ?? defaultInstanceId(),
       ...(sessions.sessionTtlMs !== undefined ? { sessionTtlMs: sessions.sessionTtlMs } : {}),
       ...(this.env.events ? { events: this.env.events } : {}),
       ...(this.env.telemetry ? { telemetry: true } : {}),
@@ -264,6 +270,15 @@ export class Agent<S = unknown> {
     options: snapshots.SnapshotReadOptions = {},
   ): AsyncGenerator<AttachedItem<S>> {
     return attachInvocation(this.runtimeConfig(), request, signal, options);
+  }
+
+  /**
+   * @internal Takes over the detached work of `row` (the pending head record
+   * of `head`) whose worker died, and runs the rest of it in this process;
+   * see {@link takeOverWork}. Resolves to true when this call won it.
+   */
+  takeOver(head: SessionHead, row: SnapshotRecord<S>): Promise<boolean> {
+    return takeOverWork(this.runtimeConfig(), head, row);
   }
 
   /** Flips a pending snapshot to aborted; resolves to the resulting status. */

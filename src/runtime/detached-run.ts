@@ -15,6 +15,7 @@ import { buildRecord, stateFieldsFor, type CommittedPoint, type RecordSettings }
 import type { LivenessSettings } from "./snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { DetachedChunks, type SequencedChunk } from "./detached-chunks.js";
+import type { DetachedWork } from "../types/detached-work.js";
 
 type StateFields<S> = ReturnType<typeof stateFieldsFor<S>>;
 
@@ -39,6 +40,26 @@ export interface DetachedRunOptions<S> {
   /** The agent's name (for events). */
   agent: string;
   events?: RuntimeEvents;
+  /** This run's invocation ID: the run recorded in the row's work, fencing every later row write. */
+  invocationId: string;
+  /**
+   * Detach: the work the pending row records (its `runs` gets this run).
+   * Takeover: the row already exists and this run is already its last run.
+   */
+  start: { kind: "detach"; work: DetachedWorkStart } | AdoptedRow<S>;
+}
+
+/** What detach records in the pending row's work, plus the instance running it. */
+export type DetachedWorkStart = Omit<DetachedWork, "runs" | "completed"> & { instance: string };
+
+/** A pending row another run started, now held by this run (takeover). */
+export interface AdoptedRow<S> {
+  kind: "adopt";
+  snapshotId: string;
+  /** The row's parent: the base of its state fields. */
+  parent: CommittedPoint<S> | undefined;
+  /** The tokens of the turns the row already holds. */
+  usage?: Usage;
 }
 
 /**
@@ -65,12 +86,21 @@ export class DetachedRun<S> implements BackgroundTask {
   private shuttingDown = false;
   private parentPoint: CommittedPoint<S> | undefined;
   private usage: Usage | undefined;
+  /** When a write to the row last confirmed that it is still this run's (epoch ms). */
+  private confirmedAt = Date.now();
 
   constructor(options: DetachedRunOptions<S>) {
     this.o = options;
     this.lastTurnIndex = options.turnIndex;
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
-    this.pendingId = this.writePending();
+    const start = options.start;
+    if (start.kind === "adopt") {
+      this.parentPoint = start.parent;
+      this.usage = start.usage;
+      this.pendingId = Promise.resolve(start.snapshotId);
+    } else {
+      this.pendingId = this.writePending(start.work);
+    }
     this.chunks = new DetachedChunks(
       options.store,
       this.pendingId.then((snapshotId) => ({ sessionId: options.sessionId, snapshotId })),
@@ -89,10 +119,71 @@ export class DetachedRun<S> implements BackgroundTask {
     );
   }
 
-  /** Records that a turn finished (the final row carries the last turn's index and every turn's tokens). */
-  turnCompleted(turnIndex: number, usage?: Usage): void {
+  /**
+   * Records that a turn finished, after its TurnEnd chunk (`sequence`) was
+   * recorded: the row gets the state so far, the turn's index and tokens, and
+   * one more completed input, so that a takeover resumes after this turn. A
+   * row that another run took over stops the work (ABORTED); a store error
+   * leaves the row as it was (a takeover then repeats the turn), and so
+   * does a state over the session size cap (the final row fails the run
+   * with RESOURCE_EXHAUSTED). Never throws.
+   */
+  async turnCompleted(
+    turnIndex: number,
+    usage: Usage | undefined,
+    state: SessionState<S>,
+    sequence: number,
+  ): Promise<void> {
     this.lastTurnIndex = turnIndex;
     this.usage = addUsage(this.usage, usage);
+    const id = await this.pendingId.catch(() => undefined);
+    let fields: StateFields<S>;
+    try {
+      if (!id) return;
+      fields = stateFieldsFor(this.parentPoint, state, turnIndex, this.o.records);
+    } catch {
+      return;
+    }
+    const now = Date.now();
+    const written = await this.o.store
+      .updateRecord(
+        id,
+        (existing) => {
+          if (existing.status !== "pending" || !this.holds(existing) || !existing.work) return null;
+          const { checkpoint: _checkpoint, delta: _delta, ...rest } = existing;
+          return {
+            ...rest,
+            ...fields,
+            turnIndex: Math.max(existing.turnIndex, turnIndex),
+            updatedAt: now,
+            heartbeatAt: now,
+            ...(this.usage ? { usage: this.usage } : {}),
+            work: { ...existing.work, completed: existing.work.completed + 1, lastSequence: sequence },
+          };
+        },
+        this.o.storeContext,
+      )
+      .catch(() => undefined);
+    if (written) this.confirmedAt = Date.now();
+    else if (written === null) await this.stopIfTakenOver(id);
+  }
+
+  /** True when `row` is (still) this run's: its last recorded run is this one (rows without work: always). */
+  private holds(row: SnapshotRecord<S>): boolean {
+    return row.work === undefined || row.work.runs.at(-1)?.invocationId === this.o.invocationId;
+  }
+
+  /** Stops the work when the row's last run is another one: another instance took it over. */
+  private async stopIfTakenOver(id: string): Promise<void> {
+    const row = await this.o.store.getRecord(id, this.o.storeContext).catch(() => undefined);
+    if (!row || this.holds(row)) return;
+    const by = row.work?.runs.at(-1);
+    this.o.work.abort(
+      new AgentError(
+        "ABORTED",
+        `the detached work of snapshot "${id}" was taken over by instance "${by?.instance ?? "?"}"`,
+      ),
+    );
   }
 
   /** True when the chunks streamed after detach are recorded (the store keeps a chunk log). */
@@ -100,8 +191,23 @@ export class DetachedRun<S> implements BackgroundTask {
     return this.chunks.recording;
   }
 
-  /** Records a chunk streamed after detach; resolves once it is durable. Rejects with the store's error. */
-  recordChunk(chunk: SequencedChunk): Promise<void> {
+  /**
+   * Records a chunk streamed after detach; resolves once it is durable.
+   * Rejects with the store's error, or ABORTED when the row turns out to be
+   * another run's: after more than half a TTL without a confirmed row write
+   * (the process stalled), the row is read first, so a worker that wakes up
+   * after a takeover does not append to the new run's stream.
+   */
+  async recordChunk(chunk: SequencedChunk): Promise<void> {
+    if (Date.now() - this.confirmedAt > this.o.liveness.heartbeatTtlMs / 2) {
+      const id = await this.pendingId;
+      const row = await this.o.store.getRecord(id, this.o.storeContext);
+      if (row && !this.holds(row)) {
+        await this.stopIfTakenOver(id);
+        throw AgentError.from(this.o.work.signal.reason, "ABORTED");
+      }
+      this.confirmedAt = Date.now();
+    }
     return this.chunks.record(chunk);
   }
 
@@ -144,7 +250,9 @@ export class DetachedRun<S> implements BackgroundTask {
     } finally {
       this.stopHeartbeat();
       this.subscription.abort();
-      await this.o.claim.release();
+      // Cut at shutdown: the lease stays (naming this run) so that another instance finds the session and takes it over.
+      if (this.shuttingDown) this.o.claim.abandon();
+      else await this.o.claim.release();
       // After the release: a client that saw the row end may resume the session at once.
       if (!this.shuttingDown) await this.chunks.keep(); // kept for the retention period from the end of the work
       this.resolveDone();
@@ -175,6 +283,7 @@ export class DetachedRun<S> implements BackgroundTask {
     finishReason: FinishReason,
   ): SnapshotRecord<S> | null {
     if (existing.status !== "pending" && existing.status !== "aborted") return null;
+    if (!this.holds(existing)) return null;
     const now = Date.now();
     const base: SnapshotRecord<S> = {
       ...existing,
@@ -189,7 +298,7 @@ export class DetachedRun<S> implements BackgroundTask {
     return { ...base, status: "completed", finishReason };
   }
 
-  private async writePending(): Promise<string> {
+  private async writePending(work: DetachedWorkStart): Promise<string> {
     await this.o.afterTurnSave;
     const now = Date.now();
     const parent = this.o.parent();
@@ -210,7 +319,10 @@ export class DetachedRun<S> implements BackgroundTask {
       heartbeatAt: now,
       status: "pending" as const,
     };
-    await this.o.claim.commit(buildRecord(meta, parent, position));
+    const { instance, ...recorded } = work;
+    const run = { invocationId: this.o.invocationId, instance, startedAt: now, fromInput: 0 };
+    const record = { ...buildRecord(meta, parent, position), work: { ...recorded, completed: 0, runs: [run] } };
+    await this.o.claim.commit(record);
     return snapshotId;
   }
 
@@ -220,10 +332,17 @@ export class DetachedRun<S> implements BackgroundTask {
       void this.o.store
         .updateRecord(
           id,
-          (existing) => (existing.status === "pending" ? { ...existing, heartbeatAt: Date.now() } : null),
+          (existing) =>
+            existing.status === "pending" && this.holds(existing) ? { ...existing, heartbeatAt: Date.now() } : null,
           this.o.storeContext,
         )
-        .catch(() => {});
+        .then(
+          (row) => {
+            if (row) this.confirmedAt = Date.now();
+            else void this.stopIfTakenOver(id);
+          },
+          () => {},
+        );
     }, this.o.liveness.heartbeatIntervalMs);
     this.heartbeat.unref();
   }

@@ -26,6 +26,8 @@ export interface InvocationTarget<S> {
   maxQueuedInputs: number;
   /** Spans and metrics of turns and model calls (OpenTelemetry API); token usage is counted either way. */
   telemetry?: boolean;
+  /** This server instance's name, recorded with the detached work it runs (`--instance-id`). */
+  instance: string;
 }
 
 /** Per-invocation options. */

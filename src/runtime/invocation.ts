@@ -10,7 +10,7 @@ import type { AgentConnection } from "./agent-connection.js";
 import type { AgentResult, Responder, TurnContext } from "./agent-function.js";
 import { AsyncChannel } from "../protocol/async-channel.js";
 import { applyCustomPatch, CustomPatchStream } from "../protocol/custom-patch-stream.js";
-import { DetachedRun } from "./detached-run.js";
+import { DetachedRun, type DetachedRunOptions, type DetachedWorkStart } from "./detached-run.js";
 import type { ResolvedStart } from "./init-resolver.js";
 import type { SessionClaim } from "./session-claim.js";
 import { TurnCommits } from "./turn-commits.js";
@@ -25,6 +25,8 @@ import {
 import { InvocationTelemetry } from "./invocation-telemetry.js";
 import { shapeOutput } from "./invocation-output.js";
 import type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
+import type { AdoptedWork } from "./work-adoption.js";
+import { InputProgress } from "./input-progress.js";
 
 export type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
 
@@ -60,13 +62,23 @@ export class Invocation<S> implements AgentConnection<S> {
   private detachedRun: DetachedRun<S> | undefined;
   /** The last chunk's `sequence` (chunks are numbered from 1, across detach). */
   private sequence = 0;
+  /** Which input runs and where the stream stands: what detach records for a takeover. */
+  private readonly progress: InputProgress;
+  /** The state the invocation started from (recorded with detached work of a session without a commit). */
+  private readonly initialState: SessionState<S>;
   private turnStartedAt = 0;
   /** Whether this invocation started a new session (no resume point). */
   private readonly startsSession: boolean;
   /** Turn spans, turn metrics and token usage (OpenTelemetry API; no-ops without an SDK). */
   private readonly telemetry: InvocationTelemetry;
 
-  constructor(target: InvocationTarget<S>, start: ResolvedStart<S>, options: InvocationOptions = {}) {
+  /** `adopted`: a takeover; the invocation runs the remaining work of a dead instance's pending row. */
+  constructor(
+    target: InvocationTarget<S>,
+    start: ResolvedStart<S>,
+    options: InvocationOptions = {},
+    adopted?: AdoptedWork<S>,
+  ) {
     this.target = target;
     this.options = options;
     this.sessionId = start.state.sessionId;
@@ -80,6 +92,8 @@ export class Invocation<S> implements AgentConnection<S> {
       this.rejectOutput = reject;
     });
     this.outputPromise.catch(() => {}); // observed through output()
+    this.progress = new InputProgress(start.nextTurnIndex);
+    this.initialState = start.state;
     this.runner = new SessionRunner(start.state, target.stateSchema, start.nextTurnIndex, this.lifecycle());
     this.lastGood = this.runner.snapshotState();
     this.runner.onCustomChange(() => this.streamCustom());
@@ -89,6 +103,7 @@ export class Invocation<S> implements AgentConnection<S> {
     });
     options.signal?.addEventListener("abort", () => this.clientGone(), { once: true });
     if (options.signal?.aborted) this.clientGone();
+    if (adopted) this.adopt(adopted);
     void this.execute();
   }
 
@@ -156,7 +171,7 @@ export class Invocation<S> implements AgentConnection<S> {
 
   private lifecycle(): TurnLifecycle {
     return {
-      inputs: this.turnInputs,
+      inputs: this.progress.pulled(this.turnInputs, () => this.runner.turnIndex),
       beginTurn: (turnIndex) => this.beginTurn(turnIndex),
       endTurn: (turn, finishReason) => this.endTurn(turn, finishReason),
       failTurn: (turn, error) => this.failTurn(turn, error),
@@ -182,6 +197,7 @@ export class Invocation<S> implements AgentConnection<S> {
     const commits = this.commits;
     const usage = this.telemetry.turnUsage;
     if (turn.snapshotId && !this.detachedRun && commits) {
+      this.progress.committed();
       const save = commits.commit(
         turn.snapshotId,
         turn.turnIndex,
@@ -197,7 +213,6 @@ export class Invocation<S> implements AgentConnection<S> {
     }
     this.lastGood = this.runner.snapshotState();
     this.lastFinish = finishReason;
-    this.detachedRun?.turnCompleted(turn.turnIndex, usage);
     this.logTurn(turn, finishReason, snapshotId);
     this.telemetry.endTurn(finishReason, snapshotId);
     await this.emit({
@@ -209,6 +224,9 @@ export class Invocation<S> implements AgentConnection<S> {
         ...(usage ? { usage } : {}),
       },
     });
+    this.progress.turnEnded(this.sequence);
+    // After its TurnEnd is recorded: a takeover resumes after this turn.
+    await this.detachedRun?.turnCompleted(turn.turnIndex, usage, this.lastGood, this.sequence);
   }
 
   private logTurn(turn: TurnContext, finishReason: FinishReason, snapshotId: string | undefined): void {
@@ -298,9 +316,37 @@ export class Invocation<S> implements AgentConnection<S> {
     }
   }
 
-  private startDetach(store: SessionStore<S> & SnapshotSubscriber): void {
+  /**
+   * Takeover: runs the remaining inputs of a dead instance's detached work as
+   * this invocation's detached run, numbering chunks after the recorded ones,
+   * the first being the {@link Takeover} marker.
+   */
+  private adopt(adopted: AdoptedWork<S>): void {
+    this.sequence = adopted.lastRecordedSequence;
+    this.progress.resumeAfter(adopted.supersededAfter);
+    for (const input of adopted.inputs) this.turnInputs.push(input);
+    this.startDetach(backgroundStoreOf(this.target.name, this.target.store, "detach"), adopted);
+    void this.emit({ takeover: { supersededAfter: adopted.supersededAfter, turnIndex: this.runner.turnIndex } });
+  }
+
+  /** What detached work records so that another instance can take it over. */
+  private detachedWork(): DetachedWorkStart {
+    const initial = this.commits?.last ? undefined : (this.initialState as SessionState<unknown>);
+    const work = this.progress.remainingWork(this.turnInputs.queued(), this.options.principal ?? ANONYMOUS, initial);
+    return { ...work, instance: this.target.instance };
+  }
+
+  private startDetach(store: SessionStore<S> & SnapshotSubscriber, adopted?: AdoptedWork<S>): void {
     this.close();
     this.telemetry.detach();
+    const start: DetachedRunOptions<S>["start"] = adopted
+      ? {
+          kind: "adopt",
+          snapshotId: adopted.snapshotId,
+          parent: adopted.parent,
+          ...(adopted.usage ? { usage: adopted.usage } : {}),
+        }
+      : { kind: "detach", work: this.detachedWork() };
     // The background row's writes and heartbeats belong to the detached span.
     this.detachedRun = this.telemetry.runInInvocation(
       () =>
@@ -308,6 +354,8 @@ export class Invocation<S> implements AgentConnection<S> {
           store,
           sessionId: this.sessionId,
           turnIndex: this.runner.turnIndex,
+          invocationId: this.claim!.invocationId,
+          start,
           liveness: this.target.liveness,
           storeContext: this.options.storeContext,
           afterTurnSave: this.turnSave,

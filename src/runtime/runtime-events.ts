@@ -29,9 +29,25 @@ export interface BackgroundFinishedEvent {
   status: SnapshotStatus;
 }
 
+/** Emitted when this instance took over the detached work of a dead instance. */
+export interface WorkTakenOverEvent {
+  agent: string;
+  sessionId: string;
+  snapshotId: string;
+  /** The instance whose run died. */
+  from: string;
+  /** This instance. */
+  instance: string;
+  /** How many of the work's inputs had completed (the run resumes at the next one). */
+  completedInputs: number;
+  /** How many inputs are left to run. */
+  remainingInputs: number;
+}
+
 /** Optional listeners for what the runtime does (the CLI logs each as one JSON line). */
 export interface RuntimeEvents {
   turn?(event: TurnEvent): void;
   abortObserved?(event: AbortObservedEvent): void;
   backgroundFinished?(event: BackgroundFinishedEvent): void;
+  workTakenOver?(event: WorkTakenOverEvent): void;
 }

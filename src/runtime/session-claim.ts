@@ -146,6 +146,21 @@ export class SessionClaim<S> {
     }
   }
 
+  /**
+   * Takes the lease of a session whose detached worker died, from the head
+   * as the caller read it: a compare-and-set on that head, so of several
+   * instances racing for it exactly one wins. Refused (false) when the head
+   * moved since, or its lease is valid and not `deadInvocationId`'s (the
+   * dead worker's lease may still be valid: it outlives the heartbeat).
+   */
+  async takeOver(head: SessionHead, deadInvocationId: string): Promise<boolean> {
+    const lease = head.lease;
+    if (lease && lease.expiresAt > Date.now() && lease.invocationId !== deadInvocationId) return false;
+    if (!(await this.writeHead(head, { lease: this.freshLease(), waiters: head.waiters ?? [] }))) return false;
+    this.started(LocalClaims.of(this.id.store));
+    return true;
+  }
+
   /** Marks the claim held for a session this invocation creates with its first commit. */
   startFresh(): void {
     this.started(LocalClaims.of(this.id.store));
@@ -242,6 +257,20 @@ export class SessionClaim<S> {
       }
     }).catch(() => undefined);
     local.changed(this.id.sessionId);
+  }
+
+  /**
+   * Stops refreshing the lease without removing it: it stays in the head,
+   * naming this invocation, until it lapses or another instance takes the
+   * session over. For detached work cut at shutdown, so that the session is
+   * still listed as leased (`SessionStore.listLeasedHeads`) and taken over.
+   * Idempotent; a later {@link release} does nothing.
+   */
+  abandon(): void {
+    if (this.released) return;
+    this.released = true;
+    clearInterval(this.refreshTimer);
+    LocalClaims.of(this.id.store).remove(this.id.sessionId, this);
   }
 
   /** @internal Called by {@link LocalClaims} when an INTERRUPT in this process took the session. */

@@ -63,7 +63,8 @@ export async function shapeSnapshot<S>(
     ...(record.error ? { error: structuredClone(record.error) } : {}),
     ...(record.usage ? { usage: { ...record.usage } } : {}),
   };
-  if (options.includeState === false) return shaped;
+  // A pending row may hold the progress of its detached work (for a takeover): not a state to show yet.
+  if (options.includeState === false || record.status === "pending") return shaped;
   const state = await loadRecordState(requireStore(target), record, options.storeContext);
   if (state) {
     const ctx = transformContextOf(target.name, options);

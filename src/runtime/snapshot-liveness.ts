@@ -21,19 +21,42 @@ export const DEFAULT_LIVENESS: LivenessSettings = {
   chunkRetentionMs: 3_600_000,
 };
 
+/** What liveness is judged on: a row's status, its last signs of life, and whether it records takeover-able work. */
+export type LivenessFields = Pick<SessionSnapshot<unknown>, "status" | "heartbeatAt" | "updatedAt"> & {
+  work?: unknown;
+};
+
 /**
  * The status a reader reports: a `pending` row whose heartbeat (or, without
- * one, its last update) is older than the TTL is `expired`. Computed on read,
- * never written back.
+ * one, its last update) is older than the TTL is `expired`. A row that
+ * records its remaining work (see {@link takeoverDue}) gets one more TTL, the
+ * takeover window, in which another instance may take the work over; it
+ * reads `pending` until that window has passed. Computed on read, never
+ * written back.
  */
 export function effectiveStatus(
-  snapshot: Pick<SessionSnapshot<unknown>, "status" | "heartbeatAt" | "updatedAt">,
+  snapshot: LivenessFields,
   settings: LivenessSettings,
   now = Date.now(),
 ): SnapshotStatus {
   if (snapshot.status !== "pending") return snapshot.status;
-  const lastSign = snapshot.heartbeatAt ?? snapshot.updatedAt;
-  return now - lastSign > settings.heartbeatTtlMs ? "expired" : "pending";
+  const ttl = snapshot.work !== undefined ? 2 * settings.heartbeatTtlMs : settings.heartbeatTtlMs;
+  return silenceOf(snapshot, now) > ttl ? "expired" : "pending";
+}
+
+/**
+ * True when a pending row's worker is presumed dead and its work may be
+ * taken over: the row records its remaining work, its heartbeat is older
+ * than the TTL, and the takeover window (one more TTL) is still open.
+ */
+export function takeoverDue(snapshot: LivenessFields, settings: LivenessSettings, now = Date.now()): boolean {
+  if (snapshot.status !== "pending" || snapshot.work === undefined) return false;
+  const silence = silenceOf(snapshot, now);
+  return silence > settings.heartbeatTtlMs && silence <= 2 * settings.heartbeatTtlMs;
+}
+
+function silenceOf(snapshot: LivenessFields, now: number): number {
+  return now - (snapshot.heartbeatAt ?? snapshot.updatedAt);
 }
 
 /**

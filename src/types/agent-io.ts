@@ -59,12 +59,27 @@ export interface AgentStreamChunk {
   customPatch?: JsonPatchOperation[];
   artifact?: Artifact;
   turnEnd?: TurnEnd;
+  /** Only in the stream of detached work: another instance took the work over here (see {@link Takeover}). */
+  takeover?: Takeover;
   /**
    * The chunk's position in its invocation's stream: 1 for the first chunk,
    * then one more per chunk (no gaps). Set by the runtime on every chunk it
    * streams; a client re-attaches to detached work after the last one it got.
    */
   sequence?: number;
+}
+
+/**
+ * Where another instance took over detached work whose worker died. Mirrors
+ * `agentd.v1.Takeover`: the chunks after `supersededAfter` (up to this one)
+ * belong to the turn that was cut and are superseded; that turn restarts as
+ * `turnIndex`.
+ */
+export interface Takeover {
+  /** The sequence of the last completed turn's TurnEnd (0: none since detach). */
+  supersededAfter: number;
+  /** The turn that runs next (the cut turn, restarted). */
+  turnIndex: number;
 }
 
 /** The result of an invocation. Mirrors `agentd.v1.AgentOutput`. */

@@ -1,4 +1,5 @@
 import type { AgentInput } from "./agent-io.js";
+import type { SessionState } from "./session-state.js";
 
 /** Who ran one part of detached work. */
 export interface DetachedWorkRun {
@@ -38,4 +39,6 @@ export interface DetachedWork {
   /** Each run that worked on it, in order; the last one holds it now. */
   runs: DetachedWorkRun[];
   principal: DetachedWorkPrincipal;
+  /** The state before `inputs[0]` when the session had no committed snapshot yet (the row then has no parent). */
+  initialState?: SessionState<unknown>;
 }

@@ -24,7 +24,10 @@ describe("liveness", () => {
     });
     await doomed.stop("SIGKILL");
 
-    const reader = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-ttl-ms", "300"] });
+    // --no-takeover: the reader would otherwise take the dead worker's work over (work-takeover.test.ts).
+    const reader = await startAgentd({
+      args: ["--store", `file:${dir}`, "--heartbeat-ttl-ms", "300", "--no-takeover"],
+    });
     try {
       // The heartbeat going stale is time passing, which no event announces: poll until the row reads expired.
       const client = agentServiceClient(reader.baseUrl, "grpc");
@@ -41,7 +44,9 @@ describe("liveness", () => {
   it("WatchSnapshot reports expired when the pending row's worker dies mid-watch", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-watch-expiry-"));
     const doomed = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-interval-ms", "100"] });
-    const watcher = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-ttl-ms", "800"] });
+    const watcher = await startAgentd({
+      args: ["--store", `file:${dir}`, "--heartbeat-ttl-ms", "800", "--no-takeover"],
+    });
     try {
       const { output } = await agentServiceClient(doomed.baseUrl, "grpc").run({
         init: { agent: "assistant" },
@@ -60,7 +65,8 @@ describe("liveness", () => {
         }
       }
       expect(statuses).toEqual([SnapshotStatus.PENDING, SnapshotStatus.EXPIRED]);
-      expect(Date.now() - killedAt).toBeLessThan(800 + 1500); // the TTL plus the re-check period, with slack
+      // Twice the TTL (the TTL, then the takeover window nobody used) plus the re-check period, with slack.
+      expect(Date.now() - killedAt).toBeLessThan(2 * 800 + 1500);
     } finally {
       await watcher.stop();
       await doomed.stop("SIGKILL").catch(() => undefined);

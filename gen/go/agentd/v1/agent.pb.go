@@ -583,6 +583,64 @@ func (x *TurnEnd) GetUsage() *Usage {
 	return nil
 }
 
+// Takeover marks where another server instance took over detached work whose
+// worker died: the chunks after superseded_after (up to this one) belong to
+// the turn that was cut and are superseded; that turn restarts from its start
+// as turn_index (at-least-once per turn) and the stream goes on from here.
+type Takeover struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The sequence of the last completed turn's TurnEnd (0: none since detach).
+	SupersededAfter uint32 `protobuf:"varint,1,opt,name=superseded_after,json=supersededAfter,proto3" json:"superseded_after,omitempty"`
+	// The turn that runs next (the cut turn, restarted).
+	TurnIndex     int32 `protobuf:"varint,2,opt,name=turn_index,json=turnIndex,proto3" json:"turn_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Takeover) Reset() {
+	*x = Takeover{}
+	mi := &file_agentd_v1_agent_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Takeover) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Takeover) ProtoMessage() {}
+
+func (x *Takeover) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Takeover.ProtoReflect.Descriptor instead.
+func (*Takeover) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Takeover) GetSupersededAfter() uint32 {
+	if x != nil {
+		return x.SupersededAfter
+	}
+	return 0
+}
+
+func (x *Takeover) GetTurnIndex() int32 {
+	if x != nil {
+		return x.TurnIndex
+	}
+	return 0
+}
+
 // AgentStreamChunk is one item of an agent's output stream.
 type AgentStreamChunk struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -597,14 +655,17 @@ type AgentStreamChunk struct {
 	// that lost the stream of detached work re-attaches after the last sequence
 	// it received (AgentService.AttachInvocation). 0 from servers before this
 	// field existed.
-	Sequence      uint32 `protobuf:"varint,5,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	Sequence uint32 `protobuf:"varint,5,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// Only in the stream of detached work (AttachInvocation): another instance
+	// took the work over here.
+	Takeover      *Takeover `protobuf:"bytes,6,opt,name=takeover,proto3" json:"takeover,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AgentStreamChunk) Reset() {
 	*x = AgentStreamChunk{}
-	mi := &file_agentd_v1_agent_proto_msgTypes[6]
+	mi := &file_agentd_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +677,7 @@ func (x *AgentStreamChunk) String() string {
 func (*AgentStreamChunk) ProtoMessage() {}
 
 func (x *AgentStreamChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_proto_msgTypes[6]
+	mi := &file_agentd_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +690,7 @@ func (x *AgentStreamChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentStreamChunk.ProtoReflect.Descriptor instead.
 func (*AgentStreamChunk) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AgentStreamChunk) GetModelChunk() *ModelChunk {
@@ -667,6 +728,13 @@ func (x *AgentStreamChunk) GetSequence() uint32 {
 	return 0
 }
 
+func (x *AgentStreamChunk) GetTakeover() *Takeover {
+	if x != nil {
+		return x.Takeover
+	}
+	return nil
+}
+
 // AgentOutput is the result of an invocation.
 type AgentOutput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -693,7 +761,7 @@ type AgentOutput struct {
 
 func (x *AgentOutput) Reset() {
 	*x = AgentOutput{}
-	mi := &file_agentd_v1_agent_proto_msgTypes[7]
+	mi := &file_agentd_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +773,7 @@ func (x *AgentOutput) String() string {
 func (*AgentOutput) ProtoMessage() {}
 
 func (x *AgentOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_proto_msgTypes[7]
+	mi := &file_agentd_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +786,7 @@ func (x *AgentOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentOutput.ProtoReflect.Descriptor instead.
 func (*AgentOutput) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AgentOutput) GetSessionId() string {
@@ -793,7 +861,7 @@ type AgentInfo struct {
 
 func (x *AgentInfo) Reset() {
 	*x = AgentInfo{}
-	mi := &file_agentd_v1_agent_proto_msgTypes[8]
+	mi := &file_agentd_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +873,7 @@ func (x *AgentInfo) String() string {
 func (*AgentInfo) ProtoMessage() {}
 
 func (x *AgentInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_proto_msgTypes[8]
+	mi := &file_agentd_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +886,7 @@ func (x *AgentInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentInfo.ProtoReflect.Descriptor instead.
 func (*AgentInfo) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AgentInfo) GetName() string {
@@ -903,14 +971,19 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"turn_index\x18\x03 \x01(\x05R\tturnIndex\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x04 \x01(\tR\tsessionId\x12&\n" +
-	"\x05usage\x18\x05 \x01(\v2\x10.agentd.v1.UsageR\x05usage\"\x88\x02\n" +
+	"\x05usage\x18\x05 \x01(\v2\x10.agentd.v1.UsageR\x05usage\"T\n" +
+	"\bTakeover\x12)\n" +
+	"\x10superseded_after\x18\x01 \x01(\rR\x0fsupersededAfter\x12\x1d\n" +
+	"\n" +
+	"turn_index\x18\x02 \x01(\x05R\tturnIndex\"\xb9\x02\n" +
 	"\x10AgentStreamChunk\x126\n" +
 	"\vmodel_chunk\x18\x01 \x01(\v2\x15.agentd.v1.ModelChunkR\n" +
 	"modelChunk\x12@\n" +
 	"\fcustom_patch\x18\x02 \x03(\v2\x1d.agentd.v1.JsonPatchOperationR\vcustomPatch\x12/\n" +
 	"\bartifact\x18\x03 \x01(\v2\x13.agentd.v1.ArtifactR\bartifact\x12-\n" +
 	"\bturn_end\x18\x04 \x01(\v2\x12.agentd.v1.TurnEndR\aturnEnd\x12\x1a\n" +
-	"\bsequence\x18\x05 \x01(\rR\bsequence\"\xf0\x02\n" +
+	"\bsequence\x18\x05 \x01(\rR\bsequence\x12/\n" +
+	"\btakeover\x18\x06 \x01(\v2\x13.agentd.v1.TakeoverR\btakeover\"\xf0\x02\n" +
 	"\vAgentOutput\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1f\n" +
@@ -952,7 +1025,7 @@ func file_agentd_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agentd_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agentd_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_agentd_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_agentd_v1_agent_proto_goTypes = []any{
 	(BusyPolicy)(0),             // 0: agentd.v1.BusyPolicy
 	(StateManagement)(0),        // 1: agentd.v1.StateManagement
@@ -962,53 +1035,55 @@ var file_agentd_v1_agent_proto_goTypes = []any{
 	(*JsonPatchOperation)(nil),  // 5: agentd.v1.JsonPatchOperation
 	(*ModelChunk)(nil),          // 6: agentd.v1.ModelChunk
 	(*TurnEnd)(nil),             // 7: agentd.v1.TurnEnd
-	(*AgentStreamChunk)(nil),    // 8: agentd.v1.AgentStreamChunk
-	(*AgentOutput)(nil),         // 9: agentd.v1.AgentOutput
-	(*AgentInfo)(nil),           // 10: agentd.v1.AgentInfo
-	nil,                         // 11: agentd.v1.AgentInit.LabelsEntry
-	(*SessionState)(nil),        // 12: agentd.v1.SessionState
-	(*durationpb.Duration)(nil), // 13: google.protobuf.Duration
-	(*Message)(nil),             // 14: agentd.v1.Message
-	(*Part)(nil),                // 15: agentd.v1.Part
-	(*structpb.Value)(nil),      // 16: google.protobuf.Value
-	(Role)(0),                   // 17: agentd.v1.Role
-	(FinishReason)(0),           // 18: agentd.v1.FinishReason
-	(*Usage)(nil),               // 19: agentd.v1.Usage
-	(*Artifact)(nil),            // 20: agentd.v1.Artifact
-	(*AgentError)(nil),          // 21: agentd.v1.AgentError
-	(*structpb.Struct)(nil),     // 22: google.protobuf.Struct
+	(*Takeover)(nil),            // 8: agentd.v1.Takeover
+	(*AgentStreamChunk)(nil),    // 9: agentd.v1.AgentStreamChunk
+	(*AgentOutput)(nil),         // 10: agentd.v1.AgentOutput
+	(*AgentInfo)(nil),           // 11: agentd.v1.AgentInfo
+	nil,                         // 12: agentd.v1.AgentInit.LabelsEntry
+	(*SessionState)(nil),        // 13: agentd.v1.SessionState
+	(*durationpb.Duration)(nil), // 14: google.protobuf.Duration
+	(*Message)(nil),             // 15: agentd.v1.Message
+	(*Part)(nil),                // 16: agentd.v1.Part
+	(*structpb.Value)(nil),      // 17: google.protobuf.Value
+	(Role)(0),                   // 18: agentd.v1.Role
+	(FinishReason)(0),           // 19: agentd.v1.FinishReason
+	(*Usage)(nil),               // 20: agentd.v1.Usage
+	(*Artifact)(nil),            // 21: agentd.v1.Artifact
+	(*AgentError)(nil),          // 22: agentd.v1.AgentError
+	(*structpb.Struct)(nil),     // 23: google.protobuf.Struct
 }
 var file_agentd_v1_agent_proto_depIdxs = []int32{
-	12, // 0: agentd.v1.AgentInit.state:type_name -> agentd.v1.SessionState
+	13, // 0: agentd.v1.AgentInit.state:type_name -> agentd.v1.SessionState
 	0,  // 1: agentd.v1.AgentInit.busy_policy:type_name -> agentd.v1.BusyPolicy
-	11, // 2: agentd.v1.AgentInit.labels:type_name -> agentd.v1.AgentInit.LabelsEntry
-	13, // 3: agentd.v1.AgentInit.ttl:type_name -> google.protobuf.Duration
-	14, // 4: agentd.v1.AgentInput.message:type_name -> agentd.v1.Message
+	12, // 2: agentd.v1.AgentInit.labels:type_name -> agentd.v1.AgentInit.LabelsEntry
+	14, // 3: agentd.v1.AgentInit.ttl:type_name -> google.protobuf.Duration
+	15, // 4: agentd.v1.AgentInput.message:type_name -> agentd.v1.Message
 	4,  // 5: agentd.v1.AgentInput.resume:type_name -> agentd.v1.ToolResume
-	15, // 6: agentd.v1.ToolResume.respond:type_name -> agentd.v1.Part
-	15, // 7: agentd.v1.ToolResume.restart:type_name -> agentd.v1.Part
-	16, // 8: agentd.v1.JsonPatchOperation.value:type_name -> google.protobuf.Value
-	17, // 9: agentd.v1.ModelChunk.role:type_name -> agentd.v1.Role
-	15, // 10: agentd.v1.ModelChunk.content:type_name -> agentd.v1.Part
-	18, // 11: agentd.v1.TurnEnd.finish_reason:type_name -> agentd.v1.FinishReason
-	19, // 12: agentd.v1.TurnEnd.usage:type_name -> agentd.v1.Usage
+	16, // 6: agentd.v1.ToolResume.respond:type_name -> agentd.v1.Part
+	16, // 7: agentd.v1.ToolResume.restart:type_name -> agentd.v1.Part
+	17, // 8: agentd.v1.JsonPatchOperation.value:type_name -> google.protobuf.Value
+	18, // 9: agentd.v1.ModelChunk.role:type_name -> agentd.v1.Role
+	16, // 10: agentd.v1.ModelChunk.content:type_name -> agentd.v1.Part
+	19, // 11: agentd.v1.TurnEnd.finish_reason:type_name -> agentd.v1.FinishReason
+	20, // 12: agentd.v1.TurnEnd.usage:type_name -> agentd.v1.Usage
 	6,  // 13: agentd.v1.AgentStreamChunk.model_chunk:type_name -> agentd.v1.ModelChunk
 	5,  // 14: agentd.v1.AgentStreamChunk.custom_patch:type_name -> agentd.v1.JsonPatchOperation
-	20, // 15: agentd.v1.AgentStreamChunk.artifact:type_name -> agentd.v1.Artifact
+	21, // 15: agentd.v1.AgentStreamChunk.artifact:type_name -> agentd.v1.Artifact
 	7,  // 16: agentd.v1.AgentStreamChunk.turn_end:type_name -> agentd.v1.TurnEnd
-	14, // 17: agentd.v1.AgentOutput.message:type_name -> agentd.v1.Message
-	20, // 18: agentd.v1.AgentOutput.artifacts:type_name -> agentd.v1.Artifact
-	12, // 19: agentd.v1.AgentOutput.state:type_name -> agentd.v1.SessionState
-	18, // 20: agentd.v1.AgentOutput.finish_reason:type_name -> agentd.v1.FinishReason
-	21, // 21: agentd.v1.AgentOutput.error:type_name -> agentd.v1.AgentError
-	19, // 22: agentd.v1.AgentOutput.usage:type_name -> agentd.v1.Usage
-	1,  // 23: agentd.v1.AgentInfo.state_management:type_name -> agentd.v1.StateManagement
-	22, // 24: agentd.v1.AgentInfo.state_schema:type_name -> google.protobuf.Struct
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	8,  // 17: agentd.v1.AgentStreamChunk.takeover:type_name -> agentd.v1.Takeover
+	15, // 18: agentd.v1.AgentOutput.message:type_name -> agentd.v1.Message
+	21, // 19: agentd.v1.AgentOutput.artifacts:type_name -> agentd.v1.Artifact
+	13, // 20: agentd.v1.AgentOutput.state:type_name -> agentd.v1.SessionState
+	19, // 21: agentd.v1.AgentOutput.finish_reason:type_name -> agentd.v1.FinishReason
+	22, // 22: agentd.v1.AgentOutput.error:type_name -> agentd.v1.AgentError
+	20, // 23: agentd.v1.AgentOutput.usage:type_name -> agentd.v1.Usage
+	1,  // 24: agentd.v1.AgentInfo.state_management:type_name -> agentd.v1.StateManagement
+	23, // 25: agentd.v1.AgentInfo.state_schema:type_name -> google.protobuf.Struct
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_agent_proto_init() }
@@ -1025,7 +1100,7 @@ func file_agentd_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentd_v1_agent_proto_rawDesc), len(file_agentd_v1_agent_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentd/v1/agent.proto.
  */
 export const file_agentd_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChVhZ2VudGQvdjEvYWdlbnQucHJvdG8SCWFnZW50ZC52MSKgAgoJQWdlbnRJbml0Eg0KBWFnZW50GAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc25hcHNob3RfaWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5hZ2VudGQudjEuU2Vzc2lvblN0YXRlEioKC2J1c3lfcG9saWN5GAUgASgOMhUuYWdlbnRkLnYxLkJ1c3lQb2xpY3kSMAoGbGFiZWxzGAYgAygLMiAuYWdlbnRkLnYxLkFnZW50SW5pdC5MYWJlbHNFbnRyeRImCgN0dGwYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24aLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJoCgpBZ2VudElucHV0EiMKB21lc3NhZ2UYASABKAsyEi5hZ2VudGQudjEuTWVzc2FnZRIlCgZyZXN1bWUYAiABKAsyFS5hZ2VudGQudjEuVG9vbFJlc3VtZRIOCgZkZXRhY2gYAyABKAgiUAoKVG9vbFJlc3VtZRIgCgdyZXNwb25kGAEgAygLMg8uYWdlbnRkLnYxLlBhcnQSIAoHcmVzdGFydBgCIAMoCzIPLmFnZW50ZC52MS5QYXJ0InEKEkpzb25QYXRjaE9wZXJhdGlvbhIKCgJvcBgBIAEoCRIRCgRwYXRoGAIgASgJSACIAQESJQoFdmFsdWUYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDAoEZnJvbRgEIAEoCUIHCgVfcGF0aCJcCgpNb2RlbENodW5rEh0KBHJvbGUYASABKA4yDy5hZ2VudGQudjEuUm9sZRIgCgdjb250ZW50GAIgAygLMg8uYWdlbnRkLnYxLlBhcnQSDQoFaW5kZXgYAyABKAUilwEKB1R1cm5FbmQSEwoLc25hcHNob3RfaWQYASABKAkSLgoNZmluaXNoX3JlYXNvbhgCIAEoDjIXLmFnZW50ZC52MS5GaW5pc2hSZWFzb24SEgoKdHVybl9pbmRleBgDIAEoBRISCgpzZXNzaW9uX2lkGAQgASgJEh8KBXVzYWdlGAUgASgLMhAuYWdlbnRkLnYxLlVzYWdlItIBChBBZ2VudFN0cmVhbUNodW5rEioKC21vZGVsX2NodW5rGAEgASgLMhUuYWdlbnRkLnYxLk1vZGVsQ2h1bmsSMwoMY3VzdG9tX3BhdGNoGAIgAygLMh0uYWdlbnRkLnYxLkpzb25QYXRjaE9wZXJhdGlvbhIlCghhcnRpZmFjdBgDIAEoCzITLmFnZW50ZC52MS5BcnRpZmFjdBIkCgh0dXJuX2VuZBgEIAEoCzISLmFnZW50ZC52MS5UdXJuRW5kEhAKCHNlcXVlbmNlGAUgASgNIqICCgtBZ2VudE91dHB1dBISCgpzZXNzaW9uX2lkGAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJEiMKB21lc3NhZ2UYAyABKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCglhcnRpZmFjdHMYBCADKAsyEy5hZ2VudGQudjEuQXJ0aWZhY3QSJgoFc3RhdGUYBSABKAsyFy5hZ2VudGQudjEuU2Vzc2lvblN0YXRlEi4KDWZpbmlzaF9yZWFzb24YBiABKA4yFy5hZ2VudGQudjEuRmluaXNoUmVhc29uEiQKBWVycm9yGAcgASgLMhUuYWdlbnRkLnYxLkFnZW50RXJyb3ISHwoFdXNhZ2UYCCABKAsyEC5hZ2VudGQudjEuVXNhZ2UipgEKCUFnZW50SW5mbxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEjQKEHN0YXRlX21hbmFnZW1lbnQYAyABKA4yGi5hZ2VudGQudjEuU3RhdGVNYW5hZ2VtZW50EhEKCWFib3J0YWJsZRgEIAEoCBItCgxzdGF0ZV9zY2hlbWEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0KnUKCkJ1c3lQb2xpY3kSGwoXQlVTWV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIWChJCVVNZX1BPTElDWV9SRUpFQ1QQARIXChNCVVNZX1BPTElDWV9FTlFVRVVFEAISGQoVQlVTWV9QT0xJQ1lfSU5URVJSVVBUEAMqbQoPU3RhdGVNYW5hZ2VtZW50EiAKHFNUQVRFX01BTkFHRU1FTlRfVU5TUEVDSUZJRUQQABIbChdTVEFURV9NQU5BR0VNRU5UX1NFUlZFUhABEhsKF1NUQVRFX01BTkFHRU1FTlRfQ0xJRU5UEAJCOFo2Z2l0aHViLmNvbS9hZ2VudGQtZGV2L2FnZW50ZC9nZW4vZ28vYWdlbnRkL3YxO2FnZW50ZHYxYgZwcm90bzM", [file_agentd_v1_content, file_google_protobuf_duration, file_agentd_v1_state, file_google_protobuf_struct]);
+  fileDesc("ChVhZ2VudGQvdjEvYWdlbnQucHJvdG8SCWFnZW50ZC52MSKgAgoJQWdlbnRJbml0Eg0KBWFnZW50GAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc25hcHNob3RfaWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5hZ2VudGQudjEuU2Vzc2lvblN0YXRlEioKC2J1c3lfcG9saWN5GAUgASgOMhUuYWdlbnRkLnYxLkJ1c3lQb2xpY3kSMAoGbGFiZWxzGAYgAygLMiAuYWdlbnRkLnYxLkFnZW50SW5pdC5MYWJlbHNFbnRyeRImCgN0dGwYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24aLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJoCgpBZ2VudElucHV0EiMKB21lc3NhZ2UYASABKAsyEi5hZ2VudGQudjEuTWVzc2FnZRIlCgZyZXN1bWUYAiABKAsyFS5hZ2VudGQudjEuVG9vbFJlc3VtZRIOCgZkZXRhY2gYAyABKAgiUAoKVG9vbFJlc3VtZRIgCgdyZXNwb25kGAEgAygLMg8uYWdlbnRkLnYxLlBhcnQSIAoHcmVzdGFydBgCIAMoCzIPLmFnZW50ZC52MS5QYXJ0InEKEkpzb25QYXRjaE9wZXJhdGlvbhIKCgJvcBgBIAEoCRIRCgRwYXRoGAIgASgJSACIAQESJQoFdmFsdWUYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDAoEZnJvbRgEIAEoCUIHCgVfcGF0aCJcCgpNb2RlbENodW5rEh0KBHJvbGUYASABKA4yDy5hZ2VudGQudjEuUm9sZRIgCgdjb250ZW50GAIgAygLMg8uYWdlbnRkLnYxLlBhcnQSDQoFaW5kZXgYAyABKAUilwEKB1R1cm5FbmQSEwoLc25hcHNob3RfaWQYASABKAkSLgoNZmluaXNoX3JlYXNvbhgCIAEoDjIXLmFnZW50ZC52MS5GaW5pc2hSZWFzb24SEgoKdHVybl9pbmRleBgDIAEoBRISCgpzZXNzaW9uX2lkGAQgASgJEh8KBXVzYWdlGAUgASgLMhAuYWdlbnRkLnYxLlVzYWdlIjgKCFRha2VvdmVyEhgKEHN1cGVyc2VkZWRfYWZ0ZXIYASABKA0SEgoKdHVybl9pbmRleBgCIAEoBSL5AQoQQWdlbnRTdHJlYW1DaHVuaxIqCgttb2RlbF9jaHVuaxgBIAEoCzIVLmFnZW50ZC52MS5Nb2RlbENodW5rEjMKDGN1c3RvbV9wYXRjaBgCIAMoCzIdLmFnZW50ZC52MS5Kc29uUGF0Y2hPcGVyYXRpb24SJQoIYXJ0aWZhY3QYAyABKAsyEy5hZ2VudGQudjEuQXJ0aWZhY3QSJAoIdHVybl9lbmQYBCABKAsyEi5hZ2VudGQudjEuVHVybkVuZBIQCghzZXF1ZW5jZRgFIAEoDRIlCgh0YWtlb3ZlchgGIAEoCzITLmFnZW50ZC52MS5UYWtlb3ZlciKiAgoLQWdlbnRPdXRwdXQSEgoKc2Vzc2lvbl9pZBgBIAEoCRITCgtzbmFwc2hvdF9pZBgCIAEoCRIjCgdtZXNzYWdlGAMgASgLMhIuYWdlbnRkLnYxLk1lc3NhZ2USJgoJYXJ0aWZhY3RzGAQgAygLMhMuYWdlbnRkLnYxLkFydGlmYWN0EiYKBXN0YXRlGAUgASgLMhcuYWdlbnRkLnYxLlNlc3Npb25TdGF0ZRIuCg1maW5pc2hfcmVhc29uGAYgASgOMhcuYWdlbnRkLnYxLkZpbmlzaFJlYXNvbhIkCgVlcnJvchgHIAEoCzIVLmFnZW50ZC52MS5BZ2VudEVycm9yEh8KBXVzYWdlGAggASgLMhAuYWdlbnRkLnYxLlVzYWdlIqYBCglBZ2VudEluZm8SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRI0ChBzdGF0ZV9tYW5hZ2VtZW50GAMgASgOMhouYWdlbnRkLnYxLlN0YXRlTWFuYWdlbWVudBIRCglhYm9ydGFibGUYBCABKAgSLQoMc3RhdGVfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCp1CgpCdXN5UG9saWN5EhsKF0JVU1lfUE9MSUNZX1VOU1BFQ0lGSUVEEAASFgoSQlVTWV9QT0xJQ1lfUkVKRUNUEAESFwoTQlVTWV9QT0xJQ1lfRU5RVUVVRRACEhkKFUJVU1lfUE9MSUNZX0lOVEVSUlVQVBADKm0KD1N0YXRlTWFuYWdlbWVudBIgChxTVEFURV9NQU5BR0VNRU5UX1VOU1BFQ0lGSUVEEAASGwoXU1RBVEVfTUFOQUdFTUVOVF9TRVJWRVIQARIbChdTVEFURV9NQU5BR0VNRU5UX0NMSUVOVBACQjhaNmdpdGh1Yi5jb20vYWdlbnRkLWRldi9hZ2VudGQvZ2VuL2dvL2FnZW50ZC92MTthZ2VudGR2MWIGcHJvdG8z", [file_agentd_v1_content, file_google_protobuf_duration, file_agentd_v1_state, file_google_protobuf_struct]);
 
 /**
  * AgentInit starts an invocation. session_id, snapshot_id and state are
@@ -271,6 +271,37 @@ export const TurnEndSchema: GenMessage<TurnEnd> = /*@__PURE__*/
   messageDesc(file_agentd_v1_agent, 5);
 
 /**
+ * Takeover marks where another server instance took over detached work whose
+ * worker died: the chunks after superseded_after (up to this one) belong to
+ * the turn that was cut and are superseded; that turn restarts from its start
+ * as turn_index (at-least-once per turn) and the stream goes on from here.
+ *
+ * @generated from message agentd.v1.Takeover
+ */
+export type Takeover = Message<"agentd.v1.Takeover"> & {
+  /**
+   * The sequence of the last completed turn's TurnEnd (0: none since detach).
+   *
+   * @generated from field: uint32 superseded_after = 1;
+   */
+  supersededAfter: number;
+
+  /**
+   * The turn that runs next (the cut turn, restarted).
+   *
+   * @generated from field: int32 turn_index = 2;
+   */
+  turnIndex: number;
+};
+
+/**
+ * Describes the message agentd.v1.Takeover.
+ * Use `create(TakeoverSchema)` to create a new message.
+ */
+export const TakeoverSchema: GenMessage<Takeover> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent, 6);
+
+/**
  * AgentStreamChunk is one item of an agent's output stream.
  *
  * @generated from message agentd.v1.AgentStreamChunk
@@ -309,6 +340,14 @@ export type AgentStreamChunk = Message<"agentd.v1.AgentStreamChunk"> & {
    * @generated from field: uint32 sequence = 5;
    */
   sequence: number;
+
+  /**
+   * Only in the stream of detached work (AttachInvocation): another instance
+   * took the work over here.
+   *
+   * @generated from field: agentd.v1.Takeover takeover = 6;
+   */
+  takeover?: Takeover | undefined;
 };
 
 /**
@@ -316,7 +355,7 @@ export type AgentStreamChunk = Message<"agentd.v1.AgentStreamChunk"> & {
  * Use `create(AgentStreamChunkSchema)` to create a new message.
  */
 export const AgentStreamChunkSchema: GenMessage<AgentStreamChunk> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent, 6);
+  messageDesc(file_agentd_v1_agent, 7);
 
 /**
  * AgentOutput is the result of an invocation.
@@ -385,7 +424,7 @@ export type AgentOutput = Message<"agentd.v1.AgentOutput"> & {
  * Use `create(AgentOutputSchema)` to create a new message.
  */
 export const AgentOutputSchema: GenMessage<AgentOutput> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent, 7);
+  messageDesc(file_agentd_v1_agent, 8);
 
 /**
  * AgentInfo describes a served agent.
@@ -428,7 +467,7 @@ export type AgentInfo = Message<"agentd.v1.AgentInfo"> & {
  * Use `create(AgentInfoSchema)` to create a new message.
  */
 export const AgentInfoSchema: GenMessage<AgentInfo> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent, 8);
+  messageDesc(file_agentd_v1_agent, 9);
 
 /**
  * BusyPolicy decides what a call on a busy session does. A session is busy

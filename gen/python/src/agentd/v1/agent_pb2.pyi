@@ -111,19 +111,29 @@ class TurnEnd(_message.Message):
     usage: _state_pb2.Usage
     def __init__(self, snapshot_id: _Optional[str] = ..., finish_reason: _Optional[_Union[_state_pb2.FinishReason, str]] = ..., turn_index: _Optional[int] = ..., session_id: _Optional[str] = ..., usage: _Optional[_Union[_state_pb2.Usage, _Mapping]] = ...) -> None: ...
 
+class Takeover(_message.Message):
+    __slots__ = ("superseded_after", "turn_index")
+    SUPERSEDED_AFTER_FIELD_NUMBER: _ClassVar[int]
+    TURN_INDEX_FIELD_NUMBER: _ClassVar[int]
+    superseded_after: int
+    turn_index: int
+    def __init__(self, superseded_after: _Optional[int] = ..., turn_index: _Optional[int] = ...) -> None: ...
+
 class AgentStreamChunk(_message.Message):
-    __slots__ = ("model_chunk", "custom_patch", "artifact", "turn_end", "sequence")
+    __slots__ = ("model_chunk", "custom_patch", "artifact", "turn_end", "sequence", "takeover")
     MODEL_CHUNK_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_PATCH_FIELD_NUMBER: _ClassVar[int]
     ARTIFACT_FIELD_NUMBER: _ClassVar[int]
     TURN_END_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    TAKEOVER_FIELD_NUMBER: _ClassVar[int]
     model_chunk: ModelChunk
     custom_patch: _containers.RepeatedCompositeFieldContainer[JsonPatchOperation]
     artifact: _content_pb2.Artifact
     turn_end: TurnEnd
     sequence: int
-    def __init__(self, model_chunk: _Optional[_Union[ModelChunk, _Mapping]] = ..., custom_patch: _Optional[_Iterable[_Union[JsonPatchOperation, _Mapping]]] = ..., artifact: _Optional[_Union[_content_pb2.Artifact, _Mapping]] = ..., turn_end: _Optional[_Union[TurnEnd, _Mapping]] = ..., sequence: _Optional[int] = ...) -> None: ...
+    takeover: Takeover
+    def __init__(self, model_chunk: _Optional[_Union[ModelChunk, _Mapping]] = ..., custom_patch: _Optional[_Iterable[_Union[JsonPatchOperation, _Mapping]]] = ..., artifact: _Optional[_Union[_content_pb2.Artifact, _Mapping]] = ..., turn_end: _Optional[_Union[TurnEnd, _Mapping]] = ..., sequence: _Optional[int] = ..., takeover: _Optional[_Union[Takeover, _Mapping]] = ...) -> None: ...
 
 class AgentOutput(_message.Message):
     __slots__ = ("session_id", "snapshot_id", "message", "artifacts", "state", "finish_reason", "error", "usage")

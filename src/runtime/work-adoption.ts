@@ -1,0 +1,174 @@
+import { uuidv7 } from "../../stores/uuid-v7.js";
+import { isChunkLog } from "../../stores/chunk-log.js";
+import type { SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
+import type { AgentInput } from "../types/agent-io.js";
+import type { DetachedWork } from "../types/detached-work.js";
+import type { Principal } from "../types/principal.js";
+import type { SessionState } from "../types/session-state.js";
+import type { Usage } from "../types/usage.js";
+import { Invocation, type InvocationTarget } from "./invocation.js";
+import { SessionClaim, type ClaimSettings } from "./session-claim.js";
+import { loadRecordState } from "./session-lookup.js";
+import { takeoverDue } from "./snapshot-liveness.js";
+import { chainPosition, type CommittedPoint } from "./turn-record.js";
+
+/** What a takeover hands the invocation that continues the work. */
+export interface AdoptedWork<S> {
+  /** The pending row (unchanged: the work keeps its snapshot ID). */
+  snapshotId: string;
+  /** The row's parent: the base of its state fields. */
+  parent: CommittedPoint<S> | undefined;
+  /** The tokens of the turns the row already holds. */
+  usage?: Usage;
+  /** The inputs still to run, in order. */
+  inputs: AgentInput[];
+  /** The sequence of the last completed turn's TurnEnd: later recorded chunks are superseded. */
+  supersededAfter: number;
+  /** The last sequence in the work's chunk log: the takeover's chunks are numbered after it. */
+  lastRecordedSequence: number;
+}
+
+/** What a takeover needs of the agent: an invocation target with its session lease timing. */
+export interface TakeoverTarget<S> extends InvocationTarget<S> {
+  store?: SessionStore<S>;
+  claims: ClaimSettings;
+}
+
+/**
+ * Takes over the detached work of `row`, the pending head record of `head`,
+ * whose worker is presumed dead ({@link takeoverDue}), and resumes it in this
+ * process: the session lease moves to a new invocation by a compare-and-set
+ * on `head` (of instances racing, exactly one wins), the row records the new
+ * run (fenced on the dead run still being its last, so a late old worker's
+ * writes are refused), and the remaining inputs run from the last completed
+ * turn, the state and chunk numbering carried on. A turn that was cut
+ * restarts from its start (at-least-once per turn). Resolves to true when
+ * this call took the work over, false when another instance did or the row
+ * changed. Rejects with the store's error (the lease is then released).
+ */
+export async function takeOverWork<S>(
+  target: TakeoverTarget<S>,
+  head: SessionHead,
+  row: SnapshotRecord<S>,
+): Promise<boolean> {
+  const store = target.store;
+  const work = row.work;
+  const dead = work?.runs.at(-1);
+  if (!store || !work || !dead || !takeoverDue(row, target.liveness)) return false;
+  const ctx: StoreCallContext = { tenant: head.owner };
+  const invocationId = uuidv7();
+  const claim = new SessionClaim<S>({
+    store,
+    sessionId: head.sessionId,
+    agent: target.name,
+    owner: head.owner,
+    invocationId,
+    ctx,
+    settings: target.claims,
+  });
+  if (!(await claim.takeOver(head, dead.invocationId))) return false;
+  try {
+    const now = Date.now();
+    const run = { invocationId, instance: target.instance, startedAt: now, fromInput: work.completed };
+    const adopted = await store.updateRecord(
+      row.snapshotId,
+      (existing) =>
+        existing.work?.runs.at(-1)?.invocationId === dead.invocationId && takeoverDue(existing, target.liveness, now)
+          ? { ...existing, heartbeatAt: now, work: { ...existing.work, runs: [...existing.work.runs, run] } }
+          : null,
+      ctx,
+    );
+    if (!adopted?.work) {
+      await claim.release();
+      return false;
+    }
+    await resume(target, store, claim, adopted as SnapshotRecord<S> & { work: DetachedWork }, ctx);
+  } catch (err) {
+    await claim.release();
+    throw err;
+  }
+  target.events?.workTakenOver?.({
+    agent: target.name,
+    sessionId: row.sessionId,
+    snapshotId: row.snapshotId,
+    from: dead.instance,
+    instance: target.instance,
+    completedInputs: work.completed,
+    remainingInputs: work.inputs.length - work.completed,
+  });
+  return true;
+}
+
+/** Starts the invocation that runs the rest of `row`'s work under `claim`. */
+async function resume<S>(
+  target: TakeoverTarget<S>,
+  store: SessionStore<S>,
+  claim: SessionClaim<S>,
+  row: SnapshotRecord<S> & { work: DetachedWork },
+  ctx: StoreCallContext,
+): Promise<void> {
+  const work = row.work;
+  const parent = await parentPoint(store, row, ctx);
+  const reached = await loadRecordState(store, row, ctx);
+  const base: SessionState<S> = reached ??
+    parent?.state ??
+    (work.initialState as SessionState<S> | undefined) ?? { messages: [], artifacts: [] };
+  const principal: Principal = Object.freeze({
+    subject: work.principal.subject,
+    tenant: work.principal.tenant,
+    claims: Object.freeze({ ...work.principal.claims }),
+  });
+  const adopted: AdoptedWork<S> = {
+    snapshotId: row.snapshotId,
+    parent,
+    ...(row.usage ? { usage: row.usage } : {}),
+    inputs: work.inputs.slice(work.completed),
+    supersededAfter: work.lastSequence,
+    lastRecordedSequence: await lastRecordedSequence(store, row, ctx),
+  };
+  new Invocation(
+    target,
+    {
+      state: { ...structuredClone(base), sessionId: row.sessionId },
+      ...(parent ? { parent } : {}),
+      nextTurnIndex: work.firstTurnIndex + work.completed,
+      claim,
+    },
+    { storeContext: ctx, principal },
+    adopted,
+  );
+}
+
+/** The committed snapshot the row builds on, or undefined when the session had none. */
+async function parentPoint<S>(
+  store: SessionStore<S>,
+  row: SnapshotRecord<S>,
+  ctx: StoreCallContext,
+): Promise<CommittedPoint<S> | undefined> {
+  if (!row.parentId) return undefined;
+  const record = await store.getRecord(row.parentId, ctx);
+  const state = record ? await loadRecordState(store, record, ctx) : undefined;
+  if (!record || !state) return undefined;
+  return {
+    snapshotId: record.snapshotId,
+    createdAt: record.createdAt,
+    state: { ...state, sessionId: row.sessionId },
+    position: chainPosition(record),
+  };
+}
+
+/** The last sequence the work's chunk log holds (at least the last completed turn's TurnEnd). */
+async function lastRecordedSequence<S>(
+  store: SessionStore<S>,
+  row: SnapshotRecord<S> & { work: DetachedWork },
+  ctx: StoreCallContext,
+): Promise<number> {
+  let last = row.work.lastSequence;
+  if (!isChunkLog(store)) return last;
+  const key = { sessionId: row.sessionId, snapshotId: row.snapshotId };
+  for (;;) {
+    const chunks = await store.readChunks(key, last, 1_000, ctx);
+    if (chunks.length === 0) return last;
+    last = chunks[chunks.length - 1]!.sequence;
+  }
+}

@@ -1,0 +1,142 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConnectError } from "@connectrpc/connect";
+import type { AgentOutput, AgentStreamChunk } from "../../gen/ts/agentd/v1/agent_pb.js";
+import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
+import { openStoreFromUri } from "../../stores/store-from-uri.js";
+import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { mongoForTests } from "../harness/mongo-java-server.js";
+import { snapshotTexts } from "../harness/use-agentd.js";
+import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
+import { agentServiceClient } from "../harness/wire-clients.js";
+
+interface SharedStore {
+  uri: string;
+  stop(): Promise<void>;
+}
+
+const stores: Record<string, () => Promise<SharedStore>> = {
+  file: async () => ({ uri: `file:${await mkdtemp(join(tmpdir(), "agentd-takeover-"))}`, stop: async () => {} }),
+  mongodb: async () => {
+    const mongo = await mongoForTests();
+    return { uri: mongo.uri, stop: () => mongo.stop() };
+  },
+};
+
+/** A row silent for 1 s is presumed dead; the survivors look every 250 ms and must take it over within 1 s more. */
+const LIVENESS = ["--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "1000"];
+
+const TOOK_OVER = "took over the detached work of a dead instance";
+
+describe.each(Object.keys(stores))("detached work on a %s store survives the instance running it", (kind) => {
+  let shared: SharedStore;
+  let a: AgentdProcess;
+  let b: AgentdProcess;
+  let c: AgentdProcess;
+  beforeAll(async () => {
+    shared = await stores[kind]!();
+    [a, b, c] = await Promise.all(
+      ["A", "B", "C"].map((id) => startAgentd({ args: ["--store", shared.uri, ...LIVENESS, "--instance-id", id] })),
+    );
+  });
+  afterAll(async () => {
+    await Promise.all([a?.stop("SIGKILL"), b?.stop(), c?.stop()]);
+    await shared?.stop();
+  });
+
+  it("A is killed during a detached run of 3 queued inputs: exactly one survivor takes it over, the row completes with all 3 turns once each, and a client re-attaching on B gets every later chunk once, in order, ending with the output", async () => {
+    const long = "one two three four five six seven eight nine ten eleven twelve";
+    const chat = new WireChat(agentServiceClient(a.baseUrl, "grpc"), {
+      init: { agent: "assistant" },
+      input: textInput("alpha beta", { echoDelayMs: 20 }),
+    });
+    chat.send({ input: textInput(long, { echoDelayMs: 150 }) });
+    chat.send({ input: { ...textInput("the last one", { echoDelayMs: 20 }), detach: true } });
+    const { output } = await chat.drain();
+    expect(output.finishReason).toBe(FinishReason.DETACHED);
+
+    // Follow the work on A until its second turn is streaming, then kill A.
+    const seenOnA: AgentStreamChunk[] = [];
+    const onA = (async () => {
+      for await (const res of agentServiceClient(a.baseUrl, "grpc").attachInvocation({
+        agent: "assistant",
+        snapshotId: output.snapshotId,
+      })) {
+        if (!res.chunk) continue;
+        seenOnA.push(res.chunk);
+        const inSecondTurn = seenOnA.some((ch) => ch.turnEnd) && !seenOnA.at(-1)!.turnEnd;
+        if (inSecondTurn && seenOnA.filter((ch) => ch.modelChunk).length >= 4) void a.stop("SIGKILL");
+      }
+    })().catch((e: unknown) => ConnectError.from(e));
+    expect(await onA).toBeInstanceOf(ConnectError); // the connection died with A
+    const last = seenOnA.at(-1)!.sequence;
+    const firstTurnEnd = seenOnA.find((ch) => ch.turnEnd)!;
+    expect(firstTurnEnd.turnEnd?.turnIndex).toBe(0);
+
+    const seenOnB: AgentStreamChunk[] = [];
+    let ended: AgentOutput | undefined;
+    for await (const res of agentServiceClient(b.baseUrl, "grpc").attachInvocation({
+      agent: "assistant",
+      snapshotId: output.snapshotId,
+      afterSequence: last,
+    })) {
+      if (res.chunk) seenOnB.push(res.chunk);
+      if (res.output) ended = res.output;
+    }
+    const sequences = [...seenOnA, ...seenOnB].map((ch) => ch.sequence);
+    expect(sequences).toEqual(sequences.map((_, i) => sequences[0]! + i)); // nothing lost, nothing twice
+    expect(seenOnB[0]!.sequence).toBe(last + 1);
+
+    // The takeover marker supersedes what A streamed of the cut turn; the turn then restarts from its start.
+    const markerAt = seenOnB.findIndex((ch) => ch.takeover);
+    expect(seenOnB.filter((ch) => ch.takeover)).toHaveLength(1);
+    expect(seenOnB[markerAt]!.takeover).toMatchObject({ supersededAfter: firstTurnEnd.sequence, turnIndex: 1 });
+    const afterMarker = seenOnB.slice(markerAt + 1);
+    expect(
+      afterMarker.filter((ch) => ch.turnEnd).map((ch) => [ch.turnEnd!.turnIndex, ch.turnEnd!.finishReason]),
+    ).toEqual([
+      [1, FinishReason.STOP],
+      [2, FinishReason.STOP],
+    ]);
+    const restarted = afterMarker.slice(
+      0,
+      afterMarker.findIndex((ch) => ch.turnEnd),
+    );
+    expect(chunksText(restarted)).toBe(`echo: ${long}`);
+    expect(ended?.finishReason).toBe(FinishReason.STOP);
+    expect(ended?.snapshotId).toBe(output.snapshotId);
+    expect(ended?.message?.content[0]?.kind.value).toBe("echo: the last one");
+
+    const snapshot = await agentServiceClient(c.baseUrl, "grpc").getSnapshot({
+      agent: "assistant",
+      snapshotId: output.snapshotId,
+    });
+    expect(snapshot.snapshot?.status).toBe(SnapshotStatus.COMPLETED);
+    expect(snapshotTexts(snapshot.snapshot)).toEqual([
+      "alpha beta",
+      "echo: alpha beta",
+      long,
+      `echo: ${long}`,
+      "the last one",
+      "echo: the last one",
+    ]);
+
+    // Exactly one survivor took it over, and the row records who ran which part.
+    const takeovers = [...b.logLines(), ...c.logLines()].filter((line) => line.msg === TOOK_OVER);
+    expect(takeovers).toEqual([
+      expect.objectContaining({ from: "A", snapshotId: output.snapshotId, completedInputs: 1, remainingInputs: 2 }),
+    ]);
+    const store = await openStoreFromUri(shared.uri);
+    try {
+      const row = await store.getRecord(output.snapshotId);
+      expect(row?.work?.runs.map((run) => [run.instance, run.fromInput])).toEqual([
+        ["A", 0],
+        [takeovers[0]!.instance, 1],
+      ]);
+    } finally {
+      await store.close?.();
+    }
+  });
+});

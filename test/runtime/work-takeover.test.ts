@@ -1,0 +1,361 @@
+import { describe, expect, it, vi } from "vitest";
+import { hostname } from "node:os";
+import {
+  Rendezvous,
+  register,
+  historyOf,
+  until,
+  recordsOf,
+  chunkLabels,
+  setLease,
+  gatedAgent,
+} from "./runtime-fixtures.js";
+import type { Agent } from "../../src/runtime/agent.js";
+import { AgentRegistry, type AgentRegistryOptions } from "../../src/runtime/agent-registry.js";
+import type { WorkTakenOverEvent } from "../../src/runtime/runtime-events.js";
+import { takeOverDeadWork } from "../../src/runtime/work-takeover.js";
+import { loadRecordState } from "../../src/runtime/session-lookup.js";
+import { messageText } from "../../src/types/content.js";
+import type { Principal } from "../../src/types/principal.js";
+import { InMemorySessionStore } from "../../stores/memory-store.js";
+import type { SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
+import type { AgentStreamChunk } from "../../src/types/agent-io.js";
+
+vi.setConfig({ testTimeout: 8_000 });
+
+/** Heartbeats every 20 ms; a row silent for 150 ms is presumed dead (takeover window: 150 ms more). */
+const FAST = { heartbeatIntervalMs: 20, heartbeatTtlMs: 150 };
+
+interface Instance {
+  name: string;
+  registry: AgentRegistry;
+  gate: Rendezvous;
+  agent: Agent<unknown>;
+  takenOver: WorkTakenOverEvent[];
+}
+
+/**
+ * Server instances sharing one memory store, each with agent "bg": a turn on
+ * "wait:<point>" blocks at its own gate's <point>; every turn answers
+ * `<text> by <principal subject> on <instance>`.
+ */
+function instances(
+  names: string[],
+  options: Partial<AgentRegistryOptions> & { store?: SessionStore; agentOn?: (name: string) => boolean } = {},
+): { store: InMemorySessionStore; all: Instance[] } {
+  const store = (options.store ?? new InMemorySessionStore()) as InMemorySessionStore;
+  const all = names.map((name) => {
+    const takenOver: WorkTakenOverEvent[] = [];
+    const registry = new AgentRegistry({
+      defaultStore: store as SessionStore,
+      instanceId: name,
+      liveness: options.liveness ?? FAST,
+      events: { workTakenOver: (event) => takenOver.push(event) },
+    });
+    const gate = new Rendezvous();
+    const agent = register(registry, {
+      name: options.agentOn?.(name) === false ? "other" : "bg",
+      store: "default",
+      turn: async (input, ctx) => {
+        const text = messageText(input.message);
+        if (text.startsWith("wait:")) await gate.at(text.slice(5), ctx.turn.signal);
+        const reply = `${text} by ${ctx.principal.subject} on ${name}`;
+        ctx.responder.sendModelChunk({ role: "model", content: [{ text: reply }] });
+        ctx.session.addMessages({ role: "model", content: [{ text: reply }] });
+      },
+    });
+    return { name, registry, gate, agent, takenOver };
+  });
+  return { store, all };
+}
+
+const ANN: Principal = Object.freeze({ subject: "ann", tenant: "", claims: Object.freeze({ plan: "pro" }) });
+
+/** Detaches inputs `texts` on `instance` (all queued before the first turn starts); resolves to the pending row's ID. */
+async function detachInputs(instance: Instance, texts: string[]): Promise<{ sessionId: string; snapshotId: string }> {
+  const connection = await instance.agent.connect({}, { principal: ANN });
+  for (const text of texts.slice(0, -1)) connection.sendText(text);
+  connection.send({ message: { role: "user", content: [{ text: texts.at(-1)! }] }, detach: true });
+  const output = await connection.output();
+  return { sessionId: output.sessionId, snapshotId: output.snapshotId! };
+}
+
+async function row(store: SessionStore, snapshotId: string): Promise<SnapshotRecord> {
+  return (await store.getRecord(snapshotId))!;
+}
+
+async function chunksOf(store: InMemorySessionStore, key: { sessionId: string; snapshotId: string }) {
+  return store.readChunks(key, 0, 1_000);
+}
+
+function labels(chunks: { chunk: AgentStreamChunk }[]): string[] {
+  return chunkLabels(chunks.map((c) => c.chunk)).map((label, i) =>
+    chunks[i]!.chunk.takeover
+      ? `takeover:${chunks[i]!.chunk.takeover.supersededAfter}:${chunks[i]!.chunk.takeover.turnIndex}`
+      : label,
+  );
+}
+
+describe("detached work records what a takeover needs", () => {
+  it("the pending row holds the running and queued inputs, their first turn index, the principal and the first run", async () => {
+    const { store, all } = instances(["A"]);
+    const [a] = all as [Instance];
+    const connection = await a.agent.connect({}, { principal: ANN });
+    connection.sendText("wait:one");
+    await a.gate.reached("one");
+    connection.sendText("two");
+    connection.send({ message: { role: "user", content: [{ text: "three" }] }, detach: true });
+    const output = await connection.output();
+    const pending = await row(store, output.snapshotId!);
+    const head = (await store.getHead(output.sessionId))!;
+    expect(pending.work).toEqual({
+      inputs: ["wait:one", "two", "three"].map((text) => ({ message: { role: "user", content: [{ text }] } })),
+      firstTurnIndex: 0,
+      completed: 0,
+      lastSequence: 0,
+      runs: [{ invocationId: head.lease!.invocationId, instance: "A", startedAt: expect.any(Number), fromInput: 0 }],
+      principal: { subject: "ann", tenant: "", claims: { plan: "pro" } },
+      initialState: { sessionId: output.sessionId, messages: [], artifacts: [] },
+    });
+    a.gate.release("one");
+    await a.registry.background.drain(4_000);
+  });
+
+  it("after turns committed before detach, the inputs start at the next turn, the stream position is that turn's TurnEnd, and the row records no initial state", async () => {
+    const { store, all } = instances(["A"]);
+    const [a] = all as [Instance];
+    const connection = await a.agent.connect();
+    const stream = connection.stream[Symbol.asyncIterator]();
+    connection.sendText("zero");
+    while (!(await stream.next()).value?.turnEnd); // turn 0 committed (its model chunk, then its TurnEnd)
+    connection.sendText("wait:one");
+    await a.gate.reached("one");
+    connection.detach();
+    const output = await connection.output();
+    const work = (await row(store, output.snapshotId!)).work!;
+    expect(work.firstTurnIndex).toBe(1);
+    expect(work.inputs).toHaveLength(1);
+    expect(work.lastSequence).toBe(2); // the committed turn's TurnEnd (after its one model chunk)
+    expect(work.initialState).toBeUndefined();
+    a.gate.release("one");
+    await a.registry.background.drain(4_000);
+  });
+
+  it("each detached turn that ends checkpoints the row: its state so far, one more completed input and its TurnEnd's sequence; reads of the pending row still show no state", async () => {
+    const { store, all } = instances(["A"]);
+    const [a] = all as [Instance];
+    const { sessionId, snapshotId } = await detachInputs(a, ["one", "wait:two"]);
+    await a.gate.reached("two");
+    const pending = await row(store, snapshotId);
+    expect(pending.work).toMatchObject({ completed: 1, lastSequence: 2 });
+    expect(pending.status).toBe("pending");
+    expect(historyOf(await loadRecordState(store, pending))).toEqual(["user:one", "model:one by ann on A"]);
+    expect(labels(await chunksOf(store, { sessionId, snapshotId }))).toEqual([
+      "text:one by ann on A",
+      "turnEnd:0:stop",
+    ]);
+    expect((await a.agent.getSnapshot({ snapshotId })).state).toBeUndefined();
+    a.gate.release("two");
+    await a.registry.background.drain(4_000);
+    const done = await a.agent.getSnapshot({ snapshotId });
+    expect(done.status).toBe("completed");
+    expect(historyOf(done.state)).toEqual([
+      "user:one",
+      "model:one by ann on A",
+      "user:wait:two",
+      "model:wait:two by ann on A",
+    ]);
+  });
+
+  it("names the instance <hostname>:<pid> when the registry sets no instance ID", async () => {
+    const store = new InMemorySessionStore();
+    const registry = new AgentRegistry({ defaultStore: store as SessionStore });
+    const gate = new Rendezvous();
+    const agent = gatedAgent({ store, registry }, gate);
+    const connection = await agent.connect();
+    connection.send({ message: { role: "user", content: [{ text: "wait:one" }] }, detach: true });
+    const output = await connection.output();
+    expect((await row(store, output.snapshotId!)).work!.runs[0]!.instance).toBe(`${hostname()}:${process.pid}`);
+    gate.release("one");
+    await registry.background.drain(4_000);
+  });
+});
+
+describe("taking over the detached work of a dead instance", () => {
+  it("work left pending at shutdown is taken over by another instance: the remaining inputs run once each from the last completed turn, as the same principal, and the row completes", async () => {
+    const { store, all } = instances(["A", "B"]);
+    const [a, b] = all as [Instance, Instance];
+    const { sessionId, snapshotId } = await detachInputs(a, ["one", "wait:two", "three"]);
+    await a.gate.reached("two");
+    expect(await a.registry.background.drain(0)).toBe(1); // A goes away mid-turn: its row stays pending
+    b.gate.release("two");
+    const stop = b.registry.startWorkTakeover();
+    try {
+      await until(async () => (await row(store, snapshotId)).status === "completed", "B to complete the work");
+    } finally {
+      await stop();
+    }
+    await b.registry.background.drain(4_000);
+    const done = await b.agent.getSnapshot({ snapshotId });
+    expect(historyOf(done.state)).toEqual([
+      "user:one",
+      "model:one by ann on A",
+      "user:wait:two",
+      "model:wait:two by ann on B",
+      "user:three",
+      "model:three by ann on B",
+    ]);
+    const final = await row(store, snapshotId);
+    expect(final.turnIndex).toBe(2);
+    expect(final.work!.runs.map((r) => [r.instance, r.fromInput])).toEqual([
+      ["A", 0],
+      ["B", 1],
+    ]);
+    expect(b.takenOver).toEqual([
+      {
+        agent: "bg",
+        sessionId,
+        snapshotId,
+        from: "A",
+        instance: "B",
+        completedInputs: 1,
+        remainingInputs: 2,
+      },
+    ]);
+    expect((await store.getHead(sessionId))!.lease).toBeUndefined();
+    expect(await recordsOf(store, sessionId)).toHaveLength(1);
+  });
+
+  it("the work's stream goes on after the recorded chunks: a takeover marker naming the cut turn, then the restarted turn and the rest, numbered without gaps", async () => {
+    const { store, all } = instances(["A", "B"]);
+    const [a, b] = all as [Instance, Instance];
+    const key = await detachInputs(a, ["one", "wait:two", "three"]);
+    await a.gate.reached("two");
+    await a.registry.background.drain(0);
+    b.gate.release("two");
+    const stop = b.registry.startWorkTakeover();
+    await until(async () => (await row(store, key.snapshotId)).status === "completed", "B to complete the work");
+    await stop();
+    const chunks = await chunksOf(store, key);
+    expect(chunks.map((c) => c.sequence)).toEqual(chunks.map((_, i) => i + 1));
+    expect(labels(chunks)).toEqual([
+      "text:one by ann on A",
+      "turnEnd:0:stop",
+      "turnEnd:1:failed", // the cut turn, as A ended it at shutdown: superseded by the marker
+      "takeover:2:1",
+      "text:wait:two by ann on B",
+      "turnEnd:1:stop",
+      "text:three by ann on B",
+      "turnEnd:2:stop",
+    ]);
+  });
+
+  it("of two instances racing for one dead instance's work, exactly one takes it over", async () => {
+    const { store, all } = instances(["A", "B", "C"]);
+    const [a, b, c] = all as [Instance, Instance, Instance];
+    const { snapshotId } = await detachInputs(a, ["wait:one"]);
+    await a.gate.reached("one");
+    await a.registry.background.drain(0);
+    b.gate.release("one");
+    c.gate.release("one");
+    await until(
+      async () => Date.now() - (await row(store, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs,
+      "the row to go silent",
+    );
+    const source = (i: Instance) => ({
+      stores: () => [store as SessionStore],
+      agent: (name: string) => (name === "bg" ? i.agent : undefined),
+      liveness: { ...FAST, chunkRetentionMs: 60_000 },
+    });
+    const counts = await Promise.all([takeOverDeadWork(source(b)), takeOverDeadWork(source(c))]);
+    expect(counts.sort()).toEqual([0, 1]);
+    await Promise.all([b.registry.background.drain(4_000), c.registry.background.drain(4_000)]);
+    const final = await row(store, snapshotId);
+    expect(final.status).toBe("completed");
+    expect(final.work!.runs).toHaveLength(2);
+    expect(b.takenOver.length + c.takenOver.length).toBe(1);
+  });
+
+  it("does not take work over while another invocation holds a valid lease on its session", async () => {
+    const { store, all } = instances(["A", "B"]);
+    const [a, b] = all as [Instance, Instance];
+    const { sessionId, snapshotId } = await detachInputs(a, ["wait:one"]);
+    await a.gate.reached("one");
+    await a.registry.background.drain(0);
+    await setLease(store as SessionStore, sessionId, { invocationId: "someone-else", expiresAt: Date.now() + 60_000 });
+    await until(
+      async () => Date.now() - (await row(store, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs,
+      "the row to go silent",
+    );
+    const source = {
+      stores: () => [store as SessionStore],
+      agent: () => b.agent,
+      liveness: { ...FAST, chunkRetentionMs: 60_000 },
+    };
+    expect(await takeOverDeadWork(source)).toBe(0);
+    expect((await row(store, snapshotId)).work!.runs).toHaveLength(1);
+    expect((await store.getHead(sessionId))!.lease?.invocationId).toBe("someone-else");
+  });
+
+  it("leaves alone the work of an agent this instance does not serve: it reads expired once the window closes", async () => {
+    const { store, all } = instances(["A", "B"], { agentOn: (name) => name === "A" });
+    const [a, b] = all as [Instance, Instance];
+    const { snapshotId } = await detachInputs(a, ["wait:one"]);
+    await a.gate.reached("one");
+    await a.registry.background.drain(0);
+    const stop = b.registry.startWorkTakeover();
+    try {
+      await until(async () => (await a.agent.getSnapshot({ snapshotId })).status === "expired", "the row to expire");
+    } finally {
+      await stop();
+    }
+    expect((await row(store, snapshotId)).work!.runs).toHaveLength(1);
+    expect(b.takenOver).toEqual([]);
+  });
+
+  it("a worker that wakes up after its work was taken over writes nothing more: no chunk, no checkpoint, no final row", async () => {
+    // A never heartbeats (its interval is longer than the test), so its row goes silent while its turn still runs.
+    const shared = new InMemorySessionStore();
+    const [a] = instances(["A"], { store: shared, liveness: { heartbeatIntervalMs: 60_000, heartbeatTtlMs: 150 } })
+      .all as [Instance];
+    const [b] = instances(["B"], { store: shared }).all as [Instance];
+    const key = await detachInputs(a, ["wait:one", "two"]);
+    await a.gate.reached("one");
+    b.gate.release("one");
+    const stop = b.registry.startWorkTakeover();
+    await until(async () => (await row(shared, key.snapshotId)).status === "completed", "B to complete the work");
+    await stop();
+    const finalByB = await row(shared, key.snapshotId);
+    const chunksByB = await chunksOf(shared, key);
+    a.gate.release("one"); // A wakes up
+    await a.registry.background.drain(4_000);
+    expect(await row(shared, key.snapshotId)).toEqual(finalByB);
+    expect(await chunksOf(shared, key)).toEqual(chunksByB);
+    expect(historyOf(await loadRecordState(shared, finalByB))).toEqual([
+      "user:wait:one",
+      "model:wait:one by ann on B",
+      "user:two",
+      "model:two by ann on B",
+    ]);
+  });
+
+  it("drops a lapsed lease left on a session whose work is over (an invocation killed mid-turn), so the session is free", async () => {
+    const { store, all } = instances(["A"]);
+    const [a] = all as [Instance];
+    const done = await a.agent.runText("one");
+    const head = (await store.getHead(done.sessionId))!;
+    const { version, ...rest } = head;
+    await store.commit({
+      expectedVersion: version,
+      head: { ...rest, lease: { invocationId: "dead", expiresAt: Date.now() - 1 } },
+    });
+    expect(
+      await takeOverDeadWork({
+        stores: () => [store as SessionStore],
+        agent: () => undefined,
+        liveness: { ...FAST, chunkRetentionMs: 60_000 },
+      }),
+    ).toBe(0);
+    expect((await store.getHead(done.sessionId))!.lease).toBeUndefined();
+  });
+});
