@@ -136,6 +136,25 @@ export class DetachedRun<S> implements BackgroundTask {
   ): Promise<void> {
     this.lastTurnIndex = turnIndex;
     this.usage = addUsage(this.usage, usage);
+    await this.checkpoint(turnIndex, state, sequence, true);
+  }
+
+  /**
+   * Records a checkpoint inside turn `turnIndex` (after a tool round), the
+   * chunks up to `sequence` recorded: the row gets the state so far and is
+   * marked in-turn, so that a takeover continues the turn from here. As
+   * {@link turnCompleted}, never throws.
+   */
+  roundCompleted(turnIndex: number, state: SessionState<S>, sequence: number): Promise<void> {
+    return this.checkpoint(turnIndex, state, sequence, false);
+  }
+
+  private async checkpoint(
+    turnIndex: number,
+    state: SessionState<S>,
+    sequence: number,
+    turnDone: boolean,
+  ): Promise<void> {
     const id = await this.pendingId.catch(() => undefined);
     let fields: StateFields<S>;
     try {
@@ -151,14 +170,17 @@ export class DetachedRun<S> implements BackgroundTask {
         (existing) => {
           if (existing.status !== "pending" || !this.holds(existing) || !existing.work) return null;
           const { checkpoint: _checkpoint, delta: _delta, ...rest } = existing;
+          const { inTurn: _inTurn, ...work } = existing.work;
           return {
             ...rest,
             ...fields,
-            turnIndex: Math.max(existing.turnIndex, turnIndex),
+            turnIndex: turnDone ? Math.max(existing.turnIndex, turnIndex) : existing.turnIndex,
             updatedAt: now,
             heartbeatAt: now,
             ...(this.usage ? { usage: this.usage } : {}),
-            work: { ...existing.work, completed: existing.work.completed + 1, lastSequence: sequence },
+            work: turnDone
+              ? { ...work, completed: work.completed + 1, lastSequence: sequence }
+              : { ...work, lastSequence: sequence, inTurn: true },
           };
         },
         this.o.storeContext,

@@ -62,6 +62,8 @@ export class Invocation<S> implements AgentConnection<S> {
   private detachedRun: DetachedRun<S> | undefined;
   /** The last chunk's `sequence` (chunks are numbered from 1, across detach). */
   private sequence = 0;
+  /** Takeover of a turn cut after a checkpoint: the next turn continues it (`TurnContext.continued`). */
+  private continuing = false;
   /** Which input runs and where the stream stands: what detach records for a takeover. */
   private readonly progress: InputProgress;
   /** The state the invocation started from (recorded with detached work of a session without a commit). */
@@ -186,7 +188,23 @@ export class Invocation<S> implements AgentConnection<S> {
     const parentId = this.commits?.last?.snapshotId;
     const identity = { ...(snapshotId ? { snapshotId } : {}), ...(parentId ? { parentId } : {}), turnIndex };
     this.telemetry.beginTurn(identity);
-    return { ...identity, signal: this.work.signal };
+    const continued = this.continuing;
+    this.continuing = false;
+    return {
+      ...identity,
+      signal: this.work.signal,
+      checkpoint: () => this.checkpointTurn(turnIndex),
+      ...(continued ? { continued } : {}),
+    };
+  }
+
+  /** After detach: checkpoints the row mid-turn, once the chunks streamed so far are recorded. */
+  private async checkpointTurn(turnIndex: number): Promise<void> {
+    const run = this.detachedRun;
+    if (!run) return;
+    await this.emitChain;
+    if (this.work.signal.aborted) return;
+    await run.roundCompleted(turnIndex, this.runner.snapshotState(), this.sequence);
   }
 
   private async endTurn(turn: TurnContext, finishReason: FinishReason): Promise<void> {
@@ -324,6 +342,7 @@ export class Invocation<S> implements AgentConnection<S> {
   private adopt(adopted: AdoptedWork<S>): void {
     this.sequence = adopted.lastRecordedSequence;
     this.progress.resumeAfter(adopted.supersededAfter);
+    this.continuing = adopted.continuesTurn;
     for (const input of adopted.inputs) this.turnInputs.push(input);
     this.startDetach(backgroundStoreOf(this.target.name, this.target.store, "detach"), adopted);
     void this.emit({ takeover: { supersededAfter: adopted.supersededAfter, turnIndex: this.runner.turnIndex } });

@@ -20,8 +20,10 @@ export interface AdoptedWork<S> {
   parent: CommittedPoint<S> | undefined;
   /** The tokens of the turns the row already holds. */
   usage?: Usage;
-  /** The inputs still to run, in order. */
+  /** The inputs still to run, in order (a continued turn's first one carries no message). */
   inputs: AgentInput[];
+  /** The first input continues a turn cut after a checkpoint (`TurnContext.continued`). */
+  continuesTurn: boolean;
   /** The sequence of the last completed turn's TurnEnd: later recorded chunks are superseded. */
   supersededAfter: number;
   /** The last sequence in the work's chunk log: the takeover's chunks are numbered after it. */
@@ -122,7 +124,9 @@ async function resume<S>(
     snapshotId: row.snapshotId,
     parent,
     ...(row.usage ? { usage: row.usage } : {}),
-    inputs: work.inputs.slice(work.completed),
+    // A turn cut after a checkpoint continues (its message is in the state); one cut before restarts.
+    inputs: work.inTurn ? [{}, ...work.inputs.slice(work.completed + 1)] : work.inputs.slice(work.completed),
+    continuesTurn: work.inTurn === true,
     supersededAfter: work.lastSequence,
     lastRecordedSequence: await lastRecordedSequence(store, row, ctx),
   };

@@ -94,6 +94,8 @@ class ToolLoop<S> {
     } else {
       const pending = pendingRequests(history.at(input.message ? -2 : -1));
       if (pending) throw unresolvedInterruptError(pending);
+      // A turn continued after a takeover: the tool rounds it already did count toward the limit.
+      if (this.ctx.turn.continued) rounds = toolRoundsSinceLastUserMessage(history);
     }
     for (;;) {
       const index = this.streamIndex++;
@@ -180,6 +182,8 @@ class ToolLoop<S> {
     });
     this.ctx.session.addMessages({ role: "tool", content: responses });
     this.ctx.responder.sendModelChunk({ role: "tool", content: structuredClone(responses), index: this.streamIndex++ });
+    // A tool round must not run twice: a takeover of detached work continues after it.
+    await this.ctx.turn.checkpoint?.();
     return false;
   }
 
@@ -238,6 +242,15 @@ class ToolLoop<S> {
     }
     return checked.data ?? null;
   }
+}
+
+/** How many `tool` messages follow the last user message (the tool rounds of the turn so far). */
+function toolRoundsSinceLastUserMessage(history: readonly Message[]): number {
+  let rounds = 0;
+  for (let i = history.length - 1; i >= 0 && history[i]!.role !== "user"; i--) {
+    if (history[i]!.role === "tool") rounds++;
+  }
+  return rounds;
 }
 
 function dropUndefinedMetadata(part: Part): Part {

@@ -72,13 +72,14 @@ export interface AgentStreamChunk {
 /**
  * Where another instance took over detached work whose worker died. Mirrors
  * `agentd.v1.Takeover`: the chunks after `supersededAfter` (up to this one)
- * belong to the turn that was cut and are superseded; that turn restarts as
- * `turnIndex`.
+ * belong to the cut part of a turn and are superseded; that turn runs again as
+ * `turnIndex` from its last checkpoint (after its last completed tool round,
+ * or from its start).
  */
 export interface Takeover {
-  /** The sequence of the last completed turn's TurnEnd (0: none since detach). */
+  /** The last chunk the work's checkpoint covers: the last completed turn's TurnEnd, or a checkpoint inside the cut turn (0: none since detach). */
   supersededAfter: number;
-  /** The turn that runs next (the cut turn, restarted). */
+  /** The turn that runs next (the cut turn, continued or restarted). */
   turnIndex: number;
 }
 

@@ -34,8 +34,18 @@ export interface DetachedWork {
   firstTurnIndex: number;
   /** How many of `inputs` completed; their turns are in the row's state fields. */
   completed: number;
-  /** The `sequence` of the last completed turn's TurnEnd chunk (0 before any). */
+  /**
+   * The stream position the row's state matches: the `sequence` of the last
+   * completed turn's TurnEnd, or of the last chunk before a checkpoint inside
+   * a turn (0 before any).
+   */
   lastSequence: number;
+  /**
+   * Set when the row's state holds part of `inputs[completed]`'s turn (its
+   * message and what it did up to a `checkpoint()`, e.g. its completed tool
+   * rounds): a takeover continues that turn instead of restarting it.
+   */
+  inTurn?: boolean;
   /** Each run that worked on it, in order; the last one holds it now. */
   runs: DetachedWorkRun[];
   principal: DetachedWorkPrincipal;

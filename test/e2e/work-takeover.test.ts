@@ -1,4 +1,4 @@
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,6 +9,8 @@ import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { mongoForTests } from "../harness/mongo-java-server.js";
 import { snapshotTexts } from "../harness/use-agentd.js";
+import { until } from "../harness/until.js";
+import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
@@ -32,21 +34,35 @@ const TOOK_OVER = "took over the detached work of a dead instance";
 
 describe.each(Object.keys(stores))("detached work on a %s store survives the instance running it", (kind) => {
   let shared: SharedStore;
-  let a: AgentdProcess;
+  let stampLog: string;
   let b: AgentdProcess;
   let c: AgentdProcess;
+  const doomed: AgentdProcess[] = [];
+  /** A server on the shared store (the example agents and `stamper`); `answerDelayMs`: how long stamper's model takes after its tool round. */
+  function instance(id: string, answerDelayMs: number): Promise<AgentdProcess> {
+    return startAgentd({
+      args: ["test/fixtures/takeover-agents.ts", "--examples", "--store", shared.uri, ...LIVENESS, "--instance-id", id],
+      env: { STAMP_LOG: stampLog, STAMPER_ANSWER_DELAY_MS: String(answerDelayMs) },
+    });
+  }
+  /** The instance each test kills: it runs the detached work first. */
+  async function startDoomed(): Promise<AgentdProcess> {
+    const a = await instance("A", 60_000);
+    doomed.push(a);
+    return a;
+  }
   beforeAll(async () => {
     shared = await stores[kind]!();
-    [a, b, c] = await Promise.all(
-      ["A", "B", "C"].map((id) => startAgentd({ args: ["--store", shared.uri, ...LIVENESS, "--instance-id", id] })),
-    );
+    stampLog = join(await mkdtemp(join(tmpdir(), "agentd-stamps-")), "stamps.log");
+    [b, c] = await Promise.all([instance("B", 50), instance("C", 50)]);
   });
   afterAll(async () => {
-    await Promise.all([a?.stop("SIGKILL"), b?.stop(), c?.stop()]);
+    await Promise.all([...doomed.map((a) => a.stop("SIGKILL")), b?.stop(), c?.stop()]);
     await shared?.stop();
   });
 
   it("A is killed during a detached run of 3 queued inputs: exactly one survivor takes it over, the row completes with all 3 turns once each, and a client re-attaching on B gets every later chunk once, in order, ending with the output", async () => {
+    const a = await startDoomed();
     const long = "one two three four five six seven eight nine ten eleven twelve";
     const chat = new WireChat(agentServiceClient(a.baseUrl, "grpc"), {
       init: { agent: "assistant" },
@@ -124,7 +140,9 @@ describe.each(Object.keys(stores))("detached work on a %s store survives the ins
     ]);
 
     // Exactly one survivor took it over, and the row records who ran which part.
-    const takeovers = [...b.logLines(), ...c.logLines()].filter((line) => line.msg === TOOK_OVER);
+    const takeovers = [...b.logLines(), ...c.logLines()].filter(
+      (line) => line.msg === TOOK_OVER && line.snapshotId === output.snapshotId,
+    );
     expect(takeovers).toEqual([
       expect.objectContaining({ from: "A", snapshotId: output.snapshotId, completedInputs: 1, remainingInputs: 2 }),
     ]);
@@ -134,6 +152,40 @@ describe.each(Object.keys(stores))("detached work on a %s store survives the ins
       expect(row?.work?.runs.map((run) => [run.instance, run.fromInput])).toEqual([
         ["A", 0],
         [takeovers[0]!.instance, 1],
+      ]);
+    } finally {
+      await store.close?.();
+    }
+  });
+
+  it("a tool-using turn killed after its first tool round resumes on a survivor without running that tool again", async () => {
+    const a = await startDoomed();
+    const { output } = await agentServiceClient(a.baseUrl, "grpc").run({
+      init: { agent: "stamper" },
+      input: { ...textInput("stamp it"), detach: true },
+    });
+    expect(output!.finishReason).toBe(FinishReason.DETACHED);
+    const store = await openStoreFromUri(shared.uri);
+    try {
+      // The tool round is checkpointed; A's model then takes a minute to answer: kill it there.
+      await until("A to checkpoint the tool round", async () => {
+        return (await store.getRecord(output!.snapshotId))?.work?.inTurn === true;
+      });
+      await a.stop("SIGKILL");
+      const done = await until("a survivor to complete the work", async () => {
+        const { snapshot } = await agentServiceClient(b.baseUrl, "grpc").getSnapshot({
+          agent: "stamper",
+          snapshotId: output!.snapshotId,
+        });
+        return snapshot?.status === SnapshotStatus.COMPLETED && snapshot;
+      });
+      expect((await readFile(stampLog, "utf8")).trim().split("\n")).toEqual([String(a.proc.pid)]);
+      expect(done.state?.messages.map((m) => m.role)).toEqual([Role.USER, Role.MODEL, Role.TOOL, Role.MODEL]);
+      expect(snapshotTexts(done).at(-1)).toBe("stamped");
+      const row = await store.getRecord(output!.snapshotId);
+      expect(row?.work?.runs.map((run) => [run.instance, run.fromInput])).toEqual([
+        ["A", 0],
+        [expect.stringMatching(/^[BC]$/), 0],
       ]);
     } finally {
       await store.close?.();

@@ -1,100 +1,14 @@
 import { describe, expect, it, vi } from "vitest";
 import { hostname } from "node:os";
-import {
-  Rendezvous,
-  register,
-  historyOf,
-  until,
-  recordsOf,
-  chunkLabels,
-  setLease,
-  gatedAgent,
-} from "./runtime-fixtures.js";
-import type { Agent } from "../../src/runtime/agent.js";
-import { AgentRegistry, type AgentRegistryOptions } from "../../src/runtime/agent-registry.js";
-import type { WorkTakenOverEvent } from "../../src/runtime/runtime-events.js";
+import { Rendezvous, historyOf, until, recordsOf, setLease, gatedAgent } from "./runtime-fixtures.js";
+import { ANN, chunksOf, detachInputs, FAST, instances, labels, row, type Instance } from "./takeover-fixtures.js";
+import { AgentRegistry } from "../../src/runtime/agent-registry.js";
 import { takeOverDeadWork } from "../../src/runtime/work-takeover.js";
 import { loadRecordState } from "../../src/runtime/session-lookup.js";
-import { messageText } from "../../src/types/content.js";
-import type { Principal } from "../../src/types/principal.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
-import type { SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
-import type { AgentStreamChunk } from "../../src/types/agent-io.js";
+import type { SessionStore } from "../../stores/snapshot-store.js";
 
 vi.setConfig({ testTimeout: 8_000 });
-
-/** Heartbeats every 20 ms; a row silent for 150 ms is presumed dead (takeover window: 150 ms more). */
-const FAST = { heartbeatIntervalMs: 20, heartbeatTtlMs: 150 };
-
-interface Instance {
-  name: string;
-  registry: AgentRegistry;
-  gate: Rendezvous;
-  agent: Agent<unknown>;
-  takenOver: WorkTakenOverEvent[];
-}
-
-/**
- * Server instances sharing one memory store, each with agent "bg": a turn on
- * "wait:<point>" blocks at its own gate's <point>; every turn answers
- * `<text> by <principal subject> on <instance>`.
- */
-function instances(
-  names: string[],
-  options: Partial<AgentRegistryOptions> & { store?: SessionStore; agentOn?: (name: string) => boolean } = {},
-): { store: InMemorySessionStore; all: Instance[] } {
-  const store = (options.store ?? new InMemorySessionStore()) as InMemorySessionStore;
-  const all = names.map((name) => {
-    const takenOver: WorkTakenOverEvent[] = [];
-    const registry = new AgentRegistry({
-      defaultStore: store as SessionStore,
-      instanceId: name,
-      liveness: options.liveness ?? FAST,
-      events: { workTakenOver: (event) => takenOver.push(event) },
-    });
-    const gate = new Rendezvous();
-    const agent = register(registry, {
-      name: options.agentOn?.(name) === false ? "other" : "bg",
-      store: "default",
-      turn: async (input, ctx) => {
-        const text = messageText(input.message);
-        if (text.startsWith("wait:")) await gate.at(text.slice(5), ctx.turn.signal);
-        const reply = `${text} by ${ctx.principal.subject} on ${name}`;
-        ctx.responder.sendModelChunk({ role: "model", content: [{ text: reply }] });
-        ctx.session.addMessages({ role: "model", content: [{ text: reply }] });
-      },
-    });
-    return { name, registry, gate, agent, takenOver };
-  });
-  return { store, all };
-}
-
-const ANN: Principal = Object.freeze({ subject: "ann", tenant: "", claims: Object.freeze({ plan: "pro" }) });
-
-/** Detaches inputs `texts` on `instance` (all queued before the first turn starts); resolves to the pending row's ID. */
-async function detachInputs(instance: Instance, texts: string[]): Promise<{ sessionId: string; snapshotId: string }> {
-  const connection = await instance.agent.connect({}, { principal: ANN });
-  for (const text of texts.slice(0, -1)) connection.sendText(text);
-  connection.send({ message: { role: "user", content: [{ text: texts.at(-1)! }] }, detach: true });
-  const output = await connection.output();
-  return { sessionId: output.sessionId, snapshotId: output.snapshotId! };
-}
-
-async function row(store: SessionStore, snapshotId: string): Promise<SnapshotRecord> {
-  return (await store.getRecord(snapshotId))!;
-}
-
-async function chunksOf(store: InMemorySessionStore, key: { sessionId: string; snapshotId: string }) {
-  return store.readChunks(key, 0, 1_000);
-}
-
-function labels(chunks: { chunk: AgentStreamChunk }[]): string[] {
-  return chunkLabels(chunks.map((c) => c.chunk)).map((label, i) =>
-    chunks[i]!.chunk.takeover
-      ? `takeover:${chunks[i]!.chunk.takeover.supersededAfter}:${chunks[i]!.chunk.takeover.turnIndex}`
-      : label,
-  );
-}
 
 describe("detached work records what a takeover needs", () => {
   it("the pending row holds the running and queued inputs, their first turn index, the principal and the first run", async () => {

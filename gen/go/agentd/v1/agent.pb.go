@@ -585,13 +585,17 @@ func (x *TurnEnd) GetUsage() *Usage {
 
 // Takeover marks where another server instance took over detached work whose
 // worker died: the chunks after superseded_after (up to this one) belong to
-// the turn that was cut and are superseded; that turn restarts from its start
-// as turn_index (at-least-once per turn) and the stream goes on from here.
+// the part of the turn that was cut and are superseded; that turn runs again
+// as turn_index from its last checkpoint (after its last completed tool
+// round, or from its start: at-least-once per turn part) and the stream goes
+// on from here.
 type Takeover struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The sequence of the last completed turn's TurnEnd (0: none since detach).
+	// The sequence of the last chunk the work's checkpoint covers: the last
+	// completed turn's TurnEnd, or a checkpoint inside the cut turn (0: none
+	// since detach).
 	SupersededAfter uint32 `protobuf:"varint,1,opt,name=superseded_after,json=supersededAfter,proto3" json:"superseded_after,omitempty"`
-	// The turn that runs next (the cut turn, restarted).
+	// The turn that runs next (the cut turn, continued or restarted).
 	TurnIndex     int32 `protobuf:"varint,2,opt,name=turn_index,json=turnIndex,proto3" json:"turn_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -273,21 +273,25 @@ export const TurnEndSchema: GenMessage<TurnEnd> = /*@__PURE__*/
 /**
  * Takeover marks where another server instance took over detached work whose
  * worker died: the chunks after superseded_after (up to this one) belong to
- * the turn that was cut and are superseded; that turn restarts from its start
- * as turn_index (at-least-once per turn) and the stream goes on from here.
+ * the part of the turn that was cut and are superseded; that turn runs again
+ * as turn_index from its last checkpoint (after its last completed tool
+ * round, or from its start: at-least-once per turn part) and the stream goes
+ * on from here.
  *
  * @generated from message agentd.v1.Takeover
  */
 export type Takeover = Message<"agentd.v1.Takeover"> & {
   /**
-   * The sequence of the last completed turn's TurnEnd (0: none since detach).
+   * The sequence of the last chunk the work's checkpoint covers: the last
+   * completed turn's TurnEnd, or a checkpoint inside the cut turn (0: none
+   * since detach).
    *
    * @generated from field: uint32 superseded_after = 1;
    */
   supersededAfter: number;
 
   /**
-   * The turn that runs next (the cut turn, restarted).
+   * The turn that runs next (the cut turn, continued or restarted).
    *
    * @generated from field: int32 turn_index = 2;
    */

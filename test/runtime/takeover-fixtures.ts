@@ -1,0 +1,101 @@
+// Several "server instances" in one process: registries sharing one memory store, each with
+// its own instance ID and gate, for the takeover tests of detached work.
+import type { Agent } from "../../src/runtime/agent.js";
+import { AgentRegistry, type AgentRegistryOptions } from "../../src/runtime/agent-registry.js";
+import type { WorkTakenOverEvent } from "../../src/runtime/runtime-events.js";
+import { messageText } from "../../src/types/content.js";
+import type { Principal } from "../../src/types/principal.js";
+import type { AgentStreamChunk } from "../../src/types/agent-io.js";
+import { InMemorySessionStore } from "../../stores/memory-store.js";
+import type { SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
+import { chunkLabels, register, Rendezvous } from "./runtime-fixtures.js";
+
+/** Heartbeats every 20 ms; a row silent for 150 ms is presumed dead (takeover window: 150 ms more). */
+export const FAST = { heartbeatIntervalMs: 20, heartbeatTtlMs: 150 };
+
+/** One in-process instance. */
+export interface Instance {
+  name: string;
+  registry: AgentRegistry;
+  gate: Rendezvous;
+  agent: Agent<unknown>;
+  takenOver: WorkTakenOverEvent[];
+}
+
+/** Defines an instance's agent in its registry. */
+export type AgentDefiner = (registry: AgentRegistry, gate: Rendezvous, name: string) => Agent<unknown>;
+
+/**
+ * Server instances sharing one memory store, each with agent "bg" (named
+ * "other" where `agentOn` says no): a turn on "wait:<point>" blocks at its own
+ * gate's <point>; every turn answers `<text> by <principal subject> on
+ * <instance>`. `define` replaces that agent.
+ */
+export function instances(
+  names: string[],
+  options: Partial<AgentRegistryOptions> & {
+    store?: SessionStore;
+    agentOn?: (name: string) => boolean;
+    define?: AgentDefiner;
+  } = {},
+): { store: InMemorySessionStore; all: Instance[] } {
+  const store = (options.store ?? new InMemorySessionStore()) as InMemorySessionStore;
+  const all = names.map((name) => {
+    const takenOver: WorkTakenOverEvent[] = [];
+    const registry = new AgentRegistry({
+      defaultStore: store as SessionStore,
+      instanceId: name,
+      liveness: options.liveness ?? FAST,
+      events: { workTakenOver: (event) => takenOver.push(event) },
+    });
+    const gate = new Rendezvous();
+    if (options.define) return { name, registry, gate, agent: options.define(registry, gate, name), takenOver };
+    const agent = register(registry, {
+      name: options.agentOn?.(name) === false ? "other" : "bg",
+      store: "default",
+      turn: async (input, ctx) => {
+        const text = messageText(input.message);
+        if (text.startsWith("wait:")) await gate.at(text.slice(5), ctx.turn.signal);
+        const reply = `${text} by ${ctx.principal.subject} on ${name}`;
+        ctx.responder.sendModelChunk({ role: "model", content: [{ text: reply }] });
+        ctx.session.addMessages({ role: "model", content: [{ text: reply }] });
+      },
+    });
+    return { name, registry, gate, agent, takenOver };
+  });
+  return { store, all };
+}
+
+/** The principal the tests detach work as. */
+export const ANN: Principal = Object.freeze({ subject: "ann", tenant: "", claims: Object.freeze({ plan: "pro" }) });
+
+/** Detaches inputs `texts` on `instance` (all queued before the first turn starts); resolves to the pending row's ID. */
+export async function detachInputs(
+  instance: Instance,
+  texts: string[],
+): Promise<{ sessionId: string; snapshotId: string }> {
+  const connection = await instance.agent.connect({}, { principal: ANN });
+  for (const text of texts.slice(0, -1)) connection.sendText(text);
+  connection.send({ message: { role: "user", content: [{ text: texts.at(-1)! }] }, detach: true });
+  const output = await connection.output();
+  return { sessionId: output.sessionId, snapshotId: output.snapshotId! };
+}
+
+/** A record that must exist. */
+export async function row(store: SessionStore, snapshotId: string): Promise<SnapshotRecord> {
+  return (await store.getRecord(snapshotId))!;
+}
+
+/** Every recorded chunk of a detached run. */
+export async function chunksOf(store: InMemorySessionStore, key: { sessionId: string; snapshotId: string }) {
+  return store.readChunks(key, 0, 1_000);
+}
+
+/** {@link chunkLabels}, with `takeover:<supersededAfter>:<turnIndex>` for takeover markers. */
+export function labels(chunks: { chunk: AgentStreamChunk }[]): string[] {
+  return chunkLabels(chunks.map((c) => c.chunk)).map((label, i) =>
+    chunks[i]!.chunk.takeover
+      ? `takeover:${chunks[i]!.chunk.takeover.supersededAfter}:${chunks[i]!.chunk.takeover.turnIndex}`
+      : label,
+  );
+}
