@@ -1,4 +1,5 @@
 import type { SessionLifecycle } from "./session-lifecycle.js";
+import { startPeriodicTask } from "./periodic-task.js";
 
 /** What the sweeper reports after each pass that removed something or failed. */
 export interface SweepReport {
@@ -27,26 +28,13 @@ export function startSessionSweeper(
   intervalMs: number,
   report: (outcome: SweepReport) => void,
 ): () => Promise<void> {
-  let running: Promise<void> = Promise.resolve();
-  let stopped = false;
-  const pass = (): void => {
-    running = running.then(async () => {
-      if (stopped) return;
-      try {
-        const removed = await lifecycle.sweepExpired();
-        const removedChunkLogs = await lifecycle.sweepChunks();
-        if (removed > 0 || removedChunkLogs > 0) report({ removed, removedChunkLogs });
-      } catch (error) {
-        report({ error });
-      }
-    });
-  };
-  pass();
-  const timer = setInterval(pass, intervalMs);
-  timer.unref();
-  return async () => {
-    stopped = true;
-    clearInterval(timer);
-    await running;
-  };
+  return startPeriodicTask(async () => {
+    try {
+      const removed = await lifecycle.sweepExpired();
+      const removedChunkLogs = await lifecycle.sweepChunks();
+      if (removed > 0 || removedChunkLogs > 0) report({ removed, removedChunkLogs });
+    } catch (error) {
+      report({ error });
+    }
+  }, intervalMs);
 }

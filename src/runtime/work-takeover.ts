@@ -1,5 +1,6 @@
 import type { SessionHead, SessionStore, StoreCallContext } from "../../stores/snapshot-store.js";
 import { effectiveStatus, takeoverDue, type LivenessSettings } from "./snapshot-liveness.js";
+import { startPeriodicTask } from "./periodic-task.js";
 
 /** How many leased heads one pass looks at per store. */
 const HEADS_PER_PASS = 100;
@@ -90,25 +91,12 @@ export function startWorkTakeover(
   intervalMs: number,
   report: (outcome: TakeoverReport) => void,
 ): () => Promise<void> {
-  let running: Promise<void> = Promise.resolve();
-  let stopped = false;
-  const pass = (): void => {
-    running = running.then(async () => {
-      if (stopped) return;
-      try {
-        const takenOver = await takeOverDeadWork(source);
-        if (takenOver > 0) report({ takenOver });
-      } catch (error) {
-        report({ error });
-      }
-    });
-  };
-  pass();
-  const timer = setInterval(pass, intervalMs);
-  timer.unref();
-  return async () => {
-    stopped = true;
-    clearInterval(timer);
-    await running;
-  };
+  return startPeriodicTask(async () => {
+    try {
+      const takenOver = await takeOverDeadWork(source);
+      if (takenOver > 0) report({ takenOver });
+    } catch (error) {
+      report({ error });
+    }
+  }, intervalMs);
 }

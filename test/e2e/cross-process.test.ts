@@ -9,7 +9,7 @@ import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { sessionWrittenAt, untilQueued } from "../harness/busy-session.js";
 import { mongoForTests } from "../harness/mongo-java-server.js";
 import { snapshotTexts } from "../harness/use-agentd.js";
-import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
+import { attachToEnd, chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
 interface SharedStore {
@@ -118,16 +118,11 @@ describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) =>
     })().catch((e) => ConnectError.from(e));
     expect((await droppedOnA)?.code).toBe(Code.Canceled);
     const last = seenOnA.at(-1)!.sequence;
-    const seenOnB: AgentStreamChunk[] = [];
-    let ended: AgentOutput | undefined;
-    for await (const res of agentServiceClient(b.baseUrl, "grpc").attachInvocation({
+    const { chunks: seenOnB, output: ended } = await attachToEnd(agentServiceClient(b.baseUrl, "grpc"), {
       agent: "assistant",
       snapshotId: output.snapshotId,
       afterSequence: last,
-    })) {
-      if (res.chunk) seenOnB.push(res.chunk);
-      if (res.output) ended = res.output;
-    }
+    });
     const sequences = [...seenOnA, ...seenOnB].map((c) => c.sequence);
     const first = sequences[0]!;
     expect(sequences).toEqual(sequences.map((_, i) => first + i)); // consecutive: nothing lost, nothing twice

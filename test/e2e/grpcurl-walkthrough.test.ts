@@ -85,7 +85,7 @@ describe("the README's grpcurl walkthrough, verbatim, against npm start", () => 
 });
 
 describe("the README's background-work commands, verbatim, against npm start", () => {
-  const [block] = readmeShellBlocks("Background work: detach, watch, abort, expiry");
+  const [block] = readmeShellBlocks("Background work: detach, watch, abort, takeover, expiry");
   const [detach, watch, attach, abort] = block!.split(/\n(?=# )/).filter((s) => s.trim());
 
   it("detaches, watches to completion, reads the stream after a sequence, and aborting a finished row reports its status", async () => {

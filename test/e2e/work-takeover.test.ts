@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConnectError } from "@connectrpc/connect";
-import type { AgentOutput, AgentStreamChunk } from "../../gen/ts/agentd/v1/agent_pb.js";
+import type { AgentStreamChunk } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
@@ -11,7 +11,7 @@ import { mongoForTests } from "../harness/mongo-java-server.js";
 import { snapshotTexts } from "../harness/use-agentd.js";
 import { until } from "../harness/until.js";
 import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
-import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
+import { attachToEnd, chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
 interface SharedStore {
@@ -91,16 +91,11 @@ describe.each(Object.keys(stores))("detached work on a %s store survives the ins
     const firstTurnEnd = seenOnA.find((ch) => ch.turnEnd)!;
     expect(firstTurnEnd.turnEnd?.turnIndex).toBe(0);
 
-    const seenOnB: AgentStreamChunk[] = [];
-    let ended: AgentOutput | undefined;
-    for await (const res of agentServiceClient(b.baseUrl, "grpc").attachInvocation({
+    const { chunks: seenOnB, output: ended } = await attachToEnd(agentServiceClient(b.baseUrl, "grpc"), {
       agent: "assistant",
       snapshotId: output.snapshotId,
       afterSequence: last,
-    })) {
-      if (res.chunk) seenOnB.push(res.chunk);
-      if (res.output) ended = res.output;
-    }
+    });
     const sequences = [...seenOnA, ...seenOnB].map((ch) => ch.sequence);
     expect(sequences).toEqual(sequences.map((_, i) => sequences[0]! + i)); // nothing lost, nothing twice
     expect(seenOnB[0]!.sequence).toBe(last + 1);

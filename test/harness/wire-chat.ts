@@ -97,3 +97,23 @@ export class WireChat {
     }
   }
 }
+
+/** Everything an AttachInvocation stream returned: its chunks, then the work's output. */
+export interface AttachedStream {
+  chunks: AgentStreamChunk[];
+  output: AgentOutput | undefined;
+}
+
+/** Reads an AttachInvocation stream of `snapshotId` on `client` (after `afterSequence`) to its end. */
+export async function attachToEnd(
+  client: Client<typeof AgentService>,
+  request: { agent: string; snapshotId: string; afterSequence?: number },
+): Promise<AttachedStream> {
+  const chunks: AgentStreamChunk[] = [];
+  let output: AgentOutput | undefined;
+  for await (const res of client.attachInvocation(request)) {
+    if (res.chunk) chunks.push(res.chunk);
+    if (res.output) output = res.output;
+  }
+  return { chunks, output };
+}

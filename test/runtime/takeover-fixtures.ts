@@ -8,7 +8,7 @@ import type { Principal } from "../../src/types/principal.js";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import type { SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
-import { chunkLabels, register, Rendezvous } from "./runtime-fixtures.js";
+import { chunkLabels, register, Rendezvous, until } from "./runtime-fixtures.js";
 
 /** Heartbeats every 20 ms; a row silent for 150 ms is presumed dead (takeover window: 150 ms more). */
 export const FAST = { heartbeatIntervalMs: 20, heartbeatTtlMs: 150 };
@@ -98,4 +98,22 @@ export function labels(chunks: { chunk: AgentStreamChunk }[]): string[] {
       ? `takeover:${chunks[i]!.chunk.takeover.supersededAfter}:${chunks[i]!.chunk.takeover.turnIndex}`
       : label,
   );
+}
+
+/**
+ * Runs `instance`'s takeover poller until the row `snapshotId` reads
+ * `status` (stored), then stops it (also when waiting fails).
+ */
+export async function takeOverUntil(
+  instance: Instance,
+  store: SessionStore,
+  snapshotId: string,
+  status: SnapshotRecord["status"],
+): Promise<void> {
+  const stop = instance.registry.startWorkTakeover();
+  try {
+    await until(async () => (await row(store, snapshotId)).status === status, `the row to read ${status}`);
+  } finally {
+    await stop();
+  }
 }

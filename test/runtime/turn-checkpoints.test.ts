@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { historyOf, register, until } from "./runtime-fixtures.js";
-import { chunksOf, detachInputs, instances, labels, row, type Instance } from "./takeover-fixtures.js";
+import { historyOf, register } from "./runtime-fixtures.js";
+import { chunksOf, detachInputs, instances, labels, row, takeOverUntil, type Instance } from "./takeover-fixtures.js";
 import { loadRecordState } from "../../src/runtime/session-lookup.js";
 import { ScriptedModel } from "../../src/models/scripted-model.js";
 import { defineAgent } from "../../src/prompts/prompt-agent.js";
@@ -69,9 +69,7 @@ describe("checkpoints inside a turn (TurnContext.checkpoint)", () => {
     await a.gate.reached("two");
     await cut(a, "two");
     b.gate.release("two");
-    const stop = b.registry.startWorkTakeover();
-    await until(async () => (await row(store, key.snapshotId)).status === "completed", "B to complete the work");
-    await stop();
+    await takeOverUntil(b, store, key.snapshotId, "completed");
     expect(steps).toEqual(["step 1 on A", "step 2 on B"]);
     const done = await b.agent.getSnapshot({ snapshotId: key.snapshotId });
     expect(historyOf(done.state)).toEqual(["user:go", "model:step 1", "model:step 2"]);
@@ -144,9 +142,7 @@ describe("the tool loop checkpoints after each tool round", () => {
     expect((await row(store, key.snapshotId)).work).toMatchObject({ completed: 0, inTurn: true });
     await cut(a, "answer");
     b.gate.release("answer");
-    const stop = b.registry.startWorkTakeover();
-    await until(async () => (await row(store, key.snapshotId)).status === "completed", "B to complete the work");
-    await stop();
+    await takeOverUntil(b, store, key.snapshotId, "completed");
     expect(toolRuns).toEqual(["A"]);
     expect(modelCalls.map((c) => [c.instance, c.messages.map((m) => m.role)])).toEqual([
       ["A", ["user"]],
@@ -165,9 +161,7 @@ describe("the tool loop checkpoints after each tool round", () => {
     await a.gate.reached("answer");
     await cut(a, "answer");
     b.gate.release("answer");
-    const stop = b.registry.startWorkTakeover();
-    await until(async () => (await row(store, key.snapshotId)).status === "failed", "B to fail the turn");
-    await stop();
+    await takeOverUntil(b, store, key.snapshotId, "failed");
     expect(toolRuns).toEqual(["A"]);
     expect((await row(store, key.snapshotId)).error).toMatchObject({
       status: "RESOURCE_EXHAUSTED",

@@ -1,7 +1,17 @@
 import { describe, expect, it, vi } from "vitest";
 import { hostname } from "node:os";
 import { Rendezvous, historyOf, until, recordsOf, setLease, gatedAgent } from "./runtime-fixtures.js";
-import { ANN, chunksOf, detachInputs, FAST, instances, labels, row, type Instance } from "./takeover-fixtures.js";
+import {
+  ANN,
+  chunksOf,
+  detachInputs,
+  FAST,
+  instances,
+  labels,
+  row,
+  takeOverUntil,
+  type Instance,
+} from "./takeover-fixtures.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
 import { takeOverDeadWork } from "../../src/runtime/work-takeover.js";
 import { loadRecordState } from "../../src/runtime/session-lookup.js";
@@ -103,12 +113,7 @@ describe("taking over the detached work of a dead instance", () => {
     await a.gate.reached("two");
     expect(await a.registry.background.drain(0)).toBe(1); // A goes away mid-turn: its row stays pending
     b.gate.release("two");
-    const stop = b.registry.startWorkTakeover();
-    try {
-      await until(async () => (await row(store, snapshotId)).status === "completed", "B to complete the work");
-    } finally {
-      await stop();
-    }
+    await takeOverUntil(b, store, snapshotId, "completed");
     await b.registry.background.drain(4_000);
     const done = await b.agent.getSnapshot({ snapshotId });
     expect(historyOf(done.state)).toEqual([
@@ -147,9 +152,7 @@ describe("taking over the detached work of a dead instance", () => {
     await a.gate.reached("two");
     await a.registry.background.drain(0);
     b.gate.release("two");
-    const stop = b.registry.startWorkTakeover();
-    await until(async () => (await row(store, key.snapshotId)).status === "completed", "B to complete the work");
-    await stop();
+    await takeOverUntil(b, store, key.snapshotId, "completed");
     const chunks = await chunksOf(store, key);
     expect(chunks.map((c) => c.sequence)).toEqual(chunks.map((_, i) => i + 1));
     expect(labels(chunks)).toEqual([
@@ -236,9 +239,7 @@ describe("taking over the detached work of a dead instance", () => {
     const key = await detachInputs(a, ["wait:one", "two"]);
     await a.gate.reached("one");
     b.gate.release("one");
-    const stop = b.registry.startWorkTakeover();
-    await until(async () => (await row(shared, key.snapshotId)).status === "completed", "B to complete the work");
-    await stop();
+    await takeOverUntil(b, shared, key.snapshotId, "completed");
     const finalByB = await row(shared, key.snapshotId);
     const chunksByB = await chunksOf(shared, key);
     a.gate.release("one"); // A wakes up
