@@ -38,7 +38,7 @@ function areaOf(url: string, name: string): string {
 function main(argv: string[]): void {
   const topIndex = argv.indexOf("--top");
   const top = topIndex >= 0 ? Number(argv[topIndex + 1]) : 30;
-  const files = argv.filter((a, i) => a.endsWith(".cpuprofile") && i !== topIndex + 1);
+  const files = argv.filter((a, i) => a.endsWith(".cpuprofile") && (topIndex < 0 || i !== topIndex + 1));
   const byFunction = new Map<string, number>();
   const byArea = new Map<string, number>();
   let total = 0;
