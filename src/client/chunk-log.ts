@@ -23,12 +23,23 @@ export class ChunkLog implements AsyncIterable<AgentStreamChunk> {
     return [...this.chunks];
   }
 
-  /** The concatenated text of the model chunks so far. */
+  /**
+   * The concatenated text of the model chunks so far. A takeover marker (see
+   * `Takeover`) drops the text of the chunks before it whose sequence is
+   * after its `supersededAfter`: that part of a turn was cut and runs again.
+   */
   modelText(): string {
-    return this.chunks
-      .flatMap((c) => c.modelChunk?.content ?? [])
-      .map((p) => p.text ?? "")
-      .join("");
+    const pieces: { sequence: number; text: string }[] = [];
+    for (const chunk of this.chunks) {
+      if (chunk.takeover) {
+        const after = chunk.takeover.supersededAfter;
+        while (pieces.length > 0 && pieces[pieces.length - 1]!.sequence > after) pieces.pop();
+        continue;
+      }
+      const text = (chunk.modelChunk?.content ?? []).map((p) => p.text ?? "").join("");
+      if (text) pieces.push({ sequence: chunk.sequence ?? 0, text });
+    }
+    return pieces.map((p) => p.text).join("");
   }
 
   /** Appends a chunk (ignored once done). */

@@ -33,6 +33,9 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
   readonly output: Promise<AgentOutput<S>>;
   private readonly log = new ChunkLog();
   private liveCustom: S | undefined;
+  /** The custom state after each streamed patch, by sequence (a takeover rolls back to its `supersededAfter`). */
+  private customHistory: { sequence: number; custom: S | undefined }[] = [];
+  private readonly initialCustom: S | undefined;
   private last = 0;
   private resolveOutput!: (output: AgentOutput<S>) => void;
   private rejectOutput!: (err: ConnectError) => void;
@@ -49,6 +52,7 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
   ) {
     this.last = afterSequence;
     this.liveCustom = initialCustom;
+    this.initialCustom = initialCustom;
     this.output = new Promise<AgentOutput<S>>((resolve, reject) => {
       this.resolveOutput = resolve;
       this.rejectOutput = reject;
@@ -66,7 +70,7 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
     return this.last;
   }
 
-  /** The live custom state (a copy). */
+  /** The live custom state (a copy); after a takeover, without the patches of the superseded part. */
   get custom(): S | undefined {
     return structuredClone(this.liveCustom);
   }
@@ -79,7 +83,11 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
     return this.output.then(onfulfilled, onrejected);
   }
 
-  /** The concatenated text of the streamed model chunks, once the output arrived. */
+  /**
+   * The concatenated text of the streamed model chunks, once the output
+   * arrived. After a takeover of detached work (a chunk with `takeover`),
+   * without the text of the superseded chunks: the final text, once.
+   */
   async text(): Promise<string> {
     await this.output;
     return this.log.modelText();
@@ -90,13 +98,24 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
     return this.log[Symbol.asyncIterator]();
   }
 
+  /** After a takeover: the custom state as of `sequence` (the patches after it were superseded). */
+  private rollBackCustom(sequence: number): void {
+    const history = this.customHistory;
+    while (history.length > 0 && history[history.length - 1]!.sequence > sequence) history.pop();
+    this.liveCustom = history.length > 0 ? history[history.length - 1]!.custom : this.initialCustom;
+  }
+
   private async read(responses: AsyncIterable<ChunkStreamResponse>): Promise<void> {
     try {
       let output: AgentOutput<S> | undefined;
       for await (const response of responses) {
         if (response.chunk) {
           const chunk = streamChunkFromWire(response.chunk);
-          if (chunk.customPatch) this.liveCustom = applyCustomPatch<S>(this.liveCustom, chunk.customPatch);
+          if (chunk.customPatch) {
+            this.liveCustom = applyCustomPatch<S>(this.liveCustom, chunk.customPatch);
+            this.customHistory.push({ sequence: chunk.sequence ?? 0, custom: this.liveCustom });
+          }
+          if (chunk.takeover) this.rollBackCustom(chunk.takeover.supersededAfter);
           if (chunk.sequence) this.last = chunk.sequence;
           this.log.append(chunk);
         } else if (response.output) {

@@ -1,0 +1,88 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAgentClient, userText, type AgentStreamChunk } from "../../src/client/index.js";
+import { StreamedRun, type ChunkStreamResponse } from "../../src/client/streamed-run.js";
+import { agentOutputToWire, streamChunkToWire } from "../../src/protocol/index.js";
+import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+
+describe("client.attach after a takeover of detached work", () => {
+  const words = "one two three four five six seven eight nine ten eleven twelve";
+  let a: AgentdProcess;
+  let b: AgentdProcess;
+  beforeAll(async () => {
+    const store = `file:${await mkdtemp(join(tmpdir(), "agentd-client-takeover-"))}`;
+    const liveness = ["--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "1000"];
+    [a, b] = await Promise.all(
+      ["A", "B"].map((id) => startAgentd({ args: ["--store", store, ...liveness, "--instance-id", id] })),
+    );
+  });
+  afterAll(async () => {
+    await Promise.all([a?.stop("SIGKILL"), b?.stop()]);
+  });
+
+  it("text() is the final reply once: the superseded chunks of the cut turn are dropped at the takeover marker", async () => {
+    const onA = createAgentClient(a.baseUrl);
+    const output = await onA.run("assistant", { message: userText(words, { echoDelayMs: 150 }), detach: true });
+    let modelChunksOnA = 0;
+    await expect(
+      (async () => {
+        for await (const chunk of onA.attach("assistant", output.snapshotId!)) {
+          if (chunk.modelChunk && ++modelChunksOnA === 4) void a.stop("SIGKILL");
+        }
+      })(),
+    ).rejects.toBeDefined(); // the connection died with A
+
+    const run = createAgentClient(b.baseUrl).attach("assistant", output.snapshotId!);
+    const chunks: AgentStreamChunk[] = [];
+    for await (const chunk of run) chunks.push(chunk);
+    const marker = chunks.findIndex((c) => c.takeover);
+    expect(chunks.filter((c) => c.takeover)).toHaveLength(1);
+    expect(chunks.slice(0, marker).some((c) => c.modelChunk)).toBe(true); // something really was superseded
+    expect(await run.text()).toBe(`echo: ${words}`);
+    expect(await run).toMatchObject({ finishReason: "stop", snapshotId: output.snapshotId });
+  });
+});
+
+describe("StreamedRun reading a takeover marker", () => {
+  /** A stream of `chunks` (numbered from 1) then an output, as AttachInvocation sends it. */
+  async function* responses(chunks: AgentStreamChunk[]): AsyncGenerator<ChunkStreamResponse> {
+    for (const [i, chunk] of chunks.entries()) yield { chunk: streamChunkToWire({ ...chunk, sequence: i + 1 }) };
+    yield { output: agentOutputToWire({ sessionId: "s", artifacts: [], finishReason: "stop" }) };
+  }
+  const text = (value: string): AgentStreamChunk => ({ modelChunk: { role: "model", content: [{ text: value }] } });
+  const turnEnd = (turnIndex: number): AgentStreamChunk => ({
+    turnEnd: { finishReason: "stop", turnIndex, sessionId: "s" },
+  });
+  const patch = (n: number): AgentStreamChunk => ({ customPatch: [{ op: "replace", path: "", value: { n } }] });
+
+  it("rolls the custom state back to where the superseded part began, and drops its text", async () => {
+    const run = new StreamedRun<{ n: number }>(
+      responses([
+        patch(1), // 1
+        text("kept "), // 2
+        turnEnd(0), // 3
+        patch(2), // 4: the cut turn
+        text("cut "), // 5
+        { takeover: { supersededAfter: 3, turnIndex: 1 } }, // 6
+      ]),
+      undefined,
+      "AttachInvocation",
+    );
+    await run;
+    expect(run.custom).toEqual({ n: 1 });
+    expect(await run.text()).toBe("kept ");
+  });
+
+  it("keeps the initial custom state when every patch was superseded", async () => {
+    const run = new StreamedRun<{ n: number }>(
+      responses([patch(7), text("cut"), { takeover: { supersededAfter: 0, turnIndex: 0 } }, text("again")]),
+      { n: 0 },
+      "AttachInvocation",
+    );
+    await run;
+    expect(run.custom).toEqual({ n: 0 });
+    expect(await run.text()).toBe("again");
+  });
+});
