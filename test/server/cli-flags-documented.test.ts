@@ -1,0 +1,47 @@
+// Every flag `agentd serve --help` lists is documented in the README's "Server options" table
+// and in docs/server.md, so neither document drifts from the CLI.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { USAGE } from "../../src/cli/args.js";
+import { REPO_ROOT } from "../harness/agentd-process.js";
+
+/** The flags of the usage text `agentd --help` prints (`--name`, also the `--no-…` forms). */
+function usageFlags(): string[] {
+  return [...new Set([...USAGE.matchAll(/(?<![\w-])--[a-z][a-z0-9-]*/g)].map((m) => m[0]))];
+}
+
+/** The flags named at the start of a table row (`| \`--flag …\``, several per cell allowed). */
+function tableFlags(markdown: string): Set<string> {
+  const flags = new Set<string>();
+  for (const line of markdown.split("\n")) {
+    const cell = /^\| ([^|]*)\|/.exec(line)?.[1] ?? "";
+    for (const m of cell.matchAll(/`(--[a-z][a-z0-9-]*)/g)) flags.add(m[1]!);
+  }
+  return flags;
+}
+
+function section(markdown: string, heading: string): string {
+  const start = markdown.indexOf(`\n## ${heading}\n`);
+  if (start < 0) throw new Error(`no section "## ${heading}"`);
+  const end = markdown.indexOf("\n## ", start + 1);
+  return markdown.slice(start, end < 0 ? undefined : end);
+}
+
+describe("the CLI's flags are documented", () => {
+  const flags = usageFlags().filter((f) => f !== "--help" && f !== "--version");
+
+  it("the usage text lists the serve flags (the check below has something to check)", () => {
+    expect(flags).toEqual(expect.arrayContaining(["--store", "--heartbeat-ttl-ms", "--instance-id", "--no-takeover"]));
+  });
+
+  it("in the README's Server options table", () => {
+    const documented = tableFlags(section(readFileSync(join(REPO_ROOT, "README.md"), "utf8"), "Server options"));
+    expect(flags.filter((f) => !documented.has(f))).toEqual([]);
+  });
+
+  it("in docs/server.md's flag table", () => {
+    const documented = tableFlags(readFileSync(join(REPO_ROOT, "docs/server.md"), "utf8"));
+    expect(flags.filter((f) => !documented.has(f))).toEqual([]);
+  });
+});
