@@ -16,6 +16,14 @@ import (
 // Client.Attach: its chunks in sequence order, then its output. Chunks are
 // read from the stream as they are asked for (Chunks, Output), each once. Its
 // methods are safe for concurrent use.
+//
+// When the server running the work dies, another server sharing the store
+// takes it over: the stream then holds, at that point, one chunk with
+// Takeover set. The chunks before it whose Sequence is greater than
+// Takeover.SupersededAfter belong to the turn that was cut; that turn runs
+// again after the marker, so they are superseded. Text drops their text;
+// Chunks still yields every chunk, the marker included (callers keeping their
+// own record drop what it supersedes), and LastSequence counts them all.
 type AttachedRun struct {
 	stream *connect.ServerStreamForClient[agentdv1.AttachInvocationResponse]
 	cancel context.CancelFunc
@@ -24,7 +32,7 @@ type AttachedRun struct {
 
 	mu     sync.Mutex // guards the fields below
 	last   uint32
-	text   strings.Builder
+	texts  []chunkText // the text of each model chunk read, in order
 	output *agentdv1.AgentOutput
 	err    error
 	done   bool
@@ -110,11 +118,26 @@ func (r *AttachedRun) LastSequence() uint32 {
 }
 
 // Text returns the text of the model chunks read so far: the concatenated
-// text parts of their content.
+// text parts of their content, without the chunks a takeover superseded (on
+// reading a chunk with Takeover set, the text of the model chunks read before
+// it whose Sequence is greater than Takeover.SupersededAfter is dropped). So
+// after a takeover Text is the rerun turn's text once, not the cut attempt
+// followed by the rerun. Only this run's chunks count: text a previous
+// attach read is not dropped here.
 func (r *AttachedRun) Text() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.text.String()
+	var b strings.Builder
+	for _, t := range r.texts {
+		b.WriteString(t.text)
+	}
+	return b.String()
+}
+
+// chunkText is the text of one model chunk, with its sequence.
+type chunkText struct {
+	seq  uint32
+	text string
 }
 
 // Done reports whether the run has ended (with its output or an error).
@@ -151,7 +174,20 @@ func (r *AttachedRun) next() (*agentdv1.AgentStreamChunk, error) {
 				r.last = seq
 			}
 			if mc := chunk.GetModelChunk(); mc != nil {
-				r.text.WriteString(Text(mc.GetContent()))
+				if text := Text(mc.GetContent()); text != "" {
+					r.texts = append(r.texts, chunkText{seq: chunk.GetSequence(), text: text})
+				}
+			}
+			if takeover := chunk.GetTakeover(); takeover != nil {
+				// The chunks of the cut turn are superseded: the turn runs again.
+				after := takeover.GetSupersededAfter()
+				kept := r.texts[:0]
+				for _, t := range r.texts {
+					if t.seq <= after {
+						kept = append(kept, t)
+					}
+				}
+				r.texts = kept
 			}
 			r.mu.Unlock()
 			return chunk, nil

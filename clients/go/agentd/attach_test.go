@@ -2,7 +2,9 @@ package agentd_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -123,5 +125,110 @@ func TestAttachToAnUnknownSnapshotIsNotFound(t *testing.T) {
 	}
 	if run.LastSequence() != 0 {
 		t.Errorf("LastSequence = %d, want 0", run.LastSequence())
+	}
+}
+
+// startTakeoverPair starts two agentd servers, instances A and B, on one fresh
+// file: store, with a short heartbeat (a silent run is presumed dead after
+// 1 s), and stops them when the test ends.
+func startTakeoverPair(t *testing.T) (a, b *serverProcess) {
+	t.Helper()
+	store := "file:" + t.TempDir() // removed after the servers stopped (cleanups run last first)
+	start := func(id string) (*serverProcess, error) {
+		return startServer("--store", store, "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "1000", "--instance-id", id)
+	}
+	type started struct {
+		proc *serverProcess
+		err  error
+	}
+	bc := make(chan started, 1)
+	go func() { p, err := start("B"); bc <- started{p, err} }()
+	a, errA := start("A")
+	sb := <-bc
+	if a != nil {
+		t.Cleanup(a.kill)
+	}
+	if sb.proc != nil {
+		t.Cleanup(sb.proc.stop)
+	}
+	if errA != nil || sb.err != nil {
+		t.Fatalf("start agentd A: %v; B: %v", errA, sb.err)
+	}
+	return a, sb.proc
+}
+
+func TestAttachAfterATakeoverTextDropsTheCutTurnsSupersededText(t *testing.T) {
+	a, b := startTakeoverPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	onA := agentd.NewClient(fmt.Sprintf("http://127.0.0.1:%d", a.port))
+	onB := agentd.NewClient(fmt.Sprintf("http://127.0.0.1:%d", b.port))
+	words := "one two three four five six seven eight nine ten eleven twelve"
+	pending := detachSlowRun(t, ctx, onA, words, 150).GetSnapshotId()
+
+	// Follow the work on A until 4 model chunks were streamed, then kill A.
+	first := onA.Attach(ctx, "assistant", pending, 0)
+	modelChunks := 0
+	for chunk, err := range first.Chunks() {
+		if err != nil {
+			t.Fatalf("Attach on A: %v", err)
+		}
+		if chunk.GetModelChunk() != nil {
+			modelChunks++
+		}
+		if modelChunks >= 4 {
+			break
+		}
+	}
+	if modelChunks < 4 {
+		t.Fatalf("Attach on A ended after %d model chunks, want at least 4 before A is killed", modelChunks)
+	}
+	a.kill()
+	_ = first.Close()
+
+	// B takes the work over once A's heartbeat lapsed (about 1 s); attaching
+	// from the start replays A's recorded chunks, the marker, then the rerun.
+	run := onB.Attach(ctx, "assistant", pending, 0)
+	defer run.Close()
+	var chunks []*agentdv1.AgentStreamChunk
+	for chunk, err := range run.Chunks() {
+		if err != nil {
+			t.Fatalf("Attach on B: %v", err)
+		}
+		chunks = append(chunks, chunk)
+	}
+	out, err := run.Output()
+	if err != nil {
+		t.Fatalf("Attach on B, output: %v", err)
+	}
+
+	markerAt := -1
+	for i, chunk := range chunks {
+		if chunk.GetTakeover() != nil {
+			if markerAt >= 0 {
+				t.Fatalf("a second takeover marker at chunk %d (the first at %d)", i, markerAt)
+			}
+			markerAt = i
+		}
+	}
+	if markerAt < 0 {
+		t.Fatalf("no chunk has Takeover set among %d chunks", len(chunks))
+	}
+	after := chunks[markerAt].GetTakeover().GetSupersededAfter()
+	superseded := ""
+	for _, chunk := range chunks[:markerAt] {
+		if chunk.GetSequence() > after {
+			superseded += agentd.Text(chunk.GetModelChunk().GetContent())
+		}
+	}
+	if superseded == "" {
+		t.Fatalf("no model text before the takeover marker is superseded (SupersededAfter %d): the test does not exercise dropping it", after)
+	}
+	want := "echo: " + words
+	if got := run.Text(); got != want {
+		t.Errorf("Text() = %q, want %q (the cut attempt streamed %q)", got, want, superseded)
+	}
+	if out.GetFinishReason() != agentdv1.FinishReason_FINISH_REASON_STOP || agentd.MessageText(out.GetMessage()) != want {
+		t.Errorf("output: finish %v text %q, want STOP and %q", out.GetFinishReason(), agentd.MessageText(out.GetMessage()), want)
 	}
 }

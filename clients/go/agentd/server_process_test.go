@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,11 +18,12 @@ import (
 )
 
 // serverProcess is a real agentd server started from the repository with
-// the test fixture agents and an in-memory store.
+// the test fixture agents and an in-memory store (unless told another).
 type serverProcess struct {
-	cmd    *exec.Cmd
-	port   int
-	stderr *lockedWriter
+	cmd      *exec.Cmd
+	port     int
+	stderr   *lockedWriter
+	killOnce sync.Once
 }
 
 var (
@@ -75,14 +77,18 @@ func repoRoot() (string, error) {
 
 // startServer runs `tsx src/cli/main.ts serve test/fixtures/agents.ts --examples` on a
 // free port, with extraArgs appended, and waits for its "agentd listening"
-// log line.
+// log line. The store is memory: unless extraArgs holds a --store.
 func startServer(extraArgs ...string) (*serverProcess, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"src/cli/main.ts", "serve", "test/fixtures/agents.ts", "--examples",
-		"--host", "127.0.0.1", "--port", "0", "--store", "memory:"}, extraArgs...)
+	args := []string{"src/cli/main.ts", "serve", "test/fixtures/agents.ts", "--examples",
+		"--host", "127.0.0.1", "--port", "0"}
+	if !slices.Contains(extraArgs, "--store") {
+		args = append(args, "--store", "memory:")
+	}
+	args = append(args, extraArgs...)
 	cmd := exec.Command(filepath.Join(root, "node_modules", ".bin", "tsx"), args...)
 	cmd.Dir = root
 	// tsx runs node as a child: a process group lets stop() end both.
@@ -140,6 +146,15 @@ func (p *serverProcess) stop() {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
+}
+
+// kill ends the server's process group at once with SIGKILL (no shutdown, no
+// drain: as if its machine died) and waits for it. Idempotent.
+func (p *serverProcess) kill() {
+	p.killOnce.Do(func() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = p.cmd.Wait()
+	})
 }
 
 // lockedWriter collects the server's stderr; safe for concurrent use.
