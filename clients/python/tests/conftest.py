@@ -103,6 +103,14 @@ class AgentdProcess:
                 self._proc.wait(timeout=10)
         self._stderr.close()
 
+    def kill(self) -> None:
+        """Kills the server's process group at once (SIGKILL: no graceful shutdown, as if the
+        machine died) and waits for it to exit."""
+        if self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait(timeout=10)
+        self._stderr.close()
+
 
 @pytest.fixture(scope="session")
 def agentd_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

@@ -4,7 +4,7 @@ sequence order, then its output."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Iterator, List, Optional
+from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple
 
 import grpc
 import grpc.aio
@@ -21,8 +21,9 @@ class AttachedRunRecord:
 
     Guarantees: ``last_sequence`` is the ``sequence`` of the last chunk read, or the
     ``after_sequence`` the run started from before any; ``text`` is the concatenated text of
-    the model chunks read; ``done`` is True once the output arrived or the run failed. After a
-    failure every later read raises the same ``AgentdError``.
+    the model chunks read, without those a takeover superseded (see ``text``); ``done`` is True
+    once the output arrived or the run failed. After a failure every later read raises the
+    same ``AgentdError``.
     """
 
     def __init__(self, agent: str, snapshot_id: str, after_sequence: int) -> None:
@@ -31,7 +32,8 @@ class AttachedRunRecord:
         #: The pending snapshot ID of the detached work.
         self.snapshot_id: str = snapshot_id
         self._last_sequence = after_sequence
-        self._text: List[str] = []
+        #: (sequence, text) of each model chunk read, so a takeover can drop the superseded ones.
+        self._text: List[Tuple[int, str]] = []
         self._output: Optional[agent_pb2.AgentOutput] = None
         self._error: Optional[AgentdError] = None
 
@@ -44,8 +46,11 @@ class AttachedRunRecord:
 
     @property
     def text(self) -> str:
-        """The text of the model chunks read so far."""
-        return "".join(self._text)
+        """The text of the model chunks read so far. Takeover-aware: when another server took
+        the work over (a chunk with ``takeover`` set), the text of the model chunks read whose
+        ``sequence`` is greater than its ``superseded_after`` (the cut attempt, which runs
+        again after the marker) is dropped, so the text holds the final text once."""
+        return "".join(text for _, text in self._text)
 
     @property
     def done(self) -> bool:
@@ -66,14 +71,23 @@ class AttachedRunRecord:
             chunk = response.chunk
             if chunk.sequence:
                 self._last_sequence = chunk.sequence
+            if chunk.HasField("takeover"):
+                self._supersede(chunk.takeover.superseded_after)
             if chunk.HasField("model_chunk"):
                 self._text.extend(
-                    part.text for part in chunk.model_chunk.content if part.WhichOneof("kind") == "text"
+                    (chunk.sequence, part.text)
+                    for part in chunk.model_chunk.content
+                    if part.WhichOneof("kind") == "text"
                 )
             return chunk
         if response.HasField("output"):
             self._output = response.output
         return None
+
+    def _supersede(self, superseded_after: int) -> None:
+        """A takeover marker: drops the text of the model chunks read after ``superseded_after``
+        (the cut turn's attempt; the takeover runs it again)."""
+        self._text = [(sequence, text) for sequence, text in self._text if sequence <= superseded_after]
 
     def _fail(self, error: AgentdError) -> AgentdError:
         if self._error is None:
@@ -111,10 +125,14 @@ class AttachedRun(AttachedRunRecord):
     Iterating yields the chunks not read yet, in sequence order (model chunks, custom patches,
     artifacts, TurnEnds; each carries its ``sequence``), as they arrive, and ends when the
     output arrives; leaving the loop early leaves the rest to be read later (by ``output()``
-    or another loop). ``output()`` reads the rest and returns the work's ``AgentOutput``
-    (in-band failures are returned with ``finish_reason`` FAILED, not raised). ``close()`` (or
-    leaving a ``with`` block) stops the stream, not the work. RPC failures raise an
-    ``AgentdError`` from iteration / ``output()``. Not thread-safe.
+    or another loop). When another server took the work over after its server died, the
+    stream goes on with a chunk that has ``takeover`` set: it is yielded like any other, the
+    chunks before it whose ``sequence`` is greater than its ``superseded_after`` are
+    superseded (the cut turn runs again after it), and ``text`` drops their text;
+    ``last_sequence`` goes on counting every chunk. ``output()`` reads the rest and returns the
+    work's ``AgentOutput`` (in-band failures are returned with ``finish_reason`` FAILED, not
+    raised). ``close()`` (or leaving a ``with`` block) stops the stream, not the work. RPC
+    failures raise an ``AgentdError`` from iteration / ``output()``. Not thread-safe.
     """
 
     def __init__(self, call: Any, agent: str, snapshot_id: str, after_sequence: int) -> None:
@@ -178,7 +196,7 @@ class AsyncAttachedRun(AttachedRunRecord):
     ``async for chunk in run`` yields the chunks not read yet and ends when the output arrives;
     ``await run.output()`` reads the rest and returns the ``AgentOutput``; ``close()`` (or
     leaving an ``async with`` block) stops the stream. Same guarantees as
-    :class:`~agentd_client.AttachedRun`."""
+    :class:`~agentd_client.AttachedRun`, the takeover-aware ``text`` included."""
 
     def __init__(
         self, call: grpc.aio.UnaryStreamCall, agent: str, snapshot_id: str, after_sequence: int
