@@ -1,6 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
-import { hostname } from "node:os";
-import { Rendezvous, historyOf, until, recordsOf, setLease, gatedAgent } from "./runtime-fixtures.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { FileSessionStore } from "../../stores/file-store.js";
+import { Rendezvous, expectAgentError, historyOf, until, recordsOf, setLease, gatedAgent } from "./runtime-fixtures.js";
 import {
   ANN,
   chunksOf,
@@ -191,6 +194,41 @@ describe("taking over the detached work of a dead instance", () => {
     expect(final.status).toBe("completed");
     expect(final.work!.runs).toHaveLength(2);
     expect(b.takenOver.length + c.takenOver.length).toBe(1);
+  });
+
+  it("a tenant's work stays the tenant's: found in its directory, taken over as its principal, and other tenants cannot read it", async () => {
+    // A file store with a directory per tenant: the takeover must read and write with the owner's context.
+    const dir = await mkdtemp(join(tmpdir(), "agentd-takeover-tenant-"));
+    const files = new FileSessionStore(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
+    const acmeCtx = { tenant: "acme" };
+    try {
+      const [a] = instances(["A"], { store: files }).all as [Instance];
+      const [b] = instances(["B"], { store: files }).all as [Instance];
+      const acme = Object.freeze({ subject: "ann", tenant: "acme", claims: Object.freeze({}) });
+      const connection = await a.agent.connect({}, { principal: acme, storeContext: acmeCtx });
+      connection.send({ message: { role: "user", content: [{ text: "wait:one" }] }, detach: true });
+      const { sessionId, snapshotId } = await connection.output();
+      await a.gate.reached("one");
+      await a.registry.background.drain(0);
+      b.gate.release("one");
+      const stop = b.registry.startWorkTakeover();
+      try {
+        await until(async () => (await files.getRecord(snapshotId!, acmeCtx))?.status === "completed", "B to complete");
+      } finally {
+        await stop();
+      }
+      await b.registry.background.drain(4_000);
+      expect((await files.getHead(sessionId, acmeCtx))!.owner).toBe("acme");
+      const done = await b.agent.getSnapshot({ snapshotId: snapshotId! }, { storeContext: acmeCtx });
+      expect(historyOf(done.state)).toEqual(["user:wait:one", "model:wait:one by ann on B"]);
+      await expectAgentError(
+        b.agent.getSnapshot({ snapshotId: snapshotId! }, { storeContext: { tenant: "other" } }),
+        "NOT_FOUND",
+      );
+    } finally {
+      await files.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("does not take work over while another invocation holds a valid lease on its session", async () => {
