@@ -44,7 +44,9 @@ export interface TakeoverTarget<S> extends InvocationTarget<S> {
  * run (fenced on the dead run still being its last, so a late old worker's
  * writes are refused), and the remaining inputs run from the last completed
  * turn, the state and chunk numbering carried on. A turn that was cut
- * restarts from its start (at-least-once per turn). Resolves to true when
+ * continues from its last checkpoint (`TurnContext.checkpoint`), or restarts
+ * from its start without one: what ran after the checkpoint runs again
+ * (at-least-once). Resolves to true when
  * this call took the work over, false when another instance did or the row
  * changed. Rejects with the store's error (the lease is then released).
  */
@@ -69,22 +71,26 @@ export async function takeOverWork<S>(
     settings: target.claims,
   });
   if (!(await claim.takeOver(head, dead.invocationId))) return false;
+  let adopted: DetachedWork;
   try {
     const now = Date.now();
-    const run = { invocationId, instance: target.instance, startedAt: now, fromInput: work.completed };
-    const adopted = await store.updateRecord(
+    const written = await store.updateRecord(
       row.snapshotId,
-      (existing) =>
-        existing.work?.runs.at(-1)?.invocationId === dead.invocationId && takeoverDue(existing, target.liveness, now)
-          ? { ...existing, heartbeatAt: now, work: { ...existing.work, runs: [...existing.work.runs, run] } }
-          : null,
+      (existing) => {
+        const current = existing.work;
+        if (current?.runs.at(-1)?.invocationId !== dead.invocationId || !takeoverDue(existing, target.liveness, now))
+          return null;
+        const run = { invocationId, instance: target.instance, startedAt: now, fromInput: current.completed };
+        return { ...existing, heartbeatAt: now, work: { ...current, runs: [...current.runs, run] } };
+      },
       ctx,
     );
-    if (!adopted?.work) {
+    if (!written?.work) {
       await claim.release();
       return false;
     }
-    await resume(target, store, claim, adopted as SnapshotRecord<S> & { work: DetachedWork }, ctx);
+    adopted = written.work;
+    await resume(target, store, claim, written as SnapshotRecord<S> & { work: DetachedWork }, ctx);
   } catch (err) {
     await claim.release();
     throw err;
@@ -95,8 +101,8 @@ export async function takeOverWork<S>(
     snapshotId: row.snapshotId,
     from: dead.instance,
     instance: target.instance,
-    completedInputs: work.completed,
-    remainingInputs: work.inputs.length - work.completed,
+    completedInputs: adopted.completed,
+    remainingInputs: adopted.inputs.length - adopted.completed,
   });
   return true;
 }
