@@ -18,6 +18,14 @@ export type {
 } from "./runtime/agent-function.js";
 export type { AgentConnection } from "./runtime/agent-connection.js";
 export { AgentRegistry, type AgentRegistryOptions } from "./runtime/agent-registry.js";
+export type {
+  RuntimeEvents,
+  TurnEvent,
+  AbortObservedEvent,
+  BackgroundFinishedEvent,
+  WorkTakenOverEvent,
+} from "./runtime/runtime-events.js";
+export type { TakeoverReport } from "./runtime/work-takeover.js";
 export { Session } from "./runtime/session.js";
 export { SessionRunner } from "./runtime/session-runner.js";
 export { generateModelTurn } from "./runtime/model-turn.js";

@@ -1,5 +1,6 @@
 /** Session stores: the contract and its implementations. */
 export * from "./snapshot-store.js";
+export type { DetachedWork, DetachedWorkRun, DetachedWorkPrincipal } from "../src/types/detached-work.js";
 export { InMemorySessionStore } from "./memory-store.js";
 export { StatusChannel, type StatusObservation } from "./status-channel.js";
 export { isChunkLog, type ChunkLog, type ChunkLogKey, type StoredChunk } from "./chunk-log.js";

@@ -11,6 +11,7 @@ export type {
   JsonPatchOperation,
   ModelChunk,
   StateManagement,
+  Takeover,
   ToolResume,
   TurnEnd,
 } from "../types/agent-io.js";
