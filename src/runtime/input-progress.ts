@@ -47,11 +47,6 @@ export class InputProgress {
     this.running = undefined;
   }
 
-  /** Continues after a takeover: the last completed turn's TurnEnd was at `sequence`. */
-  resumeAfter(sequence: number): void {
-    this.lastTurnEnd = sequence;
-  }
-
   /**
    * What detach records: the running input and then `queued`, the turn index
    * of the first, the stream position, the principal, and `initialState`

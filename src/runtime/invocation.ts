@@ -341,7 +341,6 @@ export class Invocation<S> implements AgentConnection<S> {
    */
   private adopt(adopted: AdoptedWork<S>): void {
     this.sequence = adopted.lastRecordedSequence;
-    this.progress.resumeAfter(adopted.supersededAfter);
     this.continuing = adopted.continuesTurn;
     for (const input of adopted.inputs) this.turnInputs.push(input);
     this.startDetach(backgroundStoreOf(this.target.name, this.target.store, "detach"), adopted);

@@ -20,6 +20,8 @@ export interface Instance {
   gate: Rendezvous;
   agent: Agent<unknown>;
   takenOver: WorkTakenOverEvent[];
+  /** The principal of each turn the default agent ran here. */
+  principals: Principal[];
 }
 
 /** Defines an instance's agent in its registry. */
@@ -42,6 +44,7 @@ export function instances(
   const store = (options.store ?? new InMemorySessionStore()) as InMemorySessionStore;
   const all = names.map((name) => {
     const takenOver: WorkTakenOverEvent[] = [];
+    const principals: Principal[] = [];
     const registry = new AgentRegistry({
       defaultStore: store as SessionStore,
       instanceId: name,
@@ -49,11 +52,13 @@ export function instances(
       events: { workTakenOver: (event) => takenOver.push(event) },
     });
     const gate = new Rendezvous();
-    if (options.define) return { name, registry, gate, agent: options.define(registry, gate, name), takenOver };
+    if (options.define)
+      return { name, registry, gate, agent: options.define(registry, gate, name), takenOver, principals };
     const agent = register(registry, {
       name: options.agentOn?.(name) === false ? "other" : "bg",
       store: "default",
       turn: async (input, ctx) => {
+        principals.push(ctx.principal);
         const text = messageText(input.message);
         if (text.startsWith("wait:")) await gate.at(text.slice(5), ctx.turn.signal);
         const reply = `${text} by ${ctx.principal.subject} on ${name}`;
@@ -61,7 +66,7 @@ export function instances(
         ctx.session.addMessages({ role: "model", content: [{ text: reply }] });
       },
     });
-    return { name, registry, gate, agent, takenOver };
+    return { name, registry, gate, agent, takenOver, principals };
   });
   return { store, all };
 }

@@ -82,6 +82,32 @@ describe("checkpoints inside a turn (TurnContext.checkpoint)", () => {
     ]);
   });
 
+  it("a takeover restarts a turn cut before its first checkpoint from its start, not as a continued turn", async () => {
+    const steps: string[] = [];
+    const { store, all } = instances(["A", "B"], {
+      define: (registry, gate, name) =>
+        register(registry, {
+          name: "steps",
+          store: "default",
+          turn: async (_input, ctx) => {
+            await gate.at("one", ctx.turn.signal);
+            steps.push(`step 1 on ${name}${ctx.turn.continued ? " (continued)" : ""}`);
+            ctx.session.addMessages({ role: "model", content: [{ text: "step 1" }] });
+            await ctx.turn.checkpoint?.();
+          },
+        }),
+    });
+    const [a, b] = all as [Instance, Instance];
+    const key = await detachInputs(a, ["go"]);
+    await a.gate.reached("one");
+    await cut(a, "one");
+    b.gate.release("one");
+    await takeOverUntil(b, store, key.snapshotId, "completed");
+    expect(steps).toEqual(["step 1 on B"]);
+    const done = await b.agent.getSnapshot({ snapshotId: key.snapshotId });
+    expect(historyOf(done.state)).toEqual(["user:go", "model:step 1"]);
+  });
+
   it("outside detached work a checkpoint writes nothing", async () => {
     const steps: string[] = [];
     const { store, all } = stepsAgent(steps);

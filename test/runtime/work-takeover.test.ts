@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileSessionStore } from "../../stores/file-store.js";
@@ -16,12 +16,23 @@ import {
   type Instance,
 } from "./takeover-fixtures.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import { takeOverDeadWork } from "../../src/runtime/work-takeover.js";
+import { takeOverDeadWork, takeoverIntervalFor, type TakeoverReport } from "../../src/runtime/work-takeover.js";
 import { loadRecordState } from "../../src/runtime/session-lookup.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 
 vi.setConfig({ testTimeout: 8_000 });
+
+const FAST_LIVENESS = { ...FAST, chunkRetentionMs: 60_000 };
+
+/** What a takeover pass of `instance` over `store` looks at. */
+function sourceOf(instance: Instance, store: SessionStore) {
+  return {
+    stores: () => [store],
+    agent: (name: string) => (name === "bg" ? instance.agent : undefined),
+    liveness: FAST_LIVENESS,
+  };
+}
 
 describe("detached work records what a takeover needs", () => {
   it("the pending row holds the running and queued inputs, their first turn index, the principal and the first run", async () => {
@@ -68,29 +79,39 @@ describe("detached work records what a takeover needs", () => {
     await a.registry.background.drain(4_000);
   });
 
-  it("each detached turn that ends checkpoints the row: its state so far, one more completed input and its TurnEnd's sequence; reads of the pending row still show no state", async () => {
+  it("each detached turn that ends checkpoints the row: its state so far, its turn index, one more completed input and its TurnEnd's sequence; reads of the pending row still show no state", async () => {
     const { store, all } = instances(["A"]);
     const [a] = all as [Instance];
-    const { sessionId, snapshotId } = await detachInputs(a, ["one", "wait:two"]);
-    await a.gate.reached("two");
+    const { sessionId, snapshotId } = await detachInputs(a, ["one", "two", "wait:three"]);
+    await a.gate.reached("three");
     const pending = await row(store, snapshotId);
-    expect(pending.work).toMatchObject({ completed: 1, lastSequence: 2 });
+    expect(pending.work).toMatchObject({ completed: 2, lastSequence: 4 });
     expect(pending.status).toBe("pending");
-    expect(historyOf(await loadRecordState(store, pending))).toEqual(["user:one", "model:one by ann on A"]);
+    expect(pending.turnIndex).toBe(1); // the last completed turn
+    expect(historyOf(await loadRecordState(store, pending))).toEqual([
+      "user:one",
+      "model:one by ann on A",
+      "user:two",
+      "model:two by ann on A",
+    ]);
     expect(labels(await chunksOf(store, { sessionId, snapshotId }))).toEqual([
       "text:one by ann on A",
       "turnEnd:0:stop",
+      "text:two by ann on A",
+      "turnEnd:1:stop",
     ]);
     expect((await a.agent.getSnapshot({ snapshotId })).state).toBeUndefined();
-    a.gate.release("two");
+    a.gate.release("three");
     await a.registry.background.drain(4_000);
     const done = await a.agent.getSnapshot({ snapshotId });
     expect(done.status).toBe("completed");
     expect(historyOf(done.state)).toEqual([
       "user:one",
       "model:one by ann on A",
-      "user:wait:two",
-      "model:wait:two by ann on A",
+      "user:two",
+      "model:two by ann on A",
+      "user:wait:three",
+      "model:wait:three by ann on A",
     ]);
   });
 
@@ -146,6 +167,130 @@ describe("taking over the detached work of a dead instance", () => {
     ]);
     expect((await store.getHead(sessionId))!.lease).toBeUndefined();
     expect(await recordsOf(store, sessionId)).toHaveLength(1);
+    expect(b.principals.map((p) => [p.subject, p.tenant, p.claims])).toEqual([
+      ["ann", "", { plan: "pro" }],
+      ["ann", "", { plan: "pro" }],
+    ]);
+  });
+
+  it("work detached after committed turns is taken over on top of them: the final row is their child and holds the whole history", async () => {
+    const { store, all } = instances(["A", "B"]);
+    const [a, b] = all as [Instance, Instance];
+    const first = await a.agent.runText("zero");
+    const connection = await a.agent.connect({ sessionId: first.sessionId });
+    connection.sendText("wait:one");
+    await a.gate.reached("one");
+    connection.detach();
+    const { snapshotId } = await connection.output();
+    await a.registry.background.drain(0);
+    b.gate.release("one");
+    await takeOverUntil(b, store, snapshotId!, "completed");
+    await b.registry.background.drain(4_000);
+    const final = await row(store, snapshotId!);
+    expect(final.parentId).toBe(first.snapshotId);
+    expect(final.turnIndex).toBe(1);
+    const done = await b.agent.getSnapshot({ snapshotId: snapshotId! });
+    expect(historyOf(done.state)).toEqual([
+      "user:zero",
+      "model:zero by anonymous on A",
+      "user:wait:one",
+      "model:wait:one by anonymous on B",
+    ]);
+  });
+
+  it("reports each pass that took work over, and no pass that did not", async () => {
+    const { store, all } = instances(["A", "B"]);
+    const [a, b] = all as [Instance, Instance];
+    const { snapshotId } = await detachInputs(a, ["wait:one"]);
+    await a.gate.reached("one");
+    await a.registry.background.drain(0);
+    b.gate.release("one");
+    const reports: TakeoverReport[] = [];
+    const stop = b.registry.startWorkTakeover((report) => reports.push(report));
+    try {
+      await until(async () => (await row(store, snapshotId)).status === "completed", "B to complete the work");
+      await new Promise((resolve) => setTimeout(resolve, 3 * takeoverIntervalFor(FAST_LIVENESS))); // more passes
+    } finally {
+      await stop();
+    }
+    expect(reports).toEqual([{ takenOver: 1 }]);
+  });
+
+  it("a pass that cannot read a head's record still takes over the others, then rejects with that error (and the poller reports it)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "agentd-takeover-corrupt-"));
+    const files = new FileSessionStore(dir);
+    try {
+      const [a] = instances(["A"], { store: files }).all as [Instance];
+      const [b] = instances(["B"], { store: files }).all as [Instance];
+      // A session whose head is leased and whose head record is corrupt (DATA_LOSS on read).
+      const broken = await a.agent.runText("broken");
+      await setLease(files as SessionStore, broken.sessionId, { invocationId: "dead", expiresAt: Date.now() - 1 });
+      await writeFile(join(dir, "records", `${broken.snapshotId}.json`), "{ not json");
+      const { snapshotId } = await detachInputs(a, ["wait:one"]);
+      await a.gate.reached("one");
+      await a.registry.background.drain(0);
+      b.gate.release("one");
+      await until(
+        async () => Date.now() - (await row(files, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs,
+        "silence",
+      );
+      await expectAgentError(takeOverDeadWork(sourceOf(b, files)), "DATA_LOSS");
+      await b.registry.background.drain(4_000);
+      expect((await row(files, snapshotId)).status).toBe("completed");
+      const reports: TakeoverReport[] = [];
+      const stop = b.registry.startWorkTakeover((report) => reports.push(report));
+      await until(() => reports.length > 0, "a report");
+      await stop();
+      expect(reports[0]!.error).toMatchObject({ status: "DATA_LOSS" });
+    } finally {
+      await files.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("skips a leased head whose record is gone", async () => {
+    const { store, all } = instances(["A"]);
+    const [a] = all as [Instance];
+    const done = await a.agent.runText("one");
+    const head = (await store.getHead(done.sessionId))!;
+    const { version, ...rest } = head;
+    await store.commit({
+      expectedVersion: version,
+      head: {
+        ...rest,
+        headSnapshotId: "0190bbbb-0000-7000-8000-000000000000",
+        lease: { invocationId: "x", expiresAt: 1 },
+      },
+    });
+    expect(await takeOverDeadWork(sourceOf(a, store))).toBe(0);
+  });
+
+  it("does not take work over for an agent of the same name served on another store", async () => {
+    const { store, all } = instances(["A", "B"]);
+    const [a] = all as [Instance, Instance];
+    const { snapshotId } = await detachInputs(a, ["wait:one"]);
+    await a.gate.reached("one");
+    await a.registry.background.drain(0);
+    await until(async () => Date.now() - (await row(store, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs, "silence");
+    const elsewhere = instances(["C"]).all[0]!; // its own store
+    const source = { ...sourceOf(elsewhere, store), agent: () => elsewhere.agent };
+    expect(await takeOverDeadWork(source)).toBe(0);
+    expect((await row(store, snapshotId)).work!.runs).toHaveLength(1);
+  });
+
+  it("a worker whose heartbeat lands between the listing and the takeover keeps its work", async () => {
+    const { store, all } = instances(["A", "B"]);
+    const [a, b] = all as [Instance, Instance];
+    const { sessionId, snapshotId } = await detachInputs(a, ["wait:one"]);
+    await a.gate.reached("one");
+    await a.registry.background.drain(0);
+    await until(async () => Date.now() - (await row(store, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs, "silence");
+    const head = (await store.getHead(sessionId))!;
+    const listed = await row(store, snapshotId);
+    await store.updateRecord(snapshotId, (existing) => ({ ...existing, heartbeatAt: Date.now() })); // it woke up
+    expect(await b.agent.takeOver(head, listed)).toBe(false);
+    expect((await row(store, snapshotId)).work!.runs).toHaveLength(1);
+    expect((await store.getHead(sessionId))!.lease).toBeUndefined(); // the lease taken for the attempt is given back
   });
 
   it("the work's stream goes on after the recorded chunks: a takeover marker naming the cut turn, then the restarted turn and the rest, numbered without gaps", async () => {
@@ -290,6 +435,57 @@ describe("taking over the detached work of a dead instance", () => {
       "user:two",
       "model:two by ann on B",
     ]);
+  });
+
+  it("a worker that wakes up while the instance that took its work over still runs it does not end the row", async () => {
+    const shared = new InMemorySessionStore();
+    const [a] = instances(["A"], { store: shared, liveness: { heartbeatIntervalMs: 60_000, heartbeatTtlMs: 150 } })
+      .all as [Instance];
+    const [b] = instances(["B"], { store: shared }).all as [Instance];
+    const key = await detachInputs(a, ["wait:one"]);
+    await a.gate.reached("one");
+    const stop = b.registry.startWorkTakeover();
+    try {
+      await b.gate.reached("one"); // B runs the turn again and waits in it
+    } finally {
+      await stop();
+    }
+    a.gate.release("one"); // A wakes up, finishes its turn and tries to end the row
+    await a.registry.background.drain(4_000);
+    const meanwhile = await row(shared, key.snapshotId);
+    expect(meanwhile.status).toBe("pending");
+    expect(meanwhile.work!.runs.at(-1)!.instance).toBe("B");
+    b.gate.release("one");
+    await b.registry.background.drain(4_000);
+    expect((await row(shared, key.snapshotId)).status).toBe("completed");
+  });
+
+  it("a worker that stalls past half the TTL, with nobody taking over, checks its row and goes on", async () => {
+    // No heartbeat during the test and no poller: the first chunk after the stall reads the row, finds it its own.
+    const { store, all } = instances(["A"], { liveness: { heartbeatIntervalMs: 60_000, heartbeatTtlMs: 150 } });
+    const [a] = all as [Instance];
+    const { snapshotId } = await detachInputs(a, ["wait:one"]);
+    await a.gate.reached("one");
+    await new Promise((resolve) => setTimeout(resolve, 120)); // past half the TTL since the row was written
+    a.gate.release("one");
+    await a.registry.background.drain(4_000);
+    expect((await row(store, snapshotId)).status).toBe("completed");
+  });
+
+  it("keeps a valid lease on a session whose work is over (a live attached invocation holds it), and a lapsed one on running work", async () => {
+    const { store, all } = instances(["A"]);
+    const [a] = all as [Instance];
+    const done = await a.agent.runText("one");
+    await setLease(store as SessionStore, done.sessionId, { invocationId: "live", expiresAt: Date.now() + 60_000 });
+    const { sessionId, snapshotId } = await detachInputs(a, ["wait:two"]);
+    await a.gate.reached("two");
+    await setLease(store as SessionStore, sessionId, { invocationId: "stalled", expiresAt: Date.now() - 1 });
+    expect(await takeOverDeadWork(sourceOf(a, store))).toBe(0);
+    expect((await store.getHead(done.sessionId))!.lease?.invocationId).toBe("live");
+    expect((await store.getHead(sessionId))!.lease?.invocationId).toBe("stalled"); // its row is pending and fresh
+    expect((await row(store, snapshotId)).status).toBe("pending");
+    a.gate.release("two");
+    await a.registry.background.drain(4_000);
   });
 
   it("drops a lapsed lease left on a session whose work is over (an invocation killed mid-turn), so the session is free", async () => {
