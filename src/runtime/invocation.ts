@@ -1,6 +1,7 @@
 import { uuidv7 } from "../../stores/uuid-v7.js";
 import { AgentError } from "../errors/agent-error.js";
-import { hasResume, type AgentInput, type AgentOutput, type AgentStreamChunk } from "../types/agent-io.js";
+import type { AgentInput, AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
+import { admitInput } from "./input-admission.js";
 import { userText } from "../types/content.js";
 import type { SessionState } from "../types/session-state.js";
 import type { FinishReason } from "../types/snapshot.js";
@@ -125,27 +126,12 @@ export class Invocation<S> implements AgentConnection<S> {
         this.settled ? "the invocation has completed; read its output" : "input is closed",
       );
     }
-    const resuming = hasResume(input);
-    if (!input.message && !resuming && !input.detach) {
-      throw new AgentError("INVALID_ARGUMENT", "input is empty: set message, resume or detach");
-    }
-    if (input.message && input.message.content.length === 0) {
-      throw new AgentError("INVALID_ARGUMENT", "input.message has no content parts");
-    }
-    const backgroundStore = input.detach ? backgroundStoreOf(this.target.name, this.target.store, "detach") : undefined;
-    if ((input.message || resuming) && this.turnInputs.size >= this.target.maxQueuedInputs) {
-      throw new AgentError(
-        "RESOURCE_EXHAUSTED",
-        `${this.turnInputs.size} inputs are already queued on this invocation (the limit is ${this.target.maxQueuedInputs}); wait for a TurnEnd before sending more`,
-        { details: { maxQueuedInputs: this.target.maxQueuedInputs } },
-      );
-    }
-    if (input.message || resuming) {
-      this.turnInputs.push({
-        ...(input.message ? { message: input.message } : {}),
-        ...(resuming ? { resume: input.resume } : {}),
-      });
-    }
+    const admitted = admitInput(input, { queued: this.turnInputs.size, maxQueued: this.target.maxQueuedInputs });
+    // Checked before queuing: a detach the store cannot support queues nothing.
+    const backgroundStore = admitted.detach
+      ? backgroundStoreOf(this.target.name, this.target.store, "detach")
+      : undefined;
+    if (admitted.turn) this.turnInputs.push(admitted.turn);
     if (backgroundStore) this.startDetach(backgroundStore);
   }
 
