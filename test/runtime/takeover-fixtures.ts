@@ -122,3 +122,15 @@ export async function takeOverUntil(
     await stop();
   }
 }
+
+/**
+ * Instances A and B on one memory store, where A never heartbeats during a
+ * test (its interval is a minute, its TTL 150 ms): A's row goes silent while
+ * its turn still runs, as a stalled process's would.
+ */
+export function stalledAndSurvivor(): { shared: InMemorySessionStore; a: Instance; b: Instance } {
+  const shared = new InMemorySessionStore();
+  const [a] = instances(["A"], { store: shared, liveness: { heartbeatIntervalMs: 60_000, heartbeatTtlMs: 150 } }).all;
+  const [b] = instances(["B"], { store: shared }).all;
+  return { shared, a: a!, b: b! };
+}

@@ -12,6 +12,7 @@ import {
   instances,
   labels,
   row,
+  stalledAndSurvivor,
   takeOverUntil,
   type Instance,
 } from "./takeover-fixtures.js";
@@ -414,11 +415,7 @@ describe("taking over the detached work of a dead instance", () => {
   });
 
   it("a worker that wakes up after its work was taken over writes nothing more: no chunk, no checkpoint, no final row", async () => {
-    // A never heartbeats (its interval is longer than the test), so its row goes silent while its turn still runs.
-    const shared = new InMemorySessionStore();
-    const [a] = instances(["A"], { store: shared, liveness: { heartbeatIntervalMs: 60_000, heartbeatTtlMs: 150 } })
-      .all as [Instance];
-    const [b] = instances(["B"], { store: shared }).all as [Instance];
+    const { shared, a, b } = stalledAndSurvivor();
     const key = await detachInputs(a, ["wait:one", "two"]);
     await a.gate.reached("one");
     b.gate.release("one");
@@ -438,10 +435,7 @@ describe("taking over the detached work of a dead instance", () => {
   });
 
   it("a worker that wakes up while the instance that took its work over still runs it does not end the row", async () => {
-    const shared = new InMemorySessionStore();
-    const [a] = instances(["A"], { store: shared, liveness: { heartbeatIntervalMs: 60_000, heartbeatTtlMs: 150 } })
-      .all as [Instance];
-    const [b] = instances(["B"], { store: shared }).all as [Instance];
+    const { shared, a, b } = stalledAndSurvivor();
     const key = await detachInputs(a, ["wait:one"]);
     await a.gate.reached("one");
     const stop = b.registry.startWorkTakeover();
