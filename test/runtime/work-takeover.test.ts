@@ -502,3 +502,10 @@ describe("taking over the detached work of a dead instance", () => {
     expect((await store.getHead(done.sessionId))!.lease).toBeUndefined();
   });
 });
+
+describe("takeoverIntervalFor", () => {
+  it("looks every quarter of the heartbeat TTL, and at most every 50 ms", () => {
+    expect(takeoverIntervalFor({ ...FAST_LIVENESS, heartbeatTtlMs: 30_000 })).toBe(7_500);
+    expect(takeoverIntervalFor({ ...FAST_LIVENESS, heartbeatTtlMs: 100 })).toBe(50);
+  });
+});
