@@ -10,24 +10,19 @@ import { backgroundStoreOf } from "./background-store.js";
 import type { AgentConnection } from "./agent-connection.js";
 import type { AgentResult, Responder, TurnContext } from "./agent-function.js";
 import { AsyncChannel } from "../protocol/async-channel.js";
-import { applyCustomPatch, CustomPatchStream } from "../protocol/custom-patch-stream.js";
 import { DetachedRun, type DetachedRunOptions, type DetachedWorkStart } from "./detached-run.js";
 import type { ResolvedStart } from "./init-resolver.js";
 import type { SessionClaim } from "./session-claim.js";
 import { TurnCommits } from "./turn-commits.js";
 import { SessionRunner, type TurnLifecycle } from "./session-runner.js";
 import { ANONYMOUS } from "../types/principal.js";
-import {
-  applyChunkTransform,
-  applyStateTransform,
-  transformContextOf,
-  type TransformContext,
-} from "./state-transform.js";
+import { applyStateTransform, transformContextOf, type TransformContext } from "./state-transform.js";
 import { InvocationTelemetry } from "./invocation-telemetry.js";
 import { shapeOutput } from "./invocation-output.js";
 import type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
 import type { AdoptedWork } from "./work-adoption.js";
 import { InputProgress } from "./input-progress.js";
+import { InvocationStream } from "./invocation-stream.js";
 
 export type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
 
@@ -42,27 +37,23 @@ export class Invocation<S> implements AgentConnection<S> {
   private readonly target: InvocationTarget<S>;
   private readonly options: InvocationOptions;
   private readonly turnInputs = new AsyncChannel<AgentInput>();
-  private readonly chunks = new AsyncChannel<AgentStreamChunk>();
   private readonly work = new AbortController();
-  private readonly patches = new CustomPatchStream();
   private readonly runner: SessionRunner<S>;
+  /** The chunks out: to the client, or after detach to the store's chunk log. */
+  private readonly out: InvocationStream;
   private readonly outputPromise: Promise<AgentOutput<S>>;
   private resolveOutput!: (output: AgentOutput<S>) => void;
   private rejectOutput!: (err: AgentError) => void;
-  private emitChain: Promise<void> = Promise.resolve();
   private turnSave: Promise<unknown> = Promise.resolve();
   private readonly claim: SessionClaim<S> | undefined;
   private readonly commits: TurnCommits<S> | undefined;
   private lastGood: SessionState<S>;
   private lastFinish: FinishReason = "stop";
-  private liveCustom: unknown;
   private inputClosed = false;
   private settled = false;
   /** The RPC-level error the invocation ended with, if it failed closed. */
   private failure: AgentError | undefined;
   private detachedRun: DetachedRun<S> | undefined;
-  /** The last chunk's `sequence` (chunks are numbered from 1, across detach). */
-  private sequence = 0;
   /** Takeover of a turn cut after a checkpoint: the next turn continues it (`TurnContext.continued`). */
   private continuing = false;
   /** Which input runs and where the stream stands: what detach records for a takeover. */
@@ -89,7 +80,15 @@ export class Invocation<S> implements AgentConnection<S> {
     this.startsSession = start.parent === undefined;
     this.claim = start.claim;
     this.commits = start.claim ? new TurnCommits(start.claim, this.sessionId, target.records, start.parent) : undefined;
-    this.liveCustom = start.state.custom;
+    this.out = new InvocationStream(
+      {
+        transform: target.transforms.chunk,
+        transformContext: () => this.transformContext(),
+        detachedRun: () => this.detachedRun as DetachedRun<unknown> | undefined,
+        onFailure: (err) => this.streamFailed(err),
+      },
+      start.state.custom,
+    );
     this.outputPromise = new Promise((resolve, reject) => {
       this.resolveOutput = resolve;
       this.rejectOutput = reject;
@@ -111,11 +110,11 @@ export class Invocation<S> implements AgentConnection<S> {
   }
 
   get stream(): AsyncIterable<AgentStreamChunk> {
-    return this.chunks;
+    return this.out.chunks;
   }
 
   get custom(): S | undefined {
-    return structuredClone(this.liveCustom) as S | undefined;
+    return structuredClone(this.out.custom) as S | undefined;
   }
 
   send(input: AgentInput): void {
@@ -168,7 +167,7 @@ export class Invocation<S> implements AgentConnection<S> {
   }
 
   private beginTurn(turnIndex: number): TurnContext {
-    this.patches.startTurn();
+    this.out.startTurn();
     const snapshotId = this.target.store && !this.detachedRun ? uuidv7() : undefined;
     this.turnStartedAt = Date.now();
     const parentId = this.commits?.last?.snapshotId;
@@ -188,13 +187,13 @@ export class Invocation<S> implements AgentConnection<S> {
   private async checkpointTurn(turnIndex: number): Promise<void> {
     const run = this.detachedRun;
     if (!run) return;
-    await this.emitChain;
+    await this.out.drained();
     if (this.work.signal.aborted) return;
-    await run.roundCompleted(turnIndex, this.runner.snapshotState(), this.sequence);
+    await run.roundCompleted(turnIndex, this.runner.snapshotState(), this.out.sequence);
   }
 
   private async endTurn(turn: TurnContext, finishReason: FinishReason): Promise<void> {
-    await this.emitChain;
+    await this.out.drained();
     // Checked after the wait: a cancel (or a chunk transform failing) while this turn's chunks drained commits nothing.
     if (this.work.signal.aborted) throw AgentError.from(this.work.signal.reason, "CANCELLED");
     let snapshotId: string | undefined;
@@ -228,9 +227,9 @@ export class Invocation<S> implements AgentConnection<S> {
         ...(usage ? { usage } : {}),
       },
     });
-    this.progress.turnEnded(this.sequence);
+    this.progress.turnEnded(this.out.sequence);
     // After its TurnEnd is recorded: a takeover resumes after this turn.
-    await this.detachedRun?.turnCompleted(turn.turnIndex, usage, this.lastGood, this.sequence);
+    await this.detachedRun?.turnCompleted(turn.turnIndex, usage, this.lastGood, this.out.sequence);
   }
 
   private logTurn(turn: TurnContext, finishReason: FinishReason, snapshotId: string | undefined): void {
@@ -250,7 +249,7 @@ export class Invocation<S> implements AgentConnection<S> {
     const usage = this.telemetry.turnUsage; // spent even though nothing is written
     this.telemetry.failTurn(error);
     this.runner.restore(this.lastGood);
-    await this.emitChain;
+    await this.out.drained();
     await this.emit({
       turnEnd: {
         finishReason: "failed",
@@ -275,37 +274,19 @@ export class Invocation<S> implements AgentConnection<S> {
     return transformContextOf(this.target.name, this.options);
   }
 
-  /**
-   * Queues a chunk for the client, shaped by the chunk transform and numbered
-   * (`sequence`); after detach, records it for clients re-attaching instead
-   * (dropped when the store keeps no chunks, or once the client stream ended).
-   * A chunk that cannot be recorded cancels the detached work.
-   */
+  /** Queues a chunk for the client (or, after detach, the chunk log); see {@link InvocationStream}. */
   private emit(chunk: AgentStreamChunk): Promise<void> {
-    this.emitChain = this.emitChain
-      .then(async () => {
-        if (!this.streaming()) return;
-        const shaped = await applyChunkTransform(this.target.transforms.chunk, chunk, this.transformContext());
-        if (!shaped) return;
-        if (shaped.customPatch) this.liveCustom = applyCustomPatch(this.liveCustom, shaped.customPatch);
-        const sequenced = { ...shaped, sequence: ++this.sequence };
-        if (this.detachedRun) await this.detachedRun.recordChunk(sequenced);
-        else this.chunks.push(sequenced);
-      })
-      .catch((err) => {
-        if (this.detachedRun) this.work.abort(AgentError.from(err));
-        else this.failClosed(AgentError.from(err));
-      });
-    return this.emitChain;
+    return this.out.emit(chunk);
   }
 
-  /** Whether chunks still go somewhere: to the client, or after detach to the store's chunk log. */
-  private streaming(): boolean {
-    return this.detachedRun ? this.detachedRun.recordsChunks : !this.chunks.isClosed;
+  /** A chunk that could not be shaped or delivered: cancels detached work, else ends the invocation with the error. */
+  private streamFailed(err: AgentError): void {
+    if (this.detachedRun) this.work.abort(err);
+    else this.failClosed(err);
   }
 
   private async streamCustom(): Promise<void> {
-    if (!this.streaming()) return;
+    if (!this.out.flowing) return;
     try {
       // Without a state transform only custom state is diffed (no copy of the history);
       // a transform gets its own deep copy of the whole state (applyStateTransform).
@@ -313,8 +294,7 @@ export class Invocation<S> implements AgentConnection<S> {
       const custom = transform
         ? (await applyStateTransform(transform, this.runner.snapshotState(), this.transformContext()))?.custom
         : this.runner.frozenCustom();
-      const patch = this.patches.next(custom);
-      if (patch) await this.emit({ customPatch: patch });
+      await this.out.streamCustom(custom);
     } catch (err) {
       this.failClosed(AgentError.from(err));
     }
@@ -326,7 +306,7 @@ export class Invocation<S> implements AgentConnection<S> {
    * the first being the {@link Takeover} marker.
    */
   private adopt(adopted: AdoptedWork<S>): void {
-    this.sequence = adopted.lastRecordedSequence;
+    this.out.continueAfter(adopted.lastRecordedSequence);
     this.continuing = adopted.continuesTurn;
     for (const input of adopted.inputs) this.turnInputs.push(input);
     this.startDetach(backgroundStoreOf(this.target.name, this.target.store, "detach"), adopted);
@@ -399,7 +379,7 @@ export class Invocation<S> implements AgentConnection<S> {
     this.failure = err;
     this.close();
     if (!this.detachedRun) this.work.abort(err);
-    this.chunks.fail(err);
+    this.out.fail(err);
     this.rejectOutput(err);
   }
 
@@ -407,7 +387,7 @@ export class Invocation<S> implements AgentConnection<S> {
     if (this.settled) return;
     this.settled = true;
     this.resolveOutput(output);
-    this.chunks.close();
+    this.out.close();
   }
 
   private async execute(): Promise<void> {
@@ -422,7 +402,7 @@ export class Invocation<S> implements AgentConnection<S> {
         principal: this.options.principal ?? ANONYMOUS,
       });
       await this.runner.flushCustomEvents();
-      await this.emitChain;
+      await this.out.drained();
     } catch (err) {
       error = AgentError.from(err);
     }
