@@ -4,7 +4,11 @@ import type { SessionSnapshot, SnapshotStatus } from "../types/snapshot.js";
 export interface LivenessSettings {
   /** How often a detached invocation refreshes its pending row's heartbeat (ms). */
   heartbeatIntervalMs: number;
-  /** A pending row whose heartbeat is older than this reads as `expired` (ms). */
+  /**
+   * A pending row whose heartbeat is older than this is presumed dead (ms):
+   * its work is taken over, and a row that records no remaining work reads
+   * `expired`; one that does reads `expired` after one more TTL.
+   */
   heartbeatTtlMs: number;
   /**
    * How long the streamed chunks of detached work are kept after its last
@@ -14,7 +18,7 @@ export interface LivenessSettings {
   chunkRetentionMs: number;
 }
 
-/** Defaults: heartbeat every 5 s, expired after 30 s of silence, chunks kept 1 h after the work ended. */
+/** Defaults: heartbeat every 5 s; after 30 s of silence the work is taken over, and a row nobody took over reads expired after 60 s; chunks kept 1 h after the work ended. */
 export const DEFAULT_LIVENESS: LivenessSettings = {
   heartbeatIntervalMs: 5_000,
   heartbeatTtlMs: 30_000,
