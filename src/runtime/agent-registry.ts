@@ -4,13 +4,13 @@ import type { SessionStore } from "../../stores/snapshot-store.js";
 import type { Agent, AnyAgent } from "./agent.js";
 import { BackgroundWork } from "./background-work.js";
 import { SessionLifecycle } from "./session-lifecycle.js";
-import { DEFAULT_LIVENESS, type LivenessSettings } from "./snapshot-liveness.js";
+import { DEFAULT_LIVENESS, livenessRecheckMs, type LivenessSettings } from "./snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { sessionSettings, type SessionSettingsOptions } from "./session-settings.js";
 import type { SessionSettings } from "./session-settings.js";
 import { telemetryRegistered } from "./telemetry.js";
 import { defaultInstanceId } from "./instance-id.js";
-import { startWorkTakeover, takeoverIntervalFor, type TakeoverReport } from "./work-takeover.js";
+import { startWorkTakeover, type TakeoverReport } from "./work-takeover.js";
 
 /** Options of an {@link AgentRegistry}. */
 export interface AgentRegistryOptions {
@@ -128,7 +128,7 @@ export class AgentRegistry {
         agent: (name) => this.agents.get(name),
         liveness: this.liveness,
       },
-      takeoverIntervalFor(this.liveness),
+      livenessRecheckMs(this.liveness),
       report,
     );
   }

@@ -156,9 +156,9 @@ export class DetachedRun<S> implements BackgroundTask {
     turnDone: boolean,
   ): Promise<void> {
     const id = await this.pendingId.catch(() => undefined);
+    if (!id) return;
     let fields: StateFields<S>;
     try {
-      if (!id) return;
       fields = stateFieldsFor(this.parentPoint, state, turnIndex, this.o.records);
     } catch {
       return;
@@ -195,16 +195,20 @@ export class DetachedRun<S> implements BackgroundTask {
     return row.work === undefined || row.work.runs.at(-1)?.invocationId === this.o.invocationId;
   }
 
-  /** Stops the work when the row's last run is another one: another instance took it over. */
+  /** Reads the row and stops the work when its last run is another one: another instance took it over. */
   private async stopIfTakenOver(id: string): Promise<void> {
     const row = await this.o.store.getRecord(id, this.o.storeContext).catch(() => undefined);
-    if (!row || this.holds(row)) return;
+    const taken = this.takenOverError(id, row);
+    if (taken) this.o.work.abort(taken);
+  }
+
+  /** ABORTED naming the instance that took `row` over, or undefined while the row is this run's (or gone). */
+  private takenOverError(id: string, row: SnapshotRecord<S> | undefined): AgentError | undefined {
+    if (!row || this.holds(row)) return undefined;
     const by = row.work?.runs.at(-1);
-    this.o.work.abort(
-      new AgentError(
-        "ABORTED",
-        `the detached work of snapshot "${id}" was taken over by instance "${by?.instance ?? "?"}"`,
-      ),
+    return new AgentError(
+      "ABORTED",
+      `the detached work of snapshot "${id}" was taken over by instance "${by?.instance ?? "?"}"`,
     );
   }
 
@@ -223,10 +227,10 @@ export class DetachedRun<S> implements BackgroundTask {
   async recordChunk(chunk: SequencedChunk): Promise<void> {
     if (Date.now() - this.confirmedAt > this.o.liveness.heartbeatTtlMs / 2) {
       const id = await this.pendingId;
-      const row = await this.o.store.getRecord(id, this.o.storeContext);
-      if (row && !this.holds(row)) {
-        await this.stopIfTakenOver(id);
-        throw AgentError.from(this.o.work.signal.reason, "ABORTED");
+      const taken = this.takenOverError(id, await this.o.store.getRecord(id, this.o.storeContext));
+      if (taken) {
+        this.o.work.abort(taken);
+        throw taken;
       }
       this.confirmedAt = Date.now();
     }

@@ -5,7 +5,7 @@ import type { AgentInit, BusyPolicy, SessionState } from "../types/session-state
 import { emptySessionState } from "../types/session-state.js";
 import type { SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { validateCustomState } from "./custom-state-schema.js";
-import { SessionClaim, type NewSessionFields, type ClaimSettings } from "./session-claim.js";
+import { dropLease, SessionClaim, type NewSessionFields, type ClaimSettings } from "./session-claim.js";
 import { validateLabels } from "../../stores/session-labels.js";
 import { validateTtl } from "./session-settings.js";
 import { headRecord, loadRecordState, ownedHead, ownerOf, resolveRecordRef } from "./session-lookup.js";
@@ -173,8 +173,7 @@ async function voidLeaseOfDeadWorker<S>(
   const leaseRefreshedAt = lease.expiresAt - agent.claims.leaseTtlMs;
   const window = Math.min(agent.liveness.heartbeatTtlMs, agent.claims.leaseTtlMs - agent.claims.refreshMs);
   if (leaseRefreshedAt > lastSign + window) return;
-  const { version: _version, lease: _lease, ...rest } = head;
-  await store.commit({ expectedVersion: head.version, head: { ...rest, updatedAt: now } }, ctx).catch(() => undefined);
+  await dropLease(store, head, now, ctx).catch(() => undefined);
 }
 
 /** Runs `fn` under a freshly acquired claim, releasing the claim when it throws. */

@@ -386,6 +386,21 @@ export class SessionClaim<S> {
   }
 }
 
+/**
+ * Removes `head`'s lease, as it was read, by a compare-and-set on its
+ * version (nothing else changes but `updatedAt`). Resolves to the stored
+ * head, or undefined when the head moved meanwhile (nothing written).
+ */
+export function dropLease<S>(
+  store: SessionStore<S>,
+  head: SessionHead,
+  now: number,
+  ctx?: StoreCallContext,
+): Promise<SessionHead | undefined> {
+  const { lease: _lease, ...rest } = withoutVersion(head);
+  return store.commit({ expectedVersion: head.version, head: { ...rest, updatedAt: now } }, ctx);
+}
+
 function withoutVersion(head: SessionHead): Omit<SessionHead, "version"> {
   const { version: _version, ...rest } = head;
   return rest;

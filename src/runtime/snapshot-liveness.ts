@@ -64,9 +64,10 @@ function silenceOf(snapshot: LivenessFields, now: number): number {
 }
 
 /**
- * How often a reader following a pending row re-reads it to notice a stale
- * heartbeat (or a vanished row), which no status change announces: a quarter
- * of the heartbeat TTL, at least 50 ms.
+ * How often a stale heartbeat, which no status change announces, is looked
+ * for: by a reader following a pending row (re-reading it, also to notice a
+ * vanished row) and by the takeover poller. A quarter of the heartbeat TTL,
+ * at least 50 ms.
  */
 export function livenessRecheckMs(settings: LivenessSettings): number {
   return Math.max(50, Math.floor(settings.heartbeatTtlMs / 4));

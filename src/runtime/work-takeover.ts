@@ -1,6 +1,7 @@
 import type { SessionHead, SessionStore, StoreCallContext } from "../../stores/snapshot-store.js";
 import { effectiveStatus, takeoverDue, type LivenessSettings } from "./snapshot-liveness.js";
 import { startPeriodicTask } from "./periodic-task.js";
+import { dropLease } from "./session-claim.js";
 
 /** How many leased heads one pass looks at per store. */
 const HEADS_PER_PASS = 100;
@@ -70,15 +71,9 @@ async function visit(source: TakeoverSource, store: SessionStore, head: SessionH
     return agent?.store === store ? agent.takeOver(head, row) : false;
   }
   if (head.lease && head.lease.expiresAt <= now && effectiveStatus(row, source.liveness, now) !== "pending") {
-    const { version, lease: _lease, ...rest } = head;
-    await store.commit({ expectedVersion: version, head: { ...rest, updatedAt: now } }, ctx);
+    await dropLease(store, head, now, ctx);
   }
   return false;
-}
-
-/** The interval between passes: a quarter of the heartbeat TTL, at least 50 ms. */
-export function takeoverIntervalFor(liveness: LivenessSettings): number {
-  return Math.max(50, Math.floor(liveness.heartbeatTtlMs / 4));
 }
 
 /**

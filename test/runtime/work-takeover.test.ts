@@ -17,7 +17,8 @@ import {
   type Instance,
 } from "./takeover-fixtures.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import { takeOverDeadWork, takeoverIntervalFor, type TakeoverReport } from "../../src/runtime/work-takeover.js";
+import { takeOverDeadWork, type TakeoverReport } from "../../src/runtime/work-takeover.js";
+import { livenessRecheckMs } from "../../src/runtime/snapshot-liveness.js";
 import { loadRecordState } from "../../src/runtime/session-lookup.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
@@ -210,7 +211,7 @@ describe("taking over the detached work of a dead instance", () => {
     const stop = b.registry.startWorkTakeover((report) => reports.push(report));
     try {
       await until(async () => (await row(store, snapshotId)).status === "completed", "B to complete the work");
-      await new Promise((resolve) => setTimeout(resolve, 3 * takeoverIntervalFor(FAST_LIVENESS))); // more passes
+      await new Promise((resolve) => setTimeout(resolve, 3 * livenessRecheckMs(FAST_LIVENESS))); // more passes
     } finally {
       await stop();
     }
@@ -503,9 +504,9 @@ describe("taking over the detached work of a dead instance", () => {
   });
 });
 
-describe("takeoverIntervalFor", () => {
+describe("the takeover poll interval (livenessRecheckMs)", () => {
   it("looks every quarter of the heartbeat TTL, and at most every 50 ms", () => {
-    expect(takeoverIntervalFor({ ...FAST_LIVENESS, heartbeatTtlMs: 30_000 })).toBe(7_500);
-    expect(takeoverIntervalFor({ ...FAST_LIVENESS, heartbeatTtlMs: 100 })).toBe(50);
+    expect(livenessRecheckMs({ ...FAST_LIVENESS, heartbeatTtlMs: 30_000 })).toBe(7_500);
+    expect(livenessRecheckMs({ ...FAST_LIVENESS, heartbeatTtlMs: 100 })).toBe(50);
   });
 });
