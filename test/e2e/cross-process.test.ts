@@ -1,36 +1,20 @@
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BusyPolicy, type AgentOutput, type AgentStreamChunk } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { sessionWrittenAt, untilQueued } from "../harness/busy-session.js";
-import { mongoForTests } from "../harness/mongo-java-server.js";
+import { sharedStores, type SharedStore } from "../harness/shared-stores.js";
 import { snapshotTexts } from "../harness/use-agentd.js";
 import { attachToEnd, chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
-interface SharedStore {
-  uri: string;
-  stop(): Promise<void>;
-}
-
-const stores: Record<string, () => Promise<SharedStore>> = {
-  file: async () => ({ uri: `file:${await mkdtemp(join(tmpdir(), "agentd-shared-"))}`, stop: async () => {} }),
-  mongodb: async () => {
-    const mongo = await mongoForTests();
-    return { uri: mongo.uri, stop: () => mongo.stop() };
-  },
-};
-
-describe.each(Object.keys(stores))("two processes sharing a %s store", (kind) => {
+describe.each(Object.keys(sharedStores))("two processes sharing a %s store", (kind) => {
   let shared: SharedStore;
   let a: AgentdProcess;
   let b: AgentdProcess;
   beforeAll(async () => {
-    shared = await stores[kind]!();
+    shared = await sharedStores[kind]!();
     [a, b] = await Promise.all([
       startAgentd({ args: ["--store", shared.uri] }),
       startAgentd({ args: ["--store", shared.uri] }),

@@ -7,32 +7,19 @@ import type { AgentStreamChunk } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
-import { mongoForTests } from "../harness/mongo-java-server.js";
+import { sharedStores, type SharedStore } from "../harness/shared-stores.js";
 import { snapshotTexts } from "../harness/use-agentd.js";
 import { until } from "../harness/until.js";
 import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
 import { attachToEnd, chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
-interface SharedStore {
-  uri: string;
-  stop(): Promise<void>;
-}
-
-const stores: Record<string, () => Promise<SharedStore>> = {
-  file: async () => ({ uri: `file:${await mkdtemp(join(tmpdir(), "agentd-takeover-"))}`, stop: async () => {} }),
-  mongodb: async () => {
-    const mongo = await mongoForTests();
-    return { uri: mongo.uri, stop: () => mongo.stop() };
-  },
-};
-
 /** A row silent for 1 s is presumed dead; the survivors look every 250 ms and must take it over within 1 s more. */
 const LIVENESS = ["--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "1000"];
 
 const TOOK_OVER = "took over the detached work of a dead instance";
 
-describe.each(Object.keys(stores))("detached work on a %s store survives the instance running it", (kind) => {
+describe.each(Object.keys(sharedStores))("detached work on a %s store survives the instance running it", (kind) => {
   let shared: SharedStore;
   let stampLog: string;
   let b: AgentdProcess;
@@ -52,7 +39,7 @@ describe.each(Object.keys(stores))("detached work on a %s store survives the ins
     return a;
   }
   beforeAll(async () => {
-    shared = await stores[kind]!();
+    shared = await sharedStores[kind]!();
     stampLog = join(await mkdtemp(join(tmpdir(), "agentd-stamps-")), "stamps.log");
     [b, c] = await Promise.all([instance("B", 50), instance("C", 50)]);
   });

@@ -487,12 +487,7 @@ describe("taking over the detached work of a dead instance", () => {
     const { store, all } = instances(["A"]);
     const [a] = all as [Instance];
     const done = await a.agent.runText("one");
-    const head = (await store.getHead(done.sessionId))!;
-    const { version, ...rest } = head;
-    await store.commit({
-      expectedVersion: version,
-      head: { ...rest, lease: { invocationId: "dead", expiresAt: Date.now() - 1 } },
-    });
+    await setLease(store as SessionStore, done.sessionId, { invocationId: "dead", expiresAt: Date.now() - 1 });
     expect(
       await takeOverDeadWork({
         stores: () => [store as SessionStore],

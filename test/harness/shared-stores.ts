@@ -1,0 +1,21 @@
+// The stores several agentd processes can share in one test: a fresh file
+// store directory, or a MongoDB (mongo-java-server, or MONGODB_URI when set).
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { mongoForTests } from "./mongo-java-server.js";
+
+/** A store URI for `--store`, and how to stop what serves it. */
+export interface SharedStore {
+  uri: string;
+  stop(): Promise<void>;
+}
+
+/** The kinds of shared store, by name (`describe.each(Object.keys(sharedStores))`). */
+export const sharedStores: Record<string, () => Promise<SharedStore>> = {
+  file: async () => ({ uri: `file:${await mkdtemp(join(tmpdir(), "agentd-shared-"))}`, stop: async () => {} }),
+  mongodb: async () => {
+    const mongo = await mongoForTests();
+    return { uri: mongo.uri, stop: () => mongo.stop() };
+  },
+};
