@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { link, open, rename, unlink } from "node:fs/promises";
+import { closeSync, linkSync, openSync, renameSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { syncDirectory } from "./directory-sync.js";
+import { fsyncDescriptor, writeDescriptor } from "./descriptor-io.js";
 
 /** How {@link writeFileAtomically} writes. */
 export interface AtomicWriteOptions {
@@ -17,36 +19,46 @@ export interface AtomicWriteOptions {
  * `link`, which fails atomically when `path` exists) and an fsync of the
  * directory. On failure the temporary file is removed and `path` is untouched.
  * Resolves to true when written (false only with `exclusive`, when `path` exists).
+ * Opening, renaming and small writes are synchronous; fsyncs and large writes
+ * run on the thread pool (see `LARGE_WRITE_BYTES`).
  */
 export async function writeFileAtomically(path: string, text: string, options: AtomicWriteOptions): Promise<boolean> {
   const dir = dirname(path);
   const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
-  const handle = await open(tmp, "wx", 0o600);
+  const fd = openSync(tmp, "wx", 0o600);
   let renamed = false;
   try {
     try {
-      await handle.writeFile(text, "utf8");
-      if (options.fsync) await handle.sync();
+      await writeDescriptor(fd, text);
+      if (options.fsync) await fsyncDescriptor(fd);
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
     if (options.exclusive) {
-      if (!(await linkExclusive(tmp, path))) return false;
+      if (!linkExclusive(tmp, path)) return false;
     } else {
-      await rename(tmp, path);
+      renameSync(tmp, path);
       renamed = true;
     }
   } finally {
-    if (!renamed) await unlink(tmp).catch(() => undefined); // after link (or a failure); after a rename it is already gone
+    if (!renamed) removeQuietly(tmp); // after link (or a failure); after a rename it is already gone
   }
   if (options.fsync) await syncDirectory(dir);
   return true;
 }
 
-/** Hard-links `tmp` at `path`; false when `path` exists. Falls back to check-then-rename where links are unsupported. */
-async function linkExclusive(tmp: string, path: string): Promise<boolean> {
+function removeQuietly(path: string): void {
   try {
-    await link(tmp, path);
+    unlinkSync(path);
+  } catch {
+    // already gone, or the directory is; nothing to clean up
+  }
+}
+
+/** Hard-links `tmp` at `path`; false when `path` exists. Falls back to check-then-rename where links are unsupported. */
+function linkExclusive(tmp: string, path: string): boolean {
+  try {
+    linkSync(tmp, path);
     return true;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
@@ -54,25 +66,11 @@ async function linkExclusive(tmp: string, path: string): Promise<boolean> {
     if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP") throw err;
   }
   try {
-    await (await open(path, "r")).close();
+    closeSync(openSync(path, "r"));
     return false;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
   }
-  await rename(tmp, path);
+  renameSync(tmp, path);
   return true;
-}
-
-/** fsyncs a directory so a rename in it survives power loss; best effort (some platforms refuse). */
-export async function syncDirectory(dir: string): Promise<void> {
-  try {
-    const handle = await open(dir, "r");
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    // not supported here (e.g. Windows); the file itself was synced
-  }
 }

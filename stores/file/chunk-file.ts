@@ -3,7 +3,7 @@ import { open, rename, stat, unlink, utimes, type FileHandle } from "node:fs/pro
 import { basename, dirname, join } from "node:path";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { StoredChunk } from "../chunk-log.js";
-import { syncDirectory } from "./atomic-write.js";
+import { syncDirectory } from "./directory-sync.js";
 
 /**
  * One chunk log file (`chunks/<session key>/<snapshotId>.jsonl`): one line

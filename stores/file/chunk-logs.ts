@@ -8,7 +8,7 @@ import type { KeyedMutex } from "../keyed-mutex.js";
 import { isValidSnapshotId } from "../snapshot-identity.js";
 import type { StoreCallContext } from "../snapshot-store.js";
 import { WakeChannel } from "../wake-channel.js";
-import { syncDirectory } from "./atomic-write.js";
+import { syncDirectory } from "./directory-sync.js";
 import { appendChunkLines, chunkLine, ChunkFileReader, readKeepUntil, writeKeepUntil } from "./chunk-file.js";
 import { ChunkFileWatcher } from "./chunk-watcher.js";
 import { namesIn, unlinkIfExists } from "./session-files.js";

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { link, open, readFile, rename, stat, unlink } from "node:fs/promises";
+import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { link, open, rename, stat, unlink } from "node:fs/promises";
 import { AgentError } from "../../src/errors/agent-error.js";
 
 /** Tuning for {@link acquireFileLock}. */
@@ -24,9 +25,10 @@ function processAlive(pid: number): boolean {
   }
 }
 
-async function readOwner(path: string): Promise<LockOwner | undefined> {
+/** The lock file's owner, or undefined when it is missing or unreadable (read synchronously: a few dozen bytes). */
+function readOwner(path: string): LockOwner | undefined {
   try {
-    const parsed = JSON.parse(await readFile(path, "utf8")) as LockOwner;
+    const parsed = JSON.parse(readFileSync(path, "utf8")) as LockOwner;
     return typeof parsed.pid === "number" && typeof parsed.token === "string" ? parsed : undefined;
   } catch {
     return undefined;
@@ -45,12 +47,12 @@ async function stealIfAbandoned(path: string, staleMs: number): Promise<void> {
   } catch {
     return;
   }
-  const owner = await readOwner(path);
+  const owner = readOwner(path);
   const abandoned =
     Date.now() - info.mtimeMs > staleMs ||
     (owner !== undefined && !processAlive(owner.pid)) ||
     // An unreadable lock older than a second was left by a writer that died mid-write.
-    (owner === undefined && Date.now() - info.mtimeMs > 1000);
+    (owner === undefined && Date.now() - info.mtimeMs > UNREADABLE_MS);
   if (!abandoned) return;
   const aside = `${path}.stale-${randomBytes(6).toString("hex")}`;
   try {
@@ -58,7 +60,7 @@ async function stealIfAbandoned(path: string, staleMs: number): Promise<void> {
   } catch {
     return; // someone else stole or released it
   }
-  const caught = await readOwner(aside);
+  const caught = readOwner(aside);
   if (caught && caught.token !== owner?.token) {
     await link(aside, path).catch(() => undefined); // a live lock: give it back
   }
@@ -79,8 +81,8 @@ export async function removeIfAbandoned(path: string): Promise<boolean> {
   } catch {
     return false;
   }
-  const owner = await readOwner(path);
-  const abandoned = owner !== undefined ? !processAlive(owner.pid) : Date.now() - info.mtimeMs > 1000;
+  const owner = readOwner(path);
+  const abandoned = owner !== undefined ? !processAlive(owner.pid) : Date.now() - info.mtimeMs > UNREADABLE_MS;
   if (!abandoned) return false;
   const aside = `${path}.stale-${randomBytes(6).toString("hex")}`;
   try {
@@ -88,7 +90,7 @@ export async function removeIfAbandoned(path: string): Promise<boolean> {
   } catch {
     return false;
   }
-  const caught = await readOwner(aside);
+  const caught = readOwner(aside);
   let removed = true;
   if (caught && caught.token !== owner?.token) {
     await link(aside, path).catch(() => undefined); // a live lock taken meanwhile: give it back
@@ -100,7 +102,7 @@ export async function removeIfAbandoned(path: string): Promise<boolean> {
 
 /** True when another live lock user (not `token`) announced at `wantPath` that it waits for the lock. */
 async function wantedByOther(wantPath: string, token: string, staleMs: number): Promise<boolean> {
-  const owner = await readOwner(wantPath);
+  const owner = readOwner(wantPath);
   if (!owner || owner.token === token || !processAlive(owner.pid)) return false;
   try {
     return Date.now() - (await stat(wantPath)).mtimeMs <= staleMs;
@@ -125,6 +127,9 @@ async function announce(wantPath: string, token: string, staleMs: number): Promi
   await stealIfAbandoned(wantPath, staleMs).catch(() => undefined);
   return false;
 }
+
+/** A lock file still unreadable (no owner written) after this long was left by a holder that died mid-write. */
+const UNREADABLE_MS = 1000;
 
 /** How long an acquirer lets an announced waiter of another process go first. */
 const YIELD_MS = 200;
@@ -151,18 +156,27 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
       const yielding = !announced && Date.now() - started < YIELD_MS && (await wantedByOther(wantPath, token, staleMs));
       if (!yielding) {
         try {
-          const handle = await open(path, "wx", 0o600);
+          const createdAt = Date.now(); // no later than the lock file's mtime
+          // Synchronous: creating and filling a lock file costs less than one thread-pool round trip.
+          const fd = openSync(path, "wx", 0o600);
           try {
-            await handle.writeFile(JSON.stringify({ pid: process.pid, token }));
+            writeSync(fd, JSON.stringify({ pid: process.pid, token }));
           } finally {
-            await handle.close();
+            closeSync(fd);
           }
           let released = false;
           return async () => {
             if (released) return;
             released = true;
-            const owner = await readOwner(path);
-            if (owner?.token === token) await unlink(path).catch(() => undefined);
+            // Held for less than half of both recovery thresholds (age > staleMs; unreadable for
+            // over a second), so no acquirer can have judged it abandoned: still ours, no read-back.
+            if (Date.now() - createdAt >= Math.min(staleMs, UNREADABLE_MS) / 2 && readOwner(path)?.token !== token)
+              return;
+            try {
+              unlinkSync(path);
+            } catch {
+              // already removed (a sweep of a lock judged abandoned)
+            }
           };
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
@@ -180,6 +194,6 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
       delay = Math.min(delay * 2, 25);
     }
   } finally {
-    if (announced && (await readOwner(wantPath))?.token === token) await unlink(wantPath).catch(() => undefined);
+    if (announced && readOwner(wantPath)?.token === token) await unlink(wantPath).catch(() => undefined);
   }
 }

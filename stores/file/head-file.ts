@@ -2,7 +2,7 @@ import { AgentError } from "../../src/errors/agent-error.js";
 import { deepFreeze } from "../ledger/frozen-value.js";
 import { STORE_FORMAT_VERSION, type SessionHead } from "../snapshot-store.js";
 import { writeFileAtomically } from "./atomic-write.js";
-import { readTextIfExists } from "./read-text.js";
+import { readSmallTextIfExists } from "./read-text.js";
 import { sessionKey } from "./store-layout.js";
 
 /**
@@ -32,7 +32,7 @@ async function readHead(
   path: string,
   mismatch: (storedSessionId: string) => string | undefined,
 ): Promise<SessionHead | undefined> {
-  const text = await readTextIfExists(path);
+  const text = readSmallTextIfExists(path);
   if (text === undefined) return undefined;
   let head: SessionHead | undefined;
   let cause: unknown;

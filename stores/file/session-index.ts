@@ -1,4 +1,5 @@
-import { open } from "node:fs/promises";
+import { closeSync, openSync, writeSync } from "node:fs";
+import { fsyncDescriptor } from "./descriptor-io.js";
 import type { SnapshotSortKey } from "../snapshot-order.js";
 import { compareNewestFirst } from "../snapshot-order.js";
 import { isValidSnapshotId } from "../snapshot-identity.js";
@@ -13,12 +14,12 @@ import { readTextIfExists } from "./read-text.js";
  * after the record file exists and before the head moves.
  */
 export async function appendIndexEntry(path: string, entry: SnapshotSortKey, fsync: boolean): Promise<void> {
-  const handle = await open(path, "a", 0o600);
+  const fd = openSync(path, "a", 0o600);
   try {
-    await handle.write(`${entry.createdAt}\t${entry.snapshotId}\n`);
-    if (fsync) await handle.sync();
+    writeSync(fd, `${entry.createdAt}\t${entry.snapshotId}\n`);
+    if (fsync) await fsyncDescriptor(fd);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 

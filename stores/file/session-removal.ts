@@ -1,7 +1,7 @@
 import { rm, stat } from "node:fs/promises";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SessionHead } from "../snapshot-store.js";
-import { syncDirectory } from "./atomic-write.js";
+import { syncDirectory } from "./directory-sync.js";
 import { acquireFileLock } from "./file-lock.js";
 import { readHeadFileOfKey } from "./head-file.js";
 import { readRecordFile } from "./record-file.js";

@@ -2,6 +2,7 @@ import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { writeFileAtomically } from "../../stores/file/atomic-write.js";
+import { LARGE_WRITE_BYTES } from "../../stores/file/descriptor-io.js";
 import { openFilesUnder, spyOnFileSyncs, useTempDirs } from "./file-fixtures.js";
 
 // Atomic file writes of the file store (stores/file/atomic-write.ts): every record and head file
@@ -17,6 +18,16 @@ describe("writeFileAtomically", () => {
     expect(await writeFileAtomically(path, "new", { fsync: true })).toBe(true);
     expect(await readFile(path, "utf8")).toBe("new");
     expect(await readdir(dir)).toEqual(["head.json"]);
+  });
+
+  it("writes a large text (thread-pool write) whole, multi-byte characters included", async () => {
+    const dir = await tempDir();
+    const path = join(dir, "record.json");
+    const text = "ünïcødé ✓ ".repeat(Math.ceil((LARGE_WRITE_BYTES * 4) / 10));
+    expect(text.length).toBeGreaterThan(LARGE_WRITE_BYTES);
+    expect(await writeFileAtomically(path, text, { fsync: true, exclusive: true })).toBe(true);
+    expect(await readFile(path, "utf8")).toBe(text);
+    expect(await readdir(dir)).toEqual(["record.json"]);
   });
 
   it("closes every file and directory it opens", async () => {

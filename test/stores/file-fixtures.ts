@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readlinkSync } from "node:fs";
+import fs, { readlinkSync } from "node:fs";
 import {
   mkdtemp,
   open,
@@ -15,7 +15,7 @@ import {
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import { afterEach, onTestFinished, vi, type MockInstance } from "vitest";
+import { afterEach, onTestFinished, vi, type Mock } from "vitest";
 import { FileSessionStore, type FileSessionStoreOptions } from "../../stores/file-store.js";
 import type { CounterState } from "./snapshot-factory.js";
 
@@ -63,36 +63,10 @@ export async function openFilesUnder(dir: string): Promise<string[]> {
   return open;
 }
 
-/**
- * A spy on the fsync (`FileHandle.sync`) of every file and directory handle of this process, for
- * the rest of the current test (restored when it finishes). `dir` is where a probe file is opened
- * (and removed) to reach the FileHandle class, which node:fs/promises does not export.
- */
-export async function spyOnFileSyncs(dir: string): Promise<MockInstance<() => Promise<void>>> {
-  const probe = join(dir, ".sync-probe");
-  const handle = await open(probe, "w");
-  const prototype = Object.getPrototypeOf(handle) as { sync: () => Promise<void> };
-  await handle.close();
-  await unlink(probe);
-  const spy = vi.spyOn(prototype, "sync");
-  onTestFinished(() => spy.mockRestore());
-  return spy;
-}
-
-/** The paths fsynced during the rest of the current test, see {@link recordFileSyncs}. */
-export interface FileSyncs {
-  /** Paths of the files and directories `FileHandle.sync` was called on, in call order. */
-  synced: string[];
-  /** Paths of the files `FileHandle.datasync` was called on, in call order. */
-  datasynced: string[];
-}
-
-/**
- * Records the path of every file and directory this process fsyncs (`FileHandle.sync` and
- * `FileHandle.datasync`, each still done) for the rest of the current test. `dir` as for
- * {@link spyOnFileSyncs}; paths are resolved from the handle's descriptor (Linux: /proc/self/fd).
- */
-export async function recordFileSyncs(dir: string): Promise<FileSyncs> {
+/** The FileHandle class's prototype (node:fs/promises does not export the class), reached through a probe file in `dir`. */
+async function fileHandlePrototype(
+  dir: string,
+): Promise<Record<"sync" | "datasync", (this: { fd: number }) => Promise<void>>> {
   const probe = join(dir, ".sync-probe");
   const handle = await open(probe, "w");
   const prototype = Object.getPrototypeOf(handle) as Record<
@@ -101,18 +75,69 @@ export async function recordFileSyncs(dir: string): Promise<FileSyncs> {
   >;
   await handle.close();
   await unlink(probe);
-  const syncs: FileSyncs = { synced: [], datasynced: [] };
-  for (const [method, into] of [
-    ["sync", syncs.synced],
-    ["datasync", syncs.datasynced],
-  ] as const) {
+  return prototype;
+}
+
+/** The path a descriptor of this process refers to (Linux: /proc/self/fd). */
+function pathOf(fd: number): string {
+  return readlinkSync(`/proc/self/fd/${fd}`);
+}
+
+/**
+ * Calls `seen(path, kind)` for every file and directory this process fsyncs, through a
+ * `FileHandle` (`sync`, `datasync`) or a descriptor (`fs.fsync`, as `fsyncDescriptor` does), for the
+ * rest of the current test; each fsync is still done.
+ */
+async function watchFileSyncs(dir: string, seen: (path: string, kind: "sync" | "datasync") => void): Promise<void> {
+  const prototype = await fileHandlePrototype(dir);
+  for (const method of ["sync", "datasync"] as const) {
     const original = prototype[method];
     const spy = vi.spyOn(prototype, method).mockImplementation(function (this: { fd: number }) {
-      into.push(readlinkSync(`/proc/self/fd/${this.fd}`));
+      seen(pathOf(this.fd), method);
       return original.call(this);
     });
     onTestFinished(() => spy.mockRestore());
   }
+  const fsync = fs.fsync;
+  const spy = vi.spyOn(fs, "fsync").mockImplementation(((
+    fd: number,
+    callback: (err: NodeJS.ErrnoException | null) => void,
+  ) => {
+    seen(pathOf(fd), "sync");
+    fsync(fd, callback);
+  }) as typeof fs.fsync);
+  onTestFinished(() => spy.mockRestore());
+}
+
+/**
+ * A mock called once per fsync of any file or directory of this process (by `FileHandle.sync` or
+ * `fs.fsync`; each still done) for the rest of the current test, with the synced path. `dir` is
+ * where a probe file is opened (and removed) to reach the FileHandle class.
+ */
+export async function spyOnFileSyncs(dir: string): Promise<Mock<(path: string) => void>> {
+  const seen = vi.fn<(path: string) => void>();
+  await watchFileSyncs(dir, (path, kind) => {
+    if (kind === "sync") seen(path);
+  });
+  return seen;
+}
+
+/** The paths fsynced during the rest of the current test, see {@link recordFileSyncs}. */
+export interface FileSyncs {
+  /** Paths of the files and directories fsynced (`FileHandle.sync`, `fs.fsync`), in call order. */
+  synced: string[];
+  /** Paths of the files `FileHandle.datasync` was called on, in call order. */
+  datasynced: string[];
+}
+
+/**
+ * Records the path of every file and directory this process fsyncs (`FileHandle.sync`,
+ * `FileHandle.datasync` and `fs.fsync`, each still done) for the rest of the current test. `dir` as
+ * for {@link spyOnFileSyncs}; paths are resolved from the descriptor (Linux: /proc/self/fd).
+ */
+export async function recordFileSyncs(dir: string): Promise<FileSyncs> {
+  const syncs: FileSyncs = { synced: [], datasynced: [] };
+  await watchFileSyncs(dir, (path, kind) => (kind === "sync" ? syncs.synced : syncs.datasynced).push(path));
   return syncs;
 }
 

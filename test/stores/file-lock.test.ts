@@ -99,7 +99,14 @@ describe("file lock: abandoned locks are taken over", () => {
     await age(path, 60_000);
     const releaseNew = await acquireFileLock(path, { ...TAKE_OVER, staleMs: 30_000 });
     const taken = await ownerOf(path);
-    await releaseStalled(); // the stalled holder wakes up and releases "its" lock
+    // The stalled holder wakes up a minute later and releases "its" lock.
+    const now = Date.now();
+    const clock = vi.spyOn(Date, "now").mockReturnValue(now + 60_000);
+    try {
+      await releaseStalled();
+    } finally {
+      clock.mockRestore();
+    }
     expect(await ownerOf(path)).toEqual(taken);
     await releaseNew();
     expect(await readdir(join(path, ".."))).toEqual([]);
