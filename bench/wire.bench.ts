@@ -125,6 +125,10 @@ async function main(): Promise<void> {
     for (const store of ["memory", "file", ...(traced ? ["traced"] : [])]) {
       for (const c of CONCURRENCY) wall.set(`${store}/${c}`, row(`(wall turns/s, ${store}, ${c} sessions)`, 0));
     }
+    const kernel = new Map<string, Row>();
+    for (const store of ["memory", "file", ...(traced ? ["traced"] : [])]) {
+      for (const c of CONCURRENCY) kernel.set(`${store}/${c}`, row(`(kernel share of CPU, ${store}, ${c} sess.)`, 2));
+    }
 
     const round = async (rep: number, counted: boolean): Promise<void> => {
       const seqTurns = counted ? SEQ_TURNS : 200;
@@ -169,6 +173,8 @@ async function main(): Promise<void> {
           load.get(`${store}/${c}`)!.bare.push(b.turns / b.serverCpuSeconds);
           wall.get(`${store}/${c}`)!.agentd.push(a.turns / a.wallSeconds);
           wall.get(`${store}/${c}`)!.bare.push(b.turns / b.wallSeconds);
+          kernel.get(`${store}/${c}`)!.agentd.push(a.serverKernelCpuSeconds / a.serverCpuSeconds);
+          kernel.get(`${store}/${c}`)!.bare.push(b.serverKernelCpuSeconds / b.serverCpuSeconds);
         }
       }
     };

@@ -21,6 +21,8 @@ export interface ServerProcess {
   readonly baseUrl: string;
   /** User + system CPU seconds the process has used so far (all threads, GC included). */
   cpuSeconds(): number;
+  /** The system (kernel) part of {@link cpuSeconds}: syscalls, and the I/O and wake-ups they cause. */
+  kernelCpuSeconds(): number;
   /** SIGTERM, then waits for exit (so `--cpu-prof` profiles get written). */
   stop(): Promise<void>;
 }
@@ -75,6 +77,7 @@ async function start(
     pid: proc.pid!,
     baseUrl: `http://127.0.0.1:${port}`,
     cpuSeconds: () => cpuSecondsOf(proc.pid!),
+    kernelCpuSeconds: () => cpuTimesOf(proc.pid!).system,
     stop: async () => {
       proc.kill("SIGTERM");
       await exited;
@@ -118,8 +121,14 @@ function listeningPort(
 
 /** utime + stime of a process, in seconds. */
 export function cpuSecondsOf(pid: number): number {
+  const { user, system } = cpuTimesOf(pid);
+  return user + system;
+}
+
+/** utime and stime of a process, in seconds (from /proc/<pid>/stat). */
+export function cpuTimesOf(pid: number): { user: number; system: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  return { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS };
 }

@@ -78,6 +78,8 @@ export async function sequentialTurns(server: ServerProcess, turns: number, warm
 export interface Throughput {
   turns: number;
   serverCpuSeconds: number;
+  /** The kernel (system) part of `serverCpuSeconds`. */
+  serverKernelCpuSeconds: number;
   wallSeconds: number;
 }
 
@@ -106,8 +108,14 @@ export async function concurrentTurns(
     }
   };
   const cpu0 = server.cpuSeconds();
+  const kernel0 = server.kernelCpuSeconds();
   const t0 = performance.now();
   await Promise.all(Array.from({ length: sessions }, (_, i) => worker(i)));
   const wallSeconds = (performance.now() - t0) / 1000;
-  return { turns: totalTurns, serverCpuSeconds: server.cpuSeconds() - cpu0, wallSeconds };
+  return {
+    turns: totalTurns,
+    serverCpuSeconds: server.cpuSeconds() - cpu0,
+    serverKernelCpuSeconds: server.kernelCpuSeconds() - kernel0,
+    wallSeconds,
+  };
 }
