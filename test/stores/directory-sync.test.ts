@@ -75,6 +75,24 @@ describe("syncDirectory", () => {
     expect(done).toBe(true);
   });
 
+  it("makes a call made during the queued fsync wait for one started after it in turn", async () => {
+    const dir = await tempDir();
+    const syncs = gatedSyncs();
+    void syncDirectory(dir);
+    await startedCount(syncs, 1);
+    const second = syncDirectory(dir);
+    syncs.finishNext();
+    await startedCount(syncs, 2); // the queued fsync now runs
+    let done = false;
+    const third = syncDirectory(dir).then(() => (done = true));
+    syncs.finishNext();
+    await second;
+    await startedCount(syncs, 3);
+    expect(done).toBe(false);
+    syncs.finishNext();
+    await third;
+  });
+
   it("syncs different directories independently", async () => {
     const root = await tempDir();
     const [a, b] = [join(root, "a"), join(root, "b")];

@@ -111,6 +111,25 @@ describe("file lock: abandoned locks are taken over", () => {
     await releaseNew();
     expect(await readdir(join(path, ".."))).toEqual([]);
   });
+
+  it("lets a holder that stalled past a second, its lock taken over as unreadable, release nothing", async () => {
+    const path = await lockPath();
+    const releaseStalled = await acquireFileLock(path);
+    await writeFile(path, ""); // as the lock looks when its holder stalls between creating and filling it
+    await age(path, 5_000);
+    const releaseNew = await acquireFileLock(path, { ...TAKE_OVER, staleMs: 10 * 60_000 });
+    const taken = await ownerOf(path);
+    // The stalled holder wakes up 1.5 s later (well under staleMs) and releases "its" lock.
+    const now = Date.now();
+    const clock = vi.spyOn(Date, "now").mockReturnValue(now + 1_500);
+    try {
+      await releaseStalled();
+    } finally {
+      clock.mockRestore();
+    }
+    expect(await ownerOf(path)).toEqual(taken);
+    await releaseNew();
+  });
 });
 
 describe("file lock: live locks are waited for", () => {
