@@ -6,7 +6,8 @@
  * (fsync on, in a temp directory) and the bare server, then measures, over
  * gRPC h2c with the echo model and one short user message per turn:
  *
- * - p50/p99 per turn, sequential on one Chat stream (memory store);
+ * - p50/p99 per turn, sequential on one Chat stream (memory store; and the
+ *   file store, whose turn waits for its fsyncs, when the file part runs);
  * - turns per server CPU-second (utime + stime of the server process from
  *   /proc, not wall time) at 50 and 200 concurrent sessions of up to
  *   20 turns each, for the memory and file stores;
@@ -115,6 +116,8 @@ async function main(): Promise<void> {
     };
     const p50 = row("p50 ms per turn, sequential, 1 stream", 3);
     const p99 = row("p99 ms per turn, sequential, 1 stream", 3);
+    const fileP50 = file && PARTS.has("seq") ? row("p50 ms per turn, sequential, file store", 3) : undefined;
+    const fileP99 = file && PARTS.has("seq") ? row("p99 ms per turn, sequential, file store", 3) : undefined;
     const tracedP50 = traced ? row("p50 ms per turn, sequential, tracing on", 3) : undefined;
     const tracedP99 = traced ? row("p99 ms per turn, sequential, tracing on", 3) : undefined;
     const load = new Map<string, Row>();
@@ -144,6 +147,16 @@ async function main(): Promise<void> {
           p50.bare.push(percentile(b, 50));
           p99.agentd.push(percentile(a, 99));
           p99.bare.push(percentile(b, 99));
+        }
+        if (file) {
+          // Compared with the same repetition's bare run.
+          const f = await sequentialTurns(file, seqTurns, 50);
+          if (counted) {
+            fileP50!.agentd.push(percentile(f, 50));
+            fileP50!.bare.push(percentile(b, 50));
+            fileP99!.agentd.push(percentile(f, 99));
+            fileP99!.bare.push(percentile(b, 99));
+          }
         }
         if (traced) {
           // Compared with the same repetition's bare run.
