@@ -2,7 +2,7 @@ import { AgentError } from "../../src/errors/agent-error.js";
 import { deepFreeze } from "../ledger/frozen-value.js";
 import { STORE_FORMAT_VERSION, type SessionHead } from "../snapshot-store.js";
 import { writeFileAtomically } from "./atomic-write.js";
-import { readSmallTextIfExists } from "./read-text.js";
+import { readSmallTextIfExists, readTextIfExists } from "./read-text.js";
 import { sessionKey } from "./store-layout.js";
 
 /**
@@ -12,7 +12,8 @@ import { sessionKey } from "./store-layout.js";
  * deep-frozen.
  */
 export async function readHeadFile(path: string, sessionId: string): Promise<SessionHead | undefined> {
-  return readHead(path, (stored) =>
+  // One session's head: read synchronously (a small file; cheaper than a thread-pool round trip).
+  return parseHead(path, readSmallTextIfExists(path), (stored) =>
     stored === sessionId ? undefined : `holds session ${JSON.stringify(stored)}, not ${JSON.stringify(sessionId)}`,
   );
 }
@@ -23,16 +24,17 @@ export async function readHeadFile(path: string, sessionId: string): Promise<Ses
  * undefined when missing, DATA_LOSS when invalid or of another key.
  */
 export async function readHeadFileOfKey(path: string, key: string): Promise<SessionHead | undefined> {
-  return readHead(path, (stored) =>
+  // Listing and sweeping read every head: on the thread pool, so many heads never block the event loop.
+  return parseHead(path, await readTextIfExists(path), (stored) =>
     sessionKey(stored) === key ? undefined : `holds session ${JSON.stringify(stored)}, whose key is not ${key}`,
   );
 }
 
-async function readHead(
+function parseHead(
   path: string,
+  text: string | undefined,
   mismatch: (storedSessionId: string) => string | undefined,
-): Promise<SessionHead | undefined> {
-  const text = readSmallTextIfExists(path);
+): SessionHead | undefined {
   if (text === undefined) return undefined;
   let head: SessionHead | undefined;
   let cause: unknown;
