@@ -61,6 +61,8 @@ interface Row {
   digits: number;
   agentd: number[];
   bare: number[];
+  /** Print agentd/bare (false for shares, whose ratio means nothing). */
+  ratio: boolean;
 }
 
 function percentile(values: number[], p: number): number {
@@ -109,8 +111,8 @@ async function main(): Promise<void> {
     servers.push(bare);
 
     const rows: Row[] = [];
-    const row = (label: string, digits: number): Row => {
-      const r = { label, digits, agentd: [], bare: [] };
+    const row = (label: string, digits: number, ratio = true): Row => {
+      const r = { label, digits, agentd: [], bare: [], ratio };
       rows.push(r);
       return r;
     };
@@ -130,7 +132,8 @@ async function main(): Promise<void> {
     }
     const kernel = new Map<string, Row>();
     for (const store of ["memory", "file", ...(traced ? ["traced"] : [])]) {
-      for (const c of CONCURRENCY) kernel.set(`${store}/${c}`, row(`(kernel share of CPU, ${store}, ${c} sess.)`, 2));
+      for (const c of CONCURRENCY)
+        kernel.set(`${store}/${c}`, row(`(kernel share of CPU, ${store}, ${c} sess.)`, 2, false));
     }
 
     const round = async (rep: number, counted: boolean): Promise<void> => {
@@ -207,9 +210,14 @@ async function main(): Promise<void> {
     console.log(`${"".padEnd(44)} | ${"agentd".padEnd(24)} | ${"bare connect-node echo".padEnd(24)} | agentd/bare`);
     for (const r of rows) {
       if (r.agentd.length === 0) continue;
-      const ratios = r.agentd.map((v, i) => v / r.bare[i]!);
+      const ratios = !r.ratio
+        ? "—"
+        : summary(
+            r.agentd.map((v, i) => v / r.bare[i]!),
+            2,
+          );
       console.log(
-        `${r.label.padEnd(44)} | ${summary(r.agentd, r.digits).padEnd(24)} | ${summary(r.bare, r.digits).padEnd(24)} | ${summary(ratios, 2)}`,
+        `${r.label.padEnd(44)} | ${summary(r.agentd, r.digits).padEnd(24)} | ${summary(r.bare, r.digits).padEnd(24)} | ${ratios}`,
       );
     }
     if (traced) await reportTracing(rows, sink!);
