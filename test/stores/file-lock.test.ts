@@ -55,6 +55,17 @@ async function acquireAtAge(
   return { acquired };
 }
 
+/** Calls a holder's `release` as if `ms` had passed since it took the lock (a holder that stalled). */
+async function releaseAfter(release: () => Promise<void>, ms: number): Promise<void> {
+  const now = Date.now();
+  const clock = vi.spyOn(Date, "now").mockReturnValue(now + ms);
+  try {
+    await release();
+  } finally {
+    clock.mockRestore();
+  }
+}
+
 async function ownerOf(path: string): Promise<{ pid: number; token: string }> {
   return JSON.parse(await readFile(path, "utf8")) as { pid: number; token: string };
 }
@@ -99,14 +110,7 @@ describe("file lock: abandoned locks are taken over", () => {
     await age(path, 60_000);
     const releaseNew = await acquireFileLock(path, { ...TAKE_OVER, staleMs: 30_000 });
     const taken = await ownerOf(path);
-    // The stalled holder wakes up a minute later and releases "its" lock.
-    const now = Date.now();
-    const clock = vi.spyOn(Date, "now").mockReturnValue(now + 60_000);
-    try {
-      await releaseStalled();
-    } finally {
-      clock.mockRestore();
-    }
+    await releaseAfter(releaseStalled, 60_000); // the stalled holder wakes up a minute later
     expect(await ownerOf(path)).toEqual(taken);
     await releaseNew();
     expect(await readdir(join(path, ".."))).toEqual([]);
@@ -119,14 +123,7 @@ describe("file lock: abandoned locks are taken over", () => {
     await age(path, 5_000);
     const releaseNew = await acquireFileLock(path, { ...TAKE_OVER, staleMs: 10 * 60_000 });
     const taken = await ownerOf(path);
-    // The stalled holder wakes up 1.5 s later (well under staleMs) and releases "its" lock.
-    const now = Date.now();
-    const clock = vi.spyOn(Date, "now").mockReturnValue(now + 1_500);
-    try {
-      await releaseStalled();
-    } finally {
-      clock.mockRestore();
-    }
+    await releaseAfter(releaseStalled, 1_500); // the stalled holder wakes up 1.5 s later (well under staleMs)
     expect(await ownerOf(path)).toEqual(taken);
     await releaseNew();
   });
