@@ -5,8 +5,9 @@ import fs from "node:fs";
  * small texts, with synchronous calls: on a local disk each costs
  * microseconds, less than a round trip through the libuv thread pool. What
  * waits for the device (fsync) or copies a lot (large writes) goes to the
- * thread pool instead, so it never blocks the event loop. This is the size
- * from which a write is large.
+ * thread pool instead, so it never blocks the event loop. This is the length
+ * (of the text, in UTF-16 code units: bytes for ASCII JSON) from which a
+ * write is large.
  */
 export const LARGE_WRITE_BYTES = 64 * 1024;
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, openSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { link, open, rename, stat, unlink } from "node:fs/promises";
 import { AgentError } from "../../src/errors/agent-error.js";
 
@@ -160,7 +160,7 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
           // Synchronous: creating and filling a lock file costs less than one thread-pool round trip.
           const fd = openSync(path, "wx", 0o600);
           try {
-            writeSync(fd, JSON.stringify({ pid: process.pid, token }));
+            writeFileSync(fd, JSON.stringify({ pid: process.pid, token }));
           } finally {
             closeSync(fd);
           }

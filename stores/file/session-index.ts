@@ -1,4 +1,4 @@
-import { closeSync, openSync, writeSync } from "node:fs";
+import { closeSync, openSync, writeFileSync } from "node:fs";
 import { fsyncDescriptor } from "./descriptor-io.js";
 import type { SnapshotSortKey } from "../snapshot-order.js";
 import { compareNewestFirst } from "../snapshot-order.js";
@@ -16,7 +16,7 @@ import { readTextIfExists } from "./read-text.js";
 export async function appendIndexEntry(path: string, entry: SnapshotSortKey, fsync: boolean): Promise<void> {
   const fd = openSync(path, "a", 0o600);
   try {
-    writeSync(fd, `${entry.createdAt}\t${entry.snapshotId}\n`);
+    writeFileSync(fd, `${entry.createdAt}\t${entry.snapshotId}\n`); // all of it, one write for a line this short
     if (fsync) await fsyncDescriptor(fd);
   } finally {
     closeSync(fd);
