@@ -28,13 +28,13 @@ export function startSessionSweeper(
   intervalMs: number,
   report: (outcome: SweepReport) => void,
 ): () => Promise<void> {
-  return startPeriodicTask(async () => {
-    try {
+  return startPeriodicTask(
+    async () => {
       const removed = await lifecycle.sweepExpired();
       const removedChunkLogs = await lifecycle.sweepChunks();
       if (removed > 0 || removedChunkLogs > 0) report({ removed, removedChunkLogs });
-    } catch (error) {
-      report({ error });
-    }
-  }, intervalMs);
+    },
+    intervalMs,
+    (error) => report({ error }),
+  );
 }

@@ -86,12 +86,12 @@ export function startWorkTakeover(
   intervalMs: number,
   report: (outcome: TakeoverReport) => void,
 ): () => Promise<void> {
-  return startPeriodicTask(async () => {
-    try {
+  return startPeriodicTask(
+    async () => {
       const takenOver = await takeOverDeadWork(source);
       if (takenOver > 0) report({ takenOver });
-    } catch (error) {
-      report({ error });
-    }
-  }, intervalMs);
+    },
+    intervalMs,
+    (error) => report({ error }),
+  );
 }
