@@ -116,12 +116,21 @@ async function main(): Promise<void> {
       rows.push(r);
       return r;
     };
-    const p50 = row("p50 ms per turn, sequential, 1 stream", 3);
-    const p99 = row("p99 ms per turn, sequential, 1 stream", 3);
-    const fileP50 = file && PARTS.has("seq") ? row("p50 ms per turn, sequential, file store", 3) : undefined;
-    const fileP99 = file && PARTS.has("seq") ? row("p99 ms per turn, sequential, file store", 3) : undefined;
-    const tracedP50 = traced ? row("p50 ms per turn, sequential, tracing on", 3) : undefined;
-    const tracedP99 = traced ? row("p99 ms per turn, sequential, tracing on", 3) : undefined;
+    /** The p50 and p99 rows of sequential turns on one server, `what` naming it. */
+    const sequentialRows = (what: string): [Row, Row] => [
+      row(`p50 ms per turn, sequential, ${what}`, 3),
+      row(`p99 ms per turn, sequential, ${what}`, 3),
+    ];
+    /** Adds one repetition's p50 and p99 of `agentdTimes` and of the bare run `bareTimes` to `rows`. */
+    const addPercentiles = ([p50, p99]: [Row, Row], agentdTimes: number[], bareTimes: number[]): void => {
+      p50.agentd.push(percentile(agentdTimes, 50));
+      p50.bare.push(percentile(bareTimes, 50));
+      p99.agentd.push(percentile(agentdTimes, 99));
+      p99.bare.push(percentile(bareTimes, 99));
+    };
+    const memorySeq = sequentialRows("1 stream");
+    const fileSeq = file && PARTS.has("seq") ? sequentialRows("file store") : undefined;
+    const tracedSeq = traced ? sequentialRows("tracing on") : undefined;
     const load = new Map<string, Row>();
     for (const store of ["memory", "file", ...(traced ? ["traced"] : [])]) {
       for (const c of CONCURRENCY) load.set(`${store}/${c}`, row(`turns per server CPU-s, ${store}, ${c} sessions`, 0));
@@ -145,31 +154,15 @@ async function main(): Promise<void> {
           () => sequentialTurns(memory, seqTurns, 50),
           () => sequentialTurns(bare, seqTurns, 50),
         );
-        if (counted) {
-          p50.agentd.push(percentile(a, 50));
-          p50.bare.push(percentile(b, 50));
-          p99.agentd.push(percentile(a, 99));
-          p99.bare.push(percentile(b, 99));
-        }
-        if (file) {
-          // Compared with the same repetition's bare run.
+        if (counted) addPercentiles(memorySeq, a, b);
+        // The file store and tracing runs are compared with the same repetition's bare run.
+        if (file && fileSeq) {
           const f = await sequentialTurns(file, seqTurns, 50);
-          if (counted) {
-            fileP50!.agentd.push(percentile(f, 50));
-            fileP50!.bare.push(percentile(b, 50));
-            fileP99!.agentd.push(percentile(f, 99));
-            fileP99!.bare.push(percentile(b, 99));
-          }
+          if (counted) addPercentiles(fileSeq, f, b);
         }
-        if (traced) {
-          // Compared with the same repetition's bare run.
+        if (traced && tracedSeq) {
           const t = await sequentialTurns(traced, seqTurns, 50);
-          if (counted) {
-            tracedP50!.agentd.push(percentile(t, 50));
-            tracedP50!.bare.push(percentile(b, 50));
-            tracedP99!.agentd.push(percentile(t, 99));
-            tracedP99!.bare.push(percentile(b, 99));
-          }
+          if (counted) addPercentiles(tracedSeq, t, b);
         }
       }
       for (const c of CONCURRENCY) {
