@@ -91,6 +91,11 @@ export async function row(store: SessionStore, snapshotId: string): Promise<Snap
   return (await store.getRecord(snapshotId))!;
 }
 
+/** Waits until the row `snapshotId`'s heartbeat is older than the heartbeat TTL of {@link FAST}: its worker looks dead. */
+export async function untilSilent(store: SessionStore, snapshotId: string): Promise<void> {
+  await until(async () => Date.now() - (await row(store, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs, "silence");
+}
+
 /** Every recorded chunk of a detached run. */
 export async function chunksOf(store: InMemorySessionStore, key: { sessionId: string; snapshotId: string }) {
   return store.readChunks(key, 0, 1_000);

@@ -7,6 +7,7 @@ import { ScriptedModel } from "../../src/models/scripted-model.js";
 import { defineAgent } from "../../src/prompts/prompt-agent.js";
 import { defineTool } from "../../src/tools/define-tool.js";
 import type { Message } from "../../src/types/content.js";
+import type { SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
 
 vi.setConfig({ testTimeout: 8_000 });
 
@@ -19,6 +20,20 @@ async function cut(instance: Instance, point: string): Promise<void> {
   const drained = instance.registry.background.drain(0);
   setTimeout(() => instance.gate.release(point), 5);
   expect(await drained).toBe(1);
+}
+
+/** Cuts A at `point` (as `cut`), then lets B take the work over past `point` until the row reads `status`. */
+async function handOver(
+  a: Instance,
+  b: Instance,
+  store: SessionStore,
+  snapshotId: string,
+  point: string,
+  status: SnapshotRecord["status"],
+): Promise<void> {
+  await cut(a, point);
+  b.gate.release(point);
+  await takeOverUntil(b, store, snapshotId, status);
 }
 
 describe("checkpoints inside a turn (TurnContext.checkpoint)", () => {
@@ -67,9 +82,7 @@ describe("checkpoints inside a turn (TurnContext.checkpoint)", () => {
     const [a, b] = all as [Instance, Instance];
     const key = await detachInputs(a, ["go"]);
     await a.gate.reached("two");
-    await cut(a, "two");
-    b.gate.release("two");
-    await takeOverUntil(b, store, key.snapshotId, "completed");
+    await handOver(a, b, store, key.snapshotId, "two", "completed");
     expect(steps).toEqual(["step 1 on A", "step 2 on B"]);
     const done = await b.agent.getSnapshot({ snapshotId: key.snapshotId });
     expect(historyOf(done.state)).toEqual(["user:go", "model:step 1", "model:step 2"]);
@@ -100,9 +113,7 @@ describe("checkpoints inside a turn (TurnContext.checkpoint)", () => {
     const [a, b] = all as [Instance, Instance];
     const key = await detachInputs(a, ["go"]);
     await a.gate.reached("one");
-    await cut(a, "one");
-    b.gate.release("one");
-    await takeOverUntil(b, store, key.snapshotId, "completed");
+    await handOver(a, b, store, key.snapshotId, "one", "completed");
     expect(steps).toEqual(["step 1 on B"]);
     const done = await b.agent.getSnapshot({ snapshotId: key.snapshotId });
     expect(historyOf(done.state)).toEqual(["user:go", "model:step 1"]);
@@ -166,9 +177,7 @@ describe("the tool loop checkpoints after each tool round", () => {
     const key = await detachInputs(a, ["stamp it"]);
     await a.gate.reached("answer");
     expect((await row(store, key.snapshotId)).work).toMatchObject({ completed: 0, inTurn: true });
-    await cut(a, "answer");
-    b.gate.release("answer");
-    await takeOverUntil(b, store, key.snapshotId, "completed");
+    await handOver(a, b, store, key.snapshotId, "answer", "completed");
     expect(toolRuns).toEqual(["A"]);
     expect(modelCalls.map((c) => [c.instance, c.messages.map((m) => m.role)])).toEqual([
       ["A", ["user"]],
@@ -185,9 +194,7 @@ describe("the tool loop checkpoints after each tool round", () => {
     const [a, b] = all;
     const key = await detachInputs(a, ["stamp it"]);
     await a.gate.reached("answer");
-    await cut(a, "answer");
-    b.gate.release("answer");
-    await takeOverUntil(b, store, key.snapshotId, "failed");
+    await handOver(a, b, store, key.snapshotId, "answer", "failed");
     expect(toolRuns).toEqual(["A"]);
     expect((await row(store, key.snapshotId)).error).toMatchObject({
       status: "RESOURCE_EXHAUSTED",

@@ -14,6 +14,7 @@ import {
   row,
   stalledAndSurvivor,
   takeOverUntil,
+  untilSilent,
   type Instance,
 } from "./takeover-fixtures.js";
 import { AgentRegistry } from "../../src/runtime/agent-registry.js";
@@ -232,10 +233,7 @@ describe("taking over the detached work of a dead instance", () => {
       await a.gate.reached("one");
       await a.registry.background.drain(0);
       b.gate.release("one");
-      await until(
-        async () => Date.now() - (await row(files, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs,
-        "silence",
-      );
+      await untilSilent(files, snapshotId);
       await expectAgentError(takeOverDeadWork(sourceOf(b, files)), "DATA_LOSS");
       await b.registry.background.drain(4_000);
       expect((await row(files, snapshotId)).status).toBe("completed");
@@ -273,7 +271,7 @@ describe("taking over the detached work of a dead instance", () => {
     const { snapshotId } = await detachInputs(a, ["wait:one"]);
     await a.gate.reached("one");
     await a.registry.background.drain(0);
-    await until(async () => Date.now() - (await row(store, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs, "silence");
+    await untilSilent(store, snapshotId);
     const elsewhere = instances(["C"]).all[0]!; // its own store
     const source = { ...sourceOf(elsewhere, store), agent: () => elsewhere.agent };
     expect(await takeOverDeadWork(source)).toBe(0);
@@ -286,7 +284,7 @@ describe("taking over the detached work of a dead instance", () => {
     const { sessionId, snapshotId } = await detachInputs(a, ["wait:one"]);
     await a.gate.reached("one");
     await a.registry.background.drain(0);
-    await until(async () => Date.now() - (await row(store, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs, "silence");
+    await untilSilent(store, snapshotId);
     const head = (await store.getHead(sessionId))!;
     const listed = await row(store, snapshotId);
     await store.updateRecord(snapshotId, (existing) => ({ ...existing, heartbeatAt: Date.now() })); // it woke up
@@ -325,10 +323,7 @@ describe("taking over the detached work of a dead instance", () => {
     await a.registry.background.drain(0);
     b.gate.release("one");
     c.gate.release("one");
-    await until(
-      async () => Date.now() - (await row(store, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs,
-      "the row to go silent",
-    );
+    await untilSilent(store, snapshotId);
     const source = (i: Instance) => ({
       stores: () => [store as SessionStore],
       agent: (name: string) => (name === "bg" ? i.agent : undefined),
@@ -385,10 +380,7 @@ describe("taking over the detached work of a dead instance", () => {
     await a.gate.reached("one");
     await a.registry.background.drain(0);
     await setLease(store as SessionStore, sessionId, { invocationId: "someone-else", expiresAt: Date.now() + 60_000 });
-    await until(
-      async () => Date.now() - (await row(store, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs,
-      "the row to go silent",
-    );
+    await untilSilent(store, snapshotId);
     const source = {
       stores: () => [store as SessionStore],
       agent: () => b.agent,
