@@ -86,6 +86,18 @@ export async function detachInputs(
   return { sessionId: output.sessionId, snapshotId: output.snapshotId! };
 }
 
+/**
+ * Detaches one input on `instance` that stops at gate point "one", then shuts
+ * the instance's background work down there (a drain with no grace): the row
+ * stays pending and its worker is gone, as after a dead instance.
+ */
+export async function detachThenShutDown(instance: Instance): Promise<{ sessionId: string; snapshotId: string }> {
+  const key = await detachInputs(instance, ["wait:one"]);
+  await instance.gate.reached("one");
+  await instance.registry.background.drain(0);
+  return key;
+}
+
 /** A record that must exist. */
 export async function row(store: SessionStore, snapshotId: string): Promise<SnapshotRecord> {
   return (await store.getRecord(snapshotId))!;

@@ -8,6 +8,7 @@ import {
   ANN,
   chunksOf,
   detachInputs,
+  detachThenShutDown,
   FAST,
   instances,
   labels,
@@ -204,9 +205,7 @@ describe("taking over the detached work of a dead instance", () => {
   it("reports each pass that took work over, and no pass that did not", async () => {
     const { store, all } = instances(["A", "B"]);
     const [a, b] = all as [Instance, Instance];
-    const { snapshotId } = await detachInputs(a, ["wait:one"]);
-    await a.gate.reached("one");
-    await a.registry.background.drain(0);
+    const { snapshotId } = await detachThenShutDown(a);
     b.gate.release("one");
     const reports: TakeoverReport[] = [];
     const stop = b.registry.startWorkTakeover((report) => reports.push(report));
@@ -229,9 +228,7 @@ describe("taking over the detached work of a dead instance", () => {
       const broken = await a.agent.runText("broken");
       await setLease(files as SessionStore, broken.sessionId, { invocationId: "dead", expiresAt: Date.now() - 1 });
       await writeFile(join(dir, "records", `${broken.snapshotId}.json`), "{ not json");
-      const { snapshotId } = await detachInputs(a, ["wait:one"]);
-      await a.gate.reached("one");
-      await a.registry.background.drain(0);
+      const { snapshotId } = await detachThenShutDown(a);
       b.gate.release("one");
       await untilSilent(files, snapshotId);
       await expectAgentError(takeOverDeadWork(sourceOf(b, files)), "DATA_LOSS");
@@ -268,9 +265,7 @@ describe("taking over the detached work of a dead instance", () => {
   it("does not take work over for an agent of the same name served on another store", async () => {
     const { store, all } = instances(["A", "B"]);
     const [a] = all as [Instance, Instance];
-    const { snapshotId } = await detachInputs(a, ["wait:one"]);
-    await a.gate.reached("one");
-    await a.registry.background.drain(0);
+    const { snapshotId } = await detachThenShutDown(a);
     await untilSilent(store, snapshotId);
     const elsewhere = instances(["C"]).all[0]!; // its own store
     const source = { ...sourceOf(elsewhere, store), agent: () => elsewhere.agent };
@@ -281,9 +276,7 @@ describe("taking over the detached work of a dead instance", () => {
   it("a worker whose heartbeat lands between the listing and the takeover keeps its work", async () => {
     const { store, all } = instances(["A", "B"]);
     const [a, b] = all as [Instance, Instance];
-    const { sessionId, snapshotId } = await detachInputs(a, ["wait:one"]);
-    await a.gate.reached("one");
-    await a.registry.background.drain(0);
+    const { sessionId, snapshotId } = await detachThenShutDown(a);
     await untilSilent(store, snapshotId);
     const head = (await store.getHead(sessionId))!;
     const listed = await row(store, snapshotId);
@@ -318,9 +311,7 @@ describe("taking over the detached work of a dead instance", () => {
   it("of two instances racing for one dead instance's work, exactly one takes it over", async () => {
     const { store, all } = instances(["A", "B", "C"]);
     const [a, b, c] = all as [Instance, Instance, Instance];
-    const { snapshotId } = await detachInputs(a, ["wait:one"]);
-    await a.gate.reached("one");
-    await a.registry.background.drain(0);
+    const { snapshotId } = await detachThenShutDown(a);
     b.gate.release("one");
     c.gate.release("one");
     await untilSilent(store, snapshotId);
@@ -376,9 +367,7 @@ describe("taking over the detached work of a dead instance", () => {
   it("does not take work over while another invocation holds a valid lease on its session", async () => {
     const { store, all } = instances(["A", "B"]);
     const [a, b] = all as [Instance, Instance];
-    const { sessionId, snapshotId } = await detachInputs(a, ["wait:one"]);
-    await a.gate.reached("one");
-    await a.registry.background.drain(0);
+    const { sessionId, snapshotId } = await detachThenShutDown(a);
     await setLease(store as SessionStore, sessionId, { invocationId: "someone-else", expiresAt: Date.now() + 60_000 });
     await untilSilent(store, snapshotId);
     const source = {
@@ -394,9 +383,7 @@ describe("taking over the detached work of a dead instance", () => {
   it("leaves alone the work of an agent this instance does not serve: it reads expired once the window closes", async () => {
     const { store, all } = instances(["A", "B"], { agentOn: (name) => name === "A" });
     const [a, b] = all as [Instance, Instance];
-    const { snapshotId } = await detachInputs(a, ["wait:one"]);
-    await a.gate.reached("one");
-    await a.registry.background.drain(0);
+    const { snapshotId } = await detachThenShutDown(a);
     const stop = b.registry.startWorkTakeover();
     try {
       await until(async () => (await a.agent.getSnapshot({ snapshotId })).status === "expired", "the row to expire");
