@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, linkSync, openSync, renameSync, unlinkSync } from "node:fs";
+import { closeSync, linkSync, openSync, renameSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { syncDirectory } from "./directory-sync.js";
-import { fsyncDescriptor, writeDescriptor } from "./descriptor-io.js";
+import { fsyncDescriptor, unlinkQuietly, writeDescriptor } from "./descriptor-io.js";
 
 /** How {@link writeFileAtomically} writes. */
 export interface AtomicWriteOptions {
@@ -41,18 +41,10 @@ export async function writeFileAtomically(path: string, text: string, options: A
       renamed = true;
     }
   } finally {
-    if (!renamed) removeQuietly(tmp); // after link (or a failure); after a rename it is already gone
+    if (!renamed) unlinkQuietly(tmp); // after link (or a failure); after a rename it is already gone
   }
   if (options.fsync) await syncDirectory(dir);
   return true;
-}
-
-function removeQuietly(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch {
-    // already gone, or the directory is; nothing to clean up
-  }
 }
 
 /** Hard-links `tmp` at `path`; false when `path` exists. Falls back to check-then-rename where links are unsupported. */

@@ -30,3 +30,12 @@ export async function writeDescriptor(fd: number, text: string): Promise<void> {
     fs.writeFile(fd, text, "utf8", (err) => (err ? reject(err) : resolve())),
   );
 }
+
+/** Removes `path` synchronously, ignoring every failure (already gone, directory gone): for clean-up that must not throw. */
+export function unlinkQuietly(path: string): void {
+  try {
+    fs.unlinkSync(path);
+  } catch {
+    // nothing left to clean up, or nothing this clean-up can do
+  }
+}

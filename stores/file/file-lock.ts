@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, openSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { link, open, rename, stat, unlink } from "node:fs/promises";
 import { AgentError } from "../../src/errors/agent-error.js";
+import { unlinkQuietly } from "./descriptor-io.js";
 
 /** Tuning for {@link acquireFileLock}. */
 export interface FileLockOptions {
@@ -172,11 +173,7 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
             // over a second), so no acquirer can have judged it abandoned: still ours, no read-back.
             if (Date.now() - createdAt >= Math.min(staleMs, UNREADABLE_MS) / 2 && readOwner(path)?.token !== token)
               return;
-            try {
-              unlinkSync(path);
-            } catch {
-              // already removed (a sweep of a lock judged abandoned)
-            }
+            unlinkQuietly(path); // also when a sweep already removed it
           };
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
