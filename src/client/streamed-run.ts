@@ -5,7 +5,7 @@ import type {
 } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { applyCustomPatch } from "../protocol/custom-patch-stream.js";
 import { agentOutputFromWire, streamChunkFromWire } from "../protocol/index.js";
-import type { AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
+import type { AgentOutput, AgentStreamChunk, JsonPatchOperation } from "../types/agent-io.js";
 import { ChunkLog } from "./chunk-log.js";
 import { clientError, toClientError } from "./client-errors.js";
 
@@ -33,8 +33,12 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
   readonly output: Promise<AgentOutput<S>>;
   private readonly log = new ChunkLog();
   private liveCustom: S | undefined;
-  /** The custom state after each streamed patch, by sequence (a takeover rolls back to its `supersededAfter`). */
-  private customHistory: { sequence: number; custom: S | undefined }[] = [];
+  /**
+   * The streamed custom patches, by sequence: a takeover drops those after its
+   * `supersededAfter` and replays the rest onto the initial state (the patches
+   * are small; the chunk log holds them anyway, where a state per patch would not be).
+   */
+  private readonly customPatches: { sequence: number; patch: JsonPatchOperation[] }[] = [];
   private readonly initialCustom: S | undefined;
   private last = 0;
   private resolveOutput!: (output: AgentOutput<S>) => void;
@@ -100,9 +104,12 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
 
   /** After a takeover: the custom state as of `sequence` (the patches after it were superseded). */
   private rollBackCustom(sequence: number): void {
-    const history = this.customHistory;
-    while (history.length > 0 && history[history.length - 1]!.sequence > sequence) history.pop();
-    this.liveCustom = history.length > 0 ? history[history.length - 1]!.custom : this.initialCustom;
+    const patches = this.customPatches;
+    while (patches.length > 0 && patches[patches.length - 1]!.sequence > sequence) patches.pop();
+    this.liveCustom = patches.reduce<S | undefined>(
+      (custom, p) => applyCustomPatch<S>(custom, p.patch),
+      this.initialCustom,
+    );
   }
 
   private async read(responses: AsyncIterable<ChunkStreamResponse>): Promise<void> {
@@ -113,7 +120,7 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
           const chunk = streamChunkFromWire(response.chunk);
           if (chunk.customPatch) {
             this.liveCustom = applyCustomPatch<S>(this.liveCustom, chunk.customPatch);
-            this.customHistory.push({ sequence: chunk.sequence ?? 0, custom: this.liveCustom });
+            this.customPatches.push({ sequence: chunk.sequence ?? 0, patch: chunk.customPatch });
           }
           if (chunk.takeover) this.rollBackCustom(chunk.takeover.supersededAfter);
           if (chunk.sequence) this.last = chunk.sequence;

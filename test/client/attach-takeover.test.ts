@@ -75,6 +75,25 @@ describe("StreamedRun reading a takeover marker", () => {
     expect(await run.text()).toBe("kept ");
   });
 
+  it("keeps the effect of every patch before the superseded part when patches build on each other", async () => {
+    const add = (key: string, value: number): AgentStreamChunk => ({
+      customPatch: [{ op: "add", path: `/${key}`, value }],
+    });
+    const run = new StreamedRun<Record<string, number>>(
+      responses([
+        add("a", 1),
+        add("b", 2),
+        turnEnd(0),
+        add("c", 3),
+        { takeover: { supersededAfter: 3, turnIndex: 1 } },
+      ]),
+      { start: 0 },
+      "AttachInvocation",
+    );
+    await run;
+    expect(run.custom).toEqual({ start: 0, a: 1, b: 2 });
+  });
+
   it("keeps the initial custom state when every patch was superseded", async () => {
     const run = new StreamedRun<{ n: number }>(
       responses([patch(7), text("cut"), { takeover: { supersededAfter: 0, turnIndex: 0 } }, text("again")]),
