@@ -5,7 +5,10 @@
  * shapes and sizes: for each input it answers the model chunks the echo model
  * would stream (`echo: <text>`, word by word) and a TurnEnd (snapshot and
  * session IDs of UUID size, turn index), and after the client half-closes, an
- * output. No runtime, no store, no logging, no interceptors.
+ * output. Like agentd, it answers nothing to a request without input (the
+ * first request's init): answering it would put one turn's reply in flight
+ * ahead of the client, and the sequential rows would time a reply that was
+ * already sent. No runtime, no store, no logging, no interceptors.
  *
  * Run as its own process (`node --import tsx bench/wire/bare-echo-server.ts`)
  * so its CPU can be measured apart from the client; prints one JSON line
@@ -27,6 +30,7 @@ function routes(router: ConnectRouter): void {
       let turnIndex = 0;
       let snapshotId = "";
       for await (const request of requests) {
+        if (!request.input) continue; // init alone: nothing to answer, as in agentd
         const part = request.input?.message?.content[0]?.kind;
         const text = part?.case === "text" ? part.value : "";
         const reply = `echo: ${text}`;

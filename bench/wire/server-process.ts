@@ -1,11 +1,12 @@
 /**
- * Server processes for `npm run bench:wire`: agentd (`serve --port 0 --store
- * <uri> --log-level <level>`, as test/harness/agentd-process.ts starts it) or
+ * Server processes for `npm run bench:wire`: agentd (`serve --port <free>
+ * --store <uri> --log-level <level>`, as test/harness/agentd-process.ts starts it) or
  * the bare echo server, each its own process so its CPU time can be read from
  * /proc/<pid>/stat apart from the load generator's.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { connect, createServer as createNetServer } from "node:net";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -35,23 +36,57 @@ export interface ServerProcessOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Starts agentd on `storeUri` at `logLevel`. */
-export function startAgentdProcess(
+/**
+ * Starts agentd on `storeUri` at `logLevel`, on a free port chosen here: its
+ * `agentd listening` line is logged at info, so at `warn` or above the bench
+ * waits for the port to accept connections instead.
+ */
+export async function startAgentdProcess(
   label: string,
   storeUri: string,
   logLevel: string,
   options: ServerProcessOptions = {},
 ): Promise<ServerProcess> {
-  const argv = [`${REPO_ROOT}src/cli/main.ts`, "serve", "--port", "0", "--store", storeUri, "--log-level", logLevel];
-  return start(label, argv, options, (record) =>
-    record.msg === "agentd listening" ? (record.port as number) : undefined,
-  );
+  const port = await freePort();
+  const argv = [`${REPO_ROOT}src/cli/main.ts`, "serve", "--port", String(port), "--store", storeUri];
+  return start(label, [...argv, "--log-level", logLevel], options, (proc) => acceptsConnections(proc, port));
 }
 
 /** Starts the bare connect-node echo server. */
 export function startBareProcess(label: string, options: ServerProcessOptions = {}): Promise<ServerProcess> {
   const argv = [`${REPO_ROOT}bench/wire/bare-echo-server.ts`];
-  return start(label, argv, options, (record) => (typeof record.listening === "number" ? record.listening : undefined));
+  return start(label, argv, options, (proc) =>
+    printedPort(proc, (record) => (typeof record.listening === "number" ? record.listening : undefined)),
+  );
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+/** Resolves to `port` once a TCP connection to it succeeds (polled every 20 ms while `proc` runs). */
+async function acceptsConnections(proc: ChildProcess, port: number): Promise<number> {
+  while (proc.exitCode === null && proc.signalCode === null) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, "127.0.0.1");
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (open) return port;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return port; // exited: whenListening reports it
 }
 
 function nodeBinary(): string {
@@ -63,7 +98,7 @@ async function start(
   label: string,
   script: string[],
   options: ServerProcessOptions,
-  portOf: (record: Record<string, unknown>) => number | undefined,
+  ready: (proc: ChildProcess) => Promise<number>,
 ): Promise<ServerProcess> {
   const proc = spawn(nodeBinary(), [...(options.nodeFlags ?? []), "--import", TSX_LOADER, ...script], {
     cwd: REPO_ROOT,
@@ -71,7 +106,7 @@ async function start(
     stdio: ["ignore", "pipe", "pipe"],
   });
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
-  const port = await listeningPort(proc, exited, portOf);
+  const port = await whenListening(proc, exited, ready);
   return {
     label,
     pid: proc.pid!,
@@ -85,22 +120,42 @@ async function start(
   };
 }
 
-function listeningPort(
+/**
+ * The port once `ready` says the server listens; rejects with the server's
+ * output when it exits first. stdout and stderr are read to the end (and
+ * discarded once listening) so the server never blocks on a full pipe.
+ */
+async function whenListening(
   proc: ChildProcess,
   exited: Promise<void>,
+  ready: (proc: ChildProcess) => Promise<number>,
+): Promise<number> {
+  let output = "";
+  let listening = false;
+  const keep = (chunk: string): void => {
+    if (!listening) output += chunk;
+  };
+  proc.stderr!.setEncoding("utf8").on("data", keep);
+  proc.stdout!.setEncoding("utf8").on("data", keep);
+  const failed = exited.then((): never => {
+    throw new Error(`server exited before listening:\n${output}`);
+  });
+  failed.catch(() => undefined); // after listening, an exit is the stop, not a failure
+  const port = await Promise.race([ready(proc), failed]);
+  listening = true;
+  return port;
+}
+
+/** The port the server prints in a JSON line on stdout, as `portOf` reads it. */
+function printedPort(
+  proc: ChildProcess,
   portOf: (record: Record<string, unknown>) => number | undefined,
 ): Promise<number> {
-  return new Promise((resolve, reject) => {
-    let output = "";
+  return new Promise((resolve) => {
     let pending = "";
     let found = false;
-    proc.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
-      if (!found) output += chunk;
-    });
-    // stdout is read to the end (log lines are discarded once listening) so the server never blocks on a full pipe.
-    proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+    proc.stdout!.on("data", (chunk: string) => {
       if (found) return;
-      output += chunk;
       pending += chunk;
       let newline;
       while ((newline = pending.indexOf("\n")) >= 0) {
@@ -115,7 +170,6 @@ function listeningPort(
         }
       }
     });
-    void exited.then(() => reject(new Error(`server exited before listening:\n${output}`)));
   });
 }
 

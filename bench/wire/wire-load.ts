@@ -20,6 +20,8 @@ import type { ServerProcess } from "./server-process.js";
 
 /** The user message of every turn (short: a few words). */
 export const MESSAGE = "hello there, how are you today?";
+/** What the echo model (and the bare server) stream back for {@link MESSAGE}. */
+const REPLY = `echo: ${MESSAGE}`;
 /** HTTP/2 connections carry at most this many sessions (agentd advertises 100 streams per connection). */
 const SESSIONS_PER_CONNECTION = 50;
 
@@ -38,13 +40,24 @@ class ChatSession {
     this.responses = client.chat(this.requests)[Symbol.asyncIterator]();
   }
 
-  /** Sends the message and reads until its TurnEnd. */
+  /**
+   * Sends the message and reads until its TurnEnd. Throws unless the text
+   * streamed before that TurnEnd is the echo of this message: a server that
+   * answered anything else (or answered ahead of the input) would be timed
+   * on the wrong work.
+   */
   async turn(): Promise<void> {
     this.requests.push(INPUT);
+    let text = "";
     for (;;) {
       const next = await this.responses.next();
       if (next.done) throw new Error("stream ended before TurnEnd");
-      if (next.value.chunk?.turnEnd) return;
+      const chunk = next.value.chunk;
+      for (const part of chunk?.modelChunk?.content ?? []) if (part.kind.case === "text") text += part.kind.value;
+      if (!chunk?.turnEnd) continue;
+      if (text !== REPLY)
+        throw new Error(`the turn streamed ${JSON.stringify(text)}, not the echo ${JSON.stringify(REPLY)}`);
+      return;
     }
   }
 

@@ -1,0 +1,34 @@
+/**
+ * The processes and the load of `npm run bench:wire` (bench/wire/): the
+ * benchmark compares agentd with a bare echo server, so both must do the same
+ * work per turn, and the load must time what it says.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { startAgentdProcess, startBareProcess, type ServerProcess } from "../../bench/wire/server-process.js";
+import { concurrentTurns, sequentialTurns } from "../../bench/wire/wire-load.js";
+
+describe("bench:wire servers and load", () => {
+  let server: ServerProcess | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    server = undefined;
+  });
+
+  it("the bare echo server answers each input with its echo, and nothing to the init before it", async () => {
+    server = await startBareProcess("bare");
+    // Each turn checks that the text streamed before its TurnEnd is the echo of its own input.
+    await expect(sequentialTurns(server, 3, 0)).resolves.toHaveLength(3);
+  });
+
+  it("agentd answers each input with its echo", async () => {
+    server = await startAgentdProcess("agentd", "memory:", "info");
+    await expect(sequentialTurns(server, 3, 0)).resolves.toHaveLength(3);
+  });
+
+  it("agentd starts at a log level that hides its listening line", async () => {
+    server = await startAgentdProcess("agentd", "memory:", "warn");
+    const result = await concurrentTurns(server, 2, 4, 2);
+    expect(result.turns).toBe(4);
+    expect(result.serverCpuSeconds).toBeGreaterThanOrEqual(0);
+  });
+});
