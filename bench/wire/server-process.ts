@@ -1,7 +1,7 @@
 /**
  * Server processes for `npm run bench:wire`: agentd (`serve --port <free>
- * --store <uri> --log-level <level>`, as test/harness/agentd-process.ts starts it) or
- * the bare echo server, each its own process so its CPU time can be read from
+ * --store <uri> --log-level <level>`, on a port picked here) or the bare echo
+ * server, each its own process so its CPU time can be read from
  * /proc/<pid>/stat apart from the load generator's.
  */
 import { spawn, type ChildProcess } from "node:child_process";
