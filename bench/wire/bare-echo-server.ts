@@ -4,8 +4,9 @@
  * `agentd.v1.AgentService/Chat`, as a plain bidi echo with agentd's message
  * shapes and sizes: for each input it answers the model chunks the echo model
  * would stream (`echo: <text>`, word by word) and a TurnEnd (snapshot and
- * session IDs of UUID size, turn index), and after the client half-closes, an
- * output. Like agentd, it answers nothing to a request without input (the
+ * session IDs of UUID size, turn index, the echo model's word-count usage),
+ * every chunk with its stream sequence number as agentd numbers them, and
+ * after the client half-closes, an output. Like agentd, it answers nothing to a request without input (the
  * first request's init): answering it would put one turn's reply in flight
  * ahead of the client, and the sequential rows would time a reply that was
  * already sent. No runtime, no store, no logging, no interceptors.
@@ -23,11 +24,17 @@ import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { AgentService, ChatResponseSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 
+/** Words in `text`, as the echo model counts tokens. */
+function words(text: string): number {
+  return text.split(/\s+/).filter(Boolean).length;
+}
+
 function routes(router: ConnectRouter): void {
   router.service(AgentService, {
     async *chat(requests) {
       const sessionId = randomUUID();
       let turnIndex = 0;
+      let sequence = 0;
       let snapshotId = "";
       for await (const request of requests) {
         if (!request.input) continue; // init alone: nothing to answer, as in agentd
@@ -36,12 +43,21 @@ function routes(router: ConnectRouter): void {
         const reply = `echo: ${text}`;
         for (const piece of reply.match(/\S+\s*|\s+/g) ?? [reply]) {
           yield create(ChatResponseSchema, {
-            chunk: { modelChunk: { role: Role.MODEL, content: [{ kind: { case: "text", value: piece } }], index: 0 } },
+            chunk: {
+              sequence: ++sequence,
+              modelChunk: { role: Role.MODEL, content: [{ kind: { case: "text", value: piece } }], index: 0 },
+            },
           });
         }
         snapshotId = randomUUID();
+        const inputTokens = BigInt(words(text));
+        const outputTokens = BigInt(words(reply));
+        const usage = { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
         yield create(ChatResponseSchema, {
-          chunk: { turnEnd: { snapshotId, finishReason: FinishReason.STOP, turnIndex: turnIndex++, sessionId } },
+          chunk: {
+            sequence: ++sequence,
+            turnEnd: { snapshotId, finishReason: FinishReason.STOP, turnIndex: turnIndex++, sessionId, usage },
+          },
         });
       }
       yield create(ChatResponseSchema, {
