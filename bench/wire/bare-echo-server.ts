@@ -6,10 +6,12 @@
  * would stream (`echo: <text>`, word by word) and a TurnEnd (snapshot and
  * session IDs of UUID size, turn index, the echo model's word-count usage),
  * every chunk with its stream sequence number as agentd numbers them, and
- * after the client half-closes, an output. Like agentd, it answers nothing to a request without input (the
- * first request's init): answering it would put one turn's reply in flight
- * ahead of the client, and the sequential rows would time a reply that was
- * already sent. No runtime, no store, no logging, no interceptors.
+ * after the client half-closes, an output. The pieces and the usage come from
+ * the echo model's own functions, so both servers send the same bytes. Like
+ * agentd, it answers nothing to a request without input (the first request's
+ * init): answering it would put one turn's reply in flight ahead of the
+ * client, and the sequential rows would time a reply that was already sent.
+ * No runtime, no store, no logging, no interceptors.
  *
  * Run as its own process (`node --import tsx bench/wire/bare-echo-server.ts`)
  * so its CPU can be measured apart from the client; prints one JSON line
@@ -23,11 +25,8 @@ import { createServer } from "node:http2";
 import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { AgentService, ChatResponseSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
-
-/** Words in `text`, as the echo model counts tokens. */
-function words(text: string): number {
-  return text.split(/\s+/).filter(Boolean).length;
-}
+import { echoUsage, splitIntoChunks } from "../../src/models/echo-model.js";
+import { usageToWire } from "../../src/protocol/usage-wire.js";
 
 function routes(router: ConnectRouter): void {
   router.service(AgentService, {
@@ -41,7 +40,7 @@ function routes(router: ConnectRouter): void {
         const part = request.input?.message?.content[0]?.kind;
         const text = part?.case === "text" ? part.value : "";
         const reply = `echo: ${text}`;
-        for (const piece of reply.match(/\S+\s*|\s+/g) ?? [reply]) {
+        for (const piece of splitIntoChunks(reply)) {
           yield create(ChatResponseSchema, {
             chunk: {
               sequence: ++sequence,
@@ -50,9 +49,7 @@ function routes(router: ConnectRouter): void {
           });
         }
         snapshotId = randomUUID();
-        const inputTokens = BigInt(words(text));
-        const outputTokens = BigInt(words(reply));
-        const usage = { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
+        const usage = usageToWire(echoUsage(text, reply));
         yield create(ChatResponseSchema, {
           chunk: {
             sequence: ++sequence,
