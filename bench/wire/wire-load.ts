@@ -30,8 +30,8 @@ const INPUT = create(ChatRequestSchema, {
   input: { message: { role: Role.USER, content: [{ kind: { case: "text", value: MESSAGE } }] } },
 });
 
-/** One open Chat stream, driven turn by turn. */
-class ChatSession {
+/** One open Chat stream of the `assistant` agent, driven turn by turn with {@link MESSAGE}. */
+export class ChatSession {
   private readonly requests = new AsyncChannel<ChatRequest>();
   private readonly responses: AsyncIterator<ChatResponse>;
 
@@ -44,14 +44,16 @@ class ChatSession {
    * Sends the message and reads until its TurnEnd. Throws unless the text
    * streamed before that TurnEnd is the echo of this message: a server that
    * answered anything else (or answered ahead of the input) would be timed
-   * on the wrong work.
+   * on the wrong work. `observe` sees every response of the turn, its TurnEnd
+   * included.
    */
-  async turn(): Promise<void> {
+  async turn(observe?: (response: ChatResponse) => void): Promise<void> {
     this.requests.push(INPUT);
     let text = "";
     for (;;) {
       const next = await this.responses.next();
       if (next.done) throw new Error("stream ended before TurnEnd");
+      observe?.(next.value);
       const chunk = next.value.chunk;
       for (const part of chunk?.modelChunk?.content ?? []) if (part.kind.case === "text") text += part.kind.value;
       if (!chunk?.turnEnd) continue;

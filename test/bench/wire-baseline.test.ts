@@ -3,36 +3,21 @@
  * benchmark compares agentd with a bare echo server, so both must do the same
  * work per turn, and the load must time what it says.
  */
-import { create, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { startAgentdProcess, startBareProcess, type ServerProcess } from "../../bench/wire/server-process.js";
-import { concurrentTurns, MESSAGE, sequentialTurns } from "../../bench/wire/wire-load.js";
-import { AgentService, ChatRequestSchema, ChatResponseSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
-import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
-import { AsyncChannel } from "../../src/protocol/async-channel.js";
+import { ChatSession, concurrentTurns, sequentialTurns } from "../../bench/wire/wire-load.js";
+import { AgentService, ChatResponseSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 
 /** The encoded size of each response of a Chat stream's second turn (the first may differ: it starts the session). */
 async function secondTurnSizes(server: ServerProcess): Promise<number[]> {
-  const client = createClient(AgentService, createGrpcTransport({ baseUrl: server.baseUrl }));
-  const requests = new AsyncChannel<ReturnType<typeof create<typeof ChatRequestSchema>>>();
-  requests.push(create(ChatRequestSchema, { init: { agent: "assistant" } }));
-  const responses = client.chat(requests)[Symbol.asyncIterator]();
-  const input = { message: { role: Role.USER, content: [{ kind: { case: "text" as const, value: MESSAGE } }] } };
-  let sizes: number[] = [];
-  for (let turn = 0; turn < 2; turn++) {
-    requests.push(create(ChatRequestSchema, { input }));
-    sizes = [];
-    for (;;) {
-      const next = await responses.next();
-      if (next.done) throw new Error("stream ended before TurnEnd");
-      sizes.push(toBinary(ChatResponseSchema, next.value).length);
-      if (next.value.chunk?.turnEnd) break;
-    }
-  }
-  requests.close();
-  while (!(await responses.next()).done);
+  const session = new ChatSession(createClient(AgentService, createGrpcTransport({ baseUrl: server.baseUrl })));
+  await session.turn();
+  const sizes: number[] = [];
+  await session.turn((response) => sizes.push(toBinary(ChatResponseSchema, response).length));
+  await session.finish();
   return sizes;
 }
 
