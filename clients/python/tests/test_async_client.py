@@ -1,6 +1,7 @@
 """The asyncio client (grpc.aio) against the same real agentd."""
 
 import asyncio
+import time
 
 import grpc
 import pytest
@@ -46,6 +47,23 @@ def test_async_unknown_agent_raises_not_found(agentd_address: str):
         async with AsyncAgentClient(agentd_address) as client:
             conversation = client.chat("no-such-agent")
             turn = await conversation.send("hi")
+            await turn.wait()
+
+    with pytest.raises(NotFoundError) as info:
+        asyncio.run(scenario())
+    assert info.value.code == grpc.StatusCode.NOT_FOUND
+
+
+def test_async_send_after_the_server_ended_the_call_reports_the_servers_status(agentd_address: str):
+    # grpcio's asyncio write turns a write that races the server's status into INTERNAL
+    # (grpc/grpc#36066): here the server rejects the call while the event loop is blocked,
+    # so the second send writes to a call that core already saw end.
+    async def scenario():
+        async with AsyncAgentClient(agentd_address) as client:
+            conversation = client.chat("no-such-agent")
+            turn = await conversation.send("hi")
+            time.sleep(0.3)  # blocks the loop: the NOT_FOUND arrives but is not processed yet
+            await conversation.send("again")
             await turn.wait()
 
     with pytest.raises(NotFoundError) as info:

@@ -12,6 +12,7 @@ from agentd.v1 import agent_pb2, agent_service_pb2, agent_service_pb2_grpc
 
 from .client_base import Metadata
 from .conversation_core import ConversationCore
+from .aio_stream_write import write_request
 from .errors import error_from_rpc
 from .inputs import InputLike, build_input
 from .turn import TurnRecord
@@ -126,10 +127,7 @@ class AsyncConversation(ConversationCore):
             self._init = None
         if input is not None:
             request.input.CopyFrom(input)
-        try:
-            await self._call.write(request)
-        except (grpc.RpcError, asyncio.InvalidStateError):
-            pass  # the call already ended; the next read reports why
+        await write_request(self._call, request)  # an ended call: the next read reports why
 
     async def _read_next(self) -> None:
         async with self._read_lock:
