@@ -1,29 +1,22 @@
 import { constants, existsSync, mkdirSync } from "node:fs";
-import { access, unlink } from "node:fs/promises";
+import { access } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { AgentError } from "../src/errors/agent-error.js";
 import type { SnapshotStatus } from "../src/types/snapshot.js";
 import { checkNow } from "./chunk-arguments.js";
 import type { ChunkLog, ChunkLogKey, StoredChunk } from "./chunk-log.js";
-import { writeFileAtomically } from "./file/atomic-write.js";
 import { FileChunkLogs } from "./file/chunk-logs.js";
 import { sweepDebris, type DebrisSweepResult } from "./file/debris-sweep.js";
-import { acquireFileLock } from "./file/file-lock.js";
-import { readHeadFile, writeHeadFile } from "./file/head-file.js";
+import { encodeLogLine, type EncodedLogLine } from "./file/log-line.js";
 import { sanitizePathPrefix } from "./file/path-prefix.js";
-import { readRecordFile, recordFileText, recordJson } from "./file/record-file.js";
-import { appendIndexEntry, readIndexEntries } from "./file/session-index.js";
-import { readAllHeads } from "./file/session-files.js";
-import {
-  removeSessionFiles,
-  sessionMutexKey,
-  sweepExpiredSessions,
-  tenantLayouts,
-  type RemovalContext,
-} from "./file/session-removal.js";
-import { DirectoryStatusWatcher } from "./file/status-watcher.js";
+import { recordJson } from "./file/record-json.js";
+import { checkHeadKey, readAllHeads } from "./file/session-files.js";
+import { CommitJournal } from "./file/commit-journal.js";
+import { SessionLogs } from "./file/session-logs.js";
+import { removeSession, sweepExpiredSessions, tenantLayouts } from "./file/session-removal.js";
+import { StatusWatcher } from "./file/status-watcher.js";
 import { ensureStoreFormat, openStoreDirectory } from "./file/store-format.js";
-import { sessionKey, StoreLayout } from "./file/store-layout.js";
+import { JOURNAL_DIR, sessionKey, sessionKeyOfLog, SNAPSHOT_MAP_FILE, StoreLayout } from "./file/store-layout.js";
 import type { FileSessionStoreOptions } from "./file/store-options.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { checkLeasedHeadsLimit, earliestLeases } from "./leased-heads.js";
@@ -32,7 +25,7 @@ import { walkChain } from "./ledger/state-chain.js";
 import { headToStore, keepIdentity } from "./record-identity.js";
 import { checkSessionQuery, pageOfHeads } from "./session-query.js";
 import { isValidSnapshotId } from "./snapshot-identity.js";
-import { encodePageToken, pageSizeOf, pageStartIndex } from "./snapshot-order.js";
+import { compareNewestFirst, encodePageToken, pageSizeOf, pageStartIndex } from "./snapshot-order.js";
 import type {
   HeadCommit,
   HeadPage,
@@ -47,39 +40,46 @@ import type {
   StoreCallContext,
 } from "./snapshot-store.js";
 import { StatusChannel } from "./status-channel.js";
+import type { StatusObservation } from "./status-channel.js";
 
 export type { FileSessionStoreOptions };
 
 /**
- * The session ledger (store format 2) in a directory, for any number of
+ * The session ledger (file store format 3) in a directory, for any number of
  * processes on one host sharing it. Layout of `<dir>/<prefix?>/` (see
- * `StoreLayout`): `agentd-store.json` (format marker), `records/<snapshotId>.json`,
- * `sessions/<hash of session ID>.head.json` and `.idx` (the session's record index),
+ * `StoreLayout`): `agentd-store.json` (format marker), `sessions/<hash of
+ * session ID>.log` (the session log: every commit and record update appends
+ * its record lines and the session's head, `SessionLogView`),
+ * `snapshots.map` (snapshot ID → session, `SnapshotMap`),
  * `chunks/<hash of session ID>/<snapshotId>.jsonl` (chunk logs, see `FileChunkLogs`).
  *
  * Guarantees: the constructor (for `dir`) and the first use of each prefix
  * directory fail with FAILED_PRECONDITION when they hold another store format
- * (a marker of another format, or format-1 snapshot files). Every file write
- * is atomic (temp file, fsync unless disabled, rename), so readers see the old
- * or the new file, never a torn one. `commit` holds the session's in-process
- * mutex and cross-process lock file (with recovery of locks left by dead
- * processes), so two commits with the same `expectedVersion` never both
- * succeed, in any processes; a commit that fails (version conflict, existing
- * record ID, I/O error) leaves no record visible. `updateRecord` holds the
- * record's mutex and lock file (no lost update across processes). Status
- * changes written by any process reach subscribers (fs.watch plus a poll, both
- * reading only a record's 1 KiB header). Directories are created with mode
- * 0700, files with 0600. Records and heads are handed out deep-frozen. A
- * corrupt record or head file reads as DATA_LOSS, never as missing.
- * Lifecycle: `listHeads`, `listLeasedHeads` and `sweepExpired` read every head file of the
- * directory (O(sessions)); `deleteSession` removes head, records, chunk logs,
- * index and lock under the session's lock. Nothing expires on its own: the
- * owner calls `sweepExpired` and `sweepChunks` (at open and on a timer).
+ * (format 2 included: its data is not converted). A commit or record update is
+ * one positioned write of a batch whose last line is the head, followed (with
+ * fsync, the default) by an fdatasync of the log, so it resolves once durable,
+ * and readers in any process see a batch whole or not at all (lines carry a
+ * CRC; a batch counts once its head line is intact). `commit` and
+ * `updateRecord` hold the session's in-process mutex and cross-process lock
+ * file (kept between commits, handed over when another process waits,
+ * recovered from dead processes), so two commits with the same
+ * `expectedVersion` never both succeed, in any processes; a commit that
+ * fails (version conflict, existing record ID, I/O error) leaves no record
+ * visible once it has failed. Status changes written by any process reach
+ * subscribers (fs.watch plus a poll, reading line headers only). Directories
+ * are created with mode 0700, files with 0600. Records and heads are handed
+ * out deep-frozen. A garbled head or record reads as DATA_LOSS, never as
+ * missing. Lifecycle: `listHeads`, `listLeasedHeads` and `sweepExpired` read
+ * the end of every session log of the directory (O(sessions));
+ * `deleteSession` removes the log and chunk logs under the session's lock.
+ * Nothing expires on its own: the owner calls `sweepExpired` and
+ * `sweepChunks` (at open and on a timer).
  */
 export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber, ChunkLog {
   private readonly root: string;
   private readonly mutex = new KeyedMutex();
-  private readonly watchers = new Map<string, DirectoryStatusWatcher>();
+  private readonly logs: SessionLogs;
+  private readonly watchers = new Map<string, StatusWatcher>();
   /** Directories whose format is checked, and those whose layout directories exist. */
   private readonly checked = new Set<string>();
   private readonly preparedBases = new Set<string>();
@@ -100,6 +100,12 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     this.root = resolve(dir);
     openStoreDirectory(this.root);
     this.checked.add(this.root);
+    this.logs = new SessionLogs(this.mutex, {
+      root: this.root,
+      fsync: this.fsync,
+      ...(this.fsync && options.journal !== false ? { journal: new CommitJournal(join(this.root, JOURNAL_DIR)) } : {}),
+      ...(options.lockStaleMs !== undefined ? { lockStaleMs: options.lockStaleMs } : {}),
+    });
     this.chunkLogs = new FileChunkLogs({
       layout: (ctx, write) => this.layout(ctx, write),
       sweepLayouts: (ctx) => this.sweepLayouts(ctx),
@@ -115,8 +121,13 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     }
   }
 
-  /** Removes crash debris (stale temporary files, lock files of dead processes) under the store directory. Never rejects. */
-  sweepDebris(): Promise<DebrisSweepResult> {
+  /**
+   * Replays the commit journal segments of processes that died, then removes
+   * crash debris (stale temporary files, lock files of dead processes) under
+   * the store directory. Never rejects.
+   */
+  async sweepDebris(): Promise<DebrisSweepResult> {
+    await this.logs.replayDeadSegments();
     return sweepDebris(this.root, { tmpMaxAgeMs: this.options.debrisSweep?.tmpMaxAgeMs }).catch(() => ({
       tmpFiles: 0,
       lockFiles: 0,
@@ -152,7 +163,6 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     const base = layout.base;
     if (!this.checked.has(base) && ensureStoreFormat(base, write)) this.checked.add(base);
     if (write && !this.preparedBases.has(base)) {
-      mkdirSync(layout.recordsDir, { recursive: true, mode: 0o700 });
       mkdirSync(layout.sessionsDir, { recursive: true, mode: 0o700 });
       this.preparedBases.add(base);
     }
@@ -163,106 +173,120 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     return this.options.fsync ?? true;
   }
 
-  /** Runs `fn` holding the in-process mutex `key` and the cross-process lock file `lockPath`. */
-  private locked<T>(key: string, lockPath: string, fn: () => Promise<T>): Promise<T> {
-    return this.mutex.run(key, async () => {
-      const release = await acquireFileLock(lockPath, { staleMs: this.options.lockStaleMs });
-      try {
-        return await fn();
-      } finally {
-        await release();
-      }
-    });
-  }
-
-  /** What session removal (delete, sweep) needs of the store. */
-  private get removal(): RemovalContext {
-    return {
-      locked: (key, lockPath, fn) => this.locked(key, lockPath, fn),
-      fsync: this.fsync,
-      ...(this.options.lockStaleMs !== undefined ? { lockStaleMs: this.options.lockStaleMs } : {}),
-    };
-  }
-
-  /** The session's head (deep-frozen), or undefined. DATA_LOSS when its file is corrupt. */
+  /** The session's head (deep-frozen), or undefined. DATA_LOSS when its log holds a garbled head or another session's. */
   async getHead(sessionId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
-    return readHeadFile(this.layout(ctx, false).headPath(sessionId), sessionId);
+    await this.logs.ready;
+    const layout = this.layout(ctx, false);
+    const key = sessionKey(sessionId);
+    const head = this.logs.view(layout.logPathOfKey(key))?.head;
+    return head && checkHeadKey(head, key, layout.logPathOfKey(key));
   }
 
   /**
-   * Compare-and-set of the head under the session's locks: the record file is
-   * created (never replacing one: ALREADY_EXISTS), its index line appended,
-   * then the head replaced. On a version conflict nothing is written; when a
-   * later step fails the record file is removed again.
+   * Compare-and-set of the head under the session's locks: the record's ID is
+   * claimed in the snapshot map (ALREADY_EXISTS when the session already holds
+   * it or another session claimed it first), then the record and head lines
+   * are appended to the session log. On a version conflict nothing is written.
    */
   async commit(commit: HeadCommit<S>, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
     const next = headToStore(commit);
     const layout = this.layout(ctx, true);
+    const key = sessionKey(next.sessionId);
     const record = commit.record;
-    const text = record ? recordFileText(1, record.status, recordJson(record)) : undefined; // serialized outside the lock
-    const sessionId = next.sessionId;
-    const stored = await this.locked(sessionMutexKey(layout, sessionId), layout.headLockPath(sessionId), async () => {
-      const current = await readHeadFile(layout.headPath(sessionId), sessionId);
+    // Serialized outside the lock.
+    const recordLine = record && encodeLogLine(recordFields(record, 1), recordJson(record));
+    const headText = JSON.stringify(next);
+    const headLine = encodeLogLine({ kind: "H", id: "-", version: next.version, status: "-", createdAt: 0 }, headText);
+    const stored = await this.logs.write(layout, key, async (writer) => {
+      const current = writer.view.head && checkHeadKey(writer.view.head, key, layout.logPathOfKey(key));
       if ((current?.version ?? 0) !== commit.expectedVersion) return undefined;
-      if (!record || text === undefined) return writeHeadFile(layout.headPath(sessionId), next, this.fsync);
-      const recordPath = layout.recordPath(record.snapshotId);
-      if (!(await writeFileAtomically(recordPath, text, { fsync: this.fsync, exclusive: true }))) {
+      const head = deepFreeze(JSON.parse(headText) as SessionHead);
+      if (!record || !recordLine) {
+        await writer.append([headLine], head);
+        return head;
+      }
+      const map = this.logs.map(layout);
+      if (writer.view.records.has(record.snapshotId) || map.claim(record.snapshotId, key) !== key) {
         throw new AgentError(
           "ALREADY_EXISTS",
           `snapshot ${record.snapshotId} already exists; a commit needs a new snapshot ID`,
         );
       }
-      try {
-        await appendIndexEntry(layout.indexPath(sessionId), record, this.fsync);
-        return await writeHeadFile(layout.headPath(sessionId), next, this.fsync);
-      } catch (err) {
-        await unlink(recordPath).catch(() => undefined); // the commit failed: its record must not show
-        throw err;
-      }
+      await writer.append([recordLine, headLine], head, { map, key, ids: [record.snapshotId] });
+      return head;
     });
     if (stored && record)
       this.watchers.get(layout.base)?.deliver(record.snapshotId, { status: record.status, version: 1 });
     return stored;
   }
 
-  /** The record (deep-frozen), or undefined (also for IDs that are not valid snapshot IDs). DATA_LOSS when its file is corrupt. */
+  /** The record (deep-frozen), or undefined (also for IDs that are not valid snapshot IDs). DATA_LOSS when its line is garbled. */
   async getRecord(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | undefined> {
+    await this.logs.ready;
     if (!isValidSnapshotId(snapshotId)) return undefined;
-    const file = await readRecordFile<S>(this.layout(ctx, false).recordPath(snapshotId), snapshotId);
-    return file && deepFreeze(file.record);
+    const layout = this.layout(ctx, false);
+    const key = this.logs.map(layout).lookup(snapshotId);
+    return key === undefined ? undefined : this.readRecord(layout, key, snapshotId);
   }
 
-  /** The chain from the nearest checkpoint, by parent links (one file read per record). */
+  /** The record `snapshotId` as the log of the session whose key is `key` holds it, or undefined. */
+  private readRecord(layout: StoreLayout, key: string, snapshotId: string): SnapshotRecord<S> | undefined {
+    const path = layout.logPathOfKey(key);
+    const view = this.logs.view(path);
+    const logged = view?.records.get(snapshotId);
+    if (!view || !logged) return undefined;
+    const payload = this.logs.withDescriptor(path, (fd) => view.readPayload(fd, logged));
+    if (!payload) return undefined;
+    let record: SnapshotRecord<S>;
+    try {
+      record = JSON.parse(payload.toString("utf8")) as SnapshotRecord<S>;
+    } catch (err) {
+      throw new AgentError(
+        "DATA_LOSS",
+        `session log ${path} holds a record ${snapshotId} that is not JSON; restore it from a backup`,
+        {
+          cause: err,
+        },
+      );
+    }
+    if (record?.snapshotId !== snapshotId)
+      throw new AgentError(
+        "DATA_LOSS",
+        `session log ${path} holds a record line for ${snapshotId} with another record; restore it from a backup`,
+      );
+    return deepFreeze(record);
+  }
+
+  /** The chain from the nearest checkpoint, by parent links. */
   async getChain(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S>[] | undefined> {
     return walkChain((id) => this.getRecord(id, ctx), snapshotId);
   }
 
-  /**
-   * The session's records newest first, cut from its index file; only the
-   * page's record files are read (concurrently). Index entries whose file is
-   * gone (a commit that failed after appending) are skipped.
-   */
+  /** The session's records newest first, from its log; only the page's records are read. */
   async listRecords(sessionId: string, page?: SnapshotPageRequest, ctx?: StoreCallContext): Promise<RecordPage<S>> {
+    await this.logs.ready;
     const layout = this.layout(ctx, false);
-    const entries = await readIndexEntries(layout.indexPath(sessionId));
+    const key = sessionKey(sessionId);
+    const view = this.logs.view(layout.logPathOfKey(key));
+    const entries = view
+      ? [...view.records].map(([snapshotId, r]) => ({ snapshotId, createdAt: r.createdAt })).sort(compareNewestFirst)
+      : [];
     const size = pageSizeOf(page);
     const records: SnapshotRecord<S>[] = [];
     let next = pageStartIndex(entries, page?.pageToken);
     while (records.length < size && next < entries.length) {
-      const batch = entries.slice(next, next + size - records.length);
-      next += batch.length;
-      const files = await Promise.all(
-        batch.map((e) => readRecordFile<S>(layout.recordPath(e.snapshotId), e.snapshotId)),
-      );
-      for (const file of files) if (file && file.record.sessionId === sessionId) records.push(deepFreeze(file.record));
+      const record = this.readRecord(layout, key, entries[next]!.snapshotId);
+      next++;
+      if (record && record.sessionId === sessionId) records.push(record);
     }
     return next < entries.length ? { records, nextPageToken: encodePageToken(entries[next - 1]!) } : { records };
   }
 
   /**
-   * Atomic read→mutate→write of one record under its in-process mutex and
-   * cross-process lock file; the file's version is incremented (it orders
-   * status observations) and local subscribers are told at once.
+   * Atomic read→mutate→write of one record under its session's locks: the
+   * new version is appended to the session log with the session's head
+   * unchanged; the record's version is incremented (it orders status
+   * observations) and local subscribers are told at once.
    */
   async updateRecord(
     snapshotId: string,
@@ -271,19 +295,24 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   ): Promise<SnapshotRecord<S> | null> {
     if (!isValidSnapshotId(snapshotId)) return null;
     const layout = this.layout(ctx, false);
-    if (!this.preparedBases.has(layout.base) && !existsSync(layout.recordsDir)) return null; // no record was ever committed here
-    const saved = await this.locked(`${layout.base}\0r\0${snapshotId}`, layout.recordLockPath(snapshotId), async () => {
-      const path = layout.recordPath(snapshotId);
-      const existing = await readRecordFile<S>(path, snapshotId);
+    if (!this.preparedBases.has(layout.base) && !existsSync(layout.sessionsDir)) return null; // nothing was ever committed here
+    const key = this.logs.map(layout).lookup(snapshotId);
+    if (key === undefined) return null;
+    const saved = await this.logs.write(layout, key, async (writer) => {
+      const logged = writer.view.records.get(snapshotId);
+      const head = writer.view.head;
+      if (!writer.exists || !logged || !head) return null;
+      const existing = this.readRecord(layout, key, snapshotId);
       if (!existing) return null;
-      const previous = deepFreeze(existing.record);
-      const result = mutator(previous);
+      const result = mutator(existing);
       if (result === null) return null;
-      const record = deepFreeze(keepIdentity(result, previous));
-      const version = existing.version + 1;
-      await writeFileAtomically(path, recordFileText(version, record.status, recordJson(record)), {
-        fsync: this.fsync,
-      });
+      const record = deepFreeze(keepIdentity(result, existing));
+      const version = logged.version + 1;
+      const lines: EncodedLogLine[] = [
+        encodeLogLine(recordFields(record, version), recordJson(record)),
+        encodeLogLine({ kind: "H", id: "-", version: head.version, status: "-", createdAt: 0 }, JSON.stringify(head)),
+      ];
+      await writer.append(lines, head);
       return { record, version };
     });
     if (!saved) return null;
@@ -294,67 +323,61 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   /**
    * The owner's sessions in this call's directory, newest updated first,
    * keyset-paginated (see `SessionStore.listHeads`). Cost: every page reads
-   * the `sessions/` directory and every head file in it, O(sessions) file
-   * reads (32 at a time) plus a sort; fine for thousands of sessions, not
-   * for millions. DATA_LOSS when a head file is corrupt.
+   * the `sessions/` directory and the end of every session log in it,
+   * O(sessions), plus a sort; fine for thousands of sessions, not for
+   * millions. DATA_LOSS when a head is garbled.
    */
   async listHeads(query: SessionQuery, ctx?: StoreCallContext): Promise<HeadPage> {
+    await this.logs.ready;
     const checked = checkSessionQuery(query);
     const layout = this.layout(ctx, false);
     return pageOfHeads(
-      (await readAllHeads(layout)).map((h) => h.head),
+      (await readAllHeads(layout, this.logs)).map((h) => h.head),
       checked,
     );
   }
 
   /**
-   * Removes the session from this call's directory under its in-process mutex
-   * and cross-process lock file (so a concurrent commit waits, then finds no
-   * head: it fails its version check or, with expectedVersion 0, creates a
-   * fresh session): first the head file (readers see the session gone), then
-   * each record file listed in its index (each under that record's lock, so
-   * an `updateRecord` cannot write it back; a listed record of another
-   * session is left alone), then the index; the lock file goes when it is
-   * released. A delete interrupted by a crash leaves an index without a head;
-   * `sweepExpired` finishes it. Cost: reads every record file of the session.
+   * Removes the session from this call's directory under its locks (so a
+   * concurrent commit waits, then finds no head: it fails its version check
+   * or, with expectedVersion 0, creates a fresh session): its log, then its
+   * chunk logs. Its records are gone with the log (the snapshot map's lines
+   * for them name a log that no longer holds them).
    */
   async deleteSession(sessionId: string, ctx?: StoreCallContext): Promise<boolean> {
     const layout = this.layout(ctx, false);
     const key = sessionKey(sessionId);
-    if (![layout.headPathOfKey(key), layout.indexPathOfKey(key), layout.chunkDirOfKey(key)].some((p) => existsSync(p)))
-      return false; // nothing to lock for
-    return this.locked(sessionMutexKey(layout, sessionId), layout.headLockPath(sessionId), () =>
-      removeSessionFiles(this.removal, layout, key, () => true),
-    );
+    if (![layout.logPathOfKey(key), layout.chunkDirOfKey(key)].some((p) => existsSync(p))) return false; // nothing to lock for
+    return removeSession(this.logs, layout, key, () => true);
   }
 
   /**
    * Deletes (as `deleteSession`) every session whose expiresAt <= now, each
-   * re-checked under its lock (a session written meanwhile stays); also
-   * finishes deletes a crash interrupted (an index without a head, checked
-   * under the session lock). With `ctx`: this call's directory only; without
-   * (and with a `pathPrefix`): the store directory and every tenant prefix
-   * directory below it. Resolves to how many expired sessions were deleted.
-   * Cost: reads every head file, O(sessions). The store runs no sweeper of
-   * its own: the owner calls this at open and periodically.
+   * re-checked under its lock (a session written meanwhile stays). With
+   * `ctx`: this call's directory only; without (and with a `pathPrefix`):
+   * the store directory and every tenant prefix directory below it. Resolves
+   * to how many expired sessions were deleted. Cost: reads the end of every
+   * session log, O(sessions). The store runs no sweeper of its own: the owner
+   * calls this at open and periodically.
    */
   async sweepExpired(now: number, ctx?: StoreCallContext): Promise<number> {
     checkNow(now, "sweepExpired");
     let removed = 0;
-    for (const layout of await this.sweepLayouts(ctx)) removed += await sweepExpiredSessions(this.removal, layout, now);
+    for (const layout of await this.sweepLayouts(ctx)) removed += await sweepExpiredSessions(this.logs, layout, now);
     return removed;
   }
 
   /**
    * The heads with a lease, earliest `lease.expiresAt` first (see `SessionStore.listLeasedHeads`), over
    * what `sweepExpired` covers (without `ctx`: every tenant directory); expired heads not yet swept are
-   * included (as `getHead` returns them), corrupt head files skipped. Cost: reads every head file.
+   * included (as `getHead` returns them), garbled heads skipped. Cost: reads the end of every session log.
    */
   async listLeasedHeads(limit: number, ctx?: StoreCallContext): Promise<SessionHead[]> {
+    await this.logs.ready;
     checkLeasedHeadsLimit(limit);
     const heads: SessionHead[] = [];
     for (const layout of await this.sweepLayouts(ctx))
-      for (const { head } of await readAllHeads(layout, { skipCorrupt: true })) heads.push(head);
+      for (const { head } of await readAllHeads(layout, this.logs, { skipCorrupt: true })) heads.push(head);
     return earliestLeases(heads, limit);
   }
 
@@ -403,8 +426,13 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     const base = this.baseDir(ctx);
     let watcher = this.watchers.get(base);
     if (!watcher) {
-      const created: DirectoryStatusWatcher = new DirectoryStatusWatcher(
-        new StoreLayout(base).recordsDir,
+      const layout = new StoreLayout(base);
+      const created: StatusWatcher = new StatusWatcher(
+        {
+          dirs: [layout.base, layout.sessionsDir],
+          relevant: (name) => name === SNAPSHOT_MAP_FILE || sessionKeyOfLog(name) !== undefined,
+          read: (id) => this.statusOf(layout, id),
+        },
         { pollIntervalMs: this.options.pollIntervalMs },
         () => {
           if (this.watchers.get(base) === created) this.watchers.delete(base);
@@ -417,7 +445,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     // An invalid ID can never exist: the subscription just waits for the abort.
     if (channel.isClosed || !isValidSnapshotId(snapshotId)) return channel;
     try {
-      this.layout(ctx, true); // fs.watch needs the records directory
+      this.layout(ctx, true); // fs.watch needs the sessions directory
     } catch (err) {
       channel.close();
       throw err;
@@ -427,7 +455,14 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     return channel;
   }
 
-  /** Number of directories currently watched for status changes (each with an OS watcher and/or poll timer). */
+  /** The record's status and version from its log line's header, or undefined while it does not exist. */
+  private statusOf(layout: StoreLayout, snapshotId: string): StatusObservation | undefined {
+    const key = this.logs.map(layout).lookup(snapshotId);
+    const logged = key === undefined ? undefined : this.logs.view(layout.logPathOfKey(key))?.records.get(snapshotId);
+    return logged && { status: logged.status, version: logged.version };
+  }
+
+  /** Number of directories currently watched for status changes (each with OS watchers and/or a poll timer). */
   get activeWatcherCount(): number {
     return [...this.watchers.values()].filter((w) => w.active).length;
   }
@@ -437,11 +472,17 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     return this.chunkLogs.activeWatcherCount;
   }
 
-  /** Ends every subscription and chunk watcher and closes every watcher. Idempotent. */
+  /** Ends every subscription and chunk watcher, closes every watcher and descriptor, and releases the session locks this process keeps. Idempotent. */
   async close(): Promise<void> {
     clearInterval(this.sweepTimer);
     this.chunkLogs.closeAll();
     for (const watcher of [...this.watchers.values()]) watcher.closeAll();
     this.watchers.clear();
+    await this.logs.closeAll();
   }
+}
+
+/** The header fields of a record line. */
+function recordFields<S>(record: SnapshotRecord<S>, version: number) {
+  return { kind: "R" as const, id: record.snapshotId, version, status: record.status, createdAt: record.createdAt };
 }

@@ -16,6 +16,11 @@ export function fsyncDescriptor(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fsync(fd, (err) => (err ? reject(err) : resolve())));
 }
 
+/** fdatasync(2) of an open file descriptor on the thread pool (the file's data and size, not its other metadata). Rejects with the system error. */
+export function datasyncDescriptor(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+}
+
 /**
  * Writes all of `text` (UTF-8) at the descriptor's position: synchronously
  * when it is shorter than {@link LARGE_WRITE_BYTES} characters, else on the

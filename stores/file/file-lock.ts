@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { link, open, rename, stat, unlink } from "node:fs/promises";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { unlinkQuietly } from "./descriptor-io.js";
@@ -12,12 +12,14 @@ export interface FileLockOptions {
   timeoutMs?: number;
 }
 
-interface LockOwner {
+/** What a lock file holds: its holder's pid and a token unique to the acquisition. */
+export interface LockOwner {
   pid: number;
   token: string;
 }
 
-function processAlive(pid: number): boolean {
+/** True while a process with this pid runs (or exists under another user). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -27,7 +29,7 @@ function processAlive(pid: number): boolean {
 }
 
 /** The lock file's owner, or undefined when it is missing or unreadable (read synchronously: a few dozen bytes). */
-function readOwner(path: string): LockOwner | undefined {
+export function readOwner(path: string): LockOwner | undefined {
   try {
     const parsed = JSON.parse(readFileSync(path, "utf8")) as LockOwner;
     return typeof parsed.pid === "number" && typeof parsed.token === "string" ? parsed : undefined;
@@ -110,6 +112,20 @@ async function wantedByOther(wantPath: string, token: string, staleMs: number): 
   } catch {
     return false;
   }
+}
+
+/**
+ * True when a live process announced in `<lockPath>.want` that it waits for
+ * the lock (within the last `staleMs`): a holder that keeps its lock between
+ * uses hands it over then. One `stat` when nobody waits.
+ */
+export function isWanted(lockPath: string, staleMs = 30_000): boolean {
+  const wantPath = `${lockPath}.want`;
+  const info = statSync(wantPath, { throwIfNoEntry: false });
+  if (!info) return false;
+  const mtimeMs = info.mtimeMs;
+  const owner = readOwner(wantPath);
+  return owner !== undefined && processAlive(owner.pid) && Date.now() - mtimeMs <= staleMs;
 }
 
 /** Announces at `wantPath` that this waiter wants the lock next; false when another waiter announced first (a dead one's claim is cleared). */

@@ -2,25 +2,16 @@ import { readdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SessionHead } from "../snapshot-store.js";
-import { readHeadFileOfKey } from "./head-file.js";
-import { CHUNKS_DIR, RECORDS_DIR, SESSIONS_DIR, sessionKeyOfFile, type StoreLayout } from "./store-layout.js";
-
-/** How many files a scan or a delete reads or removes at once (bounds open file descriptors). */
-const CONCURRENCY = 32;
-
-/** Runs `fn` over `items` with at most `limit` calls in flight; resolves to the results in order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
+import type { SessionLogs } from "./session-logs.js";
+import {
+  CHUNKS_DIR,
+  JOURNAL_DIR,
+  RECORDS_DIR,
+  SESSIONS_DIR,
+  sessionKey,
+  sessionKeyOfLog,
+  type StoreLayout,
+} from "./store-layout.js";
 
 /** The names in a directory, [] when it does not exist. */
 export async function namesIn(dir: string): Promise<string[]> {
@@ -32,45 +23,52 @@ export async function namesIn(dir: string): Promise<string[]> {
   }
 }
 
-/** A head read by {@link readAllHeads}, with its file's session key. */
+/** A head read by {@link readAllHeads}, with its log's session key. */
 export interface KeyedHead {
   key: string;
   head: SessionHead;
 }
 
+/** How many heads {@link readAllHeads} reads before it lets the event loop run. */
+const HEADS_PER_TURN = 64;
+
 /**
- * Every session head of a store (or prefix) directory: reads the whole
- * `sessions/` directory listing and every head file in it (O(sessions) file
- * reads, {@link CONCURRENCY} at a time). Heads removed meanwhile are skipped.
- * A corrupt head file throws DATA_LOSS, or is skipped with `skipCorrupt`.
+ * Every session head of a store (or prefix) directory: reads the
+ * `sessions/` directory listing and the end of every session log in it
+ * (O(sessions) reads; see `SessionLogs.readHead`). Logs removed meanwhile,
+ * and logs without a complete batch, are skipped. A garbled head or a log
+ * holding another session's head throws DATA_LOSS, or is skipped with
+ * `skipCorrupt`.
  */
-export async function readAllHeads(layout: StoreLayout, options: { skipCorrupt?: boolean } = {}): Promise<KeyedHead[]> {
-  const keys: string[] = [];
+export async function readAllHeads(
+  layout: StoreLayout,
+  logs: SessionLogs,
+  options: { skipCorrupt?: boolean } = {},
+): Promise<KeyedHead[]> {
+  const heads: KeyedHead[] = [];
+  let read = 0;
   for (const name of await namesIn(layout.sessionsDir)) {
-    const key = sessionKeyOfFile(name, "head");
-    if (key) keys.push(key);
-  }
-  const heads = await mapLimit(keys, CONCURRENCY, async (key) => {
+    const key = sessionKeyOfLog(name);
+    if (!key) continue;
+    if (++read % HEADS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
     try {
-      const head = await readHeadFileOfKey(layout.headPathOfKey(key), key);
-      return head && { key, head };
+      const head = logs.readHead(layout.logPathOfKey(key));
+      if (head) heads.push({ key, head: checkHeadKey(head, key, layout.logPathOfKey(key)) });
     } catch (err) {
-      if (options.skipCorrupt && err instanceof AgentError && err.status === "DATA_LOSS") return undefined;
+      if (options.skipCorrupt && err instanceof AgentError && err.status === "DATA_LOSS") continue;
       throw err;
     }
-  });
-  return heads.filter((h): h is KeyedHead => h !== undefined);
+  }
+  return heads;
 }
 
-/** Keys of the sessions whose record index exists but whose head file does not (read without locks: re-check under the session lock). */
-export async function indexKeysWithoutHead(layout: StoreLayout): Promise<string[]> {
-  const names = new Set(await namesIn(layout.sessionsDir));
-  const keys: string[] = [];
-  for (const name of names) {
-    const key = sessionKeyOfFile(name, "index");
-    if (key && !names.has(`${key}.head.json`)) keys.push(key);
-  }
-  return keys;
+/** `head` when it belongs to the session whose key is `key`; DATA_LOSS when the log at `path` holds another session's head. */
+export function checkHeadKey(head: SessionHead, key: string, path: string): SessionHead {
+  if (sessionKey(head.sessionId) === key) return head;
+  throw new AgentError(
+    "DATA_LOSS",
+    `session log ${path} holds session ${JSON.stringify(head.sessionId)}, whose key is not ${key}; restore it from a backup`,
+  );
 }
 
 /**
@@ -95,6 +93,7 @@ export async function findStoreDirectories(root: string, maxDepth = 8): Promise<
         entry.name === SESSIONS_DIR ||
         entry.name === RECORDS_DIR ||
         entry.name === CHUNKS_DIR ||
+        entry.name === JOURNAL_DIR ||
         entry.name.startsWith(".")
       )
         continue;

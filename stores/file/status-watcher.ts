@@ -1,46 +1,52 @@
 import { watch, type FSWatcher } from "node:fs";
-import { join } from "node:path";
 import type { StatusChannel, StatusObservation } from "../status-channel.js";
 import { StatusSubscribers } from "../status-subscribers.js";
-import { readRecordHeader } from "./record-file.js";
 
-/** Tuning for {@link DirectoryStatusWatcher}. */
+/** Tuning for {@link StatusWatcher}. */
 export interface StatusWatcherOptions {
   /** Poll interval for the fallback re-read of subscribed files; <= 0 disables polling. Default 500 ms. */
   pollIntervalMs?: number;
 }
 
+/** Where a {@link StatusWatcher} looks, and how it reads a status. */
+export interface StatusSource {
+  /** The directories to watch: a change of a file in one of them whose name `relevant` accepts re-reads every subscribed status. */
+  dirs: readonly string[];
+  relevant: (filename: string) => boolean;
+  /** The snapshot's current status and version, undefined while it does not exist. */
+  read: (snapshotId: string) => StatusObservation | undefined;
+}
+
 /**
- * Observes status changes of the record files (`<snapshotId>.json`) in one
- * records directory, including changes written by other processes: an
- * `fs.watch` on the directory (instant on Linux/macOS; every record write is a
- * link or rename into place, which it reports) plus a cheap poll; both re-read
- * only the 1 KiB header of a subscribed file, never the whole record.
- * Both paths, and the store's own in-process writes, feed the same
- * per-subscriber {@link StatusChannel}, whose version gate delivers each change
- * exactly once. The watcher and the timer exist only while the directory has
+ * Observes status changes of the snapshots of one store directory, including
+ * changes written by other processes: an `fs.watch` on the directories that
+ * hold them (instant on Linux/macOS) plus a cheap poll; both re-read the
+ * subscribed statuses through `source.read` (which reads line headers, never
+ * whole records). Both paths, and the store's own in-process writes, feed the
+ * same per-subscriber {@link StatusChannel}, whose version gate delivers each
+ * change exactly once. The watchers and the timer exist only while there are
  * subscribers.
  */
-export class DirectoryStatusWatcher {
+export class StatusWatcher {
   private readonly channels = new StatusSubscribers();
-  private watcher: FSWatcher | undefined;
+  private watchers: FSWatcher[] = [];
   private timer: NodeJS.Timeout | undefined;
   private readonly pending = new Set<string>();
   private flushScheduled = false;
 
   /** `onIdle` runs when the last subscriber leaves (the owner may drop this watcher). */
   constructor(
-    private readonly dir: string,
+    private readonly source: StatusSource,
     private readonly options: StatusWatcherOptions,
     private readonly onIdle: () => void,
   ) {}
 
   /** True while an OS watcher or poll timer is open. */
   get active(): boolean {
-    return this.watcher !== undefined || this.timer !== undefined;
+    return this.watchers.length > 0 || this.timer !== undefined;
   }
 
-  /** Adds a subscriber for `snapshotId` and delivers the file's current status to it (once the file exists). */
+  /** Adds a subscriber for `snapshotId` and delivers the snapshot's current status to it (once it exists). */
   add(snapshotId: string, channel: StatusChannel): void {
     this.channels.add(snapshotId, channel);
     this.start();
@@ -69,36 +75,39 @@ export class DirectoryStatusWatcher {
 
   private start(): void {
     if (this.active) return;
-    try {
-      this.watcher = watch(this.dir, { persistent: false }, (_event, filename) => {
-        if (typeof filename === "string" && filename.endsWith(".json") && !filename.startsWith(".")) {
-          this.check(filename.slice(0, -".json".length));
-        }
-      });
-      this.watcher.on("error", () => {
-        this.watcher?.close();
-        this.watcher = undefined;
-      });
-    } catch {
-      this.watcher = undefined; // e.g. inotify limit reached: the poll still delivers
+    for (const dir of this.source.dirs) {
+      try {
+        const watcher = watch(dir, { persistent: false }, (_event, filename) => {
+          if (typeof filename === "string" && this.source.relevant(filename)) this.checkAll();
+        });
+        watcher.on("error", () => {
+          watcher.close();
+          this.watchers = this.watchers.filter((w) => w !== watcher);
+        });
+        this.watchers.push(watcher);
+      } catch {
+        // e.g. inotify limit reached, or the directory is not there yet: the poll still delivers
+      }
     }
     const interval = this.options.pollIntervalMs ?? 500;
     if (interval > 0) {
-      this.timer = setInterval(() => {
-        for (const id of this.channels.ids()) this.check(id);
-      }, interval);
+      this.timer = setInterval(() => this.checkAll(), interval);
       this.timer.unref();
     }
   }
 
   private stop(): void {
-    this.watcher?.close();
-    this.watcher = undefined;
+    for (const watcher of this.watchers) watcher.close();
+    this.watchers = [];
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
   }
 
-  /** Coalesces checks of one ID within a tick, then re-reads its header. */
+  private checkAll(): void {
+    for (const id of this.channels.ids()) this.check(id);
+  }
+
+  /** Coalesces checks of one ID within a tick, then re-reads its status. */
   private check(snapshotId: string): void {
     if (!this.channels.has(snapshotId)) return;
     this.pending.add(snapshotId);
@@ -108,16 +117,16 @@ export class DirectoryStatusWatcher {
       this.flushScheduled = false;
       const ids = [...this.pending];
       this.pending.clear();
-      for (const id of ids) void this.read(id);
+      for (const id of ids) this.read(id);
     });
   }
 
-  private async read(snapshotId: string): Promise<void> {
+  private read(snapshotId: string): void {
     try {
-      const header = await readRecordHeader(join(this.dir, `${snapshotId}.json`));
-      if (header) this.deliver(snapshotId, { status: header.status, version: header.version });
+      const observation = this.source.read(snapshotId);
+      if (observation) this.deliver(snapshotId, observation);
     } catch {
-      // unreadable right now (e.g. replaced mid-read); the next event or poll retries
+      // unreadable right now; the next event or poll retries
     }
   }
 }

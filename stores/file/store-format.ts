@@ -14,8 +14,13 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { STORE_FORMAT_VERSION } from "../snapshot-store.js";
 import { STORE_MARKER_FILE } from "./store-layout.js";
+
+/**
+ * The file store's data format: 3 since session logs (`sessions/<key>.log`,
+ * `snapshots.map`) replaced format 2's record files, head files and indexes.
+ */
+export const FILE_STORE_FORMAT = 3;
 
 /** What showed a directory's format: the marker, or data of the old layout. */
 interface FoundFormat {
@@ -26,10 +31,10 @@ interface FoundFormat {
 function wrongFormat(dir: string, found: FoundFormat): AgentError {
   return new AgentError(
     "FAILED_PRECONDITION",
-    `store directory ${dir} was written in store format ${found.format} (${found.evidence}); this agentd reads format ${STORE_FORMAT_VERSION}. ` +
+    `store directory ${dir} was written in store format ${found.format} (${found.evidence}); this agentd reads format ${FILE_STORE_FORMAT}. ` +
       `Point the store at a new, empty directory (e.g. --store file:<new directory>) and keep this one for the agentd release that wrote it; ` +
       `its data is not converted automatically.`,
-    { details: { directory: dir, foundFormat: found.format, expectedFormat: STORE_FORMAT_VERSION } },
+    { details: { directory: dir, foundFormat: found.format, expectedFormat: FILE_STORE_FORMAT } },
   );
 }
 
@@ -57,7 +62,7 @@ function readMarker(dir: string): FoundFormat | undefined {
   }
   return {
     format: "unknown",
-    evidence: `unreadable marker ${path}; if the directory holds format-${STORE_FORMAT_VERSION} data, restore or rewrite it as {"format":${STORE_FORMAT_VERSION}}`,
+    evidence: `unreadable marker ${path}; if the directory holds format-${FILE_STORE_FORMAT} data, restore or rewrite it as {"format":${FILE_STORE_FORMAT}}`,
   };
 }
 
@@ -83,7 +88,7 @@ function findOtherLayout(dir: string): FoundFormat | undefined {
     if (!entry.isFile() || !entry.name.endsWith(".json") || entry.name === STORE_MARKER_FILE) continue;
     const path = join(dir, entry.name);
     const match = OLD_FILE_PATTERN.exec(readStart(path));
-    if (match && Number(match[1]) !== STORE_FORMAT_VERSION)
+    if (match && Number(match[1]) !== FILE_STORE_FORMAT)
       return { format: Number(match[1]), evidence: `snapshot file ${path}` };
   }
   return undefined;
@@ -104,12 +109,12 @@ function readStart(path: string): string {
 }
 
 /**
- * Makes sure `dir` holds store format {@link STORE_FORMAT_VERSION} data (or
- * nothing yet). With a marker: its format must be 2. Without one: the
+ * Makes sure `dir` holds store format {@link FILE_STORE_FORMAT} data (or
+ * nothing yet). With a marker: its format must be {@link FILE_STORE_FORMAT}. Without one: the
  * directory must hold no data of the old layout; the marker is then written
  * (atomically; concurrent writers write the same bytes), creating the
  * directory (mode 0700) when `create` is set. Returns true once the directory
- * is known to be format 2; false when it does not exist and `create` is unset
+ * is known to be of this format; false when it does not exist and `create` is unset
  * (nothing to read there yet). Throws FAILED_PRECONDITION naming the
  * directory, the format found and what to do. Synchronous: it runs once per
  * directory.
@@ -117,7 +122,7 @@ function readStart(path: string): string {
 export function ensureStoreFormat(dir: string, create: boolean): boolean {
   const marker = readMarker(dir);
   if (marker) {
-    if (marker.format !== STORE_FORMAT_VERSION) throw wrongFormat(dir, marker);
+    if (marker.format !== FILE_STORE_FORMAT) throw wrongFormat(dir, marker);
     return true;
   }
   if (!create && !existsSync(dir)) return false;
@@ -131,14 +136,14 @@ export function ensureStoreFormat(dir: string, create: boolean): boolean {
   const other = findOtherLayout(dir);
   if (other) throw wrongFormat(dir, other);
   const tmp = join(dir, `.${STORE_MARKER_FILE}.${randomBytes(6).toString("hex")}.tmp`);
-  writeFileSync(tmp, `${JSON.stringify({ format: STORE_FORMAT_VERSION })}\n`, { mode: 0o600, flag: "wx" });
+  writeFileSync(tmp, `${JSON.stringify({ format: FILE_STORE_FORMAT })}\n`, { mode: 0o600, flag: "wx" });
   renameSync(tmp, join(dir, STORE_MARKER_FILE));
   return true;
 }
 
 /**
  * Creates the store directory `root` (mode 0700) if needed, checks that it is
- * writable and that it holds store format {@link STORE_FORMAT_VERSION} (writing
+ * writable and that it holds store format {@link FILE_STORE_FORMAT} (writing
  * the marker on a new directory). FAILED_PRECONDITION when it cannot be
  * created or written, or holds another format.
  */

@@ -3,10 +3,14 @@ import { join } from "node:path";
 
 /** Name of the format marker file at the top of every store (or tenant prefix) directory. */
 export const STORE_MARKER_FILE = "agentd-store.json";
-/** Directory (inside a store or prefix directory) holding one `<snapshotId>.json` per record. */
+/** Directory in which store format 2 kept one `<snapshotId>.json` per record (a tenant prefix is never named so). */
 export const RECORDS_DIR = "records";
-/** Directory (inside a store or prefix directory) holding the session heads and indexes. */
+/** Directory (inside a store or prefix directory) holding the session logs and their lock files. */
 export const SESSIONS_DIR = "sessions";
+/** Directory (inside the store directory) holding the commit journal's segments (see `CommitJournal`). */
+export const JOURNAL_DIR = "journal";
+/** File (inside a store or prefix directory) mapping snapshot IDs to sessions (see `SnapshotMap`). */
+export const SNAPSHOT_MAP_FILE = "snapshots.map";
 /** Directory (inside a store or prefix directory) holding the chunk logs of detached work, one subdirectory per session. */
 export const CHUNKS_DIR = "chunks";
 /** Suffix of a chunk log file (one JSON line per chunk). */
@@ -19,12 +23,19 @@ export const CHUNK_KEEP_SUFFIX = ".keep";
  * path prefix segment equal to one of them (case-insensitively) is escaped by
  * `sanitizePathPrefix`, so a tenant directory never lands on the layout.
  */
-export const LAYOUT_NAMES: ReadonlySet<string> = new Set([STORE_MARKER_FILE, RECORDS_DIR, SESSIONS_DIR, CHUNKS_DIR]);
+export const LAYOUT_NAMES: ReadonlySet<string> = new Set([
+  STORE_MARKER_FILE,
+  RECORDS_DIR,
+  SESSIONS_DIR,
+  CHUNKS_DIR,
+  SNAPSHOT_MAP_FILE,
+  JOURNAL_DIR,
+]);
 
 /**
  * The file-name key of a session: 40 hex digits of SHA-256 of its ID (session
- * IDs are arbitrary strings; the head file also stores the ID, so a reader can
- * tell a collision from its own session).
+ * IDs are arbitrary strings; every head in the log also holds the ID, so a
+ * reader can tell a collision from its own session).
  */
 export function sessionKey(sessionId: string): string {
   return createHash("sha256").update(sessionId, "utf8").digest("hex").slice(0, 40);
@@ -32,15 +43,18 @@ export function sessionKey(sessionId: string): string {
 
 /**
  * Where everything of one store (or tenant prefix) directory lives:
- * - `agentd-store.json` — the format marker (`{"format":2}`);
- * - `records/<snapshotId>.json` — one record file each (`records/.<id>.lock`: its update lock);
- * - `sessions/<key>.head.json` — the session head, `sessions/<key>.idx` — the
- *   session's record index, `sessions/<key>.lock` — its commit lock;
+ * - `agentd-store.json` — the format marker (`{"format":3}`);
+ * - `sessions/<key>.log` — the session log (`SessionLogView`): each commit
+ *   and record update appends its record lines and the session's head;
+ *   `sessions/<key>.lock` — its lock (`SessionLocks`);
+ * - `snapshots.map` — snapshot ID → session key (`SnapshotMap`);
+ * - `journal/<boot>-<pid>-<ms>-<random>.jnl` (the store directory only, not a
+ *   tenant prefix directory) — commit journal segments (`CommitJournal`);
  * - `chunks/<key>/<snapshotId>.jsonl` — the chunk log of a detached
  *   invocation (one JSON line per chunk), `chunks/<key>/<snapshotId>.keep` —
  *   its keep-until time (the empty file's mtime).
- * Temporary files start with a dot, so they never look like records or heads.
- * Callers pass only validated snapshot IDs (they are file names).
+ * Temporary files start with a dot, so they never look like logs.
+ * Callers pass only validated snapshot IDs (they become file names).
  */
 export class StoreLayout {
   /** `base` is the absolute store or prefix directory. */
@@ -50,20 +64,12 @@ export class StoreLayout {
     return join(this.base, STORE_MARKER_FILE);
   }
 
-  get recordsDir(): string {
-    return join(this.base, RECORDS_DIR);
-  }
-
   get sessionsDir(): string {
     return join(this.base, SESSIONS_DIR);
   }
 
-  recordPath(snapshotId: string): string {
-    return join(this.recordsDir, `${snapshotId}.json`);
-  }
-
-  recordLockPath(snapshotId: string): string {
-    return join(this.recordsDir, `.${snapshotId}.lock`);
+  get snapshotMapPath(): string {
+    return join(this.base, SNAPSHOT_MAP_FILE);
   }
 
   get chunksDir(): string {
@@ -85,36 +91,18 @@ export class StoreLayout {
     return join(this.chunkDirOfKey(sessionKey(sessionId)), `${snapshotId}${CHUNK_KEEP_SUFFIX}`);
   }
 
-  headPath(sessionId: string): string {
-    return this.headPathOfKey(sessionKey(sessionId));
+  /** The log of the session whose {@link sessionKey} is `key`. */
+  logPathOfKey(key: string): string {
+    return join(this.sessionsDir, `${key}${LOG_SUFFIX}`);
   }
 
-  headLockPath(sessionId: string): string {
-    return this.headLockPathOfKey(sessionKey(sessionId));
-  }
-
-  indexPath(sessionId: string): string {
-    return this.indexPathOfKey(sessionKey(sessionId));
-  }
-
-  /** The head file of the session whose {@link sessionKey} is `key`. */
-  headPathOfKey(key: string): string {
-    return join(this.sessionsDir, `${key}${HEAD_SUFFIX}`);
-  }
-
-  /** The commit lock of the session whose {@link sessionKey} is `key`. */
-  headLockPathOfKey(key: string): string {
+  /** The lock of the session whose {@link sessionKey} is `key`. */
+  lockPathOfKey(key: string): string {
     return join(this.sessionsDir, `${key}.lock`);
-  }
-
-  /** The record index of the session whose {@link sessionKey} is `key`. */
-  indexPathOfKey(key: string): string {
-    return join(this.sessionsDir, `${key}${INDEX_SUFFIX}`);
   }
 }
 
-const HEAD_SUFFIX = ".head.json";
-const INDEX_SUFFIX = ".idx";
+const LOG_SUFFIX = ".log";
 const KEY = /^[0-9a-f]{40}$/;
 
 /** True when `name` is a session key (a directory name in `chunks/`). */
@@ -122,10 +110,9 @@ export function isSessionKey(name: string): boolean {
   return KEY.test(name);
 }
 
-/** The session key of a file name in `sessions/` (`<key>.head.json` or `<key>.idx`, per `kind`), or undefined for any other name. */
-export function sessionKeyOfFile(name: string, kind: "head" | "index"): string | undefined {
-  const suffix = kind === "head" ? HEAD_SUFFIX : INDEX_SUFFIX;
-  if (!name.endsWith(suffix)) return undefined;
-  const key = name.slice(0, -suffix.length);
+/** The session key of a session log's file name in `sessions/` (`<key>.log`), or undefined for any other name. */
+export function sessionKeyOfLog(name: string): string | undefined {
+  if (!name.endsWith(LOG_SUFFIX)) return undefined;
+  const key = name.slice(0, -LOG_SUFFIX.length);
   return KEY.test(key) ? key : undefined;
 }

@@ -10,8 +10,15 @@ export interface FileSessionStoreOptions {
   pathPrefix?: (ctx: StoreCallContext) => string;
   /** Fallback poll interval for cross-process status changes and chunk appends (fs.watch is primary). Default 500 ms; <= 0 disables. */
   pollIntervalMs?: number;
-  /** fsync record, index and head files (and their directories) as they are written (survives power loss). Default true. */
+  /** Make every commit and record update durable before it resolves (survives power loss). Default true. */
   fsync?: boolean;
+  /**
+   * With `fsync`: commits wait for a group-committed fsync of this process's
+   * commit journal (`journal/`), shared by every session, instead of an
+   * fdatasync of their own session log. Default true; false fdatasyncs each
+   * session log (and the snapshot map) per commit.
+   */
+  journal?: boolean;
   /** A cross-process session or record lock older than this is considered abandoned. Default 30 s. */
   lockStaleMs?: number;
   /**

@@ -1,4 +1,4 @@
-import { mkdtemp, unlink } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
@@ -8,8 +8,17 @@ import { startAgentd } from "../harness/agentd-process.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { watchDetachedWork } from "./watched-work.js";
 
+/** The session log in the file store at `dir` that holds the record `snapshotId`. */
+async function logHolding(dir: string, snapshotId: string): Promise<string> {
+  for (const name of await readdir(join(dir, "sessions"))) {
+    const path = join(dir, "sessions", name);
+    if (name.endsWith(".log") && (await readFile(path, "latin1")).includes(` ${snapshotId} `)) return path;
+  }
+  throw new Error(`no session log in ${dir} holds ${snapshotId}`);
+}
+
 describe("WatchSnapshot when its record disappears", () => {
-  it("ends NOT_FOUND soon after the record file is deleted", async () => {
+  it("ends NOT_FOUND soon after the session log holding the record is deleted", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-watch-gone-"));
     const agentd = await startAgentd({
       args: ["--store", `file:${dir}`, "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "600"],
@@ -20,7 +29,7 @@ describe("WatchSnapshot when its record disappears", () => {
         statuses,
         error,
         actedAt: deletedAt,
-      } = await watchDetachedWork(client, 8_000, (snapshotId) => unlink(join(dir, "records", `${snapshotId}.json`)));
+      } = await watchDetachedWork(client, 8_000, async (snapshotId) => unlink(await logHolding(dir, snapshotId)));
       expect(statuses).toEqual([SnapshotStatus.PENDING]);
       expect(error?.code).toBe(Code.NotFound);
       expect(Date.now() - deletedAt).toBeLessThan(1_500); // the re-check runs every TTL/4 = 150 ms

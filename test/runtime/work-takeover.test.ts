@@ -1,8 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileSessionStore } from "../../stores/file-store.js";
+import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
 import { Rendezvous, expectAgentError, historyOf, until, recordsOf, setLease, gatedAgent } from "./runtime-fixtures.js";
 import {
   ANN,
@@ -227,7 +228,11 @@ describe("taking over the detached work of a dead instance", () => {
       // A session whose head is leased and whose head record is corrupt (DATA_LOSS on read).
       const broken = await a.agent.runText("broken");
       await setLease(files as SessionStore, broken.sessionId, { invocationId: "dead", expiresAt: Date.now() - 1 });
-      await writeFile(join(dir, "records", `${broken.snapshotId}.json`), "{ not json");
+      const log = new StoreLayout(dir).logPathOfKey(sessionKey(broken.sessionId));
+      const text = await readFile(log, "latin1");
+      const at = text.indexOf(`"snapshotId":"${broken.snapshotId}"`);
+      // One byte of the record's line changed: its CRC no longer matches.
+      await writeFile(log, `${text.slice(0, at + 14)}X${text.slice(at + 15)}`, "latin1");
       const { snapshotId } = await detachThenShutDown(a);
       b.gate.release("one");
       await untilSilent(files, snapshotId);

@@ -85,7 +85,8 @@ function pathOf(fd: number): string {
 
 /**
  * Calls `seen(path, kind)` for every file and directory this process fsyncs, through a
- * `FileHandle` (`sync`, `datasync`) or a descriptor (`fs.fsync`, as `fsyncDescriptor` does), for the
+ * `FileHandle` (`sync`, `datasync`) or a descriptor (`fs.fsync`, `fs.fdatasync`, as
+ * `fsyncDescriptor` and `datasyncDescriptor` do), for the
  * rest of the current test; each fsync is still done.
  */
 async function watchFileSyncs(dir: string, seen: (path: string, kind: "sync" | "datasync") => void): Promise<void> {
@@ -107,6 +108,15 @@ async function watchFileSyncs(dir: string, seen: (path: string, kind: "sync" | "
     fsync(fd, callback);
   }) as typeof fs.fsync);
   onTestFinished(() => spy.mockRestore());
+  const fdatasync = fs.fdatasync;
+  const dataSpy = vi.spyOn(fs, "fdatasync").mockImplementation(((
+    fd: number,
+    callback: (err: NodeJS.ErrnoException | null) => void,
+  ) => {
+    seen(pathOf(fd), "datasync");
+    fdatasync(fd, callback);
+  }) as typeof fs.fdatasync);
+  onTestFinished(() => dataSpy.mockRestore());
 }
 
 /**

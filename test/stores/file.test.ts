@@ -1,9 +1,11 @@
 import { getEventListeners } from "node:events";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import fs, { readlinkSync } from "node:fs";
+import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { FileSessionStore, type FileSessionStoreOptions } from "../../stores/file-store.js";
+import { encodeLogLine } from "../../stores/file/log-line.js";
 import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
 import type { SessionHead } from "../../stores/snapshot-store.js";
 import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
@@ -72,14 +74,24 @@ describe("file store layout", () => {
     await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
     await store.updateRecord("snap-1", (e) => ({ ...e, heartbeatAt: 1 }));
     const layout = new StoreLayout(store.directory);
-    for (const dir of [join(parent, "nested"), store.directory, layout.recordsDir, layout.sessionsDir])
+    for (const dir of [join(parent, "nested"), store.directory, layout.sessionsDir])
       expect(await mode(dir)).toBe(0o700);
-    for (const file of [layout.markerPath, layout.recordPath("snap-1"), layout.headPath("s1"), layout.indexPath("s1")])
-      expect(await mode(file)).toBe(0o600);
-    expect(JSON.parse(await readFile(layout.markerPath, "utf8"))).toEqual({ format: 2 });
-    // Nothing but the layout is left behind (no temp or lock files).
-    expect((await readdir(store.directory)).sort()).toEqual(["agentd-store.json", "records", "sessions"]);
-    expect(await readdir(layout.recordsDir)).toEqual(["snap-1.json"]);
+    const log = layout.logPathOfKey(sessionKey("s1"));
+    const lock = layout.lockPathOfKey(sessionKey("s1"));
+    for (const file of [layout.markerPath, log, lock, layout.snapshotMapPath]) expect(await mode(file)).toBe(0o600);
+    expect(JSON.parse(await readFile(layout.markerPath, "utf8"))).toEqual({ format: 3 });
+    expect(await mode(join(store.directory, "journal"))).toBe(0o700);
+    // The session's lock is kept while the store writes it; closing releases it and retires the
+    // journal, and nothing but the layout is left.
+    await store.close();
+    expect((await readdir(store.directory)).sort()).toEqual([
+      "agentd-store.json",
+      "journal",
+      "sessions",
+      "snapshots.map",
+    ]);
+    expect(await readdir(layout.sessionsDir)).toEqual([`${sessionKey("s1")}.log`]);
+    expect(await readdir(join(store.directory, "journal"))).toEqual([]);
   });
 
   it("stores each tenant's data under its own prefix directory", async () => {
@@ -89,18 +101,22 @@ describe("file store layout", () => {
     expect(await store.getRecord("snap-1", { tenant: "acme" })).toBeDefined();
     expect(await store.getRecord("snap-1", { tenant: "globex" })).toBeUndefined();
     expect(await store.getHead("s1", { tenant: "globex" })).toBeUndefined();
-    expect(await readdir(join(dir, "tenants", "acme", "records"))).toContain("snap-1.json");
+    expect(await readdir(join(dir, "tenants", "acme", "sessions"))).toContain(`${sessionKey("s1")}.log`);
     expect(await readdir(join(dir, "tenants"))).toEqual(["acme"]); // reads create nothing
   });
 
   it("keeps a tenant named like a layout directory apart from the records there", async () => {
     const dir = await tempDir();
     const store = open(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
-    expect(store.baseDir({ tenant: "records" })).toBe(join(dir, "%72ecords"));
+    expect(store.baseDir({ tenant: "sessions" })).toBe(join(dir, "%73essions"));
     expect(store.baseDir({ tenant: "Sessions/x" })).toBe(join(dir, "%53essions", "x"));
+    expect(store.baseDir({ tenant: "snapshots.map" })).toBe(join(dir, "%73napshots.map"));
     await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
-    await store.commit(commitOf(undefined, checkpointRecord("s1", "snap-1")), { tenant: "records" });
-    expect(await readdir(join(dir, "records"))).toEqual(["snap-1.json"]);
+    await store.commit(commitOf(undefined, checkpointRecord("s1", "snap-1")), { tenant: "sessions" });
+    expect((await readdir(join(dir, "sessions"))).filter((f) => f.endsWith(".log"))).toEqual([
+      `${sessionKey("s1")}.log`,
+    ]);
+    expect(await readdir(join(dir, "%73essions"))).toContain("sessions");
   });
 
   it("rejects a path prefix that climbs out with ..", async () => {
@@ -133,7 +149,7 @@ describe("file store layout", () => {
 
 describe("file store format check", () => {
   it("fails with FAILED_PRECONDITION on a directory whose marker names another format", async () => {
-    for (const format of [1, 3]) {
+    for (const format of [1, 2]) {
       const dir = await tempDir();
       await writeFile(join(dir, "agentd-store.json"), JSON.stringify({ format }));
       let error: unknown;
@@ -144,7 +160,7 @@ describe("file store format check", () => {
       }
       expect(error).toMatchObject({ status: "FAILED_PRECONDITION", details: { foundFormat: format } });
       expect((error as Error).message).toContain(`${dir} was written in store format ${format}`);
-      expect((error as Error).message).toMatch(/this agentd reads format 2.*new, empty directory/);
+      expect((error as Error).message).toMatch(/this agentd reads format 3.*new, empty directory/);
     }
   });
 
@@ -182,102 +198,135 @@ describe("file store format check", () => {
       status: "FAILED_PRECONDITION",
       message: expect.stringContaining(join(dir, "old")),
     });
-    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1")); // the root is format 2
+    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1")); // the root is format 3
   });
 
   it("accepts a directory holding unrelated JSON files and marks it", async () => {
     const dir = await tempDir();
     await writeFile(join(dir, "package.json"), JSON.stringify({ name: "x", format: 1 }));
     open(dir);
-    expect(JSON.parse(await readFile(join(dir, "agentd-store.json"), "utf8"))).toEqual({ format: 2 });
+    expect(JSON.parse(await readFile(join(dir, "agentd-store.json"), "utf8"))).toEqual({ format: 3 });
   });
 });
 
+/** The session's log in the store's own directory. */
+function logOf(store: FileSessionStore<CounterState>, sessionId: string): string {
+  return new StoreLayout(store.directory).logPathOfKey(sessionKey(sessionId));
+}
+
+/** Replaces the first `from` in the file with `to` in place (same length: garbled bytes, the size unchanged). */
+async function garble(path: string, from: string, to: string): Promise<void> {
+  expect(to).toHaveLength(from.length);
+  const text = await readFile(path, "latin1");
+  const at = text.indexOf(from);
+  expect(at, `${from} in ${path}`).toBeGreaterThanOrEqual(0);
+  await writeFile(path, text.slice(0, at) + to + text.slice(at + from.length), "latin1");
+}
+
+/** The lines of a log file, each with its newline. */
+async function logLines(path: string): Promise<string[]> {
+  return (await readFile(path, "latin1")).split(/(?<=\n)/);
+}
+
 describe("file store failures", () => {
-  it("reads a corrupt or truncated record file as DATA_LOSS, not as missing", async () => {
-    const store = open(await tempDir());
+  it("reads a garbled record as DATA_LOSS, not as missing", async () => {
+    const dir = await tempDir();
+    const store = open(dir);
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
     await commitRecord(store, head, checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 }));
-    const path = new StoreLayout(store.directory).recordPath("snap-1");
-    const size = (await stat(path)).size;
-    await truncate(path, Math.floor(size / 2));
-    const dataLoss = { status: "DATA_LOSS", message: expect.stringContaining(path) };
-    await expect(store.getRecord("snap-1")).rejects.toMatchObject(dataLoss);
-    await expect(store.getChain("snap-1")).rejects.toMatchObject(dataLoss);
-    await expect(store.listRecords("s1")).rejects.toMatchObject(dataLoss);
-    await expect(store.updateRecord("snap-1", (e) => e)).rejects.toMatchObject(dataLoss);
-    await writeFile(path, "");
-    await expect(store.getRecord("snap-1")).rejects.toMatchObject(dataLoss);
-    await writeFile(
-      path,
-      JSON.stringify({
-        format: 2,
-        version: 1,
-        status: "completed",
-        record: { snapshotId: "other", status: "completed" },
-      }),
-    );
-    await expect(store.getRecord("snap-1")).rejects.toMatchObject(dataLoss);
+    await garble(logOf(store, "s1"), '"snapshotId":"snap-1"', '"snapshotId":"snap-X"');
+    const reader = open(dir); // as another process would
+    const dataLoss = { status: "DATA_LOSS", message: expect.stringContaining(logOf(store, "s1")) };
+    await expect(reader.getRecord("snap-1")).rejects.toMatchObject(dataLoss);
+    await expect(reader.getChain("snap-1")).rejects.toMatchObject(dataLoss);
+    await expect(reader.listRecords("s1")).rejects.toMatchObject(dataLoss);
+    await expect(reader.updateRecord("snap-1", (e) => e)).rejects.toMatchObject(dataLoss);
+    expect((await reader.getRecord("snap-2"))?.snapshotId).toBe("snap-2");
   });
 
-  it("reads a corrupt head file as DATA_LOSS and commits nothing over it", async () => {
-    const store = open(await tempDir());
+  it("reads an intact record line that does not hold its record as DATA_LOSS", async () => {
+    const dir = await tempDir();
+    const store = open(dir);
     await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
-    const path = new StoreLayout(store.directory).headPath("s1");
-    await writeFile(path, "{");
-    await expect(store.getHead("s1")).rejects.toMatchObject({
-      status: "DATA_LOSS",
-      message: expect.stringContaining(path),
-    });
-    const next = checkpointRecord("s1", "snap-2");
-    await expect(store.commit({ ...commitOf(undefined, next), expectedVersion: 1 })).rejects.toMatchObject({
-      status: "DATA_LOSS",
-    });
-    expect(await store.getRecord("snap-2")).toBeUndefined();
-  });
-
-  it("reads a record file that is valid JSON but not a format-2 record as DATA_LOSS, not as missing", async () => {
-    const store = open(await tempDir());
-    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
-    const path = new StoreLayout(store.directory).recordPath("snap-1");
-    const valid = await readFile(path, "utf8");
-    const { format: _format, ...withoutFormat } = JSON.parse(valid) as Record<string, unknown>;
-    const texts = [
-      ...["null", "[]", "{}", `{"format":2}`, JSON.stringify({ ...withoutFormat, format: 2, record: null })],
-      ...[JSON.stringify(withoutFormat), ...[1, 3].map((f) => valid.replace('"format":2', `"format":${f}`))],
-    ];
-    for (const text of texts) {
-      await writeFile(path, text);
-      await expect(store.getRecord("snap-1"), text.slice(0, 40)).rejects.toMatchObject({
+    await store.close();
+    const path = logOf(store, "s1");
+    const [recordLine, headLine] = await logLines(path);
+    const record = JSON.parse(recordLine!.slice(recordLine!.indexOf("{"))) as Record<string, unknown>;
+    for (const payload of ["null", "[]", "{", JSON.stringify({ ...record, snapshotId: "other" })]) {
+      const fields = { kind: "R" as const, id: "snap-1", version: 1, status: "completed", createdAt: T0 };
+      await writeFile(path, Buffer.concat([encodeLogLine(fields, payload).bytes, Buffer.from(headLine!, "latin1")]));
+      await expect(open(dir).getRecord("snap-1"), payload).rejects.toMatchObject({
         status: "DATA_LOSS",
-        message: expect.stringMatching(/not a valid agentd record .*restore it from a backup/),
-      });
-      await expect(store.listRecords("s1"), text.slice(0, 40)).rejects.toMatchObject({
-        status: "DATA_LOSS",
-        message: expect.stringContaining(path),
+        message: expect.stringMatching(/restore it from a backup/),
       });
     }
   });
 
-  it("reads a head file of another format, or holding another session's head, as DATA_LOSS", async () => {
-    const store = open(await tempDir());
+  it("reads a garbled head before the last batch as DATA_LOSS and commits nothing over it", async () => {
+    const dir = await tempDir();
+    const store = open(dir);
+    const head = await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    await commitRecord(store, head, checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 }));
+    await store.close();
+    await garble(logOf(store, "s1"), '"version":1', '"version":7'); // the first batch's head
+    const reader = open(dir);
+    const dataLoss = { status: "DATA_LOSS", message: expect.stringContaining(logOf(store, "s1")) };
+    await expect(reader.getHead("s1")).rejects.toMatchObject(dataLoss);
+    const next = checkpointRecord("s1", "snap-3", { createdAt: T0 + 2 });
+    await expect(reader.commit({ ...commitOf(undefined, next), expectedVersion: 2 })).rejects.toMatchObject(dataLoss);
+    await expect(reader.getRecord("snap-3")).resolves.toBeUndefined();
+  });
+
+  it("reads a garbled or incomplete last batch as not written (a write cut by a crash), and the next commit cuts it off", async () => {
+    const dir = await tempDir();
+    const store = open(dir);
+    const first = await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    await commitRecord(store, first, checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 }));
+    await store.close();
+    const path = logOf(store, "s1");
+    await garble(path, '"version":2', '"version":9'); // the last batch's head
+    const reader = open(dir);
+    expect(await reader.getHead("s1")).toEqual(first);
+    expect(await reader.getRecord("snap-2")).toBeUndefined();
+    const retried = await reader.commit(
+      commitOf(first, checkpointRecord("s1", "snap-2b", { parentId: "snap-1", createdAt: T0 + 1 })),
+    );
+    expect(retried).toMatchObject({ version: 2, headSnapshotId: "snap-2b" });
+    expect(await readFile(path, "latin1")).not.toContain('snap-2"');
+    // Half a batch appended (a crash in the middle of a write): invisible, then cut off.
+    const size = (await stat(path)).size;
+    await writeFile(path, `R 00000000 999 snap-4 1 completed ${T0} {"snapshotId":"sn`, { flag: "a" });
+    const other = open(dir);
+    expect(await other.getHead("s1")).toEqual(retried);
+    await commitRecord(other, retried, checkpointRecord("s1", "snap-5", { createdAt: T0 + 3 }));
+    expect((await readFile(path, "latin1")).slice(size)).toMatch(/^R [0-9a-f]{8} \d+ snap-5 /);
+  });
+
+  it("reads a head that is not a session head, or another session's, as DATA_LOSS", async () => {
+    const dir = await tempDir();
+    const store = open(dir);
     await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
     await commitRecord(store, undefined, checkpointRecord("s2", "snap-2"));
-    const layout = new StoreLayout(store.directory);
-    const path = layout.headPath("s1");
-    const valid = await readFile(path, "utf8");
-    const { format: _format, ...withoutFormat } = JSON.parse(valid) as Record<string, unknown>;
-    const dataLoss = { status: "DATA_LOSS", message: expect.stringContaining(path) };
-    const otherFormats = [1, 3].map((f) => valid.replace('"format":2', `"format":${f}`));
-    for (const text of [JSON.stringify(withoutFormat), ...otherFormats]) {
-      await writeFile(path, text);
-      await expect(store.getHead("s1"), text.slice(0, 40)).rejects.toMatchObject(dataLoss);
+    await store.close();
+    const path = logOf(store, "s1");
+    const [recordLine] = await logLines(path);
+    for (const payload of ["null", "{}", `{"sessionId":"s1"}`, "{"]) {
+      const head = encodeLogLine({ kind: "H", id: "-", version: 1, status: "-", createdAt: 0 }, payload);
+      await writeFile(path, Buffer.concat([Buffer.from(recordLine!, "latin1"), head.bytes]));
+      await expect(open(dir).getHead("s1"), payload).rejects.toMatchObject({
+        status: "DATA_LOSS",
+        message: expect.stringMatching(/not a valid agentd session head/),
+      });
     }
-    // s2's head file copied over s1's (a restore gone wrong): a valid head, but of another session.
-    await writeFile(path, await readFile(layout.headPath("s2"), "utf8"));
-    const holdsS2 = expect.stringMatching(/holds session "s2"/);
-    await expect(store.getHead("s1")).rejects.toMatchObject({ ...dataLoss, message: holdsS2 });
-    await expect(store.listHeads!({ owner: "" })).rejects.toMatchObject(dataLoss);
+    // s2's log copied over s1's (a restore gone wrong): a valid head, but of another session.
+    await writeFile(path, await readFile(logOf(store, "s2")));
+    const reader = open(dir);
+    const dataLoss = { status: "DATA_LOSS", message: expect.stringContaining(path) };
+    await expect(reader.getHead("s1")).rejects.toMatchObject({
+      ...dataLoss,
+      message: expect.stringMatching(/holds session "s2"/),
+    });
+    await expect(reader.listHeads!({ owner: "" })).rejects.toMatchObject(dataLoss);
   });
 
   it("leaves no record of a commit that lost its version check or reused an ID", async () => {
@@ -296,52 +345,108 @@ describe("file store failures", () => {
     expect((await store.getRecord("snap-1"))!.sessionId).toBe("s1");
   });
 
-  it("removes the record of a commit that fails after writing it, so a retry with the same ID succeeds", async () => {
+  it("refuses a snapshot ID another session claimed first, even when that session's commit never landed", async () => {
     const store = open(await tempDir());
-    const head = await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
-    const indexPath = new StoreLayout(store.directory).indexPath("s1");
-    const index = await readFile(indexPath, "utf8");
-    await rm(indexPath);
-    await mkdir(indexPath); // the index append (after the record is written) now fails
-    const next = checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 });
-    await expect(store.commit(commitOf(head, next))).rejects.toMatchObject({ code: "EISDIR" });
-    expect(await store.getRecord("snap-2")).toBeUndefined();
-    expect(await store.getHead("s1")).toEqual(head);
-    await rm(indexPath, { recursive: true });
-    await writeFile(indexPath, index);
-    expect(await store.commit(commitOf(head, next))).toMatchObject({ headSnapshotId: "snap-2", version: 2 });
-    expect((await allRecords(store, "s1")).map((r) => r.snapshotId)).toEqual(["snap-2", "snap-1"]);
+    await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+    const layout = new StoreLayout(store.directory);
+    // A commit of s9 claimed "taken" in the map, then failed before its log write.
+    await writeFile(layout.snapshotMapPath, `\ntaken ${sessionKey("s9")}\n`, { flag: "a" });
+    await expect(store.commit(commitOf(undefined, checkpointRecord("s2", "taken")))).rejects.toMatchObject({
+      status: "ALREADY_EXISTS",
+    });
+    expect(await store.getRecord("taken")).toBeUndefined();
+    expect(await store.getHead("s2")).toBeUndefined();
+    // s9 itself may still commit it (a retry of its failed commit).
+    await commitRecord(store, undefined, checkpointRecord("s9", "taken"));
+    expect((await store.getRecord("taken"))!.sessionId).toBe("s9");
   });
 
-  it("recovers session and record locks abandoned by a dead process", { timeout: 15_000 }, async () => {
-    const store = open(await tempDir(), { lockStaleMs: 10 * 60_000 }); // only the dead holder makes them abandoned
-    const head = await commitRecord(store, undefined, pendingRecord("s1", "snap-1"));
-    const layout = new StoreLayout(store.directory);
-    const pid = await deadPid();
-    const abandoned = JSON.stringify({ pid, token: "left-behind" });
-    await writeFile(layout.headLockPath("s1"), abandoned);
-    await writeFile(layout.recordLockPath("snap-1"), abandoned);
+  /** Fails the next fdatasync of a file whose path ends with `suffix` with EIO; other fdatasyncs go through. Returns the restore. */
+  function failNextDatasyncOf(suffix: string): () => void {
+    const fdatasync = fs.fdatasync;
+    let failed = false;
+    const spy = vi.spyOn(fs, "fdatasync").mockImplementation(((fd: number, callback: (err: Error | null) => void) => {
+      if (failed || !readlinkSync(`/proc/self/fd/${fd}`).endsWith(suffix)) return fdatasync(fd, callback);
+      failed = true;
+      callback(Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" }));
+    }) as typeof fs.fdatasync);
+    onTestFinished(() => spy.mockRestore());
+    return () => spy.mockRestore();
+  }
+
+  it("leaves no trace of a commit whose journal sync fails, or (without a journal) whose log or snapshot map sync fails, so a retry with the same ID succeeds", async () => {
+    for (const [failing, options] of [
+      [".jnl", {}],
+      [".log", { journal: false }],
+      ["snapshots.map", { journal: false }],
+    ] as const) {
+      const store = open(await tempDir(), options);
+      const head = await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+      const path = logOf(store, "s1");
+      const size = (await stat(path)).size;
+      const next = checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 });
+      const restore = failNextDatasyncOf(failing);
+      await expect(store.commit(commitOf(head, next)), failing).rejects.toMatchObject({ code: "EIO" });
+      restore();
+      expect((await stat(path)).size, failing).toBe(size);
+      expect(await store.getRecord("snap-2")).toBeUndefined();
+      expect(await store.getHead("s1")).toEqual(head);
+      expect(await store.commit(commitOf(head, next))).toMatchObject({ headSnapshotId: "snap-2", version: 2 });
+      expect(
+        (await allRecords(store, "s1")).map((r) => r.snapshotId),
+        failing,
+      ).toEqual(["snap-2", "snap-1"]);
+    }
+  });
+
+  it("recovers a session lock abandoned by a dead process", { timeout: 15_000 }, async () => {
+    const dir = await tempDir();
+    const first = open(dir, { lockStaleMs: 10 * 60_000 }); // only the dead holder makes it abandoned
+    const head = await commitRecord(first, undefined, pendingRecord("s1", "snap-1"));
+    await first.close();
+    const layout = new StoreLayout(first.directory);
+    await writeFile(layout.lockPathOfKey(sessionKey("s1")), JSON.stringify({ pid: await deadPid(), token: "left" }));
+    const store = open(dir, { lockStaleMs: 10 * 60_000 });
     const started = Date.now();
     await commitRecord(store, head, checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 }));
     expect(await store.updateRecord("snap-1", (e) => ({ ...e, status: "aborted" }))).toMatchObject({
       status: "aborted",
     });
     expect(Date.now() - started).toBeLessThan(5_000);
+    await store.close();
     expect((await readdir(layout.sessionsDir)).filter((f) => f.includes("lock"))).toEqual([]);
-    expect((await readdir(layout.recordsDir)).filter((f) => f.includes("lock"))).toEqual([]);
   });
 
-  it("waits for a lock held by a live process instead of stealing it", async () => {
-    const store = open(await tempDir(), { lockStaleMs: 10 * 60_000 });
-    await commitRecord(store, undefined, pendingRecord("s1", "snap-1"));
-    const lockPath = new StoreLayout(store.directory).recordLockPath("snap-1");
+  it("waits for a session lock held by a live process instead of stealing it", async () => {
+    const dir = await tempDir();
+    const first = open(dir, { lockStaleMs: 10 * 60_000 });
+    await commitRecord(first, undefined, pendingRecord("s1", "snap-1"));
+    await first.close();
+    const lockPath = new StoreLayout(first.directory).lockPathOfKey(sessionKey("s1"));
     await writeFile(lockPath, JSON.stringify({ pid: process.pid, token: "held" }));
+    const store = open(dir, { lockStaleMs: 10 * 60_000 });
     let done = false;
     const update = store.updateRecord("snap-1", (e) => ({ ...e, status: "aborted" })).finally(() => (done = true));
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(done).toBe(false);
     await rm(lockPath);
     expect(await update).toMatchObject({ status: "aborted" });
+  });
+
+  it("keeps a session's lock between its commits and hands it over when another process waits", async () => {
+    const dir = await tempDir();
+    const writer = open(dir);
+    const head = await commitRecord(writer, undefined, checkpointRecord("s1", "snap-1"));
+    const lockPath = new StoreLayout(writer.directory).lockPathOfKey(sessionKey("s1"));
+    const held = await stat(lockPath);
+    const second = await commitRecord(writer, head, checkpointRecord("s1", "snap-2", { createdAt: T0 + 1 }));
+    expect((await stat(lockPath)).ino).toBe(held.ino); // the same lock file: not taken again
+    const other = open(dir); // another process: it waits, announces itself, and gets the lock
+    const third = await other.commit(commitOf(second, checkpointRecord("s1", "snap-3", { createdAt: T0 + 2 })));
+    expect(third).toMatchObject({ version: 3 });
+    // The first writer finds its lock gone and takes it again behind the other one.
+    await commitRecord(writer, third, checkpointRecord("s1", "snap-4", { createdAt: T0 + 3 }));
+    expect((await allRecords(other, "s1")).map((r) => r.snapshotId)).toEqual(["snap-4", "snap-3", "snap-2", "snap-1"]);
   });
 });
 
@@ -378,26 +483,24 @@ describe("file store session lifecycle", () => {
     const doomedIds = await session(store, "doomed", { records: 3 });
     await store.updateRecord(doomedIds[0]!, (e) => ({ ...e, heartbeatAt: 1 }));
     const key = sessionKey("doomed");
-    const mentions = (tree: string[], id: string, ids: string[], k: string) =>
-      tree.filter((p) => p.includes(k) || ids.some((s) => p.includes(s)) || p.includes(id));
-    expect(mentions(await treeOf(dir), "doomed", doomedIds, key)).toHaveLength(5); // head, idx, 3 records
+    const mentions = (tree: string[]) => tree.filter((p) => p.includes(key) || p.includes("doomed"));
+    expect(mentions(await treeOf(dir))).toHaveLength(2); // its log and its lock
     expect(await store.deleteSession("doomed")).toBe(true);
+    expect(mentions(await treeOf(dir))).toEqual([]);
+    for (const id of doomedIds) expect(await store.getRecord(id)).toBeUndefined();
+    // Once the journal segments holding its batches are retired (at the latest when the store closes).
+    await store.close();
     const tree = await treeOf(dir);
-    expect(mentions(tree, "doomed", doomedIds, key)).toEqual([]);
     expect(tree).toEqual(
-      [
-        "agentd-store.json",
-        "records/",
-        ...keptIds.map((id) => `records/${id}.json`),
-        "sessions/",
-        `sessions/${sessionKey("kept")}.head.json`,
-        `sessions/${sessionKey("kept")}.idx`,
-      ].sort(),
+      ["agentd-store.json", "journal/", "sessions/", `sessions/${sessionKey("kept")}.log`, "snapshots.map"].sort(),
     );
-    // No file of the session holds its ID either.
-    for (const path of tree.filter((p) => !p.endsWith("/")))
+    // No file holds the session's ID or data; the map keeps only the bare snapshot IDs it named.
+    for (const path of tree.filter((p) => !p.endsWith("/") && p !== "snapshots.map"))
       expect(await readFile(join(dir, path), "utf8")).not.toContain("doomed");
-    expect(await readdir(layout.sessionsDir)).toHaveLength(2);
+    const mapLines = (await readFile(layout.snapshotMapPath, "utf8")).split("\n").filter(Boolean);
+    expect(mapLines.sort()).toEqual(
+      [...keptIds.map((id) => `${id} ${sessionKey("kept")}`), ...doomedIds.map((id) => `${id} ${key}`)].sort(),
+    );
   });
 
   it("lists, deletes and sweeps within the caller's tenant directory; a sweep without context covers every tenant", async () => {
@@ -432,64 +535,55 @@ describe("file store session lifecycle", () => {
     expect(await listed(globex)).toEqual(["s1"]);
   });
 
-  it("waits for a record update in flight (its lock held) and removes what it wrote", async () => {
-    const store = open(await tempDir(), { lockStaleMs: 10 * 60_000 });
-    const layout = new StoreLayout(store.directory);
-    const [root] = await session(store, "s1");
-    const path = layout.recordPath(root!);
-    const written = await readFile(path, "utf8");
-    // Another process is inside updateRecord: it holds the record lock and will write the file back.
-    await writeFile(layout.recordLockPath(root!), JSON.stringify({ pid: process.pid, token: "updater" }));
+  it("waits for a commit or record update in flight in another process (the session lock held), then removes the session", async () => {
+    const dir = await tempDir();
+    const first = open(dir, { lockStaleMs: 10 * 60_000 });
+    await session(first, "s1");
+    await first.close();
+    const layout = new StoreLayout(first.directory);
+    const lockPath = layout.lockPathOfKey(sessionKey("s1"));
+    await writeFile(lockPath, JSON.stringify({ pid: process.pid, token: "updater" }));
+    const store = open(dir, { lockStaleMs: 10 * 60_000 });
     let done = false;
     const deleted = store.deleteSession!("s1").finally(() => (done = true));
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(done).toBe(false);
-    expect(await store.getHead("s1")).toBeUndefined(); // the head goes first: the session already reads as gone
-    await writeFile(path, written); // the updater's write lands
-    await rm(layout.recordLockPath(root!));
+    expect(await store.getHead("s1")).toBeDefined();
+    await rm(lockPath);
     expect(await deleted).toBe(true);
-    expect(await store.getRecord(root!)).toBeUndefined();
-    expect(await readdir(layout.recordsDir)).toEqual([]);
+    expect(await store.getHead("s1")).toBeUndefined();
+    expect(await store.getRecord("s1-r0")).toBeUndefined();
     expect(await readdir(layout.sessionsDir)).toEqual([]);
   });
 
-  it("leaves a record listed in the index that belongs to another session alone", async () => {
+  it("holds no session in a log without a complete batch (a first commit cut by a crash), and a new commit replaces it", async () => {
     const store = open(await tempDir());
     const layout = new StoreLayout(store.directory);
-    await session(store, "s1");
-    await session(store, "s2");
-    // A failed commit of s1 once indexed an ID that s2 later committed.
-    await writeFile(layout.indexPath("s1"), `${T0}\ts2-r0\n`, { flag: "a" });
-    expect(await store.deleteSession!("s1")).toBe(true);
-    expect(await store.getRecord("s2-r0")).toBeDefined();
-    expect(await store.getRecord("s1-r0")).toBeUndefined();
+    await session(store, "kept");
+    const path = layout.logPathOfKey(sessionKey("torn"));
+    await writeFile(path, `R 00000000 999 torn-r0 1 completed ${T0} {"snapshotId":"to`);
+    expect(await store.getHead("torn")).toBeUndefined();
+    expect((await store.listHeads!({ owner: "" })).heads.map((h) => h.sessionId)).toEqual(["kept"]);
+    expect(await store.sweepExpired!(T0 + 10_000_000)).toBe(0);
+    await session(store, "torn");
+    expect((await store.getRecord("torn-r0"))?.sessionId).toBe("torn");
+    expect(await readFile(path, "latin1")).toMatch(/^R [0-9a-f]{8} \d+ torn-r0 1 completed /);
   });
 
-  it("finishes a delete a crash interrupted (records and index left without a head) on the next sweep", async () => {
+  it("does not sweep a garbled log, which deleteSession removes all the same", async () => {
     const dir = await tempDir();
     const store = open(dir);
     const layout = new StoreLayout(store.directory);
-    await session(store, "kept");
-    const baseline = await treeOf(dir);
-    await session(store, "crashed", { records: 3 });
-    await rm(layout.headPath("crashed")); // the delete removed the head, then the process died
-    expect(await store.getHead("crashed")).toBeUndefined();
-    expect(await store.getRecord("crashed-r1")).toBeDefined();
-    expect(await store.sweepExpired!(T0)).toBe(0); // not an expired session: not counted
-    expect(await treeOf(dir)).toEqual(baseline);
-    expect(await store.getHead("kept")).toBeDefined();
-  });
-
-  it("does not sweep a corrupt head or a session a commit is creating", async () => {
-    const store = open(await tempDir());
-    const layout = new StoreLayout(store.directory);
-    await session(store, "corrupt", { ttlMs: 50 });
-    await writeFile(layout.headPath("corrupt"), "{");
-    expect(await store.sweepExpired!(T0 + 1000)).toBe(0);
-    expect(await readFile(layout.headPath("corrupt"), "utf8")).toBe("{");
-    await expect(store.listHeads!({ owner: "" })).rejects.toMatchObject({ status: "DATA_LOSS" });
-    // deleteSession removes it all the same.
-    expect(await store.deleteSession!("corrupt")).toBe(true);
+    const ids = await session(store, "corrupt", { ttlMs: 50, records: 2 });
+    await store.close();
+    const path = layout.logPathOfKey(sessionKey("corrupt"));
+    await garble(path, `"headSnapshotId":"${ids[0]}"`, `"headSnapshotId":"${ids[0]!.replace("r0", "x0")}"`);
+    const garbled = await readFile(path);
+    const other = open(dir);
+    expect(await other.sweepExpired!(T0 + 1000)).toBe(0);
+    expect(await readFile(path)).toEqual(garbled);
+    await expect(other.listHeads!({ owner: "" })).rejects.toMatchObject({ status: "DATA_LOSS" });
+    expect(await other.deleteSession!("corrupt")).toBe(true);
     expect(await readdir(layout.sessionsDir)).toEqual([]);
   });
 });
@@ -553,42 +647,32 @@ describe("file store options", () => {
     expect(syncs).toHaveBeenCalled();
   });
 
-  it("takes over session and record locks of a live holder older than lockStaleMs", { timeout: 15_000 }, async () => {
-    const store = open(await tempDir(), { lockStaleMs: 1_000 });
-    const head = await commitRecord(store, undefined, pendingRecord("s1", "snap-1"));
-    const layout = new StoreLayout(store.directory);
-    await stalledLock(layout.headLockPath("s1"), 5_000);
-    await stalledLock(layout.recordLockPath("snap-1"), 5_000);
+  it("takes over a session lock of a live holder older than lockStaleMs", { timeout: 15_000 }, async () => {
+    const dir = await tempDir();
+    const first = open(dir, { lockStaleMs: 1_000 });
+    const head = await commitRecord(first, undefined, pendingRecord("s1", "snap-1"));
+    await first.close();
+    const lockPath = new StoreLayout(first.directory).lockPathOfKey(sessionKey("s1"));
+    await stalledLock(lockPath, 5_000);
+    const store = open(dir, { lockStaleMs: 1_000 });
     await commitRecord(store, head, checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 }));
     expect(await store.updateRecord("snap-1", (e) => ({ ...e, status: "aborted" }))).toMatchObject({
       status: "aborted",
     });
+    await store.close();
+    await stalledLock(lockPath, 5_000);
+    expect(await open(dir, { lockStaleMs: 1_000 }).deleteSession("s1")).toBe(true);
   });
-
-  it(
-    "finishes an interrupted delete whose session lock a holder left stalled past lockStaleMs",
-    { timeout: 15_000 },
-    async () => {
-      const store = open(await tempDir(), { lockStaleMs: 1_000 });
-      await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
-      const layout = new StoreLayout(store.directory);
-      await rm(layout.headPath("s1")); // a delete interrupted after the head went
-      await stalledLock(layout.headLockPath("s1"), 5_000);
-      await store.sweepExpired(Date.now());
-      expect(await readdir(layout.sessionsDir)).toEqual([]);
-      expect(await readdir(layout.recordsDir)).toEqual([]);
-    },
-  );
 
   it("sweeps crash debris every debrisSweep.intervalMs, removing temporary files older than debrisSweep.tmpMaxAgeMs", async () => {
     const store = open(await tempDir(), { debrisSweep: { intervalMs: 50, tmpMaxAgeMs: 1_000 } });
     await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
     await store.debrisSwept;
     const layout = new StoreLayout(store.directory);
-    const debris = join(layout.recordsDir, ".snap-9.json.0a1b2c.tmp");
+    const debris = join(layout.sessionsDir, ".snap-9.json.0a1b2c.tmp");
     await writeFile(debris, "{");
     await age(debris, 5_000);
-    await eventually(async () => !(await readdir(layout.recordsDir)).includes(".snap-9.json.0a1b2c.tmp"), 5_000);
+    await eventually(async () => !(await readdir(layout.sessionsDir)).includes(".snap-9.json.0a1b2c.tmp"), 5_000);
   });
 });
 

@@ -1,35 +1,17 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import {
-  findStoreDirectories,
-  indexKeysWithoutHead,
-  mapLimit,
-  namesIn,
-  unlinkIfExists,
-} from "../../stores/file/session-files.js";
+import { FileSessionStore } from "../../stores/file-store.js";
+import { SessionLogs } from "../../stores/file/session-logs.js";
+import { findStoreDirectories, namesIn, readAllHeads, unlinkIfExists } from "../../stores/file/session-files.js";
 import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
+import { KeyedMutex } from "../../stores/keyed-mutex.js";
 import { useTempDirs } from "./file-fixtures.js";
+import { checkpointRecord, commitRecord, type CounterState } from "./snapshot-factory.js";
 
 // The directory scans the file store's listing and sweeping are built on (stores/file/session-files.ts).
 
 const tempDir = useTempDirs("agentd-session-files-");
-
-describe("mapLimit", () => {
-  it("resolves to the results in the order of the items, with at most `limit` calls in flight", async () => {
-    let inFlight = 0;
-    let most = 0;
-    const results = await mapLimit([5, 1, 4, 2, 3], 2, async (n) => {
-      inFlight++;
-      most = Math.max(most, inFlight);
-      await new Promise((resolve) => setTimeout(resolve, n));
-      inFlight--;
-      return n * 10;
-    });
-    expect(results).toEqual([50, 10, 40, 20, 30]);
-    expect(most).toBe(2);
-  });
-});
 
 describe("namesIn", () => {
   it("resolves to no names when the directory does not exist", async () => {
@@ -43,19 +25,47 @@ describe("namesIn", () => {
   });
 });
 
-describe("indexKeysWithoutHead", () => {
-  it("lists the sessions whose record index exists without a head file (an interrupted delete)", async () => {
-    const layout = new StoreLayout(await tempDir());
-    await mkdir(layout.sessionsDir, { recursive: true });
-    await writeFile(layout.headPathOfKey(sessionKey("whole")), "{}");
-    await writeFile(layout.indexPathOfKey(sessionKey("whole")), "");
-    await writeFile(layout.indexPathOfKey(sessionKey("headless")), "");
-    await writeFile(layout.headPathOfKey(sessionKey("index-less")), "{}");
-    expect(await indexKeysWithoutHead(layout)).toEqual([sessionKey("headless")]);
+describe("readAllHeads", () => {
+  /** A store directory with sessions `s1` and `s2` committed, and its layout. */
+  async function twoSessions(): Promise<StoreLayout> {
+    const store = new FileSessionStore<CounterState>(await tempDir(), { debrisSweep: { intervalMs: 0 } });
+    try {
+      await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
+      await commitRecord(store, undefined, checkpointRecord("s2", "snap-2"));
+      return new StoreLayout(store.directory);
+    } finally {
+      await store.close();
+    }
+  }
+
+  it("reads the head of every session log, keyed by the log's session key, and skips other files", async () => {
+    const layout = await twoSessions();
+    await writeFile(join(layout.sessionsDir, "notes.txt"), "not a log");
+    const heads = await readAllHeads(layout, new SessionLogs(new KeyedMutex(), { root: layout.base, fsync: false }));
+    expect(heads.map(({ key, head }) => [key, head.sessionId]).sort()).toEqual(
+      [
+        [sessionKey("s1"), "s1"],
+        [sessionKey("s2"), "s2"],
+      ].sort(),
+    );
   });
 
-  it("lists nothing for a store without a sessions directory", async () => {
-    expect(await indexKeysWithoutHead(new StoreLayout(await tempDir()))).toEqual([]);
+  it("fails with DATA_LOSS for a log holding another session's head, or skips it with skipCorrupt", async () => {
+    const layout = await twoSessions();
+    await writeFile(layout.logPathOfKey(sessionKey("s1")), await readFile(layout.logPathOfKey(sessionKey("s2"))));
+    const logs = new SessionLogs(new KeyedMutex(), { root: layout.base, fsync: false });
+    await expect(readAllHeads(layout, logs)).rejects.toMatchObject({
+      status: "DATA_LOSS",
+      message: expect.stringContaining(`holds session "s2"`),
+    });
+    expect((await readAllHeads(layout, logs, { skipCorrupt: true })).map((h) => h.key)).toEqual([sessionKey("s2")]);
+  });
+
+  it("reads nothing for a store without a sessions directory", async () => {
+    const layout = new StoreLayout(await tempDir());
+    expect(await readAllHeads(layout, new SessionLogs(new KeyedMutex(), { root: layout.base, fsync: false }))).toEqual(
+      [],
+    );
   });
 });
 

@@ -1,137 +1,112 @@
-import { mkdir, readdir, stat, truncate, unlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { FileSessionStore } from "../../stores/file-store.js";
-import { acquireFileLock } from "../../stores/file/file-lock.js";
-import { appendIndexEntry } from "../../stores/file/session-index.js";
-import { removeSessionFiles, type RemovalContext } from "../../stores/file/session-removal.js";
+import { encodeLogLine } from "../../stores/file/log-line.js";
+import { SessionLogs } from "../../stores/file/session-logs.js";
+import { removeSession } from "../../stores/file/session-removal.js";
 import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
 import { KeyedMutex } from "../../stores/keyed-mutex.js";
 import type { SessionHead } from "../../stores/snapshot-store.js";
 import { spyOnFileSyncs, useTempDirs } from "./file-fixtures.js";
 import { checkpointRecord, commitRecord, T0, type CounterState } from "./snapshot-factory.js";
 
-// Removal of a session's files in the file store (stores/file/session-removal.ts): what
-// deleteSession and sweepExpired run under the session's lock.
+// Removal of a session in the file store (stores/file/session-removal.ts): what deleteSession
+// and sweepExpired run under the session's locks.
 
 const tempDir = useTempDirs("agentd-session-removal-");
 
-/** The removal context FileSessionStore gives: its in-process mutex plus the cross-process lock file. */
-function removalContext(fsync = false): RemovalContext {
-  const mutex = new KeyedMutex();
-  return {
-    locked: (key, lockPath, fn) =>
-      mutex.run(key, async () => {
-        const release = await acquireFileLock(lockPath);
-        try {
-          return await fn();
-        } finally {
-          await release();
-        }
-      }),
-    fsync,
-  };
-}
-
-/** A store directory holding session `s1` with two committed records (and `s2` with one when asked), and its layout. */
-async function sessionOfTwoRecords(options: { withOtherSession?: boolean } = {}): Promise<StoreLayout> {
+/** A store directory holding session `s1` with two committed records and `s2` with one, and its layout. */
+async function twoSessions(): Promise<StoreLayout> {
   const store = new FileSessionStore<CounterState>(await tempDir(), { debrisSweep: { intervalMs: 0 } });
   try {
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "snap-1"));
     await commitRecord(store, head, checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 }));
-    if (options.withOtherSession) await commitRecord(store, undefined, checkpointRecord("s2", "snap-3"));
+    await commitRecord(store, undefined, checkpointRecord("s2", "snap-3"));
     return new StoreLayout(store.directory);
   } finally {
     await store.close();
   }
 }
 
-describe("removeSessionFiles", () => {
+const key = sessionKey("s1");
+
+function logsOf(layout: StoreLayout, fsync = false): SessionLogs {
+  return new SessionLogs(new KeyedMutex(), { root: layout.base, fsync });
+}
+
+describe("removeSession", () => {
   it("removes nothing and resolves to false when shouldRemove rejects the session's head", async () => {
-    const layout = await sessionOfTwoRecords();
-    const before = { records: await readdir(layout.recordsDir), sessions: await readdir(layout.sessionsDir) };
-    const seen: [SessionHead | undefined, boolean][] = [];
-    const removed = await removeSessionFiles(removalContext(), layout, sessionKey("s1"), (head, corrupt) => {
-      seen.push([head, corrupt]);
+    const layout = await twoSessions();
+    const seen: (SessionHead | undefined)[] = [];
+    const removed = await removeSession(logsOf(layout), layout, key, (head) => {
+      seen.push(head);
       return false;
     });
     expect(removed).toBe(false);
-    expect(seen).toEqual([[expect.objectContaining({ sessionId: "s1", version: 2 }), false]]);
-    expect({ records: await readdir(layout.recordsDir), sessions: await readdir(layout.sessionsDir) }).toEqual(before);
+    expect(seen.map((h) => h?.headSnapshotId)).toEqual(["snap-2"]);
+    expect(await readdir(layout.sessionsDir)).toContain(`${key}.log`);
   });
 
-  it("tells shouldRemove when the head file is corrupt, and removes the session's files when it accepts", async () => {
-    const layout = await sessionOfTwoRecords();
-    await writeFile(layout.headPath("s1"), "{");
-    const seen: [SessionHead | undefined, boolean][] = [];
-    const removed = await removeSessionFiles(removalContext(), layout, sessionKey("s1"), (head, corrupt) => {
-      seen.push([head, corrupt]);
-      return corrupt;
-    });
-    expect(removed).toBe(true);
-    expect(seen).toEqual([[undefined, true]]);
-    expect(await readdir(layout.recordsDir)).toEqual([]);
-    expect(await readdir(layout.sessionsDir)).toEqual([]);
+  it("removes the session's log and chunk logs, and nothing of another session, when shouldRemove accepts", async () => {
+    const layout = await twoSessions();
+    await mkdir(layout.chunkDirOfKey(key), { recursive: true });
+    await writeFile(join(layout.chunkDirOfKey(key), "snap-2.jsonl"), "");
+    expect(await removeSession(logsOf(layout), layout, key, () => true)).toBe(true);
+    expect(await readdir(layout.sessionsDir)).toEqual([`${sessionKey("s2")}.log`]);
+    expect(await readdir(layout.chunksDir)).toEqual([]);
   });
 
-  it("removes a corrupt record file the session's index lists along with the session", async () => {
-    const layout = await sessionOfTwoRecords();
-    await truncate(layout.recordPath("snap-1"), Math.floor((await stat(layout.recordPath("snap-1"))).size / 2));
-    expect(await removeSessionFiles(removalContext(), layout, sessionKey("s1"), () => true)).toBe(true);
-    expect(await readdir(layout.recordsDir)).toEqual([]);
-    expect(await readdir(layout.sessionsDir)).toEqual([]);
+  it("tells shouldRemove when the log is garbled, and removes it when it accepts", async () => {
+    const layout = await twoSessions();
+    const log = layout.logPathOfKey(key);
+    const head = (version: number) =>
+      encodeLogLine(
+        { kind: "H", id: "-", version, status: "-", createdAt: 0 },
+        JSON.stringify({ sessionId: "s1", version }),
+      ).bytes;
+    const first = head(1);
+    first[first.length - 3] ^= 1; // a garbled byte in the first batch, before an intact one
+    await writeFile(log, Buffer.concat([first, head(2)]));
+    const calls: [SessionHead | undefined, boolean][] = [];
+    expect(
+      await removeSession(logsOf(layout), layout, key, (h, garbled) => {
+        calls.push([h, garbled]);
+        return true;
+      }),
+    ).toBe(true);
+    expect(calls).toEqual([[undefined, true]]);
+    expect(await readdir(layout.sessionsDir)).toEqual([`${sessionKey("s2")}.log`]);
   });
 
-  it("leaves a record the session's index lists but another session owns", async () => {
-    const layout = await sessionOfTwoRecords({ withOtherSession: true });
-    await appendIndexEntry(layout.indexPathOfKey(sessionKey("s1")), { createdAt: T0 + 2, snapshotId: "snap-3" }, false);
-    expect(await removeSessionFiles(removalContext(), layout, sessionKey("s1"), () => true)).toBe(true);
-    expect(await readdir(layout.recordsDir)).toEqual(["snap-3.json"]);
+  it("resolves to false when the session has neither a log nor chunk logs", async () => {
+    const layout = await twoSessions();
+    expect(await removeSession(logsOf(layout), layout, sessionKey("nobody"), () => true)).toBe(false);
   });
 
-  it("fails without asking shouldRemove when the head file cannot be read for a reason other than corruption", async () => {
-    const layout = await sessionOfTwoRecords();
-    await unlink(layout.headPath("s1"));
-    await mkdir(layout.headPath("s1"));
+  it("fails without asking shouldRemove when the log cannot be read for a reason other than its content", async () => {
+    const layout = await twoSessions();
+    const log = layout.logPathOfKey(key);
+    await rm(log);
+    await mkdir(log); // reading it fails with EISDIR
     let asked = false;
-    const removal = removeSessionFiles(removalContext(), layout, sessionKey("s1"), () => (asked = true));
-    await expect(removal).rejects.toMatchObject({ code: "EISDIR" });
+    await expect(removeSession(logsOf(layout), layout, key, () => (asked = true))).rejects.toMatchObject({
+      code: "EISDIR",
+    });
     expect(asked).toBe(false);
-    expect((await readdir(layout.recordsDir)).sort()).toEqual(["snap-1.json", "snap-2.json"]);
   });
 
-  it("with fsync, syncs the sessions directory and the records directory after removing from them", async () => {
-    const layout = await sessionOfTwoRecords();
+  it("with fsync, syncs the sessions directory after removing the log", async () => {
+    const layout = await twoSessions();
     const syncs = await spyOnFileSyncs(layout.base);
-    expect(await removeSessionFiles(removalContext(true), layout, sessionKey("s1"), () => true)).toBe(true);
-    expect(syncs).toHaveBeenCalledTimes(2);
+    await removeSession(logsOf(layout, true), layout, key, () => true);
+    expect(syncs.mock.calls.map(([path]) => path)).toContain(layout.sessionsDir);
   });
 
   it("without fsync, syncs nothing", async () => {
-    const layout = await sessionOfTwoRecords();
+    const layout = await twoSessions();
     const syncs = await spyOnFileSyncs(layout.base);
-    expect(await removeSessionFiles(removalContext(false), layout, sessionKey("s1"), () => true)).toBe(true);
+    await removeSession(logsOf(layout, false), layout, key, () => true);
     expect(syncs).not.toHaveBeenCalled();
-  });
-
-  it("with fsync, syncs only the records directory when the head was already gone (finishing an interrupted delete)", async () => {
-    const layout = await sessionOfTwoRecords();
-    await unlink(layout.headPath("s1"));
-    await unlink(layout.recordPath("snap-2"));
-    const syncs = await spyOnFileSyncs(layout.base);
-    expect(await removeSessionFiles(removalContext(true), layout, sessionKey("s1"), () => true)).toBe(true);
-    expect(syncs).toHaveBeenCalledTimes(1);
-    expect(await readdir(layout.recordsDir)).toEqual([]);
-    expect(await readdir(layout.sessionsDir)).toEqual([]);
-  });
-
-  it("with fsync, syncs no directory when only the index was left", async () => {
-    const layout = await sessionOfTwoRecords();
-    await unlink(layout.headPath("s1"));
-    await unlink(layout.recordPath("snap-1"));
-    await unlink(layout.recordPath("snap-2"));
-    const syncs = await spyOnFileSyncs(layout.base);
-    expect(await removeSessionFiles(removalContext(true), layout, sessionKey("s1"), () => true)).toBe(true);
-    expect(syncs).not.toHaveBeenCalled();
-    expect(await readdir(layout.sessionsDir)).toEqual([]);
   });
 });

@@ -16,11 +16,11 @@ const formatError = (dir: string, create: boolean): AgentError =>
   expectThrowsAgentError(() => ensureStoreFormat(dir, create), "FAILED_PRECONDITION");
 
 describe("ensureStoreFormat", () => {
-  it("creates a missing directory (mode 0700) with a format-2 marker when create is set", async () => {
+  it("creates a missing directory (mode 0700) with a format-3 marker when create is set", async () => {
     const dir = join(await tempDir(), "store");
     expect(ensureStoreFormat(dir, true)).toBe(true);
     expect((await stat(dir)).mode & 0o777).toBe(0o700);
-    expect(await readFile(join(dir, "agentd-store.json"), "utf8")).toBe('{"format":2}\n');
+    expect(await readFile(join(dir, "agentd-store.json"), "utf8")).toBe('{"format":3}\n');
     expect(await readdir(dir)).toEqual(["agentd-store.json"]);
   });
 
@@ -58,11 +58,11 @@ describe("ensureStoreFormat", () => {
   it("names the marker of another format as the evidence, and says the data is not converted", async () => {
     const dir = await tempDir();
     const marker = join(dir, "agentd-store.json");
-    await writeFile(marker, JSON.stringify({ format: 3 }));
+    await writeFile(marker, JSON.stringify({ format: 2 }));
     expect(formatError(dir, true)).toMatchObject({
       status: "FAILED_PRECONDITION",
-      message: expect.stringContaining(`store format 3 (marker ${marker}); this agentd reads format 2.`),
-      details: { directory: dir, foundFormat: 3, expectedFormat: 2 },
+      message: expect.stringContaining(`store format 2 (marker ${marker}); this agentd reads format 3.`),
+      details: { directory: dir, foundFormat: 2, expectedFormat: 3 },
     });
     expect(formatError(dir, true).message).toMatch(
       /keep this one for the agentd release that wrote it; its data is not converted automatically\.$/,
@@ -72,12 +72,12 @@ describe("ensureStoreFormat", () => {
   it("reports an unreadable marker as format unknown and says how to restore it", async () => {
     const dir = await tempDir();
     const marker = join(dir, "agentd-store.json");
-    for (const text of ["garbage", '{"format":"2"}', '{"format":2.5}']) {
+    for (const text of ["garbage", '{"format":"3"}', '{"format":3.5}']) {
       await writeFile(marker, text);
       expect(formatError(dir, true), text).toMatchObject({
         status: "FAILED_PRECONDITION",
         message: expect.stringContaining(
-          `store format unknown (unreadable marker ${marker}; if the directory holds format-2 data, restore or rewrite it as {"format":2})`,
+          `store format unknown (unreadable marker ${marker}; if the directory holds format-3 data, restore or rewrite it as {"format":3})`,
         ),
         details: { foundFormat: "unknown" },
       });
@@ -108,9 +108,9 @@ describe("ensureStoreFormat", () => {
 
   it("marks a directory without a marker whose JSON files are of the current format", async () => {
     const dir = await tempDir();
-    await writeFile(join(dir, "abc.json"), `{"format":2,"version":1,"status":"completed","record":{}}`);
+    await writeFile(join(dir, "abc.json"), `{"format":3,"note":"not agentd's, but of the current format"}`);
     expect(ensureStoreFormat(dir, true)).toBe(true);
-    expect(await readFile(join(dir, "agentd-store.json"), "utf8")).toBe('{"format":2}\n');
+    expect(await readFile(join(dir, "agentd-store.json"), "utf8")).toBe('{"format":3}\n');
     expect(await openFilesUnder(dir)).toEqual([]);
   });
 
