@@ -14,9 +14,10 @@ import { checkHeadKey, readAllHeads } from "./file/session-files.js";
 import { CommitJournal } from "./file/commit-journal.js";
 import { SessionLogs } from "./file/session-logs.js";
 import { removeSession, sweepExpiredSessions, tenantLayouts } from "./file/session-removal.js";
-import { StatusWatcher } from "./file/status-watcher.js";
+import { pageOfLoggedRecords, readLoggedRecord } from "./file/logged-record.js";
+import { LogStatusSubscriptions } from "./file/log-status-subscriptions.js";
 import { ensureStoreFormat, openStoreDirectory } from "./file/store-format.js";
-import { JOURNAL_DIR, sessionKey, sessionKeyOfLog, SNAPSHOT_MAP_FILE, StoreLayout } from "./file/store-layout.js";
+import { JOURNAL_DIR, sessionKey, StoreLayout } from "./file/store-layout.js";
 import type { FileSessionStoreOptions } from "./file/store-options.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { checkLeasedHeadsLimit, earliestLeases } from "./leased-heads.js";
@@ -25,7 +26,6 @@ import { walkChain } from "./ledger/state-chain.js";
 import { headToStore, keepIdentity } from "./record-identity.js";
 import { checkSessionQuery, pageOfHeads } from "./session-query.js";
 import { isValidSnapshotId } from "./snapshot-identity.js";
-import { compareNewestFirst, encodePageToken, pageSizeOf, pageStartIndex } from "./snapshot-order.js";
 import type {
   HeadCommit,
   HeadPage,
@@ -39,8 +39,6 @@ import type {
   SnapshotSubscriber,
   StoreCallContext,
 } from "./snapshot-store.js";
-import { StatusChannel } from "./status-channel.js";
-import type { StatusObservation } from "./status-channel.js";
 
 export type { FileSessionStoreOptions };
 
@@ -79,7 +77,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   private readonly root: string;
   private readonly mutex = new KeyedMutex();
   private readonly logs: SessionLogs;
-  private readonly watchers = new Map<string, StatusWatcher>();
+  private readonly statuses: LogStatusSubscriptions;
   /** Directories whose format is checked, and those whose layout directories exist. */
   private readonly checked = new Set<string>();
   private readonly preparedBases = new Set<string>();
@@ -106,6 +104,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
       ...(this.fsync && options.journal !== false ? { journal: new CommitJournal(join(this.root, JOURNAL_DIR)) } : {}),
       ...(options.lockStaleMs !== undefined ? { lockStaleMs: options.lockStaleMs } : {}),
     });
+    this.statuses = new LogStatusSubscriptions(this.logs, options.pollIntervalMs);
     this.chunkLogs = new FileChunkLogs({
       layout: (ctx, write) => this.layout(ctx, write),
       sweepLayouts: (ctx) => this.sweepLayouts(ctx),
@@ -215,8 +214,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
       await writer.append([recordLine, headLine], head, { map, key, ids: [record.snapshotId] });
       return head;
     });
-    if (stored && record)
-      this.watchers.get(layout.base)?.deliver(record.snapshotId, { status: record.status, version: 1 });
+    if (stored && record) this.statuses.deliver(layout, record.snapshotId, { status: record.status, version: 1 });
     return stored;
   }
 
@@ -231,30 +229,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
 
   /** The record `snapshotId` as the log of the session whose key is `key` holds it, or undefined. */
   private readRecord(layout: StoreLayout, key: string, snapshotId: string): SnapshotRecord<S> | undefined {
-    const path = layout.logPathOfKey(key);
-    const view = this.logs.view(path);
-    const logged = view?.records.get(snapshotId);
-    if (!view || !logged) return undefined;
-    const payload = this.logs.withDescriptor(path, (fd) => view.readPayload(fd, logged));
-    if (!payload) return undefined;
-    let record: SnapshotRecord<S>;
-    try {
-      record = JSON.parse(payload.toString("utf8")) as SnapshotRecord<S>;
-    } catch (err) {
-      throw new AgentError(
-        "DATA_LOSS",
-        `session log ${path} holds a record ${snapshotId} that is not JSON; restore it from a backup`,
-        {
-          cause: err,
-        },
-      );
-    }
-    if (record?.snapshotId !== snapshotId)
-      throw new AgentError(
-        "DATA_LOSS",
-        `session log ${path} holds a record line for ${snapshotId} with another record; restore it from a backup`,
-      );
-    return deepFreeze(record);
+    return readLoggedRecord<S>(this.logs, layout.logPathOfKey(key), snapshotId);
   }
 
   /** The chain from the nearest checkpoint, by parent links. */
@@ -266,20 +241,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   async listRecords(sessionId: string, page?: SnapshotPageRequest, ctx?: StoreCallContext): Promise<RecordPage<S>> {
     await this.logs.ready;
     const layout = this.layout(ctx, false);
-    const key = sessionKey(sessionId);
-    const view = this.logs.view(layout.logPathOfKey(key));
-    const entries = view
-      ? [...view.records].map(([snapshotId, r]) => ({ snapshotId, createdAt: r.createdAt })).sort(compareNewestFirst)
-      : [];
-    const size = pageSizeOf(page);
-    const records: SnapshotRecord<S>[] = [];
-    let next = pageStartIndex(entries, page?.pageToken);
-    while (records.length < size && next < entries.length) {
-      const record = this.readRecord(layout, key, entries[next]!.snapshotId);
-      next++;
-      if (record && record.sessionId === sessionId) records.push(record);
-    }
-    return next < entries.length ? { records, nextPageToken: encodePageToken(entries[next - 1]!) } : { records };
+    return pageOfLoggedRecords<S>(this.logs, layout.logPathOfKey(sessionKey(sessionId)), sessionId, page);
   }
 
   /**
@@ -316,7 +278,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
       return { record, version };
     });
     if (!saved) return null;
-    this.watchers.get(layout.base)?.deliver(snapshotId, { status: saved.record.status, version: saved.version });
+    this.statuses.deliver(layout, snapshotId, { status: saved.record.status, version: saved.version });
     return saved.record;
   }
 
@@ -424,47 +386,14 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   /** Current status (if the record exists), then every change by any process, until `signal` aborts. */
   subscribeStatus(snapshotId: string, signal: AbortSignal, ctx?: StoreCallContext): AsyncIterable<SnapshotStatus> {
     const base = this.baseDir(ctx);
-    let watcher = this.watchers.get(base);
-    if (!watcher) {
-      const layout = new StoreLayout(base);
-      const created: StatusWatcher = new StatusWatcher(
-        {
-          dirs: [layout.base, layout.sessionsDir],
-          relevant: (name) => name === SNAPSHOT_MAP_FILE || sessionKeyOfLog(name) !== undefined,
-          read: (id) => this.statusOf(layout, id),
-        },
-        { pollIntervalMs: this.options.pollIntervalMs },
-        () => {
-          if (this.watchers.get(base) === created) this.watchers.delete(base);
-        },
-      );
-      watcher = created;
-    }
-    const owner = watcher;
-    const channel: StatusChannel = new StatusChannel(signal, () => owner.remove(snapshotId, channel));
-    // An invalid ID can never exist: the subscription just waits for the abort.
-    if (channel.isClosed || !isValidSnapshotId(snapshotId)) return channel;
-    try {
+    return this.statuses.subscribe(new StoreLayout(base), snapshotId, signal, () => {
       this.layout(ctx, true); // fs.watch needs the sessions directory
-    } catch (err) {
-      channel.close();
-      throw err;
-    }
-    this.watchers.set(base, owner);
-    owner.add(snapshotId, channel);
-    return channel;
-  }
-
-  /** The record's status and version from its log line's header, or undefined while it does not exist. */
-  private statusOf(layout: StoreLayout, snapshotId: string): StatusObservation | undefined {
-    const key = this.logs.map(layout).lookup(snapshotId);
-    const logged = key === undefined ? undefined : this.logs.view(layout.logPathOfKey(key))?.records.get(snapshotId);
-    return logged && { status: logged.status, version: logged.version };
+    });
   }
 
   /** Number of directories currently watched for status changes (each with OS watchers and/or a poll timer). */
   get activeWatcherCount(): number {
-    return [...this.watchers.values()].filter((w) => w.active).length;
+    return this.statuses.activeWatcherCount;
   }
 
   /** Number of open chunk log watchers (each with an OS watcher and/or poll timer). */
@@ -476,8 +405,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   async close(): Promise<void> {
     clearInterval(this.sweepTimer);
     this.chunkLogs.closeAll();
-    for (const watcher of [...this.watchers.values()]) watcher.closeAll();
-    this.watchers.clear();
+    this.statuses.closeAll();
     await this.logs.closeAll();
   }
 }

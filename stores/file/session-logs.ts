@@ -1,20 +1,11 @@
-import fs, {
-  closeSync,
-  existsSync,
-  fstatSync,
-  ftruncateSync,
-  openSync,
-  statSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, statSync, unlinkSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { KeyedMutex } from "../keyed-mutex.js";
 import type { SessionHead } from "../snapshot-store.js";
 import { syncDirectory } from "./directory-sync.js";
-import { datasyncDescriptor, LARGE_WRITE_BYTES } from "./descriptor-io.js";
-import type { EncodedLogLine } from "./log-line.js";
+import { datasyncDescriptor } from "./descriptor-io.js";
+import { appendBatch, type LogWriter, type OpenLog } from "./log-append.js";
 import type { CommitJournal } from "./commit-journal.js";
 import { readOwner } from "./file-lock.js";
 import type { BatchEntry, RemovalEntry } from "./journal-entry.js";
@@ -43,38 +34,8 @@ export interface SessionLogsOptions {
   lockIdleMs?: number;
 }
 
-/** A session log opened for appending, under the session's locks. */
-export interface LogWriter {
-  /** The session's log as this process knows it (current: the locks exclude other writers). */
-  readonly view: SessionLogView;
-  /** True when the log file exists. */
-  readonly exists: boolean;
-  /**
-   * Appends a batch (record lines, then the head line), which claims `claim`
-   * in the snapshot map, and with fsync waits until it is durable: recorded
-   * in the commit journal (then written to the log), or written and
-   * fdatasynced with the map. Creates the log (0600) when it does not exist
-   * yet. When any of it fails, the log is cut back to where the batch began
-   * (and the journal told to skip it) and the error thrown.
-   */
-  append(lines: readonly EncodedLogLine[], head: SessionHead, claim?: MapClaim): Promise<void>;
-}
-
-/** Snapshot IDs a batch claims in a store directory's snapshot map, for its session key. */
-export interface MapClaim {
-  map: SnapshotMap;
-  key: string;
-  ids: string[];
-}
-
 /** Most session log views a process keeps for reading (those of sessions it writes are kept as long as it holds their locks). */
 const MAX_READ_VIEWS = 1024;
-
-/** An open session log of a session whose lock this process holds. */
-interface OpenLog {
-  fd: number;
-  view: SessionLogView;
-}
 
 /**
  * The session logs of a file store, as one process sees them: a view per log
@@ -421,66 +382,16 @@ export class SessionLogs {
           this.open.set(path, open);
           created = true;
         }
-        const { fd, view } = open;
-        const start = view.validEnd;
-        const bytes = lines.length === 1 ? lines[0]!.bytes : Buffer.concat(lines.map((l) => l.bytes));
-        const cutBack = (): void => {
-          try {
-            ftruncateSync(fd, start);
-          } catch {
-            // the next writer cuts the incomplete batch off
-          }
-          view.ino = -1; // read it again
-        };
-        if (this.journal) {
-          const map = claim && { path: relative(this.options.root, claim.map.path), key: claim.key, ids: claim.ids };
-          const ticket = this.journal.recordBatch(
-            { log: relative(this.options.root, path), offset: start, bytes, ...(map ? { map } : {}) },
-            created,
-          );
-          try {
-            await ticket.durable;
-            await writeAll(fd, bytes, start);
-          } catch (err) {
-            cutBack();
-            await ticket.abort().catch(() => undefined);
-            throw err;
-          }
-          ticket.done();
-        } else {
-          try {
-            await writeAll(fd, bytes, start);
-            if (fsync) {
-              await Promise.all([
-                datasyncDescriptor(fd).then(() => (created ? syncDirectory(layout.sessionsDir) : undefined)),
-                claim?.map.sync(),
-              ]);
-            }
-          } catch (err) {
-            cutBack();
-            throw err;
-          }
-        }
-        if (view.validEnd === start) view.applyAppended(lines, head);
-        else if (view.validEnd !== start + bytes.length) view.ino = -1;
+        await appendBatch(
+          { root: this.options.root, fsync, journal: this.journal, sessionsDir: layout.sessionsDir },
+          path,
+          open,
+          created,
+          lines,
+          head,
+          claim,
+        );
       },
     };
-  }
-}
-
-/** Writes all of `bytes` at `position`: synchronously when short, on the thread pool when large. */
-async function writeAll(fd: number, bytes: Buffer, position: number): Promise<void> {
-  if (bytes.length < LARGE_WRITE_BYTES) {
-    let written = 0;
-    while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written, position + written);
-    return;
-  }
-  let written = 0;
-  while (written < bytes.length) {
-    written += await new Promise<number>((resolve, reject) =>
-      fs.write(fd, bytes, written, bytes.length - written, position + written, (err, n) =>
-        err ? reject(err) : resolve(n),
-      ),
-    );
   }
 }
