@@ -107,6 +107,8 @@ export async function appendBatch(
       throw err;
     }
   }
+  if (view.validEnd === start) view.applyAppended(lines, head);
+  else if (view.validEnd !== start + bytes.length) view.ino = -1; // a reader of this process read it meanwhile
 }
 
 /** Writes all of `bytes` at `position`: synchronously when short, on the thread pool when large. */

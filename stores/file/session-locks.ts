@@ -39,7 +39,8 @@ interface HeldLock {
  * that commits to a session again and again takes its lock file once, not once
  * per commit. A kept lock is handed over when another process announces that
  * it waits (its `.want` file, seen at once through `fs.watch` on the lock's
- * directory, and checked at each use and every tick), released after `idleMs` unused,
+ * directory, and looked for every tick; a lock in use is handed over when
+ * that use ends), released after `idleMs` unused,
  * touched every `staleMs / 3` so that no acquirer judges it abandoned, and
  * checked at each use to still be this process's file (a lock taken away
  * from a holder that stalled past `staleMs` is not used again). Callers
@@ -69,7 +70,7 @@ export class SessionLocks {
    */
   async use<T>(path: string, fn: (use: LockUse) => Promise<T>, onRelease?: () => void | Promise<void>): Promise<T> {
     let held = this.held.get(path);
-    if (held && (!this.stillOurs(path, held) || isWanted(path, this.staleMs))) {
+    if (held && (!this.stillOurs(path, held) || held.wanted)) {
       await this.drop(path, held);
       held = undefined;
     }
@@ -193,7 +194,8 @@ export class SessionLocks {
   private async tick(): Promise<void> {
     const now = Date.now();
     for (const [path, held] of [...this.held]) {
-      if (held.users === 0 && (now - held.lastUsed >= this.idleMs || isWanted(path, this.staleMs))) {
+      if (!held.wanted && isWanted(path, this.staleMs)) held.wanted = true; // in case fs.watch missed it
+      if (held.users === 0 && (now - held.lastUsed >= this.idleMs || held.wanted)) {
         await this.drop(path, held).catch(() => undefined);
       } else if (now - held.touchedAt >= this.staleMs / 3 && this.stillOurs(path, held)) {
         held.touchedAt = now;

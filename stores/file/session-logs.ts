@@ -34,6 +34,9 @@ export interface SessionLogsOptions {
   lockIdleMs?: number;
 }
 
+/** How often a log this process holds open is checked to still be at its path (not removed or replaced from outside). */
+const PATH_CHECK_MS = 1000;
+
 /** Most session log views a process keeps for reading (those of sessions it writes are kept as long as it holds their locks). */
 const MAX_READ_VIEWS = 1024;
 
@@ -45,6 +48,8 @@ const MAX_READ_VIEWS = 1024;
  */
 export class SessionLogs {
   private readonly views = new Map<string, SessionLogView>();
+  /** When each open log was last checked to still be at its path. */
+  private readonly pathCheckedAt = new Map<string, number>();
   private readonly open = new Map<string, OpenLog>();
   private readonly maps = new Map<string, SnapshotMap>();
   private readonly locks: SessionLocks;
@@ -125,6 +130,8 @@ export class SessionLogs {
    * there is no log. DATA_LOSS when it holds a garbled head.
    */
   view(path: string): SessionLogView | undefined {
+    const held = this.open.get(path);
+    if (held && held.view.ino !== -1 && this.heldCurrent(path)) return held.view; // no other process writes it
     let info;
     try {
       info = statSync(path);
@@ -212,7 +219,7 @@ export class SessionLogs {
     await this.ready;
     const path = layout.logPathOfKey(key);
     return this.locked(layout, key, async ({ fresh }) => {
-      if (fresh || !this.stillAtPath(path)) this.close(path);
+      if (fresh || !this.heldCurrent(path)) this.close(path);
       const open = this.open.get(path) ?? this.openExisting(path);
       return fn(this.writer(layout, path, open));
     });
@@ -353,6 +360,20 @@ export class SessionLogs {
     }
   }
 
+  /**
+   * True when the view of a log this process holds open (and whose lock it
+   * keeps) is current without looking at the file: checked against the path
+   * at most every {@link PATH_CHECK_MS}, for a log removed or replaced from
+   * outside agentd.
+   */
+  private heldCurrent(path: string): boolean {
+    const now = Date.now();
+    const checked = this.pathCheckedAt.get(path) ?? 0;
+    if (now - checked < PATH_CHECK_MS) return true;
+    this.pathCheckedAt.set(path, now);
+    return this.stillAtPath(path);
+  }
+
   /** False when the log this process has open at `path` is no longer there (removed or replaced from outside). */
   private stillAtPath(path: string): boolean {
     const open = this.open.get(path);
@@ -364,6 +385,7 @@ export class SessionLogs {
     const open = this.open.get(path);
     if (!open) return;
     this.open.delete(path);
+    this.pathCheckedAt.delete(path);
     closeSync(open.fd);
   }
 

@@ -6,6 +6,9 @@ import { syncDirectory } from "./directory-sync.js";
 import { readAt } from "./session-log.js";
 import { isSessionKey } from "./store-layout.js";
 
+/** How often the open map is checked to still be the file at its path (not replaced from outside, e.g. a restore). */
+const PATH_CHECK_MS = 1000;
+
 /**
  * The snapshot-ID → session map of a store directory (`snapshots.map`), for
  * the calls that name only a snapshot ID (GetSnapshot, WatchSnapshot, Abort,
@@ -27,6 +30,8 @@ export class SnapshotMap {
   private readEnd = 0;
   private partial = "";
   private readonly keys = new Map<string, string>();
+  /** When the open descriptor was last checked to be the file at the path. */
+  private pathCheckedAt = 0;
   /** This map created the file and its directory entry is not synced yet. */
   private createdUnsynced = false;
   private readonly syncer = new CoalescedSync(async () => {
@@ -103,10 +108,14 @@ export class SnapshotMap {
   /**
    * The file, opened for reading and appending; created (0600) only with
    * `create`. A descriptor of a file no longer at the path (replaced or
-   * removed from outside, e.g. a restore) is closed and the path opened again.
+   * removed from outside, e.g. a restore; checked at most once a second) is
+   * closed and the path opened again.
    */
   private open(create: boolean): number | undefined {
     if (this.fd !== undefined) {
+      const now = Date.now();
+      if (now - this.pathCheckedAt < PATH_CHECK_MS) return this.fd;
+      this.pathCheckedAt = now;
       const atPath = statSync(this.path, { throwIfNoEntry: false });
       if (atPath?.ino === fstatSync(this.fd).ino) return this.fd;
       this.close();

@@ -147,19 +147,6 @@ describe("SessionLocks", () => {
     expect(holder.heldCount).toBe(0);
   });
 
-  it("hands a lock over at its next use when the waiter was not seen before", async () => {
-    // Named other than *.lock: the directory watcher does not notice this lock's waiters, the next use must.
-    const path = await lockPath("s1.lk");
-    const holder = sessionLocks({ idleMs: 10_000 });
-    await holder.use(path, async () => undefined);
-    const waiter = sessionLocks({ idleMs: 100 });
-    const waited = waiter.use(path, async ({ fresh }) => fresh);
-    await eventually(() => existsSync(`${path}.want`));
-    expect(holder.heldCount).toBe(1);
-    expect(await holder.use(path, async ({ fresh }) => fresh)).toBe(true);
-    expect(await waited).toBe(true);
-  });
-
   it("hands an unused lock over within a tick when the waiter was not seen before", async () => {
     // Named other than *.lock: the directory watcher does not notice this lock's waiters, the tick must
     // (every min(idleMs, staleMs / 3) / 2 = 100 ms here).

@@ -252,12 +252,13 @@ describe("SnapshotMap: a replaced or shortened file", () => {
     expect(map.lookup("snap-1")).toBeUndefined();
   });
 
-  it("re-reads a file replaced by a rename while it holds the old one open, and claims into the new one", async () => {
+  it("re-reads a file replaced by a rename while it holds the old one open (noticed within a second), and claims into the new one", async () => {
     const path = await mapPath();
     const map = openMap(path);
     map.claim("snap-1", KEY_A);
     await writeFile(`${path}.new`, line("snap-2", KEY_B));
     await rename(`${path}.new`, path);
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // it looks at the path at most once a second
     expect(map.lookup("snap-2")).toBe(KEY_B);
     expect(map.lookup("snap-1")).toBeUndefined();
     expect(map.claim("snap-4", KEY_C)).toBe(KEY_C);
