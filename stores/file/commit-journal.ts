@@ -119,7 +119,11 @@ export class CommitJournal {
     };
   }
 
-  /** Records that the log at `log` is removed; resolves once that is on disk. */
+  /**
+   * Records that the log at `log` is removed; resolves once that is on disk.
+   * The segment is closed then, so it (and with it the removed session's
+   * batches) is retired as soon as the batches in flight are written.
+   */
   async recordRemoval(log: string): Promise<void> {
     const segment = this.segment();
     this.append(segment, { kind: "removal", seq: 0, log });
@@ -128,7 +132,7 @@ export class CommitJournal {
       await segment.sync.request();
     } finally {
       segment.inflight--;
-      this.maybeRetire(segment);
+      this.closeSegment(segment);
     }
   }
 
