@@ -34,6 +34,22 @@ export interface SessionLogsOptions {
   lockIdleMs?: number;
 }
 
+/** `fn` of a descriptor of the file at `path` opened for reading (closed after), or undefined when there is no such file. */
+function readingFile<T>(path: string, fn: (fd: number) => T): T | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+  try {
+    return fn(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** How often a log this process holds open is checked to still be at its path (not removed or replaced from outside). */
 const PATH_CHECK_MS = 1000;
 
@@ -147,20 +163,11 @@ export class SessionLogs {
       view.refresh(open.fd, identity, info.size);
       return view;
     }
-    let fd: number;
-    try {
-      fd = openSync(path, "r");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw err;
-    }
-    try {
+    return readingFile(path, (fd) => {
       const now = fstatSync(fd);
       view.refresh(fd, fileIdentity(now), now.size);
-    } finally {
-      closeSync(fd);
-    }
-    return view;
+      return view;
+    });
   }
 
   /**
@@ -170,41 +177,20 @@ export class SessionLogs {
   readHead(path: string): SessionHead | undefined {
     const kept = this.views.get(path);
     if (kept) return this.view(path)?.head;
-    let fd: number;
-    try {
-      fd = openSync(path, "r");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw err;
-    }
-    try {
+    return readingFile(path, (fd) => {
       const info = fstatSync(fd);
       const head = readTailHead(fd, info.size, path);
       if (head) return head;
       const view = new SessionLogView(path);
       view.refresh(fd, fileIdentity(info), info.size);
       return view.head;
-    } finally {
-      closeSync(fd);
-    }
+    });
   }
 
   /** Reads `fn(fd)` from the log at `path` (the open descriptor of a log this process writes, else a new one). Undefined when there is no log. */
   withDescriptor<T>(path: string, fn: (fd: number) => T): T | undefined {
     const open = this.open.get(path);
-    if (open) return fn(open.fd);
-    let fd: number;
-    try {
-      fd = openSync(path, "r");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw err;
-    }
-    try {
-      return fn(fd);
-    } finally {
-      closeSync(fd);
-    }
+    return open ? fn(open.fd) : readingFile(path, fn);
   }
 
   /**

@@ -96,6 +96,17 @@ describe("CommitJournal", () => {
     await journal.close();
   });
 
+  it("retires the segment holding a deleted session's batches right after the delete", async () => {
+    const dir = await tempDir();
+    const store = open(dir);
+    await commitRecord(store, undefined, checkpointRecord("doomed", "snap-1"));
+    const segments = await readdir(join(dir, "journal"));
+    expect(segments).toHaveLength(1);
+    expect(await readFile(join(dir, "journal", segments[0]!), "utf8")).toContain("doomed");
+    expect(await store.deleteSession("doomed")).toBe(true);
+    await eventually(async () => !(await readdir(join(dir, "journal"))).includes(segments[0]!), 2_000);
+  });
+
   it("records an aborted batch, which a replay skips", async () => {
     const dir = await tempDir();
     const journal = new CommitJournal(join(dir, "journal"));
