@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CoalescedSync } from "../../stores/file/coalesced-sync.js";
+import { outcomeOf } from "../harness/promise-outcome.js";
 
 // Coalesced fsyncs (stores/file/coalesced-sync.ts): a request resolves after a run of the sync
 // function that started after it; requests made during a run share the one run queued behind it.
@@ -32,16 +33,6 @@ function heldSync(): {
   };
 }
 
-/** The outcome of `promise` so far (handled from the start, so a rejection is never unhandled). */
-function watch(promise: Promise<void>): { state: "pending" | "resolved" | "rejected"; error?: unknown } {
-  const outcome: { state: "pending" | "resolved" | "rejected"; error?: unknown } = { state: "pending" };
-  promise.then(
-    () => (outcome.state = "resolved"),
-    (error: unknown) => Object.assign(outcome, { state: "rejected", error }),
-  );
-  return outcome;
-}
-
 /** Lets every pending promise callback run. */
 async function settle(): Promise<void> {
   for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -51,7 +42,7 @@ describe("CoalescedSync.request", () => {
   it("starts a run for a request made while idle and resolves it when that run finishes", async () => {
     const held = heldSync();
     const coalesced = new CoalescedSync(held.sync);
-    const request = watch(coalesced.request());
+    const request = outcomeOf(coalesced.request());
     expect(held.started()).toBe(1);
     await settle();
     expect(request.state).toBe("pending");
@@ -72,8 +63,8 @@ describe("CoalescedSync.request", () => {
   it("resolves a request made during a run only after a run started after it has finished", async () => {
     const held = heldSync();
     const coalesced = new CoalescedSync(held.sync);
-    const first = watch(coalesced.request());
-    const later = watch(coalesced.request());
+    const first = outcomeOf(coalesced.request());
+    const later = outcomeOf(coalesced.request());
     held.finish(); // the run that was in flight when `later` was made
     await settle();
     expect(first.state).toBe("resolved");
@@ -88,7 +79,7 @@ describe("CoalescedSync.request", () => {
     const held = heldSync();
     const coalesced = new CoalescedSync(held.sync);
     void coalesced.request();
-    const waiting = [watch(coalesced.request()), watch(coalesced.request()), watch(coalesced.request())];
+    const waiting = [outcomeOf(coalesced.request()), outcomeOf(coalesced.request()), outcomeOf(coalesced.request())];
     held.finish();
     await settle();
     expect(held.started()).toBe(2);
@@ -102,11 +93,11 @@ describe("CoalescedSync.request", () => {
     const held = heldSync();
     const coalesced = new CoalescedSync(held.sync);
     void coalesced.request();
-    const queued = watch(coalesced.request());
+    const queued = outcomeOf(coalesced.request());
     held.finish();
     await settle();
     expect(held.started()).toBe(2); // the queued run is in flight now
-    const later = watch(coalesced.request());
+    const later = outcomeOf(coalesced.request());
     await settle();
     expect(held.inFlight()).toBe(1);
     held.finish();
@@ -124,7 +115,7 @@ describe("CoalescedSync: failures", () => {
   it("rejects a request with the error of the failed run that served it", async () => {
     const held = heldSync();
     const coalesced = new CoalescedSync(held.sync);
-    const request = watch(coalesced.request());
+    const request = outcomeOf(coalesced.request());
     const error = new Error("EIO");
     held.fail(error);
     await settle();
@@ -134,8 +125,8 @@ describe("CoalescedSync: failures", () => {
   it("rejects every request that shared a failed queued run, and none served by the run before it", async () => {
     const held = heldSync();
     const coalesced = new CoalescedSync(held.sync);
-    const first = watch(coalesced.request());
-    const shared = [watch(coalesced.request()), watch(coalesced.request())];
+    const first = outcomeOf(coalesced.request());
+    const shared = [outcomeOf(coalesced.request()), outcomeOf(coalesced.request())];
     held.finish();
     await settle();
     const error = new Error("EIO");
@@ -151,8 +142,8 @@ describe("CoalescedSync: failures", () => {
   it("still runs the sync for the requests queued behind a failed run, and resolves them", async () => {
     const held = heldSync();
     const coalesced = new CoalescedSync(held.sync);
-    const first = watch(coalesced.request());
-    const queued = watch(coalesced.request());
+    const first = outcomeOf(coalesced.request());
+    const queued = outcomeOf(coalesced.request());
     held.fail(new Error("EIO"));
     await settle();
     expect(first.state).toBe("rejected");
@@ -166,10 +157,10 @@ describe("CoalescedSync: failures", () => {
   it("starts a new run for the next request after a failed run, which resolves when it succeeds", async () => {
     const held = heldSync();
     const coalesced = new CoalescedSync(held.sync);
-    void watch(coalesced.request());
+    void outcomeOf(coalesced.request());
     held.fail(new Error("EIO"));
     await settle();
-    const next = watch(coalesced.request());
+    const next = outcomeOf(coalesced.request());
     expect(held.started()).toBe(2);
     held.finish();
     await settle();
@@ -201,7 +192,7 @@ describe("CoalescedSync.busy", () => {
   it("is false after a failed run with nothing queued", async () => {
     const held = heldSync();
     const coalesced = new CoalescedSync(held.sync);
-    void watch(coalesced.request());
+    void outcomeOf(coalesced.request());
     held.fail(new Error("EIO"));
     await settle();
     expect(coalesced.busy).toBe(false);

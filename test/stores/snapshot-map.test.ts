@@ -5,6 +5,7 @@ import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { SnapshotMap } from "../../stores/file/snapshot-map.js";
 import { sessionKey } from "../../stores/file/store-layout.js";
 import { useTempDirs } from "./file-fixtures.js";
+import { outcomeOf } from "../harness/promise-outcome.js";
 
 // The snapshot-ID → session map of a file store directory (stores/file/snapshot-map.ts): an
 // append-only file of `<snapshotId> <session key>` lines where the first line naming an ID wins.
@@ -75,16 +76,6 @@ function watchSyncs(hold = false): Syncs {
     syncSpy.mockRestore();
   });
   return { datasynced, fsynced, release: () => held.shift()!(), failNext: (error) => failures.push(error) };
-}
-
-/** The outcome of `promise` so far (handled from the start, so a rejection is never unhandled). */
-function watch(promise: Promise<void>): { state: "pending" | "resolved" | "rejected"; error?: unknown } {
-  const outcome: { state: "pending" | "resolved" | "rejected"; error?: unknown } = { state: "pending" };
-  promise.then(
-    () => (outcome.state = "resolved"),
-    (error: unknown) => Object.assign(outcome, { state: "rejected", error }),
-  );
-  return outcome;
 }
 
 /** Waits until `condition` holds (promise callbacks and thread-pool fsyncs running meanwhile). */
@@ -348,10 +339,10 @@ describe("SnapshotMap.sync", () => {
     const syncs = watchSyncs(true);
     const map = openMap(path);
     map.claim("snap-1", KEY_A);
-    const first = watch(map.sync());
+    const first = outcomeOf(map.sync());
     await until(() => syncs.datasynced.length === 1);
     map.claim("snap-2", KEY_B); // not covered by the fdatasync already running
-    const later = watch(map.sync());
+    const later = outcomeOf(map.sync());
     syncs.release();
     await until(() => first.state !== "pending");
     await until(() => syncs.datasynced.length === 2);
