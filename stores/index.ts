@@ -50,5 +50,6 @@ export {
   type SnapshotSortKey,
 } from "./snapshot-order.js";
 export { FileSessionStore, type FileSessionStoreOptions } from "./file-store.js";
+export { upgradeFormat2Store, type Format2Upgrade } from "./file/format-2-upgrade.js";
 export { sanitizePathPrefix } from "./file/path-prefix.js";
 export { openStoreFromUri, mongoConfigFromUri } from "./store-from-uri.js";

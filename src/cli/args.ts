@@ -89,6 +89,7 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 
 /** Usage text printed by `agentd --help`. */
 export const USAGE = `Usage: agentd serve [agents-module ...] [options]
+       agentd upgrade-store <directory>   (convert a file store of an older agentd; see agentd upgrade-store --help)
 
 Serves agentd.v1.AgentService (gRPC, gRPC-Web and Connect on one port), with
 grpc.health.v1.Health and server reflection. Each agents module adds the Agent
@@ -262,7 +263,9 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   const [command, ...modules] = positionals;
   if (command === undefined || command === "help") return { kind: "help" };
   if (command !== "serve")
-    throw new UsageError(`unknown command "${command}"; the only command is "serve" (see agentd --help)`);
+    throw new UsageError(
+      `unknown command "${command}"; the commands are "serve" and "upgrade-store" (see agentd --help)`,
+    );
   const numeric = modules.find((m) => /^\d+$/.test(m));
   if (numeric !== undefined) {
     // `npm start --port 8080` hands npm the flag and agentd only "8080".

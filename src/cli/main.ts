@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parseCommandLine, USAGE, UsageError } from "./args.js";
 import { startServe, type ServeInstance } from "./serve-command.js";
+import { upgradeStoreCommand } from "./upgrade-store-command.js";
 
 /** Exit code for a start-up failure (bad flag, unreadable module, port in use, bad store). */
 export const EXIT_STARTUP_FAILURE = 2;
@@ -37,9 +38,11 @@ function describeStartupError(err: unknown): string {
  * Runs the agentd CLI: `agentd serve ...` starts the server and keeps running
  * until SIGTERM/SIGINT, then shuts down gracefully and exits 0 (a second
  * signal exits 1 at once). Start-up failures print one line to stderr and
- * exit 2.
+ * exit 2. `agentd upgrade-store <dir>` converts an older file store (see
+ * `upgradeStoreCommand`).
  */
 export async function main(argv: readonly string[]): Promise<void> {
+  if (argv[0] === "upgrade-store") process.exit(await upgradeStoreCommand(argv.slice(1)));
   let command;
   try {
     command = parseCommandLine(argv);

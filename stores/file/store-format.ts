@@ -29,11 +29,15 @@ interface FoundFormat {
 }
 
 function wrongFormat(dir: string, found: FoundFormat): AgentError {
+  const what =
+    found.format === 2
+      ? `Stop every agentd using it and convert it with: agentd upgrade-store ${dir}`
+      : `Point the store at a new, empty directory (e.g. --store file:<new directory>) and keep this one for the agentd release that wrote it; ` +
+        `its data is not converted automatically.`;
   return new AgentError(
     "FAILED_PRECONDITION",
     `store directory ${dir} was written in store format ${found.format} (${found.evidence}); this agentd reads format ${FILE_STORE_FORMAT}. ` +
-      `Point the store at a new, empty directory (e.g. --store file:<new directory>) and keep this one for the agentd release that wrote it; ` +
-      `its data is not converted automatically.`,
+      what,
     { details: { directory: dir, foundFormat: found.format, expectedFormat: FILE_STORE_FORMAT } },
   );
 }

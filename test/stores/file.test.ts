@@ -156,7 +156,10 @@ describe("file store layout", () => {
 
 describe("file store format check", () => {
   it("fails with FAILED_PRECONDITION on a directory whose marker names another format", async () => {
-    for (const format of [1, 2]) {
+    for (const [format, what] of [
+      [1, /this agentd reads format 3.*new, empty directory/],
+      [2, /this agentd reads format 3\. Stop every agentd using it and convert it with: agentd upgrade-store /],
+    ] as const) {
       const dir = await tempDir();
       await writeFile(join(dir, "agentd-store.json"), JSON.stringify({ format }));
       let error: unknown;
@@ -167,7 +170,7 @@ describe("file store format check", () => {
       }
       expect(error).toMatchObject({ status: "FAILED_PRECONDITION", details: { foundFormat: format } });
       expect((error as Error).message).toContain(`${dir} was written in store format ${format}`);
-      expect((error as Error).message).toMatch(/this agentd reads format 3.*new, empty directory/);
+      expect((error as Error).message).toMatch(what);
     }
   });
 

@@ -58,15 +58,29 @@ describe("ensureStoreFormat", () => {
   it("names the marker of another format as the evidence, and says the data is not converted", async () => {
     const dir = await tempDir();
     const marker = join(dir, "agentd-store.json");
-    await writeFile(marker, JSON.stringify({ format: 2 }));
+    await writeFile(marker, JSON.stringify({ format: 4 }));
     expect(formatError(dir, true)).toMatchObject({
       status: "FAILED_PRECONDITION",
-      message: expect.stringContaining(`store format 2 (marker ${marker}); this agentd reads format 3.`),
-      details: { directory: dir, foundFormat: 2, expectedFormat: 3 },
+      message: expect.stringContaining(`store format 4 (marker ${marker}); this agentd reads format 3.`),
+      details: { directory: dir, foundFormat: 4, expectedFormat: 3 },
     });
     expect(formatError(dir, true).message).toMatch(
       /keep this one for the agentd release that wrote it; its data is not converted automatically\.$/,
     );
+  });
+
+  it("names the command that converts a format-2 directory", async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, "agentd-store.json"), JSON.stringify({ format: 2 }));
+    expect(formatError(dir, true)).toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message: expect.stringMatching(
+        new RegExp(
+          `store format 2 .*this agentd reads format 3\\. Stop every agentd using it and convert it with: agentd upgrade-store ${dir}$`,
+        ),
+      ),
+      details: { foundFormat: 2, expectedFormat: 3 },
+    });
   });
 
   it("reports an unreadable marker as format unknown and says how to restore it", async () => {

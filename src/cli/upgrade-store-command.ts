@@ -1,0 +1,49 @@
+import { resolve } from "node:path";
+import { upgradeFormat2Store } from "../../stores/file/format-2-upgrade.js";
+
+/** Usage of `agentd upgrade-store`. */
+export const UPGRADE_STORE_USAGE = `Usage: agentd upgrade-store <directory | file:directory>
+
+Converts a file store written by an older agentd (store format 2) to the format this agentd
+reads (3), in place, with every tenant directory below it. Stop every agentd using the store
+first. Safe to run again if it is interrupted.
+`;
+
+/** The directory a `file:` store URI or a plain path names. */
+function storeDirectory(arg: string): string {
+  let path = arg.trim();
+  if (path.startsWith("file:")) {
+    path = path.slice("file:".length);
+    if (path.startsWith("//")) path = decodeURIComponent(new URL(arg.trim()).pathname);
+  }
+  return resolve(process.cwd(), path);
+}
+
+/**
+ * `agentd upgrade-store <dir>`: converts a format-2 file store to format 3
+ * (`upgradeFormat2Store`) and prints what it converted. Resolves to the exit
+ * code: 0 when done, 2 (with one line on stderr) for a usage error or a store
+ * it cannot convert.
+ */
+export async function upgradeStoreCommand(args: readonly string[]): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(UPGRADE_STORE_USAGE);
+    return 0;
+  }
+  if (args.length !== 1 || args[0]!.startsWith("-")) {
+    process.stderr.write(`agentd: upgrade-store takes one store directory\n${UPGRADE_STORE_USAGE}`);
+    return 2;
+  }
+  const dir = storeDirectory(args[0]!);
+  try {
+    const done = await upgradeFormat2Store(dir);
+    const where = done.directories.length === 0 ? "nothing to convert" : `${done.directories.length} directories`;
+    process.stdout.write(
+      `agentd: ${dir} is store format 3 (${where}; ${done.sessions} sessions and ${done.records} snapshots converted)\n`,
+    );
+    return 0;
+  } catch (err) {
+    process.stderr.write(`agentd: upgrade-store: ${(err as Error).message}\n`);
+    return 2;
+  }
+}
