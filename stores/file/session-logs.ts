@@ -15,6 +15,11 @@ import { fileIdentity, readTailHead, SessionLogView } from "./session-log.js";
 import { SnapshotMap } from "./snapshot-map.js";
 import type { StoreLayout } from "./store-layout.js";
 
+/** The in-process mutex key of the session whose log is at `path`. */
+function mutexKeyOfLog(path: string): string {
+  return `${path}\0s`;
+}
+
 /** The lock file of the session log at `path` (`<key>.log` → `<key>.lock`). */
 function lockPathOfLog(path: string): string {
   return `${path.slice(0, -".log".length)}.lock`;
@@ -72,6 +77,7 @@ export class SessionLogs {
   private readonly journal: CommitJournal | undefined;
   /** Resolves once the segments of dead processes found at open are replayed; every read and write waits for it. */
   readonly ready: Promise<void>;
+  private replaying: Promise<void> | undefined;
 
   constructor(
     private readonly mutex: KeyedMutex,
@@ -95,14 +101,20 @@ export class SessionLogs {
    * released only after its log is fdatasynced). Runs at open and in the
    * debris sweep; never rejects (a segment that fails stays for the next run).
    */
-  async replayDeadSegments(): Promise<void> {
+  replayDeadSegments(): Promise<void> {
+    // One replay at a time: the open-time replay and the debris sweep's would otherwise both take on the same segments.
+    this.replaying ??= this.replayOnce().finally(() => (this.replaying = undefined));
+    return this.replaying;
+  }
+
+  private async replayOnce(): Promise<void> {
     if (!this.journal) return;
     for (const segment of deadSegments(this.journal.dir)) {
       try {
         for (const [relative, entries] of segment.byLog) {
           const path = join(this.options.root, relative);
           if (readOwner(lockPathOfLog(path))?.pid !== segment.pid) continue;
-          await this.lockedLog(path, () => this.replay(path, entries), true);
+          await this.mutex.run(mutexKeyOfLog(path), () => this.lockedLog(path, () => this.replay(path, entries), true));
         }
         removeSegment(segment);
       } catch {
@@ -251,7 +263,8 @@ export class SessionLogs {
    * first replays what that process journaled for the log.
    */
   private locked<T>(layout: StoreLayout, key: string, fn: (use: LockUse) => Promise<T>): Promise<T> {
-    return this.mutex.run(`${layout.base}\0s\0${key}`, () => this.lockedLog(layout.logPathOfKey(key), fn, false));
+    const path = layout.logPathOfKey(key);
+    return this.mutex.run(mutexKeyOfLog(path), () => this.lockedLog(path, fn, false));
   }
 
   /** {@link locked} by log path, the mutex held; `replaying`: the caller replays the log itself. */
