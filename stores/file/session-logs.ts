@@ -56,7 +56,7 @@ function readingFile<T>(path: string, fn: (fd: number) => T): T | undefined {
 }
 
 /** How often a log this process holds open is checked to still be at its path (not removed or replaced from outside). */
-const PATH_CHECK_MS = 1000;
+const PATH_CHECK_MS = 200;
 
 /** Most session log views a process keeps for reading (those of sessions it writes are kept as long as it holds their locks). */
 const MAX_READ_VIEWS = 1024;
