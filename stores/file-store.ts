@@ -7,9 +7,8 @@ import { checkNow } from "./chunk-arguments.js";
 import type { ChunkLog, ChunkLogKey, StoredChunk } from "./chunk-log.js";
 import { FileChunkLogs } from "./file/chunk-logs.js";
 import { sweepDebris, type DebrisSweepResult } from "./file/debris-sweep.js";
-import { encodeLogLine, type EncodedLogLine } from "./file/log-line.js";
+import { encodeHeadLine, encodeRecordLine, type EncodedLogLine } from "./file/log-line.js";
 import { sanitizePathPrefix } from "./file/path-prefix.js";
-import { recordJson } from "./file/record-json.js";
 import { checkHeadKey, readAllHeads } from "./file/session-files.js";
 import { CommitJournal } from "./file/commit-journal.js";
 import { SessionLogs } from "./file/session-logs.js";
@@ -193,9 +192,9 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     const key = sessionKey(next.sessionId);
     const record = commit.record;
     // Serialized outside the lock.
-    const recordLine = record && encodeLogLine(recordFields(record, 1), recordJson(record));
+    const recordLine = record && encodeRecordLine(record, 1);
     const headText = JSON.stringify(next);
-    const headLine = encodeLogLine({ kind: "H", id: "-", version: next.version, status: "-", createdAt: 0 }, headText);
+    const headLine = encodeHeadLine(next.version, headText);
     const stored = await this.logs.write(layout, key, async (writer) => {
       const current = writer.view.head && checkHeadKey(writer.view.head, key, layout.logPathOfKey(key));
       if ((current?.version ?? 0) !== commit.expectedVersion) return undefined;
@@ -271,8 +270,8 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
       const record = deepFreeze(keepIdentity(result, existing));
       const version = logged.version + 1;
       const lines: EncodedLogLine[] = [
-        encodeLogLine(recordFields(record, version), recordJson(record)),
-        encodeLogLine({ kind: "H", id: "-", version: head.version, status: "-", createdAt: 0 }, JSON.stringify(head)),
+        encodeRecordLine(record, version),
+        encodeHeadLine(head.version, JSON.stringify(head)),
       ];
       await writer.append(lines, head);
       return { record, version };
@@ -408,9 +407,4 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     this.statuses.closeAll();
     await this.logs.closeAll();
   }
-}
-
-/** The header fields of a record line. */
-function recordFields<S>(record: SnapshotRecord<S>, version: number) {
-  return { kind: "R" as const, id: record.snapshotId, version, status: record.status, createdAt: record.createdAt };
 }

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { CoalescedSync } from "./coalesced-sync.js";
-import { datasyncDescriptor } from "./descriptor-io.js";
+import { datasyncDescriptor, openIfExists, writeAllSync } from "./descriptor-io.js";
 import { syncDirectory } from "./directory-sync.js";
 import { encodeJournalEntry, type BatchEntry, type JournalEntry } from "./journal-entry.js";
 
@@ -184,8 +184,7 @@ export class CommitJournal {
   private append(segment: Segment, entry: JournalEntry): number {
     const seq = ++segment.seq;
     const bytes = encodeJournalEntry({ ...entry, seq });
-    let written = 0;
-    while (written < bytes.length) written += writeSync(segment.fd, bytes, written, bytes.length - written);
+    writeAllSync(segment.fd, bytes);
     segment.size += bytes.length;
     return seq;
   }
@@ -209,14 +208,15 @@ export class CommitJournal {
     if (segment.closed && segment.inflight === 0) void this.retire(segment).catch(() => undefined);
   }
 
+  /** The retirements running, so that a segment is retired once. */
+  private readonly retiring = new Map<Segment, Promise<void>>();
+
   /**
    * Makes what the segment's batches wrote durable (fsync of every log and
    * map it touched, and of the directories where it created logs), then
    * removes the segment. A log removed meanwhile needs nothing. On failure
    * the segment stays, for a replay.
    */
-  private retiring = new Map<Segment, Promise<void>>();
-
   private retire(segment: Segment): Promise<void> {
     if (!this.open.has(segment)) return Promise.resolve();
     let running = this.retiring.get(segment);
@@ -237,13 +237,8 @@ export class CommitJournal {
 
 /** fdatasync of the file at `path`; nothing when it is gone. */
 async function syncFileAt(path: string): Promise<void> {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw err;
-  }
+  const fd = openIfExists(path, "r");
+  if (fd === undefined) return;
   try {
     await datasyncDescriptor(fd);
   } finally {

@@ -36,6 +36,41 @@ export async function writeDescriptor(fd: number, text: string): Promise<void> {
   );
 }
 
+/** The file at `path` opened with `flags` (synchronously), or undefined when it does not exist; other failures throw. */
+export function openIfExists(path: string, flags: string): number | undefined {
+  try {
+    return fs.openSync(path, flags);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+}
+
+/** Writes all of `bytes` synchronously, at `position` or (without) at the descriptor's position. Throws the system error. */
+export function writeAllSync(fd: number, bytes: Buffer, position?: number): void {
+  let written = 0;
+  while (written < bytes.length) {
+    const at = position === undefined ? null : position + written;
+    written += fs.writeSync(fd, bytes, written, bytes.length - written, at);
+  }
+}
+
+/**
+ * Writes all of `bytes` at `position`: synchronously when shorter than
+ * {@link LARGE_WRITE_BYTES}, else on the thread pool. Rejects with the system error.
+ */
+export async function writeAllAt(fd: number, bytes: Buffer, position: number): Promise<void> {
+  if (bytes.length < LARGE_WRITE_BYTES) return writeAllSync(fd, bytes, position);
+  let written = 0;
+  while (written < bytes.length) {
+    written += await new Promise<number>((resolve, reject) =>
+      fs.write(fd, bytes, written, bytes.length - written, position + written, (err, n) =>
+        err ? reject(err) : resolve(n),
+      ),
+    );
+  }
+}
+
 /** Removes `path` synchronously, ignoring every failure (already gone, directory gone): for clean-up that must not throw. */
 export function unlinkQuietly(path: string): void {
   try {

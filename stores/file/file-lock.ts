@@ -103,15 +103,18 @@ export async function removeIfAbandoned(path: string): Promise<boolean> {
   return removed;
 }
 
-/** True when another live lock user (not `token`) announced at `wantPath` that it waits for the lock. */
-async function wantedByOther(wantPath: string, token: string, staleMs: number): Promise<boolean> {
+/** The waiter announced at `wantPath` when it is a live process that announced itself within the last `staleMs`, else undefined. */
+function liveWaiter(wantPath: string, staleMs: number): LockOwner | undefined {
+  const info = statSync(wantPath, { throwIfNoEntry: false });
+  if (!info || Date.now() - info.mtimeMs > staleMs) return undefined;
   const owner = readOwner(wantPath);
-  if (!owner || owner.token === token || !processAlive(owner.pid)) return false;
-  try {
-    return Date.now() - (await stat(wantPath)).mtimeMs <= staleMs;
-  } catch {
-    return false;
-  }
+  return owner !== undefined && processAlive(owner.pid) ? owner : undefined;
+}
+
+/** True when another live lock user (not `token`) announced at `wantPath` that it waits for the lock. */
+function wantedByOther(wantPath: string, token: string, staleMs: number): boolean {
+  const waiter = liveWaiter(wantPath, staleMs);
+  return waiter !== undefined && waiter.token !== token;
 }
 
 /**
@@ -120,12 +123,7 @@ async function wantedByOther(wantPath: string, token: string, staleMs: number): 
  * uses hands it over then. One `stat` when nobody waits.
  */
 export function isWanted(lockPath: string, staleMs = 30_000): boolean {
-  const wantPath = `${lockPath}.want`;
-  const info = statSync(wantPath, { throwIfNoEntry: false });
-  if (!info) return false;
-  const mtimeMs = info.mtimeMs;
-  const owner = readOwner(wantPath);
-  return owner !== undefined && processAlive(owner.pid) && Date.now() - mtimeMs <= staleMs;
+  return liveWaiter(`${lockPath}.want`, staleMs) !== undefined;
 }
 
 /** Announces at `wantPath` that this waiter wants the lock next; false when another waiter announced first (a dead one's claim is cleared). */
@@ -170,7 +168,7 @@ export async function acquireFileLock(path: string, options: FileLockOptions = {
   let delay = 1;
   try {
     for (;;) {
-      const yielding = !announced && Date.now() - started < YIELD_MS && (await wantedByOther(wantPath, token, staleMs));
+      const yielding = !announced && Date.now() - started < YIELD_MS && wantedByOther(wantPath, token, staleMs);
       if (!yielding) {
         try {
           const createdAt = Date.now(); // no later than the lock file's mtime

@@ -1,23 +1,12 @@
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  existsSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SessionHead, SnapshotRecord } from "../snapshot-store.js";
-import { datasyncDescriptor } from "./descriptor-io.js";
+import { datasyncDescriptor, writeAllSync } from "./descriptor-io.js";
 import { syncDirectory } from "./directory-sync.js";
 import { processAlive, readOwner } from "./file-lock.js";
-import { encodeLogLine } from "./log-line.js";
-import { recordJson } from "./record-json.js";
+import { encodeHeadLine, encodeRecordLine } from "./log-line.js";
 import { findStoreDirectories } from "./session-files.js";
 import { FILE_STORE_FORMAT } from "./store-format.js";
 import { RECORDS_DIR, SESSIONS_DIR, STORE_MARKER_FILE, StoreLayout } from "./store-layout.js";
@@ -47,9 +36,7 @@ async function replaceFile(path: string, data: Buffer | string): Promise<void> {
   const tmp = `${path}.${randomBytes(6).toString("hex")}.tmp`;
   const fd = openSync(tmp, "wx", 0o600);
   try {
-    const bytes = typeof data === "string" ? Buffer.from(data) : data;
-    let written = 0;
-    while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+    writeAllSync(fd, typeof data === "string" ? Buffer.from(data) : data);
     await datasyncDescriptor(fd);
   } finally {
     closeSync(fd);
@@ -138,19 +125,11 @@ async function upgradeDirectory(dir: string): Promise<{ sessions: number; record
       const file = readRecordFile(join(recordsDir, `${id}.json`), head.sessionId);
       if (!file) continue;
       const { record, version } = file;
-      lines.push(
-        encodeLogLine(
-          { kind: "R", id: record.snapshotId, version, status: record.status, createdAt: record.createdAt },
-          recordJson(record),
-        ).bytes,
-      );
+      lines.push(encodeRecordLine(record, version).bytes);
       mapLines.push(`\n${record.snapshotId} ${key}\n`);
       records++;
     }
-    const headLine = encodeLogLine(
-      { kind: "H", id: "-", version: head.version, status: "-", createdAt: 0 },
-      JSON.stringify(head),
-    );
+    const headLine = encodeHeadLine(head.version, JSON.stringify(head));
     await replaceFile(layout.logPathOfKey(key), Buffer.concat([...lines, headLine.bytes]));
     sessions++;
   }

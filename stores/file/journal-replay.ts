@@ -1,16 +1,8 @@
-import {
-  closeSync,
-  fstatSync,
-  ftruncateSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, fstatSync, ftruncateSync, openSync, readdirSync, readFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { BOOT_ID, segmentOwner } from "./commit-journal.js";
-import { datasyncDescriptor } from "./descriptor-io.js";
+import { datasyncDescriptor, openIfExists, writeAllSync } from "./descriptor-io.js";
+import { unlinkIfExists } from "./session-files.js";
 import { processAlive } from "./file-lock.js";
 import { decodeJournalEntries, type BatchEntry, type RemovalEntry } from "./journal-entry.js";
 import { readAt, SessionLogView } from "./session-log.js";
@@ -80,11 +72,7 @@ export async function applyToLog(path: string, entries: readonly (BatchEntry | R
     for (const entry of entries) {
       if (entry.kind === "removal") {
         closeLog();
-        try {
-          unlinkSync(path);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-        }
+        await unlinkIfExists(path);
         applied.length = 0;
         continue;
       }
@@ -95,9 +83,7 @@ export async function applyToLog(path: string, entries: readonly (BatchEntry | R
       view.refresh(fd, ino, size);
       if (view.validEnd === entry.offset) {
         if (size > entry.offset) ftruncateSync(fd, entry.offset);
-        let written = 0;
-        while (written < entry.bytes.length)
-          written += writeSync(fd, entry.bytes, written, entry.bytes.length - written, entry.offset + written);
+        writeAllSync(fd, entry.bytes, entry.offset);
         applied.push(entry);
       } else if (
         size >= entry.offset + entry.bytes.length &&
@@ -115,12 +101,7 @@ export async function applyToLog(path: string, entries: readonly (BatchEntry | R
 
 /** The log opened for writing; created (0600) only with `create`; undefined when it does not exist. */
 function openLog(path: string, create: boolean): number | undefined {
-  try {
-    return openSync(path, "r+");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-  }
-  return create ? openSync(path, "wx+", 0o600) : undefined;
+  return openIfExists(path, "r+") ?? (create ? openSync(path, "wx+", 0o600) : undefined);
 }
 
 /** Removes a replayed segment. */

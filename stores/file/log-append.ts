@@ -1,8 +1,8 @@
-import fs, { ftruncateSync, writeSync } from "node:fs";
+import { ftruncateSync } from "node:fs";
 import { relative } from "node:path";
 import type { SessionHead } from "../snapshot-store.js";
 import type { CommitJournal } from "./commit-journal.js";
-import { datasyncDescriptor, LARGE_WRITE_BYTES } from "./descriptor-io.js";
+import { datasyncDescriptor, writeAllAt } from "./descriptor-io.js";
 import { syncDirectory } from "./directory-sync.js";
 import type { EncodedLogLine } from "./log-line.js";
 import type { SessionLogView } from "./session-log.js";
@@ -86,7 +86,7 @@ export async function appendBatch(
     );
     try {
       await ticket.durable;
-      await writeAll(fd, bytes, start);
+      await writeAllAt(fd, bytes, start);
     } catch (err) {
       cutBack();
       await ticket.abort().catch(() => undefined);
@@ -95,7 +95,7 @@ export async function appendBatch(
     ticket.done();
   } else {
     try {
-      await writeAll(fd, bytes, start);
+      await writeAllAt(fd, bytes, start);
       if (c.fsync) {
         await Promise.all([
           datasyncDescriptor(fd).then(() => (created ? syncDirectory(c.sessionsDir) : undefined)),
@@ -109,21 +109,4 @@ export async function appendBatch(
   }
   if (view.validEnd === start) view.applyAppended(lines, head);
   else if (view.validEnd !== start + bytes.length) view.ino = -1; // a reader of this process read it meanwhile
-}
-
-/** Writes all of `bytes` at `position`: synchronously when short, on the thread pool when large. */
-async function writeAll(fd: number, bytes: Buffer, position: number): Promise<void> {
-  if (bytes.length < LARGE_WRITE_BYTES) {
-    let written = 0;
-    while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written, position + written);
-    return;
-  }
-  let written = 0;
-  while (written < bytes.length) {
-    written += await new Promise<number>((resolve, reject) =>
-      fs.write(fd, bytes, written, bytes.length - written, position + written, (err, n) =>
-        err ? reject(err) : resolve(n),
-      ),
-    );
-  }
 }

@@ -1,5 +1,7 @@
 import { crc32 } from "node:zlib";
 import { AgentError } from "../../src/errors/agent-error.js";
+import type { SnapshotRecord } from "../snapshot-store.js";
+import { recordJson } from "./record-json.js";
 
 /** `R`: a snapshot record as stored; `H`: the session head, written last in every batch. */
 export type LogLineKind = "R" | "H";
@@ -88,4 +90,21 @@ export function isIntactPayload(header: LogLineHeader, line: Buffer): boolean {
     line[header.length] === NEWLINE &&
     crc32(line.subarray(0, header.length)) === header.crc
   );
+}
+
+/** The R line of `record` as its version `version` (1 when committed, +1 per update): its JSON (see `recordJson`) under its header. */
+export function encodeRecordLine(record: SnapshotRecord<unknown>, version: number): EncodedLogLine {
+  const fields = {
+    kind: "R" as const,
+    id: record.snapshotId,
+    version,
+    status: record.status,
+    createdAt: record.createdAt,
+  };
+  return encodeLogLine(fields, recordJson(record));
+}
+
+/** The H line of a head of version `version` whose JSON is `headJson`. */
+export function encodeHeadLine(version: number, headJson: string): EncodedLogLine {
+  return encodeLogLine({ kind: "H", id: "-", version, status: "-", createdAt: 0 }, headJson);
 }

@@ -1,10 +1,11 @@
-import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, statSync, unlinkSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { KeyedMutex } from "../keyed-mutex.js";
 import type { SessionHead } from "../snapshot-store.js";
 import { syncDirectory } from "./directory-sync.js";
-import { datasyncDescriptor } from "./descriptor-io.js";
+import { datasyncDescriptor, openIfExists } from "./descriptor-io.js";
+import { unlinkIfExists } from "./session-files.js";
 import { appendBatch, type LogWriter, type OpenLog } from "./log-append.js";
 import type { CommitJournal } from "./commit-journal.js";
 import { readOwner } from "./file-lock.js";
@@ -41,13 +42,8 @@ export interface SessionLogsOptions {
 
 /** `fn` of a descriptor of the file at `path` opened for reading (closed after), or undefined when there is no such file. */
 function readingFile<T>(path: string, fn: (fd: number) => T): T | undefined {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
+  const fd = openIfExists(path, "r");
+  if (fd === undefined) return undefined;
   try {
     return fn(fd);
   } finally {
@@ -170,9 +166,8 @@ export class SessionLogs {
     const view = this.viewOf(path);
     const identity = fileIdentity(info);
     if (identity === view.ino && info.size === view.validEnd) return view;
-    const open = this.open.get(path);
-    if (open && view.ino === identity) {
-      view.refresh(open.fd, identity, info.size);
+    if (held && view.ino === identity) {
+      view.refresh(held.fd, identity, info.size);
       return view;
     }
     return readingFile(path, (fd) => {
@@ -246,12 +241,7 @@ export class SessionLogs {
     this.close(path);
     this.views.delete(path);
     if (this.journal && existsSync(path)) await this.journal.recordRemoval(relative(this.options.root, path));
-    try {
-      unlinkSync(path);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
-      throw err;
-    }
+    if (!(await unlinkIfExists(path))) return false;
     if (this.options.fsync) await syncDirectory(layout.sessionsDir);
     return true;
   }
@@ -331,13 +321,8 @@ export class SessionLogs {
 
   /** Opens an existing log for appending and brings its view up to date, cutting off an incomplete last batch. */
   private openExisting(path: string): OpenLog | undefined {
-    let fd: number;
-    try {
-      fd = openSync(path, "r+");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw err;
-    }
+    const fd = openIfExists(path, "r+");
+    if (fd === undefined) return undefined;
     try {
       const view = this.viewOf(path);
       const info = fstatSync(fd);
