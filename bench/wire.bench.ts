@@ -16,6 +16,13 @@
  * repetitions (default 5), agentd and bare alternating which goes first;
  * medians with the min–max spread. Not a test: nothing is asserted.
  *
+ * agentd runs as an installed package runs it: the compiled CLI
+ * (dist/src/cli/main.js, built here first with `npm run build`) on plain
+ * Node.js. BENCH_CLI=source runs src/cli/main.ts through tsx instead, as in
+ * development (tsx's transform adds a `__name` call to every named closure a
+ * turn creates, which the build does not have). The bare server runs through
+ * tsx either way (it creates no such closures per turn).
+ *
  * Environment: REPS, SEQ_TURNS (default 1000), LOAD_TURNS (turns per
  * throughput run, default 4000), BENCH_LOG_LEVEL (agentd's --log-level,
  * default info), BENCH_PARTS (comma list of seq,memory,file; default all),
@@ -27,9 +34,11 @@
  * the ratios tracing on / off, and what the instrumentation costs a turn
  * with telemetry off, measured in-process against the no-op API).
  */
+import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { startAgentdProcess, startBareProcess, type ServerProcess } from "./wire/server-process.js";
 import { concurrentTurns, sequentialTurns, MESSAGE } from "./wire/wire-load.js";
 import { startOtlpSink, type OtlpSink } from "./wire/otlp-sink.js";
@@ -44,6 +53,7 @@ const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "info";
 const PARTS = new Set((process.env.BENCH_PARTS ?? "seq,memory,file").split(","));
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const TRACING = ["1", "on", "true"].includes(process.env.BENCH_TRACING ?? "");
+const CLI = process.env.BENCH_CLI === "source" ? "source" : "built";
 
 /** The environment of the traced agentd: OTLP/HTTP protobuf to `sink`, every trace sampled, SDK defaults otherwise. */
 function tracingEnv(sink: OtlpSink): NodeJS.ProcessEnv {
@@ -93,18 +103,23 @@ async function pair<T>(rep: number, agentd: () => Promise<T>, bare: () => Promis
 
 async function main(): Promise<void> {
   const fileDir = await mkdtemp(join(tmpdir(), "agentd-bench-wire-"));
+  if (CLI === "built")
+    execFileSync("npm", ["run", "--silent", "build"], {
+      cwd: fileURLToPath(new URL("../", import.meta.url)),
+      stdio: ["ignore", "ignore", "inherit"],
+    });
   const nodeFlags = CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`] : [];
   const servers: ServerProcess[] = [];
   const sink = TRACING ? await startOtlpSink() : undefined;
   try {
-    const memory = await startAgentdProcess("agentd memory", "memory:", LOG_LEVEL, { nodeFlags });
+    const memory = await startAgentdProcess("agentd memory", "memory:", LOG_LEVEL, { nodeFlags, cli: CLI });
     servers.push(memory);
     const traced = sink
-      ? await startAgentdProcess("agentd traced", "memory:", LOG_LEVEL, { nodeFlags, env: tracingEnv(sink) })
+      ? await startAgentdProcess("agentd traced", "memory:", LOG_LEVEL, { nodeFlags, env: tracingEnv(sink), cli: CLI })
       : undefined;
     if (traced) servers.push(traced);
     const file = PARTS.has("file")
-      ? await startAgentdProcess("agentd file", `file:${fileDir}`, LOG_LEVEL, { nodeFlags })
+      ? await startAgentdProcess("agentd file", `file:${fileDir}`, LOG_LEVEL, { nodeFlags, cli: CLI })
       : undefined;
     if (file) servers.push(file);
     const bare = await startBareProcess("bare");
@@ -194,7 +209,7 @@ async function main(): Promise<void> {
     }
 
     console.log(
-      `bench:wire — gRPC h2c Chat, echo model, message "${MESSAGE}", agentd --log-level ${LOG_LEVEL}; ` +
+      `bench:wire — gRPC h2c Chat, echo model, message "${MESSAGE}", agentd (${CLI === "built" ? "built CLI, plain node" : "source, tsx"}) --log-level ${LOG_LEVEL}; ` +
         `${REPS} repetitions (agentd/bare alternating first), median [min–max]`,
     );
     console.log(

@@ -36,6 +36,19 @@ export interface ServerProcessOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/** Options of {@link startAgentdProcess}. */
+export interface AgentdProcessOptions extends ServerProcessOptions {
+  /**
+   * Which agentd runs: `"source"` (default) is src/cli/main.ts through tsx, as
+   * in development; `"built"` is the compiled CLI (dist/src/cli/main.js, made
+   * by `npm run build`) on plain Node.js, as an installed package runs it.
+   */
+  cli?: "source" | "built";
+}
+
+/** The compiled CLI that `npm run build` writes (what an installed package runs). */
+export const BUILT_CLI = `${REPO_ROOT}dist/src/cli/main.js`;
+
 /**
  * Starts agentd on `storeUri` at `logLevel`, on a free port chosen here: its
  * `agentd listening` line is logged at info, so at `warn` or above the bench
@@ -45,11 +58,14 @@ export async function startAgentdProcess(
   label: string,
   storeUri: string,
   logLevel: string,
-  options: ServerProcessOptions = {},
+  options: AgentdProcessOptions = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
-  const argv = [`${REPO_ROOT}src/cli/main.ts`, "serve", "--port", String(port), "--store", storeUri];
-  return start(label, [...argv, "--log-level", logLevel], options, (proc) => acceptsConnections(proc, port));
+  const built = options.cli === "built";
+  if (built && !existsSync(BUILT_CLI)) throw new Error(`${BUILT_CLI} does not exist: run \`npm run build\` first`);
+  const cli = built ? BUILT_CLI : `${REPO_ROOT}src/cli/main.ts`;
+  const argv = [cli, "serve", "--port", String(port), "--store", storeUri, "--log-level", logLevel];
+  return start(label, argv, { ...options, tsx: !built }, (proc) => acceptsConnections(proc, port));
 }
 
 /** Starts the bare connect-node echo server. */
@@ -97,10 +113,11 @@ function nodeBinary(): string {
 async function start(
   label: string,
   script: string[],
-  options: ServerProcessOptions,
+  options: ServerProcessOptions & { tsx?: boolean },
   ready: (proc: ChildProcess) => Promise<number>,
 ): Promise<ServerProcess> {
-  const proc = spawn(nodeBinary(), [...(options.nodeFlags ?? []), "--import", TSX_LOADER, ...script], {
+  const loader = options.tsx === false ? [] : ["--import", TSX_LOADER];
+  const proc = spawn(nodeBinary(), [...(options.nodeFlags ?? []), ...loader, ...script], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],

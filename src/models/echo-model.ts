@@ -26,7 +26,8 @@ export class EchoModel implements Model {
 
   async generate(request: ModelRequest, options: ModelCallOptions): Promise<ModelResponse> {
     const lastUser = request.messages.findLast((m) => m.role === "user");
-    const reply = `echo: ${messageText(lastUser)}`;
+    const userText = messageText(lastUser);
+    const reply = `echo: ${userText}`;
     const delayMs = messageDelay(lastUser) ?? this.delayMs;
     for (const piece of splitIntoChunks(reply)) {
       if (delayMs > 0) await sleep(delayMs, options.signal);
@@ -35,7 +36,7 @@ export class EchoModel implements Model {
     }
     throwIfAborted(options.signal);
     const message: Message = { role: "model", content: [{ text: reply }] };
-    return { message, finishReason: "stop", usage: echoUsage(messageText(lastUser), reply) };
+    return { message, finishReason: "stop", usage: echoUsage(userText, reply) };
   }
 }
 

@@ -53,17 +53,33 @@ export class AsyncChannel<T> implements AsyncIterable<T> {
     w?.();
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<T> {
-    for (;;) {
-      if (this.items.length > 0) {
-        yield this.items.shift() as T;
-        continue;
-      }
+  /**
+   * Iterates the channel: each `next()` resolves at once while items are
+   * queued (no async-generator hops per item). After the failure was thrown,
+   * or after `return()` or `throw()`, it reports done.
+   */
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    let finished = false;
+    const next = (): Promise<IteratorResult<T>> => {
+      if (finished) return Promise.resolve({ done: true, value: undefined });
+      if (this.items.length > 0) return Promise.resolve({ done: false, value: this.items.shift() as T });
       if (this.closed) {
-        if (this.failed) throw this.error;
-        return;
+        finished = true;
+        return this.failed ? Promise.reject(this.error) : Promise.resolve({ done: true, value: undefined });
       }
-      await new Promise<void>((resolve) => (this.waiter = resolve));
-    }
+      return new Promise<void>((resolve) => (this.waiter = resolve)).then(next);
+    };
+    return {
+      next,
+      // Like an async generator's: ends the iteration and rethrows (connect aborts a request stream so).
+      throw: (err?: unknown) => {
+        finished = true;
+        return Promise.reject(err);
+      },
+      return: (value?: unknown) => {
+        finished = true;
+        return Promise.resolve({ done: true, value: value as T });
+      },
+    };
   }
 }

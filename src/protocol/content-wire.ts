@@ -17,6 +17,9 @@ import { optionalString, structFromWire, structToWire, valueFromWire, valueToWir
  * with none carries only metadata.
  */
 export function partToWire(part: Part): WirePart {
+  // The common case (every streamed text chunk): one create with one init shape.
+  if (part.text !== undefined && part.metadata === undefined)
+    return create(PartSchema, { kind: { case: "text", value: part.text } });
   const metadata = structToWire(part.metadata, "part metadata");
   const base = { ...(metadata ? { metadata } : {}) };
   if (part.text !== undefined) return create(PartSchema, { ...base, kind: { case: "text", value: part.text } });

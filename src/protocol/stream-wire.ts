@@ -25,7 +25,7 @@ import {
 import { finishReasonFromWire, finishReasonToWire, roleFromWire, roleToWire } from "./enum-wire.js";
 import { optionalString, valueFromWire, valueToWire } from "./json-wire.js";
 import { agentErrorFromWire, agentErrorToWire, sessionStateFromWire, sessionStateToWire } from "./state-wire.js";
-import { usageFieldFromWire, usageFieldToWire } from "./usage-wire.js";
+import { usageFieldFromWire, usageFieldToWire, usageToWire } from "./usage-wire.js";
 
 const PATCH_OPS: ReadonlySet<string> = new Set(["add", "remove", "replace", "move", "copy", "test"]);
 
@@ -84,7 +84,7 @@ export function turnEndToWire(turnEnd: TurnEnd): WireTurnEnd {
     finishReason: finishReasonToWire(turnEnd.finishReason),
     turnIndex: turnEnd.turnIndex,
     sessionId: turnEnd.sessionId,
-    ...usageFieldToWire(turnEnd.usage),
+    usage: turnEnd.usage ? usageToWire(turnEnd.usage) : undefined,
   });
 }
 
@@ -100,14 +100,18 @@ export function turnEndFromWire(turnEnd: WireTurnEnd): TurnEnd {
   };
 }
 
-/** A stream chunk as `agentd.v1.AgentStreamChunk`; every field set on the chunk is carried. */
+/**
+ * A stream chunk as `agentd.v1.AgentStreamChunk`; every field set on the chunk
+ * is carried. (Every init object here has one shape whichever fields are set:
+ * this runs for every chunk of every stream, and `create` stays fast on one shape.)
+ */
 export function streamChunkToWire(chunk: AgentStreamChunk): WireAgentStreamChunk {
   return create(AgentStreamChunkSchema, {
-    ...(chunk.modelChunk ? { modelChunk: modelChunkToWire(chunk.modelChunk) } : {}),
-    customPatch: (chunk.customPatch ?? []).map(patchOperationToWire),
-    ...(chunk.artifact ? { artifact: artifactToWire(chunk.artifact) } : {}),
-    ...(chunk.turnEnd ? { turnEnd: turnEndToWire(chunk.turnEnd) } : {}),
-    ...(chunk.takeover ? { takeover: create(TakeoverSchema, chunk.takeover) } : {}),
+    modelChunk: chunk.modelChunk ? modelChunkToWire(chunk.modelChunk) : undefined,
+    customPatch: chunk.customPatch ? chunk.customPatch.map(patchOperationToWire) : [],
+    artifact: chunk.artifact ? artifactToWire(chunk.artifact) : undefined,
+    turnEnd: chunk.turnEnd ? turnEndToWire(chunk.turnEnd) : undefined,
+    takeover: chunk.takeover ? create(TakeoverSchema, chunk.takeover) : undefined,
     sequence: chunk.sequence ?? 0,
   });
 }

@@ -1,3 +1,4 @@
+import { tapStream } from "../protocol/stream-tap.js";
 import type { AgentInput } from "../types/agent-io.js";
 import type { DetachedWork } from "../types/detached-work.js";
 import type { Principal } from "../types/principal.js";
@@ -28,12 +29,13 @@ export class InputProgress {
   }
 
   /** Yields `inputs`, noting each as running; `turnIndexOf()` is the index of the turn it starts. */
-  async *pulled(inputs: AsyncIterable<AgentInput>, turnIndexOf: () => number): AsyncGenerator<AgentInput> {
-    for await (const input of inputs) {
-      this.running = input;
-      this.nextTurnIndex = turnIndexOf() + 1;
-      yield input;
-    }
+  pulled(inputs: AsyncIterable<AgentInput>, turnIndexOf: () => number): AsyncIterable<AgentInput> {
+    return tapStream(inputs, {
+      item: (input) => {
+        this.running = input;
+        this.nextTurnIndex = turnIndexOf() + 1;
+      },
+    });
   }
 
   /** The running turn was committed as an attached turn: it is no longer part of detached work. */

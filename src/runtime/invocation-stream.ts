@@ -29,6 +29,8 @@ export class InvocationStream {
   private readonly channel = new AsyncChannel<AgentStreamChunk>();
   private readonly patches = new CustomPatchStream();
   private chain: Promise<void> = Promise.resolve();
+  /** Chunks queued on `chain` and not yet delivered. */
+  private pending = 0;
   private liveCustom: unknown;
   private last = 0;
 
@@ -68,22 +70,43 @@ export class InvocationStream {
   /**
    * Queues `chunk` behind the ones before it; resolves once it was delivered
    * (or dropped). A failure goes to `onFailure`; the returned promise never
-   * rejects.
+   * rejects. With no chunk transform, nothing queued and no detached run,
+   * the chunk is delivered before `emit` returns (the common case: a model
+   * streaming to a connected client costs no promise per chunk).
    */
   emit(chunk: AgentStreamChunk): Promise<void> {
+    if (this.pending === 0 && !this.o.transform && !this.o.detachedRun()) {
+      if (!this.channel.isClosed) {
+        try {
+          void this.deliver(chunk);
+        } catch (err) {
+          queueMicrotask(() => this.o.onFailure(AgentError.from(err)));
+        }
+      }
+      return this.chain;
+    }
+    this.pending++;
     this.chain = this.chain
       .then(async () => {
         if (!this.flowing) return;
         const shaped = await applyChunkTransform(this.o.transform, chunk, this.o.transformContext());
-        if (!shaped) return;
-        if (shaped.customPatch) this.liveCustom = applyCustomPatch(this.liveCustom, shaped.customPatch);
-        const sequenced = { ...shaped, sequence: ++this.last };
-        const run = this.o.detachedRun();
-        if (run) await run.recordChunk(sequenced);
-        else this.channel.push(sequenced);
+        if (shaped) await this.deliver(shaped);
       })
-      .catch((err) => this.o.onFailure(AgentError.from(err)));
+      .catch((err) => this.o.onFailure(AgentError.from(err)))
+      .then(() => {
+        this.pending--;
+      });
     return this.chain;
+  }
+
+  /** Numbers `shaped` and sends it to the client, or after detach to the store's chunk log. */
+  private deliver(shaped: AgentStreamChunk): Promise<void> | undefined {
+    if (shaped.customPatch) this.liveCustom = applyCustomPatch(this.liveCustom, shaped.customPatch);
+    const sequenced = { ...shaped, sequence: ++this.last };
+    const run = this.o.detachedRun();
+    if (run) return run.recordChunk(sequenced);
+    this.channel.push(sequenced);
+    return undefined;
   }
 
   /** Resolves once every chunk emitted so far was delivered (or dropped). */

@@ -1,10 +1,9 @@
 import { create } from "@bufbuild/protobuf";
-import { ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import {
   AbortResponseSchema,
   AgentService,
   AttachInvocationResponseSchema,
-  ChatResponseSchema,
   DeleteSessionResponseSchema,
   GetSessionResponseSchema,
   ListSessionsResponseSchema,
@@ -15,7 +14,6 @@ import {
   RunResponseSchema,
   RunStreamResponseSchema,
   WatchSnapshotResponseSchema,
-  type ChatRequest,
 } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import type { AgentInit as WireAgentInit, AgentInput as WireAgentInput } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { AgentError } from "../errors/agent-error.js";
@@ -24,11 +22,10 @@ import type { AgentRegistry } from "../runtime/agent-registry.js";
 import type { Principal } from "../types/principal.js";
 import { principalOf } from "./auth/call-guard.js";
 import { annotateCall } from "./call-log.js";
-import { statusForCode } from "../protocol/status-codes.js";
+import { chatResponses, sendInput } from "./chat-stream.js";
 import {
   agentInfoToWire,
   agentInitFromWire,
-  agentInputFromWire,
   agentOutputToWire,
   optionalString,
   snapshotStatusToWire,
@@ -48,30 +45,11 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
   const open = (init: WireAgentInit | undefined, ctx: HandlerContext) => openConnection(registry, init, ctx);
   return (router) =>
     router.service(AgentService, {
-      async *chat(requests, ctx) {
-        const iterator = requests[Symbol.asyncIterator]();
-        const first = await iterator.next();
-        if (first.done || !first.value.init) {
-          throw new AgentError(
-            "INVALID_ARGUMENT",
-            "the first ChatRequest must carry init (agent name and resume source)",
-          );
-        }
-        const connection = await open(first.value.init, ctx);
-        if (first.value.input) send(connection, first.value.input);
-        void pumpInputs(iterator, connection);
-        for await (const chunk of connection.stream) {
-          if (chunk.turnEnd?.snapshotId) annotateCall(ctx, { snapshotId: chunk.turnEnd.snapshotId });
-          yield create(ChatResponseSchema, { chunk: streamChunkToWire(chunk) });
-        }
-        const output = await connection.output();
-        annotateCall(ctx, { snapshotId: output.snapshotId });
-        yield create(ChatResponseSchema, { output: agentOutputToWire(output) });
-      },
+      chat: (requests, ctx) => chatResponses(requests, ctx, (init) => open(init, ctx)),
 
       async run(request, ctx) {
         const connection = await open(request.init, ctx);
-        send(connection, requireInput(request.input));
+        sendInput(connection, requireInput(request.input));
         connection.close();
         for await (const _ of connection.stream);
         const output = await connection.output();
@@ -81,7 +59,7 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
 
       async *runStream(request, ctx) {
         const connection = await open(request.init, ctx);
-        send(connection, requireInput(request.input));
+        sendInput(connection, requireInput(request.input));
         connection.close();
         for await (const chunk of connection.stream) {
           yield create(RunStreamResponseSchema, { chunk: streamChunkToWire(chunk) });
@@ -239,35 +217,4 @@ function callerOf(ctx: HandlerContext): { principal: Principal; storeContext: { 
 function requireInput(input: WireAgentInput | undefined): WireAgentInput {
   if (!input) throw new AgentError("INVALID_ARGUMENT", "input is required");
   return input;
-}
-
-/** Converts and queues one input; a rejected input ends the invocation with its error. */
-function send(connection: AgentConnection, input: WireAgentInput): void {
-  try {
-    connection.send(agentInputFromWire(input));
-  } catch (err) {
-    const error = AgentError.from(err, "INVALID_ARGUMENT");
-    connection.cancel(error);
-    throw error;
-  }
-}
-
-/** Feeds the rest of a Chat request stream into the connection; half-close means "no more input". */
-async function pumpInputs(requests: AsyncIterator<ChatRequest>, connection: AgentConnection): Promise<void> {
-  try {
-    for (;;) {
-      const next = await requests.next();
-      if (next.done) break;
-      if (next.value.init) throw new AgentError("INVALID_ARGUMENT", "init is only allowed on the first ChatRequest");
-      if (!next.value.input) throw new AgentError("INVALID_ARGUMENT", "a ChatRequest after the first must carry input");
-      send(connection, next.value.input);
-    }
-    connection.close();
-  } catch (err) {
-    const error =
-      err instanceof ConnectError
-        ? new AgentError(statusForCode(err.code), err.rawMessage)
-        : AgentError.from(err, "INVALID_ARGUMENT");
-    connection.cancel(error);
-  }
 }

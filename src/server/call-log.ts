@@ -12,6 +12,7 @@ import type { Logger } from "pino";
 import { deadlineError } from "./call-errors.js";
 import { statusForCode } from "../protocol/status-codes.js";
 import { toCallError } from "./error-mapping.js";
+import { tapStream } from "../protocol/stream-tap.js";
 
 /** IDs a handler attaches to its call so the per-RPC log line carries them. */
 export interface CallLogFields {
@@ -168,20 +169,10 @@ export function loggingInterceptor(logger: Logger): Interceptor {
       finish();
       return res;
     }
-    const source = res.message;
-    async function* logged() {
-      let failed = false;
-      try {
-        yield* source;
-      } catch (err) {
-        failed = true;
-        const mapped = toCallError(err, req.signal);
-        finish(mapped);
-        throw mapped;
-      } finally {
-        if (!failed) finish();
-      }
-    }
-    return { ...res, message: logged() };
+    const message = tapStream(res.message, {
+      error: (err) => toCallError(err, req.signal),
+      end: (err) => finish(err as ConnectError | undefined),
+    });
+    return { ...res, message };
   };
 }

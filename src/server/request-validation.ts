@@ -2,6 +2,7 @@ import type { DescField, DescMessage } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { AgentError } from "../errors/agent-error.js";
 import { decodeError, isDecodeError, MAX_ECHO_CHARS } from "./call-errors.js";
+import { tapStream } from "../protocol/stream-tap.js";
 
 /**
  * Deepest nesting of free-form JSON (`google.protobuf.Struct` / `Value`
@@ -26,19 +27,12 @@ export function requestValidationInterceptor(): Interceptor {
       validateRequest(req.method.input, req.message);
       return next(req);
     }
-    const source = req.message;
     const schema = req.method.input;
-    async function* validated() {
-      try {
-        for await (const message of source) {
-          validateRequest(schema, message);
-          yield message;
-        }
-      } catch (err) {
-        throw isDecodeError(err) ? decodeError(err) : err;
-      }
-    }
-    return next({ ...req, message: validated() } as typeof req);
+    const message = tapStream(req.message, {
+      item: (m) => validateRequest(schema, m),
+      error: (err) => (isDecodeError(err) ? decodeError(err) : err),
+    });
+    return next({ ...req, message } as typeof req);
   };
 }
 

@@ -7,6 +7,12 @@ async function drain<T>(channel: AsyncChannel<T>): Promise<T[]> {
   return items;
 }
 
+/** Settles like `promise` if it settles once the pending microtasks have run; rejects with "still pending" otherwise. */
+function settledNow<T>(promise: Promise<T>): Promise<T> {
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error("still pending")), 0));
+  return Promise.race([promise, timeout]);
+}
+
 describe("AsyncChannel", () => {
   it("accepts items while open", () => {
     const channel = new AsyncChannel<number>();
@@ -50,5 +56,65 @@ describe("AsyncChannel", () => {
     channel.push("a");
     channel.close();
     expect(await drained).toEqual(["a"]);
+  });
+
+  it("next() resolves with a queued item without waiting for a push, in push order", async () => {
+    const channel = new AsyncChannel<number>();
+    channel.push(1);
+    channel.push(2);
+    channel.push(3);
+    const iterator = channel[Symbol.asyncIterator]();
+    expect(await settledNow(iterator.next())).toStrictEqual({ done: false, value: 1 });
+    expect(await settledNow(iterator.next())).toStrictEqual({ done: false, value: 2 });
+    expect(await settledNow(iterator.next())).toStrictEqual({ done: false, value: 3 });
+  });
+
+  it("reports done on next() after the failure was thrown once", async () => {
+    const channel = new AsyncChannel<number>();
+    const boom = new Error("boom");
+    channel.fail(boom);
+    const iterator = channel[Symbol.asyncIterator]();
+    await expect(iterator.next()).rejects.toBe(boom);
+    expect(await iterator.next()).toStrictEqual({ done: true, value: undefined });
+    expect(await iterator.next()).toStrictEqual({ done: true, value: undefined });
+  });
+
+  it("return() ends the iteration though items are still queued, and size still counts them", async () => {
+    const channel = new AsyncChannel<number>();
+    channel.push(1);
+    channel.push(2);
+    channel.push(3);
+    const iterator = channel[Symbol.asyncIterator]();
+    await iterator.next();
+    expect(await iterator.return?.()).toStrictEqual({ done: true, value: undefined });
+    expect(await iterator.next()).toStrictEqual({ done: true, value: undefined });
+    expect(channel.size).toBe(2);
+    expect(channel.queued()).toStrictEqual([2, 3]);
+  });
+
+  it("throw(err) rejects with err and ends the iteration", async () => {
+    const channel = new AsyncChannel<number>();
+    channel.push(1);
+    const iterator = channel[Symbol.asyncIterator]();
+    const boom = new Error("boom");
+    await expect(iterator.throw?.(boom)).rejects.toBe(boom);
+    expect(await iterator.next()).toStrictEqual({ done: true, value: undefined });
+  });
+
+  it("wakes a consumer waiting in next() with done on close()", async () => {
+    const channel = new AsyncChannel<number>();
+    const next = channel[Symbol.asyncIterator]().next();
+    await expect(settledNow(next)).rejects.toThrow("still pending");
+    channel.close();
+    expect(await settledNow(next)).toStrictEqual({ done: true, value: undefined });
+  });
+
+  it("wakes a consumer waiting in next() with the rejection on fail(err)", async () => {
+    const channel = new AsyncChannel<number>();
+    const next = channel[Symbol.asyncIterator]().next();
+    await expect(settledNow(next)).rejects.toThrow("still pending");
+    const boom = new Error("boom");
+    channel.fail(boom);
+    await expect(settledNow(next)).rejects.toBe(boom);
   });
 });

@@ -2,7 +2,13 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentService, ListAgentsRequestSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import {
+  AgentService,
+  ChatRequestSchema,
+  ListAgentsRequestSchema,
+  type ChatRequest,
+} from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import { AsyncChannel } from "../../src/protocol/async-channel.js";
 import { Health } from "../../gen/ts/grpc/health/v1/health_pb.js";
 import { INTERNAL_ERROR_MESSAGE } from "../../src/server/error-mapping.js";
 import { BROKEN_STORE_ERROR, serverTestAgents } from "../fixtures/server-agents.js";
@@ -96,6 +102,25 @@ describe("size limit, error mapping and RPC logs", () => {
       snapshotId: output!.snapshotId,
     });
     expect(typeof lines[0].durationMs).toBe("number");
+  });
+
+  it("logs a Chat the client cancels after a turn with that turn's snapshot", async () => {
+    const requests = new AsyncChannel<ChatRequest>();
+    requests.push(create(ChatRequestSchema, { init: { agent: "echo" }, input: textInput("first") }));
+    const abort = new AbortController();
+    const responses = client.chat(requests, { signal: abort.signal })[Symbol.asyncIterator]();
+    let turnEnd: { snapshotId: string; sessionId: string } | undefined;
+    while (!turnEnd) {
+      const next = await responses.next();
+      if (next.done) throw new Error("the Chat stream ended before its first TurnEnd");
+      if (next.value.chunk?.turnEnd) turnEnd = next.value.chunk.turnEnd;
+    }
+    abort.abort();
+    await responses.next().catch(() => undefined);
+    const line = await server.logLine(
+      (l) => l.procedure === "/agentd.v1.AgentService/Chat" && l.sessionId === turnEnd.sessionId,
+    );
+    expect(line).toMatchObject({ msg: "rpc", agent: "echo", snapshotId: turnEnd.snapshotId });
   });
 
   it("logs the IDs a failed RPC asked for on its line", async () => {

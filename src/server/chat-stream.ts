@@ -1,0 +1,160 @@
+import { create } from "@bufbuild/protobuf";
+import { ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { ChatResponseSchema, type ChatRequest, type ChatResponse } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import type { AgentInit as WireAgentInit, AgentInput as WireAgentInput } from "../../gen/ts/agentd/v1/agent_pb.js";
+import { AgentError } from "../errors/agent-error.js";
+import { agentInputFromWire, agentOutputToWire, streamChunkToWire } from "../protocol/index.js";
+import { statusForCode } from "../protocol/status-codes.js";
+import type { AgentConnection } from "../runtime/agent-connection.js";
+import type { AgentStreamChunk } from "../types/agent-io.js";
+import { annotateCall } from "./call-log.js";
+
+/**
+ * The response stream of one `AgentService/Chat` call: opens the connection
+ * from the first request (its init, and its input if any), feeds the later
+ * requests' inputs into it, and answers every chunk of every turn, then the
+ * output. The call's log line names the last committed snapshot, also when
+ * the stream fails or the client goes away.
+ *
+ * Written as an iterator rather than an `async function*`: an async
+ * generator costs several promises per message, and this runs for every
+ * chunk of every turn. It behaves like the generator it replaces: one
+ * `next()` at a time, `return()` and `throw()` close the chunk stream.
+ */
+export function chatResponses(
+  requests: AsyncIterable<ChatRequest>,
+  ctx: HandlerContext,
+  open: (init: WireAgentInit | undefined) => Promise<AgentConnection>,
+): AsyncIterable<ChatResponse> {
+  return { [Symbol.asyncIterator]: () => new ChatResponseStream(requests, ctx, open) };
+}
+
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+class ChatResponseStream implements AsyncIterator<ChatResponse> {
+  private state: "opening" | "streaming" | "output" | "done" = "opening";
+  private connection: AgentConnection | undefined;
+  private chunks: AsyncIterator<AgentStreamChunk> | undefined;
+  /** The snapshot of the last TurnEnd streamed (for the call's log line). */
+  private committed: string | undefined;
+
+  constructor(
+    private readonly requests: AsyncIterable<ChatRequest>,
+    private readonly ctx: HandlerContext,
+    private readonly open: (init: WireAgentInit | undefined) => Promise<AgentConnection>,
+  ) {}
+
+  next(): Promise<IteratorResult<ChatResponse>> {
+    switch (this.state) {
+      case "streaming":
+        return this.chunks!.next().then(
+          (result) => this.answer(result),
+          (err: unknown) => this.fail(err),
+        );
+      case "opening":
+        return this.start().then(
+          () => this.next(),
+          (err: unknown) => this.fail(err),
+        );
+      case "output":
+        return this.output().catch((err: unknown) => this.fail(err));
+      case "done":
+        return Promise.resolve(DONE);
+    }
+  }
+
+  return(): Promise<IteratorResult<ChatResponse>> {
+    return this.close().then(() => DONE);
+  }
+
+  throw(err?: unknown): Promise<IteratorResult<ChatResponse>> {
+    return this.close().then(() => Promise.reject(err));
+  }
+
+  /** Reads the first request, opens the connection and starts feeding it the later ones. */
+  private async start(): Promise<void> {
+    const iterator = this.requests[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    if (first.done || !first.value.init) {
+      throw new AgentError("INVALID_ARGUMENT", "the first ChatRequest must carry init (agent name and resume source)");
+    }
+    const connection = await this.open(first.value.init);
+    this.connection = connection;
+    if (first.value.input) sendInput(connection, first.value.input);
+    void pumpInputs(iterator, connection);
+    this.chunks = connection.stream[Symbol.asyncIterator]();
+    this.state = "streaming";
+  }
+
+  private answer(
+    result: IteratorResult<AgentStreamChunk>,
+  ): Promise<IteratorResult<ChatResponse>> | IteratorResult<ChatResponse> {
+    if (result.done) {
+      this.annotateCommitted();
+      this.state = "output";
+      return this.next();
+    }
+    const chunk = result.value;
+    if (chunk.turnEnd?.snapshotId) this.committed = chunk.turnEnd.snapshotId;
+    return { done: false, value: create(ChatResponseSchema, { chunk: streamChunkToWire(chunk) }) };
+  }
+
+  private async output(): Promise<IteratorResult<ChatResponse>> {
+    const output = await this.connection!.output();
+    this.state = "done";
+    annotateCall(this.ctx, { snapshotId: output.snapshotId });
+    return { done: false, value: create(ChatResponseSchema, { output: agentOutputToWire(output) }) };
+  }
+
+  private fail(err: unknown): never {
+    this.state = "done";
+    this.annotateCommitted();
+    throw err;
+  }
+
+  /** Ends the stream early: closes the chunk stream and notes the last commit. */
+  private async close(): Promise<void> {
+    if (this.state === "done") return;
+    this.state = "done";
+    try {
+      await this.chunks?.return?.();
+    } finally {
+      this.annotateCommitted();
+    }
+  }
+
+  private annotateCommitted(): void {
+    if (this.committed) annotateCall(this.ctx, { snapshotId: this.committed });
+  }
+}
+
+/** Converts and queues one input; a rejected input ends the invocation with its error. */
+export function sendInput(connection: AgentConnection, input: WireAgentInput): void {
+  try {
+    connection.send(agentInputFromWire(input));
+  } catch (err) {
+    const error = AgentError.from(err, "INVALID_ARGUMENT");
+    connection.cancel(error);
+    throw error;
+  }
+}
+
+/** Feeds the rest of a Chat request stream into the connection; half-close means "no more input". */
+async function pumpInputs(requests: AsyncIterator<ChatRequest>, connection: AgentConnection): Promise<void> {
+  try {
+    for (;;) {
+      const next = await requests.next();
+      if (next.done) break;
+      if (next.value.init) throw new AgentError("INVALID_ARGUMENT", "init is only allowed on the first ChatRequest");
+      if (!next.value.input) throw new AgentError("INVALID_ARGUMENT", "a ChatRequest after the first must carry input");
+      sendInput(connection, next.value.input);
+    }
+    connection.close();
+  } catch (err) {
+    const error =
+      err instanceof ConnectError
+        ? new AgentError(statusForCode(err.code), err.rawMessage)
+        : AgentError.from(err, "INVALID_ARGUMENT");
+    connection.cancel(error);
+  }
+}
