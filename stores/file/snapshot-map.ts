@@ -61,7 +61,10 @@ export class SnapshotMap {
    * `key`, or the session that claimed the ID first.
    */
   claim(snapshotId: string, key: string): string {
-    const known = this.lookup(snapshotId);
+    // No catch-up before the append: the one after it reads every line up to
+    // ours in file order, so a claim another process appended first still
+    // wins (ours, then redundant, is ignored like any later claim).
+    const known = this.keys.get(snapshotId);
     if (known !== undefined) return known;
     const fd = this.open(true)!;
     writeSync(fd, `\n${snapshotId} ${key}\n`);

@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
-import { join } from "node:path";
+import { hash } from "node:crypto";
+import { join, sep } from "node:path";
 
 /** Name of the format marker file at the top of every store (or tenant prefix) directory. */
 export const STORE_MARKER_FILE = "agentd-store.json";
@@ -38,7 +38,7 @@ export const LAYOUT_NAMES: ReadonlySet<string> = new Set([
  * reader can tell a collision from its own session).
  */
 export function sessionKey(sessionId: string): string {
-  return createHash("sha256").update(sessionId, "utf8").digest("hex").slice(0, 40);
+  return hash("sha256", sessionId, "hex").slice(0, 40);
 }
 
 /**
@@ -57,23 +57,17 @@ export function sessionKey(sessionId: string): string {
  * Callers pass only validated snapshot IDs (they become file names).
  */
 export class StoreLayout {
+  readonly markerPath: string;
+  readonly sessionsDir: string;
+  readonly snapshotMapPath: string;
+  readonly chunksDir: string;
+
   /** `base` is the absolute store or prefix directory. */
-  constructor(readonly base: string) {}
-
-  get markerPath(): string {
-    return join(this.base, STORE_MARKER_FILE);
-  }
-
-  get sessionsDir(): string {
-    return join(this.base, SESSIONS_DIR);
-  }
-
-  get snapshotMapPath(): string {
-    return join(this.base, SNAPSHOT_MAP_FILE);
-  }
-
-  get chunksDir(): string {
-    return join(this.base, CHUNKS_DIR);
+  constructor(readonly base: string) {
+    this.markerPath = join(base, STORE_MARKER_FILE);
+    this.sessionsDir = join(base, SESSIONS_DIR);
+    this.snapshotMapPath = join(base, SNAPSHOT_MAP_FILE);
+    this.chunksDir = join(base, CHUNKS_DIR);
   }
 
   /** The directory of the chunk logs of the session whose {@link sessionKey} is `key`. */
@@ -91,14 +85,14 @@ export class StoreLayout {
     return join(this.chunkDirOfKey(sessionKey(sessionId)), `${snapshotId}${CHUNK_KEEP_SUFFIX}`);
   }
 
-  /** The log of the session whose {@link sessionKey} is `key`. */
+  /** The log of the session whose {@link sessionKey} is `key` (a key is a plain file name: no join needed). */
   logPathOfKey(key: string): string {
-    return join(this.sessionsDir, `${key}${LOG_SUFFIX}`);
+    return `${this.sessionsDir}${sep}${key}${LOG_SUFFIX}`;
   }
 
   /** The lock of the session whose {@link sessionKey} is `key`. */
   lockPathOfKey(key: string): string {
-    return join(this.sessionsDir, `${key}.lock`);
+    return `${this.sessionsDir}${sep}${key}.lock`;
   }
 }
 
