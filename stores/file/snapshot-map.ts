@@ -56,7 +56,7 @@ export class SnapshotMap {
   }
 
   /**
-   * Appends `snapshotId → key` (unless this map already names `key` for it)
+   * Appends `snapshotId → key` (unless this map already read a key for it)
    * and resolves to the session key the map holds for the ID afterwards:
    * `key`, or the session that claimed the ID first.
    */
