@@ -1,6 +1,8 @@
 import { uuidv7 } from "../../stores/uuid-v7.js";
 import { AgentError } from "../errors/agent-error.js";
-import type { AgentInput, AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
+import type { AgentInput, AgentOutput, AgentStreamChunk, TurnEnd } from "../types/agent-io.js";
+import type { Usage } from "../types/usage.js";
+import type { TurnEvent } from "./runtime-events.js";
 import { admitInput } from "./input-admission.js";
 import { userText } from "../types/content.js";
 import type { SessionState } from "../types/session-state.js";
@@ -171,16 +173,17 @@ export class Invocation<S> implements AgentConnection<S> {
     const snapshotId = this.target.store && !this.detachedRun ? uuidv7() : undefined;
     this.turnStartedAt = Date.now();
     const parentId = this.commits?.last?.snapshotId;
-    const identity = { ...(snapshotId ? { snapshotId } : {}), ...(parentId ? { parentId } : {}), turnIndex };
-    this.telemetry.beginTurn(identity);
-    const continued = this.continuing;
+    // Built by assignment, not by spreading optional parts: this runs every turn.
+    const turn = {} as TurnContext;
+    if (snapshotId) turn.snapshotId = snapshotId;
+    if (parentId) turn.parentId = parentId;
+    turn.turnIndex = turnIndex;
+    turn.signal = this.work.signal;
+    turn.checkpoint = () => this.checkpointTurn(turnIndex);
+    if (this.continuing) turn.continued = true;
     this.continuing = false;
-    return {
-      ...identity,
-      signal: this.work.signal,
-      checkpoint: () => this.checkpointTurn(turnIndex),
-      ...(continued ? { continued } : {}),
-    };
+    this.telemetry.beginTurn(turn);
+    return turn;
   }
 
   /** After detach: checkpoints the row mid-turn, once the chunks streamed so far are recorded. */
@@ -218,30 +221,22 @@ export class Invocation<S> implements AgentConnection<S> {
     this.lastFinish = finishReason;
     this.logTurn(turn, finishReason, snapshotId);
     this.telemetry.endTurn(finishReason, snapshotId);
-    await this.emit({
-      turnEnd: {
-        ...(snapshotId ? { snapshotId } : {}),
-        finishReason,
-        turnIndex: turn.turnIndex,
-        sessionId: this.sessionId,
-        ...(usage ? { usage } : {}),
-      },
-    });
+    await this.emit({ turnEnd: turnEndOf(snapshotId, finishReason, turn.turnIndex, this.sessionId, usage) });
     this.progress.turnEnded(this.out.sequence);
     // After its TurnEnd is recorded: a takeover resumes after this turn.
     await this.detachedRun?.turnCompleted(turn.turnIndex, usage, this.lastGood, this.out.sequence);
   }
 
   private logTurn(turn: TurnContext, finishReason: FinishReason, snapshotId: string | undefined): void {
-    this.target.events?.turn?.({
-      agent: this.target.name,
-      sessionId: this.sessionId,
-      ...(snapshotId ? { snapshotId } : {}),
-      turnIndex: turn.turnIndex,
-      finishReason,
-      detached: this.detachedRun !== undefined,
-      durationMs: Date.now() - this.turnStartedAt,
-    });
+    const report = this.target.events?.turn;
+    if (!report) return;
+    const event = { agent: this.target.name, sessionId: this.sessionId } as TurnEvent;
+    if (snapshotId) event.snapshotId = snapshotId;
+    event.turnIndex = turn.turnIndex;
+    event.finishReason = finishReason;
+    event.detached = this.detachedRun !== undefined;
+    event.durationMs = Date.now() - this.turnStartedAt;
+    report(event);
   }
 
   private async failTurn(turn: TurnContext, error: unknown): Promise<void> {
@@ -250,14 +245,7 @@ export class Invocation<S> implements AgentConnection<S> {
     this.telemetry.failTurn(error);
     this.runner.restore(this.lastGood);
     await this.out.drained();
-    await this.emit({
-      turnEnd: {
-        finishReason: "failed",
-        turnIndex: turn.turnIndex,
-        sessionId: this.sessionId,
-        ...(usage ? { usage } : {}),
-      },
-    });
+    await this.emit({ turnEnd: turnEndOf(undefined, "failed", turn.turnIndex, this.sessionId, usage) });
   }
 
   private responder(): Responder {
@@ -450,4 +438,21 @@ export class Invocation<S> implements AgentConnection<S> {
       ...(this.telemetry.usage ? { usage: this.telemetry.usage } : {}),
     });
   }
+}
+
+/** A TurnEnd chunk's body (optional fields set only when present). */
+function turnEndOf(
+  snapshotId: string | undefined,
+  finishReason: FinishReason,
+  turnIndex: number,
+  sessionId: string,
+  usage: Usage | undefined,
+): TurnEnd {
+  const turnEnd = {} as TurnEnd;
+  if (snapshotId) turnEnd.snapshotId = snapshotId;
+  turnEnd.finishReason = finishReason;
+  turnEnd.turnIndex = turnIndex;
+  turnEnd.sessionId = sessionId;
+  if (usage) turnEnd.usage = usage;
+  return turnEnd;
 }

@@ -180,14 +180,7 @@ export class SessionClaim<S> {
         const known = this.head;
         const totals = addUsage(known?.usage, usage);
         const head: Omit<SessionHead, "version"> = known
-          ? {
-              ...withoutVersion(known),
-              headSnapshotId: record.snapshotId,
-              turnCount: known.turnCount + 1,
-              updatedAt: now,
-              lease: this.freshLease(),
-              ...(totals ? { usage: totals } : {}),
-            }
+          ? movedHead(known, record.snapshotId, now, this.freshLease(), totals)
           : {
               sessionId: this.id.sessionId,
               agent: this.id.agent,
@@ -399,6 +392,26 @@ export function dropLease<S>(
 ): Promise<SessionHead | undefined> {
   const { lease: _lease, ...rest } = withoutVersion(head);
   return store.commit({ expectedVersion: head.version, head: { ...rest, updatedAt: now } }, ctx);
+}
+
+/**
+ * `known` (without its version) moved to `headSnapshotId` by one more turn:
+ * one copy, assigned rather than spread twice (a commit does this every turn).
+ */
+function movedHead(
+  known: SessionHead,
+  headSnapshotId: string,
+  now: number,
+  lease: NonNullable<SessionHead["lease"]>,
+  usage: Usage | undefined,
+): Omit<SessionHead, "version"> {
+  const head = withoutVersion(known);
+  head.headSnapshotId = headSnapshotId;
+  head.turnCount = known.turnCount + 1;
+  head.updatedAt = now;
+  head.lease = lease;
+  if (usage) head.usage = usage;
+  return head;
 }
 
 function withoutVersion(head: SessionHead): Omit<SessionHead, "version"> {

@@ -96,12 +96,11 @@ export function buildRecord<S>(
   parent: CommittedPoint<S> | undefined,
   fields: RecordStateFields<S> | ChainPosition,
 ): SnapshotRecord<S> {
-  return {
-    ...meta,
-    ...(parent ? { parentId: parent.snapshotId } : {}),
-    updatedAt: meta.createdAt,
-    ...fields,
-  };
+  // Assigned rather than spread from optional parts (a commit builds one every turn); same keys, same order.
+  const record = { ...meta } as SnapshotRecord<S>;
+  if (parent) record.parentId = parent.snapshotId;
+  record.updatedAt = meta.createdAt;
+  return Object.assign(record, fields);
 }
 
 /** Just the chain bookkeeping of a record's fields (never the state they carry). */
