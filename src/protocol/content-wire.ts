@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   ArtifactSchema,
   MessageSchema,
@@ -17,44 +17,31 @@ import { optionalString, structFromWire, structToWire, valueFromWire, valueToWir
  * with none carries only metadata.
  */
 export function partToWire(part: Part): WirePart {
-  // The common case (every streamed text chunk): one create with one init shape.
-  if (part.text !== undefined && part.metadata === undefined)
-    return create(PartSchema, { kind: { case: "text", value: part.text } });
-  const metadata = structToWire(part.metadata, "part metadata");
-  const base = { ...(metadata ? { metadata } : {}) };
-  if (part.text !== undefined) return create(PartSchema, { ...base, kind: { case: "text", value: part.text } });
+  // One init shape for every part (metadata undefined when absent): this runs for every streamed chunk.
+  return create(PartSchema, { metadata: structToWire(part.metadata, "part metadata"), kind: partKindToWire(part) });
+}
+
+/** The `kind` oneof of a part's first content field set, or undefined for a metadata-only part. */
+function partKindToWire(part: Part): MessageInitShape<typeof PartSchema>["kind"] {
+  if (part.text !== undefined) return { case: "text", value: part.text };
   if (part.media !== undefined) {
-    return create(PartSchema, {
-      ...base,
-      kind: { case: "media", value: { url: part.media.url, contentType: part.media.contentType ?? "" } },
-    });
+    return { case: "media", value: { url: part.media.url, contentType: part.media.contentType ?? "" } };
   }
   if (part.toolRequest !== undefined) {
     const { ref, name, input } = part.toolRequest;
-    return create(PartSchema, {
-      ...base,
-      kind: { case: "toolRequest", value: { ref: ref ?? "", name, input: valueToWire(input, "tool request input") } },
-    });
+    return { case: "toolRequest", value: { ref: ref ?? "", name, input: valueToWire(input, "tool request input") } };
   }
   if (part.toolResponse !== undefined) {
     const { ref, name, output } = part.toolResponse;
-    return create(PartSchema, {
-      ...base,
-      kind: {
-        case: "toolResponse",
-        value: { ref: ref ?? "", name, output: valueToWire(output, "tool response output") },
-      },
-    });
+    return {
+      case: "toolResponse",
+      value: { ref: ref ?? "", name, output: valueToWire(output, "tool response output") },
+    };
   }
-  if ("data" in part && part.data !== undefined) {
-    return create(PartSchema, { ...base, kind: { case: "data", value: valueToWire(part.data, "data part")! } });
-  }
-  if (part.reasoning !== undefined)
-    return create(PartSchema, { ...base, kind: { case: "reasoning", value: part.reasoning } });
-  if (part.custom !== undefined) {
-    return create(PartSchema, { ...base, kind: { case: "custom", value: structToWire(part.custom, "custom part")! } });
-  }
-  return create(PartSchema, base);
+  if ("data" in part && part.data !== undefined) return { case: "data", value: valueToWire(part.data, "data part")! };
+  if (part.reasoning !== undefined) return { case: "reasoning", value: part.reasoning };
+  if (part.custom !== undefined) return { case: "custom", value: structToWire(part.custom, "custom part")! };
+  return undefined;
 }
 
 /** An `agentd.v1.Part` as a runtime part (empty strings in optional fields are dropped). */

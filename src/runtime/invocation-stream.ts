@@ -29,8 +29,6 @@ export class InvocationStream {
   private readonly channel = new AsyncChannel<AgentStreamChunk>();
   private readonly patches = new CustomPatchStream();
   private chain: Promise<void> = Promise.resolve();
-  /** Chunks queued on `chain` and not yet delivered. */
-  private pending = 0;
   private liveCustom: unknown;
   private last = 0;
 
@@ -70,12 +68,15 @@ export class InvocationStream {
   /**
    * Queues `chunk` behind the ones before it; resolves once it was delivered
    * (or dropped). A failure goes to `onFailure`; the returned promise never
-   * rejects. With no chunk transform, nothing queued and no detached run,
-   * the chunk is delivered before `emit` returns (the common case: a model
-   * streaming to a connected client costs no promise per chunk).
+   * rejects. With no chunk transform and no detached run, the chunk is
+   * delivered before `emit` returns (the common case: a model streaming to a
+   * connected client costs no promise per chunk). Only chunks of a transform
+   * or of a detached run are queued, and an invocation neither loses its
+   * transform nor un-detaches, so a chunk delivered at once never overtakes
+   * a queued one.
    */
   emit(chunk: AgentStreamChunk): Promise<void> {
-    if (this.pending === 0 && !this.o.transform && !this.o.detachedRun()) {
+    if (!this.o.transform && !this.o.detachedRun()) {
       if (!this.channel.isClosed) {
         try {
           void this.deliver(chunk);
@@ -85,16 +86,14 @@ export class InvocationStream {
       }
       return this.chain;
     }
-    this.pending++;
     this.chain = this.chain
       .then(async () => {
         if (!this.flowing) return;
         const shaped = await applyChunkTransform(this.o.transform, chunk, this.o.transformContext());
         if (shaped) await this.deliver(shaped);
       })
-      .catch((err) => this.o.onFailure(AgentError.from(err)))
-      .then(() => {
-        this.pending--;
+      .catch((err) => {
+        this.o.onFailure(AgentError.from(err));
       });
     return this.chain;
   }

@@ -90,7 +90,7 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
     result: IteratorResult<AgentStreamChunk>,
   ): Promise<IteratorResult<ChatResponse>> | IteratorResult<ChatResponse> {
     if (result.done) {
-      this.annotateCommitted();
+      // The output names the last snapshot (and a failing output() notes `committed` in fail()).
       this.state = "output";
       return this.next();
     }
