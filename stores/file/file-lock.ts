@@ -3,6 +3,7 @@ import { closeSync, openSync, readFileSync, statSync, writeFileSync } from "node
 import { link, open, rename, stat, unlink } from "node:fs/promises";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { unlinkQuietly } from "./descriptor-io.js";
+import { processAlive } from "./process-liveness.js";
 
 /** Tuning for {@link acquireFileLock}. */
 export interface FileLockOptions {
@@ -16,16 +17,6 @@ export interface FileLockOptions {
 export interface LockOwner {
   pid: number;
   token: string;
-}
-
-/** True while a process with this pid runs (or exists under another user). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 /** The lock file's owner, or undefined when it is missing or unreadable (read synchronously: a few dozen bytes). */

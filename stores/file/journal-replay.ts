@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { BOOT_ID, segmentOwner } from "./commit-journal.js";
 import { datasyncDescriptor, openIfExists, writeAllSync } from "./descriptor-io.js";
 import { unlinkIfExists } from "./session-files.js";
-import { processAlive } from "./file-lock.js";
+import { processAlive } from "./process-liveness.js";
 import { decodeJournalEntries, type BatchEntry, type RemovalEntry } from "./journal-entry.js";
 import { readAt, SessionLogView } from "./session-log.js";
 

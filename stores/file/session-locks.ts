@@ -1,7 +1,8 @@
 import { statSync, utimesSync, watch, type FSWatcher } from "node:fs";
 import { dirname, join } from "node:path";
 import { syncDirectory } from "./directory-sync.js";
-import { acquireFileLock, isWanted, processAlive, readOwner } from "./file-lock.js";
+import { acquireFileLock, isWanted, readOwner } from "./file-lock.js";
+import { processAlive } from "./process-liveness.js";
 
 /** Tuning of {@link SessionLocks}. */
 export interface SessionLocksOptions {

@@ -47,6 +47,32 @@ export function deadPid(): Promise<number> {
   });
 }
 
+/**
+ * The pid of a process that has exited but was not reaped (a zombie), as a SIGKILLed server whose
+ * parent has not waited for it yet: `sh` starts a short-lived child, then becomes a `sleep` that never
+ * waits for it. Resolves once `/proc` shows the child as a zombie; the `sleep` is killed (and the
+ * zombie with it) when the test finishes. Linux only.
+ */
+export async function zombiePid(): Promise<number> {
+  const parent = spawn("sh", ["-c", "true & echo $!; exec sleep 60"], { stdio: ["ignore", "pipe", "ignore"] });
+  onTestFinished(() => {
+    parent.kill("SIGKILL");
+  });
+  const pid = await new Promise<number>((resolve, reject) => {
+    parent.once("error", reject);
+    parent.stdout.once("data", (data: Buffer) => resolve(Number(data.toString().trim())));
+  });
+  const state = () => {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.charAt(stat.lastIndexOf(")") + 2);
+  };
+  for (let waited = 0; state() !== "Z"; waited += 10) {
+    if (waited > 10_000) throw new Error(`process ${pid} did not become a zombie`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return pid;
+}
+
 /** Sets the file's modification time `ms` into the past (how a file ages without waiting for it). */
 export async function age(path: string, ms: number): Promise<void> {
   const then = new Date(Date.now() - ms);

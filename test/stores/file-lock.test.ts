@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { acquireFileLock, removeIfAbandoned } from "../../stores/file/file-lock.js";
 import { eventually } from "./snapshot-factory.js";
-import { age, deadPid, useTempDirs } from "./file-fixtures.js";
+import { age, deadPid, useTempDirs, zombiePid } from "./file-fixtures.js";
 
 // The cross-process lock of the file store (stores/file/file-lock.ts), tested on its own: which
 // lock files count as abandoned and are taken over, and which are waited for.
@@ -83,6 +83,15 @@ describe("file lock: abandoned locks are taken over", () => {
     expect((await ownerOf(path)).token).not.toBe("left-by-a-dead-process");
     await release();
     expect(await readdir(join(path, ".."))).toEqual([]); // no lock, want or stale-aside file left
+  });
+
+  it("takes over a lock whose holder exited but was not reaped yet (a SIGKILLed server's zombie)", async () => {
+    const path = await lockPath();
+    await writeFile(path, JSON.stringify({ pid: await zombiePid(), token: "left-by-a-zombie" }));
+    const release = await acquireFileLock(path, { ...TAKE_OVER, staleMs: 10 * 60_000 });
+    expect(await ownerOf(path)).toMatchObject({ pid: process.pid });
+    await release();
+    expect(await readdir(join(path, ".."))).toEqual([]);
   });
 
   it("takes over a lock older than staleMs even though its holder process still runs (a stalled holder)", async () => {
