@@ -49,12 +49,16 @@ export function deadPid(): Promise<number> {
 
 /**
  * The pid of a process that has exited but was not reaped (a zombie), as a SIGKILLed server whose
- * parent has not waited for it yet: `sh` starts a short-lived child, then becomes a `sleep` that never
- * waits for it. Resolves once `/proc` shows the child as a zombie; the `sleep` is killed (and the
+ * parent has not waited for it yet: `sh` starts a child, then becomes a `sleep` that never waits for
+ * it. Resolves once `/proc` shows the child as a zombie; the `sleep` is killed (and the
  * zombie with it) when the test finishes. Linux only.
  */
 export async function zombiePid(): Promise<number> {
-  const parent = spawn("sh", ["-c", "true & echo $!; exec sleep 60"], { stdio: ["ignore", "pipe", "ignore"] });
+  // The child exits only once its parent became `sleep`: a shell that outlived it might reap it.
+  const child = "until grep -qx sleep /proc/$PPID/comm; do sleep 0.01; done";
+  const parent = spawn("sh", ["-c", `sh -c '${child}' & echo $!; exec sleep 60`], {
+    stdio: ["ignore", "pipe", "ignore"],
+  });
   onTestFinished(() => {
     parent.kill("SIGKILL");
   });
