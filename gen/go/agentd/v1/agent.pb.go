@@ -253,7 +253,16 @@ type AgentInput struct {
 	Resume *ToolResume `protobuf:"bytes,2,opt,name=resume,proto3" json:"resume,omitempty"`
 	// Hand the rest of the work to the server and close the stream; the output
 	// carries the pending snapshot ID (finish_reason DETACHED).
-	Detach        bool `protobuf:"varint,3,opt,name=detach,proto3" json:"detach,omitempty"`
+	Detach bool `protobuf:"varint,3,opt,name=detach,proto3" json:"detach,omitempty"`
+	// Idempotency key of this input (AIP-155): a UUID the client generates,
+	// the same on every retry of the same input. Optional. A session remembers
+	// the request IDs of its committed turns for a bounded time (see the
+	// README's "Retries and exactly-once turns"): an input whose request ID the
+	// session already committed returns that turn's result without running the
+	// agent again; one whose original is still running waits for it. The same
+	// request ID with a different input is INVALID_ARGUMENT. At most 64
+	// characters of [A-Za-z0-9_-] (a UUID in canonical form fits).
+	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -307,6 +316,13 @@ func (x *AgentInput) GetDetach() bool {
 		return x.Detach
 	}
 	return false
+}
+
+func (x *AgentInput) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 // ToolResume continues an interrupted turn.
@@ -946,12 +962,14 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\x03ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x81\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa0\x01\n" +
 	"\n" +
 	"AgentInput\x12,\n" +
 	"\amessage\x18\x01 \x01(\v2\x12.agentd.v1.MessageR\amessage\x12-\n" +
 	"\x06resume\x18\x02 \x01(\v2\x15.agentd.v1.ToolResumeR\x06resume\x12\x16\n" +
-	"\x06detach\x18\x03 \x01(\bR\x06detach\"b\n" +
+	"\x06detach\x18\x03 \x01(\bR\x06detach\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"b\n" +
 	"\n" +
 	"ToolResume\x12)\n" +
 	"\arespond\x18\x01 \x03(\v2\x0f.agentd.v1.PartR\arespond\x12)\n" +

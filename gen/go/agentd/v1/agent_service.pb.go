@@ -1452,8 +1452,13 @@ func (x *UpdateSessionResponse) GetSession() *Session {
 }
 
 type DeleteSessionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Idempotency key (AIP-155), optional: a retry with the same request ID
+	// answers as the first call did (deleted: true), for a bounded time (see
+	// the README's "Retries and exactly-once turns"). Same form as
+	// AgentInput.request_id.
+	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1491,6 +1496,13 @@ func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
 func (x *DeleteSessionRequest) GetSessionId() string {
 	if x != nil {
 		return x.SessionId
+	}
+	return ""
+}
+
+func (x *DeleteSessionRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
 	}
 	return ""
 }
@@ -1662,10 +1674,12 @@ const file_agentd_v1_agent_service_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
 	"\x15UpdateSessionResponse\x12,\n" +
-	"\asession\x18\x01 \x01(\v2\x12.agentd.v1.SessionR\asession\"5\n" +
+	"\asession\x18\x01 \x01(\v2\x12.agentd.v1.SessionR\asession\"T\n" +
 	"\x14DeleteSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"1\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\"1\n" +
 	"\x15DeleteSessionResponse\x12\x18\n" +
 	"\adeleted\x18\x01 \x01(\bR\adeleted2\xed\a\n" +
 	"\fAgentService\x12;\n" +

@@ -59,14 +59,16 @@ class AgentInit(_message.Message):
     def __init__(self, agent: _Optional[str] = ..., session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., state: _Optional[_Union[_state_pb2.SessionState, _Mapping]] = ..., busy_policy: _Optional[_Union[BusyPolicy, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class AgentInput(_message.Message):
-    __slots__ = ("message", "resume", "detach")
+    __slots__ = ("message", "resume", "detach", "request_id")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     RESUME_FIELD_NUMBER: _ClassVar[int]
     DETACH_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     message: _content_pb2.Message
     resume: ToolResume
     detach: bool
-    def __init__(self, message: _Optional[_Union[_content_pb2.Message, _Mapping]] = ..., resume: _Optional[_Union[ToolResume, _Mapping]] = ..., detach: _Optional[bool] = ...) -> None: ...
+    request_id: str
+    def __init__(self, message: _Optional[_Union[_content_pb2.Message, _Mapping]] = ..., resume: _Optional[_Union[ToolResume, _Mapping]] = ..., detach: _Optional[bool] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class ToolResume(_message.Message):
     __slots__ = ("respond", "restart")
