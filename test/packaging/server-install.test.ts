@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,6 +33,36 @@ export const notes: Agent<Notes> = defineCustomAgent<Notes>({
   name: "notes",
   store: "default",
   turn: (_input, ctx) => generateModelTurn(ctx, "echo"),
+});
+`;
+
+/**
+ * A TypeScript agents module in a CommonJS package (what `npm init -y` makes): tsx compiles it
+ * to CommonJS, so its `require("agentd")` may load a second copy of agentd next to the CLI's.
+ * The README's `authenticate` and a turn throw AgentError; a prompt model has no key.
+ */
+const GUARDED_AGENTS_TS = `
+import { AgentError, defineCustomAgent, generateModelTurn, type Authenticate } from "agentd";
+
+export const authenticate: Authenticate = async ({ headers }) => {
+  const key = headers.get("x-api-key");
+  if (key === null) return null;
+  if (key === "revoked") throw new AgentError("PERMISSION_DENIED", "this API key was revoked");
+  return { subject: "user-1", tenant: "acme" };
+};
+
+export const refuser = defineCustomAgent({
+  name: "refuser",
+  store: "default",
+  turn: async () => {
+    throw new AgentError("PERMISSION_DENIED", "this account may not use refuser");
+  },
+});
+
+export const keyless = defineCustomAgent({
+  name: "keyless",
+  store: "default",
+  turn: (_input, ctx) => generateModelTurn(ctx, "openai/gpt-4o-mini"),
 });
 `;
 
@@ -79,6 +109,20 @@ async function stop(served: Served | undefined): Promise<void> {
   const exited = once(served.child, "exit");
   process.kill(-served.child.pid!, "SIGTERM");
   await exited;
+}
+
+/** A unary Run over Connect JSON with extra headers; resolves to the HTTP status and the JSON body. */
+async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(`${url}/agentd.v1.AgentService/Run`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
 /** A unary Run over Connect JSON. */
@@ -150,6 +194,38 @@ describe("the packed agentd installed with its peers", { timeout: 180_000 }, () 
       input: { message: { role: "ROLE_USER", content: [{ text: "note" }] } },
     });
     expect(notes.output.message.content[0]?.text).toBe("echo: note");
+  });
+
+  it("keeps AgentError codes thrown by a TypeScript agents module of a CommonJS package", async () => {
+    const cjs = join(project, "cjs-app");
+    await mkdir(cjs);
+    await writeFile(join(cjs, "package.json"), JSON.stringify({ name: "cjs-app", version: "1.0.0" }));
+    await writeFile(join(cjs, "guarded-agents.ts"), GUARDED_AGENTS_TS);
+    const guarded = await serve(cjs, ["./guarded-agents.ts", "--port", "0", "--store", "memory:"]);
+    try {
+      const input = { message: { role: "ROLE_USER", content: [{ text: "hi" }] } };
+      const denied = await post(guarded.url, { init: { agent: "refuser" }, input }, { "x-api-key": "revoked" });
+      expect(denied.status).toBe(403);
+      expect(denied.json).toMatchObject({ code: "permission_denied", message: "this API key was revoked" });
+
+      const refused = await post(guarded.url, { init: { agent: "refuser" }, input }, { "x-api-key": "ok" });
+      expect(refused.status).toBe(200);
+      expect(refused.json).toMatchObject({
+        output: {
+          finishReason: "FINISH_REASON_FAILED",
+          error: { status: "PERMISSION_DENIED", message: "this account may not use refuser" },
+        },
+      });
+
+      const keyless = await post(guarded.url, { init: { agent: "keyless" }, input }, { "x-api-key": "ok" });
+      expect(keyless.status).toBe(200);
+      expect(keyless.json).toMatchObject({
+        output: { finishReason: "FINISH_REASON_FAILED", error: { status: "FAILED_PRECONDITION" } },
+      });
+      expect(JSON.stringify(keyless.json)).toContain("OPENAI_API_KEY");
+    } finally {
+      await stop(guarded);
+    }
   });
 
   it("exports the server, the MongoDB store and the stores by package name", async () => {
