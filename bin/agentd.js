@@ -10,6 +10,7 @@
 // agents modules work and a TypeScript one fails with a message saying to
 // install tsx.
 import { existsSync } from "node:fs";
+import { resolveAgentdToThisCopy } from "./self-resolve.js";
 
 const source = new URL("../src/cli/main.ts", import.meta.url);
 const built = new URL("../dist/src/cli/main.js", import.meta.url);
@@ -29,7 +30,11 @@ try {
 // Read by src/cli/load-agents.ts to explain a TypeScript agents module that fails to load.
 globalThis[Symbol.for("agentd.tsxRegistered")] = tsx;
 
-if (existsSync(source) && tsx) {
+const fromSource = existsSync(source) && tsx;
+// An agents module's `import "agentd"` gets this copy (see self-resolve.js).
+resolveAgentdToThisCopy(new URL("../", import.meta.url), fromSource);
+
+if (fromSource) {
   await import(source.href);
 } else if (existsSync(built)) {
   await import(built.href);

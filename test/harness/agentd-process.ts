@@ -27,6 +27,12 @@ export interface StartAgentdOptions {
    * own default applies (examples only without agents modules and --prompts).
    */
   examples?: true | "cli-default";
+  /**
+   * Start the server through the `agentd` command (`node bin/agentd.js serve …`, which
+   * registers tsx and resolves an agents module's `import "agentd"` itself) instead of
+   * `node --import tsx src/cli/main.ts serve …`.
+   */
+  viaBin?: boolean;
 }
 
 /** A running `agentd serve` process. */
@@ -103,10 +109,11 @@ export function defaultStoreUri(): string {
  * collected output if the process exits or stays silent first.
  */
 export async function startAgentd(options: StartAgentdOptions = {}): Promise<AgentdProcess> {
+  const entry = options.viaBin
+    ? [`${REPO_ROOT}bin/agentd.js`]
+    : ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`];
   const argv = [
-    "--import",
-    TSX_LOADER,
-    `${REPO_ROOT}src/cli/main.ts`,
+    ...entry,
     "serve",
     "--port",
     "0",
