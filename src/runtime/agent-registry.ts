@@ -1,6 +1,7 @@
 import { AgentError } from "../errors/agent-error.js";
 import { builtinModelResolver, type ModelResolver } from "../models/model-resolver.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
+import { assertSessionStore } from "../../stores/session-store-check.js";
 import type { Agent, AnyAgent } from "./agent.js";
 import { BackgroundWork } from "./background-work.js";
 import { SessionLifecycle } from "./session-lifecycle.js";
@@ -57,6 +58,7 @@ export class AgentRegistry {
   readonly lifecycle: SessionLifecycle;
 
   constructor(options: AgentRegistryOptions = {}) {
+    if (options.defaultStore !== undefined) assertSessionStore(options.defaultStore, "the registry's default store");
     this.defaultStore = options.defaultStore;
     this.models = options.models ?? builtinModelResolver({ echoDelayMs: options.echoDelayMs ?? 0 });
     this.liveness = { ...DEFAULT_LIVENESS, ...options.liveness };

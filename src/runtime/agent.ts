@@ -8,6 +8,7 @@ import type { AgentInit } from "../types/session-state.js";
 import type { SessionSnapshot, SnapshotStatus } from "../types/snapshot.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { isSnapshotSubscriber } from "../../stores/snapshot-store.js";
+import { assertSessionStore } from "../../stores/session-store-check.js";
 import type { AgentConnection } from "./agent-connection.js";
 import type { AgentFn } from "./agent-function.js";
 import { BackgroundWork } from "./background-work.js";
@@ -110,6 +111,9 @@ export class Agent<S = unknown> {
     this.description = definition.description;
     this.stateSchema = definition.stateSchema;
     this.transforms = definition.transforms ?? {};
+    if (definition.store !== undefined && definition.store !== "default") {
+      assertSessionStore(definition.store, `agent "${definition.name}"`);
+    }
     this.storeOption = definition.store;
     this.fn = fn;
     this.readiness = options.ready ?? Promise.resolve();

@@ -21,7 +21,7 @@ import { generateModelTurn } from "../../src/runtime/model-turn.js";
 import { EchoModel } from "../../src/models/echo-model.js";
 import { ScriptedModel } from "../../src/models/scripted-model.js";
 import { messageText } from "../../src/types/content.js";
-import type { SessionStore } from "../../stores/snapshot-store.js";
+import { ledgerOnlyStore } from "../fixtures/ledger-only-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 
 vi.setConfig({ testTimeout: 5_000 });
@@ -73,7 +73,7 @@ describe("Agent", () => {
       turn: replyTurn,
     });
     const client = register(registry, { name: "c", turn: replyTurn });
-    const plainStore = {} as SessionStore; // no subscribeStatus: status changes cannot be pushed
+    const plainStore = ledgerOnlyStore(); // no subscribeStatus: status changes cannot be pushed
     const plain = defineCustomAgent({ name: "p", store: plainStore, turn: replyTurn });
     expect(server.descriptor()).toEqual({
       name: "s",
