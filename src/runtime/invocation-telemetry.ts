@@ -129,12 +129,15 @@ export class InvocationTelemetry {
     this.finishTurn(turn, finishReason);
   }
 
-  /** Ends the turn's span failed (status ERROR, exception event) and records its metrics. */
-  failTurn(err: unknown): void {
+  /**
+   * Ends the turn's span failed (status ERROR, exception event) and records its
+   * metrics under `finishReason` ("failed", or "aborted" for a turn stopped by Abort).
+   */
+  failTurn(err: unknown, finishReason: FinishReason = "failed"): void {
     const turn = this.turn;
     if (!turn) return;
     recordFailure(turn.span, err);
-    this.finishTurn(turn, "failed");
+    this.finishTurn(turn, finishReason);
   }
 
   /**

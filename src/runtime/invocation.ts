@@ -240,12 +240,19 @@ export class Invocation<S> implements AgentConnection<S> {
   }
 
   private async failTurn(turn: TurnContext, error: unknown): Promise<void> {
-    this.logTurn(turn, "failed", undefined);
+    const finishReason = this.stoppedByAbort() ? "aborted" : "failed";
+    this.logTurn(turn, finishReason, undefined);
     const usage = this.telemetry.turnUsage; // spent even though nothing is written
-    this.telemetry.failTurn(error);
+    this.telemetry.failTurn(error, finishReason);
     this.runner.restore(this.lastGood);
     await this.out.drained();
-    await this.emit({ turnEnd: turnEndOf(undefined, "failed", turn.turnIndex, this.sessionId, usage) });
+    await this.emit({ turnEnd: turnEndOf(undefined, finishReason, turn.turnIndex, this.sessionId, usage) });
+  }
+
+  /** True once the work was stopped with ABORTED (an Abort of detached work, or a busy-session INTERRUPT). */
+  private stoppedByAbort(): boolean {
+    const signal = this.work.signal;
+    return signal.aborted && AgentError.from(signal.reason, "CANCELLED").status === "ABORTED";
   }
 
   private responder(): Responder {

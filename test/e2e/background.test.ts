@@ -155,6 +155,27 @@ describe("abort", () => {
     expect(snapshotTexts(row)).not.toContain("echo: queued");
   });
 
+  it("ends the stopped turn ABORTED everywhere: its recorded TurnEnd, the attached output and the turn log line", async () => {
+    const chat = new WireChat(agentd.client, {
+      init: { agent: "assistant" },
+      input: { ...slow("a long reply the abort cuts short in the middle of its words", 300), detach: true },
+    });
+    const { output } = await chat.drain();
+    await new Promise((r) => setTimeout(r, 600)); // a few words into the turn
+    await agentd.client.abort({ agent: "assistant", snapshotId: output.snapshotId });
+    await agentd.server.logLine((l) => l.msg === "background work finished" && l.snapshotId === output.snapshotId);
+    const seen: { turnEnd?: FinishReason; output?: FinishReason }[] = [];
+    for await (const res of agentd.client.attachInvocation({ agent: "assistant", snapshotId: output.snapshotId })) {
+      if (res.chunk?.turnEnd) seen.push({ turnEnd: res.chunk.turnEnd.finishReason });
+      if (res.output) seen.push({ output: res.output.finishReason });
+    }
+    expect(seen).toEqual([{ turnEnd: FinishReason.ABORTED }, { output: FinishReason.ABORTED }]);
+    const turnLine = await agentd.server.logLine(
+      (l) => l.msg === "turn" && l.sessionId === output.sessionId && l.detached === true,
+    );
+    expect(turnLine.finishReason).toBe("aborted");
+  });
+
   it("wins or loses a race with completion consistently: the row ends in the status Abort reported", async () => {
     for (let i = 0; i < 10; i++) {
       const { output } = await agentd.client.run({
