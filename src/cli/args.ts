@@ -89,6 +89,7 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 
 /** Usage text printed by `agentd --help`. */
 export const USAGE = `Usage: agentd serve [agents-module ...] [options]
+       agentd init [directory]            (create a project that serves and tests one agent; see agentd init --help)
        agentd upgrade-store <directory>   (convert a file store of an older agentd; see agentd upgrade-store --help)
 
 Serves agentd.v1.AgentService (gRPC, gRPC-Web and Connect on one port), with
@@ -264,7 +265,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   if (command === undefined || command === "help") return { kind: "help" };
   if (command !== "serve")
     throw new UsageError(
-      `unknown command "${command}"; the commands are "serve" and "upgrade-store" (see agentd --help)`,
+      `unknown command "${command}"; the commands are "serve", "init" and "upgrade-store" (see agentd --help)`,
     );
   const numeric = modules.find((m) => /^\d+$/.test(m));
   if (numeric !== undefined) {

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parseCommandLine, USAGE, UsageError } from "./args.js";
 import { startServe, type ServeInstance } from "./serve-command.js";
+import { initCommand } from "./init-command.js";
 import { upgradeStoreCommand } from "./upgrade-store-command.js";
 
 /** Exit code for a start-up failure (bad flag, unreadable module, port in use, bad store). */
@@ -39,10 +40,11 @@ function describeStartupError(err: unknown): string {
  * until SIGTERM/SIGINT, then shuts down gracefully and exits 0 (a second
  * signal exits 1 at once). Start-up failures print one line to stderr and
  * exit 2. `agentd upgrade-store <dir>` converts an older file store (see
- * `upgradeStoreCommand`).
+ * `upgradeStoreCommand`); `agentd init [dir]` creates a project (see `initCommand`).
  */
 export async function main(argv: readonly string[]): Promise<void> {
   if (argv[0] === "upgrade-store") process.exit(await upgradeStoreCommand(argv.slice(1)));
+  if (argv[0] === "init") process.exit(await initCommand(argv.slice(1), version()));
   let command;
   try {
     command = parseCommandLine(argv);

@@ -5,7 +5,7 @@
  * entry on plain `node` against a running server.
  */
 import { existsSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -92,6 +92,11 @@ describe("agentd/client installed alone from the packed tarball", { timeout: 180
     expect(packages).toContain("agentd");
     for (const name of SERVER_SIDE) expect(packages, name).not.toContain(name);
     expect(packages.length).toBeLessThanOrEqual(MAX_CLIENT_PACKAGES);
+    // The count the README and docs/client-typescript.md tell a client-only user.
+    for (const doc of ["README.md", "docs/client-typescript.md"]) {
+      const text = await readFile(join(REPO_ROOT, doc), "utf8");
+      expect(text, doc).toContain(`${packages.length} packages`);
+    }
     // Only built JavaScript and declarations ship: no TypeScript sources, tests or benchmarks.
     const root = join(project, "node_modules/agentd");
     for (const absent of ["src", "test", "bench", "stores", "gen", "scripts", "proto", "clients"])
