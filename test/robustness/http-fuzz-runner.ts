@@ -106,3 +106,26 @@ export async function runHttpFuzz(options: {
   );
   return { table, hangs, sent };
 }
+
+/** The report as a table: one row per input class, one column per outcome, then the totals. */
+export function formatHttpFuzzReport(report: HttpFuzzReport): string {
+  const outcomes = [...new Set([...report.table.values()].flatMap((row) => [...row.keys()]))].sort();
+  const width = Math.max(...[...report.table.keys()].map((k) => k.length), "input class".length, "total".length);
+  const columns = outcomes.map((o) => Math.max(o.length, 5));
+  const line = (label: string, cells: (number | string)[]): string =>
+    `${label.padEnd(width)}  ${cells.map((c, i) => String(c).padStart(columns[i])).join("  ")}`;
+  const rows = [...report.table.entries()].sort(([a], [b]) => a.localeCompare(b));
+  return [
+    line("input class", outcomes),
+    ...rows.map(([cls, row]) =>
+      line(
+        cls,
+        outcomes.map((o) => row.get(o) ?? ""),
+      ),
+    ),
+    line(
+      "total",
+      outcomes.map((o) => rows.reduce((n, [, row]) => n + (row.get(o) ?? 0), 0)),
+    ),
+  ].join("\n");
+}
