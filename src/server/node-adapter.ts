@@ -22,20 +22,25 @@ export interface AgentdNodeAdapterOptions extends ConnectNodeAdapterOptions {
    * on the call's line). Default: ignored.
    */
   onWriteError?: (procedure: string, err: ConnectError) => void;
+  /**
+   * Called when the request listener itself threw building the call (a
+   * server fault: the request was answered with a bare 500). Default: ignored.
+   */
+  onRequestError?: (procedure: string, err: unknown) => void;
 }
 
 /**
- * connect-node's `connectNodeAdapter`, except for three things: a request
- * whose Host / `:authority` is missing or not a valid `host[:port]` is not a
- * crash but a call the request gate fails INVALID_ARGUMENT (see
- * {@link screenAuthority}; anything else the request listener throws is
- * answered 500 and reported to `onWriteError`, never left to take the
- * process down); a response write
- * that fails because the client cancelled or dropped the call is not printed
- * to stderr with a stack trace (connect-node does that for every failure but
- * ABORTED), and other write failures go to `onWriteError`; and the bodiless
- * 415 and 505 answers of protocol negotiation get a Connect JSON error body
- * that says what to change (see {@link explainRejection}).
+ * connect-node's `connectNodeAdapter`, except for three things:
+ * - a request whose Host / `:authority` is missing or not a valid
+ *   `host[:port]` is not a crash but a call the request gate fails
+ *   INVALID_ARGUMENT (see {@link screenAuthority}); anything else the request
+ *   listener throws is answered 500 and reported to `onRequestError`, never
+ *   left to take the process down;
+ * - a response write that fails because the client cancelled or dropped the
+ *   call is not printed to stderr with a stack trace (connect-node does that
+ *   for every failure but ABORTED), and other write failures go to `onWriteError`;
+ * - the bodiless 415 and 505 answers of protocol negotiation get a Connect
+ *   JSON error body that says what to change (see {@link explainRejection}).
  */
 export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandler {
   if (options.acceptCompression === undefined) options.acceptCompression = [compressionGzip, compressionBrotli];
@@ -64,7 +69,7 @@ export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandle
       uReq = universalRequestFromNodeRequest(req, res, undefined, values);
     } catch (reason) {
       answerUnexpected(res);
-      options.onWriteError?.(procedure, ConnectError.from(reason));
+      options.onRequestError?.(procedure, reason);
       return;
     }
     handler(uReq)

@@ -149,6 +149,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await guard(context);
     },
     onWriteError: (procedure, err) => logger.warn({ procedure, err }, "writing the response failed"),
+    onRequestError: (procedure, err) => logger.error({ procedure, err }, "request could not be handled; answered 500"),
     shutdownSignal: shutdown.signal,
     contextValues: (req) => {
       const { values, log } = createCallContext(req.httpVersion);
