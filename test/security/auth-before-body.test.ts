@@ -41,6 +41,22 @@ describe("credentials are checked before the request body is read", () => {
     expect(performance.now() - started).toBeLessThan(PROMPTLY_MS);
   });
 
+  it("logs the refusal with its code and never the token", async () => {
+    const token = "unknown-token-logged-never-0123456789";
+    const head =
+      `POST ${RUN} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
+      `Authorization: Bearer ${token}\r\nContent-Length: ${ANNOUNCED}\r\n\r\n`;
+    await http1Exchange(server.port, Buffer.from(head, "latin1"), { timeoutMs: PROMPTLY_MS, until: responseComplete });
+    await server.logLine(
+      (l) =>
+        l.msg === "rpc rejected before its handler" &&
+        l.procedure === RUN &&
+        l.code === "UNAUTHENTICATED" &&
+        l.error === "the credentials were not accepted",
+    );
+    expect(server.logs()).not.toContain(token);
+  });
+
   it("refuses a gRPC unary call without a token whose message never finishes, at once", async () => {
     const session = openSession(server.baseUrl);
     try {
