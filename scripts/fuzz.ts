@@ -9,8 +9,13 @@
 // types. Prints, per protocol and input class, how the calls ended (status
 // names; HTTP statuses when no RPC status came back), then the counts of
 // crashes (server exits), hangs (no answer within FUZZ_HANG_MS, default 5 s),
-// INTERNAL answers and error-level log lines. Exits 1 if any of those is not 0.
-// Deterministic for a given FUZZ_SEED. Not part of the test command.
+// INTERNAL answers and error-level log lines. Then the HTTP layer: FUZZ_HTTP_CASES
+// (default 2,200) raw connections with malformed authorities, headers, methods,
+// request lines, chunked framing, pipelining and random bytes (HTTP/1.x), and
+// fuzzed SETTINGS, frames and header blocks (HTTP/2), each of which must be
+// answered or closed (test/robustness/http-fuzz-cases.ts; a seeded slice runs
+// in the test suite). Exits 1 if any of those counts is not 0, or the server
+// exited. Deterministic for a given FUZZ_SEED. Not part of the test command.
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { request as http1Request } from "node:http";
@@ -24,12 +29,15 @@ import { startAgentd } from "../test/harness/agentd-process.js";
 import { textInput } from "../test/harness/wire-chat.js";
 import { BAD_PAYLOAD_CLASSES, badPayloads, nestedJson, prng } from "../test/robustness/bad-payloads.js";
 import { agentPath, frame, openSession, rawRequest } from "../test/robustness/raw-rpc.js";
+import { httpFuzzCases } from "../test/robustness/http-fuzz-cases.js";
+import { formatHttpFuzzReport, runHttpFuzz } from "../test/robustness/http-fuzz-runner.js";
 import { statusForCode } from "../src/protocol/status-codes.js";
 
 const TOTAL = Number(process.env.FUZZ_CASES ?? 5400);
 const HANG_MS = Number(process.env.FUZZ_HANG_MS ?? 5000);
 const SEED = Number(process.env.FUZZ_SEED ?? 12);
 const CONCURRENCY = Number(process.env.FUZZ_CONCURRENCY ?? 32);
+const HTTP_CASES = Number(process.env.FUZZ_HTTP_CASES ?? 2200);
 
 type Protocol = "grpc" | "grpc-web" | "connect" | "grpc-web-h1" | "connect-h1";
 const PROTOCOLS: readonly Protocol[] = ["grpc", "grpc-web", "connect", "grpc-web-h1", "connect-h1"];
@@ -392,6 +400,15 @@ async function main(): Promise<void> {
   );
   const seconds = (performance.now() - started) / 1000;
   session.close();
+  const httpStarted = performance.now();
+  const http = await runHttpFuzz({
+    port: server.port,
+    cases: httpFuzzCases(SEED, HTTP_CASES),
+    concurrency: CONCURRENCY,
+    timeoutMs: HANG_MS,
+    alive: () => !exited,
+  });
+  const httpSeconds = (performance.now() - httpStarted) / 1000;
   await new Promise((r) => setTimeout(r, 300));
   const errorLines = server.logLines().filter((l) => Number(l.level) >= 50);
   const crashed = exited ? 1 : 0;
@@ -415,14 +432,16 @@ async function main(): Promise<void> {
   }
   const totals = outcomes.map((o) => [...table.values()].reduce((n, row) => n + (row.get(o) ?? 0), 0));
   console.log(`${"total".padEnd(width)}  ${totals.map((t, i) => String(t).padStart(columns[i])).join("  ")}`);
+  console.log(`\nHTTP layer: ${http.sent} raw connections, ${httpSeconds.toFixed(1)} s\n`);
+  console.log(formatHttpFuzzReport(http));
   console.log(`\ncrashes (server exits): ${cell(crashed)}`);
-  console.log(`hangs (> ${HANG_MS} ms):    ${cell(hangs)}`);
+  console.log(`hangs (> ${HANG_MS} ms):    ${cell(hangs + http.hangs)}`);
   console.log(`INTERNAL answers:       ${cell(internal)}`);
   console.log(`error-level log lines:  ${cell(errorLines.length)}`);
   for (const line of errorLines.slice(0, 5)) console.log(`  ${JSON.stringify(line).slice(0, 300)}`);
   const code = await server.stop();
   if (code !== 0 && !exited) console.log(`server exit code on SIGTERM: ${code}`);
-  process.exitCode = crashed || hangs || internal || errorLines.length ? 1 : 0;
+  process.exitCode = crashed || hangs || http.hangs || internal || errorLines.length ? 1 : 0;
 }
 
 await main();

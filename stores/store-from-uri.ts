@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import { AgentError } from "../src/errors/agent-error.js";
 import { FileSessionStore } from "./file-store.js";
 import { InMemorySessionStore } from "./memory-store.js";
+import { redactStoreUri } from "./redact-uri.js";
 import type { StoreLogger } from "./mongodb/store-logger.js";
 import type { SessionStore } from "./snapshot-store.js";
 
@@ -35,7 +36,7 @@ export async function openStoreFromUri(uri: string, options: OpenStoreOptions = 
     if (path.length === 0) {
       throw new AgentError(
         "INVALID_ARGUMENT",
-        `store URI "${uri}" has no directory: use e.g. file:./.agentd/snapshots`,
+        `store URI "${redactStoreUri(uri)}" has no directory: use e.g. file:./.agentd/snapshots`,
       );
     }
     return new FileSessionStore(resolve(process.cwd(), path));
@@ -49,7 +50,7 @@ export async function openStoreFromUri(uri: string, options: OpenStoreOptions = 
   }
   throw new AgentError(
     "INVALID_ARGUMENT",
-    `unknown store URI "${uri}": use memory:, file:<directory> or mongodb://host[:port]/<database>[?collectionPrefix=<prefix>]`,
+    `unknown store URI "${redactStoreUri(uri)}": use memory:, file:<directory> or mongodb://host[:port]/<database>[?collectionPrefix=<prefix>]`,
   );
 }
 
@@ -65,12 +66,15 @@ export function mongoConfigFromUri(uri: string): { uri: string; database: string
   if (hosts.length === 0) {
     throw new AgentError(
       "INVALID_ARGUMENT",
-      `invalid MongoDB URI "${uri}": no host; use e.g. mongodb://127.0.0.1:27017/agentd`,
+      `invalid MongoDB URI "${redactStoreUri(uri)}": no host; use e.g. mongodb://127.0.0.1:27017/agentd`,
     );
   }
   const database = slash >= 0 ? decodeURIComponent(beforeQuery.slice(slash + 1)) : "";
   if (/[/\\. "$]/.test(database)) {
-    throw new AgentError("INVALID_ARGUMENT", `invalid MongoDB database name "${database}" in store URI "${uri}"`);
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `invalid MongoDB database name "${database}" in store URI "${redactStoreUri(uri)}"`,
+    );
   }
   const collectionPrefix = query.get("collectionPrefix") ?? "";
   query.delete("collectionPrefix");

@@ -3,6 +3,7 @@ import { parseCommandLine, USAGE, UsageError } from "./args.js";
 import { startServe, type ServeInstance } from "./serve-command.js";
 import { initCommand } from "./init-command.js";
 import { upgradeStoreCommand } from "./upgrade-store-command.js";
+import { redactUriCredentials } from "../../stores/redact-uri.js";
 
 /** Exit code for a start-up failure (bad flag, unreadable module, port in use, bad store). */
 export const EXIT_STARTUP_FAILURE = 2;
@@ -23,8 +24,12 @@ function version(): string {
   return "unknown";
 }
 
-/** One line explaining a start-up failure. */
+/** One line explaining a start-up failure, with the password of any URI it quotes hidden. */
 function describeStartupError(err: unknown): string {
+  return redactUriCredentials(startupErrorLine(err));
+}
+
+function startupErrorLine(err: unknown): string {
   const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
   if (e?.code === "EADDRINUSE")
     return `port ${e.port} on ${e.address} is already in use; pick another with --port (0 = any free port)`;
@@ -50,7 +55,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     command = parseCommandLine(argv);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
-    process.stderr.write(`agentd: ${err.message}\n`);
+    process.stderr.write(`agentd: ${redactUriCredentials(err.message)}\n`);
     process.exit(EXIT_STARTUP_FAILURE);
   }
   if (command.kind === "help") {

@@ -79,9 +79,26 @@ function refusesApiKey(body: string | undefined): boolean {
 export function mapProviderError(err: unknown, model: string): AgentError {
   const mapped = mapUnscrubbed(err, model);
   const message = scrubSecrets(mapped.message);
-  if (message === mapped.message) return mapped;
-  // The cause (the provider's raw error) is dropped with the key material it carries.
+  if (message === mapped.message && !carriesKeyMaterial(err)) return mapped;
+  // The cause (the provider's raw error, which a server fault's log line
+  // prints) is dropped with the key material it carries.
   return new AgentError(mapped.status, message, { ...(mapped.details ? { details: mapped.details } : {}) });
+}
+
+/**
+ * True when the raw error, or an error in its cause chain, holds key material
+ * anywhere a log line would print it: message, stack, the provider's response
+ * body or the URL.
+ */
+function carriesKeyMaterial(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    const { responseBody, url } = e as { responseBody?: unknown; url?: unknown };
+    for (const text of [e.message, e.stack, responseBody, url])
+      if (typeof text === "string" && scrubSecrets(text) !== text) return true;
+  }
+  return false;
 }
 
 function mapUnscrubbed(err: unknown, model: string): AgentError {

@@ -46,7 +46,13 @@ export function scrubSecrets(text: string, secrets: readonly string[] = provider
   return out.replace(/[A-Za-z0-9_-]{6,}/g, (word) => (pieces.some((s) => s.includes(word)) ? REDACTED : word));
 }
 
-/** The provider keys set in this process's environment. */
+/**
+ * The provider keys set in this process's environment, as the providers get
+ * them (trimmed, like the model factories read them): a key of any shape is
+ * then scrubbed by value, not only the built-in shapes.
+ */
 export function providerKeys(env: NodeJS.ProcessEnv = process.env): string[] {
-  return PROVIDER_KEY_VARIABLES.map((name) => env[name]).filter((v): v is string => typeof v === "string" && v !== "");
+  return PROVIDER_KEY_VARIABLES.map((name) => env[name]?.trim()).filter(
+    (v): v is string => typeof v === "string" && v !== "",
+  );
 }

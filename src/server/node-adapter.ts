@@ -1,4 +1,4 @@
-import { ConnectError, createConnectRouter } from "@connectrpc/connect";
+import { ConnectError, createConnectRouter, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { uResponseNotFound, type UniversalHandler, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import {
   compressionBrotli,
@@ -8,6 +8,9 @@ import {
   type ConnectNodeAdapterOptions,
 } from "@connectrpc/connect-node";
 import { isClientGoneError } from "./call-errors.js";
+import { callLogKey } from "./call-log.js";
+import { malformedRequestError, malformedRequestKey, screenAuthority } from "./request-authority.js";
+import { statusForCode } from "../protocol/status-codes.js";
 
 type NodeHandler = ReturnType<typeof import("@connectrpc/connect-node").connectNodeAdapter>;
 
@@ -19,19 +22,29 @@ export interface AgentdNodeAdapterOptions extends ConnectNodeAdapterOptions {
    * on the call's line). Default: ignored.
    */
   onWriteError?: (procedure: string, err: ConnectError) => void;
+  /**
+   * Called when the request listener itself threw building the call (a
+   * server fault: the request was answered with a bare 500). Default: ignored.
+   */
+  onRequestError?: (procedure: string, err: unknown) => void;
 }
 
 /**
- * connect-node's `connectNodeAdapter`, except for two things: a response write
- * that fails because the client cancelled or dropped the call is not printed
- * to stderr with a stack trace (connect-node does that for every failure but
- * ABORTED), and other write failures go to `onWriteError`; and the bodiless
- * 415 and 505 answers of protocol negotiation get a Connect JSON error body
- * that says what to change (see {@link explainRejection}).
+ * connect-node's `connectNodeAdapter`, except for three things:
+ * - a request whose Host / `:authority` is missing or not a valid
+ *   `host[:port]` is not a crash but a call the request gate fails
+ *   INVALID_ARGUMENT (see {@link screenAuthority}); anything else the request
+ *   listener throws is answered 500 and reported to `onRequestError`, never
+ *   left to take the process down;
+ * - a response write that fails because the client cancelled or dropped the
+ *   call is not printed to stderr with a stack trace (connect-node does that
+ *   for every failure but ABORTED), and other write failures go to `onWriteError`;
+ * - the bodiless 415 and 505 answers of protocol negotiation get a Connect
+ *   JSON error body that says what to change (see {@link explainRejection}).
  */
 export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandler {
   if (options.acceptCompression === undefined) options.acceptCompression = [compressionGzip, compressionBrotli];
-  const router = createConnectRouter(options);
+  const router = createConnectRouter({ ...options, requestGate: refuseMalformed(options.requestGate) });
   options.routes(router);
   const prefix = options.requestPathPrefix ?? "";
   const paths = new Map(router.handlers.map((h) => [prefix + h.requestPath, h]));
@@ -47,7 +60,18 @@ export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandle
       fallback(req, res);
       return;
     }
-    const uReq = universalRequestFromNodeRequest(req, res, undefined, options.contextValues?.(req));
+    const procedure = `/${handler.service.typeName}/${handler.method.name}`;
+    let uReq: ReturnType<typeof universalRequestFromNodeRequest>;
+    try {
+      const values = options.contextValues?.(req) ?? createContextValues();
+      const malformed = screenAuthority(req);
+      if (malformed !== undefined) values.set(malformedRequestKey, malformed);
+      uReq = universalRequestFromNodeRequest(req, res, undefined, values);
+    } catch (reason) {
+      answerUnexpected(res);
+      options.onRequestError?.(procedure, reason);
+      return;
+    }
     handler(uReq)
       .then((uRes) =>
         universalResponseToNodeResponse(explainRejection(uRes, handler, req.headers["content-type"]), res),
@@ -55,9 +79,39 @@ export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandle
       .catch((reason: unknown) => {
         const err = ConnectError.from(reason);
         if (isClientGoneError(err) || isClientGoneError(err.cause)) return;
-        options.onWriteError?.(`/${handler.service.typeName}/${handler.method.name}`, err);
+        options.onWriteError?.(procedure, err);
       });
   };
+}
+
+/**
+ * A request gate that fails a call marked malformed by {@link screenAuthority}
+ * INVALID_ARGUMENT (noting the outcome for the call's log line), before
+ * `gate` and before any body is read; other calls go on to `gate`.
+ */
+function refuseMalformed(
+  gate: ((context: HandlerContext) => void | Promise<void>) | undefined,
+): (context: HandlerContext) => void | Promise<void> {
+  return (context) => {
+    const malformed = context.values.get(malformedRequestKey);
+    if (malformed !== undefined) {
+      const err = malformedRequestError(malformed);
+      const log = context.values.get(callLogKey);
+      if (log) log.outcome = { code: statusForCode(err.code), error: err.rawMessage };
+      throw err;
+    }
+    return gate?.(context);
+  };
+}
+
+/** Ends a response with a bare 500 (or just ends it, when headers already went out). */
+function answerUnexpected(res: Parameters<NodeHandler>[1]): void {
+  try {
+    if (!res.headersSent) res.writeHead(500);
+    res.end();
+  } catch {
+    // the connection is already gone
+  }
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   type DependencyHealthOptions,
 } from "./health-service.js";
 import {
+  callGuardGate,
   callGuardInterceptor,
   connectionInfoKey,
   type CallGuardOptions,
@@ -124,6 +125,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const shutdown = new AbortController();
 
   const callLogs = new WeakMap<object, CallLogContext>();
+  // Credentials are checked by the request gate, from the headers, before any
+  // body is read or decoded; the interceptor then lets the admitted call pass.
+  const guard = callGuardGate(options.auth ?? {});
   const connectHandler = agentdNodeAdapter({
     routes: (router) => {
       registerHealthService(router, health);
@@ -140,8 +144,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       callGuardInterceptor(options.auth ?? {}),
       requestValidationInterceptor(),
     ],
-    requestGate,
+    requestGate: async (context) => {
+      requestGate(context);
+      await guard(context);
+    },
     onWriteError: (procedure, err) => logger.warn({ procedure, err }, "writing the response failed"),
+    onRequestError: (procedure, err) => logger.error({ procedure, err }, "request could not be handled; answered 500"),
     shutdownSignal: shutdown.signal,
     contextValues: (req) => {
       const { values, log } = createCallContext(req.httpVersion);

@@ -1,6 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { APICallError } from "ai";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { mapProviderError } from "../../src/models/provider-errors.js";
 import { scrubSecrets } from "../../src/models/secret-scrub.js";
-import { redactStoreUri } from "../../stores/redact-uri.js";
+import { redactStoreUri, redactUriCredentials } from "../../stores/redact-uri.js";
 
 describe("scrubSecrets (provider messages passed to callers)", () => {
   it.each([
@@ -52,6 +54,10 @@ describe("redactStoreUri (the start-up log line)", () => {
       "mongodb://db/agentd?tls=true&tlsCertificateKeyFilePassword=***&authMechanismProperties=***",
     ],
     ["a password with @ and : in it", "mongodb://u:p@ss:w@rd@db/agentd", "mongodb://u:***@db/agentd"],
+    ["the password of a mistyped scheme", "mongo://app:s3cr3t@db/agentd", "mongo://app:***@db/agentd"],
+    ["the password behind a leading space", " mongodb://app:s3cr3t@db/agentd", " mongodb://app:***@db/agentd"],
+    ["the password of a URI without a scheme", "app:s3cr3t@db/agentd", "app:***@db/agentd"],
+    ["a password without a user name", "mongodb://:s3cr3t@db/agentd", "mongodb://:***@db/agentd"],
   ])("hides %s", (_name, uri, expected) => {
     expect(redactStoreUri(uri)).toBe(expected);
   });
@@ -59,5 +65,44 @@ describe("redactStoreUri (the start-up log line)", () => {
   it("keeps URIs without secrets as they are", () => {
     for (const uri of ["memory:", "file:./.agentd", "mongodb://127.0.0.1:27017/agentd?collectionPrefix=t1_&w=majority"])
       expect(redactStoreUri(uri)).toBe(uri);
+  });
+});
+
+describe("redactUriCredentials (start-up failures quoting a URI)", () => {
+  it("hides the password of every URI in a message and keeps the rest", () => {
+    expect(redactUriCredentials('cannot open "mongodb+srv://app:s3cr3t@db/x": no such host')).toBe(
+      'cannot open "mongodb+srv://app:***@db/x": no such host',
+    );
+  });
+});
+
+describe("mapProviderError (the raw error a server fault's log line prints)", () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  const providerError = (responseBody: string): APICallError =>
+    new APICallError({
+      message: "Bad Request",
+      url: "http://127.0.0.1/v1/chat/completions",
+      requestBodyValues: {},
+      statusCode: 400,
+      responseBody,
+    });
+
+  it("drops the raw error as cause when its response body quotes the configured key", () => {
+    vi.stubEnv("OPENAI_API_KEY", "Zx9~od.Sh4ped~kV.0042");
+    const mapped = mapProviderError(
+      providerError('{"error":{"message":"bad request","param":"Zx9~od.Sh4ped~kV.0042"}}'),
+      "openai/m",
+    );
+    expect(mapped.status).toBe("INVALID_ARGUMENT");
+    expect(mapped.cause).toBeUndefined();
+  });
+
+  it("keeps the raw error as cause when it holds no key material", () => {
+    vi.stubEnv("OPENAI_API_KEY", "Zx9~od.Sh4ped~kV.0042");
+    const err = providerError('{"error":{"message":"bad request"}}');
+    expect(mapProviderError(err, "openai/m").cause).toBe(err);
   });
 });

@@ -1,8 +1,9 @@
 import type { PeerCertificate } from "node:tls";
-import { createContextKey, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { createContextKey, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { AgentError } from "../../errors/agent-error.js";
 import { ANONYMOUS, type Principal } from "../../types/principal.js";
 import { annotateCall } from "../call-log.js";
+import { toConnectError } from "../error-mapping.js";
 import type { Authenticate } from "./authenticator.js";
 import { hostOfAuthority, isLoopbackHost } from "./loopback.js";
 
@@ -38,6 +39,9 @@ export interface CallGuardOptions {
 const HEALTH_PREFIX = "/grpc.health.v1.Health/";
 const REFLECTION_PREFIX = "/grpc.reflection.";
 
+/** Context key set once {@link admitCall} admitted the call, so a later guard does not check it twice. */
+const admittedKey = createContextKey<boolean>(false, { description: "agentd call admitted" });
+
 /**
  * Decides who a call acts for before its handler runs:
  * - with `loopbackHostsOnly`, a call (other than a health check) whose Host
@@ -47,28 +51,62 @@ const REFLECTION_PREFIX = "/grpc.reflection.";
  * - every other call must authenticate: no or unknown credentials →
  *   UNAUTHENTICATED (the message never repeats a credential).
  * The principal is stored under {@link principalKey} and its subject and
- * tenant go on the call's log line.
+ * tenant go on the call's log line. Only the procedure, headers and
+ * connection are read, never the body. Throws the AgentError a refused call ends with.
+ */
+export async function admitCall(
+  options: CallGuardOptions,
+  procedure: string,
+  headers: Headers,
+  values: ContextValues,
+): Promise<void> {
+  const { authenticate, loopbackHostsOnly = false, reflection = "open" } = options;
+  const connection = values.get(connectionInfoKey);
+  const health = procedure.startsWith(HEALTH_PREFIX);
+  if (loopbackHostsOnly && !health && connection.authority !== undefined) {
+    const host = hostOfAuthority(connection.authority);
+    if (!isLoopbackHost(host)) {
+      throw new AgentError(
+        "PERMISSION_DENIED",
+        `Host "${host.slice(0, 100)}" is not a loopback name: agentd without authentication only serves calls addressed to localhost (configure authentication to serve other names)`,
+      );
+    }
+  }
+  const open = health || (reflection === "open" && procedure.startsWith(REFLECTION_PREFIX));
+  if (authenticate !== undefined && !open) {
+    const principal = await runAuthenticate(authenticate, procedure, headers, connection.peerCertificate);
+    values.set(principalKey, principal);
+    annotateCall({ values }, { subject: principal.subject, tenant: principal.tenant });
+  }
+  values.set(admittedKey, true);
+}
+
+/**
+ * {@link admitCall} as a connect-es request gate: it runs from the request
+ * headers before the body is received, read or decoded, so an unauthenticated
+ * caller costs no body work. A refused call ends with the AgentError's code
+ * and message (as a ConnectError).
+ */
+export function callGuardGate(options: CallGuardOptions): (context: HandlerContext) => Promise<void> {
+  return async (context) => {
+    const procedure = `/${context.service.typeName}/${context.method.name}`;
+    try {
+      await admitCall(options, procedure, context.requestHeader, context.values);
+    } catch (err) {
+      throw toConnectError(err);
+    }
+  };
+}
+
+/**
+ * {@link admitCall} as an interceptor, for routers without
+ * {@link callGuardGate}: a call the gate already admitted passes straight on.
  */
 export function callGuardInterceptor(options: CallGuardOptions): Interceptor {
-  const { authenticate, loopbackHostsOnly = false, reflection = "open" } = options;
   return (next) => async (req) => {
-    const procedure = `/${req.service.typeName}/${req.method.name}`;
-    const connection = req.contextValues.get(connectionInfoKey);
-    const health = procedure.startsWith(HEALTH_PREFIX);
-    if (loopbackHostsOnly && !health && connection.authority !== undefined) {
-      const host = hostOfAuthority(connection.authority);
-      if (!isLoopbackHost(host)) {
-        throw new AgentError(
-          "PERMISSION_DENIED",
-          `Host "${host.slice(0, 100)}" is not a loopback name: agentd without authentication only serves calls addressed to localhost (configure authentication to serve other names)`,
-        );
-      }
+    if (!req.contextValues.get(admittedKey)) {
+      await admitCall(options, `/${req.service.typeName}/${req.method.name}`, req.header, req.contextValues);
     }
-    const open = health || (reflection === "open" && procedure.startsWith(REFLECTION_PREFIX));
-    if (authenticate === undefined || open) return next(req);
-    const principal = await runAuthenticate(authenticate, procedure, req.header, connection.peerCertificate);
-    req.contextValues.set(principalKey, principal);
-    annotateCall({ values: req.contextValues }, { subject: principal.subject, tenant: principal.tenant });
     return next(req);
   };
 }
