@@ -18,6 +18,12 @@ export interface AgentInput {
   resume?: ToolResume;
   /** Hand the rest of the work to the server (background invocation). */
   detach?: boolean;
+  /**
+   * Idempotency key (AIP-155; at most 64 of [A-Za-z0-9_-]): the server runs an
+   * input with a request ID once per session and answers a retry with the
+   * committed turn. The clients set a random UUID when it is absent.
+   */
+  requestId?: string;
 }
 
 /** True when `input` resumes an interrupted turn (its resume has at least one respond or restart part). */
