@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import {
+  Code,
+  ConnectError,
+  createAgentClient,
+  messageText,
+  type AgentClient,
+  type RetryEvent,
+} from "../../src/client/index.js";
+import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { FaultProxy, type FaultPoint } from "../harness/fault-proxy.js";
+
+let server: AgentdProcess;
+let proxy: FaultProxy;
+let events: RetryEvent[];
+let client: AgentClient;
+let direct: AgentClient;
+
+beforeAll(async () => {
+  server = await startAgentd();
+  proxy = new FaultProxy({ target: { host: "127.0.0.1", port: server.port } });
+  await proxy.start();
+  direct = createAgentClient(server.baseUrl, { protocol: "grpc" });
+});
+afterAll(async () => {
+  await proxy?.close();
+  await server?.stop();
+});
+beforeEach(async () => {
+  events = [];
+  client = createAgentClient(`http://127.0.0.1:${proxy.port}`, {
+    protocol: "grpc",
+    retry: { initialBackoffMs: 10 },
+    onRetry: (event) => events.push(event),
+  });
+  await client.listAgents(); // an open connection, so an armed fault hits the call under test
+});
+
+/** The user texts of the session's history, in order. */
+async function userTexts(sessionId: string): Promise<string[]> {
+  const snapshot = await direct.getSnapshot("assistant", { sessionId });
+  return (snapshot.state?.messages ?? []).filter((m) => m.role === "user").map(messageText);
+}
+
+async function rejection(promise: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as ConnectError;
+  }
+  throw new Error("expected a rejection");
+}
+
+describe("client retries through a resetting proxy", () => {
+  it("retries a Run the reset cut before the server saw it, and tells onRetry", async () => {
+    proxy.arm("before-request");
+    const output = await client.run("assistant", "cut before");
+    expect(messageText(output.message!)).toBe("echo: cut before");
+    expect(client.retryCount).toBe(1);
+    expect(events).toEqual([
+      expect.objectContaining({ procedure: "Run", attempt: 2, code: Code.Aborted, message: "read ECONNRESET" }),
+    ]);
+    expect(events[0]!.delayMs).toBeLessThan(10);
+  });
+
+  it("surfaces the reset at once with retry: false", async () => {
+    const noRetry = createAgentClient(`http://127.0.0.1:${proxy.port}`, { protocol: "grpc", retry: false });
+    await noRetry.listAgents();
+    proxy.arm("before-request");
+    const err = await rejection(noRetry.run("assistant", "no retry"));
+    expect(err.code).toBe(Code.Aborted);
+    expect(noRetry.retryCount).toBe(0);
+  });
+
+  it("does not retry a status the server answered (NOT_FOUND)", async () => {
+    const err = await rejection(client.run("no-such-agent", "hello"));
+    expect(err.code).toBe(Code.NotFound);
+    expect(client.retryCount).toBe(0);
+    expect(events).toEqual([]);
+  });
+
+  it("retries a read-only call cut mid-response", async () => {
+    const { sessionId } = await client.run("assistant", "read me");
+    proxy.arm("mid-response", { bytes: 20 });
+    const snapshot = await client.getSnapshot("assistant", { sessionId: sessionId! });
+    expect(snapshot.sessionId).toBe(sessionId);
+    expect(client.retryCount).toBe(1);
+    expect(events[0]?.procedure).toBe("GetSnapshot");
+  });
+
+  it("gives up after maxAttempts and rejects with the last error", async () => {
+    const few = createAgentClient(`http://127.0.0.1:${proxy.port}`, {
+      protocol: "grpc",
+      retry: { maxAttempts: 2, initialBackoffMs: 1 },
+    });
+    await few.listAgents();
+    proxy.resetEveryBytes = 1; // every connection dies at its first byte
+    try {
+      const err = await rejection(few.listAgents());
+      expect([Code.Aborted, Code.Canceled, Code.Unavailable]).toContain(err.code);
+      expect(few.retryCount).toBe(1);
+    } finally {
+      proxy.resetEveryBytes = 0;
+    }
+  });
+
+  it("does not retry past the caller's deadline", async () => {
+    proxy.resetEveryBytes = 1;
+    const slow = createAgentClient(`http://127.0.0.1:${proxy.port}`, {
+      protocol: "grpc",
+      retry: { maxAttempts: 100, initialBackoffMs: 50, maxBackoffMs: 50 },
+    });
+    const started = Date.now();
+    try {
+      await rejection(slow.listAgents({ timeoutMs: 300 }));
+    } finally {
+      proxy.resetEveryBytes = 0;
+    }
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(slow.retryCount).toBeLessThan(20);
+  });
+});
+
+describe.each(["before-request", "mid-response", "after-response"] as const)(
+  "a conversation whose connection resets %s a turn",
+  (point: FaultPoint) => {
+    it("ends every turn once, delivers each chunk once and stores each input once", async () => {
+      const conversation = client.chat("assistant");
+      const first = conversation.send("turn one");
+      await first;
+      proxy.arm(point, { bytes: 200, holdMs: 300 });
+      const second = conversation.send("turn two");
+      const third = conversation.send("turn three");
+      const ends = await Promise.all([first, second, third]);
+      const output = await conversation.output();
+      expect(await second.text()).toBe("echo: turn two");
+      expect(await third.text()).toBe("echo: turn three");
+      expect(second.received.filter((c) => c.turnEnd)).toHaveLength(1);
+      expect(ends.map((e) => e.turnIndex)).toEqual([0, 1, 2]);
+      expect(client.retryCount).toBeGreaterThanOrEqual(1);
+      expect(events.every((e) => e.procedure === "Chat")).toBe(true);
+      expect(await userTexts(output.sessionId!)).toEqual(["turn one", "turn two", "turn three"]);
+    });
+  },
+);
+
+describe("RunStream through a reset mid-response", () => {
+  it("delivers the turn's chunks once and its output", async () => {
+    proxy.arm("mid-response", { bytes: 200 });
+    const run = client.runStream("assistant", "streamed once");
+    const output = await run;
+    expect(await run.text()).toBe("echo: streamed once");
+    expect(client.retryCount).toBe(1);
+    expect(await userTexts(output.sessionId!)).toEqual(["streamed once"]);
+  });
+});
