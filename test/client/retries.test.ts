@@ -5,10 +5,13 @@ import {
   createAgentClient,
   messageText,
   type AgentClient,
+  type AgentInput,
+  type AgentStreamChunk,
   type RetryEvent,
+  type Turn,
 } from "../../src/client/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
-import { FaultProxy, type FaultPoint } from "../harness/fault-proxy.js";
+import { FaultProxy } from "../harness/fault-proxy.js";
 
 let server: AgentdProcess;
 let proxy: FaultProxy;
@@ -121,36 +124,71 @@ describe("client retries through a resetting proxy", () => {
   });
 });
 
-describe.each(["before-request", "mid-response", "after-response"] as const)(
-  "a conversation whose connection resets %s a turn",
-  (point: FaultPoint) => {
-    it("ends every turn once, delivers each chunk once and stores each input once", async () => {
-      const conversation = client.chat("assistant");
-      const first = conversation.send("turn one");
-      await first;
-      proxy.arm(point, { bytes: 200, holdMs: 300 });
-      const second = conversation.send("turn two");
-      const third = conversation.send("turn three");
-      const ends = await Promise.all([first, second, third]);
-      const output = await conversation.output();
-      expect(await second.text()).toBe("echo: turn two");
-      expect(await third.text()).toBe("echo: turn three");
-      expect(second.received.filter((c) => c.turnEnd)).toHaveLength(1);
-      expect(ends.map((e) => e.turnIndex)).toEqual([0, 1, 2]);
-      expect(client.retryCount).toBeGreaterThanOrEqual(1);
-      expect(events.every((e) => e.procedure === "Chat")).toBe(true);
-      expect(await userTexts(output.sessionId!)).toEqual(["turn one", "turn two", "turn three"]);
-    });
-  },
-);
+/** An input the echo model answers word by word, `delayMs` before each chunk. */
+function slowInput(text: string, delayMs = 40): AgentInput {
+  return { message: { role: "user", content: [{ text }], metadata: { echoDelayMs: delayMs } } };
+}
 
-describe("RunStream through a reset mid-response", () => {
-  it("delivers the turn's chunks once and its output", async () => {
-    proxy.arm("mid-response", { bytes: 200 });
-    const run = client.runStream("assistant", "streamed once");
+/** Resets every connection once the first model chunk of `chunks` arrived; resolves with the chunks. */
+async function resetAfterFirstChunk(chunks: AsyncIterable<AgentStreamChunk>): Promise<AgentStreamChunk[]> {
+  const seen: AgentStreamChunk[] = [];
+  for await (const chunk of chunks) {
+    if (chunk.modelChunk && !seen.some((c) => c.modelChunk)) proxy.resetAll();
+    seen.push(chunk);
+  }
+  return seen;
+}
+
+const modelPieces = (chunks: AgentStreamChunk[]): string[] =>
+  chunks.flatMap((c) => (c.modelChunk?.content ?? []).map((p) => p.text ?? ""));
+
+describe("a conversation whose connection resets", () => {
+  async function threeTurns(fault: (second: Turn) => Promise<void>): Promise<Turn[]> {
+    const conversation = client.chat("assistant");
+    const first = conversation.send("turn one");
+    await first;
+    const second = conversation.send(slowInput("turn two is slow"));
+    const faulted = fault(second);
+    const third = conversation.send("turn three");
+    await faulted;
+    const output = await conversation.output();
+    expect(await userTexts(output.sessionId!)).toEqual(["turn one", "turn two is slow", "turn three"]);
+    return [first, second, third];
+  }
+
+  it("before a turn: re-sends the input, the turn runs once", async () => {
+    const turns = await threeTurns(async () => proxy.arm("before-request"));
+    expect((await Promise.all(turns)).map((end) => end.turnIndex)).toEqual([0, 1, 2]);
+    expect(client.retryCount).toBeGreaterThanOrEqual(1);
+    expect(events.every((e) => e.procedure === "Chat")).toBe(true);
+  });
+
+  it("during a turn: delivers each chunk once and ends the turn once", async () => {
+    let chunks: AgentStreamChunk[] = [];
+    const turns = await threeTurns(async (second) => {
+      chunks = await resetAfterFirstChunk(second);
+    });
+    expect(modelPieces(chunks).join("")).toBe("echo: turn two is slow");
+    expect(chunks.filter((c) => c.turnEnd)).toHaveLength(1);
+    expect((await Promise.all(turns)).map((end) => end.turnIndex)).toEqual([0, 1, 2]);
+    expect(client.retryCount).toBeGreaterThanOrEqual(1);
+  });
+
+  it("after a turn committed but before its TurnEnd arrived: answers with the committed turn", async () => {
+    const turns = await threeTurns(async () => proxy.arm("after-response", { holdMs: 600 }));
+    expect(await turns[1]!.text()).toBe("echo: turn two is slow");
+    expect((await Promise.all(turns)).map((end) => end.turnIndex)).toEqual([0, 1, 2]);
+    expect(client.retryCount).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("RunStream through a reset mid-stream", () => {
+  it("delivers each chunk once and the output", async () => {
+    const run = client.runStream("assistant", slowInput("streamed once please"));
+    const chunks = await resetAfterFirstChunk(run);
     const output = await run;
-    expect(await run.text()).toBe("echo: streamed once");
+    expect(modelPieces(chunks).join("")).toBe("echo: streamed once please");
     expect(client.retryCount).toBe(1);
-    expect(await userTexts(output.sessionId!)).toEqual(["streamed once"]);
+    expect(await userTexts(output.sessionId!)).toEqual(["streamed once please"]);
   });
 });
