@@ -192,3 +192,35 @@ describe("RunStream through a reset mid-stream", () => {
     expect(await userTexts(output.sessionId!)).toEqual(["streamed once please"]);
   });
 });
+
+describe("AttachInvocation through a reset", () => {
+  it("re-attaches after the last sequence it delivered: every chunk once, in order", async () => {
+    const job = client.chat("assistant");
+    const { snapshotId } = await job.detach(slowInput("a detached job of many words", 60));
+    const attached = client.attach("assistant", snapshotId!);
+    const chunks = await resetAfterFirstChunk(attached);
+    const output = await attached;
+    expect(output.finishReason).toBe("stop");
+    const sequences = chunks.map((c) => c.sequence ?? 0);
+    expect(sequences).toEqual([...sequences].sort((a, b) => a - b));
+    expect(new Set(sequences).size).toBe(sequences.length);
+    expect(modelPieces(chunks).join("")).toBe("echo: a detached job of many words");
+    expect(client.retryCount).toBe(1);
+    expect(events[0]?.procedure).toBe("AttachInvocation");
+  });
+});
+
+describe("WatchSnapshot through a reset", () => {
+  it("re-opens and still ends with the terminal status", async () => {
+    const job = client.chat("assistant");
+    const { snapshotId } = await job.detach(slowInput("watched through a reset", 80));
+    const statuses: string[] = [];
+    for await (const status of client.watchSnapshot("assistant", snapshotId!)) {
+      if (statuses.length === 0) proxy.resetAll();
+      statuses.push(status);
+    }
+    expect(statuses.at(-1)).toBe("completed");
+    expect(statuses.filter((s) => s === "pending").length).toBeLessThanOrEqual(1);
+    expect(client.retryCount).toBe(1);
+  });
+});
