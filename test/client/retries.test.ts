@@ -182,6 +182,20 @@ describe("a conversation whose connection resets", () => {
   });
 });
 
+describe("a conversation whose output is lost to a reset", () => {
+  it("resumes the session and returns the output of the turns it ran", async () => {
+    const conversation = client.chat("assistant");
+    await conversation.send("one");
+    const last = await conversation.send("two");
+    proxy.arm("after-response", { holdMs: 300 });
+    const output = await conversation.output();
+    expect(output).toMatchObject({ sessionId: last.sessionId, snapshotId: last.snapshotId, finishReason: "stop" });
+    expect(messageText(output.message!)).toBe("echo: two");
+    expect(client.retryCount).toBe(1);
+    expect(await userTexts(last.sessionId)).toEqual(["one", "two"]);
+  });
+});
+
 describe("RunStream through a reset mid-stream", () => {
   it("delivers each chunk once and the output", async () => {
     const run = client.runStream("assistant", slowInput("streamed once please"));
