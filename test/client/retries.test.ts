@@ -82,6 +82,26 @@ describe("client retries through a resetting proxy", () => {
     expect(events).toEqual([]);
   });
 
+  it("does not retry INVALID_ARGUMENT", async () => {
+    const err = await rejection(client.run("assistant", { message: { role: "user", content: [] } }));
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(client.retryCount).toBe(0);
+    expect(events).toEqual([]);
+  });
+
+  it("gives every input a UUID v4 request ID unless the caller set one", async () => {
+    const conversation = client.chat("assistant");
+    const auto = conversation.send("auto id");
+    const own = conversation.send({
+      message: { role: "user", content: [{ text: "own id" }] },
+      requestId: "caller-id-1",
+    });
+    await Promise.all([auto, own]);
+    await conversation.output();
+    expect(auto.requestId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(own.requestId).toBe("caller-id-1");
+  });
+
   it("retries a read-only call cut mid-response", async () => {
     const { sessionId } = await client.run("assistant", "read me");
     proxy.arm("mid-response", { bytes: 20 });
