@@ -19,9 +19,12 @@ export interface AgentInput {
   /** Hand the rest of the work to the server (background invocation). */
   detach?: boolean;
   /**
-   * Idempotency key (AIP-155; at most 64 of [A-Za-z0-9_-]): the server runs an
-   * input with a request ID once per session and answers a retry with the
-   * committed turn. The clients set a random UUID when it is absent.
+   * Idempotency key (AIP-155), e.g. a UUID the client generates once per
+   * input and reuses on every retry of it: at most 64 characters of
+   * `[A-Za-z0-9_-]`. A server-managed session that committed this ID's turn
+   * (within its request-ID window) answers a retry with that turn instead of
+   * running it again; see README "Retries and exactly-once turns". The
+   * clients set a random UUID when it is absent.
    */
   requestId?: string;
 }
