@@ -6,8 +6,10 @@ import { Code, ConnectError } from "@connectrpc/connect";
  * RST_STREAM `Code.Internal` or `Code.Canceled`, ...).
  */
 const TRANSPORT_ERROR_CODE =
-  /^(E(CONNRESET|CONNREFUSED|CONNABORTED|PIPE|HOSTUNREACH|NETUNREACH|TIMEDOUT|AI_AGAIN)|ERR_HTTP2_|ERR_STREAM_(DESTROYED|PREMATURE_CLOSE))/;
-const TRANSPORT_MESSAGE = /http\/2 stream closed with error code|premature close|socket hang up|GOAWAY/i;
+  /^(E(CONNRESET|CONNREFUSED|CONNABORTED|PIPE|HOSTUNREACH|NETUNREACH|TIMEDOUT|AI_AGAIN)|ERR_HTTP2_|ERR_STREAM_(DESTROYED|PREMATURE_CLOSE)|UND_ERR_(SOCKET|CLOSED))/;
+/** connect-node's HTTP/2 stream reset, and what fetch (Node's and browsers') says of a broken connection. */
+const TRANSPORT_MESSAGE =
+  /http\/2 stream closed with error code|premature close|socket hang up|GOAWAY|fetch failed|Failed to fetch|NetworkError/i;
 
 /** The status codes a transport failure can surface as, besides `Code.Unavailable`. */
 const TRANSPORT_STATUS = new Set<Code>([Code.Canceled, Code.Unknown, Code.Internal, Code.Aborted]);

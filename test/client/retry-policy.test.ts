@@ -43,6 +43,10 @@ describe("which failures are retried", () => {
     );
   });
 
+  it("retries a fetch that failed on the network (browser transports)", () => {
+    expect(isRetryable(new ConnectError("Failed to fetch", Code.Unknown))).toBe(true);
+  });
+
   it("retries a stream that ended before its output", () => {
     expect(isRetryable(new ConnectError("the Chat stream ended without an output", Code.DataLoss))).toBe(true);
   });
