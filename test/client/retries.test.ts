@@ -237,6 +237,20 @@ describe("a conversation whose output is lost to a reset", () => {
   });
 });
 
+describe("a detach whose answer is lost to a reset", () => {
+  it("re-sends the detach input: one background job, the input stored once", async () => {
+    const job = client.chat("assistant");
+    proxy.arm("after-response", { holdMs: 300 });
+    const output = await job.detach(slowInput("one background job", 60));
+    expect(output.finishReason).toBe("detached");
+    expect(client.retryCount).toBe(1);
+    const statuses: string[] = [];
+    for await (const status of direct.watchSnapshot("assistant", output.snapshotId!)) statuses.push(status);
+    expect(statuses.at(-1)).toBe("completed");
+    expect(await userTexts(output.sessionId!)).toEqual(["one background job"]);
+  });
+});
+
 describe("RunStream through a reset mid-stream", () => {
   it("delivers each chunk once and the output", async () => {
     const run = client.runStream("assistant", slowInput("streamed once please"));
