@@ -119,6 +119,15 @@ describe("client retries through a resetting proxy", () => {
     expect(client.retryCount).toBe(1);
   });
 
+  it("sends the caller's request ID: a second run with it answers with the first turn", async () => {
+    const { sessionId } = await client.run("assistant", "start");
+    const input = { message: { role: "user" as const, content: [{ text: "only once" }] }, requestId: "caller-id-2" };
+    const first = await client.run("assistant", input, { sessionId: sessionId! });
+    const second = await client.run("assistant", input, { sessionId: sessionId! });
+    expect(second.snapshotId).toBe(first.snapshotId);
+    expect(await userTexts(sessionId!)).toEqual(["start", "only once"]);
+  });
+
   it("retries a read-only call cut mid-response", async () => {
     const { sessionId } = await client.run("assistant", "read me");
     proxy.arm("mid-response", { bytes: 20 });
