@@ -111,8 +111,7 @@ describe("client retries through a resetting proxy", () => {
     expect(await userTexts(sessionId!)).toEqual(["first", "lost reply"]);
   });
 
-  // Needs the server to answer a retried DeleteSession by its request_id (issue 35 item 4), not on h4a-dedup yet.
-  it.skip("answers a DeleteSession whose reply was lost as the first call did", async () => {
+  it("answers a DeleteSession whose reply was lost as the first call did", async () => {
     const { sessionId } = await client.run("assistant", "delete me");
     proxy.arm("after-response", { holdMs: 400 });
     expect(await client.deleteSession(sessionId!)).toBe(true);
