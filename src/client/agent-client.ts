@@ -3,7 +3,6 @@ import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import {
   agentInfoFromWire,
   agentInitToWire,
-  agentInputToWire,
   agentOutputFromWire,
   durationFromMs,
   sessionFromWire,
@@ -16,7 +15,11 @@ import type { AgentDescriptor, AgentOutput } from "../types/agent-io.js";
 import type { AgentInit } from "../types/session-state.js";
 import { isTerminalStatus, type SessionSnapshot, type SnapshotStatus } from "../types/snapshot.js";
 import { clientError, toClientError, chatNeedsHttp2, halfDuplexReason } from "./client-errors.js";
-import { Conversation, normalizeInput, type ConversationInput } from "./conversation.js";
+import { Conversation, encodeInput, normalizeInput, type ConversationInput } from "./conversation.js";
+import { newRequestId } from "./request-id.js";
+import { Retrier } from "./retrier.js";
+import type { RetryOptions } from "./retry-policy.js";
+import { chunkReplayResume, retryingStream } from "./retrying-stream.js";
 import { StreamedRun } from "./streamed-run.js";
 
 /** Which snapshot `getSnapshot` reads: one by ID, or a session's latest. */
@@ -69,15 +72,31 @@ export interface SessionUpdate {
  * state sent to a server-managed agent or an ID sent to a client-managed one,
  * `Code.InvalidArgument` for a malformed request. In-band agent failures do
  * not reject: the output has `finishReason: "failed"` and `error`.
+ *
+ * Retries (on by default; `retry: false` turns them off): every input gets a
+ * request ID (a UUID unless the input has `requestId`), and calls and streams
+ * that fail with UNAVAILABLE or a broken connection, or end before their
+ * output, are retried with the same request IDs (the server runs each once),
+ * with jittered exponential backoff, within the call's `timeoutMs` and
+ * `signal`. Streams re-open (Attach after its last sequence); a conversation
+ * reconnects (see {@link Conversation}). The caller's cancellation,
+ * DEADLINE_EXCEEDED and every other status surface at once.
  */
 export class AgentClient {
-  /** The generated connect-es client, for calls this wrapper does not cover. */
+  /** The generated connect-es client, for calls this wrapper does not cover (not retried). */
   readonly rpc: Client<typeof AgentService>;
+  private readonly retrier: Retrier;
 
-  /** Wraps a transport (see `createAgentClient`, `createNodeTransport`, `createBrowserTransport`). */
-  constructor(transport: Transport) {
+  /** Wraps a transport (see `createAgentClient`, `createNodeTransport`, `createBrowserTransport`); `retry` as in {@link RetryOptions}. */
+  constructor(transport: Transport, retry: RetryOptions = {}) {
     this.rpc = createClient(AgentService, transport);
     this.halfDuplex = halfDuplexReason(transport);
+    this.retrier = new Retrier(retry);
+  }
+
+  /** Retries this client made so far (every call, stream and conversation reconnect). */
+  get retryCount(): number {
+    return this.retrier.retries;
   }
 
   /** How the transport falls short of a bidi stream (HTTP/1.1, fetch), when it does. */
@@ -96,10 +115,14 @@ export class AgentClient {
    */
   chat<S = unknown>(agent: string, source: AgentInit<S> = {}, options?: CallOptions): Conversation<S> {
     if (this.halfDuplex !== undefined) throw chatNeedsHttp2(this.halfDuplex);
-    return new Conversation<S>(this.rpc, agent, source, options);
+    return new Conversation<S>(this.rpc, agent, source, options, this.retrier);
   }
 
-  /** One turn (Run): sends `input` (a string is a user text) from `source` and resolves with the output. */
+  /**
+   * One turn (Run): sends `input` (a string is a user text) from `source` and
+   * resolves with the output. A retry re-sends the same request ID, so the
+   * turn runs once and the retry answers with its output.
+   */
   async run<S = unknown>(
     agent: string,
     input: ConversationInput,
@@ -107,10 +130,8 @@ export class AgentClient {
     options?: CallOptions,
   ): Promise<AgentOutput<S>> {
     return call(async () => {
-      const response = await this.rpc.run(
-        { init: agentInitToWire(agent, source), input: agentInputToWire(normalizeInput(input)) },
-        options,
-      );
+      const request = { init: agentInitToWire(agent, source), input: encodeInput(normalizeInput(input)) };
+      const response = await this.retrier.call("Run", options, (o) => this.rpc.run(request, o));
       if (!response.output) throw clientError(Code.DataLoss, "the Run response carried no output");
       return agentOutputFromWire(response.output) as AgentOutput<S>;
     });
@@ -130,20 +151,23 @@ export class AgentClient {
   ): StreamedRun<S> {
     let request;
     try {
-      request = { init: agentInitToWire(agent, source), input: agentInputToWire(normalizeInput(input)) };
+      request = { init: agentInitToWire(agent, source), input: encodeInput(normalizeInput(input)) };
     } catch (err) {
       throw toClientError(err);
     }
-    return new StreamedRun<S>(this.rpc.runStream(request, options), source.state?.custom);
+    const budget = this.retrier.budget("RunStream", options);
+    const responses = retryingStream(
+      budget,
+      chunkReplayResume((o) => this.rpc.runStream(request, o)),
+    );
+    return new StreamedRun<S>(responses, source.state?.custom);
   }
 
   /** Reads a snapshot by ID (`sessionId`, if also given, is asserted), or a session's latest snapshot. */
   async getSnapshot(agent: string, ref: SnapshotRef, options?: CallOptions): Promise<SessionSnapshot> {
     return call(async () => {
-      const response = await this.rpc.getSnapshot(
-        { agent, snapshotId: ref.snapshotId ?? "", sessionId: ref.sessionId ?? "" },
-        options,
-      );
+      const request = { agent, snapshotId: ref.snapshotId ?? "", sessionId: ref.sessionId ?? "" };
+      const response = await this.retrier.call("GetSnapshot", options, (o) => this.rpc.getSnapshot(request, o));
       if (!response.snapshot) throw clientError(Code.DataLoss, "the GetSnapshot response carried no snapshot");
       return snapshotFromWire(response.snapshot);
     });
@@ -157,16 +181,14 @@ export class AgentClient {
     options?: CallOptions,
   ): Promise<SnapshotPage> {
     return call(async () => {
-      const response = await this.rpc.listSnapshots(
-        {
-          agent,
-          sessionId,
-          pageSize: page.pageSize ?? 0,
-          pageToken: page.pageToken ?? "",
-          includeState: page.includeState ?? false,
-        },
-        options,
-      );
+      const request = {
+        agent,
+        sessionId,
+        pageSize: page.pageSize ?? 0,
+        pageToken: page.pageToken ?? "",
+        includeState: page.includeState ?? false,
+      };
+      const response = await this.retrier.call("ListSnapshots", options, (o) => this.rpc.listSnapshots(request, o));
       return {
         snapshots: response.snapshots.map(snapshotFromWire),
         ...(response.nextPageToken ? { nextPageToken: response.nextPageToken } : {}),
@@ -185,10 +207,27 @@ export class AgentClient {
     snapshotId: string,
     options?: CallOptions,
   ): AsyncGenerator<SnapshotStatus, void, undefined> {
-    try {
-      for await (const response of this.rpc.watchSnapshot({ agent, snapshotId }, options)) {
+    let last: SnapshotStatus | undefined;
+    let reopened = false;
+    const responses = retryingStream(this.retrier.budget("WatchSnapshot", options), {
+      open: (o) => this.rpc.watchSnapshot({ agent, snapshotId }, o),
+      // a re-opened watch starts with the current status: skip it when it is the one delivered last
+      deliver: (response) => {
         const status = snapshotStatusFromWire(response.status);
-        if (!status) continue;
+        const repeat = reopened && status === last;
+        reopened = false;
+        if (status) last = status;
+        return status !== undefined && !repeat;
+      },
+      reopened: () => (reopened = true),
+      isFinal: (response) => {
+        const status = snapshotStatusFromWire(response.status);
+        return status !== undefined && isTerminalStatus(status);
+      },
+    });
+    try {
+      for await (const response of responses) {
+        const status = snapshotStatusFromWire(response.status)!;
         yield status;
         if (isTerminalStatus(status)) return;
       }
@@ -215,7 +254,16 @@ export class AgentClient {
     options: CallOptions & { afterSequence?: number } = {},
   ): StreamedRun<S> {
     const { afterSequence = 0, ...callOptions } = options;
-    const responses = this.rpc.attachInvocation({ agent, snapshotId, afterSequence }, callOptions);
+    let last = afterSequence;
+    const responses = retryingStream(this.retrier.budget("AttachInvocation", callOptions), {
+      open: (o) => this.rpc.attachInvocation({ agent, snapshotId, afterSequence: last }, o),
+      deliver: (response) => {
+        if (response.chunk?.sequence) last = Number(response.chunk.sequence);
+        return true;
+      },
+      reopened: () => undefined,
+      isFinal: (response) => response.output !== undefined,
+    });
     return new StreamedRun<S>(responses, undefined, "AttachInvocation", afterSequence);
   }
 
@@ -226,14 +274,13 @@ export class AgentClient {
    */
   async abort(agent: string, snapshotId: string, options?: CallOptions): Promise<SnapshotStatus> {
     return call(async () => {
-      const response = await this.rpc.abort({ agent, snapshotId }, options);
+      const response = await this.retrier.call("Abort", options, (o) => this.rpc.abort({ agent, snapshotId }, o));
       const status = snapshotStatusFromWire(response.status);
       if (!status) throw clientError(Code.DataLoss, "the Abort response carried no status");
       return status;
     });
   }
 
-  /** Describes every agent the server serves. */
   /** The caller's sessions, newest-updated first, fetching page after page as it is iterated. */
   async *listSessions(
     filter: ListSessionsOptions = {},
@@ -241,17 +288,15 @@ export class AgentClient {
   ): AsyncGenerator<SessionInfo, void, undefined> {
     let pageToken = "";
     do {
+      const request = {
+        agent: filter.agent ?? "",
+        labels: filter.labels ?? {},
+        ...(filter.updatedAfter !== undefined ? { updatedAfter: timestampFromMs(filter.updatedAfter) } : {}),
+        pageSize: filter.pageSize ?? 0,
+        pageToken,
+      };
       const page = await call(() =>
-        this.rpc.listSessions(
-          {
-            agent: filter.agent ?? "",
-            labels: filter.labels ?? {},
-            ...(filter.updatedAfter !== undefined ? { updatedAfter: timestampFromMs(filter.updatedAfter) } : {}),
-            pageSize: filter.pageSize ?? 0,
-            pageToken,
-          },
-          options,
-        ),
+        this.retrier.call("ListSessions", options, (o) => this.rpc.listSessions(request, o)),
       );
       for (const session of page.sessions) yield sessionFromWire(session);
       pageToken = page.nextPageToken;
@@ -260,38 +305,48 @@ export class AgentClient {
 
   /** One of the caller's sessions (`Code.NotFound` when unknown, another tenant's, deleted or expired). */
   async getSession(sessionId: string, options?: CallOptions): Promise<SessionInfo> {
-    return call(async () =>
-      sessionFromWire(requireSession((await this.rpc.getSession({ sessionId }, options)).session)),
-    );
+    return call(async () => {
+      const response = await this.retrier.call("GetSession", options, (o) => this.rpc.getSession({ sessionId }, o));
+      return sessionFromWire(requireSession(response.session));
+    });
   }
 
   /** Sets/removes labels and changes the time-to-live; resolves with the updated session. */
   async updateSession(sessionId: string, update: SessionUpdate, options?: CallOptions): Promise<SessionInfo> {
     return call(async () => {
-      const response = await this.rpc.updateSession(
-        {
-          sessionId,
-          setLabels: update.setLabels ?? {},
-          removeLabels: update.removeLabels ?? [],
-          ...(update.ttlMs === null
-            ? { clearTtl: true }
-            : update.ttlMs !== undefined
-              ? { ttl: durationFromMs(update.ttlMs) }
-              : {}),
-        },
-        options,
-      );
+      const request = {
+        sessionId,
+        setLabels: update.setLabels ?? {},
+        removeLabels: update.removeLabels ?? [],
+        ...(update.ttlMs === null
+          ? { clearTtl: true }
+          : update.ttlMs !== undefined
+            ? { ttl: durationFromMs(update.ttlMs) }
+            : {}),
+      };
+      const response = await this.retrier.call("UpdateSession", options, (o) => this.rpc.updateSession(request, o));
       return sessionFromWire(requireSession(response.session));
     });
   }
 
-  /** Aborts the session's work and deletes it; resolves false when there was nothing to delete. */
+  /**
+   * Aborts the session's work and deletes it; resolves false when there was
+   * nothing to delete. Sent with a request ID, so a retry answers as the first
+   * call did.
+   */
   async deleteSession(sessionId: string, options?: CallOptions): Promise<boolean> {
-    return call(async () => (await this.rpc.deleteSession({ sessionId }, options)).deleted);
+    const request = { sessionId, requestId: newRequestId() };
+    return call(
+      async () =>
+        (await this.retrier.call("DeleteSession", options, (o) => this.rpc.deleteSession(request, o))).deleted,
+    );
   }
 
+  /** Describes every agent the server serves. */
   async listAgents(options?: CallOptions): Promise<AgentDescriptor[]> {
-    return call(async () => (await this.rpc.listAgents({}, options)).agents.map(agentInfoFromWire));
+    return call(async () =>
+      (await this.retrier.call("ListAgents", options, (o) => this.rpc.listAgents({}, o))).agents.map(agentInfoFromWire),
+    );
   }
 }
 

@@ -9,6 +9,7 @@
 import type { Transport } from "@connectrpc/connect";
 import { AgentClient } from "./agent-client.js";
 import { createBrowserTransport, type BrowserTransportOptions } from "./browser-transport.js";
+import type { RetryOptions } from "./retry-policy.js";
 
 export { Code, ConnectError } from "@connectrpc/connect";
 export { AgentClient, type ListSnapshotsOptions, type SnapshotPage, type SnapshotRef } from "./agent-client.js";
@@ -20,8 +21,8 @@ export { traceContextInterceptor } from "./trace-context.js";
 export { Turn } from "./turn.js";
 export * from "./public-types.js";
 
-/** Options of the browser {@link createAgentClient}: fetch transport options, or a ready `transport`. */
-export type BrowserAgentClientOptions = BrowserTransportOptions | { transport: Transport };
+/** Options of the browser {@link createAgentClient}: fetch transport options, or a ready `transport`, plus the retry options. */
+export type BrowserAgentClientOptions = (BrowserTransportOptions | { transport: Transport }) & RetryOptions;
 
 /**
  * An {@link AgentClient} for agentd at `baseUrl` over fetch (`protocol`
@@ -29,6 +30,7 @@ export type BrowserAgentClientOptions = BrowserTransportOptions | { transport: T
  * taken as is.
  */
 export function createAgentClient(baseUrl: string, options: BrowserAgentClientOptions = {}): AgentClient {
-  const transport = "transport" in options ? options.transport : createBrowserTransport(baseUrl, options);
-  return new AgentClient(transport);
+  const { retry, onRetry, ...rest } = options;
+  const transport = "transport" in rest ? rest.transport : createBrowserTransport(baseUrl, rest);
+  return new AgentClient(transport, { ...(retry !== undefined ? { retry } : {}), ...(onRetry ? { onRetry } : {}) });
 }

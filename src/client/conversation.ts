@@ -1,6 +1,7 @@
 import { Code, type CallOptions, type Client, type ConnectError } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { AgentService, ChatRequestSchema, ChatResponse } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import type { AgentInput as WireAgentInput } from "../../gen/ts/agentd/v1/agent_pb.js";
+import type { AgentService, ChatRequestSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { AsyncChannel } from "../protocol/async-channel.js";
 import { applyCustomPatch } from "../protocol/custom-patch-stream.js";
 import { agentInitToWire, agentInputToWire, agentOutputFromWire, streamChunkFromWire } from "../protocol/index.js";
@@ -8,9 +9,20 @@ import type { AgentInput, AgentOutput, AgentStreamChunk } from "../types/agent-i
 import { userText } from "../types/content.js";
 import type { AgentInit, SessionState } from "../types/session-state.js";
 import { chatError, clientError, toClientError } from "./client-errors.js";
+import { newRequestId } from "./request-id.js";
+import { Retrier, type RetryBudget } from "./retrier.js";
+import { INCOMPLETE_STREAM } from "./retryable-error.js";
 import { Turn } from "./turn.js";
 
 type ChatRequestInit = MessageInitShape<typeof ChatRequestSchema>;
+
+/** An input sent whose TurnEnd (or, for a detach input, the output) has not arrived yet. */
+interface Outstanding {
+  /** The encoded input, with its request ID: re-sent as is after a reconnect. */
+  wire: WireAgentInput;
+  /** Its turn; none for a detach input. */
+  turn: Turn | undefined;
+}
 
 /** What `conversation.send()` and `detach()` accept: a user text, or a full input. */
 export type ConversationInput = string | AgentInput;
@@ -32,6 +44,15 @@ export type ConversationInput = string | AgentInput;
  *   server and resolves with the output (`finishReason: "detached"`, pending
  *   `snapshotId`); `close()` cancels the call.
  *
+ * Reconnects (unless the client was created with `retry: false`): when the
+ * call fails retryably (a reset connection, UNAVAILABLE, a stream cut before
+ * its output), a new Chat resumes the session by `sessionId` once known (else
+ * re-sends the original source) and re-sends, in order and with their request
+ * IDs, the inputs whose TurnEnd had not arrived; the server runs each request
+ * ID once. Chunks already delivered are not delivered again, and each turn
+ * ends once. A client-managed conversation (`{ state }`) reconnects only
+ * before its first TurnEnd (its state then lives only in the broken call).
+ *
  * Every rejection is a `ConnectError` (see `err.code`). In-band failures do not
  * reject: a failed turn resolves with `finishReason: "failed"`, the invocation
  * ends there (turns queued behind it reject with `Code.Aborted`), and the
@@ -40,9 +61,14 @@ export type ConversationInput = string | AgentInput;
 export class Conversation<S = unknown> {
   /** The agent this conversation talks to. */
   readonly agent: string;
-  private readonly requests = new AsyncChannel<ChatRequestInit>();
-  private readonly pending: Turn[] = [];
+  private requests = new AsyncChannel<ChatRequestInit>();
+  private readonly outstanding: Outstanding[] = [];
   private readonly controller = new AbortController();
+  private readonly source: AgentInit<S>;
+  /** Model chunks etc. delivered to the turn in flight; after a reconnect, that many of its re-sent chunks are dropped. */
+  private delivered = 0;
+  private skip = 0;
+  private turnsEnded = 0;
   private readonly outputPromise: Promise<AgentOutput<S>>;
   private resolveOutput!: (output: AgentOutput<S>) => void;
   private rejectOutput!: (err: ConnectError) => void;
@@ -58,12 +84,14 @@ export class Conversation<S = unknown> {
 
   /** Opens the Chat call. Use `client.chat()` rather than constructing this directly. */
   constructor(
-    client: Client<typeof AgentService>,
+    private readonly client: Client<typeof AgentService>,
     agent: string,
     source: AgentInit<S> = {},
     options: CallOptions = {},
+    retrier: Retrier = new Retrier(),
   ) {
     this.agent = agent;
+    this.source = source;
     this.currentSessionId = source.sessionId ?? source.state?.sessionId;
     this.currentSnapshotId = source.snapshotId;
     this.liveCustom = source.state?.custom;
@@ -78,7 +106,6 @@ export class Conversation<S = unknown> {
     } catch (err) {
       throw toClientError(err);
     }
-    this.requests.push({ init });
     if (options.signal) {
       const outer = options.signal;
       if (outer.aborted) this.close();
@@ -88,7 +115,7 @@ export class Conversation<S = unknown> {
         this.releaseOuterSignal = () => outer.removeEventListener("abort", onAbort);
       }
     }
-    void this.read(client.chat(this.requests, { ...options, signal: this.controller.signal }));
+    void this.run(init, retrier.budget("Chat", { ...options, signal: this.controller.signal }));
   }
 
   /** The conversation's session ID: from the source, then from each TurnEnd and the output. */
@@ -128,8 +155,8 @@ export class Conversation<S = unknown> {
       throw clientError(Code.InvalidArgument, "send() cannot detach: call conversation.detach(input) instead");
     this.assertOpen("send");
     const wire = encodeInput(normalized);
-    const turn = new Turn();
-    this.pending.push(turn);
+    const turn = new Turn(wire.requestId);
+    this.outstanding.push({ wire, turn });
     this.requests.push({ input: wire });
     return turn;
   }
@@ -149,7 +176,9 @@ export class Conversation<S = unknown> {
     } catch (err) {
       return Promise.reject(err);
     }
-    this.requests.push({ input: encodeInput(normalized) });
+    const wire = encodeInput(normalized);
+    this.outstanding.push({ wire, turn: undefined });
+    this.requests.push({ input: wire });
     this.closeInput();
     return this.outputPromise;
   }
@@ -190,30 +219,71 @@ export class Conversation<S = unknown> {
     this.requests.close();
   }
 
-  private async read(responses: AsyncIterable<ChatResponse>): Promise<void> {
-    try {
-      let output: AgentOutput<S> | undefined;
-      for await (const response of responses) {
-        if (response.chunk) this.onChunk(streamChunkFromWire(response.chunk));
-        else if (response.output) output = agentOutputFromWire(response.output) as AgentOutput<S>;
+  /** Runs Chat attempts until the output arrives or a failure is not retried. */
+  private async run(init: ChatRequestInit["init"], budget: RetryBudget): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.onOutput(await this.attempt(attempt === 1 ? init : this.reconnectInit(init), budget));
+        return;
+      } catch (err) {
+        this.requests.close();
+        if (this.settled) return;
+        if (!this.canReconnect() || !(await budget.retry(err))) {
+          this.fail(chatError(err));
+          return;
+        }
       }
-      if (!output) throw clientError(Code.DataLoss, "the Chat stream ended without an output");
-      this.onOutput(output);
-    } catch (err) {
-      this.fail(chatError(err));
     }
   }
 
-  private onChunk(chunk: AgentStreamChunk): void {
+  /** One Chat call: the init, every outstanding input, the half-close if input is closed; resolves with the output. */
+  private async attempt(init: ChatRequestInit["init"], budget: RetryBudget): Promise<AgentOutput<S>> {
+    const requests = new AsyncChannel<ChatRequestInit>();
+    this.requests = requests;
+    requests.push({ init });
+    for (const { wire } of this.outstanding) requests.push({ input: wire });
+    if (this.inputClosed) requests.close();
+    this.skip = this.delivered;
+    let output: AgentOutput<S> | undefined;
+    for await (const response of this.client.chat(requests, budget.callOptions())) {
+      if (response.chunk) this.onChunk(streamChunkFromWire(response.chunk), budget);
+      else if (response.output) output = agentOutputFromWire(response.output) as AgentOutput<S>;
+    }
+    if (!output) throw clientError(Code.DataLoss, `the Chat stream ${INCOMPLETE_STREAM}`);
+    return output;
+  }
+
+  /** The init of a reconnect: the session by ID once known (server-managed), else the original one. */
+  private reconnectInit(original: ChatRequestInit["init"]): ChatRequestInit["init"] {
+    const sessionId = this.currentSessionId;
+    if (!sessionId || this.source.state) return original;
+    const { busyPolicy } = this.source;
+    return agentInitToWire(this.agent, { sessionId, ...(busyPolicy ? { busyPolicy } : {}) });
+  }
+
+  /** A client-managed conversation's state lives in the call: once a turn ended there, a new call cannot rebuild it. */
+  private canReconnect(): boolean {
+    return !this.source.state || this.turnsEnded === 0;
+  }
+
+  private onChunk(chunk: AgentStreamChunk, budget: RetryBudget): void {
+    const entry = this.outstanding[0];
+    if (!chunk.turnEnd && this.skip > 0) {
+      this.skip--; // delivered before the reconnect
+      return;
+    }
+    budget.progress();
     if (chunk.customPatch) this.liveCustom = applyCustomPatch<S>(this.liveCustom, chunk.customPatch);
     if (chunk.turnEnd) {
       if (chunk.turnEnd.sessionId) this.currentSessionId = chunk.turnEnd.sessionId;
       if (chunk.turnEnd.snapshotId) this.currentSnapshotId = chunk.turnEnd.snapshotId;
-    }
-    const turn = this.pending[0];
-    if (!turn) return;
-    turn.push(chunk);
-    if (chunk.turnEnd) this.pending.shift();
+      this.turnsEnded++;
+      this.delivered = 0;
+      this.skip = 0;
+    } else this.delivered++;
+    if (!entry?.turn) return;
+    entry.turn.push(chunk);
+    if (chunk.turnEnd) this.outstanding.shift();
   }
 
   private onOutput(output: AgentOutput<S>): void {
@@ -237,7 +307,7 @@ export class Conversation<S = unknown> {
             Code.Aborted,
             `the invocation ended (finishReason "${output.finishReason}") before this turn ran; see conversation.output()`,
           );
-    for (const turn of this.pending.splice(0)) turn.fail(reason);
+    for (const { turn } of this.outstanding.splice(0)) turn?.fail(reason);
     this.resolveOutput(output);
   }
 
@@ -247,7 +317,7 @@ export class Conversation<S = unknown> {
     this.releaseOuterSignal?.();
     this.failure = err;
     this.closeInput();
-    for (const turn of this.pending.splice(0)) turn.fail(err);
+    for (const { turn } of this.outstanding.splice(0)) turn?.fail(err);
     this.rejectOutput(err);
   }
 }
@@ -257,9 +327,12 @@ export function normalizeInput(input: ConversationInput): AgentInput {
   return typeof input === "string" ? { message: userText(input) } : input;
 }
 
-function encodeInput(input: AgentInput) {
+/** The input on the wire, with its request ID (the caller's, else a new UUID). */
+export function encodeInput(input: AgentInput): WireAgentInput {
   try {
-    return agentInputToWire(input);
+    const wire = agentInputToWire(input);
+    wire.requestId = input.requestId ?? newRequestId();
+    return wire;
   } catch (err) {
     throw toClientError(err);
   }

@@ -24,8 +24,11 @@ export class Turn implements AsyncIterable<AgentStreamChunk>, PromiseLike<TurnEn
   private resolveEnd!: (turnEnd: TurnEnd) => void;
   private rejectEnd!: (err: ConnectError) => void;
 
-  /** Created by the conversation; not meant to be constructed by callers. */
-  constructor() {
+  /**
+   * Created by the conversation; not meant to be constructed by callers.
+   * `requestId` is the input's idempotency key (re-sent with it after a reconnect).
+   */
+  constructor(readonly requestId = "") {
     this.end = new Promise<TurnEnd>((resolve, reject) => {
       this.resolveEnd = resolve;
       this.rejectEnd = reject;
