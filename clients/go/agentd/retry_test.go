@@ -1,0 +1,199 @@
+package agentd_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/agentd-dev/agentd/clients/go/agentd"
+)
+
+// retryRecorder collects the RetryEvents of a client's OnRetry hook.
+type retryRecorder struct {
+	mu     sync.Mutex
+	events []agentd.RetryEvent
+}
+
+func (r *retryRecorder) record(e agentd.RetryEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *retryRecorder) all() []agentd.RetryEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// oneResetProxy returns a fault proxy in front of the shared server that
+// resets the first connection within its first few hundred bytes (during
+// the first call), then forwards faithfully.
+func oneResetProxy(t *testing.T) *faultProxy {
+	t.Helper()
+	proxy := startFaultProxy(t, agentdAddr(t), 400)
+	proxy.LimitResets(1)
+	return proxy
+}
+
+// transportCodes are the codes connect-go gives a reset connection.
+var transportCodes = []connect.Code{connect.CodeUnavailable, connect.CodeCanceled, connect.CodeUnknown, connect.CodeInternal}
+
+func TestRetryHookAndCounterFireForACallRetriedAfterAReset(t *testing.T) {
+	ctx := testContext(t)
+	proxy := oneResetProxy(t)
+	var rec retryRecorder
+	client := agentd.NewClient(proxy.URL(), agentd.WithRetry(agentd.RetryPolicy{OnRetry: rec.record}))
+
+	agents, err := client.ListAgents(ctx)
+	if err != nil {
+		t.Fatalf("ListAgents through one reset: %v, want it retried to success", err)
+	}
+	if len(agents) == 0 {
+		t.Errorf("ListAgents returned no agents")
+	}
+	if proxy.Resets() != 1 {
+		t.Fatalf("proxy resets = %d, want 1", proxy.Resets())
+	}
+	events := rec.all()
+	if len(events) != 1 {
+		t.Fatalf("OnRetry events = %+v, want one", events)
+	}
+	e := events[0]
+	if e.Procedure != "ListAgents" || e.Attempt != 2 || e.Err == nil || !slices.Contains(transportCodes, e.Code) {
+		t.Errorf("OnRetry event = %+v, want ListAgents, attempt 2, a transport code", e)
+	}
+	if e.Delay < 0 || e.Delay > agentd.DefaultInitialBackoff {
+		t.Errorf("first retry delay = %v, want within [0, %v]", e.Delay, agentd.DefaultInitialBackoff)
+	}
+	if got := client.Stats().Retries; got != 1 {
+		t.Errorf("Stats().Retries = %d, want 1", got)
+	}
+}
+
+func TestWithoutRetrySurfacesTheResetToTheCaller(t *testing.T) {
+	ctx := testContext(t)
+	proxy := oneResetProxy(t)
+	client := agentd.NewClient(proxy.URL(), agentd.WithoutRetry())
+
+	_, err := client.ListAgents(ctx)
+	if err == nil {
+		t.Fatal("ListAgents through a reset with WithoutRetry succeeded, want the reset's error")
+	}
+	if code := connect.CodeOf(err); !slices.Contains(transportCodes, code) {
+		t.Errorf("ListAgents error %v (code %v), want a transport code %v", err, code, transportCodes)
+	}
+	if got := client.Stats().Retries; got != 0 {
+		t.Errorf("Stats().Retries = %d, want 0 with WithoutRetry", got)
+	}
+	if proxy.Resets() != 1 {
+		t.Errorf("proxy resets = %d, want 1", proxy.Resets())
+	}
+}
+
+func TestRetryIsNotMadeForAStatusTheServerSent(t *testing.T) {
+	ctx := testContext(t)
+	var rec retryRecorder
+	client := newClient(t, agentd.WithRetry(agentd.RetryPolicy{OnRetry: rec.record}))
+
+	_, err := client.GetSnapshot(ctx, "assistant", "no-such-snapshot")
+	assertCode(t, err, connect.CodeNotFound)
+	if events := rec.all(); len(events) != 0 {
+		t.Errorf("OnRetry events = %+v for NOT_FOUND, want none", events)
+	}
+	if got := client.Stats().Retries; got != 0 {
+		t.Errorf("Stats().Retries = %d after NOT_FOUND, want 0", got)
+	}
+}
+
+func TestRetryIsNotMadeAfterTheCallersCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(testContext(t))
+	var rec retryRecorder
+	client := newClient(t, agentd.WithRetry(agentd.RetryPolicy{OnRetry: rec.record}))
+	// A slow turn, cancelled by the caller while it runs.
+	conv := openChat(t, ctx, client, "assistant", agentd.ChatOptions{})
+	turn, err := conv.Send(ctx, slowInput(t, "cancel me", 2000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err = turn.Wait()
+	assertCode(t, err, connect.CodeCanceled)
+	if events := rec.all(); len(events) != 0 {
+		t.Errorf("OnRetry events = %+v after the caller's cancel, want none", events)
+	}
+}
+
+func TestRunRetriedThroughAResetStoresItsInputOnce(t *testing.T) {
+	ctx := testContext(t)
+	proxy := oneResetProxy(t)
+	client := agentd.NewClient(proxy.URL())
+
+	out, err := client.RunText(ctx, "assistant", agentd.ChatOptions{}, "run once")
+	if err != nil {
+		t.Fatalf("RunText through one reset: %v", err)
+	}
+	if client.Stats().Retries == 0 {
+		t.Fatalf("Stats().Retries = 0: the reset did not hit the Run")
+	}
+	if got := sessionInputs(t, ctx, out.GetSessionId()); !slices.Equal(got, []string{"run once"}) {
+		t.Errorf("session inputs = %q, want [\"run once\"] once", got)
+	}
+}
+
+func TestChatReconnectsAfterAResetAndDeliversEachTurnOnce(t *testing.T) {
+	ctx := testContext(t)
+	proxy := oneResetProxy(t)
+	client := agentd.NewClient(proxy.URL())
+	conv := openChat(t, ctx, client, "assistant", agentd.ChatOptions{})
+
+	first := runTurn(t, ctx, conv, "across a reset")
+	second := runTurn(t, ctx, conv, "after it")
+	if client.Stats().Retries == 0 || proxy.Resets() != 1 {
+		t.Fatalf("retries %d, resets %d: the reset did not hit the conversation", client.Stats().Retries, proxy.Resets())
+	}
+	if got := first.Text() + "|" + second.Text(); got != "echo: across a reset|echo: after it" {
+		t.Errorf("turn texts = %q, want each echo once", got)
+	}
+	if first.Index() != 0 || second.Index() != 1 {
+		t.Errorf("turn indexes = %d, %d, want 0, 1", first.Index(), second.Index())
+	}
+	if got := sessionInputs(t, ctx, conv.SessionID()); !slices.Equal(got, []string{"across a reset", "after it"}) {
+		t.Errorf("session inputs = %q, want each once, in order", got)
+	}
+}
+
+func TestRunWithTheCallersRequestIDTwiceRunsOnce(t *testing.T) {
+	ctx := testContext(t)
+	client := newClient(t)
+	input := agentd.TextInput("mine")
+	input.RequestId = agentd.NewRequestID()
+
+	first, err := client.Run(ctx, "assistant", agentd.ChatOptions{}, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := client.Run(ctx, "assistant", agentd.ChatOptions{}, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.GetSessionId() != second.GetSessionId() || first.GetSnapshotId() != second.GetSnapshotId() {
+		t.Errorf("second Run with request ID %s: session %s snapshot %s, want the first's %s %s",
+			input.RequestId, second.GetSessionId(), second.GetSnapshotId(), first.GetSessionId(), first.GetSnapshotId())
+	}
+}
+
+// sessionInputs reads the user inputs stored in session, through a direct
+// client.
+func sessionInputs(t *testing.T, ctx context.Context, session string) []string {
+	t.Helper()
+	snap, err := newClient(t).GetLatestSnapshot(ctx, "assistant", session)
+	if err != nil {
+		t.Fatalf("GetLatestSnapshot(%s): %v", session, err)
+	}
+	return userTexts(snap.GetState())
+}
