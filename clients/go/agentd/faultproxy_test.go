@@ -19,10 +19,11 @@ type faultProxy struct {
 	every  int64
 	limit  atomic.Int64 // faults stop after this many resets (0: never)
 	faults atomic.Bool
-	resets atomic.Int64
+	resetN atomic.Int64
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	resets map[net.Conn]func() // each live client connection's reset
 }
 
 // startFaultProxy listens on a free loopback port and forwards to target
@@ -34,7 +35,7 @@ func startFaultProxy(t *testing.T, target string, every int64) *faultProxy {
 	if err != nil {
 		t.Fatalf("fault proxy: listen: %v", err)
 	}
-	p := &faultProxy{ln: ln, target: target, every: every, conns: map[net.Conn]struct{}{}}
+	p := &faultProxy{ln: ln, target: target, every: every, conns: map[net.Conn]struct{}{}, resets: map[net.Conn]func(){}}
 	p.faults.Store(true)
 	go p.serve()
 	t.Cleanup(p.close)
@@ -45,7 +46,7 @@ func startFaultProxy(t *testing.T, target string, every int64) *faultProxy {
 func (p *faultProxy) URL() string { return "http://" + p.ln.Addr().String() }
 
 // Resets is the number of connections the proxy reset.
-func (p *faultProxy) Resets() int64 { return p.resets.Load() }
+func (p *faultProxy) Resets() int64 { return p.resetN.Load() }
 
 // SetFaults switches the resets on or off (connections are kept either way).
 func (p *faultProxy) SetFaults(on bool) { p.faults.Store(on) }
@@ -80,14 +81,35 @@ func (p *faultProxy) forward(client net.Conn) {
 	var once sync.Once
 	reset := func() {
 		once.Do(func() {
-			if n := p.resets.Add(1); n == p.limit.Load() {
+			if n := p.resetN.Add(1); n == p.limit.Load() {
 				p.faults.Store(false)
 			}
 			p.abort(client, upstream)
 		})
 	}
+	p.mu.Lock()
+	if p.resets != nil {
+		p.resets[client] = reset
+	}
+	p.mu.Unlock()
 	go p.pipe(upstream, client, budget, reset)
 	p.pipe(client, upstream, budget, reset)
+	p.mu.Lock()
+	delete(p.resets, client)
+	p.mu.Unlock()
+}
+
+// ResetAll resets every live client connection now (faults on or off).
+func (p *faultProxy) ResetAll() {
+	p.mu.Lock()
+	resets := make([]func(), 0, len(p.resets))
+	for _, reset := range p.resets {
+		resets = append(resets, reset)
+	}
+	p.mu.Unlock()
+	for _, reset := range resets {
+		reset()
+	}
 }
 
 // track registers the pair for close; it closes both and returns false once
@@ -154,5 +176,5 @@ func (p *faultProxy) close() {
 	for c := range p.conns {
 		_ = c.Close()
 	}
-	p.conns = nil
+	p.conns, p.resets = nil, nil
 }

@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/agentd-dev/agentd/clients/go/agentd"
+	agentdv1 "github.com/agentd-dev/agentd/gen/go/agentd/v1"
 )
 
 // retryRecorder collects the RetryEvents of a client's OnRetry hook.
@@ -202,4 +203,63 @@ func sessionInputs(t *testing.T, ctx context.Context, session string) []string {
 		t.Fatalf("GetLatestSnapshot(%s): %v", session, err)
 	}
 	return userTexts(snap.GetState())
+}
+
+func TestAttachReopensAfterAResetAndReadsEachChunkOnce(t *testing.T) {
+	ctx := testContext(t)
+	words := strings.Repeat("one two three four five six seven eight ", 3)
+	pending := detachSlowRun(t, ctx, newClient(t), words, 20).GetSnapshotId()
+	proxy := startFaultProxy(t, agentdAddr(t), 800) // cut after a few chunks, usually
+	proxy.LimitResets(1)
+	client := agentd.NewClient(proxy.URL())
+
+	run := client.Attach(ctx, "assistant", pending, 0)
+	defer run.Close()
+	var sequences []uint32
+	for chunk, err := range run.Chunks() {
+		if err != nil {
+			t.Fatalf("Attach through a reset: %v", err)
+		}
+		sequences = append(sequences, chunk.GetSequence())
+	}
+	out, err := run.Output()
+	if err != nil || out.GetFinishReason() != agentdv1.FinishReason_FINISH_REASON_STOP {
+		t.Fatalf("Attach output: %v, %v; want STOP", out.GetFinishReason(), err)
+	}
+	if proxy.Resets() != 1 || client.Stats().Retries == 0 {
+		t.Fatalf("resets %d, retries %d: the reset did not hit the attach", proxy.Resets(), client.Stats().Retries)
+	}
+	for i, seq := range sequences {
+		if seq != uint32(i+1) {
+			t.Fatalf("sequences %v, want 1, 2, 3, … each once", sequences)
+		}
+	}
+	if got := run.Text(); got != "echo: "+words {
+		t.Errorf("attached text = %q, want the whole echo once", got)
+	}
+}
+
+func TestWatchSnapshotReopensAfterAResetWithoutRepeatingAStatus(t *testing.T) {
+	ctx := testContext(t)
+	pending := detachSlowRun(t, ctx, newClient(t), "watch me through a reset", 150).GetSnapshotId()
+	proxy := startFaultProxy(t, agentdAddr(t), 1<<30)
+	client := agentd.NewClient(proxy.URL())
+
+	var statuses []agentdv1.SnapshotStatus
+	for status, err := range client.WatchSnapshot(ctx, "assistant", pending) {
+		if err != nil {
+			t.Fatalf("WatchSnapshot through a reset: %v (statuses so far %v)", err, statuses)
+		}
+		statuses = append(statuses, status)
+		if len(statuses) == 1 {
+			proxy.ResetAll() // the watch re-opens, and gets PENDING again first
+		}
+	}
+	if proxy.Resets() != 1 || client.Stats().Retries == 0 {
+		t.Fatalf("resets %d, retries %d: the reset did not hit the watch", proxy.Resets(), client.Stats().Retries)
+	}
+	want := []agentdv1.SnapshotStatus{agentdv1.SnapshotStatus_SNAPSHOT_STATUS_PENDING, agentdv1.SnapshotStatus_SNAPSHOT_STATUS_COMPLETED}
+	if !slices.Equal(statuses, want) {
+		t.Errorf("statuses = %v, want %v (each once)", statuses, want)
+	}
 }
