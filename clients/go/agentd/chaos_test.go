@@ -139,19 +139,22 @@ func TestChaosConversationsThroughResetsFailNoCallAndStoreEachInputOnce(t *testi
 	addr := agentdAddr(t)
 	proxy := startFaultProxy(t, addr, chaosResetEvery)
 
+	direct := runChaos(t, "http://"+addr, "direct")
 	proxy.SetFaults(false)
 	calm := runChaos(t, proxy.URL(), "calm")
 	proxy.SetFaults(true)
 	chaos := runChaos(t, proxy.URL(), "chaos")
 	resets := proxy.Resets()
 
-	t.Logf("without resets: %d turns, p50 %v, p99 %v, retries %d",
+	t.Logf("no proxy: %d turns, p50 %v, p99 %v, retries %d",
+		len(direct.turnTimes), percentile(direct.turnTimes, 50), percentile(direct.turnTimes, 99), direct.retries)
+	t.Logf("proxy without resets: %d turns, p50 %v, p99 %v, retries %d",
 		len(calm.turnTimes), percentile(calm.turnTimes, 50), percentile(calm.turnTimes, 99), calm.retries)
 	t.Logf("with resets every ~%d B: %d turns, %d resets, %d retries (%d OnRetry calls), p50 %v, p99 %v; %d turns' text cut (committed before the reset, answered by TurnEnd alone)",
 		chaosResetEvery, len(chaos.turnTimes), resets, chaos.retries, chaos.hooked,
 		percentile(chaos.turnTimes, 50), percentile(chaos.turnTimes, 99), chaos.partial.Load())
 
-	for _, f := range append(calm.failures, chaos.failures...) {
+	for _, f := range slices.Concat(direct.failures, calm.failures, chaos.failures) {
 		t.Errorf("failed call: %s", f)
 	}
 	if resets == 0 || chaos.retries == 0 {
@@ -162,13 +165,13 @@ func TestChaosConversationsThroughResetsFailNoCallAndStoreEachInputOnce(t *testi
 	}
 	// Every session's history, read directly (no proxy), holds each input
 	// exactly once, in order, and each input's TurnEnd names its place.
-	direct := newClient(t)
+	reader := newClient(t)
 	ctx := testContext(t)
 	for c, session := range chaos.sessions {
 		if session == "" {
 			continue // its failure is reported above
 		}
-		snap, err := direct.GetLatestSnapshot(ctx, "assistant", session)
+		snap, err := reader.GetLatestSnapshot(ctx, "assistant", session)
 		if err != nil {
 			t.Errorf("conversation %d: GetLatestSnapshot(%s): %v", c, session, err)
 			continue
