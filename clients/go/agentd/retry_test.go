@@ -263,3 +263,67 @@ func TestWatchSnapshotReopensAfterAResetWithoutRepeatingAStatus(t *testing.T) {
 		t.Errorf("statuses = %v, want %v (each once)", statuses, want)
 	}
 }
+
+// requestIDRecorder is an interceptor that records the request ID of every
+// Run and DeleteSession attempt the client sends.
+type requestIDRecorder struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (r *requestIDRecorder) interceptor() connect.Interceptor {
+	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			var id string
+			switch msg := req.Any().(type) {
+			case *agentdv1.RunRequest:
+				id = msg.GetInput().GetRequestId()
+			case *agentdv1.DeleteSessionRequest:
+				id = msg.GetRequestId()
+			}
+			r.mu.Lock()
+			r.ids = append(r.ids, id)
+			r.mu.Unlock()
+			return next(ctx, req)
+		}
+	})
+}
+
+func (r *requestIDRecorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ids)
+}
+
+func TestRetriedRunAndDeleteSessionResendTheirRequestID(t *testing.T) {
+	ctx := testContext(t)
+	session, err := newClient(t).RunText(ctx, "assistant", agentd.ChatOptions{}, "to delete")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		name string
+		do   func(*agentd.Client) error
+	}{
+		{"Run", func(c *agentd.Client) error {
+			_, err := c.RunText(ctx, "assistant", agentd.ChatOptions{}, "retried run")
+			return err
+		}},
+		{"DeleteSession", func(c *agentd.Client) error {
+			_, err := c.DeleteSession(ctx, session.GetSessionId())
+			return err
+		}},
+	} {
+		var rec requestIDRecorder
+		proxy := startFaultProxy(t, agentdAddr(t), 100) // cut in the first attempt
+		proxy.LimitResets(1)
+		client := agentd.NewClient(proxy.URL(), agentd.WithInterceptors(rec.interceptor()))
+		if err := call.do(client); err != nil {
+			t.Fatalf("%s through one reset: %v", call.name, err)
+		}
+		ids := rec.all()
+		if len(ids) < 2 || ids[0] == "" || slices.ContainsFunc(ids, func(id string) bool { return id != ids[0] }) {
+			t.Errorf("%s attempts carried request IDs %q, want two or more, all the same, none empty", call.name, ids)
+		}
+	}
+}
