@@ -10,6 +10,7 @@ const STORE_AGNOSTIC_E2E = [
   "test/e2e/background.test.ts",
   "test/e2e/busy-sessions.test.ts",
   "test/e2e/tenant-isolation.test.ts",
+  "test/e2e/exactly-once.test.ts",
 ];
 
 /**

@@ -43,6 +43,10 @@ export interface ServeConfig {
   maxSessionBytes: number;
   /** Idle time-to-live of new sessions (ms), when set. */
   sessionTtlMs?: number;
+  /** How many committed request IDs a session remembers (`--request-ids-kept`), when set. */
+  requestIdsKept?: number;
+  /** How long a committed request ID is remembered (ms, `--request-id-ttl`), when set. */
+  requestIdTtlMs?: number;
   /** Connection timeouts and caps given on the command line (unset = listener defaults). */
   connectionLimits?: Partial<ConnectionLimits>;
   /** How callers authenticate and what is served without credentials. */
@@ -127,6 +131,10 @@ Options:
                               with RESOURCE_EXHAUSTED (default ${DEFAULT_SESSION_SETTINGS.records.maxSessionBytes})
   --session-ttl <duration>    delete sessions idle this long, e.g. 30m, 7d (default: keep forever);
                               a call's init.ttl overrides it per session
+  --request-ids-kept <n>      how many request IDs of committed turns each session remembers
+                              to answer retries (the most recent ones; default 32)
+  --request-id-ttl <duration> how long a committed request ID is remembered, e.g. 1h, 7d
+                              (default 24h); a retry after that runs the input again
   --first-bytes-timeout-ms <n>
                               close a connection that has not sent enough bytes to pick its
                               protocol (HTTP/2 preface or HTTP/1.1) by then (default ${DEFAULT_CONNECTION_LIMITS.firstBytesTimeoutMs})
@@ -229,6 +237,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "busy-policy": { type: "string" },
         "max-session-bytes": { type: "string" },
         "session-ttl": { type: "string" },
+        "request-ids-kept": { type: "string" },
+        "request-id-ttl": { type: "string" },
         "cors-origin": { type: "string", multiple: true },
         "first-bytes-timeout-ms": { type: "string" },
         "headers-timeout-ms": { type: "string" },
@@ -341,6 +351,12 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
           : DEFAULT_SESSION_SETTINGS.records.maxSessionBytes,
       ...(Object.keys(connectionLimits).length > 0 ? { connectionLimits } : {}),
       ...(values["session-ttl"] !== undefined ? { sessionTtlMs: duration("session-ttl", values["session-ttl"]) } : {}),
+      ...(values["request-ids-kept"] !== undefined
+        ? { requestIdsKept: integer("request-ids-kept", values["request-ids-kept"], 1, 10_000) }
+        : {}),
+      ...(values["request-id-ttl"] !== undefined
+        ? { requestIdTtlMs: duration("request-id-ttl", values["request-id-ttl"]) }
+        : {}),
       security: securityConfig(values),
       ...(values.otel ? { otel: true } : {}),
       ...(values["metrics-port"] !== undefined

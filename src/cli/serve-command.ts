@@ -83,6 +83,10 @@ export async function startServe(
         busyPolicy: config.busyPolicy,
         maxSessionBytes: config.maxSessionBytes,
         ...(config.sessionTtlMs !== undefined ? { sessionTtlMs: config.sessionTtlMs } : {}),
+        requestWindow: {
+          ...(config.requestIdsKept !== undefined ? { kept: config.requestIdsKept } : {}),
+          ...(config.requestIdTtlMs !== undefined ? { ttlMs: config.requestIdTtlMs } : {}),
+        },
       },
       ...(config.instanceId !== undefined ? { instanceId: config.instanceId } : {}),
       // Off levels cost nothing: no per-turn event object is built for them.

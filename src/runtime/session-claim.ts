@@ -30,6 +30,7 @@ export const DEFAULT_CLAIM_SETTINGS: Readonly<ClaimSettings> = Object.freeze({
   refreshMs: 5_000,
   pollMs: 50,
   maxWaiters: 64,
+  requestWindow: DEFAULT_REQUEST_WINDOW,
 });
 
 /** Who claims a session. */

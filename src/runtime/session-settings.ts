@@ -3,6 +3,7 @@ import type { BusyPolicy } from "../types/session-state.js";
 import type { CheckpointPolicy } from "../../stores/ledger/checkpoint-policy.js";
 import { DEFAULT_CLAIM_SETTINGS, type ClaimSettings } from "./session-claim.js";
 import { DEFAULT_RECORD_SETTINGS, type RecordSettings } from "./turn-record.js";
+import { DEFAULT_REQUEST_WINDOW, validateRequestWindow, type RequestWindow } from "./request-ledger.js";
 
 /** How server-managed sessions are run: busy policy, leases, records and limits. */
 export interface SessionSettings {
@@ -48,6 +49,8 @@ export interface SessionSettingsOptions {
   maxSessionBytes?: number;
   maxQueuedInputs?: number;
   sessionTtlMs?: number;
+  /** Which committed request IDs a session remembers (`--request-ids-kept`, `--request-id-ttl`); see `RequestWindow`. */
+  requestWindow?: Partial<RequestWindow>;
 }
 
 /** The settings `options` asks for on top of the defaults; INVALID_ARGUMENT for a value out of range. */
@@ -55,7 +58,15 @@ export function sessionSettings(options: SessionSettingsOptions = {}): SessionSe
   const d = DEFAULT_SESSION_SETTINGS;
   const settings: SessionSettings = {
     busyPolicy: options.busyPolicy ?? d.busyPolicy,
-    claims: { ...d.claims, ...options.claims },
+    claims: {
+      ...d.claims,
+      ...options.claims,
+      requestWindow: validateRequestWindow({
+        ...DEFAULT_REQUEST_WINDOW,
+        ...options.claims?.requestWindow,
+        ...options.requestWindow,
+      }),
+    },
     records: {
       checkpoints: { ...d.records.checkpoints, ...options.checkpoints },
       maxSessionBytes: options.maxSessionBytes ?? d.records.maxSessionBytes,

@@ -7,6 +7,7 @@ import { describeLeasedHeads } from "./conformance-leased-heads.js";
 import { describeLifecycle } from "./conformance-lifecycle.js";
 import { describeListing } from "./conformance-listing.js";
 import { describeRecords } from "./conformance-records.js";
+import { describeRequests } from "./conformance-requests.js";
 import { describeStatus } from "./conformance-status.js";
 import { describeWriters } from "./conformance-writers.js";
 import { describeOwnership } from "./ownership-conformance.js";
@@ -80,6 +81,7 @@ export function runStoreConformance(
 
     describeOwnership(fresh);
     describeCommit(fresh);
+    describeRequests(fresh);
     describeChains(fresh);
     describeRecords(fresh);
     describeStatus(fresh);
