@@ -112,6 +112,20 @@ func TestRetryIsNotMadeForAStatusTheServerSent(t *testing.T) {
 	}
 }
 
+func TestRetryIsNotMadeForAMalformedRequestID(t *testing.T) {
+	ctx := testContext(t)
+	var rec retryRecorder
+	client := newClient(t, agentd.WithRetry(agentd.RetryPolicy{OnRetry: rec.record}))
+	input := agentd.TextInput("hi")
+	input.RequestId = "not a valid id!"
+
+	_, err := client.Run(ctx, "assistant", agentd.ChatOptions{}, input)
+	assertCode(t, err, connect.CodeInvalidArgument)
+	if events := rec.all(); len(events) != 0 {
+		t.Errorf("OnRetry events = %+v for INVALID_ARGUMENT, want none", events)
+	}
+}
+
 func TestRetryIsNotMadeAfterTheCallersCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(testContext(t))
 	var rec retryRecorder
