@@ -53,8 +53,9 @@ type Conversation struct {
 	detach        *agentdv1.AgentInput // the detach input sent, if any
 	requestClosed bool
 
-	recvMu  sync.Mutex // held while reading one response from the stream
-	attempt int        // Chat attempts since the last progress; guarded by recvMu
+	recvMu   sync.Mutex // held while reading one response from the stream
+	attempt  int        // Chat attempts since the last progress; guarded by recvMu
+	reopened bool       // the stream was reopened and made no progress yet; guarded by recvMu
 
 	mu         sync.Mutex // guards the fields below and every Turn's fields
 	turns      []*Turn    // sent turns whose TurnEnd has not arrived, oldest first

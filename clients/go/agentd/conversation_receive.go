@@ -70,7 +70,7 @@ func (c *Conversation) dispatch(chunk *agentdv1.AgentStreamChunk) {
 	if end != nil && end.GetSnapshotId() != "" && end.GetSessionId() != "" {
 		c.resumeID = end.GetSessionId()
 	}
-	c.attempt = 1 // progress: a chunk delivered, or a TurnEnd
+	c.attempt, c.reopened = 1, false // progress: a chunk delivered, or a TurnEnd
 	if len(c.turns) == 0 {
 		return
 	}

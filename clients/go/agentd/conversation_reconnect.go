@@ -1,6 +1,8 @@
 package agentd
 
 import (
+	"connectrpc.com/connect"
+
 	agentdv1 "github.com/agentd-dev/agentd/gen/go/agentd/v1"
 )
 
@@ -19,14 +21,21 @@ func (e streamEndedError) Is(target error) bool { return target == errStreamEnde
 // every input whose TurnEnd has not arrived; its own failure surfaces from
 // its next Receive, which reconnects again while attempts remain. recvMu
 // must be held.
+//
+// A reopened stream that fails with connect.CodeAborted before making
+// progress is retried too: the session is most likely still held by the
+// server's invocation of the broken stream, which ends as soon as the server
+// notices the broken connection (nothing ran: the busy check comes first).
 func (c *Conversation) reconnect(err error) bool {
 	c.mu.Lock()
 	unstored := c.unstored
 	c.mu.Unlock()
-	if unstored || !c.client.retry.wait(c.ctx, "Chat", c.attempt, err) {
+	ownHolder := c.reopened && connect.CodeOf(err) == connect.CodeAborted
+	if unstored || !(retryable(c.ctx, err) || ownHolder) || !c.client.retry.pause(c.ctx, "Chat", c.attempt, err) {
 		return false
 	}
 	c.attempt++
+	c.reopened = true
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	_ = c.stream.CloseRequest()

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // faultProxy is a loopback TCP proxy in front of an agentd server that resets
@@ -18,6 +19,7 @@ type faultProxy struct {
 	target string
 	every  int64
 	limit  atomic.Int64 // faults stop after this many resets (0: never)
+	hold   atomic.Int64 // how long a reset leaves the upstream connection open (ns)
 	faults atomic.Bool
 	resetN atomic.Int64
 
@@ -51,6 +53,11 @@ func (p *faultProxy) Resets() int64 { return p.resetN.Load() }
 // SetFaults switches the resets on or off (connections are kept either way).
 func (p *faultProxy) SetFaults(on bool) { p.faults.Store(on) }
 
+// HoldUpstream makes each reset leave the server's side of the connection
+// open for d, as a load balancer that resets the client does: the server
+// notices the drop only then.
+func (p *faultProxy) HoldUpstream(d time.Duration) { p.hold.Store(int64(d)) }
+
 // LimitResets switches the faults off after n resets in all.
 func (p *faultProxy) LimitResets(n int64) { p.limit.Store(n) }
 
@@ -78,22 +85,30 @@ func (p *faultProxy) forward(client net.Conn) {
 	}
 	budget := &atomic.Int64{}
 	budget.Store(p.every/2 + rand.Int64N(p.every+1))
-	var once sync.Once
+	var upOnce, once sync.Once
+	closeUpstream := func(after time.Duration) {
+		upOnce.Do(func() { time.AfterFunc(after, func() { _ = upstream.Close() }) })
+	}
 	reset := func() {
 		once.Do(func() {
 			if n := p.resetN.Add(1); n == p.limit.Load() {
 				p.faults.Store(false)
 			}
-			p.abort(client, upstream)
+			closeUpstream(time.Duration(p.hold.Load()))
+			p.abort(client)
 		})
+	}
+	end := func() {
+		_ = client.Close()
+		closeUpstream(0)
 	}
 	p.mu.Lock()
 	if p.resets != nil {
 		p.resets[client] = reset
 	}
 	p.mu.Unlock()
-	go p.pipe(upstream, client, budget, reset)
-	p.pipe(client, upstream, budget, reset)
+	go p.pipe(upstream, client, budget, reset, end)
+	p.pipe(client, upstream, budget, reset, end)
 	p.mu.Lock()
 	delete(p.resets, client)
 	p.mu.Unlock()
@@ -132,7 +147,7 @@ func (p *faultProxy) track(conns ...net.Conn) bool {
 // pipe copies src to dst. While faults are on, each read is charged to the
 // shared budget; the read that exhausts it is forwarded only up to the budget
 // and the connection is reset (mid-frame, usually).
-func (p *faultProxy) pipe(src, dst net.Conn, budget *atomic.Int64, reset func()) {
+func (p *faultProxy) pipe(src, dst net.Conn, budget *atomic.Int64, reset, end func()) {
 	buf := make([]byte, 4096)
 	for {
 		n, err := src.Read(buf)
@@ -154,18 +169,15 @@ func (p *faultProxy) pipe(src, dst net.Conn, budget *atomic.Int64, reset func())
 			break // io.EOF or a closed connection
 		}
 	}
-	// A clean end or an error on one side ends both.
-	_ = src.Close()
-	_ = dst.Close()
+	end() // a clean end or an error on one side ends both
 }
 
-// abort resets the client connection (RST) and closes the upstream one.
-func (p *faultProxy) abort(client, upstream net.Conn) {
+// abort resets the client connection (RST).
+func (p *faultProxy) abort(client net.Conn) {
 	if tcp, ok := client.(*net.TCPConn); ok {
 		_ = tcp.SetLinger(0)
 	}
 	_ = client.Close()
-	_ = upstream.Close()
 }
 
 // close stops the listener and closes every connection.

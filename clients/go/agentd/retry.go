@@ -126,7 +126,13 @@ func retryCall[T any](ctx context.Context, r *retrier, procedure string, fn func
 // the error is not retried, the attempts are spent, or the delay would end
 // past ctx's deadline.
 func (r *retrier) wait(ctx context.Context, procedure string, attempt int, err error) bool {
-	if attempt >= r.policy.MaxAttempts || !retryable(ctx, err) {
+	return retryable(ctx, err) && r.pause(ctx, procedure, attempt, err)
+}
+
+// pause is wait for an error the caller found retryable: it checks the
+// attempts and the deadline, reports the retry and sleeps its backoff.
+func (r *retrier) pause(ctx context.Context, procedure string, attempt int, err error) bool {
+	if attempt >= r.policy.MaxAttempts || ctx.Err() != nil {
 		return false
 	}
 	delay := r.backoff(attempt - 1)

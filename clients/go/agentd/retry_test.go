@@ -188,6 +188,34 @@ func TestChatReconnectsAfterAResetAndDeliversEachTurnOnce(t *testing.T) {
 	}
 }
 
+func TestChatReconnectWaitsOutItsOwnStaleInvocationOnTheSession(t *testing.T) {
+	ctx := testContext(t)
+	proxy := startFaultProxy(t, agentdAddr(t), 1<<30)
+	proxy.HoldUpstream(300 * time.Millisecond) // the server sees the drop late
+	var rec retryRecorder
+	client := agentd.NewClient(proxy.URL(), agentd.WithRetry(agentd.RetryPolicy{
+		MaxAttempts: 10, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, OnRetry: rec.record,
+	}))
+	conv := openChat(t, ctx, client, "assistant", agentd.ChatOptions{})
+	runTurn(t, ctx, conv, "before")
+
+	proxy.ResetAll() // between turns: the old invocation still holds the session
+	after := runTurn(t, ctx, conv, "after")
+	if got := after.Text(); got != "echo: after" {
+		t.Errorf("turn text = %q, want the echo", got)
+	}
+	codes := map[connect.Code]bool{}
+	for _, e := range rec.all() {
+		codes[e.Code] = true
+	}
+	if !codes[connect.CodeAborted] {
+		t.Fatalf("retried codes %v: the reconnect never met the stale invocation (ABORTED)", codes)
+	}
+	if got := sessionInputs(t, ctx, conv.SessionID()); !slices.Equal(got, []string{"before", "after"}) {
+		t.Errorf("session inputs = %q, want each once, in order", got)
+	}
+}
+
 func TestRunWithTheCallersRequestIDTwiceRunsOnce(t *testing.T) {
 	ctx := testContext(t)
 	client := newClient(t)
