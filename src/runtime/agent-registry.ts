@@ -69,6 +69,7 @@ export class AgentRegistry {
       storeOf: (agent) => this.agents.get(agent)?.store,
       stores: () => this.stores(),
       liveness: this.liveness,
+      ...(this.sessions.claims.requestWindow ? { requestWindow: this.sessions.claims.requestWindow } : {}),
     });
   }
 

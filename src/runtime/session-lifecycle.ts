@@ -11,6 +11,8 @@ import type {
 } from "../../stores/snapshot-store.js";
 import { validateLabels } from "../../stores/session-labels.js";
 import { LocalClaims } from "./local-claims.js";
+import { DeleteReceipts } from "./delete-receipts.js";
+import { validRequestId, type RequestWindow } from "./request-ledger.js";
 import { ownerOf, ownsSession, sessionNotFound } from "./session-lookup.js";
 import { validateTtl } from "./session-settings.js";
 import { abortIfPending } from "./snapshot-access.js";
@@ -42,6 +44,8 @@ export interface SessionLifecycleOptions {
   /** All distinct stores in use. */
   stores: () => SessionStore[];
   liveness: LivenessSettings;
+  /** How long a DeleteSession request ID is remembered (default: `DEFAULT_REQUEST_WINDOW`). */
+  requestWindow?: RequestWindow;
 }
 
 const MAX_ATTEMPTS = 100;
@@ -57,7 +61,11 @@ function unsupported(what: string): AgentError {
  * is NOT_FOUND (and is never listed).
  */
 export class SessionLifecycle {
-  constructor(private readonly o: SessionLifecycleOptions) {}
+  private readonly deletes: DeleteReceipts;
+
+  constructor(private readonly o: SessionLifecycleOptions) {
+    this.deletes = new DeleteReceipts(o.requestWindow);
+  }
 
   /** The caller's sessions, newest-updated first. */
   async list(
@@ -114,9 +122,22 @@ export class SessionLifecycle {
    * local one is told at once; one elsewhere fails its next commit), pending
    * background snapshots are aborted — then removes the session and every
    * snapshot of it. Resolves false when there was nothing of the caller's to
-   * delete (idempotent).
+   * delete (idempotent). With `requestId` (validated: INVALID_ARGUMENT), a
+   * retry of the call answers as the first did, within the request-ID window
+   * and on this instance (see {@link DeleteReceipts}).
    */
-  async delete(sessionId: string, ctx?: StoreCallContext): Promise<boolean> {
+  async delete(sessionId: string, ctx?: StoreCallContext, requestId?: string): Promise<boolean> {
+    const id = validRequestId(requestId, "request_id");
+    if (!id) return this.deleteNow(sessionId, ctx);
+    const owner = ownerOf(ctx);
+    const answered = this.deletes.answered(owner, id, sessionId);
+    if (answered !== undefined) return answered;
+    const deleted = await this.deleteNow(sessionId, ctx);
+    this.deletes.record(owner, id, sessionId, deleted);
+    return deleted;
+  }
+
+  private async deleteNow(sessionId: string, ctx?: StoreCallContext): Promise<boolean> {
     let found: { store: SessionStore; head: SessionHead };
     try {
       found = await this.find(sessionId, ctx);

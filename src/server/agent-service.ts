@@ -178,7 +178,11 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
 
       async deleteSession(request, ctx) {
         annotateCall(ctx, { sessionId: request.sessionId });
-        const deleted = await registry.lifecycle.delete(request.sessionId, callerOf(ctx).storeContext);
+        const deleted = await registry.lifecycle.delete(
+          request.sessionId,
+          callerOf(ctx).storeContext,
+          optionalString(request.requestId),
+        );
         return create(DeleteSessionResponseSchema, { deleted });
       },
 

@@ -209,3 +209,60 @@ describe("the request-ID window (--request-ids-kept)", () => {
     }
   });
 });
+
+describe("retried session calls", () => {
+  const agentd = useAgentd({ args: ["test/fixtures/retry-agents.ts"] });
+
+  async function newSession(): Promise<string> {
+    const { output } = await agentd.client.run({ init: { agent: AGENT }, input: textInput("hello") });
+    return output!.sessionId;
+  }
+
+  it("a DeleteSession retried with its request ID answers deleted: true again", async () => {
+    const sessionId = await newSession();
+    const requestId = randomUUID();
+    const first = await agentd.client.deleteSession({ sessionId, requestId });
+    const retry = await agentd.client.deleteSession({ sessionId, requestId });
+    const fresh = await agentd.client.deleteSession({ sessionId, requestId: randomUUID() });
+    expect(first.deleted).toBe(true);
+    expect(retry.deleted).toBe(true);
+    expect(fresh.deleted).toBe(false); // a new call (new request ID) finds nothing to delete
+    expect(await codeOf(agentd.client.getSession({ sessionId }))).toBe(Code.NotFound);
+  });
+
+  it("a DeleteSession request ID reused for another session is INVALID_ARGUMENT", async () => {
+    const [one, two] = [await newSession(), await newSession()];
+    const requestId = randomUUID();
+    await agentd.client.deleteSession({ sessionId: one, requestId });
+    const err = await agentd.client.deleteSession({ sessionId: two, requestId }).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(err?.code).toBe(Code.InvalidArgument);
+    expect(err?.rawMessage).toContain("was already used to delete another session");
+    expect((await agentd.client.getSession({ sessionId: two })).session?.sessionId).toBe(two);
+  });
+
+  it("a malformed DeleteSession request_id is INVALID_ARGUMENT and deletes nothing", async () => {
+    const sessionId = await newSession();
+    const err = await agentd.client.deleteSession({ sessionId, requestId: "no spaces" }).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(err?.code).toBe(Code.InvalidArgument);
+    expect(err?.rawMessage).toContain("request_id must be at most 64 characters");
+    expect((await agentd.client.getSession({ sessionId })).session?.sessionId).toBe(sessionId);
+  });
+
+  it("an UpdateSession retried leaves the session as the first call did (labels, ttl, turns)", async () => {
+    const sessionId = await newSession();
+    const update = { sessionId, setLabels: { team: "a" }, removeLabels: ["none"], ttl: { seconds: 3600n } };
+    const first = (await agentd.client.updateSession(update)).session!;
+    const retry = (await agentd.client.updateSession(update)).session!;
+    const { updatedAt: _a, expiresAt: _b, ...firstRest } = first;
+    const { updatedAt: _c, expiresAt: _d, ...retryRest } = retry;
+    expect(retryRest).toEqual(firstRest);
+    expect(retry.labels).toEqual({ team: "a" });
+    expect(retry.turnCount).toBe(1);
+  });
+});
