@@ -139,6 +139,7 @@ func TestChaosConversationsThroughResetsFailNoCallAndStoreEachInputOnce(t *testi
 	addr := agentdAddr(t)
 	proxy := startFaultProxy(t, addr, chaosResetEvery)
 
+	warmup := runChaos(t, "http://"+addr, "warmup") // JIT and connections warm: not measured
 	direct := runChaos(t, "http://"+addr, "direct")
 	proxy.SetFaults(false)
 	calm := runChaos(t, proxy.URL(), "calm")
@@ -154,7 +155,7 @@ func TestChaosConversationsThroughResetsFailNoCallAndStoreEachInputOnce(t *testi
 		chaosResetEvery, len(chaos.turnTimes), resets, chaos.retries, chaos.hooked,
 		percentile(chaos.turnTimes, 50), percentile(chaos.turnTimes, 99), chaos.partial.Load())
 
-	for _, f := range slices.Concat(direct.failures, calm.failures, chaos.failures) {
+	for _, f := range slices.Concat(warmup.failures, direct.failures, calm.failures, chaos.failures) {
 		t.Errorf("failed call: %s", f)
 	}
 	if resets == 0 || chaos.retries == 0 {
