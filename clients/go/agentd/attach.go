@@ -25,8 +25,13 @@ import (
 // Chunks still yields every chunk, the marker included (callers keeping their
 // own record drop what it supersedes), and LastSequence counts them all.
 type AttachedRun struct {
-	stream *connect.ServerStreamForClient[agentdv1.AttachInvocationResponse]
-	cancel context.CancelFunc
+	client     *Client
+	ctx        context.Context // the run's context, cancelled by Close
+	agent      string
+	snapshotID string
+	stream     *connect.ServerStreamForClient[agentdv1.AttachInvocationResponse]
+	cancel     context.CancelFunc
+	attempt    int // attempts since the last chunk; guarded by recvMu
 
 	recvMu sync.Mutex // held while reading one response from the stream
 
@@ -56,17 +61,36 @@ type AttachedRun struct {
 // (the work stopped sending heartbeats before it ended: it reads as expired).
 func (c *Client) Attach(ctx context.Context, agent, snapshotID string, afterSequence uint32) *AttachedRun {
 	ctx, cancel := context.WithCancel(ctx)
-	run := &AttachedRun{cancel: cancel, last: afterSequence}
-	stream, err := c.rpc.AttachInvocation(ctx, connect.NewRequest(&agentdv1.AttachInvocationRequest{
-		Agent: agent, SnapshotId: snapshotID, AfterSequence: afterSequence,
-	}))
-	if err != nil {
-		cancel()
-		run.err, run.done = err, true
-		return run
+	run := &AttachedRun{client: c, ctx: ctx, agent: agent, snapshotID: snapshotID, cancel: cancel, last: afterSequence, attempt: 1}
+	if err := run.open(); err != nil && !run.reopen(err) {
+		run.finish(nil, err)
 	}
-	run.stream = stream
 	return run
+}
+
+// open opens the stream from the last sequence read.
+func (r *AttachedRun) open() error {
+	stream, err := r.client.rpc.AttachInvocation(r.ctx, connect.NewRequest(&agentdv1.AttachInvocationRequest{
+		Agent: r.agent, SnapshotId: r.snapshotID, AfterSequence: r.last,
+	}))
+	r.stream = stream
+	return err
+}
+
+// reopen retries a stream that failed with err, if the retry policy allows,
+// until one opens: it reports whether one did. A reopened stream continues
+// after the last sequence read, so no chunk is read twice.
+func (r *AttachedRun) reopen(err error) bool {
+	for r.client.retry.wait(r.ctx, "AttachInvocation", r.attempt, err) {
+		r.attempt++
+		if r.stream != nil {
+			_ = r.stream.Close()
+		}
+		if err = r.open(); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Chunks iterates over the chunks not read yet, in sequence order (model
@@ -166,9 +190,29 @@ func (r *AttachedRun) next() (*agentdv1.AgentStreamChunk, error) {
 	if done {
 		return nil, err
 	}
+	for {
+		chunk, err := r.receive()
+		if err == nil {
+			return chunk, nil
+		}
+		if !r.reopen(err) {
+			if errors.Is(err, errStreamEnded) {
+				err = connect.NewError(connect.CodeDataLoss, errors.New("agentd: the AttachInvocation stream ended without an output"))
+			}
+			r.finish(nil, err)
+			return nil, err
+		}
+	}
+}
+
+// receive reads one response from the stream: a chunk, or (nil, nil) once
+// the output arrived, or the stream's error (errStreamEnded when it ended
+// without an output).
+func (r *AttachedRun) receive() (*agentdv1.AgentStreamChunk, error) {
 	for r.stream.Receive() {
 		msg := r.stream.Msg()
 		if chunk := msg.GetChunk(); chunk != nil {
+			r.attempt = 1
 			r.mu.Lock()
 			if seq := chunk.GetSequence(); seq != 0 {
 				r.last = seq
@@ -201,17 +245,17 @@ func (r *AttachedRun) next() (*agentdv1.AgentStreamChunk, error) {
 			return nil, nil
 		}
 	}
-	err = r.stream.Err()
-	if err == nil {
-		err = connect.NewError(connect.CodeDataLoss, errors.New("agentd: the AttachInvocation stream ended without an output"))
+	if err := r.stream.Err(); err != nil {
+		return nil, err
 	}
-	r.finish(nil, err)
-	return nil, err
+	return nil, errStreamEnded
 }
 
 // finish records the end of the run and releases the stream.
 func (r *AttachedRun) finish(out *agentdv1.AgentOutput, err error) {
-	_ = r.stream.Close()
+	if r.stream != nil {
+		_ = r.stream.Close()
+	}
 	r.cancel()
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -16,7 +16,8 @@ import (
 // Client talks to one agentd server. It is safe for concurrent use; each Chat
 // opens its own stream.
 type Client struct {
-	rpc agentdv1connect.AgentServiceClient
+	rpc   agentdv1connect.AgentServiceClient
+	retry *retrier
 }
 
 // NewClient returns a client for the agentd server at baseURL (for example
@@ -27,6 +28,10 @@ type Client struct {
 // WithGRPCWeb and WithHTTPClient, and WithBearerToken, WithTokenSource and
 // WithTLS for authentication and TLS settings. It does not connect until the
 // first call.
+//
+// The client retries what may not have happened (see RetryPolicy): on by
+// default, set with WithRetry, off with WithoutRetry. Every input it sends
+// carries a request ID, so a retried turn runs at most once.
 func NewClient(baseURL string, opts ...Option) *Client {
 	cfg := clientConfig{protocol: connect.WithGRPC()}
 	for _, opt := range opts {
@@ -50,12 +55,19 @@ func NewClient(baseURL string, opts ...Option) *Client {
 		copts = append(copts, connect.WithInterceptors(tokenInterceptor{cfg.token}))
 	}
 	copts = append(copts, cfg.extra...)
-	return &Client{rpc: agentdv1connect.NewAgentServiceClient(cfg.httpClient, baseURL, copts...)}
+	return &Client{
+		rpc:   agentdv1connect.NewAgentServiceClient(cfg.httpClient, baseURL, copts...),
+		retry: newRetrier(cfg.retry),
+	}
 }
 
 // Service returns the generated connect-go client underneath, for calls the
-// helpers do not cover.
+// helpers do not cover. Its calls are not retried and get no request ID.
 func (c *Client) Service() agentdv1connect.AgentServiceClient { return c.rpc }
+
+// Stats returns what the client did so far: the retries made by all its
+// calls and conversations.
+func (c *Client) Stats() Stats { return Stats{Retries: c.retry.retries.Load()} }
 
 // ChatOptions chooses the conversation a Chat, Run or RunText continues. The
 // sources compete: for a server-managed agent set SessionID (resume the
@@ -117,7 +129,9 @@ func (o ChatOptions) init(agent string) *agentdv1.AgentInit {
 
 // ListAgents describes every agent the server serves.
 func (c *Client) ListAgents(ctx context.Context) ([]*agentdv1.AgentInfo, error) {
-	res, err := c.rpc.ListAgents(ctx, connect.NewRequest(&agentdv1.ListAgentsRequest{}))
+	res, err := retryCall(ctx, c.retry, "ListAgents", func(ctx context.Context) (*connect.Response[agentdv1.ListAgentsResponse], error) {
+		return c.rpc.ListAgents(ctx, connect.NewRequest(&agentdv1.ListAgentsRequest{}))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -127,8 +141,16 @@ func (c *Client) ListAgents(ctx context.Context) ([]*agentdv1.AgentInfo, error) 
 // Run runs one turn of agent on input, continuing the conversation chosen by
 // opts, and returns its output. An in-band turn failure is not an error: it
 // returns an output with FinishReason FINISH_REASON_FAILED and Error set.
+//
+// The input carries a request ID (input.RequestId, or a new one on a copy),
+// and a failed attempt that may be retried (see RetryPolicy) is sent again
+// with it: the server runs the turn at most once and answers a retry of a
+// committed turn with the same output, on the same session.
 func (c *Client) Run(ctx context.Context, agent string, opts ChatOptions, input *agentdv1.AgentInput) (*agentdv1.AgentOutput, error) {
-	res, err := c.rpc.Run(ctx, connect.NewRequest(&agentdv1.RunRequest{Init: opts.init(agent), Input: input}))
+	req := &agentdv1.RunRequest{Init: opts.init(agent), Input: withRequestID(input)}
+	res, err := retryCall(ctx, c.retry, "Run", func(ctx context.Context) (*connect.Response[agentdv1.RunResponse], error) {
+		return c.rpc.Run(ctx, connect.NewRequest(req))
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -27,17 +27,35 @@ var ErrTurnNotEnded = errors.New("agentd: the conversation ended before this tur
 // does not match the agent, ...) are *connect.Error values that surface from
 // the first call that reads the stream: Turn.Chunks, Turn.Wait, Output or
 // Detach (or Send, once the server has closed the stream).
+//
+// A stream that breaks in a way that may be retried (see RetryPolicy) is
+// reopened: the new stream resumes the session by its ID once a TurnEnd (or
+// the output) named it, else it re-sends the original ChatOptions; then every
+// input whose TurnEnd has not arrived is re-sent, in order, with its request
+// ID, so the server runs each at most once (a committed one answers with its
+// TurnEnd). The chunks of a re-sent turn already delivered are dropped, so
+// each turn's chunks and TurnEnd are delivered once. A conversation of a
+// client-managed agent (no snapshots) is not reopened once a turn ended:
+// its state lives only in the stream.
 type Conversation struct {
+	client *Client
 	agent  string
-	stream *connect.BidiStreamForClient[agentdv1.ChatRequest, agentdv1.ChatResponse]
+	ctx    context.Context // the conversation's own context: cancel cancels it
 	cancel context.CancelFunc
 	custom customState
 
+	// stream is replaced by a reconnect, which holds sendMu and recvMu.
+	stream *connect.BidiStreamForClient[agentdv1.ChatRequest, agentdv1.ChatResponse]
+
 	sendMu        sync.Mutex
-	init          *agentdv1.AgentInit // sent with the first request, then nil
+	firstInit     *agentdv1.AgentInit  // the init of ChatOptions
+	init          *agentdv1.AgentInit  // sent with the next request on the stream, then nil
+	detach        *agentdv1.AgentInput // the detach input sent, if any
 	requestClosed bool
 
-	recvMu sync.Mutex // held while reading one response from the stream
+	recvMu   sync.Mutex // held while reading one response from the stream
+	attempt  int        // Chat attempts since the last progress; guarded by recvMu
+	reopened bool       // the stream was reopened and made no progress yet; guarded by recvMu
 
 	mu         sync.Mutex // guards the fields below and every Turn's fields
 	turns      []*Turn    // sent turns whose TurnEnd has not arrived, oldest first
@@ -47,6 +65,8 @@ type Conversation struct {
 	sessionID  string
 	snapshotID string
 	state      *agentdv1.SessionState
+	resumeID   string // the session a reconnect resumes, once the server named it
+	unstored   bool   // a TurnEnd without a snapshot arrived: client-managed
 }
 
 // Chat opens a conversation with agent, continuing the conversation chosen by
@@ -55,8 +75,10 @@ type Conversation struct {
 // when done so the stream is released.
 func (c *Client) Chat(ctx context.Context, agent string, opts ChatOptions) (*Conversation, error) {
 	conv := &Conversation{
+		client:     c,
 		agent:      agent,
 		init:       opts.init(agent),
+		attempt:    1,
 		sessionID:  opts.SessionID,
 		snapshotID: opts.SnapshotID,
 		state:      opts.State,
@@ -69,9 +91,9 @@ func (c *Client) Chat(ctx context.Context, agent string, opts ChatOptions) (*Con
 			conv.sessionID = opts.State.GetSessionId()
 		}
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	conv.cancel = cancel
-	conv.stream = c.rpc.Chat(sctx)
+	conv.firstInit = conv.init
+	conv.ctx, conv.cancel = context.WithCancel(ctx)
+	conv.stream = c.rpc.Chat(conv.ctx)
 	return conv, nil
 }
 
@@ -136,6 +158,10 @@ func (c *Conversation) SendText(ctx context.Context, text string) (*Turn, error)
 // cancelled before the turn ends, the whole conversation is cancelled (a
 // stream cannot be interrupted per turn). Sending after Output or Detach
 // fails with connect.CodeFailedPrecondition.
+//
+// The input is sent with a request ID: input.RequestId, or a new one on a
+// copy of input. With retries on, an input whose send fails on a broken
+// stream is re-sent by the reconnect; its Turn reports the outcome.
 func (c *Conversation) Send(ctx context.Context, input *agentdv1.AgentInput) (*Turn, error) {
 	if err := ctx.Err(); err != nil {
 		code := connect.CodeCanceled
@@ -144,12 +170,13 @@ func (c *Conversation) Send(ctx context.Context, input *agentdv1.AgentInput) (*T
 		}
 		return nil, connect.NewError(code, err)
 	}
+	input = withRequestID(input)
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	if c.requestClosed {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("agentd: cannot Send after Output or Detach; open a new conversation with Chat"))
 	}
-	t := &Turn{conv: c}
+	t := &Turn{conv: c, input: input}
 	c.mu.Lock()
 	if c.finished {
 		err := c.endedErrLocked()
@@ -163,16 +190,26 @@ func (c *Conversation) Send(ctx context.Context, input *agentdv1.AgentInput) (*T
 	c.turns = append(c.turns, t)
 	c.mu.Unlock()
 
-	err := c.stream.Send(&agentdv1.ChatRequest{Init: c.init, Input: input})
-	if err != nil {
-		c.mu.Lock()
-		c.removeTurnLocked(t)
-		c.mu.Unlock()
-		t.stop()
-		return nil, c.sendError(err)
+	err := c.sendLocked(input)
+	if err == nil || (c.client.retry.enabled() && (errors.Is(err, io.EOF) || retryable(c.ctx, err))) {
+		// A broken stream fails the next Receive, whose reconnect re-sends t.
+		return t, nil
+	}
+	c.mu.Lock()
+	c.removeTurnLocked(t)
+	c.mu.Unlock()
+	t.stop()
+	return nil, c.sendError(err)
+}
+
+// sendLocked sends input on the stream, with the init if it was not sent
+// yet; sendMu must be held.
+func (c *Conversation) sendLocked(input *agentdv1.AgentInput) error {
+	if err := c.stream.Send(&agentdv1.ChatRequest{Init: c.init, Input: input}); err != nil {
+		return err
 	}
 	c.init = nil
-	return t, nil
+	return nil
 }
 
 // Detach asks the server to carry on with the remaining work in the
@@ -198,11 +235,12 @@ func (c *Conversation) Detach(ctx context.Context) (*agentdv1.AgentOutput, error
 		return nil, err
 	}
 	c.mu.Unlock()
-	err := c.stream.Send(&agentdv1.ChatRequest{Init: c.init, Input: &agentdv1.AgentInput{Detach: true}})
+	c.detach = withRequestID(&agentdv1.AgentInput{Detach: true})
+	err := c.sendLocked(c.detach)
 	c.init = nil
 	c.closeRequestLocked()
 	c.sendMu.Unlock()
-	if err != nil && !errors.Is(err, io.EOF) {
+	if err != nil && !errors.Is(err, io.EOF) && !(c.client.retry.enabled() && retryable(c.ctx, err)) {
 		c.cancel()
 		return nil, err
 	}
@@ -285,95 +323,6 @@ func (c *Conversation) endedErrLocked() error {
 		return c.err
 	}
 	return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("agentd: the conversation already ended (finish reason %s); open a new one with Chat", c.output.GetFinishReason()))
-}
-
-// receive reads and dispatches one response, unless the conversation has
-// finished. Only one goroutine reads at a time.
-func (c *Conversation) receive() {
-	c.recvMu.Lock()
-	defer c.recvMu.Unlock()
-	c.mu.Lock()
-	finished := c.finished
-	c.mu.Unlock()
-	if finished {
-		return
-	}
-	msg, err := c.stream.Receive()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = connect.NewError(connect.CodeInternal, errors.New("agentd: the server closed the Chat stream without an output"))
-		}
-		c.finish(nil, err)
-		return
-	}
-	if chunk := msg.GetChunk(); chunk != nil {
-		if err := c.custom.apply(chunk.GetCustomPatch()); err != nil {
-			c.finish(nil, err)
-			return
-		}
-		c.dispatch(chunk)
-	}
-	if out := msg.GetOutput(); out != nil {
-		// The output is the last response: read to the end so the trailers
-		// (and any late status) are consumed before releasing the stream.
-		for {
-			if _, err := c.stream.Receive(); err != nil {
-				break
-			}
-		}
-		c.finish(out, nil)
-	}
-}
-
-// dispatch hands chunk to the oldest turn still waiting for its TurnEnd.
-// Chunks that arrive with no turn waiting only update the tracked state.
-func (c *Conversation) dispatch(chunk *agentdv1.AgentStreamChunk) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	end := chunk.GetTurnEnd()
-	if end != nil && end.GetSnapshotId() != "" {
-		c.snapshotID = end.GetSnapshotId()
-	}
-	if end != nil && end.GetSessionId() != "" {
-		c.sessionID = end.GetSessionId()
-	}
-	if len(c.turns) == 0 {
-		return
-	}
-	t := c.turns[0]
-	t.addLocked(chunk)
-	if end != nil {
-		c.turns = c.turns[1:]
-		t.endLocked(end, nil)
-	}
-}
-
-// finish records the end of the stream and ends every waiting turn.
-func (c *Conversation) finish(out *agentdv1.AgentOutput, err error) {
-	_ = c.stream.CloseResponse()
-	c.cancel()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.finished, c.output, c.err = true, out, err
-	if out != nil {
-		if out.GetSessionId() != "" {
-			c.sessionID = out.GetSessionId()
-		}
-		if out.GetSnapshotId() != "" {
-			c.snapshotID = out.GetSnapshotId()
-		}
-		if out.GetState() != nil {
-			c.state = out.GetState()
-		}
-	}
-	turnErr := err
-	if turnErr == nil {
-		turnErr = ErrTurnNotEnded
-	}
-	for _, t := range c.turns {
-		t.endLocked(nil, turnErr)
-	}
-	c.turns = nil
 }
 
 // removeTurnLocked drops t from the waiting turns (its input was not sent).

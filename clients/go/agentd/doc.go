@@ -84,6 +84,23 @@
 //	}
 //	client := agentd.NewClient("http://127.0.0.1:8080", agentd.WithInterceptors(interceptor))
 //
+// # Retries
+//
+// A Client retries what may not have happened, by default: a call or stream
+// that failed with connect.CodeUnavailable or a reset, refused or closed
+// connection (not the caller's cancel or deadline), and a stream that ended
+// before its TurnEnd or output. Every input carries a request ID
+// (AgentInput.RequestId, a UUID v4 unless the caller set one) that the server
+// deduplicates, so a retried turn runs once. A Conversation reconnects,
+// resuming its session, and re-sends the inputs whose TurnEnd it has not
+// seen; Attach and WatchSnapshot re-open. Up to 5 attempts with full-jitter
+// backoff (100 ms to 2 s) within the context's deadline; see RetryPolicy,
+// WithRetry, WithoutRetry and Client.Stats.
+//
+//	client := agentd.NewClient(url, agentd.WithRetry(agentd.RetryPolicy{
+//		OnRetry: func(e agentd.RetryEvent) { log.Printf("retry %s: %v", e.Procedure, e.Err) },
+//	}))
+//
 // # Errors
 //
 // Every RPC failure is a *connect.Error carrying a gRPC status code; read it

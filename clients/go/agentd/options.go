@@ -19,6 +19,7 @@ type clientConfig struct {
 	extra      []connect.ClientOption
 	tls        *tls.Config // set by WithTLS
 	token      TokenSource // set by WithBearerToken or WithTokenSource
+	retry      RetryPolicy // set by WithRetry or WithoutRetry
 }
 
 // WithHTTPClient makes the client send its requests with c instead of the

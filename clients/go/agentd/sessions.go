@@ -43,7 +43,9 @@ func (o ListSessionsOptions) request() *agentdv1.ListSessionsRequest {
 // page). Each session is its head: ID, agent, labels, turn count, head
 // snapshot and status, created/updated times, expiry.
 func (c *Client) ListSessionsPage(ctx context.Context, opts ListSessionsOptions) ([]*agentdv1.Session, string, error) {
-	res, err := c.rpc.ListSessions(ctx, connect.NewRequest(opts.request()))
+	res, err := retryCall(ctx, c.retry, "ListSessions", func(ctx context.Context) (*connect.Response[agentdv1.ListSessionsResponse], error) {
+		return c.rpc.ListSessions(ctx, connect.NewRequest(opts.request()))
+	})
 	if err != nil {
 		return nil, "", err
 	}
@@ -86,7 +88,9 @@ func (c *Client) ListSessions(ctx context.Context, opts ListSessionsOptions) ite
 // GetSession reads the head of session sessionID. Unknown, deleted, expired
 // and other tenants' sessions fail with connect.CodeNotFound.
 func (c *Client) GetSession(ctx context.Context, sessionID string) (*agentdv1.Session, error) {
-	res, err := c.rpc.GetSession(ctx, connect.NewRequest(&agentdv1.GetSessionRequest{SessionId: sessionID}))
+	res, err := retryCall(ctx, c.retry, "GetSession", func(ctx context.Context) (*connect.Response[agentdv1.GetSessionResponse], error) {
+		return c.rpc.GetSession(ctx, connect.NewRequest(&agentdv1.GetSessionRequest{SessionId: sessionID}))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +122,9 @@ func (c *Client) UpdateSession(ctx context.Context, sessionID string, opts Updat
 	if opts.TTL != 0 {
 		req.Ttl = durationpb.New(opts.TTL)
 	}
-	res, err := c.rpc.UpdateSession(ctx, connect.NewRequest(req))
+	res, err := retryCall(ctx, c.retry, "UpdateSession", func(ctx context.Context) (*connect.Response[agentdv1.UpdateSessionResponse], error) {
+		return c.rpc.UpdateSession(ctx, connect.NewRequest(req))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -129,9 +135,13 @@ func (c *Client) UpdateSession(ctx context.Context, sessionID string, opts Updat
 // then removes it and every snapshot of it; afterwards every call naming the
 // session or one of its snapshots fails with connect.CodeNotFound. It is
 // idempotent: deleted is false when there was nothing to delete (already
-// deleted, expired, never existed, or another tenant's).
+// deleted, expired, never existed, or another tenant's). The call carries a
+// new request ID, so a retry answers as the first attempt did.
 func (c *Client) DeleteSession(ctx context.Context, sessionID string) (deleted bool, err error) {
-	res, err := c.rpc.DeleteSession(ctx, connect.NewRequest(&agentdv1.DeleteSessionRequest{SessionId: sessionID}))
+	req := &agentdv1.DeleteSessionRequest{SessionId: sessionID, RequestId: NewRequestID()}
+	res, err := retryCall(ctx, c.retry, "DeleteSession", func(ctx context.Context) (*connect.Response[agentdv1.DeleteSessionResponse], error) {
+		return c.rpc.DeleteSession(ctx, connect.NewRequest(req))
+	})
 	if err != nil {
 		return false, err
 	}

@@ -23,7 +23,9 @@ func (c *Client) GetLatestSnapshot(ctx context.Context, agent, sessionID string)
 }
 
 func (c *Client) getSnapshot(ctx context.Context, req *agentdv1.GetSnapshotRequest) (*agentdv1.Snapshot, error) {
-	res, err := c.rpc.GetSnapshot(ctx, connect.NewRequest(req))
+	res, err := retryCall(ctx, c.retry, "GetSnapshot", func(ctx context.Context) (*connect.Response[agentdv1.GetSnapshotResponse], error) {
+		return c.rpc.GetSnapshot(ctx, connect.NewRequest(req))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -43,10 +45,13 @@ type ListOptions struct {
 // ListSnapshots returns one page of session sessionID's snapshots, newest
 // first, and the token of the next page ("" on the last page).
 func (c *Client) ListSnapshots(ctx context.Context, agent, sessionID string, opts ListOptions) ([]*agentdv1.Snapshot, string, error) {
-	res, err := c.rpc.ListSnapshots(ctx, connect.NewRequest(&agentdv1.ListSnapshotsRequest{
+	req := &agentdv1.ListSnapshotsRequest{
 		Agent: agent, SessionId: sessionID,
 		PageSize: opts.PageSize, PageToken: opts.PageToken, IncludeState: opts.IncludeState,
-	}))
+	}
+	res, err := retryCall(ctx, c.retry, "ListSnapshots", func(ctx context.Context) (*connect.Response[agentdv1.ListSnapshotsResponse], error) {
+		return c.rpc.ListSnapshots(ctx, connect.NewRequest(req))
+	})
 	if err != nil {
 		return nil, "", err
 	}
@@ -80,27 +85,53 @@ func (c *Client) AllSnapshots(ctx context.Context, agent, sessionID string, opts
 // WatchSnapshot iterates over the status of snapshot snapshotID: the current
 // status at once, then every change, ending after a terminal status
 // (completed, failed, aborted, expired). Stopping the loop early cancels the
-// watch. A stream error is yielded last.
+// watch. A stream error is yielded last. A watch whose stream fails in a way
+// that may be retried (see RetryPolicy) is re-opened; the status it starts
+// with is yielded only if it differs from the last one yielded.
 func (c *Client) WatchSnapshot(ctx context.Context, agent, snapshotID string) iter.Seq2[agentdv1.SnapshotStatus, error] {
 	return func(yield func(agentdv1.SnapshotStatus, error) bool) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stream, err := c.rpc.WatchSnapshot(ctx, connect.NewRequest(&agentdv1.WatchSnapshotRequest{Agent: agent, SnapshotId: snapshotID}))
-		if err != nil {
-			yield(agentdv1.SnapshotStatus_SNAPSHOT_STATUS_UNSPECIFIED, err)
-			return
-		}
-		defer stream.Close()
-		for stream.Receive() {
-			status := stream.Msg().GetStatus()
-			if !yield(status, nil) || IsTerminal(status) {
+		last := agentdv1.SnapshotStatus_SNAPSHOT_STATUS_UNSPECIFIED
+		for attempt := 1; ; attempt++ {
+			more, err := c.watchOnce(ctx, agent, snapshotID, &last, yield)
+			if !more {
+				return
+			}
+			if err == nil {
+				err = connect.NewError(connect.CodeUnavailable, errStreamEnded)
+			}
+			if !c.retry.wait(ctx, "WatchSnapshot", attempt, err) {
+				yield(agentdv1.SnapshotStatus_SNAPSHOT_STATUS_UNSPECIFIED, err)
 				return
 			}
 		}
-		if err := stream.Err(); err != nil {
-			yield(agentdv1.SnapshotStatus_SNAPSHOT_STATUS_UNSPECIFIED, err)
+	}
+}
+
+// watchOnce opens one WatchSnapshot stream and yields its statuses (not
+// repeating *last). more is false when the iteration is over (a terminal
+// status, or the caller stopped); otherwise err is why the stream ended (nil:
+// it ended before a terminal status).
+func (c *Client) watchOnce(ctx context.Context, agent, snapshotID string, last *agentdv1.SnapshotStatus, yield func(agentdv1.SnapshotStatus, error) bool) (more bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.rpc.WatchSnapshot(ctx, connect.NewRequest(&agentdv1.WatchSnapshotRequest{Agent: agent, SnapshotId: snapshotID}))
+	if err != nil {
+		return true, err
+	}
+	defer stream.Close()
+	for stream.Receive() {
+		status := stream.Msg().GetStatus()
+		if status != *last {
+			*last = status
+			if !yield(status, nil) {
+				return false, nil
+			}
+		}
+		if IsTerminal(status) {
+			return false, nil
 		}
 	}
+	return true, stream.Err()
 }
 
 // IsTerminal reports whether status is final: completed, failed, aborted or
@@ -120,7 +151,9 @@ func IsTerminal(status agentdv1.SnapshotStatus) bool {
 // background work, and returns the resulting status: ABORTED on success, the
 // existing status of an already terminal snapshot otherwise.
 func (c *Client) Abort(ctx context.Context, agent, snapshotID string) (agentdv1.SnapshotStatus, error) {
-	res, err := c.rpc.Abort(ctx, connect.NewRequest(&agentdv1.AbortRequest{Agent: agent, SnapshotId: snapshotID}))
+	res, err := retryCall(ctx, c.retry, "Abort", func(ctx context.Context) (*connect.Response[agentdv1.AbortResponse], error) {
+		return c.rpc.Abort(ctx, connect.NewRequest(&agentdv1.AbortRequest{Agent: agent, SnapshotId: snapshotID}))
+	})
 	if err != nil {
 		return agentdv1.SnapshotStatus_SNAPSHOT_STATUS_UNSPECIFIED, err
 	}

@@ -11,8 +11,9 @@ import (
 // input, ending with the chunk that carries the TurnEnd. Its methods are safe
 // for concurrent use. Chunks are kept, so a turn can be iterated again.
 type Turn struct {
-	conv *Conversation
-	stop func() bool // unregisters the Send context's cancellation
+	conv  *Conversation
+	stop  func() bool          // unregisters the Send context's cancellation
+	input *agentdv1.AgentInput // sent again, request ID and all, by a reconnect
 
 	// Guarded by conv.mu.
 	chunks    []*agentdv1.AgentStreamChunk
@@ -21,6 +22,7 @@ type Turn struct {
 	end       *agentdv1.TurnEnd
 	done      bool
 	err       error
+	skip      int // chunks of a re-sent run to drop: they were delivered
 }
 
 // Chunks iterates over the turn's chunks as they arrive (model chunks, custom
