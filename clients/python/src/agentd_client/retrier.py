@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import threading
 import time
 from typing import Awaitable, Callable, Optional, TypeVar
@@ -58,7 +59,8 @@ class Deadline:
 
 
 class Retrier:
-    """A client's retry decisions: ``policy`` (None: never retry), its ``stats``.
+    """A client's retry decisions: ``policy`` (None: never retry), its ``stats``; ``rand``
+    draws the jitter (uniform in [0, 1)).
 
     Guarantees: ``plan`` retries only an error with a code in ``RETRYABLE_CODES`` (or one
     marked ``retryable``), only while the attempt that failed is below ``max_attempts``,
@@ -67,8 +69,9 @@ class Retrier:
     reported to ``on_retry`` before the wait.
     """
 
-    def __init__(self, policy: Optional[RetryPolicy]) -> None:
+    def __init__(self, policy: Optional[RetryPolicy], rand: Callable[[], float] = random.random) -> None:
         self.policy = policy
+        self._rand = rand
         self.stats = ClientStats()
         self._closed = False
 
@@ -93,7 +96,7 @@ class Retrier:
             return None
         if not (error.code in RETRYABLE_CODES if retryable is None else retryable):
             return None
-        delay = policy.backoff(failed_attempt)
+        delay = policy.backoff(failed_attempt, self._rand)
         if not deadline.allows(delay):
             return None
         self.stats._count_retry()
