@@ -36,8 +36,12 @@ class AgentClient(ClientBase[grpc.Channel]):
     call, the first outermost: grpcio client interceptors, or OpenTelemetry's
     ``opentelemetry.instrumentation.grpc.client_interceptor()``, which sends the current
     trace context (``traceparent``) with each call; ``GrpcInstrumentorClient().instrument()``
-    before creating the client does the same for every channel. Every method raises an
-    ``AgentdError`` subclass carrying the call's ``grpc.StatusCode``. Use as a context manager
+    before creating the client does the same for every channel. ``retry`` (default
+    ``RetryPolicy()``; ``None``: off) retries what may not have happened - UNAVAILABLE, a
+    broken connection, a stream that ends early - with the same request IDs, so the server
+    runs each input once; conversations reconnect, watches and attachments re-open;
+    ``stats.retries`` counts the retries. Every method raises an ``AgentdError`` subclass
+    carrying the call's ``grpc.StatusCode``. Use as a context manager
     to close the channel. Thread-safe (the channel is); conversations are not.
     """
 
