@@ -82,7 +82,12 @@ class _Link:
             self._closed = True
         self._proxy._count_reset()
         _reset(self.client)
-        _reset(self.server)
+        if self._proxy.server_reset_delay > 0:
+            # agentd's side stays open a while: it learns of the drop late, as behind a
+            # load balancer that reset only the client's connection.
+            threading.Timer(self._proxy.server_reset_delay, _reset, args=(self.server,)).start()
+        else:
+            _reset(self.server)
 
     def close(self) -> None:
         """Closes both sides quietly (one side ended)."""
@@ -103,7 +108,8 @@ class FaultProxy:
     (``host:port``). While ``reset_every`` is set, each connection is reset (RST to the client
     and to agentd) once it has carried ``reset_every`` bytes (both directions together), each
     limit drawn uniformly within ``+-jitter`` of it; after ``max_resets`` resets (None:
-    unlimited) connections are left alone. ``resets`` counts the resets done. Threads, so it
+    unlimited) connections are left alone. ``resets`` counts the resets done. agentd's side of
+    a reset connection is reset too, ``server_reset_delay`` seconds later (0: at once). Threads, so it
     serves the synchronous and the asyncio client alike. ``close()`` stops it."""
 
     def __init__(
@@ -114,12 +120,14 @@ class FaultProxy:
         jitter: float = 0.5,
         max_resets: Optional[int] = None,
         seed: Optional[int] = None,
+        server_reset_delay: float = 0.0,
     ) -> None:
         host, port = target.rsplit(":", 1)
         self._target = (host, int(port))
         self.reset_every = reset_every
         self.jitter = jitter
         self.max_resets = max_resets
+        self.server_reset_delay = server_reset_delay
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._resets = 0

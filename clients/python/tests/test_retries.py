@@ -169,3 +169,24 @@ def test_an_attach_cut_by_a_reset_resumes_after_its_last_sequence(proxy: FaultPr
         assert retrying.stats.retries >= 1
     assert sequences == list(range(1, len(sequences) + 1))
     assert run.text == f"echo: {TEXT}" and output.finish_reason == state_pb2.FINISH_REASON_STOP
+
+
+def test_a_conversation_reconnects_while_agentd_still_holds_the_dropped_stream(
+    agentd_address: str, client: AgentClient
+):
+    # The proxy resets the client's side at once and agentd's side only 1 s later, as a load
+    # balancer that drops the client would: the old invocation still holds the session when
+    # the reconnect resumes it and re-sends the input in flight.
+    with FaultProxy(agentd_address, server_reset_delay=1.0) as late:
+        with AgentClient(late.address, timeout=30) as retrying:
+            conversation = retrying.chat(AGENT)
+            conversation.send("warm up").wait()
+            turn = conversation.send(TEXT, metadata=SLOW)
+            chunks = iter(turn)
+            next(chunks)
+            late.reset_all()
+            list(chunks)
+            output = conversation.output()
+    assert turn.text == f"echo: {TEXT}" and turn.turn_index == 1
+    stored = client.get_snapshot(AGENT, session_id=output.session_id)
+    assert [message_text(m) for m in stored.state.messages] == ["warm up", "echo: warm up", TEXT, f"echo: {TEXT}"]
