@@ -29,6 +29,26 @@ export interface SessionLease {
   invocationId: string;
   /** Epoch ms after which the lease is void (its holder died or stalled); refreshed while it runs. */
   expiresAt: number;
+  /**
+   * The request ID of the input the holder is running (as of its last lease
+   * write), if that input carried one: a retry of the same input waits for
+   * the holder instead of being refused as busy.
+   */
+  requestId?: string;
+}
+
+/**
+ * A request ID the session committed a turn for (see `AgentInput.requestId`):
+ * kept in the head, most recent last, for a bounded window, so a retried input
+ * is recognised with the head the runtime already holds (no extra read).
+ */
+export interface CommittedRequest {
+  /** The client's request ID (idempotency key) of the input. */
+  requestId: string;
+  /** The record the input's turn committed (it carries the input's fingerprint). */
+  snapshotId: string;
+  /** Epoch ms of the commit; entries older than the window are dropped. */
+  committedAt: number;
 }
 
 /** An invocation waiting (ENQUEUE) for a busy session, in arrival order. */
@@ -76,6 +96,12 @@ export interface SessionHead {
    * reported usage. Stored as given, like the rest of the head.
    */
   usage?: Usage;
+  /**
+   * The request IDs of the most recent turns committed with one, oldest first,
+   * bounded by the runtime's request-ID window; unset when none. Stored as
+   * given, like the rest of the head.
+   */
+  requests?: CommittedRequest[];
 }
 
 /** What {@link SessionStore.listHeads} returns. */
@@ -147,6 +173,10 @@ export interface SnapshotRecord<S = unknown> extends Omit<SessionSnapshot<S>, "s
    * stores: stored and returned as its JSON.
    */
   work?: DetachedWork;
+  /** The request ID (idempotency key) of the input whose turn this record commits, if it carried one. */
+  requestId?: string;
+  /** SHA-256 (hex) of that input's canonical JSON without its request ID: tells a retry from a reused ID. */
+  requestFingerprint?: string;
 }
 
 /** A page request for {@link SessionStore.listRecords}. */

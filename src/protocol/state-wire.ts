@@ -105,6 +105,7 @@ export function agentInputToWire(input: AgentInput): WireAgentInput {
     ...(input.message ? { message: messageToWire(input.message) } : {}),
     ...(input.resume ? { resume: toolResumeToWire(input.resume) } : {}),
     detach: input.detach ?? false,
+    ...(input.requestId ? { requestId: input.requestId } : {}),
   });
 }
 
@@ -114,6 +115,7 @@ export function agentInputFromWire(input: WireAgentInput): AgentInput {
     ...(input.message ? { message: messageFromWire(input.message, "user") } : {}),
     ...(input.resume ? { resume: toolResumeFromWire(input.resume) } : {}),
     ...(input.detach ? { detach: true } : {}),
+    ...(input.requestId ? { requestId: input.requestId } : {}),
   };
 }
 

@@ -22,6 +22,7 @@ import type { RuntimeEvents } from "./runtime-events.js";
 import { defaultInstanceId } from "./instance-id.js";
 import { takeOverWork } from "./work-adoption.js";
 import type { SessionHead, SnapshotRecord } from "../../stores/snapshot-store.js";
+import { validRequestId } from "./request-ledger.js";
 import { DEFAULT_SESSION_SETTINGS, type SessionSettings } from "./session-settings.js";
 
 /**
@@ -173,8 +174,10 @@ export class Agent<S = unknown> {
   /** Starts a multi-turn invocation. Rejects with AgentError when `init` is invalid (a mode mismatch, a bad resume point or a busy session). */
   async connect(init: AgentInit<S> = {}, options: CallOptions = {}): Promise<AgentConnection<S>> {
     const config = this.runtimeConfig();
+    const requestId = validRequestId(options.requestId);
     const start = await resolveInit(config, init, {
       invocationId: uuidv7(),
+      ...(requestId ? { requestId } : {}),
       ...(options.storeContext ? { ctx: options.storeContext } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
@@ -188,7 +191,8 @@ export class Agent<S = unknown> {
    * ended and freed the session.
    */
   async run(input: AgentInput, init: AgentInit<S> = {}, options: CallOptions = {}): Promise<AgentOutput<S>> {
-    const connection = await this.connect(init, options);
+    const requestId = options.requestId ?? input.requestId;
+    const connection = await this.connect(init, requestId ? { ...options, requestId } : options);
     let refused: unknown;
     try {
       connection.send(input);

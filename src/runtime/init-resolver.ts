@@ -5,6 +5,8 @@ import type { AgentInit, BusyPolicy, SessionState } from "../types/session-state
 import { emptySessionState } from "../types/session-state.js";
 import type { SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { validateCustomState } from "./custom-state-schema.js";
+import { LocalClaims } from "./local-claims.js";
+import { requestSessionId } from "./request-ledger.js";
 import { dropLease, SessionClaim, type NewSessionFields, type ClaimSettings } from "./session-claim.js";
 import { validateLabels } from "../../stores/session-labels.js";
 import { validateTtl } from "./session-settings.js";
@@ -43,6 +45,8 @@ export interface InitCall {
   signal?: AbortSignal;
   /** ID of the invocation being started (the lease holder). */
   invocationId: string;
+  /** The (valid) request ID of the invocation's first input, if any (see `InvocationOptions.requestId`). */
+  requestId?: string;
 }
 
 /**
@@ -88,15 +92,11 @@ export async function resolveInit<S>(
     );
   }
   const policy = init.busyPolicy ?? agent.busyPolicy;
+  let resumed = sessionId;
   if (!sessionId && !snapshotId) {
-    const fresh = uuidv7();
-    const ttlMs = init.ttlMs ?? agent.sessionTtlMs;
-    const claim = newClaim(agent, store, fresh, call, {
-      ...(init.labels && Object.keys(init.labels).length > 0 ? { labels: validateLabels(init.labels) } : {}),
-      ...(ttlMs !== undefined ? { ttlMs: validateTtl(ttlMs) } : {}),
-    });
-    claim.startFresh();
-    return { state: { ...emptySessionState<S>(), sessionId: fresh }, nextTurnIndex: 0, claim };
+    const retried = call.requestId ? await requestSession(agent, store, call.requestId, call) : undefined;
+    if (retried?.exists) resumed = retried.sessionId;
+    else return freshStart(agent, store, init, call, retried?.sessionId ?? uuidv7());
   }
   if (snapshotId) {
     // A branch point is fixed by its ID: check it before waiting for the session.
@@ -106,16 +106,60 @@ export async function resolveInit<S>(
     await claim.acquire(policy, call.signal);
     return startedOrReleased(claim, () => started(store, record, claim, call.ctx));
   }
-  const current = await ownedHead(store, agent.name, sessionId!, call.ctx);
+  const current = await ownedHead(store, agent.name, resumed!, call.ctx);
   if (policy === "interrupt") await refuseInterruptingBackgroundWork(agent, store, current.headSnapshotId, call.ctx);
   await voidLeaseOfDeadWorker(agent, store, current, call.ctx);
-  const claim = newClaim(agent, store, sessionId!, call);
+  const claim = newClaim(agent, store, resumed!, call);
   const head = await claim.acquire(policy, call.signal);
   return startedOrReleased(claim, async () => {
     const from = await lastCompleted(agent, store, await headRecord(store, head, call.ctx), call.ctx);
     assertResumable(agent, from);
     return started(store, from, claim, call.ctx);
   });
+}
+
+/** A new session's start: its claim (labels and time-to-live from `init`), held from now, and an empty state. */
+function freshStart<S>(
+  agent: InitTarget<S>,
+  store: SessionStore<S>,
+  init: AgentInit<S>,
+  call: InitCall,
+  fresh: string,
+): ResolvedStart<S> {
+  const ttlMs = init.ttlMs ?? agent.sessionTtlMs;
+  const claim = newClaim(agent, store, fresh, call, {
+    ...(init.labels && Object.keys(init.labels).length > 0 ? { labels: validateLabels(init.labels) } : {}),
+    ...(ttlMs !== undefined ? { ttlMs: validateTtl(ttlMs) } : {}),
+  });
+  claim.startFresh();
+  return { state: { ...emptySessionState<S>(), sessionId: fresh }, nextTurnIndex: 0, claim };
+}
+
+/**
+ * The session a new-session call whose first input carries `requestId`
+ * starts: its ID is derived from owner, agent and request ID
+ * (`requestSessionId`), so a retry of the call resolves to the session the
+ * first attempt created. `exists`: that session has a head (the retry resumes
+ * it, and its turn is answered from the ledger). While another invocation of
+ * this process holds the derived session before its first commit (a racing
+ * duplicate), waits for it to commit or give up.
+ */
+async function requestSession<S>(
+  agent: InitTarget<S>,
+  store: SessionStore<S>,
+  requestId: string,
+  call: InitCall,
+): Promise<{ sessionId: string; exists: boolean }> {
+  const sessionId = requestSessionId(ownerOf(call.ctx), agent.name, requestId);
+  const local = LocalClaims.of(store);
+  for (;;) {
+    if (await store.getHead(sessionId, call.ctx)) return { sessionId, exists: true };
+    if (!local.holds(sessionId)) return { sessionId, exists: false };
+    if (call.signal?.aborted) {
+      throw new AgentError("CANCELLED", `the call ended while waiting for session "${sessionId}" to be created`);
+    }
+    await local.waitForChange(sessionId, agent.claims.pollMs, call.signal);
+  }
 }
 
 /** Statuses of a head that resume-by-session steps over (the work behind them is over and left no state). */
@@ -224,6 +268,7 @@ function newClaim<S>(
     ...(call.ctx ? { ctx: call.ctx } : {}),
     settings: agent.claims,
     ...(fresh ? { fresh } : {}),
+    ...(call.requestId ? { requestId: call.requestId } : {}),
   });
 }
 

@@ -1,5 +1,6 @@
 import { AgentError } from "../errors/agent-error.js";
 import { hasResume, type AgentInput } from "../types/agent-io.js";
+import { validRequestId } from "./request-ledger.js";
 
 /** What an invocation knows when an input arrives. */
 export interface AdmissionState {
@@ -19,7 +20,8 @@ export interface AdmittedInput {
 /**
  * Checks one client input and splits it into its turn part and its detach
  * flag. Throws INVALID_ARGUMENT for an empty input (no message, resume or
- * detach) or a message without content parts, and RESOURCE_EXHAUSTED when a
+ * detach), a message without content parts or a malformed request ID
+ * (`validRequestId`), and RESOURCE_EXHAUSTED when a
  * turn input would queue past `state.maxQueued`.
  */
 export function admitInput(input: AgentInput, state: AdmissionState): AdmittedInput {
@@ -30,6 +32,7 @@ export function admitInput(input: AgentInput, state: AdmissionState): AdmittedIn
   if (input.message && input.message.content.length === 0) {
     throw new AgentError("INVALID_ARGUMENT", "input.message has no content parts");
   }
+  const requestId = validRequestId(input.requestId);
   const detach = input.detach === true;
   if (!input.message && !resuming) return { detach };
   if (state.queued >= state.maxQueued) {
@@ -43,5 +46,6 @@ export function admitInput(input: AgentInput, state: AdmissionState): AdmittedIn
     ...(input.message ? { message: input.message } : {}),
     ...(resuming ? { resume: input.resume } : {}),
   };
+  if (requestId) turn.requestId = requestId;
   return { turn, detach };
 }

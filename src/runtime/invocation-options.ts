@@ -40,4 +40,12 @@ export interface InvocationOptions {
   headers?: Headers;
   /** The authenticated caller, passed to transforms and the agent function (its tenant goes in `storeContext`). */
   principal?: Principal;
+  /**
+   * The request ID of the first input the caller will send (`AgentInput.requestId`),
+   * known before the session is taken: a new session started with it gets an ID
+   * derived from owner, agent and request ID (so a retry finds it), and a
+   * session busy with that input, or that committed it, is waited for under
+   * REJECT instead of refused. Invalid: INVALID_ARGUMENT.
+   */
+  requestId?: string;
 }

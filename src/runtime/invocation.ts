@@ -25,6 +25,9 @@ import type { InvocationOptions, InvocationTarget } from "./invocation-options.j
 import type { AdoptedWork } from "./work-adoption.js";
 import { InputProgress } from "./input-progress.js";
 import { InvocationStream } from "./invocation-stream.js";
+import { committedRequest, inputFingerprint } from "./request-ledger.js";
+import { turnRequestOf, type TurnRequest } from "./turn-request.js";
+import { addUsage } from "../types/usage.js";
 
 export type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
 
@@ -67,6 +70,10 @@ export class Invocation<S> implements AgentConnection<S> {
   private readonly startsSession: boolean;
   /** Turn spans, turn metrics and token usage (OpenTelemetry API; no-ops without an SDK). */
   private readonly telemetry: InvocationTelemetry;
+  /** The request ID and fingerprint of the running turn's input, if it carried a request ID. */
+  private turnRequest: TurnRequest | undefined;
+  /** The tokens of the committed turns this invocation answered again (retries), reported in its output. */
+  private answeredUsage: Usage | undefined;
 
   /** `adopted`: a takeover; the invocation runs the remaining work of a dead instance's pending row. */
   constructor(
@@ -161,15 +168,18 @@ export class Invocation<S> implements AgentConnection<S> {
   private lifecycle(): TurnLifecycle {
     return {
       inputs: this.progress.pulled(this.turnInputs, () => this.runner.turnIndex),
-      beginTurn: (turnIndex) => this.beginTurn(turnIndex),
+      beginTurn: (turnIndex, input) => this.beginTurn(turnIndex, input),
+      answered: (input) => this.answered(input),
       endTurn: (turn, finishReason) => this.endTurn(turn, finishReason),
       failTurn: (turn, error) => this.failTurn(turn, error),
       runInTurn: (_turn, work) => this.telemetry.runInTurn(work),
     };
   }
 
-  private beginTurn(turnIndex: number): TurnContext {
+  private beginTurn(turnIndex: number, input: AgentInput): TurnContext {
     this.out.startTurn();
+    this.turnRequest = input.requestId ? turnRequestOf(input) : undefined;
+    if (this.claim) this.claim.runningRequestId = this.turnRequest?.requestId;
     const snapshotId = this.target.store && !this.detachedRun ? uuidv7() : undefined;
     this.turnStartedAt = Date.now();
     const parentId = this.commits?.last?.snapshotId;
@@ -211,9 +221,11 @@ export class Invocation<S> implements AgentConnection<S> {
         this.runner.snapshotState(),
         this.runner.unchangedMessages(),
         usage,
+        this.turnRequest,
       );
       this.turnSave = save.catch(() => {});
       await save;
+      if (this.claim) this.claim.runningRequestId = undefined;
       this.runner.markUnchanged();
       snapshotId = turn.snapshotId;
     }
@@ -240,12 +252,53 @@ export class Invocation<S> implements AgentConnection<S> {
   }
 
   private async failTurn(turn: TurnContext, error: unknown): Promise<void> {
+    if (this.claim) this.claim.runningRequestId = undefined;
     this.logTurn(turn, "failed", undefined);
     const usage = this.telemetry.turnUsage; // spent even though nothing is written
     this.telemetry.failTurn(error);
     this.runner.restore(this.lastGood);
     await this.out.drained();
     await this.emit({ turnEnd: turnEndOf(undefined, "failed", turn.turnIndex, this.sessionId, usage) });
+  }
+
+  /**
+   * A retry of a turn the session committed (its request ID is among the
+   * head's committed request IDs): streams that turn's TurnEnd again, read
+   * from its record (same snapshot ID, turn index, finish reason and usage),
+   * and the input is skipped: the agent does not run. The same request ID
+   * with a different input ends the invocation with INVALID_ARGUMENT. False
+   * (run the input) when the session does not remember the ID, or its
+   * record is gone. Costs a scan of the head's bounded list, plus one record
+   * read on a hit.
+   */
+  private async answered(input: AgentInput): Promise<boolean> {
+    const claim = this.claim;
+    const store = this.target.store;
+    if (!claim || !store || this.detachedRun) return false;
+    const requestId = input.requestId!;
+    const entry = committedRequest(claim.currentHead, requestId, claim.requestWindow);
+    if (!entry) return false;
+    const record = await store.getRecord(entry.snapshotId, this.options.storeContext);
+    if (!record || record.sessionId !== this.sessionId) return false;
+    if (record.requestFingerprint !== inputFingerprint(input)) {
+      this.failClosed(
+        new AgentError(
+          "INVALID_ARGUMENT",
+          `input.request_id "${requestId}" was already used for a different input of session "${this.sessionId}" (turn ${record.turnIndex}, snapshot "${record.snapshotId}"); give every new input a new request ID and reuse one only to retry the same input`,
+          { details: { field: "input.request_id", requestId, snapshotId: record.snapshotId } },
+        ),
+      );
+      return true;
+    }
+    await this.out.drained();
+    const finishReason = record.finishReason ?? "stop";
+    this.lastFinish = finishReason;
+    this.answeredUsage = addUsage(this.answeredUsage, record.usage);
+    await this.emit({
+      turnEnd: turnEndOf(record.snapshotId, finishReason, record.turnIndex, this.sessionId, record.usage),
+    });
+    this.progress.turnEnded(this.out.sequence);
+    return true;
   }
 
   private responder(): Responder {
@@ -435,8 +488,13 @@ export class Invocation<S> implements AgentConnection<S> {
       sessionId: createdNothing ? "" : this.sessionId,
       ...(this.commits?.last ? { snapshotId: this.commits.last.snapshotId } : {}),
       finishReason: this.lastFinish,
-      ...(this.telemetry.usage ? { usage: this.telemetry.usage } : {}),
+      ...(this.outputUsage() ? { usage: this.outputUsage() } : {}),
     });
+  }
+
+  /** The tokens the output reports: the turns run, plus those of the committed turns answered again. */
+  private outputUsage(): Usage | undefined {
+    return this.answeredUsage ? addUsage(this.telemetry.usage, this.answeredUsage) : this.telemetry.usage;
   }
 }
 

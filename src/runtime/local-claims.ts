@@ -1,6 +1,8 @@
 /** What the registry needs of a running claim (a {@link SessionClaim} in practice). */
 export interface LocalHolder {
   readonly invocationId: string;
+  /** The request ID of the input the holder is running, if it carried one. */
+  readonly runningRequestId?: string | undefined;
   /** Told when an INTERRUPT in this process took the session from this holder. */
   interruptedBy(byId: string): void;
 }
@@ -43,6 +45,19 @@ export class LocalClaims {
     for (const claim of [...(this.claims.get(sessionId) ?? [])]) {
       if (claim.invocationId === holderId) claim.interruptedBy(byId);
     }
+  }
+
+  /** True when the claim `holderId` of `sessionId` runs here and is running the input with `requestId`. */
+  runs(sessionId: string, holderId: string, requestId: string): boolean {
+    for (const claim of this.claims.get(sessionId) ?? []) {
+      if (claim.invocationId === holderId && claim.runningRequestId === requestId) return true;
+    }
+    return false;
+  }
+
+  /** True when a claim of `sessionId` is held in this process (e.g. a new session not committed yet). */
+  holds(sessionId: string): boolean {
+    return this.claims.has(sessionId);
   }
 
   /** Wakes everyone waiting in {@link waitForChange} for `sessionId`. */

@@ -3,6 +3,12 @@ import type { BusyPolicy } from "../types/session-state.js";
 import { addUsage, type Usage } from "../types/usage.js";
 import type { SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { LocalClaims } from "./local-claims.js";
+import {
+  committedRequest,
+  DEFAULT_REQUEST_WINDOW,
+  withCommittedRequest,
+  type RequestWindow,
+} from "./request-ledger.js";
 
 /** Timing of session leases (see {@link SessionClaim}). */
 export interface ClaimSettings {
@@ -14,6 +20,8 @@ export interface ClaimSettings {
   pollMs: number;
   /** Most ENQUEUE waiters one session takes; more get RESOURCE_EXHAUSTED. Default 64. */
   maxWaiters: number;
+  /** Which committed request IDs a session remembers (default {@link DEFAULT_REQUEST_WINDOW}). */
+  requestWindow?: RequestWindow;
 }
 
 /** The default lease timing. */
@@ -35,6 +43,12 @@ export interface ClaimIdentity<S> {
   settings: ClaimSettings;
   /** Labels and time-to-live of the head this claim creates (a new session). */
   fresh?: NewSessionFields;
+  /**
+   * The request ID of the invocation's first input, if it carried one: under
+   * REJECT, a session busy with that same input (or that already committed
+   * it) is waited for instead of refused, so a retry gets the original's turn.
+   */
+  requestId?: string;
 }
 
 /** What a new session's head carries besides its identity. */
@@ -63,8 +77,17 @@ export class SessionClaim<S> {
   private lostError: AgentError | undefined;
   private released = false;
   private onLost: ((err: AgentError) => void) | undefined;
+  /** The request ID of the input whose turn runs now (written into the lease at its next write). */
+  runningRequestId: string | undefined;
 
-  constructor(private readonly id: ClaimIdentity<S>) {}
+  constructor(private readonly id: ClaimIdentity<S>) {
+    this.runningRequestId = id.requestId;
+  }
+
+  /** The committed request IDs this claim's session remembers. */
+  get requestWindow(): RequestWindow {
+    return this.id.settings.requestWindow ?? DEFAULT_REQUEST_WINDOW;
+  }
 
   /** The session ID. */
   get sessionId(): string {
@@ -115,7 +138,9 @@ export class SessionClaim<S> {
           if (await this.writeHead(head, { lease: this.freshLease(), waiters: others })) return this.started(local);
           continue;
         }
-        if (holder && policy === "reject") throw busyError(this.id.sessionId, holder.invocationId);
+        if (holder && policy === "reject" && !this.retries(head, holder, local)) {
+          throw busyError(this.id.sessionId, holder.invocationId);
+        }
         if (holder && policy === "interrupt") {
           if (await this.writeHead(head, { lease: this.freshLease(), waiters: others })) {
             local.interrupt(this.id.sessionId, holder.invocationId, this.id.invocationId);
@@ -193,6 +218,10 @@ export class SessionClaim<S> {
               ...this.id.fresh,
               ...(totals ? { usage: totals } : {}),
             };
+        if (record.requestId) {
+          const entry = { requestId: record.requestId, snapshotId: record.snapshotId, committedAt: now };
+          head.requests = withCommittedRequest(known?.requests, entry, this.requestWindow);
+        }
         const stored = await this.id.store.commit({ expectedVersion: known?.version ?? 0, head, record }, this.id.ctx);
         if (stored) {
           this.head = stored;
@@ -368,8 +397,29 @@ export class SessionClaim<S> {
     }
   }
 
-  private freshLease(): { invocationId: string; expiresAt: number } {
-    return { invocationId: this.id.invocationId, expiresAt: Date.now() + this.id.settings.leaseTtlMs };
+  private freshLease(): NonNullable<SessionHead["lease"]> {
+    const lease: NonNullable<SessionHead["lease"]> = {
+      invocationId: this.id.invocationId,
+      expiresAt: Date.now() + this.id.settings.leaseTtlMs,
+    };
+    if (this.runningRequestId) lease.requestId = this.runningRequestId;
+    return lease;
+  }
+
+  /**
+   * Whether this claim retries what `holder` runs or ran: its first input's
+   * request ID is the one the holder is running (its lease says so, or it
+   * runs in this process), or one the session already committed. Such a
+   * claim waits for the session under REJECT instead of failing busy.
+   */
+  private retries(head: SessionHead, holder: NonNullable<SessionHead["lease"]>, local: LocalClaims): boolean {
+    const requestId = this.id.requestId;
+    if (!requestId) return false;
+    return (
+      holder.requestId === requestId ||
+      local.runs(this.id.sessionId, holder.invocationId, requestId) ||
+      committedRequest(head, requestId, this.requestWindow) !== undefined
+    );
   }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {

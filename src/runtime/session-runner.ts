@@ -9,8 +9,14 @@ import { Session } from "./session.js";
 export interface TurnLifecycle {
   /** The turn inputs, in order; ends when the client has no more input. */
   readonly inputs: AsyncIterable<AgentInput>;
-  /** Reserves the turn's identity (snapshot ID) before it runs. */
-  beginTurn(turnIndex: number): TurnContext;
+  /** Reserves the turn's identity (snapshot ID) before it runs; `input` is what it runs. */
+  beginTurn(turnIndex: number, input: AgentInput): TurnContext;
+  /**
+   * Optional: called before an input that carries a request ID runs. Resolves
+   * true when the input was answered without running (a retry of a turn the
+   * session already committed): the loop then skips it.
+   */
+  answered?(input: AgentInput): Promise<boolean>;
   /** Persists the turn-end snapshot (when due) and streams TurnEnd. */
   endTurn(turn: TurnContext, finishReason: FinishReason): Promise<void>;
   /** Streams a failed TurnEnd and rolls the session back to the last good state; nothing is persisted. `error` is why. */
@@ -24,7 +30,8 @@ export interface TurnLifecycle {
 
 /**
  * A {@link Session} plus the turn loop. `run(fn)` calls `fn` once per input (the
- * input's message is added to the history first); after each successful turn
+ * input's message is added to the history first), except for inputs the
+ * lifecycle answered already (retries of committed turns); after each successful turn
  * the snapshot is written and TurnEnd streamed. A throwing turn streams a failed
  * TurnEnd, writes nothing, and `run` rethrows.
  */
@@ -47,7 +54,8 @@ export class SessionRunner<S = unknown> extends Session<S> {
   /** Runs `fn` for every input until the input side closes. Rethrows the first turn failure. */
   async run(fn: (input: AgentInput, turn: TurnContext) => Promise<TurnResult | void>): Promise<void> {
     for await (const input of this.lifecycle.inputs) {
-      const turn = this.lifecycle.beginTurn(this.turnIndex);
+      if (input.requestId && this.lifecycle.answered && (await this.lifecycle.answered(input))) continue;
+      const turn = this.lifecycle.beginTurn(this.turnIndex, input);
       if (input.message) this.addMessages(input.message);
       const work = async (): Promise<void> => {
         try {

@@ -2,6 +2,7 @@ import type { SessionState } from "../types/session-state.js";
 import type { FinishReason } from "../types/snapshot.js";
 import type { Usage } from "../types/usage.js";
 import type { SessionClaim } from "./session-claim.js";
+import type { TurnRequest } from "./turn-request.js";
 import { buildRecord, chainPosition, stateFieldsFor, type CommittedPoint, type RecordSettings } from "./turn-record.js";
 
 /**
@@ -31,7 +32,9 @@ export class TurnCommits<S> {
   /**
    * Commits `state` as turn `turnIndex` under `snapshotId`. `keptMessages` is
    * how many leading messages are unchanged since the last commit; `usage`
-   * (the turn's tokens) goes on the record and into the head's totals. Throws
+   * (the turn's tokens) goes on the record and into the head's totals;
+   * `request` (the input's request ID and fingerprint) goes on the record and
+   * into the head's committed request IDs, in the same compare-and-set. Throws
    * RESOURCE_EXHAUSTED over the session size cap and ABORTED when the session
    * was taken or moved; nothing is written then.
    */
@@ -42,6 +45,7 @@ export class TurnCommits<S> {
     state: SessionState<S>,
     keptMessages: number,
     usage?: Usage,
+    request?: TurnRequest,
   ): Promise<void> {
     const parent = this.point;
     const createdAt = Math.max(Date.now(), (parent?.createdAt ?? 0) + 1);
@@ -54,6 +58,7 @@ export class TurnCommits<S> {
       status: "completed" as const,
       finishReason,
       ...(usage ? { usage } : {}),
+      ...(request ? { requestId: request.requestId, requestFingerprint: request.fingerprint } : {}),
     };
     await this.claim.commit(buildRecord(meta, parent, fields), usage);
     this.point = { snapshotId, createdAt, state, position: chainPosition(fields) };

@@ -48,6 +48,10 @@ export interface RecordMeta {
   heartbeatAt?: number;
   /** The tokens of the turn(s) the record captures. */
   usage?: Usage;
+  /** The request ID of the turn's input, if it carried one (see `SnapshotRecord.requestId`). */
+  requestId?: string;
+  /** The input's fingerprint (see `inputFingerprint`), with `requestId`. */
+  requestFingerprint?: string;
 }
 
 /**

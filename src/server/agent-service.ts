@@ -42,13 +42,14 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
  * statuses unchanged (see error-mapping.ts); in-band turn failures are outputs.
  */
 export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRouter) => void {
-  const open = (init: WireAgentInit | undefined, ctx: HandlerContext) => openConnection(registry, init, ctx);
+  const open = (init: WireAgentInit | undefined, input: WireAgentInput | undefined, ctx: HandlerContext) =>
+    openConnection(registry, init, input, ctx);
   return (router) =>
     router.service(AgentService, {
-      chat: (requests, ctx) => chatResponses(requests, ctx, (init) => open(init, ctx)),
+      chat: (requests, ctx) => chatResponses(requests, ctx, (init, input) => open(init, input, ctx)),
 
       async run(request, ctx) {
-        const connection = await open(request.init, ctx);
+        const connection = await open(request.init, request.input, ctx);
         sendInput(connection, requireInput(request.input));
         connection.close();
         for await (const _ of connection.stream);
@@ -58,7 +59,7 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
       },
 
       async *runStream(request, ctx) {
-        const connection = await open(request.init, ctx);
+        const connection = await open(request.init, request.input, ctx);
         sendInput(connection, requireInput(request.input));
         connection.close();
         for await (const chunk of connection.stream) {
@@ -189,16 +190,27 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
     });
 }
 
+/**
+ * Opens the invocation of a call: `wireInit` and the call's first input, if
+ * it came with the init (its request ID lets a retried new-session call find
+ * the session the first attempt created, and a retry wait for its original).
+ */
 async function openConnection(
   registry: AgentRegistry,
   wireInit: WireAgentInit | undefined,
+  firstInput: WireAgentInput | undefined,
   ctx: HandlerContext,
 ): Promise<AgentConnection> {
   if (!wireInit) throw new AgentError("INVALID_ARGUMENT", "init is required (agent name and resume source)");
   const { agent: name, init } = agentInitFromWire(wireInit);
   annotateCall(ctx, { agent: name, sessionId: init.sessionId, snapshotId: init.snapshotId });
   const agent = registry.get(name);
-  const connection = await agent.connect(init, { signal: ctx.signal, ...callerOf(ctx) });
+  const requestId = firstInput?.requestId;
+  const connection = await agent.connect(init, {
+    signal: ctx.signal,
+    ...callerOf(ctx),
+    ...(requestId ? { requestId } : {}),
+  });
   annotateCall(ctx, { sessionId: connection.sessionId });
   return connection;
 }

@@ -24,7 +24,7 @@ import { annotateCall } from "./call-log.js";
 export function chatResponses(
   requests: AsyncIterable<ChatRequest>,
   ctx: HandlerContext,
-  open: (init: WireAgentInit | undefined) => Promise<AgentConnection>,
+  open: (init: WireAgentInit | undefined, input: WireAgentInput | undefined) => Promise<AgentConnection>,
 ): AsyncIterable<ChatResponse> {
   return { [Symbol.asyncIterator]: () => new ChatResponseStream(requests, ctx, open) };
 }
@@ -41,7 +41,10 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
   constructor(
     private readonly requests: AsyncIterable<ChatRequest>,
     private readonly ctx: HandlerContext,
-    private readonly open: (init: WireAgentInit | undefined) => Promise<AgentConnection>,
+    private readonly open: (
+      init: WireAgentInit | undefined,
+      input: WireAgentInput | undefined,
+    ) => Promise<AgentConnection>,
   ) {}
 
   next(): Promise<IteratorResult<ChatResponse>> {
@@ -78,7 +81,7 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
     if (first.done || !first.value.init) {
       throw new AgentError("INVALID_ARGUMENT", "the first ChatRequest must carry init (agent name and resume source)");
     }
-    const connection = await this.open(first.value.init);
+    const connection = await this.open(first.value.init, first.value.input);
     this.connection = connection;
     if (first.value.input) sendInput(connection, first.value.input);
     void pumpInputs(iterator, connection);

@@ -18,6 +18,14 @@ export interface AgentInput {
   resume?: ToolResume;
   /** Hand the rest of the work to the server (background invocation). */
   detach?: boolean;
+  /**
+   * Idempotency key (AIP-155), e.g. a UUID the client generates once per
+   * input and reuses on every retry of it: at most 64 characters of
+   * `[A-Za-z0-9_-]`. A server-managed session that committed this ID's turn
+   * (within its request-ID window) answers a retry with that turn instead of
+   * running it again; see README "Retries and exactly-once turns".
+   */
+  requestId?: string;
 }
 
 /** True when `input` resumes an interrupted turn (its resume has at least one respond or restart part). */

@@ -45,6 +45,7 @@ const OPTIONAL_FIELDS = [
   "expiresAt",
   "expireAt",
   "usage",
+  "requests",
 ] as const;
 
 /** The filter of a head that is not being deleted (combine with `_id` or a listing's filter). */
@@ -67,7 +68,7 @@ export function fromHeadDocument(doc: HeadDocument): SessionHead {
     }
     head.labels = labels;
   }
-  for (const key of ["lease", "waiters", "labels", "ttlMs", "expiresAt", "usage"] as const)
+  for (const key of ["lease", "waiters", "labels", "ttlMs", "expiresAt", "usage", "requests"] as const)
     if (head[key] == null) delete head[key];
   return head;
 }

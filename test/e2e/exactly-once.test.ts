@@ -1,0 +1,174 @@
+import { describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { AgentInput, AgentStreamChunk } from "../../gen/ts/agentd/v1/agent_pb.js";
+import { snapshotTexts, useAgentd } from "../harness/use-agentd.js";
+import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
+
+// Exactly-once turns (issue 35): an input carrying a request ID runs once per
+// session; a retry gets the committed turn back without the agent running.
+// The `counted` agent replies `call <n>: <text>`, n counting the model calls
+// of the server process, so a turn that ran again would show another n.
+const agentd = useAgentd({ args: ["test/fixtures/retry-agents.ts"] });
+const AGENT = "counted";
+
+/** A user text input carrying `requestId`. */
+function input(text: string, requestId: string): AgentInput {
+  return { ...textInput(text), requestId } as AgentInput;
+}
+
+/** The session's committed turn count. */
+async function turnCount(sessionId: string): Promise<number> {
+  const { session } = await agentd.client.getSession({ sessionId });
+  return session!.turnCount;
+}
+
+/** The model replies of the session's head state. */
+async function replies(sessionId: string): Promise<string[]> {
+  const { snapshot } = await agentd.client.getSnapshot({ agent: AGENT, sessionId });
+  return snapshotTexts(snapshot).filter((t) => t.startsWith("call "));
+}
+
+/** The code a call fails with (or "ok"). */
+async function codeOf(call: Promise<unknown>): Promise<Code | "ok"> {
+  try {
+    await call;
+    return "ok";
+  } catch (err) {
+    return ConnectError.from(err).code;
+  }
+}
+
+/** A session with one committed turn (no request ID), its ID. */
+async function newSession(): Promise<string> {
+  const { output } = await agentd.client.run({ init: { agent: AGENT }, input: textInput("hello") });
+  return output!.sessionId;
+}
+
+/** Every chunk of a RunStream call, and its output. */
+async function runStream(request: Parameters<typeof agentd.client.runStream>[0]) {
+  const chunks: AgentStreamChunk[] = [];
+  let output;
+  for await (const res of agentd.client.runStream(request)) {
+    if (res.chunk) chunks.push(res.chunk);
+    if (res.output) output = res.output;
+  }
+  return { chunks, output: output! };
+}
+
+describe("exactly-once turns: a retried input runs once", () => {
+  it("a Run retried on a new session resolves to the same session and answers the same output", async () => {
+    const id = randomUUID();
+    const first = await agentd.client.run({ init: { agent: AGENT }, input: input("plan a trip", id) });
+    const retry = await agentd.client.run({ init: { agent: AGENT }, input: input("plan a trip", id) });
+    expect(retry.output).toEqual(first.output);
+    expect(first.output!.sessionId).not.toBe("");
+    expect(await turnCount(first.output!.sessionId)).toBe(1);
+    expect(await replies(first.output!.sessionId)).toHaveLength(1);
+  });
+
+  it("a Run retried on an existing session answers the same output without a model call", async () => {
+    const sessionId = await newSession();
+    const id = randomUUID();
+    const first = await agentd.client.run({ init: { agent: AGENT, sessionId }, input: input("second", id) });
+    const retry = await agentd.client.run({ init: { agent: AGENT, sessionId }, input: input("second", id) });
+    expect(retry.output).toEqual(first.output);
+    expect(first.output!.usage?.totalTokens).toBeGreaterThan(0);
+    expect(await turnCount(sessionId)).toBe(2);
+    expect(await replies(sessionId)).toHaveLength(2);
+  });
+
+  it("a RunStream retry streams the committed TurnEnd alone (no model chunks) and the same output", async () => {
+    const sessionId = await newSession();
+    const id = randomUUID();
+    const first = await runStream({ init: { agent: AGENT, sessionId }, input: input("stream me", id) });
+    const retry = await runStream({ init: { agent: AGENT, sessionId }, input: input("stream me", id) });
+    expect(chunksText(first.chunks)).toMatch(/^call \d+: stream me$/);
+    const firstEnd = first.chunks.find((c) => c.turnEnd)!.turnEnd;
+    expect(retry.chunks.map((c) => c.turnEnd)).toEqual([firstEnd]);
+    expect(retry.output).toEqual(first.output);
+    expect(await turnCount(sessionId)).toBe(2);
+  });
+
+  it("a Chat re-sending inputs answers the committed ones from the ledger and runs only the new one", async () => {
+    const sessionId = await newSession();
+    const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+    const chat = new WireChat(agentd.client, { init: { agent: AGENT, sessionId }, input: input("one", a) });
+    const one = await chat.nextTurn();
+    chat.send({ input: input("two", b) });
+    const two = await chat.nextTurn();
+    await chat.finish();
+
+    const again = new WireChat(agentd.client, { init: { agent: AGENT, sessionId }, input: input("one", a) });
+    again.send({ input: input("two", b) });
+    again.send({ input: input("three", c) });
+    const [oneAgain, twoAgain, three] = [await again.nextTurn(), await again.nextTurn(), await again.nextTurn()];
+    await again.finish();
+    expect(oneAgain.chunks).toEqual([{ ...oneAgain.chunks[0], turnEnd: one.turnEnd }]);
+    expect(twoAgain.turnEnd).toEqual(two.turnEnd);
+    expect(twoAgain.chunks).toHaveLength(1);
+    expect(three.turnEnd.turnIndex).toBe(3);
+    expect(await turnCount(sessionId)).toBe(4);
+    expect((await replies(sessionId)).map((r) => r.replace(/^call \d+: /, ""))).toEqual([
+      "hello",
+      "one",
+      "two",
+      "three",
+    ]);
+  });
+
+  it("the same request ID with a different input is INVALID_ARGUMENT naming the conflict", async () => {
+    const sessionId = await newSession();
+    const id = randomUUID();
+    await agentd.client.run({ init: { agent: AGENT, sessionId }, input: input("original", id) });
+    const err = await agentd.client.run({ init: { agent: AGENT, sessionId }, input: input("something else", id) }).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(err?.code).toBe(Code.InvalidArgument);
+    expect(err?.rawMessage).toContain(`input.request_id "${id}" was already used for a different input`);
+    expect(await turnCount(sessionId)).toBe(2);
+  });
+
+  it("a malformed request ID is INVALID_ARGUMENT naming input.request_id", async () => {
+    const err = await agentd.client.run({ init: { agent: AGENT }, input: input("hi", "not/a valid id") }).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(err?.code).toBe(Code.InvalidArgument);
+    expect(err?.rawMessage).toContain("input.request_id must be at most 64 characters");
+    const long = await codeOf(agentd.client.run({ init: { agent: AGENT }, input: input("hi", "a".repeat(65)) }));
+    expect(long).toBe(Code.InvalidArgument);
+  });
+
+  it("a retry sent while its original still runs waits for it and answers its output (not ABORTED busy)", async () => {
+    const sessionId = await newSession();
+    const id = randomUUID();
+    const original = agentd.client.run({ init: { agent: AGENT, sessionId }, input: input("slow 800 work", id) });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const other = await codeOf(
+      agentd.client.run({ init: { agent: AGENT, sessionId }, input: input("unrelated", randomUUID()) }),
+    );
+    const retry = await agentd.client.run({ init: { agent: AGENT, sessionId }, input: input("slow 800 work", id) });
+    expect(retry.output).toEqual((await original).output);
+    expect(other).toBe(Code.Aborted); // an input that is not a retry is still refused (busy policy REJECT)
+    expect(await turnCount(sessionId)).toBe(2);
+  });
+
+  it("racing duplicates on an existing session make one turn and both answer it", async () => {
+    const sessionId = await newSession();
+    const id = randomUUID();
+    const send = () => agentd.client.run({ init: { agent: AGENT, sessionId }, input: input("slow 200 race", id) });
+    const [a, b] = await Promise.all([send(), send()]);
+    expect(b.output).toEqual(a.output);
+    expect(await turnCount(sessionId)).toBe(2);
+  });
+
+  it("racing duplicates on a new session make one session with one turn", async () => {
+    const id = randomUUID();
+    const send = () => agentd.client.run({ init: { agent: AGENT }, input: input("slow 200 new race", id) });
+    const [a, b] = await Promise.all([send(), send()]);
+    expect(b.output).toEqual(a.output);
+    expect(await turnCount(a.output!.sessionId)).toBe(1);
+  });
+});
