@@ -136,3 +136,29 @@ def test_an_async_watch_cut_by_a_reset_reopens_and_sees_the_end(proxy: FaultProx
     statuses, retries = asyncio.run(scenario())
     assert retries >= 1
     assert statuses[0] == state_pb2.SNAPSHOT_STATUS_PENDING and statuses[-1] == state_pb2.SNAPSHOT_STATUS_COMPLETED
+
+
+def test_an_async_conversation_reconnects_while_agentd_still_holds_the_dropped_stream(
+    agentd_address: str, client: AgentClient
+):
+    # As the synchronous case: agentd's side is reset 1 s after the client's, so the old
+    # invocation still holds the session when the reconnect re-sends the input in flight.
+    async def scenario():
+        with FaultProxy(agentd_address, server_reset_delay=1.0) as late:
+            async with AsyncAgentClient(late.address, timeout=30) as c:
+                conversation = c.chat(AGENT)
+                await (await conversation.send("warm up")).wait()
+                turn = await conversation.send(TEXT, metadata=SLOW)
+                delivered = []
+                async for chunk in turn:
+                    delivered.append(chunk)
+                    if len(delivered) == 1:
+                        late.reset_all()
+                return turn, delivered, await conversation.output(), c.stats.retries
+
+    turn, delivered, output, retries = asyncio.run(scenario())
+    assert retries >= 1 and turn.turn_index == 1
+    assert sum(c.HasField("turn_end") for c in delivered) == 1
+    assert f"echo: {TEXT}".startswith(turn.text)
+    stored = client.get_snapshot(AGENT, session_id=output.session_id)
+    assert [message_text(m) for m in stored.state.messages] == ["warm up", "echo: warm up", TEXT, f"echo: {TEXT}"]

@@ -176,17 +176,36 @@ def test_a_conversation_reconnects_while_agentd_still_holds_the_dropped_stream(
 ):
     # The proxy resets the client's side at once and agentd's side only 1 s later, as a load
     # balancer that drops the client would: the old invocation still holds the session when
-    # the reconnect resumes it and re-sends the input in flight.
+    # the reconnect resumes it and re-sends the input in flight, and commits the turn (0.5 s)
+    # while the retry waits for it; the retry then answers with that turn's TurnEnd alone.
     with FaultProxy(agentd_address, server_reset_delay=1.0) as late:
         with AgentClient(late.address, timeout=30) as retrying:
             conversation = retrying.chat(AGENT)
             conversation.send("warm up").wait()
             turn = conversation.send(TEXT, metadata=SLOW)
             chunks = iter(turn)
-            next(chunks)
+            delivered = [next(chunks)]
             late.reset_all()
-            list(chunks)
+            delivered.extend(chunks)
             output = conversation.output()
-    assert turn.text == f"echo: {TEXT}" and turn.turn_index == 1
+            assert retrying.stats.retries >= 1
+    assert sum(c.HasField("turn_end") for c in delivered) == 1 and turn.turn_index == 1
+    assert f"echo: {TEXT}".startswith(turn.text)  # what arrived before the drop, once
     stored = client.get_snapshot(AGENT, session_id=output.session_id)
     assert [message_text(m) for m in stored.state.messages] == ["warm up", "echo: warm up", TEXT, f"echo: {TEXT}"]
+
+
+def test_a_new_session_run_retried_while_the_original_commits_makes_one_turn(
+    agentd_address: str, client: AgentClient
+):
+    # agentd learns of the drop only after the original Run committed: the retry (same
+    # request ID) must resolve to the same new session and return the original's output.
+    with FaultProxy(agentd_address, server_reset_delay=1.0) as late:
+        with AgentClient(late.address, timeout=30) as retrying:
+            retrying.list_agents()
+            _reset_in(late, 0.15)
+            output = retrying.run(AGENT, TEXT, metadata=SLOW, labels={"retry": "new-session-run"})
+            assert retrying.stats.retries >= 1
+    assert message_text(output.message) == f"echo: {TEXT}"
+    sessions = list(client.list_sessions(AGENT, labels={"retry": "new-session-run"}))
+    assert [(s.session_id, s.turn_count) for s in sessions] == [(output.session_id, 1)]

@@ -125,10 +125,17 @@ class Conversation(ConversationCore):
         self._requests.close()
 
     def _open(self, init: agent_pb2.AgentInit) -> Any:
-        """Starts a Chat call: ``init``, then the inputs to replay (the half-close too once
-        the caller half-closed). grpcio reports every call error on read, never here."""
-        self._requests.put(agent_service_pb2.ChatRequest(init=init))
-        for replayed in self._replay():
+        """Starts a Chat call: ``init`` together with the first input to replay (so the
+        server knows at once which input a reconnect retries, and waits for the original
+        instead of refusing a busy session), then the other inputs to replay (the half-close
+        too once the caller half-closed). grpcio reports every call error on read, never
+        here."""
+        replay = self._replay()
+        first = agent_service_pb2.ChatRequest(init=init)
+        if replay:
+            first.input.CopyFrom(replay.pop(0))
+        self._requests.put(first)
+        for replayed in replay:
             self._requests.put(agent_service_pb2.ChatRequest(input=replayed))
         if self._input_closed:
             self._requests.close()
