@@ -5,6 +5,7 @@ times (run with ``-s`` to see them)."""
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Iterator
 
 import pytest
@@ -20,12 +21,14 @@ TURNS = 25
 #: about 440 bytes on the wire, and grpcio carries all 8 conversations on one HTTP/2
 #: connection: each reset breaks all 8 streams, and their reconnect (8 new streams, each
 #: re-sending its init and the input in flight, and the re-run turn) alone is about 5 KB.
-RESET_EVERY = 8192
+#: ``AGENTD_CHAOS_RESET_EVERY`` (bytes) overrides it.
+RESET_EVERY = int(os.environ.get("AGENTD_CHAOS_RESET_EVERY", "8192"))
+RESETS = f"resets every {RESET_EVERY // 2}-{RESET_EVERY * 3 // 2} B"
 
 
 @pytest.fixture
 def resetting_proxy(agentd_address: str) -> Iterator[FaultProxy]:
-    """A proxy to the test agentd resetting each connection after 4-12 KB."""
+    """A proxy to the test agentd resetting each connection after RESET_EVERY +-50% bytes."""
     with FaultProxy(agentd_address, reset_every=RESET_EVERY, seed=35) as proxy:
         yield proxy
 
@@ -35,7 +38,7 @@ def test_sync_conversations_through_resets_fail_no_call_and_store_every_input_on
 ):
     with AgentClient(resetting_proxy.address, timeout=60) as chaotic:
         result = run_sync(chaotic, CONVERSATIONS, TURNS, "sync-chaos")
-        print("\n" + result.summary("sync, resets every 4-12 KB", resetting_proxy.resets, chaotic.stats.retries))
+        print("\n" + result.summary(f"sync, {RESETS}", resetting_proxy.resets, chaotic.stats.retries))
     assert result.errors == []
     assert resetting_proxy.resets >= 5
     assert history_problems(client, result) == []
@@ -57,7 +60,7 @@ def test_async_conversations_through_resets_fail_no_call_and_store_every_input_o
             return result, chaotic.stats.retries
 
     result, retries = asyncio.run(main())
-    print("\n" + result.summary("asyncio, resets every 4-12 KB", resetting_proxy.resets, retries))
+    print("\n" + result.summary(f"asyncio, {RESETS}", resetting_proxy.resets, retries))
     assert result.errors == []
     assert resetting_proxy.resets >= 5
     assert history_problems(client, result) == []

@@ -30,9 +30,10 @@ __all__ = ["AsyncAgentClient", "AsyncAttachedRun", "AsyncConversation", "AsyncTu
 class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
     """Talks to one agentd server over gRPC on asyncio. Create it inside a running event
     loop; ``async with AsyncAgentClient("127.0.0.1:50051") as client`` closes the channel.
-    Options (``retry`` and ``stats`` included) as for :class:`agentd_client.AgentClient`, except that ``interceptors`` are
-    ``grpc.aio`` client interceptors (e.g. OpenTelemetry's ``aio_client_interceptors()``) and
-    need a channel the client opens (a ``grpc.aio`` channel takes them when created)."""
+    Options (``retry`` and ``stats`` included) as for :class:`agentd_client.AgentClient`,
+    except that ``interceptors`` are ``grpc.aio`` client interceptors (e.g. OpenTelemetry's
+    ``aio_client_interceptors()``) and need a channel the client opens (a ``grpc.aio``
+    channel takes them when created)."""
 
     _channels = grpc.aio
 
