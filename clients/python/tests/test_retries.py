@@ -209,3 +209,38 @@ def test_a_new_session_run_retried_while_the_original_commits_makes_one_turn(
     assert message_text(output.message) == f"echo: {TEXT}"
     sessions = list(client.list_sessions(AGENT, labels={"retry": "new-session-run"}))
     assert [(s.session_id, s.turn_count) for s in sessions] == [(output.session_id, 1)]
+
+
+def test_a_conversation_reset_between_turns_sends_the_next_turn_once(proxy: FaultProxy, client: AgentClient):
+    with AgentClient(proxy.address, timeout=30) as retrying:
+        conversation = retrying.chat(AGENT)
+        first = conversation.send("before the reset")
+        first.wait()
+        proxy.reset_all()
+        second = conversation.send("after the reset")
+        second.wait()
+        output = conversation.output()
+        assert proxy.resets == 1 and retrying.stats.retries >= 1
+    assert (first.turn_index, second.turn_index) == (0, 1) and second.text == "echo: after the reset"
+    stored = client.get_snapshot(AGENT, session_id=output.session_id)
+    assert [message_text(m) for m in stored.state.messages] == [
+        "before the reset",
+        "echo: before the reset",
+        "after the reset",
+        "echo: after the reset",
+    ]
+
+
+def test_a_conversation_reset_after_its_last_turn_end_still_returns_its_output(
+    proxy: FaultProxy, client: AgentClient
+):
+    with AgentClient(proxy.address, timeout=30) as retrying:
+        conversation = retrying.chat(AGENT)
+        turn = conversation.send("the only turn")
+        turn.wait()
+        proxy.reset_all()
+        output = conversation.output()
+        assert retrying.stats.retries >= 1
+    assert (output.session_id, output.snapshot_id) == (conversation.session_id, turn.snapshot_id)
+    assert message_text(output.message) == "echo: the only turn"
+    assert client.get_session(output.session_id).turn_count == 1
