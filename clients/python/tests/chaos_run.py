@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from agentd_client import AgentClient, AgentdError, message_text
+from agentd_client import AgentClient, AgentdError, TurnRecord, message_text
 from agentd_client.aio import AsyncAgentClient
 
 __all__ = ["ChaosResult", "run_sync", "run_async", "percentile", "history_problems"]
@@ -20,12 +20,16 @@ AGENT = "assistant"
 @dataclass
 class ChaosResult:
     """What a workload did: per conversation its session and inputs, every turn's duration
-    (seconds) and every error raised to the caller."""
+    (seconds), every error raised to the caller, and every turn delivered wrong (a TurnEnd
+    missing or with another turn index, or text that is not a prefix of the echo: a chunk
+    delivered twice or out of order; a turn agentd committed while the connection was down
+    answers with its TurnEnd alone, so the text may stop short)."""
 
     sessions: Dict[int, Optional[str]] = field(default_factory=dict)
     inputs: Dict[int, List[str]] = field(default_factory=dict)
     turn_seconds: List[float] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
+    misdelivered: List[str] = field(default_factory=list)
 
     def summary(self, label: str, resets: int, retries: int) -> str:
         """One line with the counts and the p50/p99 turn time in ms."""
@@ -50,6 +54,15 @@ def _text(tag: str, conversation: int, turn: int) -> str:
     return f"{tag} conversation {conversation} turn {turn} says hello"
 
 
+def _misdelivery(turn: TurnRecord, index: int, text: str) -> Optional[str]:
+    """What is wrong with turn ``index`` as delivered, or None."""
+    if turn.turn_end is None or turn.turn_index != index:
+        return f"{text!r}: turn index {turn.turn_index}, want {index}"
+    if not f"echo: {text}".startswith(turn.text):
+        return f"{text!r}: delivered text {turn.text!r}"
+    return None
+
+
 def run_sync(client: AgentClient, conversations: int, turns: int, tag: str) -> ChaosResult:
     """``conversations`` threads, each one conversation of ``turns`` turns on ``client``."""
     result = ChaosResult()
@@ -65,8 +78,13 @@ def run_sync(client: AgentClient, conversations: int, turns: int, tag: str) -> C
                     text = _text(tag, index, turn)
                     sent.append(text)
                     started = time.monotonic()
-                    conversation.send(text).wait()
+                    sent_turn = conversation.send(text)
+                    sent_turn.wait()
                     durations.append(time.monotonic() - started)
+                    wrong = _misdelivery(sent_turn, turn, text)
+                    if wrong:
+                        with lock:
+                            result.misdelivered.append(wrong)
                     session = conversation.session_id
         except AgentdError as err:
             with lock:
@@ -97,8 +115,12 @@ async def run_async(client: AsyncAgentClient, conversations: int, turns: int, ta
                     text = _text(tag, index, turn)
                     sent.append(text)
                     started = time.monotonic()
-                    await (await conversation.send(text)).wait()
+                    sent_turn = await conversation.send(text)
+                    await sent_turn.wait()
                     result.turn_seconds.append(time.monotonic() - started)
+                    wrong = _misdelivery(sent_turn, turn, text)
+                    if wrong:
+                        result.misdelivered.append(wrong)
                     session = conversation.session_id
         except AgentdError as err:
             result.errors.append(f"conversation {index}: {err}")

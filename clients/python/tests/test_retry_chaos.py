@@ -39,7 +39,7 @@ def test_sync_conversations_through_resets_fail_no_call_and_store_every_input_on
     with AgentClient(resetting_proxy.address, timeout=60) as chaotic:
         result = run_sync(chaotic, CONVERSATIONS, TURNS, "sync-chaos")
         print("\n" + result.summary(f"sync, {RESETS}", resetting_proxy.resets, chaotic.stats.retries))
-    assert result.errors == []
+    assert result.errors == [] and result.misdelivered == []
     assert resetting_proxy.resets >= 5
     assert history_problems(client, result) == []
 
@@ -47,7 +47,7 @@ def test_sync_conversations_through_resets_fail_no_call_and_store_every_input_on
 def test_sync_conversations_without_resets_make_no_retry(client: AgentClient):
     result = run_sync(client, CONVERSATIONS, TURNS, "sync-calm")
     print("\n" + result.summary("sync, direct", 0, client.stats.retries))
-    assert result.errors == [] and client.stats.retries == 0
+    assert result.errors == [] and result.misdelivered == [] and client.stats.retries == 0
     assert history_problems(client, result) == []
 
 
@@ -61,7 +61,7 @@ def test_async_conversations_through_resets_fail_no_call_and_store_every_input_o
 
     result, retries = asyncio.run(main())
     print("\n" + result.summary(f"asyncio, {RESETS}", resetting_proxy.resets, retries))
-    assert result.errors == []
+    assert result.errors == [] and result.misdelivered == []
     assert resetting_proxy.resets >= 5
     assert history_problems(client, result) == []
 
@@ -73,5 +73,5 @@ def test_async_conversations_without_resets_make_no_retry(agentd_address: str, c
 
     result, retries = asyncio.run(main())
     print("\n" + result.summary("asyncio, direct", 0, retries))
-    assert result.errors == [] and retries == 0
+    assert result.errors == [] and result.misdelivered == [] and retries == 0
     assert history_problems(client, result) == []
