@@ -244,3 +244,24 @@ def test_a_conversation_reset_after_its_last_turn_end_still_returns_its_output(
     assert (output.session_id, output.snapshot_id) == (conversation.session_id, turn.snapshot_id)
     assert message_text(output.message) == "echo: the only turn"
     assert client.get_session(output.session_id).turn_count == 1
+
+
+def test_a_run_sent_twice_with_one_request_id_runs_once(client: AgentClient):
+    request_id = f"py-run-{time.time_ns()}"
+    first = client.run(AGENT, "only once please", request_id=request_id)
+    again = client.run(AGENT, "only once please", request_id=request_id)
+    assert (again.session_id, again.snapshot_id) == (first.session_id, first.snapshot_id)
+    assert client.get_session(first.session_id).turn_count == 1
+
+
+def test_an_input_resent_with_its_request_id_answers_the_committed_turn(client: AgentClient):
+    with client.chat(AGENT) as conversation:
+        original = conversation.send("committed once", request_id="py-chat-resend-1")
+        original.wait()
+    session_id = conversation.session_id
+    with client.chat(AGENT, session_id=session_id) as resumed:
+        resent = resumed.send("committed once", request_id="py-chat-resend-1")
+        resent.wait()
+    assert resent.request_id == original.request_id == "py-chat-resend-1"
+    assert (resent.snapshot_id, resent.turn_index) == (original.snapshot_id, 0)
+    assert client.get_session(session_id).turn_count == 1
