@@ -12,6 +12,7 @@ import pytest
 
 from agentd.v1 import state_pb2
 from agentd_client import (
+    AbortedError,
     AgentClient,
     CancelledError,
     NotFoundError,
@@ -265,3 +266,21 @@ def test_an_input_resent_with_its_request_id_answers_the_committed_turn(client: 
     assert resent.request_id == original.request_id == "py-chat-resend-1"
     assert (resent.snapshot_id, resent.turn_index) == (original.snapshot_id, 0)
     assert client.get_session(session_id).turn_count == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AbortedError,
+    reason="agentd refuses the reconnect as busy: the dropped stream's invocation, idle between turns, "
+    "still holds the session and the re-sent input is new to it (issue 35, 'reconnecting to your own "
+    "session'); the server waits only for a retry of the input its holder runs or committed",
+)
+def test_a_conversation_dropped_between_turns_reconnects_while_agentd_still_holds_it(agentd_address: str):
+    with FaultProxy(agentd_address, server_reset_delay=2.0) as late:
+        with AgentClient(late.address, timeout=30) as retrying:
+            conversation = retrying.chat(AGENT)
+            conversation.send("before the drop").wait()
+            late.reset_all()
+            turn = conversation.send("after the drop")
+            turn.wait()
+            assert turn.text == "echo: after the drop" and turn.turn_index == 1
