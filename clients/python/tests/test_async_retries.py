@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from agentd.v1 import state_pb2
-from agentd_client import AgentClient, RetryEvent, RetryPolicy, UnavailableError, message_text
+from agentd_client import AgentClient, CancelledError, RetryEvent, RetryPolicy, UnavailableError, message_text
 from agentd_client.aio import AsyncAgentClient
 from fault_proxy import FaultProxy
 
@@ -74,6 +74,25 @@ def test_cancelling_an_async_run_is_not_retried(proxy: FaultProxy):
             return c.stats.retries
 
     assert asyncio.run(scenario()) == 0
+
+
+def test_closing_an_async_conversation_is_not_retried(proxy: FaultProxy):
+    async def scenario():
+        async with AsyncAgentClient(proxy.address, timeout=30) as c:
+            conversation = c.chat(AGENT)
+            turn = await conversation.send(TEXT, metadata=SLOW)
+            reader = asyncio.ensure_future(turn.wait())
+            await asyncio.sleep(0.15)
+            conversation.close()
+            with pytest.raises(asyncio.CancelledError):  # grpc.aio: a read of a cancelled call
+                await reader
+            with pytest.raises(CancelledError):
+                await conversation.output()
+            await asyncio.sleep(0.3)  # a retry would have started by now
+            return turn, c.stats.retries
+
+    turn, retries = asyncio.run(scenario())
+    assert turn.turn_end is None and retries == 0
 
 
 def test_an_async_conversation_cut_mid_turn_delivers_each_chunk_and_turn_end_once(

@@ -73,6 +73,17 @@ def test_with_retry_none_the_reset_surfaces(proxy: FaultProxy):
         assert plain.stats.retries == 0
 
 
+def test_with_retry_none_a_conversation_surfaces_the_reset(proxy: FaultProxy):
+    with AgentClient(proxy.address, timeout=30, retry=None) as plain:
+        conversation = plain.chat(AGENT)
+        turn = conversation.send(TEXT, metadata=SLOW)
+        next(iter(turn))
+        proxy.reset_all()
+        with pytest.raises(UnavailableError):
+            turn.wait()
+        assert plain.stats.retries == 0
+
+
 def test_a_not_found_is_not_retried(proxy: FaultProxy):
     events: List[RetryEvent] = []
     with AgentClient(proxy.address, timeout=30, retry=RetryPolicy(on_retry=events.append)) as retrying:
