@@ -7,7 +7,6 @@ coroutine (``watch_snapshot``, ``iter_snapshots`` and ``list_sessions`` are asyn
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, AsyncIterator, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import grpc
@@ -19,10 +18,10 @@ from . import service_calls as calls
 from .aio_conversation import AsyncConversation, AsyncTurn
 from .attached_run import AsyncAttachedRun
 from .client_base import ClientBase
-from .retrier import Deadline
 from .errors import error_from_rpc
 from .inputs import BusyPolicyLike, InputLike, StateLike, TimeLike, TTLLike, build_init
-from .service_calls import TERMINAL_STATUSES
+from .retrier import Deadline
+from .snapshot_watch import watch_statuses_async
 
 __all__ = ["AsyncAgentClient", "AsyncAttachedRun", "AsyncConversation", "AsyncTurn"]
 
@@ -211,32 +210,12 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         status or when the server ends the stream. Reopened after a break as
         ``AgentClient.watch_snapshot`` is."""
         request = calls.watch_snapshot_request(agent, snapshot_id)
-        deadline = Deadline(timeout)
-        last: Optional[agent_service_pb2.WatchSnapshotResponse] = None
-        failures = 0
-        while True:
-            call = self._stub.WatchSnapshot(
-                request, metadata=self._call_metadata(), timeout=deadline.remaining()
-            )
-            try:
-                async for update in call:
-                    failures = 0
-                    if update == last:
-                        continue  # the reopened watch repeats the status delivered last
-                    last = update
-                    yield update
-                    if update.status in TERMINAL_STATUSES:
-                        return
-                return
-            except grpc.RpcError as err:
-                error = error_from_rpc(err)
-                failures += 1
-                delay = self._retrier.plan("WatchSnapshot", failures, error, deadline)
-                if delay is None:
-                    raise error from err
-            finally:
-                call.cancel()
-            await asyncio.sleep(delay)
+
+        def open_call(remaining: Optional[float]) -> Any:
+            return self._stub.WatchSnapshot(request, metadata=self._call_metadata(), timeout=remaining)
+
+        async for update in watch_statuses_async(open_call, self._retrier, timeout):
+            yield update
 
     async def wait_snapshot(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None

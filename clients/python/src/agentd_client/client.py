@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 import grpc
@@ -12,11 +11,12 @@ from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 from . import service_calls as calls
 from .attached_run import AttachedRun
 from .client_base import ClientBase
-from .retrier import Deadline
 from .conversation import Conversation
 from .errors import error_from_rpc
 from .inputs import BusyPolicyLike, InputLike, StateLike, TimeLike, TTLLike, build_init
+from .retrier import Deadline
 from .service_calls import TERMINAL_STATUSES
+from .snapshot_watch import watch_statuses
 
 __all__ = ["AgentClient", "TERMINAL_STATUSES"]
 
@@ -228,37 +228,11 @@ class AgentClient(ClientBase[grpc.Channel]):
         reopened watch's first status is skipped when it repeats the last one yielded.
         Leaving the loop early cancels the call."""
         request = calls.watch_snapshot_request(agent, snapshot_id)
-        deadline = Deadline(timeout)
-        last: Optional[agent_service_pb2.WatchSnapshotResponse] = None
-        failures = 0
-        while True:
-            call = self._stub.WatchSnapshot(
-                request, metadata=self._call_metadata(), timeout=deadline.remaining()
-            )
-            try:
-                for update in call:
-                    failures = 0
-                    if update == last:
-                        continue  # the reopened watch repeats the status delivered last
-                    last = update
-                    yield update
-                    if update.status in TERMINAL_STATUSES:
-                        return
-                return
-            except grpc.RpcError as err:
-                error = error_from_rpc(err)
-                failures += 1
-                delay = self._retrier.plan("WatchSnapshot", failures, error, deadline)
-                if delay is None:
-                    raise error from err
-            finally:
-                # OpenTelemetry's client interceptor returns a generator over the call instead
-                # of the call: closing it drops the call, which grpcio then cancels.
-                if hasattr(call, "cancel"):
-                    call.cancel()
-                else:
-                    call.close()
-            time.sleep(delay)
+
+        def open_call(remaining: Optional[float]) -> Any:
+            return self._stub.WatchSnapshot(request, metadata=self._call_metadata(), timeout=remaining)
+
+        return watch_statuses(open_call, self._retrier, timeout)
 
     def wait_snapshot(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
