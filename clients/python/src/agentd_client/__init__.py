@@ -1,6 +1,7 @@
 """agentd_client: a thin, idiomatic Python client for agentd over grpcio.
 
-``AgentClient`` opens conversations (``chat``), runs single turns (``run``, ``run_text``),
+``AgentClient`` retries what may not have happened (``RetryPolicy``; ``retry=None`` turns it
+off), giving every input a request ID so the server runs it once. It opens conversations (``chat``), runs single turns (``run``, ``run_text``),
 reads / watches / aborts snapshots, attaches to the stream of detached work (``attach``), and
 lists, labels and deletes sessions (``list_sessions``, ``get_session``, ``update_session``,
 ``delete_session``); ``agentd_client.aio.AsyncAgentClient``
@@ -32,7 +33,16 @@ from .errors import (
     error_for_code,
     error_from_rpc,
 )
-from .inputs import BusyPolicyLike, InputLike, StateLike, TimeLike, TTLLike, build_init, build_input
+from .inputs import (
+    BusyPolicyLike,
+    InputLike,
+    StateLike,
+    TimeLike,
+    TTLLike,
+    build_init,
+    build_input,
+    new_request_id,
+)
 from .json_values import (
     dict_to_struct,
     message_text,
@@ -41,6 +51,8 @@ from .json_values import (
     struct_to_dict,
     value_to_python,
 )
+from .retrier import ClientStats
+from .retry_policy import DEFAULT_RETRY, RETRYABLE_CODES, RetryEvent, RetryPolicy
 from .security import PEMSource, TLSConfig, TLSLike, TokenLike
 from .turn import Turn, TurnRecord
 
@@ -78,6 +90,12 @@ __all__ = [
     "TTLLike",
     "build_init",
     "build_input",
+    "new_request_id",
+    "ClientStats",
+    "DEFAULT_RETRY",
+    "RETRYABLE_CODES",
+    "RetryEvent",
+    "RetryPolicy",
     "PEMSource",
     "TLSConfig",
     "TLSLike",

@@ -20,7 +20,8 @@ from .attached_run import AsyncAttachedRun
 from .client_base import ClientBase
 from .errors import error_from_rpc
 from .inputs import BusyPolicyLike, InputLike, StateLike, TimeLike, TTLLike, build_init
-from .service_calls import TERMINAL_STATUSES
+from .retrier import Deadline
+from .snapshot_watch import watch_statuses_async
 
 __all__ = ["AsyncAgentClient", "AsyncAttachedRun", "AsyncConversation", "AsyncTurn"]
 
@@ -28,9 +29,10 @@ __all__ = ["AsyncAgentClient", "AsyncAttachedRun", "AsyncConversation", "AsyncTu
 class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
     """Talks to one agentd server over gRPC on asyncio. Create it inside a running event
     loop; ``async with AsyncAgentClient("127.0.0.1:50051") as client`` closes the channel.
-    Options as for :class:`agentd_client.AgentClient`, except that ``interceptors`` are
-    ``grpc.aio`` client interceptors (e.g. OpenTelemetry's ``aio_client_interceptors()``) and
-    need a channel the client opens (a ``grpc.aio`` channel takes them when created)."""
+    Options (``retry`` and ``stats`` included) as for :class:`agentd_client.AgentClient`,
+    except that ``interceptors`` are ``grpc.aio`` client interceptors (e.g. OpenTelemetry's
+    ``aio_client_interceptors()``) and need a channel the client opens (a ``grpc.aio``
+    channel takes them when created)."""
 
     _channels = grpc.aio
 
@@ -56,7 +58,8 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         return channel
 
     async def close(self) -> None:
-        """Closes the channel if this client created it. Idempotent."""
+        """Closes the channel if this client created it, and stops retrying. Idempotent."""
+        self._retrier.close()
         if self._owns_channel:
             await self._channel.close()
 
@@ -89,7 +92,9 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
             labels=labels,
             ttl=ttl,
         )
-        return AsyncConversation(self._stub, init, metadata=self._call_metadata(), timeout=timeout)
+        return AsyncConversation(
+            self._stub, init, metadata=self._call_metadata, timeout=timeout, retrier=self._retrier
+        )
 
     async def run(
         self,
@@ -104,10 +109,11 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         ttl: Optional[TTLLike] = None,
         detach: bool = False,
         metadata: Optional[Dict[str, Any]] = None,
+        request_id: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> agent_pb2.AgentOutput:
         """Runs one turn and returns its ``AgentOutput`` (in-band failures returned);
-        ``busy_policy``, ``labels`` and ``ttl`` as in ``AgentClient.chat``."""
+        ``busy_policy``, ``labels``, ``ttl`` and ``request_id`` as in ``AgentClient.run``."""
         call = calls.run_call(
             agent,
             input,
@@ -119,6 +125,7 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
             busy_policy=busy_policy,
             labels=labels,
             ttl=ttl,
+            request_id=request_id,
         )
         return await self._unary(call, timeout)
 
@@ -200,18 +207,15 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
     ) -> AsyncIterator[agent_service_pb2.WatchSnapshotResponse]:
         """Yields the snapshot's status now and on every change; ends after a terminal
-        status or when the server ends the stream."""
+        status or when the server ends the stream. Reopened after a break as
+        ``AgentClient.watch_snapshot`` is."""
         request = calls.watch_snapshot_request(agent, snapshot_id)
-        call = self._stub.WatchSnapshot(request, metadata=self._call_metadata(), timeout=timeout)
-        try:
-            async for update in call:
-                yield update
-                if update.status in TERMINAL_STATUSES:
-                    return
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
-        finally:
-            call.cancel()
+
+        def open_call(remaining: Optional[float]) -> Any:
+            return self._stub.WatchSnapshot(request, metadata=self._call_metadata(), timeout=remaining)
+
+        async for update in watch_statuses_async(open_call, self._retrier, timeout):
+            yield update
 
     async def wait_snapshot(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
@@ -234,9 +238,15 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         """Attaches to detached work (as ``AgentClient.attach``): ``async for chunk in run``
         yields the chunks after ``after_sequence``, ``await run.output()`` returns the work's
         output, ``run.last_sequence`` is where to attach again after a dropped connection."""
-        request = calls.attach_invocation_request(agent, snapshot_id, after_sequence)
-        call = self._stub.AttachInvocation(request, metadata=self._call_metadata(), timeout=timeout)
-        return AsyncAttachedRun(call, agent, snapshot_id, after_sequence)
+        calls.attach_invocation_request(agent, snapshot_id, after_sequence)  # checks after_sequence
+
+        def open_call(after: int, remaining: Optional[float]) -> Any:
+            request = calls.attach_invocation_request(agent, snapshot_id, after)
+            return self._stub.AttachInvocation(request, metadata=self._call_metadata(), timeout=remaining)
+
+        return AsyncAttachedRun(
+            open_call, agent, snapshot_id, after_sequence, retrier=self._retrier, timeout=timeout
+        )
 
     async def list_agents(self, *, timeout: Optional[float] = None) -> List[agent_pb2.AgentInfo]:
         """Returns every served agent."""
@@ -307,16 +317,21 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         )
         return await self._unary(call, timeout)
 
-    async def delete_session(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
+    async def delete_session(
+        self, session_id: str, *, request_id: Optional[str] = None, timeout: Optional[float] = None
+    ) -> bool:
         """Deletes a session and every snapshot of it; ``False`` when there was nothing to
         delete."""
-        return await self._unary(calls.delete_session_call(session_id), timeout)
+        return await self._unary(calls.delete_session_call(session_id, request_id), timeout)
 
     async def _unary(self, call: calls.UnaryCall, timeout: Optional[float]) -> Any:
-        try:
-            response = await getattr(self._stub, call.method)(
-                call.request, **self._call_settings(timeout)
-            )
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
-        return call.shape(response)
+        """Calls ``call`` with the retry policy; ``timeout`` bounds every attempt together."""
+        method = getattr(self._stub, call.method)
+
+        async def attempt(deadline: Deadline) -> Any:
+            try:
+                return await method(call.request, metadata=self._call_metadata(), timeout=deadline.remaining())
+            except grpc.RpcError as err:
+                raise error_from_rpc(err) from err
+
+        return call.shape(await self._retrier.call_async(call.method, attempt, self._call_timeout(timeout)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Dict, Optional
+from typing import Any, AsyncIterator, Callable, Dict, Optional, Union
 
 import grpc
 import grpc.aio
@@ -13,8 +13,9 @@ from agentd.v1 import agent_pb2, agent_service_pb2, agent_service_pb2_grpc
 from .client_base import Metadata
 from .conversation_core import ConversationCore
 from .aio_stream_write import write_request
-from .errors import error_from_rpc
+from .errors import AgentdError, error_from_rpc
 from .inputs import InputLike, build_input
+from .retrier import Retrier
 from .turn import TurnRecord
 
 __all__ = ["AsyncConversation", "AsyncTurn"]
@@ -52,7 +53,9 @@ class AsyncConversation(ConversationCore):
     and returns the final ``AgentOutput`` (idempotent); ``await conv.detach()`` hands the work
     to the server. The ``init`` request goes out with the first input (or on ``output()``).
     Use ``async with``: a clean exit awaits ``output()``, an exception cancels the call.
-    Errors surface as ``AgentdError`` on reads.
+    Errors surface as ``AgentdError`` on reads. A broken stream is reopened as the
+    synchronous :class:`~agentd_client.Conversation` reopens it (same guarantees); cancelling
+    the reading task is never retried.
     """
 
     def __init__(
@@ -60,32 +63,51 @@ class AsyncConversation(ConversationCore):
         stub: agent_service_pb2_grpc.AgentServiceStub,
         init: agent_pb2.AgentInit,
         *,
-        metadata: Metadata = None,
+        metadata: Union[Metadata, Callable[[], Metadata]] = None,
         timeout: Optional[float] = None,
+        retrier: Optional[Retrier] = None,
     ) -> None:
-        super().__init__(init)
+        super().__init__(init, retrier=retrier, timeout=timeout)
+        self._stub = stub
+        self._metadata = metadata
         self._init: Optional[agent_pb2.AgentInit] = init
-        self._call: grpc.aio.StreamStreamCall = stub.Chat(metadata=metadata, timeout=timeout)
+        self._call: grpc.aio.StreamStreamCall = self._open()
         self._read_lock = asyncio.Lock()
+        # Held while a request is written and while a reconnect re-sends: keeps inputs in order.
+        self._write_lock = asyncio.Lock()
 
     async def send(
-        self, input: Optional[InputLike] = None, *, metadata: Optional[Dict[str, Any]] = None
+        self,
+        input: Optional[InputLike] = None,
+        *,
+        metadata: Optional[Dict[str, Any]] = None,
+        request_id: Optional[str] = None,
     ) -> AsyncTurn:
-        """Sends one input and returns its :class:`AsyncTurn`. Raises
-        ``ConversationClosedError`` once the conversation ended."""
+        """Sends one input and returns its :class:`AsyncTurn` (``request_id`` as in
+        ``Conversation.send``). Raises ``ConversationClosedError`` once the conversation
+        ended."""
         self._ensure_accepting_input()
         turn = AsyncTurn(self)
-        self._pending.append(turn)
-        await self._write(build_input(input, metadata=metadata))
+        turn._input = build_input(input, metadata=metadata, request_id=request_id)
+        async with self._write_lock:
+            self._pending.append(turn)
+            await self._write(turn._input)
         return turn
 
     async def detach(
-        self, input: Optional[InputLike] = None, *, metadata: Optional[Dict[str, Any]] = None
+        self,
+        input: Optional[InputLike] = None,
+        *,
+        metadata: Optional[Dict[str, Any]] = None,
+        request_id: Optional[str] = None,
     ) -> agent_pb2.AgentOutput:
         """Hands the rest of the work to the server; returns the output with finish_reason
         FINISH_REASON_DETACHED and the pending snapshot ID."""
         self._ensure_accepting_input()
-        await self._write(build_input(input, metadata=metadata, detach=True))
+        detach_input = build_input(input, metadata=metadata, detach=True, request_id=request_id)
+        async with self._write_lock:
+            self._detach_input = detach_input
+            await self._write(detach_input)
         return await self.output()
 
     async def output(self) -> agent_pb2.AgentOutput:
@@ -95,13 +117,9 @@ class AsyncConversation(ConversationCore):
         if output is not None:
             return output
         if not self._input_closed:
-            self._input_closed = True
-            if self._init is not None:
-                await self._write(None)
-            try:
-                await self._call.done_writing()
-            except grpc.RpcError:
-                pass  # the read below reports the call's status
+            async with self._write_lock:
+                self._input_closed = True
+                await self._half_close()
         while self._output is None:
             await self._read_next()
         return self._output
@@ -120,6 +138,19 @@ class AsyncConversation(ConversationCore):
         else:
             self.close()
 
+    def _open(self) -> grpc.aio.StreamStreamCall:
+        """Starts a Chat call (its init goes out with the first write)."""
+        metadata = self._metadata() if callable(self._metadata) else self._metadata
+        return self._stub.Chat(metadata=metadata, timeout=self._deadline.remaining())
+
+    async def _half_close(self) -> None:
+        if self._init is not None:
+            await self._write(None)
+        try:
+            await self._call.done_writing()
+        except grpc.RpcError:
+            pass  # the read below reports the call's status
+
     async def _write(self, input: Optional[agent_pb2.AgentInput]) -> None:
         request = agent_service_pb2.ChatRequest()
         if self._init is not None:
@@ -136,12 +167,38 @@ class AsyncConversation(ConversationCore):
             try:
                 response = await self._call.read()
             except grpc.RpcError as err:
-                raise self._fail(error_from_rpc(err)) from err
+                await self._recover(error_from_rpc(err), err)
+                return
             if response is grpc.aio.EOF:
-                raise self._stream_broke()
+                await self._recover(self._broken_stream_error(), None)
+                return
             self._route(response)
             if self._output is not None:
                 await self._drain_after_output()
+
+    async def _recover(self, error: AgentdError, cause: Optional[BaseException]) -> None:
+        """Reopens the conversation after a retryable ``error`` (the read lock held), or fails
+        it with ``error``."""
+        delay = self._retry_delay(error)
+        if delay is None:
+            raise self._fail(error) from cause
+        await asyncio.sleep(delay)
+        init = self._reconnect_init()
+        assert init is not None  # _retry_delay checked it
+        async with self._write_lock:
+            if self.finished:  # closed by the caller during the backoff
+                raise self._fail(error) from cause
+            self._call.cancel()
+            self._begin_reconnect()
+            try:
+                self._call = self._open()
+            except AgentdError as failed:  # e.g. the token function returned no token
+                raise self._fail(failed) from None
+            self._init = init
+            for replayed in self._replay():
+                await self._write(replayed)
+            if self._input_closed:
+                await self._half_close()
 
     async def _drain_after_output(self) -> None:
         try:

@@ -4,7 +4,8 @@ sequence order, then its output."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple
+import time
+from typing import Any, AsyncIterator, Callable, Iterator, List, Optional, Tuple
 
 import grpc
 import grpc.aio
@@ -12,8 +13,12 @@ import grpc.aio
 from agentd.v1 import agent_pb2, agent_service_pb2
 
 from .errors import AgentdError, CancelledError, error_for_code, error_from_rpc
+from .retrier import Deadline, Retrier
 
-__all__ = ["AttachedRunRecord", "AttachedRun", "AsyncAttachedRun"]
+__all__ = ["AttachedRunRecord", "AttachedRun", "AsyncAttachedRun", "OpenAttach"]
+
+#: Opens an ``AttachInvocation`` call: ``(after_sequence, timeout)`` -> the call.
+OpenAttach = Callable[[int, Optional[float]], Any]
 
 
 class AttachedRunRecord:
@@ -23,10 +28,25 @@ class AttachedRunRecord:
     ``after_sequence`` the run started from before any; ``text`` is the concatenated text of
     the model chunks read, without those a takeover superseded (see ``text``); ``done`` is True
     once the output arrived or the run failed. After a failure every later read raises the
-    same ``AgentdError``.
+    same ``AgentdError``. A broken stream (UNAVAILABLE, a reset connection, an end before the
+    output) is reopened with the retry policy from ``last_sequence``, within ``timeout``, so
+    every chunk is delivered once.
     """
 
-    def __init__(self, agent: str, snapshot_id: str, after_sequence: int) -> None:
+    def __init__(
+        self,
+        open_call: OpenAttach,
+        agent: str,
+        snapshot_id: str,
+        after_sequence: int,
+        *,
+        retrier: Optional[Retrier] = None,
+        timeout: Optional[float] = None,
+    ) -> None:
+        self._open_call = open_call
+        self._retrier = retrier if retrier is not None else Retrier(None)
+        self._deadline = Deadline(timeout)
+        self._failures = 0
         #: The agent of the detached work.
         self.agent: str = agent
         #: The pending snapshot ID of the detached work.
@@ -67,6 +87,7 @@ class AttachedRunRecord:
         self, response: agent_service_pb2.AttachInvocationResponse
     ) -> Optional[agent_pb2.AgentStreamChunk]:
         """Records one response; returns its chunk (None for the output)."""
+        self._failures = 0
         if response.HasField("chunk"):
             chunk = response.chunk
             if chunk.sequence:
@@ -94,13 +115,25 @@ class AttachedRunRecord:
             self._error = error
         return self._error
 
-    def _stream_broke(self) -> AgentdError:
-        return self._fail(
-            error_for_code(
-                grpc.StatusCode.DATA_LOSS,
-                f"the AttachInvocation stream of snapshot {self.snapshot_id!r} ended without an output",
-            )
+    def _broken_stream_error(self) -> AgentdError:
+        return error_for_code(
+            grpc.StatusCode.DATA_LOSS,
+            f"the AttachInvocation stream of snapshot {self.snapshot_id!r} ended without an output",
         )
+
+    def _retry_delay(self, error: AgentdError, *, broken: bool = False) -> Optional[float]:
+        """The backoff before reopening after ``error`` (``broken``: the stream ended without
+        an output), or None when the run must fail with it."""
+        if self.done:
+            return None
+        self._failures += 1
+        return self._retrier.plan(
+            "AttachInvocation", self._failures, error, self._deadline, retryable=True if broken else None
+        )
+
+    def _reopen(self) -> Any:
+        """A new call from ``last_sequence``."""
+        return self._open_call(self._last_sequence, self._deadline.remaining())
 
     def _closed_by_client(self) -> bool:
         """Fails the run with CANCELLED unless it already ended. Returns True when the caller
@@ -135,9 +168,18 @@ class AttachedRun(AttachedRunRecord):
     failures raise an ``AgentdError`` from iteration / ``output()``. Not thread-safe.
     """
 
-    def __init__(self, call: Any, agent: str, snapshot_id: str, after_sequence: int) -> None:
-        super().__init__(agent, snapshot_id, after_sequence)
-        self._call = call
+    def __init__(
+        self,
+        open_call: OpenAttach,
+        agent: str,
+        snapshot_id: str,
+        after_sequence: int,
+        *,
+        retrier: Optional[Retrier] = None,
+        timeout: Optional[float] = None,
+    ) -> None:
+        super().__init__(open_call, agent, snapshot_id, after_sequence, retrier=retrier, timeout=timeout)
+        self._call = self._reopen()
 
     def __iter__(self) -> Iterator[agent_pb2.AgentStreamChunk]:
         while True:
@@ -154,16 +196,28 @@ class AttachedRun(AttachedRunRecord):
         assert self._output is not None
         return self._output
 
+    def _recover(self, error: AgentdError, cause: Optional[BaseException], *, broken: bool = False) -> None:
+        """Reopens the stream after a retryable ``error``, or fails the run with it."""
+        delay = self._retry_delay(error, broken=broken)
+        if delay is None:
+            raise self._fail(error) from cause
+        time.sleep(delay)
+        self._cancel_call()
+        self._call = self._reopen()
+
+    def _cancel_call(self) -> None:
+        # OpenTelemetry's client interceptor returns a generator over the call instead of
+        # the call: closing it drops the call, which grpcio then cancels.
+        if hasattr(self._call, "cancel"):
+            self._call.cancel()
+        else:
+            self._call.close()
+
     def close(self) -> None:
         """Stops the stream unless it already ended; later reads raise ``CancelledError``.
         The detached work goes on (``client.abort`` stops it). Idempotent."""
         if self._closed_by_client():
-            # OpenTelemetry's client interceptor returns a generator over the call instead of
-            # the call: closing it drops the call, which grpcio then cancels.
-            if hasattr(self._call, "cancel"):
-                self._call.cancel()
-            else:
-                self._call.close()
+            self._cancel_call()
 
     def __enter__(self) -> "AttachedRun":
         return self
@@ -173,14 +227,16 @@ class AttachedRun(AttachedRunRecord):
 
     def _read_next(self) -> Optional[agent_pb2.AgentStreamChunk]:
         """Reads one response: returns its chunk, or None once the output arrived."""
-        if self._settled():
-            return None
-        try:
-            response = next(self._call)
-        except StopIteration:
-            raise self._stream_broke() from None
-        except grpc.RpcError as err:
-            raise self._fail(error_from_rpc(err)) from err
+        while True:
+            if self._settled():
+                return None
+            try:
+                response = next(self._call)
+                break
+            except StopIteration:
+                self._recover(self._broken_stream_error(), None, broken=True)
+            except grpc.RpcError as err:
+                self._recover(error_from_rpc(err), err)
         chunk = self._route(response)
         if self._output is not None:
             try:
@@ -199,10 +255,17 @@ class AsyncAttachedRun(AttachedRunRecord):
     :class:`~agentd_client.AttachedRun`, the takeover-aware ``text`` included."""
 
     def __init__(
-        self, call: grpc.aio.UnaryStreamCall, agent: str, snapshot_id: str, after_sequence: int
+        self,
+        open_call: OpenAttach,
+        agent: str,
+        snapshot_id: str,
+        after_sequence: int,
+        *,
+        retrier: Optional[Retrier] = None,
+        timeout: Optional[float] = None,
     ) -> None:
-        super().__init__(agent, snapshot_id, after_sequence)
-        self._call = call
+        super().__init__(open_call, agent, snapshot_id, after_sequence, retrier=retrier, timeout=timeout)
+        self._call: grpc.aio.UnaryStreamCall = self._reopen()
         self._read_lock = asyncio.Lock()
 
     async def __aiter__(self) -> AsyncIterator[agent_pb2.AgentStreamChunk]:
@@ -219,6 +282,15 @@ class AsyncAttachedRun(AttachedRunRecord):
         assert self._output is not None
         return self._output
 
+    async def _recover(self, error: AgentdError, cause: Optional[BaseException], *, broken: bool = False) -> None:
+        """Reopens the stream after a retryable ``error``, or fails the run with it."""
+        delay = self._retry_delay(error, broken=broken)
+        if delay is None:
+            raise self._fail(error) from cause
+        await asyncio.sleep(delay)
+        self._call.cancel()
+        self._call = self._reopen()
+
     def close(self) -> None:
         """Cancels the call unless the run already ended. Idempotent."""
         if self._closed_by_client():
@@ -232,14 +304,17 @@ class AsyncAttachedRun(AttachedRunRecord):
 
     async def _read_next(self) -> Optional[agent_pb2.AgentStreamChunk]:
         async with self._read_lock:
-            if self._settled():
-                return None
-            try:
-                response = await self._call.read()
-            except grpc.RpcError as err:
-                raise self._fail(error_from_rpc(err)) from err
-            if response is grpc.aio.EOF:
-                raise self._stream_broke()
+            while True:
+                if self._settled():
+                    return None
+                try:
+                    response = await self._call.read()
+                except grpc.RpcError as err:
+                    await self._recover(error_from_rpc(err), err)
+                    continue
+                if response is not grpc.aio.EOF:
+                    break
+                await self._recover(self._broken_stream_error(), None, broken=True)
             chunk = self._route(response)
             if self._output is not None:
                 try:

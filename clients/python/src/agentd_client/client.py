@@ -14,7 +14,9 @@ from .client_base import ClientBase
 from .conversation import Conversation
 from .errors import error_from_rpc
 from .inputs import BusyPolicyLike, InputLike, StateLike, TimeLike, TTLLike, build_init
+from .retrier import Deadline
 from .service_calls import TERMINAL_STATUSES
+from .snapshot_watch import watch_statuses
 
 __all__ = ["AgentClient", "TERMINAL_STATUSES"]
 
@@ -34,13 +36,18 @@ class AgentClient(ClientBase[grpc.Channel]):
     call, the first outermost: grpcio client interceptors, or OpenTelemetry's
     ``opentelemetry.instrumentation.grpc.client_interceptor()``, which sends the current
     trace context (``traceparent``) with each call; ``GrpcInstrumentorClient().instrument()``
-    before creating the client does the same for every channel. Every method raises an
-    ``AgentdError`` subclass carrying the call's ``grpc.StatusCode``. Use as a context manager
+    before creating the client does the same for every channel. ``retry`` (default
+    ``RetryPolicy()``; ``None``: off) retries what may not have happened - UNAVAILABLE, a
+    broken connection, a stream that ends early - with the same request IDs, so the server
+    runs each input once; conversations reconnect, watches and attachments re-open;
+    ``stats.retries`` counts the retries. Every method raises an ``AgentdError`` subclass
+    carrying the call's ``grpc.StatusCode``. Use as a context manager
     to close the channel. Thread-safe (the channel is); conversations are not.
     """
 
     def close(self) -> None:
-        """Closes the channel if this client created it. Idempotent."""
+        """Closes the channel if this client created it, and stops retrying. Idempotent."""
+        self._retrier.close()
         if self._owns_channel:
             self._channel.close()
 
@@ -92,7 +99,9 @@ class AgentClient(ClientBase[grpc.Channel]):
             labels=labels,
             ttl=ttl,
         )
-        return Conversation(self._stub, init, metadata=self._call_metadata(), timeout=timeout)
+        return Conversation(
+            self._stub, init, metadata=self._call_metadata, timeout=timeout, retrier=self._retrier
+        )
 
     def run(
         self,
@@ -107,12 +116,16 @@ class AgentClient(ClientBase[grpc.Channel]):
         ttl: Optional[TTLLike] = None,
         detach: bool = False,
         metadata: Optional[Dict[str, Any]] = None,
+        request_id: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> agent_pb2.AgentOutput:
         """Runs one turn and returns its ``AgentOutput`` (in-band failures are returned with
         ``finish_reason`` FAILED, not raised). ``detach=True`` returns at once with the
         pending snapshot ID. ``metadata`` goes on the input message. ``busy_policy``,
-        ``labels`` and ``ttl`` as in ``chat``."""
+        ``labels`` and ``ttl`` as in ``chat``. ``request_id`` is the input's idempotency key
+        (default: a new UUID): every retry sends the same one, so the server runs the turn
+        once; a later ``run`` with the same ID and input returns the same output.
+        ``timeout`` bounds the call with all its retries."""
         call = calls.run_call(
             agent,
             input,
@@ -124,6 +137,7 @@ class AgentClient(ClientBase[grpc.Channel]):
             busy_policy=busy_policy,
             labels=labels,
             ttl=ttl,
+            request_id=request_id,
         )
         return self._unary(call, timeout)
 
@@ -210,24 +224,15 @@ class AgentClient(ClientBase[grpc.Channel]):
     ) -> Iterator[agent_service_pb2.WatchSnapshotResponse]:
         """Yields the snapshot's status at once and on every change, and ends after a
         terminal status (completed, failed, aborted, expired) or when the server ends the
-        stream.
+        stream. A broken stream is reopened with the retry policy (within ``timeout``); a
+        reopened watch's first status is skipped when it repeats the last one yielded.
         Leaving the loop early cancels the call."""
         request = calls.watch_snapshot_request(agent, snapshot_id)
-        call = self._stub.WatchSnapshot(request, metadata=self._call_metadata(), timeout=timeout)
-        try:
-            for update in call:
-                yield update
-                if update.status in TERMINAL_STATUSES:
-                    return
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
-        finally:
-            # OpenTelemetry's client interceptor returns a generator over the call instead of
-            # the call: closing it drops the call, which grpcio then cancels.
-            if hasattr(call, "cancel"):
-                call.cancel()
-            else:
-                call.close()
+
+        def open_call(remaining: Optional[float]) -> Any:
+            return self._stub.WatchSnapshot(request, metadata=self._call_metadata(), timeout=remaining)
+
+        return watch_statuses(open_call, self._retrier, timeout)
 
     def wait_snapshot(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
@@ -263,9 +268,15 @@ class AgentClient(ClientBase[grpc.Channel]):
         snapshot), ``FailedPreconditionError`` (not detached work, or its chunks are past the
         server's ``--chunk-retention``), ``UnavailableError`` (the work stopped sending
         heartbeats before it ended: it reads as expired)."""
-        request = calls.attach_invocation_request(agent, snapshot_id, after_sequence)
-        call = self._stub.AttachInvocation(request, metadata=self._call_metadata(), timeout=timeout)
-        return AttachedRun(call, agent, snapshot_id, after_sequence)
+        calls.attach_invocation_request(agent, snapshot_id, after_sequence)  # checks after_sequence
+
+        def open_call(after: int, remaining: Optional[float]) -> Any:
+            request = calls.attach_invocation_request(agent, snapshot_id, after)
+            return self._stub.AttachInvocation(request, metadata=self._call_metadata(), timeout=remaining)
+
+        return AttachedRun(
+            open_call, agent, snapshot_id, after_sequence, retrier=self._retrier, timeout=timeout
+        )
 
     def list_agents(self, *, timeout: Optional[float] = None) -> List[agent_pb2.AgentInfo]:
         """Returns every served agent: name, description, state management, abortable, and
@@ -348,16 +359,24 @@ class AgentClient(ClientBase[grpc.Channel]):
         )
         return self._unary(call, timeout)
 
-    def delete_session(self, session_id: str, *, timeout: Optional[float] = None) -> bool:
+    def delete_session(
+        self, session_id: str, *, request_id: Optional[str] = None, timeout: Optional[float] = None
+    ) -> bool:
         """Aborts the session's running and pending work, then removes it and every snapshot
         of it; afterwards every call naming it (or one of its snapshots) raises
         ``NotFoundError``. Idempotent: returns ``False`` when there was nothing to delete
-        (already deleted, expired, never existed, or another tenant's)."""
-        return self._unary(calls.delete_session_call(session_id), timeout)
+        (already deleted, expired, never existed, or another tenant's). ``request_id``
+        (default: a new UUID) makes a retry answer as the first attempt did."""
+        return self._unary(calls.delete_session_call(session_id, request_id), timeout)
 
     def _unary(self, call: calls.UnaryCall, timeout: Optional[float]) -> Any:
-        try:
-            response = getattr(self._stub, call.method)(call.request, **self._call_settings(timeout))
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
-        return call.shape(response)
+        """Calls ``call`` with the retry policy; ``timeout`` bounds every attempt together."""
+        method = getattr(self._stub, call.method)
+
+        def attempt(deadline: Deadline) -> Any:
+            try:
+                return method(call.request, metadata=self._call_metadata(), timeout=deadline.remaining())
+            except grpc.RpcError as err:
+                raise error_from_rpc(err) from err
+
+        return call.shape(self._retrier.call(call.method, attempt, self._call_timeout(timeout)))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, ClassVar, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, ClassVar, Generic, List, Optional, Sequence, Tuple, TypeVar
 
 import grpc
 
 from agentd.v1 import agent_service_pb2_grpc
 
 from .errors import UnauthenticatedError
+from .retrier import ClientStats, Retrier
+from .retry_policy import DEFAULT_RETRY, RetryPolicy
 from .security import TLSConfig, TLSLike, TokenLike, bearer_value
 
 __all__ = ["ClientBase", "Interceptors", "Metadata", "intercept_channel"]
@@ -38,10 +40,13 @@ class ClientBase(Generic[ChannelT]):
     every call (``_open_channel`` / ``_adopt_channel``). Raises ``ValueError`` with neither a
     target nor a channel, with ``tls`` together with ``credentials`` or ``channel``, with an
     invalid static ``token``, with ``token`` together with an ``authorization`` entry in
-    ``metadata``, or with an interceptor the channel cannot take. ``_call_settings(timeout)``
-    is the metadata (with ``authorization: Bearer <token>`` when a token is set; a token
-    function is called once per call) and the deadline (``timeout``, else the client's
-    default) of one call. The token never appears in an error message.
+    ``metadata``, with an interceptor the channel cannot take, or with a ``retry`` that is
+    neither a ``RetryPolicy`` nor None. ``_call_metadata()`` is the metadata of one attempt
+    (with ``authorization: Bearer <token>`` when a token is set; a token function is called
+    once per attempt), ``_call_timeout(timeout)`` the deadline of one call across its attempts
+    (``timeout``, else the client's default). ``retry`` (default ``DEFAULT_RETRY``; None: off)
+    drives ``_retrier``, whose counters are ``stats``. The token never appears in an error
+    message.
     """
 
     #: Largest response the client accepts by default (grpcio's own default is 4 MiB). The server
@@ -64,8 +69,12 @@ class ClientBase(Generic[ChannelT]):
         metadata: Metadata = None,
         timeout: Optional[float] = None,
         interceptors: Interceptors = None,
+        retry: Optional[RetryPolicy] = DEFAULT_RETRY,
     ) -> None:
         name = type(self).__name__
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ValueError(f"{name}: retry= takes a RetryPolicy or None (no retries)")
+        self._retrier = Retrier(retry)
         if tls is not None and tls is not False:
             if channel is not None or credentials is not None:
                 raise ValueError(f"{name}: pass tls= or credentials= / channel=, not both")
@@ -118,6 +127,16 @@ class ClientBase(Generic[ChannelT]):
         """The underlying grpcio channel (e.g. for the generated stubs directly)."""
         return self._channel
 
+    @property
+    def stats(self) -> ClientStats:
+        """The client's counters: ``stats.retries`` is the number of retries made so far."""
+        return self._retrier.stats
+
+    @property
+    def retry_policy(self) -> Optional[RetryPolicy]:
+        """The retry policy of every call (None: retries are off)."""
+        return self._retrier.policy
+
     def _call_metadata(self) -> Tuple[Tuple[str, str], ...]:
         """The metadata of one call: ``metadata`` plus the token's ``authorization`` entry.
         Raises ``UnauthenticatedError`` when a token function returns no usable token."""
@@ -132,11 +151,10 @@ class ClientBase(Generic[ChannelT]):
             )
         return (*self._metadata, ("authorization", value))
 
-    def _call_settings(self, timeout: Optional[float]) -> Dict[str, Any]:
-        return {
-            "metadata": self._call_metadata(),
-            "timeout": timeout if timeout is not None else self._timeout,
-        }
+    def _call_timeout(self, timeout: Optional[float]) -> Optional[float]:
+        """The deadline of one unary call, across its attempts: ``timeout``, else the client's
+        default."""
+        return timeout if timeout is not None else self._timeout
 
 
 #: grpcio's client interceptor classes (``grpc.intercept_channel`` takes these).

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+import time
+from typing import Any, Callable, Dict, Optional, Union
 
 import grpc
 
@@ -10,9 +11,10 @@ from agentd.v1 import agent_pb2, agent_service_pb2, agent_service_pb2_grpc
 
 from .client_base import Metadata
 from .conversation_core import ConversationCore
-from .errors import error_from_rpc
+from .errors import AgentdError, error_from_rpc
 from .inputs import InputLike, build_input
 from .request_queue import RequestQueue
+from .retrier import Retrier
 from .turn import Turn
 
 __all__ = ["Conversation"]
@@ -27,6 +29,14 @@ class Conversation(ConversationCore):
     (e.g. NOT_FOUND for an unknown agent) surface on the first read as ``AgentdError``.
     Use as a context manager: a clean exit calls ``output()``, an exception cancels the call.
     Not thread-safe: use one conversation from one thread.
+
+    With a retry policy (the client's default), a stream that breaks (UNAVAILABLE, a reset
+    connection, an end before the output) is reopened after a backoff, within ``timeout``:
+    the new Chat resumes the session by ID once a TurnEnd named it (before that it re-sends
+    the original init) and re-sends, in order and with their request IDs, the inputs whose
+    TurnEnd has not arrived; chunks already delivered are not delivered again, and each
+    TurnEnd arrives once. A client-managed conversation is reopened only before its first
+    TurnEnd. ``metadata`` may be a function returning it (called for every stream opened).
     """
 
     def __init__(
@@ -34,28 +44,41 @@ class Conversation(ConversationCore):
         stub: agent_service_pb2_grpc.AgentServiceStub,
         init: agent_pb2.AgentInit,
         *,
-        metadata: Metadata = None,
+        metadata: Union[Metadata, Callable[[], Metadata]] = None,
         timeout: Optional[float] = None,
+        retrier: Optional[Retrier] = None,
     ) -> None:
-        super().__init__(init)
+        super().__init__(init, retrier=retrier, timeout=timeout)
+        self._stub = stub
+        self._metadata = metadata
         self._requests: RequestQueue[agent_service_pb2.ChatRequest] = RequestQueue()
-        self._requests.put(agent_service_pb2.ChatRequest(init=init))
-        # grpcio reports every call error on read, never here.
-        self._call = stub.Chat(iter(self._requests), metadata=metadata, timeout=timeout)
+        self._call = self._open(init)
 
-    def send(self, input: Optional[InputLike] = None, *, metadata: Optional[Dict[str, Any]] = None) -> Turn:
+    def send(
+        self,
+        input: Optional[InputLike] = None,
+        *,
+        metadata: Optional[Dict[str, Any]] = None,
+        request_id: Optional[str] = None,
+    ) -> Turn:
         """Queues one input (a user text, ``Message`` or ``AgentInput``) and returns its
-        :class:`Turn`. ``metadata`` goes on the message (e.g. ``{"echoDelayMs": 50}``).
-        Raises ``ConversationClosedError`` once the conversation ended."""
+        :class:`Turn`. ``metadata`` goes on the message (e.g. ``{"echoDelayMs": 50}``);
+        ``request_id`` is the input's idempotency key (default: the ``AgentInput``'s, else a
+        new UUID; ``turn.request_id``). Raises ``ConversationClosedError`` once the
+        conversation ended."""
         self._ensure_accepting_input()
         turn = Turn(self)
-        request = agent_service_pb2.ChatRequest(input=build_input(input, metadata=metadata))
+        turn._input = build_input(input, metadata=metadata, request_id=request_id)
         self._pending.append(turn)
-        self._requests.put(request)
+        self._requests.put(agent_service_pb2.ChatRequest(input=turn._input))
         return turn
 
     def detach(
-        self, input: Optional[InputLike] = None, *, metadata: Optional[Dict[str, Any]] = None
+        self,
+        input: Optional[InputLike] = None,
+        *,
+        metadata: Optional[Dict[str, Any]] = None,
+        request_id: Optional[str] = None,
     ) -> agent_pb2.AgentOutput:
         """Hands the rest of the work to the server and returns the output at once:
         ``finish_reason`` FINISH_REASON_DETACHED and the pending ``snapshot_id`` to watch,
@@ -63,10 +86,8 @@ class Conversation(ConversationCore):
         background too. Raises ``FailedPreconditionError`` if the agent's store cannot detach.
         """
         self._ensure_accepting_input()
-        request = agent_service_pb2.ChatRequest(
-            input=build_input(input, metadata=metadata, detach=True)
-        )
-        self._requests.put(request)
+        self._detach_input = build_input(input, metadata=metadata, detach=True, request_id=request_id)
+        self._requests.put(agent_service_pb2.ChatRequest(input=self._detach_input))
         return self.output()
 
     def output(self) -> agent_pb2.AgentOutput:
@@ -103,6 +124,26 @@ class Conversation(ConversationCore):
         # grpcio's request thread blocks on the queue until it is closed.
         self._requests.close()
 
+    def _open(self, init: agent_pb2.AgentInit) -> Any:
+        """Starts a Chat call: ``init`` together with the first input to replay (so the
+        server knows at once which input a reconnect retries, and waits for the original
+        instead of refusing a busy session), then the other inputs to replay (the half-close
+        too once the caller half-closed). grpcio reports every call error on read, never
+        here."""
+        replay = self._replay()
+        first = agent_service_pb2.ChatRequest(init=init)
+        if replay:
+            first.input.CopyFrom(replay.pop(0))
+        self._requests.put(first)
+        for replayed in replay:
+            self._requests.put(agent_service_pb2.ChatRequest(input=replayed))
+        if self._input_closed:
+            self._requests.close()
+        metadata = self._metadata() if callable(self._metadata) else self._metadata
+        return self._stub.Chat(
+            iter(self._requests), metadata=metadata, timeout=self._deadline.remaining()
+        )
+
     def _read_next(self) -> None:
         """Reads one response and routes it; raises the conversation's error if it failed."""
         if self._settled_output() is not None:
@@ -110,12 +151,31 @@ class Conversation(ConversationCore):
         try:
             response = next(self._call)
         except StopIteration:
-            raise self._stream_broke() from None
+            self._recover(self._broken_stream_error(), None)
+            return
         except grpc.RpcError as err:
-            raise self._fail(error_from_rpc(err)) from err
+            self._recover(error_from_rpc(err), err)
+            return
         self._route(response)
         if self._output is not None:
             self._drain_after_output()
+
+    def _recover(self, error: AgentdError, cause: Optional[BaseException]) -> None:
+        """Reopens the conversation after a retryable ``error``, or fails it with ``error``."""
+        delay = self._retry_delay(error)
+        if delay is None:
+            raise self._fail(error) from cause
+        time.sleep(delay)
+        init = self._reconnect_init()
+        assert init is not None  # _retry_delay checked it
+        self._call.cancel()
+        self._requests.close()  # lets grpcio's request thread of the broken call end
+        self._requests = RequestQueue()
+        self._begin_reconnect()
+        try:
+            self._call = self._open(init)
+        except AgentdError as failed:  # e.g. the token function returned no token
+            raise self._fail(failed) from None
 
     def _drain_after_output(self) -> None:
         try:

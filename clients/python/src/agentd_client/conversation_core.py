@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Deque, Optional
+from typing import Any, Deque, List, Optional
 
 from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
 from .custom_state import CustomState
 from .errors import AgentdError, CancelledError, ConversationClosedError, CustomPatchError, InternalError
 from .json_values import state_custom
+from .retrier import Deadline, Retrier
 from .turn import TurnRecord
 
 __all__ = ["ConversationCore"]
@@ -23,11 +24,34 @@ class ConversationCore:
     non-empty TurnEnd snapshot ID becomes ``snapshot_id``; the final ``AgentOutput`` settles
     ``output``, ``session_id``, ``snapshot_id`` and (client-managed) ``state``, and ends every
     turn still open. After a failure every later read re-raises the same ``AgentdError``.
+
+    Reconnect bookkeeping (the transports open the new stream): ``_reconnect_init`` is the
+    init of a new Chat - the session by ID once a TurnEnd with a snapshot named it, the
+    original init before any TurnEnd, None when the conversation cannot be resumed (a
+    client-managed one after its first TurnEnd); ``_replay`` the inputs whose TurnEnd has
+    not arrived, in order (the detach input last). After ``_begin_reconnect`` the first
+    chunks of the re-sent turn in flight are dropped, as many as it had delivered, so no chunk
+    is delivered twice; a TurnEnd is always delivered (once: it ends its turn).
     """
 
-    def __init__(self, init: agent_pb2.AgentInit) -> None:
+    def __init__(
+        self,
+        init: agent_pb2.AgentInit,
+        *,
+        retrier: Optional[Retrier] = None,
+        timeout: Optional[float] = None,
+    ) -> None:
         #: The agent this conversation talks to.
         self.agent: str = init.agent
+        self._init_sent = agent_pb2.AgentInit()
+        self._init_sent.CopyFrom(init)
+        self._retrier = retrier if retrier is not None else Retrier(None)
+        self._deadline = Deadline(timeout)
+        self._detach_input: Optional[agent_pb2.AgentInput] = None
+        self._skip = 0
+        self._turn_ends = 0
+        self._server_managed = bool(init.session_id or init.snapshot_id)
+        self._failures = 0
         self._session_id: Optional[str] = init.session_id or None
         self._snapshot_id: Optional[str] = init.snapshot_id or None
         self._state: Optional[state_pb2.SessionState] = None
@@ -80,14 +104,45 @@ class ConversationCore:
             raise self._error
         return self._output
 
-    def _stream_broke(self) -> AgentdError:
-        """Fails the conversation because the stream ended without an output."""
-        return self._fail(
-            InternalError(
-                f"the Chat stream with {self.agent!r} ended without an AgentOutput; "
-                "the server broke the protocol"
-            )
+    def _broken_stream_error(self) -> AgentdError:
+        """The error of a stream that ended without an output (retried like a reset)."""
+        return InternalError(
+            f"the Chat stream with {self.agent!r} ended without an AgentOutput; "
+            "the connection or the server broke it"
         )
+
+    def _reconnect_init(self) -> Optional[agent_pb2.AgentInit]:
+        """The init of a new Chat that continues this conversation, or None when it cannot."""
+        if self._turn_ends == 0:
+            init = agent_pb2.AgentInit()
+            init.CopyFrom(self._init_sent)
+            return init
+        if self._server_managed and self._session_id:
+            return agent_pb2.AgentInit(
+                agent=self.agent, session_id=self._session_id, busy_policy=self._init_sent.busy_policy
+            )
+        return None
+
+    def _replay(self) -> List[agent_pb2.AgentInput]:
+        """The inputs to re-send on a new Chat, in order: every one whose TurnEnd has not
+        arrived, then the detach input."""
+        inputs = [turn._input for turn in self._pending if turn._input is not None]
+        if self._detach_input is not None:
+            inputs.append(self._detach_input)
+        return inputs
+
+    def _retry_delay(self, error: AgentdError, *, retryable: Optional[bool] = None) -> Optional[float]:
+        """The backoff before reconnecting after ``error``, or None when the conversation must
+        fail with it (the caller closed it, retries are off or spent, the deadline is too near,
+        the error is final, or the conversation cannot be resumed)."""
+        if self.finished or self._reconnect_init() is None:
+            return None
+        self._failures += 1
+        return self._retrier.plan("Chat", self._failures, error, self._deadline, retryable=retryable)
+
+    def _begin_reconnect(self) -> None:
+        """Drops, from the new stream, as many chunks of the turn in flight as it delivered."""
+        self._skip = self._pending[0]._received if self._pending else 0
 
     def _closed_by_client(self) -> bool:
         """Takes no more input and, unless the conversation already ended, fails it with
@@ -117,6 +172,11 @@ class ConversationCore:
         patch_error: Optional[CustomPatchError] = None
         if response.HasField("chunk"):
             chunk = response.chunk
+            if self._skip and not chunk.HasField("turn_end"):
+                self._skip -= 1  # delivered before the reconnect
+                return
+            self._skip = 0
+            self._failures = 0
             if len(chunk.custom_patch) > 0:
                 try:
                     self._custom.apply(chunk.custom_patch)
@@ -126,7 +186,9 @@ class ConversationCore:
             if head is not None:
                 head._receive(chunk)
             if chunk.HasField("turn_end"):
+                self._turn_ends += 1
                 if chunk.turn_end.snapshot_id:
+                    self._server_managed = True
                     self._snapshot_id = chunk.turn_end.snapshot_id
                 if chunk.turn_end.session_id:
                     self._session_id = chunk.turn_end.session_id

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import uuid
 from typing import Any, Dict, Mapping, Optional, Union
 
 from google.protobuf import duration_pb2, json_format, timestamp_pb2
@@ -19,6 +20,7 @@ __all__ = [
     "TimeLike",
     "build_init",
     "build_input",
+    "new_request_id",
     "to_duration",
     "to_timestamp",
 ]
@@ -155,18 +157,28 @@ def build_init(
     return init
 
 
+def new_request_id() -> str:
+    """A fresh request ID (idempotency key): a random UUID v4 in canonical lowercase form."""
+    return str(uuid.uuid4())
+
+
 def build_input(
     value: Optional[InputLike] = None,
     *,
     metadata: Optional[Dict[str, Any]] = None,
     detach: bool = False,
+    request_id: Optional[str] = None,
 ) -> agent_pb2.AgentInput:
     """Returns an ``AgentInput`` for ``value``.
 
     A ``str`` becomes a user message with one text part; a ``Message`` is wrapped (its role
     defaults to ``ROLE_USER``); an ``AgentInput`` is copied. ``metadata`` is set on the
     message (the offline ``echo`` model reads ``echoDelayMs`` there); ``detach=True`` sets
-    the detach bit. Raises ``TypeError`` for other types.
+    the detach bit. Every input gets a ``request_id`` (the server runs an input once per
+    request ID, however often it is retried): ``request_id`` if given, else the one the
+    ``AgentInput`` carries, else ``new_request_id()``. The ID is not checked here: the server
+    answers INVALID_ARGUMENT for one that is not 1-64 characters of ``[A-Za-z0-9_-]``.
+    Raises ``TypeError`` for other types.
     """
     out = agent_pb2.AgentInput()
     if isinstance(value, agent_pb2.AgentInput):
@@ -186,4 +198,8 @@ def build_input(
         out.message.metadata.CopyFrom(dict_to_struct(metadata))
     if detach:
         out.detach = True
+    if request_id is not None:
+        out.request_id = request_id
+    elif not out.request_id:
+        out.request_id = new_request_id()
     return out

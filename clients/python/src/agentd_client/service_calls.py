@@ -24,6 +24,7 @@ from .inputs import (
     TTLLike,
     build_init,
     build_input,
+    new_request_id,
     to_duration,
     to_timestamp,
 )
@@ -84,8 +85,10 @@ def run_call(
     busy_policy: Optional[BusyPolicyLike] = None,
     labels: Optional[Mapping[str, str]] = None,
     ttl: Optional[TTLLike] = None,
+    request_id: Optional[str] = None,
 ) -> UnaryCall:
-    """``Run``: one turn; returns the ``AgentOutput``."""
+    """``Run``: one turn; returns the ``AgentOutput``. The input carries ``request_id`` (else
+    a new one), the same on every retry of the call."""
     request = agent_service_pb2.RunRequest(
         init=build_init(
             agent,
@@ -96,7 +99,7 @@ def run_call(
             labels=labels,
             ttl=ttl,
         ),
-        input=build_input(input, metadata=metadata, detach=detach),
+        input=build_input(input, metadata=metadata, detach=detach, request_id=request_id),
     )
     return UnaryCall("Run", request, lambda response: response.output)
 
@@ -192,9 +195,13 @@ def update_session_call(
     return UnaryCall("UpdateSession", request, lambda response: response.session)
 
 
-def delete_session_call(session_id: str) -> UnaryCall:
-    """``DeleteSession``: returns ``deleted`` (``False`` when there was nothing to delete)."""
-    request = agent_service_pb2.DeleteSessionRequest(session_id=session_id)
+def delete_session_call(session_id: str, request_id: Optional[str] = None) -> UnaryCall:
+    """``DeleteSession``: returns ``deleted`` (``False`` when there was nothing to delete).
+    The request carries ``request_id`` (else a new one), so a retry answers as the first
+    attempt did."""
+    request = agent_service_pb2.DeleteSessionRequest(
+        session_id=session_id, request_id=request_id or new_request_id()
+    )
     return UnaryCall("DeleteSession", request, lambda response: response.deleted)
 
 

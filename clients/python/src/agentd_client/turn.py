@@ -30,6 +30,10 @@ class TurnRecord:
         #: The turn's TurnEnd (None until it arrived, or if the conversation ended first).
         self.turn_end: Optional[agent_pb2.TurnEnd] = None
         self._done = False
+        #: The input this turn answers (re-sent with its request ID after a reconnect).
+        self._input: Optional[agent_pb2.AgentInput] = None
+        #: Chunks received so far (a reconnect drops that many of the re-sent turn's chunks).
+        self._received = 0
 
     @property
     def done(self) -> bool:
@@ -64,7 +68,13 @@ class TurnRecord:
         """The zero-based index of this turn in its session (None before TurnEnd)."""
         return self.turn_end.turn_index if self.turn_end else None
 
+    @property
+    def request_id(self) -> Optional[str]:
+        """The request ID (idempotency key) of this turn's input."""
+        return self._input.request_id if self._input is not None else None
+
     def _receive(self, chunk: agent_pb2.AgentStreamChunk) -> None:
+        self._received += 1
         if chunk.HasField("model_chunk"):
             for part in chunk.model_chunk.content:
                 if part.WhichOneof("kind") == "text":

@@ -1,0 +1,150 @@
+"""The retry loop every call of a client goes through: decides whether a failed attempt is
+retried, waits the backoff, counts and reports the retry."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+import time
+from typing import Awaitable, Callable, Optional, TypeVar
+
+from .errors import AgentdError
+from .retry_policy import RETRYABLE_CODES, RetryEvent, RetryPolicy
+
+__all__ = ["ClientStats", "Deadline", "Retrier"]
+
+T = TypeVar("T")
+
+#: Where the client logs each retry (INFO).
+logger = logging.getLogger("agentd_client.retry")
+
+
+class ClientStats:
+    """Counters of one client, safe to read from any thread: ``retries`` is the number of
+    retries made so far (every call, stream and conversation reconnect of the client)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._retries = 0
+
+    @property
+    def retries(self) -> int:
+        """Retries made so far by the client (0 while nothing failed)."""
+        return self._retries
+
+    def _count_retry(self) -> None:
+        with self._lock:
+            self._retries += 1
+
+    def __repr__(self) -> str:
+        return f"ClientStats(retries={self._retries})"
+
+
+class Deadline:
+    """The deadline of one call across its attempts: ``timeout`` seconds from now, or none."""
+
+    def __init__(self, timeout: Optional[float]) -> None:
+        self._at = None if timeout is None else time.monotonic() + timeout
+
+    def remaining(self) -> Optional[float]:
+        """Seconds left (0 at the earliest), or None without a deadline."""
+        return None if self._at is None else max(0.0, self._at - time.monotonic())
+
+    def allows(self, delay: float) -> bool:
+        """True when a wait of ``delay`` seconds ends before the deadline."""
+        remaining = self.remaining()
+        return remaining is None or delay < remaining
+
+
+class Retrier:
+    """A client's retry decisions: ``policy`` (None: never retry), its ``stats``; ``rand``
+    draws the jitter (uniform in [0, 1)).
+
+    Guarantees: ``plan`` retries only an error with a code in ``RETRYABLE_CODES`` (or one
+    marked ``retryable``), only while the attempt that failed is below ``max_attempts``,
+    never after ``close()``, and only when the backoff ends before the deadline; every retry
+    it allows is counted in ``stats.retries``, logged at INFO on ``agentd_client.retry`` and
+    reported to ``on_retry`` before the wait.
+    """
+
+    def __init__(self, policy: Optional[RetryPolicy], rand: Callable[[], float] = random.random) -> None:
+        self.policy = policy
+        self._rand = rand
+        self.stats = ClientStats()
+        self._closed = False
+
+    def close(self) -> None:
+        """The client closed its channel: nothing is retried any more."""
+        self._closed = True
+
+    def plan(
+        self,
+        procedure: str,
+        failed_attempt: int,
+        error: AgentdError,
+        deadline: Deadline,
+        *,
+        retryable: Optional[bool] = None,
+    ) -> Optional[float]:
+        """The backoff (seconds) before retrying ``procedure`` after attempt ``failed_attempt``
+        (1 for the first) failed with ``error``, or None when ``error`` is final.
+        ``retryable`` overrides the decision by code (True for a stream that ended early)."""
+        policy = self.policy
+        if policy is None or self._closed or failed_attempt >= policy.max_attempts:
+            return None
+        if not (error.code in RETRYABLE_CODES if retryable is None else retryable):
+            return None
+        delay = policy.backoff(failed_attempt, self._rand)
+        if not deadline.allows(delay):
+            return None
+        self.stats._count_retry()
+        event = RetryEvent(procedure, failed_attempt + 1, delay, error.code, error.details, error)
+        logger.info(
+            "agentd_client: retrying %s (attempt %d of %d) in %.3fs after %s: %s",
+            procedure,
+            event.attempt,
+            policy.max_attempts,
+            delay,
+            error.code.name,
+            error.details,
+        )
+        if policy.on_retry is not None:
+            try:
+                policy.on_retry(event)
+            except Exception:  # noqa: BLE001 - the caller's hook must not break the call
+                logger.exception("agentd_client: on_retry raised; ignored")
+        return delay
+
+    def call(self, procedure: str, attempt: Callable[[Deadline], T], timeout: Optional[float]) -> T:
+        """Runs ``attempt(deadline)`` until it returns or raises a final ``AgentdError``
+        (blocking: waits with ``time.sleep``)."""
+        deadline = Deadline(timeout)
+        failed = 0
+        while True:
+            try:
+                return attempt(deadline)
+            except AgentdError as error:
+                failed += 1
+                delay = self.plan(procedure, failed, error, deadline)
+                if delay is None:
+                    raise
+            time.sleep(delay)
+
+    async def call_async(
+        self, procedure: str, attempt: Callable[[Deadline], Awaitable[T]], timeout: Optional[float]
+    ) -> T:
+        """``call`` on asyncio: waits with ``asyncio.sleep``; cancelling the task stops it at
+        once (a cancel is never retried)."""
+        deadline = Deadline(timeout)
+        failed = 0
+        while True:
+            try:
+                return await attempt(deadline)
+            except AgentdError as error:
+                failed += 1
+                delay = self.plan(procedure, failed, error, deadline)
+                if delay is None:
+                    raise
+            await asyncio.sleep(delay)

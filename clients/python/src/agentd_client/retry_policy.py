@@ -1,0 +1,86 @@
+"""The retry policy: how often the client retries a call that may not have happened, and how
+long it waits in between."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import grpc
+
+from .errors import AgentdError
+
+__all__ = ["RetryEvent", "RetryPolicy", "DEFAULT_RETRY", "RETRYABLE_CODES"]
+
+#: The status codes a retry may fix: UNAVAILABLE (the server or the network said "try again"),
+#: and the codes grpcio gives a call whose connection broke (reset, closed, GOAWAY,
+#: RST_STREAM) - unless the caller's own cancel, deadline or ``close()`` caused it, which is
+#: never retried. Every other code (INVALID_ARGUMENT, NOT_FOUND, ABORTED, DEADLINE_EXCEEDED,
+#: ...) is final.
+RETRYABLE_CODES = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.INTERNAL,
+    }
+)
+
+
+@dataclass(frozen=True)
+class RetryEvent:
+    """What ``RetryPolicy.on_retry`` is told before each retry.
+
+    ``procedure`` is the RPC (``"Run"``, ``"Chat"``, ``"GetSnapshot"``, ...); ``attempt`` the
+    attempt about to start (2 for the first retry); ``delay`` the backoff before it, in
+    seconds; ``code`` and ``message`` the failed attempt's status and details; ``error`` the
+    failed attempt's ``AgentdError``.
+    """
+
+    procedure: str
+    attempt: int
+    delay: float
+    code: grpc.StatusCode
+    message: str
+    error: AgentdError = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How the client retries what may not have happened (on by default; ``retry=None`` on the
+    client turns it off).
+
+    ``max_attempts`` bounds the attempts of one call, the first included (default 5: four
+    retries); a stream or conversation that delivered something new since its last failure
+    counts afresh. Before retry ``n`` (1 for the first) the client waits a uniformly random
+    time in ``[0, min(max_backoff, initial_backoff * 2 ** (n - 1))]`` seconds (full jitter;
+    defaults 0.1 s and 2 s), never past the call's ``timeout``: when the wait would end after
+    it, the last error is raised instead. ``on_retry(event)`` is called before each retry
+    with a :class:`RetryEvent`; an exception it raises is ignored. Raises ``ValueError`` for
+    ``max_attempts`` below 1 or a negative backoff.
+    """
+
+    max_attempts: int = 5
+    initial_backoff: float = 0.1
+    max_backoff: float = 2.0
+    on_retry: Optional[Callable[[RetryEvent], None]] = None
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"RetryPolicy.max_attempts must be 1 or more, got {self.max_attempts}")
+        if self.initial_backoff < 0 or self.max_backoff < 0:
+            raise ValueError(
+                "RetryPolicy backoffs must be 0 or more seconds, got "
+                f"initial_backoff={self.initial_backoff}, max_backoff={self.max_backoff}"
+            )
+
+    def backoff(self, retry: int, rand: Callable[[], float] = random.random) -> float:
+        """The wait in seconds before retry number ``retry`` (1 for the first): full jitter,
+        ``rand()`` times ``min(max_backoff, initial_backoff * 2 ** (retry - 1))``."""
+        cap = min(self.max_backoff, self.initial_backoff * 2 ** max(0, retry - 1))
+        return rand() * cap
+
+
+#: The default policy: 5 attempts, backoff caps 0.1 s doubling up to 2 s, full jitter.
+DEFAULT_RETRY = RetryPolicy()

@@ -1,0 +1,162 @@
+"""RetryPolicy and the retry decisions (no server needed): what is retried, how often, how long
+the client waits, and what it reports."""
+
+import logging
+import uuid
+
+import grpc
+import pytest
+
+from agentd.v1 import agent_pb2
+from agentd_client import (
+    DEFAULT_RETRY,
+    AgentClient,
+    NotFoundError,
+    RetryPolicy,
+    UnavailableError,
+    build_input,
+    error_for_code,
+)
+from agentd_client.retrier import Deadline, Retrier
+from agentd_client.service_calls import delete_session_call, run_call
+
+RESET = UnavailableError("Stream removed (recvmsg:Connection reset by peer (104))")
+
+
+def test_the_default_policy_is_five_attempts_and_backoff_from_100ms_to_2s():
+    assert (DEFAULT_RETRY.max_attempts, DEFAULT_RETRY.initial_backoff, DEFAULT_RETRY.max_backoff) == (5, 0.1, 2.0)
+
+
+def test_backoff_caps_double_from_the_initial_backoff_up_to_the_max():
+    policy = RetryPolicy(initial_backoff=0.1, max_backoff=2.0)
+    assert [policy.backoff(n, lambda: 1.0) for n in (1, 2, 3, 4, 5, 6, 9)] == pytest.approx(
+        [0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0]
+    )
+
+
+def test_backoff_is_full_jitter_between_zero_and_the_cap():
+    policy = RetryPolicy()
+    delays = [policy.backoff(3) for _ in range(500)]
+    assert all(0 <= delay <= 0.4 for delay in delays)
+    assert min(delays) < 0.05 and max(delays) > 0.35
+
+
+@pytest.mark.parametrize("kwargs", [{"max_attempts": 0}, {"initial_backoff": -1}, {"max_backoff": -0.5}])
+def test_a_policy_out_of_range_raises_value_error(kwargs):
+    with pytest.raises(ValueError):
+        RetryPolicy(**kwargs)
+
+
+def test_the_client_takes_a_policy_or_none_and_nothing_else():
+    assert AgentClient("127.0.0.1:1").retry_policy is DEFAULT_RETRY
+    assert AgentClient("127.0.0.1:1", retry=None).retry_policy is None
+    with pytest.raises(ValueError):
+        AgentClient("127.0.0.1:1", retry=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("code", ["UNAVAILABLE", "CANCELLED", "UNKNOWN", "INTERNAL"])
+def test_unavailable_and_broken_transport_codes_are_retried(code):
+    error = error_for_code(grpc.StatusCode[code], "connection reset")
+    assert Retrier(RetryPolicy()).plan("Run", 1, error, Deadline(None)) is not None
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["INVALID_ARGUMENT", "NOT_FOUND", "FAILED_PRECONDITION", "PERMISSION_DENIED", "ABORTED", "DEADLINE_EXCEEDED"],
+)
+def test_other_codes_are_never_retried(code):
+    error = error_for_code(grpc.StatusCode[code], "final")
+    assert Retrier(RetryPolicy()).plan("Run", 1, error, Deadline(None)) is None
+
+
+def test_retries_stop_after_max_attempts():
+    retrier = Retrier(RetryPolicy(max_attempts=3))
+    assert [retrier.plan("Run", n, RESET, Deadline(None)) is not None for n in (1, 2, 3)] == [True, True, False]
+    assert retrier.stats.retries == 2
+
+
+def test_no_retry_when_the_backoff_would_end_past_the_deadline():
+    retrier = Retrier(RetryPolicy(initial_backoff=1.0), rand=lambda: 0.5)
+    assert retrier.plan("Run", 1, RESET, Deadline(0.4)) is None
+    assert retrier.plan("Run", 1, RESET, Deadline(0.6)) == pytest.approx(0.5)
+
+
+def test_no_retry_without_a_policy_or_after_close():
+    assert Retrier(None).plan("Run", 1, RESET, Deadline(None)) is None
+    closed = Retrier(RetryPolicy())
+    closed.close()
+    assert closed.plan("Run", 1, RESET, Deadline(None)) is None
+
+
+def test_each_retry_is_counted_reported_to_on_retry_and_logged(caplog):
+    events = []
+    retrier = Retrier(RetryPolicy(on_retry=events.append), rand=lambda: 0.5)
+    with caplog.at_level(logging.INFO, logger="agentd_client.retry"):
+        delay = retrier.plan("GetSnapshot", 1, RESET, Deadline(None))
+    assert retrier.stats.retries == 1
+    [event] = events
+    assert (event.procedure, event.attempt, event.delay, event.code) == (
+        "GetSnapshot",
+        2,
+        delay,
+        grpc.StatusCode.UNAVAILABLE,
+    )
+    assert event.message == RESET.details and event.error is RESET
+    assert any("retrying GetSnapshot (attempt 2 of 5)" in r.getMessage() for r in caplog.records)
+
+
+def test_an_on_retry_that_raises_does_not_stop_the_retry():
+    def broken(_event):
+        raise RuntimeError("hook bug")
+
+    assert Retrier(RetryPolicy(on_retry=broken)).plan("Run", 1, RESET, Deadline(None)) is not None
+
+
+def test_call_returns_the_first_success_after_retryable_failures():
+    outcomes = [RESET, RESET, "ok"]
+    retrier = Retrier(RetryPolicy(initial_backoff=0.001))
+
+    def attempt(_deadline):
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    assert retrier.call("Run", attempt, None) == "ok" and retrier.stats.retries == 2
+
+
+def test_call_raises_a_final_error_at_once():
+    calls = []
+    retrier = Retrier(RetryPolicy(initial_backoff=0.001))
+
+    def attempt(_deadline):
+        calls.append(1)
+        raise NotFoundError("no such snapshot")
+
+    with pytest.raises(NotFoundError):
+        retrier.call("GetSnapshot", attempt, None)
+    assert len(calls) == 1 and retrier.stats.retries == 0
+
+
+def _is_uuid4(value: str) -> bool:
+    return str(uuid.UUID(value)) == value and uuid.UUID(value).version == 4
+
+
+def test_every_input_gets_a_fresh_uuid4_request_id():
+    first, second = build_input("a"), build_input("a")
+    assert _is_uuid4(first.request_id) and _is_uuid4(second.request_id)
+    assert first.request_id != second.request_id
+
+
+def test_the_callers_request_id_is_kept():
+    assert build_input("a", request_id="mine-1").request_id == "mine-1"
+    assert build_input(agent_pb2.AgentInput(request_id="mine-2")).request_id == "mine-2"
+
+
+def test_run_and_delete_session_requests_carry_a_request_id():
+    run = run_call(
+        "assistant", "hi", session_id=None, snapshot_id=None, state=None, detach=False, metadata=None
+    )
+    assert _is_uuid4(run.request.input.request_id)
+    assert _is_uuid4(delete_session_call("s1").request.request_id)
+    assert delete_session_call("s1", "del-1").request.request_id == "del-1"
