@@ -42,12 +42,15 @@ const PYTHON = join(REPO_ROOT, ".tools/venv/bin/python");
 /** What a block's output must show (by heading and language); every block must also exit 0. */
 const EXPECTED_OUTPUT: Record<string, RegExp[]> = {
   "Define an agent/ts": [/items: \[ 'milk', 'eggs' \]/],
-  "TypeScript (`agentd/client`)/ts": [/echo: walk the dog|1 \S+ \{/, /^stop \d+$/m, /unknown agent/],
+  "TypeScript (`agentd/client`)/ts": [/echo: walk the dog|1 \S+ \{/, /^2$/m, /^stop \d+$/m, /unknown agent/],
   "Go (`clients/go/agentd`)/go": [
     /echo: hello/,
+    /^turn 1$/m,
+    /^echo: still there\? 2$/m,
     /SNAPSHOT_STATUS_COMPLETED/,
     /^FINISH_REASON_STOP \d+$/m,
     /unknown agent/,
+    /^retries: 0$/m,
   ],
   "Python (`agentd_client`)/python": [
     /^1 echo: and again$/m,
@@ -56,7 +59,7 @@ const EXPECTED_OUTPUT: Record<string, RegExp[]> = {
     /StatusCode\.NOT_FOUND/,
   ],
   "Sessions: list, label, delete, expire/ts": [/ 1\n/],
-  "Sessions: list, label, delete, expire/go": [/ 1\n/],
+  "Sessions: list, label, delete, expire/go": [/ 1\n/, /^deleted: true$/m],
   "Sessions: list, label, delete, expire/python": [/ 1\n/],
   "Tracing a call across services/go": [/echo: hello traced trace [0-9a-f]{32}/],
   "Tracing a call across services/python": [/echo: hello traced trace [0-9a-f]{32}/],
@@ -163,7 +166,8 @@ async function runTypeScript(block: ReadmeCodeBlock, previousModule: ReadmeCodeB
     prelude.push(`import { createAgentClient as __createAgentClient } from "agentd/client";`);
     prelude.push(`const client = __createAgentClient("http://${README_ADDRESS}", { protocol: "grpc" });`);
   }
-  const script = withLocalImports(withServerAddress([...prelude, block.code, "process.exit(0);", ""].join("\n")));
+  // No process.exit at the end: a block that leaves a conversation or stream open never exits, and fails here.
+  const script = withLocalImports(withServerAddress([...prelude, block.code, ""].join("\n")));
   const file = join(dir, "snippet.mts");
   writeFileSync(file, script);
   return exec(TSX, [file], { cwd: dir });
@@ -205,40 +209,29 @@ async function runGo(block: ReadmeCodeBlock): Promise<string> {
   const imports = ['"context"', '"fmt"', '"os"', '"github.com/agentd-dev/agentd/clients/go/agentd"'];
   for (const [use, path] of GO_IMPORTS) if (use.test(body) && !imports.includes(path)) imports.push(path);
   const createsClient = /\bclient :?= /.test(body);
-  const unused: string[] = [];
   const env = { GOFLAGS: "-mod=mod", GOWORK: "off" };
-  for (let attempt = 0; ; attempt++) {
-    const source = [
-      "package main",
-      "",
-      `import (\n\t${imports.join("\n\t")}\n)`,
-      "",
-      "func main() {",
-      "\tif err := run(context.Background()); err != nil {",
-      "\t\tfmt.Fprintln(os.Stderr, err)",
-      "\t\tos.Exit(1)",
-      "\t}",
-      "}",
-      "",
-      "func run(ctx context.Context) error {",
-      ...(createsClient ? [] : [`\tclient := agentd.NewClient("http://${server.target}")`]),
-      body,
-      ...unused.map((name) => `\t_ = ${name}`),
-      "\treturn nil",
-      "}",
-      "",
-    ].join("\n");
-    writeFileSync(join(dir, "main.go"), source);
-    try {
-      await exec("go", ["build", "-o", "snippet", "."], { cwd: dir, env, timeoutMs: 240_000 });
-      break;
-    } catch (err) {
-      const stderr = String((err as { stderr?: string }).stderr ?? "");
-      const names = [...stderr.matchAll(/declared and not used: (\w+)/g)].map((m) => m[1]!);
-      if (attempt > 3 || names.length === 0) throw err;
-      unused.push(...names);
-    }
-  }
+  // The block compiles as written: no variable of it may go unused (a user copies it as is).
+  const source = [
+    "package main",
+    "",
+    `import (\n\t${imports.join("\n\t")}\n)`,
+    "",
+    "func main() {",
+    "\tif err := run(context.Background()); err != nil {",
+    "\t\tfmt.Fprintln(os.Stderr, err)",
+    "\t\tos.Exit(1)",
+    "\t}",
+    "}",
+    "",
+    "func run(ctx context.Context) error {",
+    ...(createsClient ? [] : [`\tclient := agentd.NewClient("http://${server.target}")`]),
+    body,
+    "\treturn nil",
+    "}",
+    "",
+  ].join("\n");
+  writeFileSync(join(dir, "main.go"), source);
+  await exec("go", ["build", "-o", "snippet", "."], { cwd: dir, env, timeoutMs: 240_000 });
   return exec(join(dir, "snippet"), [], { cwd: dir });
 }
 
