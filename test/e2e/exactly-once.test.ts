@@ -7,6 +7,7 @@ import { startAgentd } from "../harness/agentd-process.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { AgentInput, AgentStreamChunk } from "../../gen/ts/agentd/v1/agent_pb.js";
+import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { snapshotTexts, useAgentd } from "../harness/use-agentd.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 
@@ -218,6 +219,10 @@ describe("retried session calls", () => {
     return output!.sessionId;
   }
 
+  async function turnCountOf(sessionId: string): Promise<number> {
+    return (await agentd.client.getSession({ sessionId })).session!.turnCount;
+  }
+
   it("a DeleteSession retried with its request ID answers deleted: true again", async () => {
     const sessionId = await newSession();
     const requestId = randomUUID();
@@ -252,6 +257,28 @@ describe("retried session calls", () => {
     expect(err?.code).toBe(Code.InvalidArgument);
     expect(err?.rawMessage).toContain("request_id must be at most 64 characters");
     expect((await agentd.client.getSession({ sessionId })).session?.sessionId).toBe(sessionId);
+  });
+
+  it("a retried detach answers the same pending snapshot, while the work runs and after it finished", async () => {
+    const sessionId = await newSession();
+    const requestId = randomUUID();
+    const detach = { ...textInput("slow 1000 background"), detach: true, requestId } as AgentInput;
+    const first = await agentd.client.run({ init: { agent: AGENT, sessionId }, input: detach });
+    const whileRunning = await agentd.client.run({ init: { agent: AGENT, sessionId }, input: detach });
+    expect(first.output?.finishReason).toBe(FinishReason.DETACHED);
+    expect(whileRunning.output).toEqual(first.output);
+    const statuses: SnapshotStatus[] = [];
+    for await (const res of agentd.client.watchSnapshot({ agent: AGENT, snapshotId: first.output!.snapshotId })) {
+      statuses.push(res.status);
+    }
+    expect(statuses.at(-1)).toBe(SnapshotStatus.COMPLETED);
+    const afterwards = await agentd.client.run({ init: { agent: AGENT, sessionId }, input: detach });
+    expect(afterwards.output).toEqual(first.output);
+    expect(await turnCountOf(sessionId)).toBe(2);
+    const other = { ...textInput("slow 1000 other"), detach: true, requestId } as AgentInput;
+    expect(await codeOf(agentd.client.run({ init: { agent: AGENT, sessionId }, input: other }))).toBe(
+      Code.InvalidArgument,
+    );
   });
 
   it("an UpdateSession retried leaves the session as the first call did (labels, ttl, turns)", async () => {
