@@ -293,3 +293,29 @@ describe("retried session calls", () => {
     expect(retry.turnCount).toBe(1);
   });
 });
+
+describe("exactly-once turns across instances (two servers, one file store)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "agentd-exactly-once-shared-"));
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  const one = useAgentd({ args: ["test/fixtures/retry-agents.ts", "--store", `file:${dir}`] });
+  const two = useAgentd({ args: ["test/fixtures/retry-agents.ts", "--store", `file:${dir}`] });
+
+  it("a retry on another instance waits for its running original (named by the lease) and answers its output", async () => {
+    const { output } = await one.client.run({ init: { agent: AGENT }, input: textInput("hello") });
+    const sessionId = output!.sessionId;
+    const id = randomUUID();
+    const original = one.client.run({ init: { agent: AGENT, sessionId }, input: input("slow 1000 shared", id) });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const retry = await two.client.run({ init: { agent: AGENT, sessionId }, input: input("slow 1000 shared", id) });
+    expect(retry.output).toEqual((await original).output);
+    expect((await two.client.getSession({ sessionId })).session!.turnCount).toBe(2);
+  });
+
+  it("a retry on another instance of a committed turn answers it from the ledger", async () => {
+    const id = randomUUID();
+    const first = await one.client.run({ init: { agent: AGENT }, input: input("across", id) });
+    const retry = await two.client.run({ init: { agent: AGENT }, input: input("across", id) });
+    expect(retry.output).toEqual(first.output);
+    expect((await two.client.getSession({ sessionId: first.output!.sessionId })).session!.turnCount).toBe(1);
+  });
+});
