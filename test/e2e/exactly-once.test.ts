@@ -311,6 +311,19 @@ describe("exactly-once turns across instances (two servers, one file store)", ()
     expect((await two.client.getSession({ sessionId })).session!.turnCount).toBe(2);
   });
 
+  it("new-session duplicates racing on two instances make one turn; the loser is UNAVAILABLE and its retry answers it", async () => {
+    const id = randomUUID();
+    const request = { init: { agent: AGENT }, input: input("slow 300 racing instances", id) };
+    const settled = await Promise.allSettled([one.client.run(request), two.client.run(request)]);
+    const answers = settled.filter((r) => r.status === "fulfilled").map((r) => r.value.output);
+    const failures = settled.filter((r) => r.status === "rejected").map((r) => ConnectError.from(r.reason));
+    expect(answers.length).toBeGreaterThanOrEqual(1);
+    expect(failures.map((e) => e.code)).toEqual(failures.map(() => Code.Unavailable));
+    const retry = await two.client.run(request);
+    expect(retry.output).toEqual(answers[0]);
+    expect((await one.client.getSession({ sessionId: answers[0]!.sessionId })).session!.turnCount).toBe(1);
+  });
+
   it("a retry on another instance of a committed turn answers it from the ledger", async () => {
     const id = randomUUID();
     const first = await one.client.run({ init: { agent: AGENT }, input: input("across", id) });
