@@ -133,7 +133,7 @@ Options:
   --session-ttl <duration>    delete sessions idle this long, e.g. 30m, 7d (default: keep forever);
                               a call's init.ttl overrides it per session
   --request-ids-kept <n>      how many request IDs of committed turns each session remembers
-                              to answer retries (the most recent ones; default 32)
+                              to answer retries (the most recent ones; default 16)
   --request-id-ttl <duration> how long a committed request ID is remembered, e.g. 1h, 7d
                               (default 24h); a retry after that runs the input again
   --first-bytes-timeout-ms <n>

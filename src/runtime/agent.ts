@@ -24,6 +24,7 @@ import { defaultInstanceId } from "./instance-id.js";
 import { takeOverWork } from "./work-adoption.js";
 import type { SessionHead, SnapshotRecord } from "../../stores/snapshot-store.js";
 import { validRequestId } from "./request-ledger.js";
+import { DetachAnswer } from "./detach-answer.js";
 import { DEFAULT_SESSION_SETTINGS, type SessionSettings } from "./session-settings.js";
 
 /**
@@ -185,6 +186,7 @@ export class Agent<S = unknown> {
       ...(options.storeContext ? { ctx: options.storeContext } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
+    if (start.detached) return new DetachAnswer<S>(start.detached);
     return new Invocation(config, start, options);
   }
 

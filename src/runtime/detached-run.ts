@@ -16,6 +16,7 @@ import type { LivenessSettings } from "./snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { DetachedChunks, type SequencedChunk } from "./detached-chunks.js";
 import type { DetachedWork } from "../types/detached-work.js";
+import type { TurnRequest } from "./turn-request.js";
 
 type StateFields<S> = ReturnType<typeof stateFieldsFor<S>>;
 
@@ -46,7 +47,7 @@ export interface DetachedRunOptions<S> {
    * Detach: the work the pending row records (its `runs` gets this run).
    * Takeover: the row already exists and this run is already its last run.
    */
-  start: { kind: "detach"; work: DetachedWorkStart } | AdoptedRow<S>;
+  start: { kind: "detach"; work: DetachedWorkStart; request?: TurnRequest } | AdoptedRow<S>;
 }
 
 /** What detach records in the pending row's work, plus the instance running it. */
@@ -99,7 +100,7 @@ export class DetachedRun<S> implements BackgroundTask {
       this.usage = start.usage;
       this.pendingId = Promise.resolve(start.snapshotId);
     } else {
-      this.pendingId = this.writePending(start.work);
+      this.pendingId = this.writePending(start.work, start.request);
     }
     this.chunks = new DetachedChunks(
       options.store,
@@ -324,7 +325,8 @@ export class DetachedRun<S> implements BackgroundTask {
     return { ...base, status: "completed", finishReason };
   }
 
-  private async writePending(work: DetachedWorkStart): Promise<string> {
+  /** Commits the pending row; `request` (the detach input's request ID) goes on it and into the head's committed request IDs. */
+  private async writePending(work: DetachedWorkStart, request?: TurnRequest): Promise<string> {
     await this.o.afterTurnSave;
     const now = Date.now();
     const parent = this.o.parent();
@@ -344,6 +346,7 @@ export class DetachedRun<S> implements BackgroundTask {
       createdAt,
       heartbeatAt: now,
       status: "pending" as const,
+      ...(request ? { requestId: request.requestId, requestFingerprint: request.fingerprint } : {}),
     };
     const { instance, ...recorded } = work;
     const run = { invocationId: this.o.invocationId, instance, startedAt: now, fromInput: 0 };

@@ -6,7 +6,7 @@ import { emptySessionState } from "../types/session-state.js";
 import type { SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { validateCustomState } from "./custom-state-schema.js";
 import { LocalClaims } from "./local-claims.js";
-import { requestSessionId } from "./request-ledger.js";
+import { committedRequest, DEFAULT_REQUEST_WINDOW, requestSessionId } from "./request-ledger.js";
 import { dropLease, SessionClaim, type NewSessionFields, type ClaimSettings } from "./session-claim.js";
 import { validateLabels } from "../../stores/session-labels.js";
 import { validateTtl } from "./session-settings.js";
@@ -23,6 +23,12 @@ export interface ResolvedStart<S> {
   nextTurnIndex: number;
   /** The session lease (server-managed agents); released when the invocation ends. */
   claim?: SessionClaim<S>;
+  /**
+   * Set instead of a claim when the call retries a detach the session
+   * committed (its first input's request ID is on this detached-work row):
+   * the call answers that row (see `DetachAnswer`) and runs nothing.
+   */
+  detached?: SnapshotRecord<S>;
 }
 
 /** What init resolution needs to know about the agent. */
@@ -107,6 +113,8 @@ export async function resolveInit<S>(
     return startedOrReleased(claim, () => started(store, record, claim, call.ctx));
   }
   const current = await ownedHead(store, agent.name, resumed!, call.ctx);
+  const detached = call.requestId ? await committedDetach(agent, store, current, call.requestId, call.ctx) : undefined;
+  if (detached) return { state: { ...emptySessionState<S>(), sessionId: resumed! }, nextTurnIndex: 0, detached };
   if (policy === "interrupt") await refuseInterruptingBackgroundWork(agent, store, current.headSnapshotId, call.ctx);
   await voidLeaseOfDeadWorker(agent, store, current, call.ctx);
   const claim = newClaim(agent, store, resumed!, call);
@@ -116,6 +124,23 @@ export async function resolveInit<S>(
     assertResumable(agent, from);
     return started(store, from, claim, call.ctx);
   });
+}
+
+/**
+ * The detached-work row the session committed `requestId` on, if it did (a
+ * retried detach), read only when the head lists the request ID.
+ */
+async function committedDetach<S>(
+  agent: InitTarget<S>,
+  store: SessionStore<S>,
+  head: SessionHead,
+  requestId: string,
+  ctx?: StoreCallContext,
+): Promise<SnapshotRecord<S> | undefined> {
+  const entry = committedRequest(head, requestId, agent.claims.requestWindow ?? DEFAULT_REQUEST_WINDOW);
+  if (!entry) return undefined;
+  const row = await store.getRecord(entry.snapshotId, ctx);
+  return row?.work !== undefined && row.sessionId === head.sessionId ? row : undefined;
 }
 
 /** A new session's start: its claim (labels and time-to-live from `init`), held from now, and an empty state. */

@@ -140,7 +140,8 @@ export class Invocation<S> implements AgentConnection<S> {
       ? backgroundStoreOf(this.target.name, this.target.store, "detach")
       : undefined;
     if (admitted.turn) this.turnInputs.push(admitted.turn);
-    if (backgroundStore) this.startDetach(backgroundStore);
+    if (backgroundStore)
+      this.startDetach(backgroundStore, undefined, input.requestId ? turnRequestOf(input) : undefined);
   }
 
   sendText(text: string, metadata?: Record<string, unknown>): void {
@@ -368,7 +369,12 @@ export class Invocation<S> implements AgentConnection<S> {
     return { ...work, instance: this.target.instance };
   }
 
-  private startDetach(store: SessionStore<S> & SnapshotSubscriber, adopted?: AdoptedWork<S>): void {
+  /** `request`: the detach input's request ID and fingerprint, recorded on the pending row (a retry answers that row). */
+  private startDetach(
+    store: SessionStore<S> & SnapshotSubscriber,
+    adopted?: AdoptedWork<S>,
+    request?: TurnRequest,
+  ): void {
     this.close();
     this.telemetry.detach();
     const start: DetachedRunOptions<S>["start"] = adopted
@@ -378,7 +384,7 @@ export class Invocation<S> implements AgentConnection<S> {
           parent: adopted.parent,
           ...(adopted.usage ? { usage: adopted.usage } : {}),
         }
-      : { kind: "detach", work: this.detachedWork() };
+      : { kind: "detach", work: this.detachedWork(), ...(request ? { request } : {}) };
     // The background row's writes and heartbeats belong to the detached span.
     this.detachedRun = this.telemetry.runInInvocation(
       () =>

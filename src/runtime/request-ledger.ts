@@ -9,14 +9,18 @@ import type { CommittedRequest, SessionHead } from "../../stores/snapshot-store.
  * An input whose request ID has left the window runs again as a new turn.
  */
 export interface RequestWindow {
-  /** Most request IDs one session remembers (the most recent ones). Default 32. */
+  /**
+   * Most request IDs one session remembers (the most recent ones). Default 16:
+   * a Chat's input queue (16 by default) dropped at once is still answered in
+   * full, and every head write carries at most 16 entries (~100 bytes each).
+   */
   kept: number;
   /** How long after its commit a request ID is remembered (ms). Default 24 h. */
   ttlMs: number;
 }
 
-/** The default window: the last 32 request IDs of a session, for 24 hours. */
-export const DEFAULT_REQUEST_WINDOW: Readonly<RequestWindow> = Object.freeze({ kept: 32, ttlMs: 24 * 3600 * 1000 });
+/** The default window: the last 16 request IDs of a session, for 24 hours. */
+export const DEFAULT_REQUEST_WINDOW: Readonly<RequestWindow> = Object.freeze({ kept: 16, ttlMs: 24 * 3600 * 1000 });
 
 /** Longest request ID (AIP-155 keys are UUIDs: 36 characters). */
 export const MAX_REQUEST_ID_CHARS = 64;

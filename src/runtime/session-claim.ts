@@ -228,6 +228,7 @@ export class SessionClaim<S> {
           this.head = stored;
           return stored;
         }
+        if (!known && record.requestId) await this.loseToDuplicate(record.requestId);
         await this.revalidate(known);
       }
       throw new AgentError(
@@ -322,6 +323,25 @@ export class SessionClaim<S> {
         await this.revalidate(known);
       }
     }).catch(() => undefined);
+  }
+
+  /**
+   * A new session's first commit lost to a racing call with the same request
+   * ID (on another instance: in this one the second call waits for the
+   * first). Loses the claim with UNAVAILABLE, nothing written: a retry of the
+   * call finds the session and is answered with the committed turn.
+   */
+  private async loseToDuplicate(requestId: string): Promise<void> {
+    const current = await this.id.store.getHead(this.id.sessionId, this.id.ctx);
+    if (!committedRequest(current, requestId, this.requestWindow)) return;
+    this.lose(
+      new AgentError(
+        "UNAVAILABLE",
+        `session "${this.id.sessionId}" was created meanwhile by a call with the same request ID "${requestId}"; retry the call to get its turn (this attempt wrote nothing)`,
+        { details: { sessionId: this.id.sessionId, requestId } },
+      ),
+    );
+    this.throwIfLost();
   }
 
   /** After a failed CAS: adopts the current head if it is still ours and unmoved, else loses the claim (ABORTED). */

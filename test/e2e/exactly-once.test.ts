@@ -7,6 +7,7 @@ import { startAgentd } from "../harness/agentd-process.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { AgentInput, AgentStreamChunk } from "../../gen/ts/agentd/v1/agent_pb.js";
+import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { snapshotTexts, useAgentd } from "../harness/use-agentd.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 
@@ -218,6 +219,10 @@ describe("retried session calls", () => {
     return output!.sessionId;
   }
 
+  async function turnCountOf(sessionId: string): Promise<number> {
+    return (await agentd.client.getSession({ sessionId })).session!.turnCount;
+  }
+
   it("a DeleteSession retried with its request ID answers deleted: true again", async () => {
     const sessionId = await newSession();
     const requestId = randomUUID();
@@ -254,6 +259,28 @@ describe("retried session calls", () => {
     expect((await agentd.client.getSession({ sessionId })).session?.sessionId).toBe(sessionId);
   });
 
+  it("a retried detach answers the same pending snapshot, while the work runs and after it finished", async () => {
+    const sessionId = await newSession();
+    const requestId = randomUUID();
+    const detach = { ...textInput("slow 1000 background"), detach: true, requestId } as AgentInput;
+    const first = await agentd.client.run({ init: { agent: AGENT, sessionId }, input: detach });
+    const whileRunning = await agentd.client.run({ init: { agent: AGENT, sessionId }, input: detach });
+    expect(first.output?.finishReason).toBe(FinishReason.DETACHED);
+    expect(whileRunning.output).toEqual(first.output);
+    const statuses: SnapshotStatus[] = [];
+    for await (const res of agentd.client.watchSnapshot({ agent: AGENT, snapshotId: first.output!.snapshotId })) {
+      statuses.push(res.status);
+    }
+    expect(statuses.at(-1)).toBe(SnapshotStatus.COMPLETED);
+    const afterwards = await agentd.client.run({ init: { agent: AGENT, sessionId }, input: detach });
+    expect(afterwards.output).toEqual(first.output);
+    expect(await turnCountOf(sessionId)).toBe(2);
+    const other = { ...textInput("slow 1000 other"), detach: true, requestId } as AgentInput;
+    expect(await codeOf(agentd.client.run({ init: { agent: AGENT, sessionId }, input: other }))).toBe(
+      Code.InvalidArgument,
+    );
+  });
+
   it("an UpdateSession retried leaves the session as the first call did (labels, ttl, turns)", async () => {
     const sessionId = await newSession();
     const update = { sessionId, setLabels: { team: "a" }, removeLabels: ["none"], ttl: { seconds: 3600n } };
@@ -264,5 +291,44 @@ describe("retried session calls", () => {
     expect(retryRest).toEqual(firstRest);
     expect(retry.labels).toEqual({ team: "a" });
     expect(retry.turnCount).toBe(1);
+  });
+});
+
+describe("exactly-once turns across instances (two servers, one file store)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "agentd-exactly-once-shared-"));
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  const one = useAgentd({ args: ["test/fixtures/retry-agents.ts", "--store", `file:${dir}`] });
+  const two = useAgentd({ args: ["test/fixtures/retry-agents.ts", "--store", `file:${dir}`] });
+
+  it("a retry on another instance waits for its running original (named by the lease) and answers its output", async () => {
+    const { output } = await one.client.run({ init: { agent: AGENT }, input: textInput("hello") });
+    const sessionId = output!.sessionId;
+    const id = randomUUID();
+    const original = one.client.run({ init: { agent: AGENT, sessionId }, input: input("slow 1000 shared", id) });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const retry = await two.client.run({ init: { agent: AGENT, sessionId }, input: input("slow 1000 shared", id) });
+    expect(retry.output).toEqual((await original).output);
+    expect((await two.client.getSession({ sessionId })).session!.turnCount).toBe(2);
+  });
+
+  it("new-session duplicates racing on two instances make one turn; the loser is UNAVAILABLE and its retry answers it", async () => {
+    const id = randomUUID();
+    const request = { init: { agent: AGENT }, input: input("slow 300 racing instances", id) };
+    const settled = await Promise.allSettled([one.client.run(request), two.client.run(request)]);
+    const answers = settled.filter((r) => r.status === "fulfilled").map((r) => r.value.output);
+    const failures = settled.filter((r) => r.status === "rejected").map((r) => ConnectError.from(r.reason));
+    expect(answers.length).toBeGreaterThanOrEqual(1);
+    expect(failures.map((e) => e.code)).toEqual(failures.map(() => Code.Unavailable));
+    const retry = await two.client.run(request);
+    expect(retry.output).toEqual(answers[0]);
+    expect((await one.client.getSession({ sessionId: answers[0]!.sessionId })).session!.turnCount).toBe(1);
+  });
+
+  it("a retry on another instance of a committed turn answers it from the ledger", async () => {
+    const id = randomUUID();
+    const first = await one.client.run({ init: { agent: AGENT }, input: input("across", id) });
+    const retry = await two.client.run({ init: { agent: AGENT }, input: input("across", id) });
+    expect(retry.output).toEqual(first.output);
+    expect((await two.client.getSession({ sessionId: first.output!.sessionId })).session!.turnCount).toBe(1);
   });
 });
