@@ -32,7 +32,8 @@ export class EchoModel implements Model {
     for (const piece of splitIntoChunks(reply)) {
       if (delayMs > 0) await sleep(delayMs, options.signal);
       throwIfAborted(options.signal);
-      options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
+      const delivered = options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
+      if (delivered) await delivered; // backpressure; no await (no event-loop hop) while the reader keeps up
     }
     throwIfAborted(options.signal);
     const message: Message = { role: "model", content: [{ text: reply }] };

@@ -88,6 +88,7 @@ export class Invocation<S> implements AgentConnection<S> {
         transformContext: () => this.transformContext(),
         detachedRun: () => this.detachedRun as DetachedRun<unknown> | undefined,
         onFailure: (err) => this.streamFailed(err),
+        maxBufferedChunks: target.maxBufferedChunks,
       },
       start.state.custom,
     );
@@ -250,10 +251,10 @@ export class Invocation<S> implements AgentConnection<S> {
 
   private responder(): Responder {
     return {
-      sendModelChunk: (chunk) => void this.emit({ modelChunk: chunk }),
+      sendModelChunk: (chunk) => this.emit({ modelChunk: chunk }),
       sendArtifact: (artifact) => {
         this.runner.addArtifacts(artifact);
-        void this.emit({ artifact: structuredClone(artifact) });
+        return this.emit({ artifact: structuredClone(artifact) });
       },
     };
   }
@@ -263,7 +264,7 @@ export class Invocation<S> implements AgentConnection<S> {
   }
 
   /** Queues a chunk for the client (or, after detach, the chunk log); see {@link InvocationStream}. */
-  private emit(chunk: AgentStreamChunk): Promise<void> {
+  private emit(chunk: AgentStreamChunk): Promise<void> | undefined {
     return this.out.emit(chunk);
   }
 

@@ -24,6 +24,7 @@ function stream(options: Partial<InvocationStreamOptions> = {}): { out: Invocati
       transformContext: () => ({ agent: "test" }),
       detachedRun: () => undefined,
       onFailure: (err) => failures.push(err),
+      maxBufferedChunks: 1024,
       ...options,
     },
     undefined,
