@@ -106,7 +106,7 @@ export class Invocation<S> implements AgentConnection<S> {
       if (this.detachedRun) this.work.abort(err);
       else this.failClosed(err);
     });
-    options.signal?.addEventListener("abort", () => this.clientGone(), { once: true });
+    options.signal?.addEventListener("abort", this.onClientAbort, { once: true });
     if (options.signal?.aborted) this.clientGone();
     if (adopted) this.adopt(adopted);
     void this.execute();
@@ -356,6 +356,9 @@ export class Invocation<S> implements AgentConnection<S> {
     );
   }
 
+  /** The client's signal listener; removed once the invocation settled, so the call's signal holds nothing of it. */
+  private readonly onClientAbort = (): void => this.clientGone();
+
   private clientGone(): void {
     if (this.detachedRun || this.settled) return;
     this.failClosed(new AgentError("CANCELLED", "the client cancelled the invocation")); // also aborts the work
@@ -365,6 +368,7 @@ export class Invocation<S> implements AgentConnection<S> {
   private failClosed(err: AgentError): void {
     if (this.settled) return;
     this.settled = true;
+    this.options.signal?.removeEventListener("abort", this.onClientAbort);
     this.failure = err;
     this.close();
     if (!this.detachedRun) this.work.abort(err);
@@ -375,6 +379,7 @@ export class Invocation<S> implements AgentConnection<S> {
   private settle(output: AgentOutput<S>): void {
     if (this.settled) return;
     this.settled = true;
+    this.options.signal?.removeEventListener("abort", this.onClientAbort);
     this.resolveOutput(output);
     this.out.close();
   }

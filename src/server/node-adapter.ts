@@ -8,6 +8,7 @@ import {
   type ConnectNodeAdapterOptions,
 } from "@connectrpc/connect-node";
 import { isClientGoneError } from "./call-errors.js";
+import { resetUnfinishedStream } from "./stream-reset.js";
 
 type NodeHandler = ReturnType<typeof import("@connectrpc/connect-node").connectNodeAdapter>;
 
@@ -22,12 +23,15 @@ export interface AgentdNodeAdapterOptions extends ConnectNodeAdapterOptions {
 }
 
 /**
- * connect-node's `connectNodeAdapter`, except for two things: a response write
+ * connect-node's `connectNodeAdapter`, except for three things: a response write
  * that fails because the client cancelled or dropped the call is not printed
  * to stderr with a stack trace (connect-node does that for every failure but
  * ABORTED), and other write failures go to `onWriteError`; and the bodiless
  * 415 and 505 answers of protocol negotiation get a Connect JSON error body
- * that says what to change (see {@link explainRejection}).
+ * that says what to change (see {@link explainRejection}); and an HTTP/2
+ * stream whose client has not closed its side when the response (status
+ * included) was sent is reset, freeing its slot and the call (see
+ * {@link resetUnfinishedStream}).
  */
 export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandler {
   if (options.acceptCompression === undefined) options.acceptCompression = [compressionGzip, compressionBrotli];
@@ -47,6 +51,7 @@ export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandle
       fallback(req, res);
       return;
     }
+    resetUnfinishedStream(req);
     const uReq = universalRequestFromNodeRequest(req, res, undefined, options.contextValues?.(req));
     handler(uReq)
       .then((uRes) =>
