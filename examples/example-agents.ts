@@ -73,9 +73,9 @@ export function tasksAgent(): Agent<TaskList> {
         reply = `Added task #${id}: ${text}`;
       }
       for (const piece of splitIntoChunks(reply))
-        ctx.responder.sendModelChunk({ role: "model", content: [{ text: piece }], index: 0 });
+        await ctx.responder.sendModelChunk({ role: "model", content: [{ text: piece }], index: 0 });
       ctx.session.addMessages({ role: "model", content: [{ text: reply }] });
-      ctx.responder.sendArtifact({
+      await ctx.responder.sendArtifact({
         name: "tasks.md",
         parts: [{ text: renderTasks(list(ctx.session.custom())) }],
         metadata: { contentType: "text/markdown" },

@@ -44,6 +44,8 @@ export interface AgentdProcessOptions extends ServerProcessOptions {
    * by `npm run build`) on plain Node.js, as an installed package runs it.
    */
   cli?: "source" | "built";
+  /** Extra `serve` flags after the ones above (e.g. `--max-message-bytes`). */
+  args?: string[];
 }
 
 /** The compiled CLI that `npm run build` writes (what an installed package runs). */
@@ -64,7 +66,17 @@ export async function startAgentdProcess(
   const built = options.cli === "built";
   if (built && !existsSync(BUILT_CLI)) throw new Error(`${BUILT_CLI} does not exist: run \`npm run build\` first`);
   const cli = built ? BUILT_CLI : `${REPO_ROOT}src/cli/main.ts`;
-  const argv = [cli, "serve", "--port", String(port), "--store", storeUri, "--log-level", logLevel];
+  const argv = [
+    cli,
+    "serve",
+    "--port",
+    String(port),
+    "--store",
+    storeUri,
+    "--log-level",
+    logLevel,
+    ...(options.args ?? []),
+  ];
   return start(label, argv, { ...options, tsx: !built }, (proc) => acceptsConnections(proc, port));
 }
 

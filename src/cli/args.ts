@@ -41,6 +41,8 @@ export interface ServeConfig {
   busyPolicy: BusyPolicy;
   /** Largest stored state of one session (bytes). */
   maxSessionBytes: number;
+  /** Chunks of one invocation waiting for their reader before the agent waits (`--max-buffered-chunks`). */
+  maxBufferedChunks: number;
   /** Idle time-to-live of new sessions (ms), when set. */
   sessionTtlMs?: number;
   /** How many committed request IDs a session remembers (`--request-ids-kept`), when set. */
@@ -130,6 +132,8 @@ Options:
                               busy_policy (default reject)
   --max-session-bytes <n>     largest stored state of one session; a turn past it fails
                               with RESOURCE_EXHAUSTED (default ${DEFAULT_SESSION_SETTINGS.records.maxSessionBytes})
+  --max-buffered-chunks <n>   streamed chunks of one call that may wait for a slow reader; the
+                              agent then waits for the reader (default ${DEFAULT_SESSION_SETTINGS.maxBufferedChunks})
   --session-ttl <duration>    delete sessions idle this long, e.g. 30m, 7d (default: keep forever);
                               a call's init.ttl overrides it per session
   --request-ids-kept <n>      how many request IDs of committed turns each session remembers
@@ -237,6 +241,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "instance-id": { type: "string" },
         "busy-policy": { type: "string" },
         "max-session-bytes": { type: "string" },
+        "max-buffered-chunks": { type: "string" },
         "session-ttl": { type: "string" },
         "request-ids-kept": { type: "string" },
         "request-id-ttl": { type: "string" },
@@ -350,6 +355,10 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         values["max-session-bytes"] !== undefined
           ? integer("max-session-bytes", values["max-session-bytes"], 1024, Number.MAX_SAFE_INTEGER)
           : DEFAULT_SESSION_SETTINGS.records.maxSessionBytes,
+      maxBufferedChunks:
+        values["max-buffered-chunks"] !== undefined
+          ? integer("max-buffered-chunks", values["max-buffered-chunks"], 1, 1_000_000)
+          : DEFAULT_SESSION_SETTINGS.maxBufferedChunks,
       ...(Object.keys(connectionLimits).length > 0 ? { connectionLimits } : {}),
       ...(values["session-ttl"] !== undefined ? { sessionTtlMs: duration("session-ttl", values["session-ttl"]) } : {}),
       ...(values["request-ids-kept"] !== undefined

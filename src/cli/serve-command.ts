@@ -82,6 +82,7 @@ export async function startServe(
       sessions: {
         busyPolicy: config.busyPolicy,
         maxSessionBytes: config.maxSessionBytes,
+        maxBufferedChunks: config.maxBufferedChunks,
         ...(config.sessionTtlMs !== undefined ? { sessionTtlMs: config.sessionTtlMs } : {}),
         requestWindow: {
           ...(config.requestIdsKept !== undefined ? { kept: config.requestIdsKept } : {}),

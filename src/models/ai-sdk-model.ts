@@ -84,14 +84,14 @@ export class AiSdkModel implements Model {
       for await (const part of result.fullStream) {
         if (part.type === "text-delta" && part.text) {
           appendText(content, "text", part.text);
-          options.onChunk?.({ role: "model", content: [{ text: part.text }], index: 0 });
+          await options.onChunk?.({ role: "model", content: [{ text: part.text }], index: 0 });
         } else if (part.type === "reasoning-delta" && part.text) {
           appendText(content, "reasoning", part.text);
-          options.onChunk?.({ role: "model", content: [{ reasoning: part.text }], index: 0 });
+          await options.onChunk?.({ role: "model", content: [{ reasoning: part.text }], index: 0 });
         } else if (part.type === "tool-call") {
           const toolRequest = { toolRequest: { ref: part.toolCallId, name: part.toolName, input: part.input } };
           content.push(toolRequest);
-          options.onChunk?.({ role: "model", content: [toolRequest], index: 0 });
+          await options.onChunk?.({ role: "model", content: [toolRequest], index: 0 });
         } else if (part.type === "finish") {
           finishReason = mapFinishReason(part.finishReason);
           usage = usageOf(part.totalUsage?.inputTokens, part.totalUsage?.outputTokens, part.totalUsage?.totalTokens);

@@ -29,10 +29,11 @@ export class EchoModel implements Model {
     const userText = messageText(lastUser);
     const reply = `echo: ${userText}`;
     const delayMs = messageDelay(lastUser) ?? this.delayMs;
-    for (const piece of splitIntoChunks(reply)) {
+    for (const piece of pieces(reply)) {
       if (delayMs > 0) await sleep(delayMs, options.signal);
       throwIfAborted(options.signal);
-      options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
+      const delivered = options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
+      if (delivered) await delivered; // backpressure; no await (no event-loop hop) while the reader keeps up
     }
     throwIfAborted(options.signal);
     const message: Message = { role: "model", content: [{ text: reply }] };
@@ -51,8 +52,33 @@ export function echoUsage(userText: string, reply: string): Usage {
   return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
 }
 
+/** The number of runs of non-whitespace (`\S+`) in `text`, counted in one pass without allocating. */
 function countWords(text: string): number {
-  return text.split(/\s+/).filter(Boolean).length;
+  let words = 0;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const space = isWhitespace(text.charCodeAt(i));
+    if (!space && !inWord) words++;
+    inWord = !space;
+  }
+  return words;
+}
+
+/** Whether `code` is a JavaScript whitespace or line terminator (what `\s` matches). */
+function isWhitespace(code: number): boolean {
+  if (code <= 0x20) return code === 0x20 || (code >= 0x09 && code <= 0x0d);
+  if (code < 0xa0) return false;
+  return (
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000 ||
+    code === 0xfeff
+  );
 }
 
 function messageDelay(message: Message | undefined): number | undefined {
@@ -62,8 +88,18 @@ function messageDelay(message: Message | undefined): number | undefined {
 
 /** Splits text into word-sized pieces that concatenate back to the text. */
 export function splitIntoChunks(text: string): string[] {
-  const pieces = text.match(/\S+\s*|\s+/g) ?? [text];
-  return pieces.length > 0 ? pieces : [""];
+  return [...pieces(text)];
+}
+
+/** The pieces of {@link splitIntoChunks} one at a time (a large text streams without an array of all its words). */
+function* pieces(text: string): Generator<string> {
+  if (text === "") {
+    yield "";
+    return;
+  }
+  const word = /\S+\s*|\s+/y;
+  let match: RegExpExecArray | null;
+  while ((match = word.exec(text)) !== null) yield match[0];
 }
 
 function throwIfAborted(signal: AbortSignal): void {

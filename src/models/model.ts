@@ -50,8 +50,12 @@ export function toolRequestsOf(message: Message | undefined): ToolRequest[] {
 /** Per-call options: cancellation and streaming. */
 export interface ModelCallOptions {
   signal: AbortSignal;
-  /** Receives each streamed chunk, in order, before generate resolves. */
-  onChunk?: (chunk: ModelChunk) => void;
+  /**
+   * Receives each streamed chunk, in order, before generate resolves. When it
+   * returns a promise, the model awaits it before the next chunk
+   * (backpressure from a slow reader).
+   */
+  onChunk?: (chunk: ModelChunk) => void | Promise<void>;
 }
 
 /**

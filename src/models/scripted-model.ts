@@ -82,7 +82,7 @@ export class ScriptedModel implements Model {
     const content: Part[] = [];
     if (reply.text !== undefined && reply.text !== "") {
       for (const piece of splitIntoChunks(reply.text))
-        options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
+        await options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
       content.push({ text: reply.text });
     }
     let nextRef = request.messages.reduce((n, m) => n + toolRequestsOf(m).length, 0) + 1;
@@ -90,7 +90,7 @@ export class ScriptedModel implements Model {
       toolRequest: { ...r, ref: r.ref ?? `call-${nextRef++}` },
     }));
     if (requests.length > 0) {
-      options.onChunk?.({ role: "model", content: requests, index: 0 });
+      await options.onChunk?.({ role: "model", content: requests, index: 0 });
       content.push(...requests);
     }
     if (content.length === 0) content.push({ text: "" });

@@ -13,10 +13,15 @@ export type { AgentResult, TurnContext } from "./turn-context.js";
  * After detach, nothing is streamed but side effects still apply.
  */
 export interface Responder {
-  /** Streams a piece of model output. */
-  sendModelChunk(chunk: ModelChunk): void;
-  /** Records the artifact in the session and streams it. */
-  sendArtifact(artifact: Artifact): void;
+  /**
+   * Streams a piece of model output. Returns a promise when the chunk waits
+   * for a chunk transform or for the reader (the invocation's chunk buffer is
+   * full: backpressure); await what it returns when streaming many chunks in
+   * a loop. The promise never rejects.
+   */
+  sendModelChunk(chunk: ModelChunk): Promise<void> | void;
+  /** Records the artifact in the session and streams it; the promise is the backpressure of {@link sendModelChunk}. */
+  sendArtifact(artifact: Artifact): Promise<void> | void;
 }
 
 /** Everything a custom agent's code can use. */

@@ -236,6 +236,7 @@ export class Agent<S = unknown> {
       claims: sessions.claims,
       records: sessions.records,
       maxQueuedInputs: sessions.maxQueuedInputs,
+      maxBufferedChunks: sessions.maxBufferedChunks,
       instance: this.env.instance ?? defaultInstanceId(),
       ...(sessions.sessionTtlMs !== undefined ? { sessionTtlMs: sessions.sessionTtlMs } : {}),
       ...(this.env.events ? { events: this.env.events } : {}),

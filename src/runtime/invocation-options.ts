@@ -24,6 +24,8 @@ export interface InvocationTarget<S> {
   records: RecordSettings;
   /** Most inputs queued ahead of the running turn; one more is RESOURCE_EXHAUSTED. */
   maxQueuedInputs: number;
+  /** Chunks that may wait for the reader before the agent's emit waits (backpressure). */
+  maxBufferedChunks: number;
   /** Spans and metrics of turns and model calls (OpenTelemetry API); token usage is counted either way. */
   telemetry?: boolean;
   /** This server instance's name, recorded with the detached work it runs (`--instance-id`). */

@@ -15,6 +15,8 @@ export interface InvocationStreamOptions {
   detachedRun: () => DetachedRun<unknown> | undefined;
   /** Called when a chunk cannot be shaped or delivered (a failing transform, a chunk the store refuses). */
   onFailure: (err: AgentError) => void;
+  /** Chunks that may wait for the client before `emit` waits for the reader (backpressure). */
+  maxBufferedChunks: number;
 }
 
 /**
@@ -26,7 +28,7 @@ export interface InvocationStreamOptions {
  * patches applied) and the custom-state diff of the running turn.
  */
 export class InvocationStream {
-  private readonly channel = new AsyncChannel<AgentStreamChunk>();
+  private readonly channel: AsyncChannel<AgentStreamChunk>;
   private readonly patches = new CustomPatchStream();
   private chain: Promise<void> = Promise.resolve();
   private liveCustom: unknown;
@@ -37,6 +39,7 @@ export class InvocationStream {
     initialCustom: unknown,
   ) {
     this.liveCustom = initialCustom;
+    this.channel = new AsyncChannel({ capacity: o.maxBufferedChunks });
   }
 
   /** The chunks for the client (ends when the invocation settles). */
@@ -67,15 +70,19 @@ export class InvocationStream {
 
   /**
    * Queues `chunk` behind the ones before it; resolves once it was delivered
-   * (or dropped). A failure goes to `onFailure`; the returned promise never
-   * rejects. With no chunk transform and no detached run, the chunk is
-   * delivered before `emit` returns (the common case: a model streaming to a
-   * connected client costs no promise per chunk). Only chunks of a transform
+   * (or dropped) and the client's buffer has room again: while
+   * `maxBufferedChunks` chunks wait for the client, the promise waits for the
+   * reader to take half of them (backpressure; an agent that awaits its emits
+   * never grows the buffer past the limit). A failure goes to `onFailure`;
+   * the returned promise never rejects. With no chunk transform and no
+   * detached run, the chunk is delivered before `emit` returns, and `emit`
+   * returns undefined unless the buffer is full (the common case: a model
+   * streaming to a connected client costs no promise per chunk). Only chunks of a transform
    * or of a detached run are queued, and an invocation neither loses its
    * transform nor un-detaches, so a chunk delivered at once never overtakes
    * a queued one.
    */
-  emit(chunk: AgentStreamChunk): Promise<void> {
+  emit(chunk: AgentStreamChunk): Promise<void> | undefined {
     if (!this.o.transform && !this.o.detachedRun()) {
       if (!this.channel.isClosed) {
         try {
@@ -84,13 +91,14 @@ export class InvocationStream {
           queueMicrotask(() => this.o.onFailure(AgentError.from(err)));
         }
       }
-      return this.chain;
+      return this.channel.whenWritable();
     }
     this.chain = this.chain
       .then(async () => {
         if (!this.flowing) return;
         const shaped = await applyChunkTransform(this.o.transform, chunk, this.o.transformContext());
         if (shaped) await this.deliver(shaped);
+        await this.channel.whenWritable();
       })
       .catch((err) => {
         this.o.onFailure(AgentError.from(err));

@@ -95,6 +95,7 @@ export class Invocation<S> implements AgentConnection<S> {
         transformContext: () => this.transformContext(),
         detachedRun: () => this.detachedRun as DetachedRun<unknown> | undefined,
         onFailure: (err) => this.streamFailed(err),
+        maxBufferedChunks: target.maxBufferedChunks,
       },
       start.state.custom,
     );
@@ -112,7 +113,7 @@ export class Invocation<S> implements AgentConnection<S> {
       if (this.detachedRun) this.work.abort(err);
       else this.failClosed(err);
     });
-    options.signal?.addEventListener("abort", () => this.clientGone(), { once: true });
+    options.signal?.addEventListener("abort", this.onClientAbort, { once: true });
     if (options.signal?.aborted) this.clientGone();
     if (adopted) this.adopt(adopted);
     void this.execute();
@@ -311,10 +312,10 @@ export class Invocation<S> implements AgentConnection<S> {
 
   private responder(): Responder {
     return {
-      sendModelChunk: (chunk) => void this.emit({ modelChunk: chunk }),
+      sendModelChunk: (chunk) => this.emit({ modelChunk: chunk }),
       sendArtifact: (artifact) => {
         this.runner.addArtifacts(artifact);
-        void this.emit({ artifact: structuredClone(artifact) });
+        return this.emit({ artifact: structuredClone(artifact) });
       },
     };
   }
@@ -324,7 +325,7 @@ export class Invocation<S> implements AgentConnection<S> {
   }
 
   /** Queues a chunk for the client (or, after detach, the chunk log); see {@link InvocationStream}. */
-  private emit(chunk: AgentStreamChunk): Promise<void> {
+  private emit(chunk: AgentStreamChunk): Promise<void> | undefined {
     return this.out.emit(chunk);
   }
 
@@ -421,6 +422,9 @@ export class Invocation<S> implements AgentConnection<S> {
     );
   }
 
+  /** The client's signal listener; removed once the invocation settled, so the call's signal holds nothing of it. */
+  private readonly onClientAbort = (): void => this.clientGone();
+
   private clientGone(): void {
     if (this.detachedRun || this.settled) return;
     this.failClosed(new AgentError("CANCELLED", "the client cancelled the invocation")); // also aborts the work
@@ -430,6 +434,7 @@ export class Invocation<S> implements AgentConnection<S> {
   private failClosed(err: AgentError): void {
     if (this.settled) return;
     this.settled = true;
+    this.options.signal?.removeEventListener("abort", this.onClientAbort);
     this.failure = err;
     this.close();
     if (!this.detachedRun) this.work.abort(err);
@@ -440,6 +445,7 @@ export class Invocation<S> implements AgentConnection<S> {
   private settle(output: AgentOutput<S>): void {
     if (this.settled) return;
     this.settled = true;
+    this.options.signal?.removeEventListener("abort", this.onClientAbort);
     this.resolveOutput(output);
     this.out.close();
   }

@@ -15,6 +15,12 @@ export interface SessionSettings {
   records: RecordSettings;
   /** Inputs queued ahead of the running turn of one invocation (Chat); one more is RESOURCE_EXHAUSTED. Default 16. */
   maxQueuedInputs: number;
+  /**
+   * Chunks of one invocation that may wait for a slow reader (the client, or
+   * a unary Run collecting them) before the agent's emit waits for the reader
+   * to catch up (backpressure). Default 1024.
+   */
+  maxBufferedChunks: number;
   /** Idle time-to-live (ms) of new sessions that set none (`--session-ttl`); unset: sessions never expire. */
   sessionTtlMs?: number;
 }
@@ -33,12 +39,13 @@ export function validateTtl(ttlMs: number): number {
   return ttlMs;
 }
 
-/** The defaults: REJECT, 15 s leases, checkpoints per the default policy, 64 MiB sessions, 16 queued inputs. */
+/** The defaults: REJECT, 15 s leases, checkpoints per the default policy, 64 MiB sessions, 16 queued inputs, 1024 buffered chunks. */
 export const DEFAULT_SESSION_SETTINGS: Readonly<SessionSettings> = Object.freeze({
   busyPolicy: "reject",
   claims: DEFAULT_CLAIM_SETTINGS,
   records: DEFAULT_RECORD_SETTINGS,
   maxQueuedInputs: 16,
+  maxBufferedChunks: 1024,
 });
 
 /** Overrides of {@link DEFAULT_SESSION_SETTINGS}; each field falls back to its default. */
@@ -48,6 +55,7 @@ export interface SessionSettingsOptions {
   checkpoints?: Partial<CheckpointPolicy>;
   maxSessionBytes?: number;
   maxQueuedInputs?: number;
+  maxBufferedChunks?: number;
   sessionTtlMs?: number;
   /** Which committed request IDs a session remembers (`--request-ids-kept`, `--request-id-ttl`); see `RequestWindow`. */
   requestWindow?: Partial<RequestWindow>;
@@ -72,6 +80,7 @@ export function sessionSettings(options: SessionSettingsOptions = {}): SessionSe
       maxSessionBytes: options.maxSessionBytes ?? d.records.maxSessionBytes,
     },
     maxQueuedInputs: options.maxQueuedInputs ?? d.maxQueuedInputs,
+    maxBufferedChunks: options.maxBufferedChunks ?? d.maxBufferedChunks,
     ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: validateTtl(options.sessionTtlMs) } : {}),
   };
   if (!["reject", "enqueue", "interrupt"].includes(settings.busyPolicy)) {
@@ -83,6 +92,7 @@ export function sessionSettings(options: SessionSettingsOptions = {}): SessionSe
   const positive: [string, number][] = [
     ["maxSessionBytes", settings.records.maxSessionBytes],
     ["maxQueuedInputs", settings.maxQueuedInputs],
+    ["maxBufferedChunks", settings.maxBufferedChunks],
     ["claims.leaseTtlMs", settings.claims.leaseTtlMs],
     ["claims.refreshMs", settings.claims.refreshMs],
     ["claims.pollMs", settings.claims.pollMs],

@@ -35,6 +35,8 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
   private state: "opening" | "streaming" | "output" | "done" = "opening";
   private connection: AgentConnection | undefined;
   private chunks: AsyncIterator<AgentStreamChunk> | undefined;
+  /** Where the request pump feeds inputs; emptied when the call ends, so a pump left waiting for a request holds nothing of it. */
+  private readonly inputs: InputSink = { connection: undefined };
   /** The snapshot of the last TurnEnd streamed (for the call's log line). */
   private committed: string | undefined;
 
@@ -84,7 +86,8 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
     const connection = await this.open(first.value.init, first.value.input);
     this.connection = connection;
     if (first.value.input) sendInput(connection, first.value.input);
-    void pumpInputs(iterator, connection);
+    this.inputs.connection = connection;
+    void pumpInputs(iterator, this.inputs);
     this.chunks = connection.stream[Symbol.asyncIterator]();
     this.state = "streaming";
   }
@@ -105,6 +108,7 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
   private async output(): Promise<IteratorResult<ChatResponse>> {
     const output = await this.connection!.output();
     this.state = "done";
+    this.release();
     annotateCall(this.ctx, { snapshotId: output.snapshotId });
     return { done: false, value: create(ChatResponseSchema, { output: agentOutputToWire(output) }) };
   }
@@ -112,6 +116,7 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
   private fail(err: unknown): never {
     this.state = "done";
     this.annotateCommitted();
+    this.release();
     throw err;
   }
 
@@ -123,7 +128,19 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
       await this.chunks?.return?.();
     } finally {
       this.annotateCommitted();
+      this.release();
     }
+  }
+
+  /**
+   * Drops every reference to the invocation once the call has its status:
+   * the transport may keep this stream (and a request pump waiting for a
+   * request that never comes) until the client closes its side.
+   */
+  private release(): void {
+    this.connection = undefined;
+    this.chunks = undefined;
+    this.inputs.connection = undefined;
   }
 
   private annotateCommitted(): void {
@@ -142,22 +159,33 @@ export function sendInput(connection: AgentConnection, input: WireAgentInput): v
   }
 }
 
-/** Feeds the rest of a Chat request stream into the connection; half-close means "no more input". */
-async function pumpInputs(requests: AsyncIterator<ChatRequest>, connection: AgentConnection): Promise<void> {
+/** The connection a request pump feeds; `undefined` once the call ended (the pump then stops). */
+interface InputSink {
+  connection: AgentConnection | undefined;
+}
+
+/**
+ * Feeds the rest of a Chat request stream into `sink`'s connection;
+ * half-close means "no more input". It holds the connection only through
+ * `sink`, never across a wait for the next request, so a call that ended
+ * while the client keeps its side open leaves nothing reachable here.
+ */
+async function pumpInputs(requests: AsyncIterator<ChatRequest>, sink: InputSink): Promise<void> {
   try {
     for (;;) {
       const next = await requests.next();
       if (next.done) break;
       if (next.value.init) throw new AgentError("INVALID_ARGUMENT", "init is only allowed on the first ChatRequest");
       if (!next.value.input) throw new AgentError("INVALID_ARGUMENT", "a ChatRequest after the first must carry input");
-      sendInput(connection, next.value.input);
+      if (!sink.connection) return;
+      sendInput(sink.connection, next.value.input);
     }
-    connection.close();
+    sink.connection?.close();
   } catch (err) {
     const error =
       err instanceof ConnectError
         ? new AgentError(statusForCode(err.code), err.rawMessage)
         : AgentError.from(err, "INVALID_ARGUMENT");
-    connection.cancel(error);
+    sink.connection?.cancel(error);
   }
 }

@@ -24,6 +24,7 @@ export const INTERNAL_ERROR_MESSAGE = "internal error (see the server log for de
  * blow up the response trailers (see {@link shortenMessage}).
  */
 export function toConnectError(err: unknown): ConnectError {
+  releaseStackFrames(err);
   if (err instanceof ConnectError) {
     const message = shortenMessage(err.rawMessage);
     if (message === err.rawMessage) return err;
@@ -62,6 +63,22 @@ export function toCallError(err: unknown, signal?: AbortSignal): ConnectError {
   if (err instanceof ConnectError && err.code === Code.Internal && isClientGoneError(err.cause))
     return clientGoneError(err);
   return toConnectError(err);
+}
+
+/**
+ * Formats the stack trace of `err` and of its causes. Until its `stack` is
+ * read, V8 keeps an error's call sites, and with them each frame's receiver:
+ * an error thrown in the runtime holds the invocation (history, queued
+ * inputs) as long as the error lives, and the transport keeps a call's
+ * error (its abort reason) while the client holds the stream. Once
+ * formatted, only the text remains.
+ */
+function releaseStackFrames(err: unknown): void {
+  const seen = new Set<unknown>();
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    void e.stack;
+  }
 }
 
 /** JSON with every non-ASCII character escaped (`\uXXXX`): header values must be Latin-1, and we keep them ASCII. */

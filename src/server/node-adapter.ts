@@ -11,6 +11,7 @@ import { isClientGoneError } from "./call-errors.js";
 import { callLogKey } from "./call-log.js";
 import { malformedRequestError, malformedRequestKey, screenAuthority } from "./request-authority.js";
 import { statusForCode } from "../protocol/status-codes.js";
+import { resetUnfinishedStream } from "./stream-reset.js";
 
 type NodeHandler = ReturnType<typeof import("@connectrpc/connect-node").connectNodeAdapter>;
 
@@ -30,7 +31,7 @@ export interface AgentdNodeAdapterOptions extends ConnectNodeAdapterOptions {
 }
 
 /**
- * connect-node's `connectNodeAdapter`, except for three things:
+ * connect-node's `connectNodeAdapter`, except for four things:
  * - a request whose Host / `:authority` is missing or not a valid
  *   `host[:port]` is not a crash but a call the request gate fails
  *   INVALID_ARGUMENT (see {@link screenAuthority}); anything else the request
@@ -40,7 +41,10 @@ export interface AgentdNodeAdapterOptions extends ConnectNodeAdapterOptions {
  *   call is not printed to stderr with a stack trace (connect-node does that
  *   for every failure but ABORTED), and other write failures go to `onWriteError`;
  * - the bodiless 415 and 505 answers of protocol negotiation get a Connect
- *   JSON error body that says what to change (see {@link explainRejection}).
+ *   JSON error body that says what to change (see {@link explainRejection});
+ * - an HTTP/2 stream whose client has not closed its side when the response
+ *   (status included) was sent is reset, freeing its slot and the call (see
+ *   {@link resetUnfinishedStream}).
  */
 export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandler {
   if (options.acceptCompression === undefined) options.acceptCompression = [compressionGzip, compressionBrotli];
@@ -61,6 +65,7 @@ export function agentdNodeAdapter(options: AgentdNodeAdapterOptions): NodeHandle
       return;
     }
     const procedure = `/${handler.service.typeName}/${handler.method.name}`;
+    resetUnfinishedStream(req);
     let uReq: ReturnType<typeof universalRequestFromNodeRequest>;
     try {
       const values = options.contextValues?.(req) ?? createContextValues();

@@ -181,7 +181,11 @@ class ToolLoop<S> {
       };
     });
     this.ctx.session.addMessages({ role: "tool", content: responses });
-    this.ctx.responder.sendModelChunk({ role: "tool", content: structuredClone(responses), index: this.streamIndex++ });
+    await this.ctx.responder.sendModelChunk({
+      role: "tool",
+      content: structuredClone(responses),
+      index: this.streamIndex++,
+    });
     // A tool round must not run twice: a takeover of detached work continues after it.
     await this.ctx.turn.checkpoint?.();
     return false;

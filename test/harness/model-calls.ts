@@ -38,7 +38,7 @@ export async function generateWith(
   signal: AbortSignal = new AbortController().signal,
 ): Promise<{ response: ModelResponse; chunks: ModelChunk[] }> {
   const chunks: ModelChunk[] = [];
-  const response = await model.generate(request, { signal, onChunk: (c) => chunks.push(c) });
+  const response = await model.generate(request, { signal, onChunk: (c) => void chunks.push(c) });
   return { response, chunks };
 }
 

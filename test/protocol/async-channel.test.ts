@@ -117,4 +117,82 @@ describe("AsyncChannel", () => {
     channel.fail(boom);
     await expect(settledNow(next)).rejects.toBe(boom);
   });
+
+  it("has room without a promise below its capacity, and without a capacity at all", () => {
+    const bounded = new AsyncChannel<number>({ capacity: 3 });
+    bounded.push(1);
+    bounded.push(2);
+    expect(bounded.whenWritable()).toBeUndefined();
+    const unbounded = new AsyncChannel<number>();
+    for (let i = 0; i < 10_000; i++) unbounded.push(i);
+    expect(unbounded.whenWritable()).toBeUndefined();
+  });
+
+  it("a full channel's writer waits until the reader took half of the items, then resumes", async () => {
+    const channel = new AsyncChannel<number>({ capacity: 4 });
+    for (let i = 0; i < 4; i++) channel.push(i);
+    const room = channel.whenWritable();
+    expect(room).toBeInstanceOf(Promise);
+    const iterator = channel[Symbol.asyncIterator]();
+    await iterator.next();
+    await expect(settledNow(room!)).rejects.toThrow("still pending"); // 3 still queued
+    await iterator.next();
+    await expect(settledNow(room!)).resolves.toBeUndefined(); // 2 queued: half the capacity
+    expect(channel.whenWritable()).toBeUndefined();
+  });
+
+  it("releases a waiting writer in a later event-loop turn, not in the reader's microtask", async () => {
+    const channel = new AsyncChannel<number>({ capacity: 2 });
+    channel.push(1);
+    channel.push(2);
+    let released = false;
+    void channel.whenWritable()!.then(() => (released = true));
+    const iterator = channel[Symbol.asyncIterator]();
+    await iterator.next();
+    await iterator.next();
+    await Promise.resolve();
+    expect(released).toBe(false);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(released).toBe(true);
+  });
+
+  it("releases a waiting writer when the channel closes or fails", async () => {
+    const closed = new AsyncChannel<number>({ capacity: 1 });
+    closed.push(1);
+    const closedRoom = closed.whenWritable()!;
+    closed.close();
+    await expect(closedRoom).resolves.toBeUndefined();
+    const failed = new AsyncChannel<number>({ capacity: 1 });
+    failed.push(1);
+    const failedRoom = failed.whenWritable()!;
+    failed.fail(new Error("boom"));
+    await expect(failedRoom).resolves.toBeUndefined();
+  });
+
+  it("releases a waiting writer, and stops making writers wait, once the reader left (return)", async () => {
+    const channel = new AsyncChannel<number>({ capacity: 1 });
+    channel.push(1);
+    const room = channel.whenWritable()!;
+    await channel[Symbol.asyncIterator]().return!();
+    await expect(room).resolves.toBeUndefined();
+    channel.push(2);
+    expect(channel.whenWritable()).toBeUndefined();
+  });
+
+  it("delivers 200k items in push order through a bounded buffer with a writer that waits for room, never past capacity", async () => {
+    const channel = new AsyncChannel<number>({ capacity: 1024 });
+    const reading = drain(channel);
+    let largest = 0;
+    for (let i = 0; i < 200_000; i++) {
+      channel.push(i);
+      largest = Math.max(largest, channel.size);
+      const room = channel.whenWritable();
+      if (room) await room;
+    }
+    channel.close();
+    const items = await reading;
+    expect(largest).toBe(1024);
+    expect(items.length).toBe(200_000);
+    expect(items.every((item, i) => item === i)).toBe(true);
+  });
 });

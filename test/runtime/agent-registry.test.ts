@@ -86,6 +86,7 @@ describe("sessionSettings", () => {
       checkpoints: { maxDepth: 3 },
       maxSessionBytes: 1_000,
       maxQueuedInputs: 2,
+      maxBufferedChunks: 8,
       sessionTtlMs: 5_000,
     });
     expect(settings).toEqual({
@@ -96,6 +97,7 @@ describe("sessionSettings", () => {
         maxSessionBytes: 1_000,
       },
       maxQueuedInputs: 2,
+      maxBufferedChunks: 8,
       sessionTtlMs: 5_000,
     });
   });
@@ -111,6 +113,7 @@ describe("sessionSettings", () => {
   it.each([
     ["maxSessionBytes", { maxSessionBytes: 0 }],
     ["maxQueuedInputs", { maxQueuedInputs: 0 }],
+    ["maxBufferedChunks", { maxBufferedChunks: 0 }],
     ["claims.leaseTtlMs", { claims: { leaseTtlMs: 0 } }],
     ["claims.refreshMs", { claims: { refreshMs: 0 } }],
     ["claims.pollMs", { claims: { pollMs: Number.NaN } }],

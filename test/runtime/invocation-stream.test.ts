@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import type { AgentError } from "../../src/errors/agent-error.js";
+import { AgentError } from "../../src/errors/agent-error.js";
 import type { DetachedRun } from "../../src/runtime/detached-run.js";
 import { InvocationStream, type InvocationStreamOptions } from "../../src/runtime/invocation-stream.js";
 import type { ChunkTransform } from "../../src/runtime/state-transform.js";
@@ -24,6 +24,7 @@ function stream(options: Partial<InvocationStreamOptions> = {}): { out: Invocati
       transformContext: () => ({ agent: "test" }),
       detachedRun: () => undefined,
       onFailure: (err) => failures.push(err),
+      maxBufferedChunks: 1024,
       ...options,
     },
     undefined,
@@ -121,5 +122,45 @@ describe("InvocationStream", () => {
     await out.emit(text("detached"));
     expect(numbered(recorded)).toEqual([["detached", 2]]);
     expect(numbered(await delivered(out))).toEqual([["attached", 1]]);
+  });
+
+  it("emit returns nothing to await while the client's buffer has room (no promise per chunk)", () => {
+    const { out } = stream({ maxBufferedChunks: 3 });
+    expect(out.emit(text("a"))).toBeUndefined();
+    expect(out.emit(text("b"))).toBeUndefined();
+  });
+
+  it("once maxBufferedChunks chunks wait for the client, emit does not resolve until the reader takes them", async () => {
+    const { out } = stream({ maxBufferedChunks: 2 });
+    void out.emit(text("a"));
+    const full = out.emit(text("b"));
+    expect(full).toBeInstanceOf(Promise);
+    let resolved = false;
+    void full!.then(() => (resolved = true));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(resolved).toBe(false);
+    const reader = out.chunks[Symbol.asyncIterator]();
+    await reader.next();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(resolved).toBe(true);
+  });
+
+  it("with a chunk transform, a full buffer holds the emit (and the chunks behind it) until the reader takes", async () => {
+    const { out } = stream({ maxBufferedChunks: 1, transform: (chunk) => chunk });
+    const first = out.emit(text("a"));
+    let resolved = false;
+    void first!.then(() => (resolved = true));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(resolved).toBe(false);
+    await out.chunks[Symbol.asyncIterator]().next();
+    await first;
+    expect(resolved).toBe(true);
+  });
+
+  it("a waiting emit resolves when the stream fails (a client that went away blocks no agent)", async () => {
+    const { out } = stream({ maxBufferedChunks: 1 });
+    const full = out.emit(text("a"));
+    out.fail(new AgentError("CANCELLED", "the client cancelled the invocation"));
+    await expect(full).resolves.toBeUndefined();
   });
 });
