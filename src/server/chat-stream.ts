@@ -7,6 +7,7 @@ import { agentInputFromWire, agentOutputToWire, streamChunkToWire } from "../pro
 import { statusForCode } from "../protocol/status-codes.js";
 import type { AgentConnection } from "../runtime/agent-connection.js";
 import type { AgentStreamChunk } from "../types/agent-io.js";
+import { credentialCheckKey, type CredentialCheck } from "./auth/credential-recheck.js";
 import { annotateCall } from "./call-log.js";
 
 /**
@@ -81,7 +82,7 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
     const connection = await this.open(first.value.init);
     this.connection = connection;
     if (first.value.input) sendInput(connection, first.value.input);
-    void pumpInputs(iterator, connection);
+    void pumpInputs(iterator, connection, this.ctx.values.get(credentialCheckKey));
     this.chunks = connection.stream[Symbol.asyncIterator]();
     this.state = "streaming";
   }
@@ -139,12 +140,24 @@ export function sendInput(connection: AgentConnection, input: WireAgentInput): v
   }
 }
 
-/** Feeds the rest of a Chat request stream into the connection; half-close means "no more input". */
-async function pumpInputs(requests: AsyncIterator<ChatRequest>, connection: AgentConnection): Promise<void> {
+/**
+ * Feeds the rest of a Chat request stream into the connection; half-close
+ * means "no more input". Each input first re-checks the call's credential
+ * (`credentialCheck`): revoked or expired ends the invocation UNAUTHENTICATED.
+ */
+async function pumpInputs(
+  requests: AsyncIterator<ChatRequest>,
+  connection: AgentConnection,
+  credentialCheck: CredentialCheck | undefined,
+): Promise<void> {
   try {
     for (;;) {
       const next = await requests.next();
       if (next.done) break;
+      if (credentialCheck) {
+        const pending = credentialCheck();
+        if (pending) await pending;
+      }
       if (next.value.init) throw new AgentError("INVALID_ARGUMENT", "init is only allowed on the first ChatRequest");
       if (!next.value.input) throw new AgentError("INVALID_ARGUMENT", "a ChatRequest after the first must carry input");
       sendInput(connection, next.value.input);

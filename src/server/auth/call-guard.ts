@@ -4,6 +4,7 @@ import { AgentError } from "../../errors/agent-error.js";
 import { ANONYMOUS, type Principal } from "../../types/principal.js";
 import { annotateCall } from "../call-log.js";
 import type { Authenticate } from "./authenticator.js";
+import { credentialCheck, credentialCheckKey } from "./credential-recheck.js";
 import { hostOfAuthority, isLoopbackHost } from "./loopback.js";
 
 /** What the connection told us about a call, captured from the Node request before connect-es sees it. */
@@ -33,6 +34,12 @@ export interface CallGuardOptions {
   reflection?: "open" | "authenticated";
   /** Refuse calls whose Host/`:authority` is not a loopback name (DNS rebinding defence of a loopback server without authentication). */
   loopbackHostsOnly?: boolean;
+  /**
+   * The generation of the accepted credentials, bumped when they change (a
+   * tokens file reloaded on SIGHUP): a long-lived call authenticated under an
+   * older generation is re-authenticated at its next input. Default: never changes.
+   */
+  credentialsGeneration?: () => number;
 }
 
 const HEALTH_PREFIX = "/grpc.health.v1.Health/";
@@ -47,10 +54,12 @@ const REFLECTION_PREFIX = "/grpc.reflection.";
  * - every other call must authenticate: no or unknown credentials →
  *   UNAUTHENTICATED (the message never repeats a credential).
  * The principal is stored under {@link principalKey} and its subject and
- * tenant go on the call's log line.
+ * tenant go on the call's log line; streaming calls also get a
+ * {@link credentialCheckKey} re-check (revocation, expiry) for their later inputs.
  */
 export function callGuardInterceptor(options: CallGuardOptions): Interceptor {
   const { authenticate, loopbackHostsOnly = false, reflection = "open" } = options;
+  const currentGeneration = options.credentialsGeneration ?? (() => 0);
   return (next) => async (req) => {
     const procedure = `/${req.service.typeName}/${req.method.name}`;
     const connection = req.contextValues.get(connectionInfoKey);
@@ -66,8 +75,16 @@ export function callGuardInterceptor(options: CallGuardOptions): Interceptor {
     }
     const open = health || (reflection === "open" && procedure.startsWith(REFLECTION_PREFIX));
     if (authenticate === undefined || open) return next(req);
+    const generation = currentGeneration();
     const principal = await runAuthenticate(authenticate, procedure, req.header, connection.peerCertificate);
     req.contextValues.set(principalKey, principal);
+    if (req.stream) {
+      const reauthenticate = () => runAuthenticate(authenticate, procedure, req.header, connection.peerCertificate);
+      req.contextValues.set(
+        credentialCheckKey,
+        credentialCheck({ principal, generation, currentGeneration, reauthenticate }),
+      );
+    }
     annotateCall({ values: req.contextValues }, { subject: principal.subject, tenant: principal.tenant });
     return next(req);
   };
