@@ -22,6 +22,9 @@ export {
 export { agentServiceRoutes, type AgentServiceOptions } from "./server/agent-service.js";
 export { PageTokens, MIN_PAGE_TOKEN_SECRET_LENGTH } from "./server/page-tokens.js";
 export { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from "./server/connection-limits.js";
+export { DEFAULT_TENANT_LIMITS, type TenantLimitOptions } from "./server/tenant-limits.js";
+export { defaultUnauthenticatedShare, type UnauthenticatedShareOptions } from "./server/unauthenticated-share.js";
+export { RetryInfoSchema } from "./server/retry-info.js";
 export type { ListenerTls } from "./server/listener.js";
 export { HealthStatus, type DependencyHealthOptions } from "./server/health-service.js";
 // Authentication built-ins.

@@ -3,6 +3,7 @@ import { DEFAULT_SESSION_SETTINGS } from "../runtime/session-settings.js";
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from "../server/connection-limits.js";
 import { DEFAULT_GRACE_MS, DEFAULT_MAX_MESSAGE_BYTES } from "../server/server.js";
 import type { BusyPolicy } from "../types/session-state.js";
+import { fairShareConfig, FAIR_SHARE_OPTIONS, FAIR_SHARE_USAGE, type FairShareConfig } from "./fair-share-args.js";
 
 /** Everything `agentd serve` is configured with. */
 export interface ServeConfig {
@@ -59,6 +60,8 @@ export interface ServeConfig {
   metricsHost?: string;
   /** `--metrics-token-file`: scrapes must send this file's token as a bearer token. */
   metricsTokenFile?: string;
+  /** The fair-share flags (unauthenticated callers' share, per-tenant limits), when any is given. */
+  fairShare?: FairShareConfig;
   /** `--page-token-secret-file`: the secret page tokens are signed with (shared by instances); default a random per-process key. */
   pageTokenSecretFile?: string;
 }
@@ -143,7 +146,7 @@ Options:
   --max-connections <n>       open connections at most; more are closed at once (default ${DEFAULT_CONNECTION_LIMITS.maxConnections})
   --max-concurrent-streams <n>
                               HTTP/2 streams (calls) open at once per connection (default ${DEFAULT_CONNECTION_LIMITS.maxConcurrentStreams})
-Observability (OpenTelemetry; see "Observability" in the README):
+${FAIR_SHARE_USAGE}Observability (OpenTelemetry; see "Observability" in the README):
   --otel                      export traces and metrics by OTLP; also on when OTEL_EXPORTER_OTLP_ENDPOINT
                               is set. Configured by the standard OTEL_* variables (protocol, service
                               name, sampler, batch delay, metric interval, ...)
@@ -253,6 +256,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "metrics-host": { type: "string" },
         "metrics-token-file": { type: "string" },
         "page-token-secret-file": { type: "string" },
+        ...FAIR_SHARE_OPTIONS,
         "auth-tokens": { type: "string" },
         "auth-jwks": { type: "string" },
         "auth-audience": { type: "string" },
@@ -319,6 +323,12 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     if (typeof raw === "string") connectionLimits[key] = integer(flag, raw, min, max);
   }
 
+  const fairShare = fairShareConfig(
+    values,
+    connectionLimits.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
+    (message) => new UsageError(message),
+  );
+
   return {
     kind: "serve",
     config: {
@@ -363,6 +373,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         ? { metricsPort: integer("metrics-port", values["metrics-port"], 1, 65535) }
         : {}),
       ...metricsEndpointFlags(values),
+      ...(fairShare ? { fairShare } : {}),
       ...(values["page-token-secret-file"] ? { pageTokenSecretFile: values["page-token-secret-file"] } : {}),
     },
   };

@@ -117,6 +117,7 @@ export async function startServe(
       corsOrigins: config.corsOrigins,
       ...(config.connectionLimits !== undefined ? { connectionLimits: config.connectionLimits } : {}),
       registerAgentService: agentServiceRoutes(registry, { pageTokens }),
+      ...(config.fairShare ? { fairShare: config.fairShare } : {}),
       auth: security.auth,
       ...(security.tls ? { tls: security.tls } : {}),
       ...(store.ping ? { storeHealth: { ping: store.ping.bind(store) } } : {}),
