@@ -135,7 +135,12 @@ async function metricReadersFor(
     throw portError(err as Error, port);
   });
   const readers: IMetricReader[] = [prometheus];
-  if (otlp) readers.push(await otlpMetricReader(env));
+  try {
+    if (otlp) readers.push(await otlpMetricReader(env));
+  } catch (err) {
+    await endpoint.close();
+    throw err;
+  }
   return { metricReaders: readers, endpoint };
 }
 
