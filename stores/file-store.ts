@@ -235,9 +235,12 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     const decoy = this.decoyKeys.get(layout.sessionsDir) ?? NO_SESSION_KEY;
     const path = layout.logPathOfKey(key ?? decoy);
     const head = this.logs.view(path)?.head;
+    // The head's key check (a SHA-256 of its session ID) runs either way too.
+    const intact = head !== undefined && sessionKey(head.sessionId) === (key ?? decoy);
     if (key === undefined || !head) return undefined;
+    if (!intact) return checkHeadKey(head, key, path); // DATA_LOSS
     this.decoyKeys.set(layout.sessionsDir, key);
-    return checkHeadKey(head, key, path);
+    return head;
   }
 
   /** Per store (or tenant prefix) directory, the session key the last {@link headOfRecord} found. */
