@@ -5,11 +5,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { MongoClient, type CommandStartedEvent } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { ownedRecord } from "../../src/runtime/session-lookup.js";
 import { FileSessionStore } from "../../stores/file-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
+import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
+import { mongoForTests } from "../harness/mongo-java-server.js";
 import { newSnapshotId } from "../../stores/snapshot-identity.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { checkpointRecord, commitOf, type CounterState } from "../stores/snapshot-factory.js";
@@ -56,18 +59,30 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
+let mongo: Awaited<ReturnType<typeof mongoForTests>> | undefined;
+afterAll(async () => {
+  await mongo?.stop();
+});
+
 describe.each([
-  ["file store", () => new FileSessionStore<CounterState>(tempDir())],
-  ["memory store (no headOfRecord)", () => new InMemorySessionStore<CounterState>()],
+  ["file store", async () => new FileSessionStore<CounterState>(tempDir())],
+  ["memory store (no headOfRecord)", async () => new InMemorySessionStore<CounterState>()],
+  [
+    "MongoDB store (mongo-java-server)",
+    async () => {
+      mongo ??= await mongoForTests();
+      return new MongoSessionStore<CounterState>({ uri: mongo.uri, database: "agentd_oracle", collectionPrefix: "o_" });
+    },
+  ],
 ])("a foreign and an unknown snapshot ID cost the same work: %s", (_name, open) => {
   let store: SessionStore<CounterState>;
   const foreign = newSnapshotId();
   beforeAll(async () => {
-    store = open();
+    store = await open();
     const record = checkpointRecord("s-acme", foreign);
     const commit = commitOf(undefined, record);
     await store.commit({ ...commit, head: { ...commit.head, owner: "acme" } });
-  });
+  }, 300_000);
   afterAll(async () => {
     await store.close?.();
   });
@@ -103,4 +118,31 @@ describe("the file store's ownership check", () => {
       await store.close?.();
     }
   });
+});
+
+describe("the MongoDB store's ownership check", () => {
+  it("sends the same queries for another tenant's snapshot as for an unknown one, none reading the record's state", async () => {
+    mongo ??= await mongoForTests();
+    const client = new MongoClient(mongo.uri, { monitorCommands: true });
+    const commands: string[] = [];
+    client.on("commandStarted", (event: CommandStartedEvent) => {
+      const command = event.command as { find?: string; projection?: unknown };
+      if (event.commandName === "find") commands.push(`${command.find} ${JSON.stringify(command.projection ?? null)}`);
+    });
+    const store = new MongoSessionStore<CounterState>({ client, database: "agentd_oracle", collectionPrefix: "q_" });
+    try {
+      const id = newSnapshotId();
+      const commit = commitOf(undefined, checkpointRecord("s-acme", id));
+      await store.commit({ ...commit, head: { ...commit.head, owner: "acme" } });
+      commands.length = 0;
+      await lookUp(store, id, "globex");
+      const asForeign = commands.splice(0);
+      await lookUp(store, newSnapshotId(), "globex");
+      expect(asForeign).toEqual(commands);
+      expect(asForeign).toEqual(['q_snapshots {"sessionId":1}', "q_heads null"]);
+    } finally {
+      await store.close?.();
+      await client.close();
+    }
+  }, 300_000);
 });
