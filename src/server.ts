@@ -19,14 +19,19 @@ export {
   type RunningServer,
   type ServerOptions,
 } from "./server/server.js";
-export { agentServiceRoutes } from "./server/agent-service.js";
+export { agentServiceRoutes, type AgentServiceOptions } from "./server/agent-service.js";
+export { PageTokens, MIN_PAGE_TOKEN_SECRET_LENGTH } from "./server/page-tokens.js";
 export { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from "./server/connection-limits.js";
+export { DEFAULT_TENANT_LIMITS, type TenantLimitOptions } from "./server/tenant-limits.js";
+export { defaultUnauthenticatedShare, type UnauthenticatedShareOptions } from "./server/unauthenticated-share.js";
+export { RetryInfoSchema } from "./server/retry-info.js";
 export type { ListenerTls } from "./server/listener.js";
 export { HealthStatus, type DependencyHealthOptions } from "./server/health-service.js";
 // Authentication built-ins.
 export { firstAuthenticated, type Authenticate, type AuthRequest } from "./server/auth/authenticator.js";
 export { bearerToken } from "./server/auth/bearer-token.js";
 export { principalOf, type CallGuardOptions, type ConnectionInfo } from "./server/auth/call-guard.js";
+export { expiresAt } from "./server/auth/credential-recheck.js";
 export { clientCertificateAuthenticator } from "./server/auth/client-certificate.js";
 export { jwtBearerAuthenticator, DEFAULT_TENANT_CLAIM, type JwtBearerOptions } from "./server/auth/jwt-bearer.js";
 export { isLoopbackHost } from "./server/auth/loopback.js";

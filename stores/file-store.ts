@@ -25,6 +25,9 @@ import { walkChain } from "./ledger/state-chain.js";
 import { headToStore, keepIdentity } from "./record-identity.js";
 import { checkSessionQuery, pageOfHeads } from "./session-query.js";
 import { isValidSnapshotId } from "./snapshot-identity.js";
+
+/** A session key no log has (keys are hex): what an unknown snapshot ID looks up instead of its session's head. */
+const NO_SESSION_KEY = "0".repeat(39) + "g";
 import type {
   HeadCommit,
   HeadPage,
@@ -216,6 +219,32 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     if (stored && record) this.statuses.deliver(layout, record.snapshotId, { status: record.status, version: 1 });
     return stored;
   }
+
+  /**
+   * The head of the session whose log holds `snapshotId`, without reading the
+   * record; undefined when none does. A known and an unknown ID do the same
+   * work: one snapshot-map lookup that reads what other processes appended,
+   * then one session-log head lookup (for an unknown ID, of the session the
+   * last known ID was in, or of a key no session has).
+   */
+  async headOfRecord(snapshotId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
+    await this.logs.ready;
+    const layout = this.layout(ctx, false);
+    const key = isValidSnapshotId(snapshotId) ? this.logs.map(layout).lookupFresh(snapshotId) : undefined;
+    // An unknown ID views the log of the last session found here (a real log, so the same file checks).
+    const decoy = this.decoyKeys.get(layout.sessionsDir) ?? NO_SESSION_KEY;
+    const path = layout.logPathOfKey(key ?? decoy);
+    const head = this.logs.view(path)?.head;
+    // The head's key check (a SHA-256 of its session ID) runs either way too.
+    const intact = head !== undefined && sessionKey(head.sessionId) === (key ?? decoy);
+    if (key === undefined || !head) return undefined;
+    if (!intact) return checkHeadKey(head, key, path); // DATA_LOSS
+    this.decoyKeys.set(layout.sessionsDir, key);
+    return head;
+  }
+
+  /** Per store (or tenant prefix) directory, the session key the last {@link headOfRecord} found. */
+  private readonly decoyKeys = new Map<string, string>();
 
   /** The record (deep-frozen), or undefined (also for IDs that are not valid snapshot IDs). DATA_LOSS when its line is garbled. */
   async getRecord(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | undefined> {

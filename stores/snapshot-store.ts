@@ -243,6 +243,15 @@ export interface SessionStore<S = unknown> {
   /** The session's head, or undefined. */
   getHead(sessionId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined>;
   /**
+   * Optional: the head of the session holding snapshot `snapshotId`, found
+   * without reading the record, or undefined when no session holds it. An
+   * unknown ID must cost the same lookups as a known one, so the runtime's
+   * ownership check (NOT_FOUND for another owner's snapshot) answers in the
+   * same time for both. Stores without it: the runtime reads the record, and
+   * for an unknown ID a head as well.
+   */
+  headOfRecord?(snapshotId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined>;
+  /**
    * Writes `commit.head` if the stored version equals `commit.expectedVersion`
    * (0: the session must not exist), inserting `commit.record` first. Resolves
    * to the stored head, or `undefined` on a version conflict (nothing written).

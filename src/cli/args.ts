@@ -3,6 +3,7 @@ import { DEFAULT_SESSION_SETTINGS } from "../runtime/session-settings.js";
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from "../server/connection-limits.js";
 import { DEFAULT_GRACE_MS, DEFAULT_MAX_MESSAGE_BYTES } from "../server/server.js";
 import type { BusyPolicy } from "../types/session-state.js";
+import { fairShareConfig, FAIR_SHARE_OPTIONS, FAIR_SHARE_USAGE, type FairShareConfig } from "./fair-share-args.js";
 
 /** Everything `agentd serve` is configured with. */
 export interface ServeConfig {
@@ -59,8 +60,16 @@ export interface ServeConfig {
    * alone also turns it on.
    */
   otel?: boolean;
-  /** `--metrics-port`: serve Prometheus text at `http://<host>:<port>/metrics`. */
+  /** `--metrics-port`: serve Prometheus text at `http://<metricsHost>:<port>/metrics`. */
   metricsPort?: number;
+  /** `--metrics-host`: interface of the metrics endpoint; default 127.0.0.1 whatever `--host` is. */
+  metricsHost?: string;
+  /** `--metrics-token-file`: scrapes must send this file's token as a bearer token. */
+  metricsTokenFile?: string;
+  /** The fair-share flags (unauthenticated callers' share, per-tenant limits), when any is given. */
+  fairShare?: FairShareConfig;
+  /** `--page-token-secret-file`: the secret page tokens are signed with (shared by instances); default a random per-process key. */
+  pageTokenSecretFile?: string;
 }
 
 /** The security flags of `agentd serve`. */
@@ -150,11 +159,14 @@ Options:
   --max-connections <n>       open connections at most; more are closed at once (default ${DEFAULT_CONNECTION_LIMITS.maxConnections})
   --max-concurrent-streams <n>
                               HTTP/2 streams (calls) open at once per connection (default ${DEFAULT_CONNECTION_LIMITS.maxConcurrentStreams})
-Observability (OpenTelemetry; see "Observability" in the README):
+${FAIR_SHARE_USAGE}Observability (OpenTelemetry; see "Observability" in the README):
   --otel                      export traces and metrics by OTLP; also on when OTEL_EXPORTER_OTLP_ENDPOINT
                               is set. Configured by the standard OTEL_* variables (protocol, service
                               name, sampler, batch delay, metric interval, ...)
-  --metrics-port <port>       serve the metrics as Prometheus text on http://<host>:<port>/metrics
+  --metrics-port <port>       serve the metrics as Prometheus text on http://<metrics-host>:<port>/metrics
+  --metrics-host <host>       interface of the metrics endpoint (default 127.0.0.1, whatever --host is:
+                              the metrics sum every tenant's turns and tokens)
+  --metrics-token-file <file> scrapes must send "authorization: Bearer <the token in file>" (else 401)
 Security (see "Securing agentd" in the README):
   --auth-tokens <file>        accept bearer tokens listed in <file>, one "TOKEN TENANT [SUBJECT]"
                               per line; re-read on SIGHUP
@@ -166,6 +178,10 @@ Security (see "Securing agentd" in the README):
   --tls-key <file>            the PEM private key of --tls-cert
   --tls-client-ca <file>      require client certificates signed by this CA (mutual TLS); without
                               another auth method the certificate (CN, O) is the caller
+  --page-token-secret-file <file>
+                              sign ListSessions/ListSnapshots page tokens with this secret (>= 32
+                              bytes) so every instance sharing it accepts them, also after a restart
+                              (default: a random key per process)
   --reflection <mode>         open|authenticated: whether reflection needs credentials (default open)
   --insecure                  allow serving a non-loopback --host without authentication, and
                               (on loopback) calls addressed to other names than localhost
@@ -253,6 +269,10 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "max-concurrent-streams": { type: "string" },
         otel: { type: "boolean" },
         "metrics-port": { type: "string" },
+        "metrics-host": { type: "string" },
+        "metrics-token-file": { type: "string" },
+        "page-token-secret-file": { type: "string" },
+        ...FAIR_SHARE_OPTIONS,
         "auth-tokens": { type: "string" },
         "auth-jwks": { type: "string" },
         "auth-audience": { type: "string" },
@@ -319,6 +339,12 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     if (typeof raw === "string") connectionLimits[key] = integer(flag, raw, min, max);
   }
 
+  const fairShare = fairShareConfig(
+    values,
+    connectionLimits.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
+    (message) => new UsageError(message),
+  );
+
   return {
     kind: "serve",
     config: {
@@ -372,7 +398,26 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       ...(values["metrics-port"] !== undefined
         ? { metricsPort: integer("metrics-port", values["metrics-port"], 1, 65535) }
         : {}),
+      ...metricsEndpointFlags(values),
+      ...(fairShare ? { fairShare } : {}),
+      ...(values["page-token-secret-file"] ? { pageTokenSecretFile: values["page-token-secret-file"] } : {}),
     },
+  };
+}
+
+/** `--metrics-host` and `--metrics-token-file`, which only apply with `--metrics-port`. */
+function metricsEndpointFlags(
+  values: Record<string, string | boolean | string[] | undefined>,
+): Pick<ServeConfig, "metricsHost" | "metricsTokenFile"> {
+  const host = values["metrics-host"] as string | undefined;
+  const tokenFile = values["metrics-token-file"] as string | undefined;
+  if ((host ?? tokenFile) !== undefined && values["metrics-port"] === undefined)
+    throw new UsageError("--metrics-host and --metrics-token-file only apply with --metrics-port");
+  if (host?.trim() === "" || tokenFile?.trim() === "")
+    throw new UsageError("--metrics-host and --metrics-token-file must not be empty");
+  return {
+    ...(host !== undefined ? { metricsHost: host } : {}),
+    ...(tokenFile ? { metricsTokenFile: tokenFile } : {}),
   };
 }
 

@@ -87,6 +87,7 @@ export function setUpSecurity(
       ...(authenticated ? { authenticate: chain.length === 1 ? chain[0] : firstAuthenticated(chain) } : {}),
       reflection: config.reflection,
       loopbackHostsOnly: !authenticated && loopback && !config.insecure,
+      ...(tokens ? { credentialsGeneration: () => tokens.generation } : {}),
     },
     ...(tls ? { tls } : {}),
     methods,

@@ -11,6 +11,7 @@ import type { TurnEvent } from "../runtime/runtime-events.js";
 import { startSessionSweeper, sweepIntervalFor } from "../runtime/session-sweeper.js";
 import { promptAgentsFromDirectory } from "../prompts/prompt-agent.js";
 import { agentServiceRoutes } from "../server/agent-service.js";
+import { PageTokens } from "../server/page-tokens.js";
 import { startServer, type RunningServer } from "../server/server.js";
 import type { ServeConfig } from "./args.js";
 import { loadAgentModules } from "./load-agents.js";
@@ -58,13 +59,22 @@ export async function startServe(
   const modules = await loadAgentModules(config.agentModules);
   const userAgents = [...modules.agents, ...promptAgents];
   const security = setUpSecurity(config.security, config.host, modules.authenticators);
+  const pageTokens =
+    config.pageTokenSecretFile !== undefined
+      ? PageTokens.fromSecretFile(config.pageTokenSecretFile)
+      : PageTokens.random();
   // Start-up checks (e.g. prompt agents' smoke renders) fail the start, naming the file.
   await Promise.all(userAgents.map((agent) => agent.ready()));
   let store: SessionStore | undefined;
   let telemetry: TelemetryHandle | undefined;
   try {
     telemetry = await startTelemetry(
-      { otel: config.otel, metricsPort: config.metricsPort, metricsHost: config.host },
+      {
+        otel: config.otel,
+        metricsPort: config.metricsPort,
+        metricsHost: config.metricsHost,
+        metricsTokenFile: config.metricsTokenFile,
+      },
       logger,
     );
     store = await openStoreFromUri(config.store, { logger });
@@ -111,7 +121,8 @@ export async function startServe(
       maxMessageBytes: config.maxMessageBytes,
       corsOrigins: config.corsOrigins,
       ...(config.connectionLimits !== undefined ? { connectionLimits: config.connectionLimits } : {}),
-      registerAgentService: agentServiceRoutes(registry),
+      registerAgentService: agentServiceRoutes(registry, { pageTokens }),
+      ...(config.fairShare ? { fairShare: config.fairShare } : {}),
       auth: security.auth,
       ...(security.tls ? { tls: security.tls } : {}),
       ...(store.ping ? { storeHealth: { ping: store.ping.bind(store) } } : {}),

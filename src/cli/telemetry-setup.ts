@@ -1,6 +1,7 @@
 import { diag, DiagLogLevel, type DiagLogger } from "@opentelemetry/api";
 import type { IMetricReader } from "@opentelemetry/sdk-metrics";
 import type { Logger } from "pino";
+import { readMetricsToken, serveMetrics, type MetricsEndpoint } from "./metrics-endpoint.js";
 
 /** What `agentd serve` was asked for (flags); the rest comes from the standard `OTEL_*` variables. */
 export interface TelemetrySettings {
@@ -8,8 +9,10 @@ export interface TelemetrySettings {
   otel?: boolean;
   /** `--metrics-port`: serve Prometheus text on `http://<metricsHost>:<port>/metrics`. */
   metricsPort?: number;
-  /** Interface of the Prometheus endpoint (`agentd serve` uses its `--host`). */
+  /** `--metrics-host`: interface of the Prometheus endpoint; default 127.0.0.1 (not the API's `--host`). */
   metricsHost?: string;
+  /** `--metrics-token-file`: a scrape must send `authorization: Bearer <the file's token>`. */
+  metricsTokenFile?: string;
 }
 
 /** Telemetry that `agentd serve` started. */
@@ -66,7 +69,7 @@ export async function startTelemetry(
     import("@opentelemetry/sdk-node"),
     import("@opentelemetry/resources"),
   ]);
-  const { metricReaders, prometheusUrl } = await metricReadersFor(settings, otlp, env);
+  const { metricReaders, endpoint } = await metricReadersFor(settings, otlp, env);
   // The SDK's default detectors include "process", whose process.command_args would carry
   // the command line (a --store URI may hold a password): agentd names the process itself.
   const detectors = (env.OTEL_NODE_RESOURCE_DETECTORS ?? "").trim() === "";
@@ -97,15 +100,20 @@ export async function startTelemetry(
   diag.setLogger(diagToPino(logger), { logLevel: diagLevel(env.OTEL_LOG_LEVEL), suppressOverrideMessage: true });
   return {
     otlp,
-    ...(prometheusUrl ? { prometheusUrl } : {}),
-    shutdown: () => sdk.shutdown().catch((err: unknown) => logger.warn({ err }, "telemetry shutdown failed")),
+    ...(endpoint ? { prometheusUrl: endpoint.url } : {}),
+    shutdown: async () => {
+      await endpoint?.close();
+      await sdk.shutdown().catch((err: unknown) => logger.warn({ err }, "telemetry shutdown failed"));
+    },
   };
 }
 
 /**
  * The metric readers when `--metrics-port` is set (undefined otherwise: the
  * SDK makes the OTLP reader from the environment): the Prometheus exporter,
- * started here so a port in use fails the start, plus, when OTLP is on, the
+ * served by {@link serveMetrics} (on `--metrics-host`, default loopback,
+ * behind `--metrics-token-file` when given), started here so a port in use
+ * or an unusable token file fails the start, plus, when OTLP is on, the
  * periodic OTLP reader the SDK would have made (same protocol variables and
  * `OTEL_METRIC_EXPORT_INTERVAL` / `_TIMEOUT`).
  */
@@ -113,20 +121,27 @@ async function metricReadersFor(
   settings: TelemetrySettings,
   otlp: boolean,
   env: NodeJS.ProcessEnv,
-): Promise<{ metricReaders?: IMetricReader[]; prometheusUrl?: string }> {
-  if (settings.metricsPort === undefined) return {};
+): Promise<{ metricReaders?: IMetricReader[]; endpoint?: MetricsEndpoint }> {
+  const port = settings.metricsPort;
+  if (port === undefined) return {};
+  const token = settings.metricsTokenFile !== undefined ? readMetricsToken(settings.metricsTokenFile) : undefined;
   const { PrometheusExporter } = await import("@opentelemetry/exporter-prometheus");
-  const host = settings.metricsHost ?? "127.0.0.1";
-  let prometheus: InstanceType<typeof PrometheusExporter> | undefined;
-  await new Promise<void>((resolve, reject) => {
-    prometheus = new PrometheusExporter({ host, port: settings.metricsPort }, (err) =>
-      err ? reject(portError(err, settings.metricsPort!)) : resolve(),
-    );
+  const prometheus = new PrometheusExporter({ preventServerStart: true });
+  const endpoint = await serveMetrics(prometheus, {
+    host: settings.metricsHost ?? "127.0.0.1",
+    port,
+    ...(token !== undefined ? { token } : {}),
+  }).catch((err: unknown) => {
+    throw portError(err as Error, port);
   });
-  const readers: IMetricReader[] = [prometheus!];
-  if (otlp) readers.push(await otlpMetricReader(env));
-  const shown = host.includes(":") ? `[${host}]` : host;
-  return { metricReaders: readers, prometheusUrl: `http://${shown}:${settings.metricsPort}/metrics` };
+  const readers: IMetricReader[] = [prometheus];
+  try {
+    if (otlp) readers.push(await otlpMetricReader(env));
+  } catch (err) {
+    await endpoint.close();
+    throw err;
+  }
+  return { metricReaders: readers, endpoint };
 }
 
 async function otlpMetricReader(env: NodeJS.ProcessEnv): Promise<IMetricReader> {

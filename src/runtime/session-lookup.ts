@@ -57,7 +57,10 @@ export async function ownedHead<S>(
 /**
  * The record when its session belongs to `agent` and the caller; NOT_FOUND
  * otherwise, so another agent's or owner's snapshot is indistinguishable from
- * a missing one.
+ * a missing one — in its answer and in the work done for it: with
+ * `store.headOfRecord` the owner is checked before the record is read (an
+ * unknown and a foreign ID each cost one head lookup, no record read);
+ * without it an unknown ID also looks up a head, as a foreign one does.
  */
 export async function ownedRecord<S>(
   store: SessionStore<S>,
@@ -65,10 +68,17 @@ export async function ownedRecord<S>(
   snapshotId: string,
   ctx?: StoreCallContext,
 ): Promise<{ record: SnapshotRecord<S>; head: SessionHead }> {
+  if (store.headOfRecord) {
+    const head = await store.headOfRecord(snapshotId, ctx);
+    if (!owns(head, agent, ctx)) throw snapshotNotFound(snapshotId);
+    const record = await store.getRecord(snapshotId, ctx);
+    if (record?.sessionId !== head.sessionId) throw snapshotNotFound(snapshotId);
+    return { record, head };
+  }
   const record = await store.getRecord(snapshotId, ctx);
-  if (!record) throw snapshotNotFound(snapshotId);
-  const head = await store.getHead(record.sessionId, ctx);
-  if (!owns(head, agent, ctx)) throw snapshotNotFound(snapshotId);
+  // An unknown ID looks up a head too (its own ID as a session ID; the answer is ignored), as a foreign one does.
+  const head = await store.getHead(record ? record.sessionId : snapshotId, ctx);
+  if (!record || !owns(head, agent, ctx)) throw snapshotNotFound(snapshotId);
   return { record, head };
 }
 

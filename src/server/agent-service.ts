@@ -23,6 +23,7 @@ import type { Principal } from "../types/principal.js";
 import { principalOf } from "./auth/call-guard.js";
 import { annotateCall } from "./call-log.js";
 import { chatResponses, sendInput } from "./chat-stream.js";
+import { PageTokens } from "./page-tokens.js";
 import {
   agentInfoToWire,
   agentInitFromWire,
@@ -40,8 +41,14 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
  * Registers `agentd.v1.AgentService` on a router: every RPC of the wire
  * contract, backed by the agents in `registry`. Runtime AgentErrors become RPC
  * statuses unchanged (see error-mapping.ts); in-band turn failures are outputs.
+ * Page tokens are signed with `options.pageTokens` (default: a random key of
+ * this process), so a changed or foreign token is INVALID_ARGUMENT.
  */
-export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRouter) => void {
+export function agentServiceRoutes(
+  registry: AgentRegistry,
+  options: AgentServiceOptions = {},
+): (router: ConnectRouter) => void {
+  const pageTokens = options.pageTokens ?? PageTokens.random();
   const open = (init: WireAgentInit | undefined, input: WireAgentInput | undefined, ctx: HandlerContext) =>
     openConnection(registry, init, input, ctx);
   return (router) =>
@@ -82,18 +89,20 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
       async listSnapshots(request, ctx) {
         annotateCall(ctx, { agent: request.agent, sessionId: request.sessionId });
         const agent = registry.get(request.agent);
+        const caller = callerOf(ctx);
+        const scope = ["snapshots", caller.principal.tenant, request.agent, request.sessionId];
         const page = await agent.listSnapshots(
           request.sessionId,
           {
             pageSize: request.pageSize,
-            pageToken: optionalString(request.pageToken),
+            pageToken: request.pageToken ? pageTokens.verify(request.pageToken, scope) : undefined,
             includeState: request.includeState,
           },
-          callerOf(ctx),
+          caller,
         );
         return create(ListSnapshotsResponseSchema, {
           snapshots: page.snapshots.map((s) => snapshotToWire(s, { includeState: request.includeState })),
-          nextPageToken: page.nextPageToken ?? "",
+          nextPageToken: page.nextPageToken ? pageTokens.sign(page.nextPageToken, scope) : "",
         });
       },
 
@@ -137,19 +146,27 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
         annotateCall(ctx, { agent: request.agent });
         if (request.pageSize < 0)
           throw new AgentError("INVALID_ARGUMENT", `page_size must not be negative, got ${request.pageSize}`);
+        const { storeContext } = callerOf(ctx);
+        const scope = [
+          "sessions",
+          storeContext.tenant,
+          request.agent,
+          JSON.stringify(Object.entries(request.labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
+          request.updatedAfter ? String(timestampMs(request.updatedAfter)) : "",
+        ];
         const page = await registry.lifecycle.list(
           {
             ...(request.agent ? { agent: request.agent } : {}),
             labels: request.labels,
             ...(request.updatedAfter ? { updatedAfter: timestampMs(request.updatedAfter) } : {}),
             ...(request.pageSize ? { pageSize: request.pageSize } : {}),
-            ...(request.pageToken ? { pageToken: request.pageToken } : {}),
+            ...(request.pageToken ? { pageToken: pageTokens.verify(request.pageToken, scope) } : {}),
           },
-          callerOf(ctx).storeContext,
+          storeContext,
         );
         return create(ListSessionsResponseSchema, {
           sessions: page.sessions.map(sessionToWire),
-          nextPageToken: page.nextPageToken ?? "",
+          nextPageToken: page.nextPageToken ? pageTokens.sign(page.nextPageToken, scope) : "",
         });
       },
 
@@ -192,6 +209,17 @@ export function agentServiceRoutes(registry: AgentRegistry): (router: ConnectRou
         });
       },
     });
+}
+
+/** Options of {@link agentServiceRoutes}. */
+export interface AgentServiceOptions {
+  /**
+   * Signs and checks ListSessions / ListSnapshots page tokens; default a
+   * random key of this process (tokens then work on this instance only, until
+   * it restarts). Give every instance behind one address the same
+   * `PageTokens.fromSecret(...)` (`--page-token-secret-file`).
+   */
+  pageTokens?: PageTokens;
 }
 
 /**

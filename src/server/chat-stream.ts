@@ -7,6 +7,7 @@ import { agentInputFromWire, agentOutputToWire, streamChunkToWire } from "../pro
 import { statusForCode } from "../protocol/status-codes.js";
 import type { AgentConnection } from "../runtime/agent-connection.js";
 import type { AgentStreamChunk } from "../types/agent-io.js";
+import { credentialCheckKey, type CredentialCheck } from "./auth/credential-recheck.js";
 import { annotateCall } from "./call-log.js";
 
 /**
@@ -87,7 +88,7 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
     this.connection = connection;
     if (first.value.input) sendInput(connection, first.value.input);
     this.inputs.connection = connection;
-    void pumpInputs(iterator, this.inputs);
+    void pumpInputs(iterator, this.inputs, this.ctx.values.get(credentialCheckKey));
     this.chunks = connection.stream[Symbol.asyncIterator]();
     this.state = "streaming";
   }
@@ -168,13 +169,23 @@ interface InputSink {
  * Feeds the rest of a Chat request stream into `sink`'s connection;
  * half-close means "no more input". It holds the connection only through
  * `sink`, never across a wait for the next request, so a call that ended
- * while the client keeps its side open leaves nothing reachable here.
+ * while the client keeps its side open leaves nothing reachable here. Each
+ * input first re-checks the call's credential (`credentialCheck`): revoked or
+ * expired ends the invocation UNAUTHENTICATED.
  */
-async function pumpInputs(requests: AsyncIterator<ChatRequest>, sink: InputSink): Promise<void> {
+async function pumpInputs(
+  requests: AsyncIterator<ChatRequest>,
+  sink: InputSink,
+  credentialCheck: CredentialCheck | undefined,
+): Promise<void> {
   try {
     for (;;) {
       const next = await requests.next();
       if (next.done) break;
+      if (credentialCheck) {
+        const pending = credentialCheck();
+        if (pending) await pending;
+      }
       if (next.value.init) throw new AgentError("INVALID_ARGUMENT", "init is only allowed on the first ChatRequest");
       if (!next.value.input) throw new AgentError("INVALID_ARGUMENT", "a ChatRequest after the first must carry input");
       if (!sink.connection) return;

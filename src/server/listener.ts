@@ -4,6 +4,7 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
+import type { UnauthenticatedShare } from "./unauthenticated-share.js";
 
 /** A request listener usable by both `http` and `http2` servers (what connectNodeAdapter returns). */
 export type NodeHandlerFn = ReturnType<typeof connectNodeAdapter>;
@@ -35,6 +36,8 @@ export interface DualProtocolListenerOptions {
   onConnectionRejected?: (total: number) => void;
   /** Serve TLS instead of cleartext (ALPN `h2` → HTTP/2, anything else → HTTP/1.1). */
   tls?: ListenerTls;
+  /** Counts accepted connections as unauthenticated until a call on them authenticates (servers with authentication). */
+  unauthenticated?: UnauthenticatedShare;
 }
 
 /** The TLS settings of a listener (PEM). */
@@ -153,7 +156,7 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
   h1Server.emit("listening");
 
   const tlsServer = options.tls
-    ? tlsTerminator(options.tls, limits.firstBytesTimeoutMs, h2Server, h1Server)
+    ? tlsTerminator(options.tls, limits.firstBytesTimeoutMs, h2Server, h1Server, options.unauthenticated)
     : undefined;
   const netServer = net.createServer((socket) => {
     sockets.add(socket);
@@ -163,6 +166,7 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
       http1Active.delete(routedSocket(socket));
     });
     socket.on("error", () => socket.destroy());
+    options.unauthenticated?.accepted(socket);
     if (tlsServer) tlsServer.emit("connection", socket);
     else routeBySniffing(socket, h2Server, h1Server, limits.firstBytesTimeoutMs);
   });
@@ -258,6 +262,7 @@ function tlsTerminator(
   handshakeTimeoutMs: number,
   h2Server: http2.Http2Server,
   h1Server: http.Server,
+  unauthenticated: UnauthenticatedShare | undefined,
 ): tls.Server {
   const server = tls.createServer({
     cert: options.cert,
@@ -272,6 +277,7 @@ function tlsTerminator(
     const raw = (secure as unknown as { _parent?: net.Socket })._parent;
     const sniffed = (raw ?? secure) as SniffedSocket;
     sniffed[kRouted] = secure;
+    if (raw) unauthenticated?.route(raw, secure);
     secure.on("error", () => secure.destroy());
     if (secure.alpnProtocol === "h2") {
       sniffed[kProtocol] = "h2";

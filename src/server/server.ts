@@ -2,6 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
+import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Logger } from "pino";
 import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
@@ -28,6 +29,14 @@ import { REFLECTION_SERVICES, registerReflectionService } from "./reflection-ser
 import { requestGate } from "./request-gate.js";
 import { requestValidationInterceptor } from "./request-validation.js";
 import { withCors } from "./cors.js";
+import { fairShareInterceptor } from "./fair-share-interceptor.js";
+import { DEFAULT_TENANT_LIMITS, TenantLimits, type TenantLimitOptions } from "./tenant-limits.js";
+import {
+  connectionSocketKey,
+  defaultUnauthenticatedShare,
+  UnauthenticatedShare,
+  type UnauthenticatedShareOptions,
+} from "./unauthenticated-share.js";
 import { telemetryInterceptor } from "./telemetry-interceptor.js";
 import { telemetryRegistered } from "../runtime/telemetry.js";
 
@@ -85,6 +94,14 @@ export interface ServerOptions {
    * the server starts; off, no interceptor is installed at all.
    */
   telemetry?: boolean;
+  /**
+   * With authentication (`auth.authenticate`): what callers without
+   * credentials may hold (default: half of `maxConnections` connections and
+   * as many calls, streams ending after 60 s) and each tenant's rate and
+   * concurrent invocations (default {@link DEFAULT_TENANT_LIMITS}; 0 =
+   * unlimited). Without authentication nothing is limited per caller.
+   */
+  fairShare?: { unauthenticated?: Partial<UnauthenticatedShareOptions>; tenants?: Partial<TenantLimitOptions> };
 }
 
 /** Options for {@link RunningServer.close}. */
@@ -128,6 +145,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Credentials are checked by the request gate, from the headers, before any
   // body is read or decoded; the interceptor then lets the admitted call pass.
   const guard = callGuardGate(options.auth ?? {});
+  const maxConnections = options.connectionLimits?.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections;
+  const fairShare =
+    options.auth?.authenticate !== undefined
+      ? {
+          unauthenticated: new UnauthenticatedShare({
+            ...defaultUnauthenticatedShare(maxConnections),
+            ...options.fairShare?.unauthenticated,
+          }),
+          tenants: new TenantLimits({ ...DEFAULT_TENANT_LIMITS, ...options.fairShare?.tenants }),
+        }
+      : undefined;
   const connectHandler = agentdNodeAdapter({
     routes: (router) => {
       registerHealthService(router, health);
@@ -142,6 +170,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ...((options.telemetry ?? telemetryRegistered()) ? [telemetryInterceptor()] : []),
       loggingInterceptor(logger),
       callGuardInterceptor(options.auth ?? {}),
+      ...(fairShare ? [fairShareInterceptor(fairShare)] : []),
       requestValidationInterceptor(),
     ],
     requestGate: async (context) => {
@@ -154,6 +183,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     contextValues: (req) => {
       const { values, log } = createCallContext(req.httpVersion);
       values.set(connectionInfoKey, connectionInfoOf(req));
+      if (fairShare) values.set(connectionSocketKey, socketOf(req));
       callLogs.set(req, log);
       return values;
     },
@@ -176,10 +206,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     handler: withCors(handler, { allowedOrigins: options.corsOrigins ?? [] }),
     ...(options.tls !== undefined ? { tls: options.tls } : {}),
     ...(options.connectionLimits !== undefined ? { limits: options.connectionLimits } : {}),
-    onConnectionRejected: rejectedConnectionLogger(
-      logger,
-      options.connectionLimits?.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
-    ),
+    ...(fairShare ? { unauthenticated: fairShare.unauthenticated } : {}),
+    onConnectionRejected: rejectedConnectionLogger(logger, maxConnections),
   });
   const url = `${options.tls ? "https" : "http"}://${listener.host.includes(":") ? `[${listener.host}]` : listener.host}:${listener.port}`;
   const stopStoreHealth = options.storeHealth
@@ -216,11 +244,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   return { host: listener.host, port: listener.port, url, health, close };
 }
 
+/** The socket of a Node request's connection (an HTTP/2 session's socket proxy for HTTP/2). */
+function socketOf(req: IncomingMessage | Http2ServerRequest): Socket | undefined {
+  return "stream" in req ? req.stream.session?.socket : req.socket;
+}
+
 /** The authority and (mutual TLS) verified client certificate of a Node request. */
 function connectionInfoOf(req: IncomingMessage | Http2ServerRequest): ConnectionInfo {
   const h2 = "stream" in req ? req : undefined;
   const authority = h2 ? h2.authority : req.headers.host;
-  const socket = (h2 ? h2.stream.session?.socket : req.socket) as Partial<TLSSocket> | undefined;
+  const socket = socketOf(req) as Partial<TLSSocket> | undefined;
   const cert = socket?.encrypted === true && socket.authorized === true ? socket.getPeerCertificate?.() : undefined;
   return {
     ...(authority ? { authority } : {}),

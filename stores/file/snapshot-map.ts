@@ -56,6 +56,16 @@ export class SnapshotMap {
   }
 
   /**
+   * Like {@link lookup}, but always reads what other processes appended
+   * first, so a known and an unknown ID cost the same work (no timing oracle
+   * on which IDs exist).
+   */
+  lookupFresh(snapshotId: string): string | undefined {
+    this.catchUp();
+    return this.keys.get(snapshotId);
+  }
+
+  /**
    * Appends `snapshotId → key` (unless this map already read a key for it)
    * and resolves to the session key the map holds for the ID afterwards:
    * `key`, or the session that claimed the ID first.

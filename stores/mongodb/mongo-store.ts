@@ -261,6 +261,18 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     }
   }
 
+  /**
+   * The head of the session holding `snapshotId`, without reading the
+   * record's state: its session ID (a projected read), then that head. An
+   * unknown ID makes the same two reads (the head of its own ID, ignored).
+   */
+  async headOfRecord(snapshotId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
+    const { reads } = await this.open();
+    const sessionId = await guarded(`reading snapshot ${snapshotId}`, () => reads.sessionIdOf(snapshotId));
+    const head = await this.getHead(sessionId ?? snapshotId, ctx);
+    return sessionId === undefined ? undefined : head;
+  }
+
   /** The record (checkpoint joined from its chunks), or undefined. */
   async getRecord(snapshotId: string, _ctx?: StoreCallContext): Promise<SnapshotRecord<S> | undefined> {
     const { reads } = await this.open();

@@ -33,6 +33,12 @@ export class RecordReads<S> {
     return doc ? this.complete(doc) : undefined;
   }
 
+  /** The session ID of record `snapshotId` (a projected read: no state is transferred), or undefined. */
+  async sessionIdOf(snapshotId: string): Promise<string | undefined> {
+    const doc = await this.records.findOne({ _id: snapshotId }, { projection: { sessionId: 1 } });
+    return doc?.sessionId;
+  }
+
   /**
    * The record of `doc` with its checkpoint joined from chunks. When the
    * chunks are gone (a concurrent rewrite replaced them), re-reads the

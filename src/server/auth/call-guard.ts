@@ -5,6 +5,7 @@ import { ANONYMOUS, type Principal } from "../../types/principal.js";
 import { annotateCall } from "../call-log.js";
 import { toConnectError } from "../error-mapping.js";
 import type { Authenticate } from "./authenticator.js";
+import { credentialCheck, credentialCheckKey } from "./credential-recheck.js";
 import { hostOfAuthority, isLoopbackHost } from "./loopback.js";
 
 /** What the connection told us about a call, captured from the Node request before connect-es sees it. */
@@ -34,6 +35,12 @@ export interface CallGuardOptions {
   reflection?: "open" | "authenticated";
   /** Refuse calls whose Host/`:authority` is not a loopback name (DNS rebinding defence of a loopback server without authentication). */
   loopbackHostsOnly?: boolean;
+  /**
+   * The generation of the accepted credentials, bumped when they change (a
+   * tokens file reloaded on SIGHUP): a long-lived call authenticated under an
+   * older generation is re-authenticated at its next input. Default: never changes.
+   */
+  credentialsGeneration?: () => number;
 }
 
 const HEALTH_PREFIX = "/grpc.health.v1.Health/";
@@ -51,16 +58,20 @@ const admittedKey = createContextKey<boolean>(false, { description: "agentd call
  * - every other call must authenticate: no or unknown credentials →
  *   UNAUTHENTICATED (the message never repeats a credential).
  * The principal is stored under {@link principalKey} and its subject and
- * tenant go on the call's log line. Only the procedure, headers and
- * connection are read, never the body. Throws the AgentError a refused call ends with.
+ * tenant go on the call's log line; a `streaming` call also gets a
+ * {@link credentialCheckKey} re-check (revocation, expiry) for its later
+ * inputs. Only the procedure, headers and connection are read, never the
+ * body. Throws the AgentError a refused call ends with.
  */
 export async function admitCall(
   options: CallGuardOptions,
   procedure: string,
   headers: Headers,
   values: ContextValues,
+  streaming: boolean,
 ): Promise<void> {
   const { authenticate, loopbackHostsOnly = false, reflection = "open" } = options;
+  const currentGeneration = options.credentialsGeneration ?? (() => 0);
   const connection = values.get(connectionInfoKey);
   const health = procedure.startsWith(HEALTH_PREFIX);
   if (loopbackHostsOnly && !health && connection.authority !== undefined) {
@@ -74,8 +85,13 @@ export async function admitCall(
   }
   const open = health || (reflection === "open" && procedure.startsWith(REFLECTION_PREFIX));
   if (authenticate !== undefined && !open) {
+    const generation = currentGeneration();
     const principal = await runAuthenticate(authenticate, procedure, headers, connection.peerCertificate);
     values.set(principalKey, principal);
+    if (streaming) {
+      const reauthenticate = () => runAuthenticate(authenticate, procedure, headers, connection.peerCertificate);
+      values.set(credentialCheckKey, credentialCheck({ principal, generation, currentGeneration, reauthenticate }));
+    }
     annotateCall({ values }, { subject: principal.subject, tenant: principal.tenant });
   }
   values.set(admittedKey, true);
@@ -91,7 +107,8 @@ export function callGuardGate(options: CallGuardOptions): (context: HandlerConte
   return async (context) => {
     const procedure = `/${context.service.typeName}/${context.method.name}`;
     try {
-      await admitCall(options, procedure, context.requestHeader, context.values);
+      const streaming = context.method.methodKind !== "unary";
+      await admitCall(options, procedure, context.requestHeader, context.values, streaming);
     } catch (err) {
       throw toConnectError(err);
     }
@@ -105,7 +122,13 @@ export function callGuardGate(options: CallGuardOptions): (context: HandlerConte
 export function callGuardInterceptor(options: CallGuardOptions): Interceptor {
   return (next) => async (req) => {
     if (!req.contextValues.get(admittedKey)) {
-      await admitCall(options, `/${req.service.typeName}/${req.method.name}`, req.header, req.contextValues);
+      await admitCall(
+        options,
+        `/${req.service.typeName}/${req.method.name}`,
+        req.header,
+        req.contextValues,
+        req.stream,
+      );
     }
     return next(req);
   };

@@ -12,6 +12,7 @@ import { AgentError } from "../../errors/agent-error.js";
 import type { Principal } from "../../types/principal.js";
 import type { Authenticate } from "./authenticator.js";
 import { bearerToken } from "./bearer-token.js";
+import { expiresAt } from "./credential-recheck.js";
 
 /** How JWT bearer tokens are verified. */
 export interface JwtBearerOptions {
@@ -77,11 +78,13 @@ function refusal(err: unknown): AgentError {
  * request without a bearer token, or whose token is not a JWT, gets null (so
  * another authenticator may accept it); a JWT that fails verification fails
  * the call UNAUTHENTICATED saying why (expired, wrong audience…), or
- * UNAVAILABLE when the key set cannot be fetched.
+ * UNAVAILABLE when the key set cannot be fetched. A Chat opened with a token
+ * is refused UNAUTHENTICATED at its first input after the token's `exp`.
  */
 export function jwtBearerAuthenticator(options: JwtBearerOptions): Authenticate {
   const keys = keySet(options.jwks);
   const tenantClaim = options.tenantClaim ?? DEFAULT_TENANT_CLAIM;
+  const toleranceSeconds = options.clockToleranceSeconds ?? 30;
   return async (request) => {
     const token = bearerToken(request.headers);
     if (token === undefined || !looksLikeJwt(token)) return null;
@@ -90,7 +93,7 @@ export function jwtBearerAuthenticator(options: JwtBearerOptions): Authenticate 
       ({ payload } = await jwtVerify(token, keys, {
         audience: options.audience,
         ...(options.issuer !== undefined ? { issuer: options.issuer } : {}),
-        clockTolerance: options.clockToleranceSeconds ?? 30,
+        clockTolerance: toleranceSeconds,
       }));
     } catch (err) {
       throw refusal(err);
@@ -104,6 +107,8 @@ export function jwtBearerAuthenticator(options: JwtBearerOptions): Authenticate 
       tenant,
       claims: Object.freeze({ ...payload }),
     };
-    return Object.freeze(principal);
+    Object.freeze(principal);
+    // An open Chat is refused at its next input once the token has expired (tolerance included).
+    return typeof payload.exp === "number" ? expiresAt(principal, (payload.exp + toleranceSeconds) * 1000) : principal;
   };
 }

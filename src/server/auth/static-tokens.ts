@@ -50,6 +50,7 @@ export function parseTokenFile(text: string, file: string): Map<string, Principa
 /** Bearer tokens read from a file, with {@link StaticTokens.reload} for SIGHUP. */
 export class StaticTokens {
   private principals: Map<string, Principal>;
+  private reloads = 0;
 
   /** Reads `file` at once; throws {@link TokenFileError} when it cannot be read or parsed. */
   constructor(readonly file: string) {
@@ -62,12 +63,23 @@ export class StaticTokens {
   }
 
   /**
+   * How many times the tokens were replaced by {@link reload}: a Chat
+   * authenticated before the latest reload re-checks its token at its next
+   * input (`CallGuardOptions.credentialsGeneration`).
+   */
+  get generation(): number {
+    return this.reloads;
+  }
+
+  /**
    * Re-reads the file. On success the new tokens replace the old ones at once
-   * (calls in flight keep the principal they got); on failure the old tokens
+   * (unary calls in flight keep the principal they got; open streams re-check
+   * their token at their next input); on failure the old tokens
    * stay in force and the error is thrown.
    */
   reload(): number {
     this.principals = StaticTokens.read(this.file);
+    this.reloads++;
     return this.principals.size;
   }
 

@@ -1,0 +1,50 @@
+import type { Interceptor } from "@connectrpc/connect";
+import { ANONYMOUS } from "../types/principal.js";
+import { principalKey } from "./auth/call-guard.js";
+import type { TenantLimits } from "./tenant-limits.js";
+import { connectionSocketKey, type UnauthenticatedShare } from "./unauthenticated-share.js";
+
+/** The procedures that run an agent: each call is one invocation. */
+const INVOCATIONS = new Set(["Run", "RunStream", "Chat"]);
+
+/** What {@link fairShareInterceptor} enforces. */
+export interface FairShare {
+  /** Caps and times out calls without credentials, and frees the connections of authenticated ones. */
+  unauthenticated: UnauthenticatedShare;
+  /** Per-tenant rate and concurrency. */
+  tenants: TenantLimits;
+}
+
+/**
+ * An interceptor (after the call guard, which sets the principal) that shares
+ * a server with authentication fairly:
+ * - an authenticated call marks its connection as authenticated (it no longer
+ *   counts against the unauthenticated connections), then must fit its
+ *   tenant's request rate and, for Run / RunStream / Chat, its concurrent
+ *   invocations, else RESOURCE_EXHAUSTED with `google.rpc.RetryInfo`;
+ * - a call without credentials (health, open reflection) must fit the
+ *   unauthenticated calls in flight, else RESOURCE_EXHAUSTED; a streaming one
+ *   ends UNAVAILABLE after the unauthenticated stream timeout.
+ * Slots are released when the call's signal aborts (its stream closed).
+ */
+export function fairShareInterceptor(share: FairShare): Interceptor {
+  return (next) => async (req) => {
+    const principal = req.contextValues.get(principalKey);
+    const release = (done: () => void): void => {
+      if (req.signal.aborted) done();
+      else req.signal.addEventListener("abort", done, { once: true });
+    };
+    if (principal === ANONYMOUS) {
+      const admitted = share.unauthenticated.admitCall();
+      if (typeof admitted !== "function") throw admitted;
+      release(admitted);
+      const res = await next(req);
+      return res.stream ? { ...res, message: share.unauthenticated.bound(res.message) } : res;
+    }
+    share.unauthenticated.authenticated(req.contextValues.get(connectionSocketKey));
+    const admitted = share.tenants.admit(principal.tenant, INVOCATIONS.has(req.method.name));
+    if (admitted instanceof Error) throw admitted;
+    if (admitted) release(admitted);
+    return next(req);
+  };
+}
