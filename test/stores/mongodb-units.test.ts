@@ -419,7 +419,7 @@ describe("head documents", () => {
     try {
       const head = { sessionId: "s1", agent: "a", owner: "o", headSnapshotId: "r0", turnCount: 1, version: 1 };
       await expect(
-        writeHead(client.db("x").collection<HeadDocument>("heads"), { ...head, createdAt: 1, updatedAt: 1 }, 0),
+        writeHead(client.db("x").collection<HeadDocument>("heads"), { ...head, createdAt: 1, updatedAt: 1 }, 0, "t1"),
       ).rejects.toMatchObject({ name: "MongoServerSelectionError" });
     } finally {
       await client.close();
