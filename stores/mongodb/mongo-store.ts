@@ -225,7 +225,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   /**
    * Inserts the record (chunks first for a big checkpoint) marked `pending`,
    * then writes the head where its version is `expectedVersion`, then clears
-   * the mark; on a conflict deletes what it inserted and resolves undefined.
+   * the mark (without waiting for that third write); on a conflict deletes what it inserted and resolves undefined.
    * A write that fails with an error of unknown outcome (lost reply,
    * write-concern timeout, failover) is followed by reads of what is stored
    * (see commit-outcome.ts), retried through a failover for up to
@@ -254,8 +254,9 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
         return undefined;
       }
       if (encoded) {
-        // Until this lands, readers check the head (the record is visible either way once the head moved).
-        await c.records
+        // Not awaited (no latency for the turn): until it lands, readers check the head (the record is
+        // visible either way once the head moved); if it fails, the sweep clears the mark.
+        void c.records
           .updateOne({ _id: encoded.doc._id, commitToken: token }, { $unset: { pending: "" } })
           .catch(ignore);
         this.statusStream.deliver(encoded.doc._id, { status: encoded.doc.status, version: encoded.doc.version });
