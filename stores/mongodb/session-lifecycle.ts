@@ -3,7 +3,14 @@ import { checkSessionQuery, encodeHeadPageToken } from "../session-query.js";
 import type { HeadPage, SessionHead, SessionQuery } from "../snapshot-store.js";
 import type { ChunkDocument } from "./checkpoint-chunks.js";
 import { pendingRecordCommitted, type HeadTokens } from "./commit-outcome.js";
-import { DELETING_VERSION, fromHeadDocument, labelPair, LIVE_HEAD, type HeadDocument } from "./head-document.js";
+import {
+  DELETING_VERSION,
+  fromHeadDocument,
+  labelPair,
+  LIVE_HEAD,
+  WITHOUT_TOKENS,
+  type HeadDocument,
+} from "./head-document.js";
 import { isDuplicateKey } from "./mongo-errors.js";
 import type { RecordDocument } from "./record-document.js";
 import type { StoreCollections } from "./store-collections.js";
@@ -54,7 +61,7 @@ export async function listHeadsPage(heads: Collection<HeadDocument>, query: Sess
     });
   }
   const docs = await heads
-    .find({ $and: and })
+    .find({ $and: and }, { projection: WITHOUT_TOKENS })
     .sort({ updatedAt: -1, _id: -1 })
     .limit(q.pageSize + 1)
     .toArray();
@@ -74,7 +81,11 @@ export async function listHeadsPage(heads: Collection<HeadDocument>, query: Sess
  */
 export async function listLeasedHeadDocuments(heads: Collection<HeadDocument>, limit: number): Promise<SessionHead[]> {
   const filter = { "lease.expiresAt": { $exists: true }, ...LIVE_HEAD } as Filter<HeadDocument>;
-  const docs = await heads.find(filter).sort({ "lease.expiresAt": 1, _id: 1 }).limit(limit).toArray();
+  const docs = await heads
+    .find(filter, { projection: WITHOUT_TOKENS })
+    .sort({ "lease.expiresAt": 1, _id: 1 })
+    .limit(limit)
+    .toArray();
   return docs.map(fromHeadDocument);
 }
 
