@@ -1,6 +1,6 @@
 import type { Collection } from "mongodb";
 import { LIVE_HEAD, type HeadDocument } from "./head-document.js";
-import { isTransientMongoError } from "./mongo-errors.js";
+import { isTransientMongoError, isUnsentError } from "./mongo-errors.js";
 import type { RecordDocument } from "./record-document.js";
 
 /** How long, and until when, a store keeps trying to learn the outcome of a write. */
@@ -28,9 +28,11 @@ function probeBackoff(attempt: number): Promise<void> {
  * majority acknowledged), false when not even the primary's own (local) view
  * holds it, so the write was never applied there. While only the primary's
  * local view holds it (applied, not yet replicated to a majority), and
- * while the server cannot be reached, it tries again with backoff; at the
- * deadline the outcome is unknown (undefined). Non-transient read errors are
- * thrown.
+ * after transient read errors (a step-down, a network error), it tries again
+ * with backoff; at the deadline, or once a read finds no server to send to
+ * within the client's serverSelectionTimeoutMS (the store is down: the
+ * caller should not wait out the whole window), the outcome is unknown
+ * (undefined). Non-transient read errors are thrown.
  */
 export async function headWriteLanded(
   heads: Collection<HeadDocument>,
@@ -46,6 +48,7 @@ export async function headWriteLanded(
       if (!local?.recentTokens?.includes(token)) return false;
     } catch (err) {
       if (!isTransientMongoError(err)) throw err;
+      if (isUnsentError(err)) return undefined; // no server answered within serverSelectionTimeoutMS
     }
     if (probe.closed() || Date.now() >= probe.deadline) return undefined;
     await probeBackoff(attempt);
@@ -72,6 +75,7 @@ export async function recordInsertLanded(
       if (local?.commitToken !== token) return false;
     } catch (err) {
       if (!isTransientMongoError(err)) throw err;
+      if (isUnsentError(err)) return undefined; // no server answered within serverSelectionTimeoutMS
     }
     if (probe.closed() || Date.now() >= probe.deadline) return undefined;
     await probeBackoff(attempt);

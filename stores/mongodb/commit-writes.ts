@@ -3,7 +3,7 @@ import type { SessionHead } from "../snapshot-store.js";
 import type { CheckpointChunks } from "./checkpoint-chunks.js";
 import { headWriteLanded, recordInsertLanded, type OutcomeProbe } from "./commit-outcome.js";
 import { writeHead } from "./head-document.js";
-import { isDuplicateKey, isTransientMongoError } from "./mongo-errors.js";
+import { isDuplicateKey, isTransientMongoError, isUnsentError } from "./mongo-errors.js";
 import type { EncodedRecord } from "./record-document.js";
 import type { StoreCollections } from "./store-collections.js";
 
@@ -14,7 +14,8 @@ const ignore = (): undefined => undefined;
 
 /**
  * The head compare-and-set; true when it landed. After an error of unknown
- * outcome (and after a duplicate key on creation, which a driver retry of
+ * outcome (any transient error but one raised before the command was sent,
+ * see isUnsentError) (and after a duplicate key on creation, which a driver retry of
  * a landed insert also gets) it asks the server whether the head holds
  * `token`; the original error is thrown when the write did not land or
  * that cannot be learnt in time.
@@ -31,7 +32,7 @@ export async function moveHead(
     if (expectedVersion !== 0) return false;
     return (await headWriteLanded(c.heads, head.sessionId, token, probe)) === true;
   } catch (err) {
-    if (!isTransientMongoError(err)) throw err;
+    if (!isTransientMongoError(err) || isUnsentError(err)) throw err;
     if (await headWriteLanded(c.heads, head.sessionId, token, probe)) return true;
     throw err;
   }
@@ -58,7 +59,7 @@ export async function insertRecord(
     await c.records.insertOne(encoded.doc);
   } catch (err) {
     // A lost reply (or a driver retry of an insert that landed) is not a failure of this commit.
-    const unknown = isTransientMongoError(err) || isDuplicateKey(err);
+    const unknown = (isTransientMongoError(err) && !isUnsentError(err)) || isDuplicateKey(err);
     if (unknown && (await recordInsertLanded(c.records, id, token, probe))) return;
     if (encoded.chunks) await chunks.remove(encoded.chunks.ref.set).catch(ignore);
     if (isDuplicateKey(err)) {
