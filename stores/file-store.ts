@@ -11,6 +11,7 @@ import { encodeHeadLine, encodeRecordLine, type EncodedLogLine } from "./file/lo
 import { sanitizePathPrefix } from "./file/path-prefix.js";
 import { checkHeadKey, readAllHeads } from "./file/session-files.js";
 import { CommitJournal } from "./file/commit-journal.js";
+import type { LogWriter } from "./file/log-append.js";
 import { SessionLogs } from "./file/session-logs.js";
 import { removeSession, sweepExpiredSessions, tenantLayouts } from "./file/session-removal.js";
 import { pageOfLoggedRecords, readLoggedRecord } from "./file/logged-record.js";
@@ -188,6 +189,9 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
    * claimed in the snapshot map (ALREADY_EXISTS when the session already holds
    * it or another session claimed it first), then the record and head lines
    * are appended to the session log. On a version conflict nothing is written.
+   * A batch whose write fails but which the log holds afterwards (its sync
+   * failed and cutting it off failed too) is a commit that landed: it
+   * resolves to the head, never to an error (see appendOrFindLanded).
    */
   async commit(commit: HeadCommit<S>, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
     const next = headToStore(commit);
@@ -198,12 +202,13 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     const recordLine = record && encodeRecordLine(record, 1);
     const headText = JSON.stringify(next);
     const headLine = encodeHeadLine(next.version, headText);
+    const logPath = layout.logPathOfKey(key);
     const stored = await this.logs.write(layout, key, async (writer) => {
       const current = writer.view.head && checkHeadKey(writer.view.head, key, layout.logPathOfKey(key));
       if ((current?.version ?? 0) !== commit.expectedVersion) return undefined;
       const head = deepFreeze(JSON.parse(headText) as SessionHead);
       if (!record || !recordLine) {
-        await writer.append([headLine], head);
+        await this.appendOrFindLanded(writer, logPath, headText, () => writer.append([headLine], head));
         return head;
       }
       const map = this.logs.map(layout);
@@ -213,7 +218,9 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
           `snapshot ${record.snapshotId} already exists; a commit needs a new snapshot ID`,
         );
       }
-      await writer.append([recordLine, headLine], head, { map, key, ids: [record.snapshotId] });
+      await this.appendOrFindLanded(writer, logPath, headText, () =>
+        writer.append([recordLine, headLine], head, { map, key, ids: [record.snapshotId] }),
+      );
       return head;
     });
     if (stored && record) this.statuses.deliver(layout, record.snapshotId, { status: record.status, version: 1 });
@@ -245,6 +252,28 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
 
   /** Per store (or tenant prefix) directory, the session key the last {@link headOfRecord} found. */
   private readonly decoyKeys = new Map<string, string>();
+
+  /**
+   * Runs `append` (a commit's batch); when it fails, reads the log again
+   * (still under the session's locks) and treats the commit as written when
+   * the log's head is the one it wrote: a failed sync or a failed cut-back
+   * may leave the batch in the log, where every reader sees it, and a
+   * commit readers see must not be reported as failed. Otherwise rethrows.
+   */
+  private async appendOrFindLanded(
+    writer: LogWriter,
+    logPath: string,
+    headText: string,
+    append: () => Promise<void>,
+  ): Promise<void> {
+    try {
+      await append();
+    } catch (err) {
+      const now = writer.exists || existsSync(logPath) ? this.logs.view(logPath)?.head : undefined;
+      if (now && JSON.stringify(now) === headText) return;
+      throw err;
+    }
+  }
 
   /** The record (deep-frozen), or undefined (also for IDs that are not valid snapshot IDs). DATA_LOSS when its line is garbled. */
   async getRecord(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | undefined> {

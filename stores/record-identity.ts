@@ -1,5 +1,5 @@
 import { AgentError } from "../src/errors/agent-error.js";
-import type { HeadCommit, SessionHead, SnapshotRecord } from "./snapshot-store.js";
+import { MAX_COMMIT_TOKEN_LENGTH, type HeadCommit, type SessionHead, type SnapshotRecord } from "./snapshot-store.js";
 import { validateLabels } from "./session-labels.js";
 import { assertValidSnapshotId } from "./snapshot-identity.js";
 
@@ -10,7 +10,9 @@ import { assertValidSnapshotId } from "./snapshot-identity.js";
  * Throws INVALID_ARGUMENT naming the problem. Returns the head to store
  * (version = expectedVersion + 1): labels copied, `expiresAt` computed as
  * `updatedAt + ttlMs` when `ttlMs` is set and dropped otherwise (a caller's
- * `expiresAt` is never stored as given), unset optional fields left out.
+ * `expiresAt` is never stored as given), unset optional fields left out,
+ * `commitToken` set to the commit's `token` (dropped without one: a head
+ * never carries the token of an earlier write).
  */
 export function headToStore<S>(commit: HeadCommit<S>): SessionHead {
   const { head, record, expectedVersion } = commit;
@@ -41,6 +43,8 @@ export function headToStore<S>(commit: HeadCommit<S>): SessionHead {
   }
   const stored: SessionHead = { ...head, version: expectedVersion + 1 };
   delete stored.expiresAt;
+  if (commit.token === undefined) delete stored.commitToken;
+  else stored.commitToken = checkedToken(commit.token, head.sessionId);
   if (head.usage === undefined) delete stored.usage;
   if (head.labels === undefined) delete stored.labels;
   else stored.labels = validateLabels(head.labels);
@@ -66,6 +70,17 @@ export function headToStore<S>(commit: HeadCommit<S>): SessionHead {
     stored.expiresAt = expiresAt;
   }
   return stored;
+}
+
+/** The commit token when it is a non-empty string of at most MAX_COMMIT_TOKEN_LENGTH characters; INVALID_ARGUMENT otherwise. */
+function checkedToken(token: unknown, sessionId: string): string {
+  if (typeof token !== "string" || token.length === 0 || token.length > MAX_COMMIT_TOKEN_LENGTH) {
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `session ${sessionId}: a commit token must be a non-empty string of at most ${MAX_COMMIT_TOKEN_LENGTH} characters`,
+    );
+  }
+  return token;
 }
 
 /** Throws INVALID_ARGUMENT when a record lacks numeric timestamps or a status. */

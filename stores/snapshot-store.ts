@@ -102,6 +102,13 @@ export interface SessionHead {
    * given, like the rest of the head.
    */
   requests?: CommittedRequest[];
+  /**
+   * The token of the commit that wrote this head (`HeadCommit.token`); unset
+   * when that commit passed none. How a caller whose commit's outcome is
+   * unknown recognises its own write; a store sets it on every head write
+   * (a token copied from an earlier head is replaced or dropped).
+   */
+  commitToken?: string;
 }
 
 /** What {@link SessionStore.listHeads} returns. */
@@ -213,7 +220,18 @@ export interface HeadCommit<S = unknown> {
   head: Omit<SessionHead, "version">;
   /** A new record (its ID must be unused), written before the head moves. */
   record?: SnapshotRecord<S>;
+  /**
+   * A value unique to this commit (the turn's request ID, else its snapshot
+   * ID; at most {@link MAX_COMMIT_TOKEN_LENGTH} characters, else
+   * INVALID_ARGUMENT), stored as the head's `commitToken`. A store that gets
+   * an error of unknown outcome (a lost reply, a write-concern timeout, a
+   * failover) re-reads the head and answers from whether it holds the token.
+   */
+  token?: string;
 }
+
+/** The longest {@link HeadCommit.token} a store accepts. */
+export const MAX_COMMIT_TOKEN_LENGTH = 256;
 
 /**
  * Computes an existing record's new version. Must be pure (a store may call it
@@ -232,6 +250,17 @@ export type RecordMutator<S = unknown> = (existing: SnapshotRecord<S>) => Snapsh
  * read-modify-write of one record (no lost update); records and heads come out
  * as values the caller must treat as read-only (stores may share frozen
  * objects); reads never return a record of a failed commit.
+ *
+ * No ambiguous outcome: `commit` resolves to the stored head exactly when the
+ * head moved to it, and rejects or resolves undefined exactly when it did
+ * not. A store whose write fails with an error of unknown outcome (MongoDB: a
+ * lost reply, a write-concern timeout, a failover) finds out which before it
+ * answers, re-reading the head with read-your-writes semantics; only when it
+ * cannot find out within its failover window does it reject UNAVAILABLE, and
+ * then the record of that commit stays invisible to every read unless the
+ * head later proves the commit landed (records of commits that did not land
+ * are swept by `sweepExpired`). `updateRecord` applies a mutation at most
+ * once, however its acknowledgements fail.
  */
 export interface SessionStore<S = unknown> {
   /**

@@ -197,6 +197,9 @@ export class SessionClaim<S> {
    * `usage` to the head's running totals. Retries when
    * only bookkeeping changed (a waiter joined); throws ABORTED when the head
    * moved or the lease went to another invocation (nothing is written then).
+   * The commit's token (the head's `commitToken`) is the record's snapshot
+   * ID, so a store that loses the answer to its write learns from the head
+   * whether the turn landed (see `SessionStore.commit`).
    */
   commit(record: SnapshotRecord<S>, usage?: Usage): Promise<SessionHead> {
     return this.serialized(async () => {
@@ -223,7 +226,10 @@ export class SessionClaim<S> {
           const entry = { requestId: record.requestId, snapshotId: record.snapshotId, committedAt: now };
           head.requests = withCommittedRequest(known?.requests, entry, this.requestWindow);
         }
-        const stored = await this.id.store.commit({ expectedVersion: known?.version ?? 0, head, record }, this.id.ctx);
+        const stored = await this.id.store.commit(
+          { expectedVersion: known?.version ?? 0, head, record, token: record.snapshotId },
+          this.id.ctx,
+        );
         if (stored) {
           this.head = stored;
           return stored;

@@ -30,7 +30,21 @@ export interface HeadDocument extends Omit<SessionHead, "sessionId" | "labels"> 
   deletingAt?: Date;
   /** Only in documents that stored the labels as an object (not written by this version; read for completeness). */
   labels?: Readonly<Record<string, string>>;
+  /**
+   * The tokens of the last {@link RECENT_TOKENS} head writes, oldest first
+   * (each write pushes its own, a value unique to the `commit` call): how a commit whose outcome is unknown finds
+   * out whether it landed even when later writes moved the head on, and how
+   * a reader tells a record of a commit that landed from one that did not
+   * (see commit-outcome.ts). Never part of the SessionHead.
+   */
+  recentTokens?: string[];
 }
+
+/** How many head-write tokens a head document keeps (`recentTokens`). */
+export const RECENT_TOKENS = 32;
+
+/** The projection that leaves `recentTokens` out (the reads that return heads do not need them). */
+export const WITHOUT_TOKENS = { recentTokens: 0 } as const;
 
 /** The version of a head being deleted: never an `expectedVersion` (those are >= 0), so every CAS on it fails. */
 export const DELETING_VERSION = -1;
@@ -46,6 +60,7 @@ const OPTIONAL_FIELDS = [
   "expireAt",
   "usage",
   "requests",
+  "commitToken",
 ] as const;
 
 /** The filter of a head that is not being deleted (combine with `_id` or a listing's filter). */
@@ -58,7 +73,7 @@ export function labelPair(key: string, value: string): string {
 
 /** The head stored in a document. */
 export function fromHeadDocument(doc: HeadDocument): SessionHead {
-  const { _id, labelPairs, expireAt: _expireAt, deletingAt: _deletingAt, ...fields } = doc;
+  const { _id, labelPairs, expireAt: _expireAt, deletingAt: _deletingAt, recentTokens: _tokens, ...fields } = doc;
   const head: SessionHead = { sessionId: _id, ...fields };
   if (labelPairs) {
     const labels: Record<string, string> = {};
@@ -68,7 +83,7 @@ export function fromHeadDocument(doc: HeadDocument): SessionHead {
     }
     head.labels = labels;
   }
-  for (const key of ["lease", "waiters", "labels", "ttlMs", "expiresAt", "usage", "requests"] as const)
+  for (const key of ["lease", "waiters", "labels", "ttlMs", "expiresAt", "usage", "requests", "commitToken"] as const)
     if (head[key] == null) delete head[key];
   return head;
 }
@@ -85,18 +100,21 @@ function storedFields(head: SessionHead): Omit<HeadDocument, "_id"> {
 /**
  * Compare-and-set of a head: inserts it when `expectedVersion` is 0 (fails
  * when the session exists, also while it is being deleted), otherwise
- * replaces its fields where the stored version equals `expectedVersion`.
- * False on a version conflict.
+ * replaces its fields where the stored version equals `expectedVersion`;
+ * either way pushes `token` onto `recentTokens` (keeping the last
+ * {@link RECENT_TOKENS}). False on a version conflict; an error may leave
+ * the outcome unknown (see commit-outcome.ts).
  */
 export async function writeHead(
   heads: Collection<HeadDocument>,
   head: SessionHead,
   expectedVersion: number,
+  token: string,
 ): Promise<boolean> {
   const fields = storedFields(head);
   if (expectedVersion === 0) {
     try {
-      await heads.insertOne({ _id: head.sessionId, ...fields });
+      await heads.insertOne({ _id: head.sessionId, ...fields, recentTokens: [token] });
       return true;
     } catch (err) {
       if (isDuplicateKey(err)) return false;
@@ -105,9 +123,10 @@ export async function writeHead(
   }
   const unset: Record<string, ""> = {};
   for (const key of OPTIONAL_FIELDS) if (!(key in fields)) unset[key] = "";
+  const push = { recentTokens: { $each: [token], $slice: -RECENT_TOKENS } };
   const result = await heads.updateOne(
     { _id: head.sessionId, version: expectedVersion },
-    Object.keys(unset).length > 0 ? { $set: fields, $unset: unset } : { $set: fields },
+    Object.keys(unset).length > 0 ? { $set: fields, $unset: unset, $push: push } : { $set: fields, $push: push },
   );
   return result.matchedCount === 1;
 }

@@ -78,6 +78,25 @@ export function isTransientMongoError(err: unknown): boolean {
   return false;
 }
 
+/** Driver errors raised before a command was sent (no server selected, client or pool closed or cleared). */
+const UNSENT_NAMES =
+  /^Mongo(ServerSelection|NotConnected|TopologyClosed|PoolClosed|PoolCleared|WaitQueueTimeout)Error$/;
+
+/**
+ * True when `err` says the command never reached a server: no server could
+ * be selected, the client or its pool is closed or cleared, or the
+ * connection for it could not be established (refused, or failed before
+ * its handshake). A write that failed so surely did not happen: there is no
+ * need to find out whether it landed.
+ */
+export function isUnsentError(err: unknown): boolean {
+  if (!err || typeof err !== "object") return false;
+  const e = err as { name?: unknown; code?: unknown; beforeHandshake?: unknown; cause?: { code?: unknown } };
+  if (typeof e.name === "string" && UNSENT_NAMES.test(e.name)) return true;
+  if (e.beforeHandshake === true) return true;
+  return e.code === "ECONNREFUSED" || e.cause?.code === "ECONNREFUSED";
+}
+
 /**
  * Server error codes that mean the deployment or the store's settings cannot
  * serve agentd (no retry cures them), with what to do about each.

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { MongoClient, type Db } from "mongodb";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
@@ -23,10 +24,12 @@ import { changeStreamsUnsupported } from "./change-stream-support.js";
 import { CheckpointChunks } from "./checkpoint-chunks.js";
 import { ChunkCollection } from "./chunk-collection.js";
 import { clientOptionsFor, driverUri, uriDatabase } from "./connection-settings.js";
+import type { OutcomeProbe } from "./commit-outcome.js";
+import { insertRecord, moveHead } from "./commit-writes.js";
 import { consistencyOf } from "./consistency.js";
-import { fromHeadDocument, LIVE_HEAD, writeHead } from "./head-document.js";
-import { guarded, isDuplicateKey } from "./mongo-errors.js";
-import { encodeRecord, nextVersion, type EncodedRecord } from "./record-document.js";
+import { fromHeadDocument, LIVE_HEAD, WITHOUT_TOKENS } from "./head-document.js";
+import { guarded } from "./mongo-errors.js";
+import { encodeRecord, nextVersion } from "./record-document.js";
 import { RecordReads } from "./record-reads.js";
 import { DEFAULT_FAILOVER_WINDOW_MS, updateRecordDocument } from "./record-update.js";
 import { watchReconnects } from "./reconnect-watch.js";
@@ -156,7 +159,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
         const c = storeCollections(this.db, this.config.collectionPrefix ?? "");
         await prepareCollections(this.db, c, (message) => this.config.logger?.warn({ store: "mongodb" }, message));
         const chunks = new CheckpointChunks(c.chunks);
-        return { c, chunks, reads: new RecordReads<S>(c.records, chunks) };
+        return { c, chunks, reads: new RecordReads<S>(c.records, chunks, c.heads) };
       })();
       this.opening = attempt;
       attempt.catch(() => {
@@ -213,52 +216,61 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   /** The session's head, or undefined (also while the session is being deleted). */
   async getHead(sessionId: string, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {
     const { c } = await this.open();
-    const doc = await guarded(`reading session ${sessionId}`, () => c.heads.findOne({ _id: sessionId, ...LIVE_HEAD }));
+    const doc = await guarded(`reading session ${sessionId}`, () =>
+      c.heads.findOne({ _id: sessionId, ...LIVE_HEAD }, { projection: WITHOUT_TOKENS }),
+    );
     return doc ? fromHeadDocument(doc) : undefined;
   }
 
   /**
-   * Inserts the record (chunks first for a big checkpoint), then writes the
-   * head where its version is `expectedVersion`; on a conflict deletes what it
-   * inserted and resolves undefined. A record that cannot fit one document
-   * fails with RESOURCE_EXHAUSTED before anything is written.
+   * Inserts the record (chunks first for a big checkpoint) marked `pending`,
+   * then writes the head where its version is `expectedVersion`, then clears
+   * the mark (without waiting for that third write); on a conflict deletes what it inserted and resolves undefined.
+   * A write that fails with an error of unknown outcome (lost reply,
+   * write-concern timeout, failover) is followed by reads of what is stored
+   * (see commit-outcome.ts), retried through a failover for up to
+   * `failoverWindowMs`: a commit whose head write landed resolves to the
+   * head, one whose write did not land rejects with the original error
+   * (UNAVAILABLE); its record stays pending, invisible to every read, until
+   * the sweep deletes it. A record that cannot fit one document fails with
+   * RESOURCE_EXHAUSTED before anything is written.
    */
   async commit(commit: HeadCommit<S>, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {
     const head = headToStore(commit);
     const { c, chunks } = await this.open();
     const record = commit.record;
+    // Unique to this call (the caller's token may repeat across its retries): what recentTokens and the record carry.
+    const token = randomUUID();
     const encoded = record ? encodeRecord(record, nextVersion(undefined), false) : undefined;
+    if (encoded) Object.assign(encoded.doc, { pending: true, commitToken: token });
     return guarded(`committing session ${head.sessionId}`, async () => {
-      if (encoded) await this.insertRecord(encoded, c, chunks);
-      // An error here leaves the record in place: the head may have moved (the outcome is unknown),
-      // and a head pointing at a deleted record would be worse than an unreferenced record.
-      if (!(await writeHead(c.heads, head, commit.expectedVersion))) {
+      const probe = this.outcomeProbe();
+      if (encoded) await insertRecord(encoded, c, chunks, probe);
+      if (!(await moveHead(c, head, commit.expectedVersion, token, probe))) {
         if (encoded) {
           await c.records.deleteOne({ _id: encoded.doc._id, version: encoded.doc.version }).catch(ignore);
           if (encoded.chunks) await chunks.remove(encoded.chunks.ref.set).catch(ignore);
         }
         return undefined;
       }
-      if (encoded)
+      if (encoded) {
+        // Not awaited (no latency for the turn): until it lands, readers check the head (the record is
+        // visible either way once the head moved); if it fails, the sweep clears the mark.
+        void c.records
+          .updateOne({ _id: encoded.doc._id, commitToken: token }, { $unset: { pending: "" } })
+          .catch(ignore);
         this.statusStream.deliver(encoded.doc._id, { status: encoded.doc.status, version: encoded.doc.version });
+      }
       return head;
     });
   }
 
-  private async insertRecord(encoded: EncodedRecord, c: StoreCollections, chunks: CheckpointChunks): Promise<void> {
-    if (encoded.chunks) await chunks.write(encoded.chunks);
-    try {
-      await c.records.insertOne(encoded.doc);
-    } catch (err) {
-      if (encoded.chunks) await chunks.remove(encoded.chunks.ref.set).catch(ignore);
-      if (isDuplicateKey(err)) {
-        throw new AgentError(
-          "ALREADY_EXISTS",
-          `snapshot ${encoded.doc._id} already exists; a commit needs a new snapshot ID`,
-        );
-      }
-      throw err;
-    }
+  /** How long an unknown outcome is probed for: the failover window, from now. */
+  private outcomeProbe(): OutcomeProbe {
+    return {
+      deadline: Date.now() + (this.config.failoverWindowMs ?? DEFAULT_FAILOVER_WINDOW_MS),
+      closed: () => this.closed,
+    };
   }
 
   /**

@@ -51,6 +51,21 @@ export interface RecordDocument {
    * Absent in documents written before it existed (treated as old).
    */
   storedAt?: Date;
+  /**
+   * Set by `commit` on the record it inserts, cleared once the head has
+   * moved to it: while set, the record is visible only when its commit
+   * landed (see commit-outcome.ts `recordCommitted`); the sweep settles or
+   * deletes such records. Absent in documents of landed commits.
+   */
+  pending?: boolean;
+  /** A value unique to the `commit` call that inserted the record, also pushed to its head's `recentTokens`. Absent in older documents. */
+  commitToken?: string;
+  /**
+   * The tokens of the last few `updateRecord` writes (each pushes its own):
+   * how an update whose acknowledgement was lost recognises that it was
+   * applied, whatever was written after it. Absent until the first update.
+   */
+  updateTokens?: string[];
 }
 
 /** The top-level fields `updateRecord` may change (identity fields never change). */

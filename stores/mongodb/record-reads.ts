@@ -4,6 +4,8 @@ import { chainFrom, walkChain } from "../ledger/state-chain.js";
 import { decodePageToken, encodePageToken, pageSizeOf } from "../snapshot-order.js";
 import type { RecordPage, SnapshotPageRequest, SnapshotRecord } from "../snapshot-store.js";
 import type { CheckpointChunks } from "./checkpoint-chunks.js";
+import { pendingRecordCommitted, readHeadTokens, type HeadTokens } from "./commit-outcome.js";
+import type { HeadDocument } from "./head-document.js";
 import { decodeRecord, type RecordDocument } from "./record-document.js";
 
 /** A record as read, with the document it came from (the base of a conditional rewrite). */
@@ -20,17 +22,32 @@ const CHUNK_READ_ATTEMPTS = 5;
 /**
  * The read side of the MongoDB store: records with their chunked checkpoints
  * joined back, chains with one range query, and keyset-paginated listings.
+ * A record still marked `pending` (its commit's head write not yet known to
+ * have landed) is returned only when the session's head shows that it did
+ * (see `pendingRecordCommitted`): one extra head read, only for such records.
  */
 export class RecordReads<S> {
   constructor(
     private readonly records: Collection<RecordDocument>,
     private readonly chunks: CheckpointChunks,
+    private readonly heads: Collection<HeadDocument>,
   ) {}
 
-  /** The record with this ID (checkpoint joined from its chunks), or undefined. */
+  /** The record with this ID (checkpoint joined from its chunks), or undefined (also for a record of a commit that did not land). */
   async load(snapshotId: string): Promise<LoadedRecord<S> | undefined> {
     const doc = await this.records.findOne({ _id: snapshotId });
-    return doc ? this.complete(doc) : undefined;
+    return doc && (await this.visible(doc)) ? this.complete(doc) : undefined;
+  }
+
+  /** False for a pending record whose commit did not land (yet); `heads` caches head reads per session. */
+  private async visible(doc: RecordDocument, heads = new Map<string, HeadTokens>()): Promise<boolean> {
+    if (!doc.pending) return true;
+    let head = heads.get(doc.sessionId);
+    if (head === undefined) {
+      head = await readHeadTokens(this.heads, doc.sessionId);
+      heads.set(doc.sessionId, head);
+    }
+    return pendingRecordCommitted(doc, head);
   }
 
   /** The session ID of record `snapshotId` (a projected read: no state is transferred), or undefined. */
@@ -71,7 +88,8 @@ export class RecordReads<S> {
    */
   async chain(snapshotId: string): Promise<SnapshotRecord<S>[] | undefined> {
     const targetDoc = await this.records.findOne({ _id: snapshotId });
-    if (!targetDoc) return undefined;
+    // Only the target is checked: the parent of a record whose commit landed is a record whose commit landed.
+    if (!targetDoc || !(await this.visible(targetDoc))) return undefined;
     const target = decodeRecord<S>(targetDoc);
     if (!target.record.delta) {
       const loaded = await this.complete(targetDoc);
@@ -126,7 +144,9 @@ export class RecordReads<S> {
       .limit(size + 1)
       .toArray();
     const records: SnapshotRecord<S>[] = [];
+    const heads = new Map<string, HeadTokens>();
     for (const doc of docs.slice(0, size)) {
+      if (!(await this.visible(doc, heads))) continue;
       if (!withState) {
         records.push(decodeRecord<S>(doc, false).record);
         continue;

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Collection } from "mongodb";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { deepFreeze } from "../ledger/frozen-value.js";
@@ -33,12 +34,8 @@ export interface RecordUpdateContext<S> {
   delivered: (snapshotId: string, observation: StatusObservation) => void;
 }
 
-/** A write whose outcome is unknown (its acknowledgement was lost): the version it wrote and the record it stored. */
-interface UncertainWrite<S> {
-  version: number;
-  record: SnapshotRecord<S>;
-  status: RecordDocument["status"];
-}
+/** How many update tokens a record keeps (`updateTokens`): far more than one update's attempts. */
+const UPDATE_TOKENS = 16;
 
 const ignore = (): undefined => undefined;
 
@@ -53,9 +50,13 @@ function failoverBackoff(attempt: number): Promise<void> {
  * `$set` of the changed fields on the record's version, retried (with
  * backoff) on a version conflict, up to `maxConflictRetries` (then ABORTED).
  * A transient failure (UNAVAILABLE) is retried with backoff until
- * `failoverWindowMs` has passed since the first attempt; a write whose
- * acknowledgement was lost is recognised on the next read by the version it
- * wrote and not applied twice. Resolves to the stored record, or null when
+ * `failoverWindowMs` has passed since the first attempt. Each write pushes
+ * a token of its own onto the record's `updateTokens`, so a write whose
+ * acknowledgement was lost (write-concern timeout, failover, network error)
+ * is recognised by a later read, however many writes came after it, and the
+ * mutation is not applied twice; a read that does not see it yet (a
+ * majority view behind the primary) cannot double-apply it either, since
+ * every write is a compare-and-set on the version the primary holds. Resolves to the stored record, or null when
  * the record is missing or the mutator skipped the write.
  */
 export async function updateRecordDocument<S>(
@@ -64,7 +65,7 @@ export async function updateRecordDocument<S>(
   mutator: RecordMutator<S>,
 ): Promise<SnapshotRecord<S> | null> {
   const deadline = Date.now() + ctx.failoverWindowMs;
-  const uncertain: { write?: UncertainWrite<S> } = {};
+  const uncertain = new Set<string>();
   let conflicts = 0;
   for (let failures = 0; ;) {
     try {
@@ -90,16 +91,15 @@ async function attempt<S>(
   ctx: RecordUpdateContext<S>,
   snapshotId: string,
   mutator: RecordMutator<S>,
-  uncertain: { write?: UncertainWrite<S> },
+  uncertain: Set<string>,
 ): Promise<SnapshotRecord<S> | null | "conflict"> {
   const loaded = await guarded(`reading snapshot ${snapshotId}`, () => ctx.reads.load(snapshotId));
   if (!loaded) return null;
   const before = loaded.doc;
-  const landed = uncertain.write;
-  if (landed && before.version === landed.version) {
-    // The previous attempt's write was applied; only its acknowledgement was lost.
-    ctx.delivered(snapshotId, { status: landed.status, version: landed.version });
-    return landed.record;
+  if (before.updateTokens?.some((token) => uncertain.has(token))) {
+    // An earlier attempt's write was applied; only its acknowledgement was lost.
+    ctx.delivered(snapshotId, { status: before.status, version: before.version });
+    return loaded.record;
   }
   const result = mutator(deepFreeze(loaded.record));
   if (result === null) return null;
@@ -111,12 +111,13 @@ async function attempt<S>(
   const encoded = encodeRecord(next, nextVersion(before.version), true, reuse);
   const written = await guarded(`updating snapshot ${snapshotId}`, async () => {
     if (encoded.chunks) await ctx.chunks.write(encoded.chunks);
-    uncertain.write = { version: encoded.doc.version, record: next, status: encoded.doc.status };
+    const token = randomUUID();
+    uncertain.add(token);
     const res = await ctx.records.updateOne(
       { _id: snapshotId, version: before.version },
-      { $set: changedFields(before, encoded.doc) },
+      { $set: changedFields(before, encoded.doc), $push: { updateTokens: { $each: [token], $slice: -UPDATE_TOKENS } } },
     );
-    uncertain.write = undefined;
+    uncertain.delete(token); // answered: applied or definitely not
     const applied = res.matchedCount === 1;
     // Drop the chunks nobody references any more: the replaced checkpoint's, or ours when we lost the race.
     if (applied) {

@@ -2,7 +2,15 @@ import type { Collection, Document, Filter } from "mongodb";
 import { checkSessionQuery, encodeHeadPageToken } from "../session-query.js";
 import type { HeadPage, SessionHead, SessionQuery } from "../snapshot-store.js";
 import type { ChunkDocument } from "./checkpoint-chunks.js";
-import { DELETING_VERSION, fromHeadDocument, labelPair, LIVE_HEAD, type HeadDocument } from "./head-document.js";
+import { pendingRecordCommitted, type HeadTokens } from "./commit-outcome.js";
+import {
+  DELETING_VERSION,
+  fromHeadDocument,
+  labelPair,
+  LIVE_HEAD,
+  WITHOUT_TOKENS,
+  type HeadDocument,
+} from "./head-document.js";
 import { isDuplicateKey } from "./mongo-errors.js";
 import type { RecordDocument } from "./record-document.js";
 import type { StoreCollections } from "./store-collections.js";
@@ -53,7 +61,7 @@ export async function listHeadsPage(heads: Collection<HeadDocument>, query: Sess
     });
   }
   const docs = await heads
-    .find({ $and: and })
+    .find({ $and: and }, { projection: WITHOUT_TOKENS })
     .sort({ updatedAt: -1, _id: -1 })
     .limit(q.pageSize + 1)
     .toArray();
@@ -73,7 +81,11 @@ export async function listHeadsPage(heads: Collection<HeadDocument>, query: Sess
  */
 export async function listLeasedHeadDocuments(heads: Collection<HeadDocument>, limit: number): Promise<SessionHead[]> {
   const filter = { "lease.expiresAt": { $exists: true }, ...LIVE_HEAD } as Filter<HeadDocument>;
-  const docs = await heads.find(filter).sort({ "lease.expiresAt": 1, _id: 1 }).limit(limit).toArray();
+  const docs = await heads
+    .find(filter, { projection: WITHOUT_TOKENS })
+    .sort({ "lease.expiresAt": 1, _id: 1 })
+    .limit(limit)
+    .toArray();
   return docs.map(fromHeadDocument);
 }
 
@@ -213,8 +225,10 @@ export async function sweepExpiredSessions(c: StoreCollections, now: number, orp
  * before `now` (a commit inserts its record before it writes the head: a
  * young record may be a session being created), and its chunk logs (a log is
  * appended only once its session's pending row is committed, head and all:
- * a log without a head is always an orphan). A whole collection is covered
- * in (its size / batch) sweeps.
+ * a log without a head is always an orphan). Sessions that do have a head
+ * get their pending records older than `graceMs` settled (see
+ * settlePendingRecords): those of commits that did not land are deleted.
+ * A whole collection is covered in (its size / batch) sweeps.
  */
 async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan): Promise<number> {
   if (scan.batch < 1) return 0;
@@ -234,13 +248,18 @@ async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan):
   scan.cursors.streamChunks = fromLogs.cursor;
   const candidates = [...new Set([...fromRecords.ids, ...fromChunks.ids, ...fromLogs.ids])];
   if (candidates.length === 0) return 0;
-  const withHead = new Set(
-    (await c.heads.find({ _id: { $in: candidates } }, { projection: { _id: 1 } }).toArray()).map((d) => d._id),
+  const heads = new Map(
+    (
+      await c.heads
+        .find({ _id: { $in: candidates } }, { projection: { _id: 1, recentTokens: 1, headSnapshotId: 1 } })
+        .toArray()
+    ).map((d) => [d._id, d] as const),
   );
   const old = { $or: [{ storedAt: { $lte: new Date(now - scan.graceMs) } }, { storedAt: { $exists: false } }] };
+  await settlePendingRecords(c, heads, old);
   let removed = 0;
   for (const sessionId of candidates) {
-    if (withHead.has(sessionId)) continue;
+    if (heads.has(sessionId)) continue;
     const oldRecords: Filter<RecordDocument> = { sessionId, ...old };
     const sets = (await c.records.distinct("checkpointChunks.set", {
       ...oldRecords,
@@ -253,6 +272,34 @@ async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan):
     if (records.deletedCount + chunks.deletedCount + chunkSets.deletedCount + logs.deletedCount > 0) removed++;
   }
   return removed;
+}
+
+/**
+ * The pending records (see `RecordDocument.pending`) older than the grace
+ * period of the sessions in `heads` (which do have a head): a record whose
+ * commit landed has its mark cleared, one whose commit did not land is
+ * deleted with its checkpoint chunks. One query on the sessionId index.
+ */
+async function settlePendingRecords(
+  c: StoreCollections,
+  heads: ReadonlyMap<string, HeadTokens & object>,
+  old: Filter<RecordDocument>,
+): Promise<void> {
+  if (heads.size === 0) return;
+  const pending = await c.records
+    .find(
+      { sessionId: { $in: [...heads.keys()] }, pending: true, ...old },
+      { projection: { _id: 1, sessionId: 1, commitToken: 1, checkpointChunks: 1 } },
+    )
+    .toArray();
+  for (const doc of pending) {
+    if (pendingRecordCommitted(doc, heads.get(doc.sessionId) ?? null)) {
+      await c.records.updateOne({ _id: doc._id, commitToken: doc.commitToken }, { $unset: { pending: "" } });
+      continue;
+    }
+    await c.records.deleteOne({ _id: doc._id, pending: true, commitToken: doc.commitToken });
+    if (doc.checkpointChunks) await c.chunks.deleteMany({ set: doc.checkpointChunks.set });
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { SessionState } from "../../src/types/session-state.js";
 import type { CheckpointPolicy } from "../../stores/ledger/checkpoint-policy.js";
+import { MAX_COMMIT_TOKEN_LENGTH } from "../../stores/snapshot-store.js";
 import type { StoreUnderTest } from "./conformance.js";
 import { frozenMessage, turnRecord } from "./ledger-fixtures.js";
 import {
@@ -177,6 +178,33 @@ export function describeCommit(fresh: () => Promise<StoreUnderTest>): void {
       expect(read.lease).toBeUndefined();
       expect(read.waiters ?? []).toEqual([]);
       expect(ids(await allRecords(store, "s1"))).toEqual(["root"]);
+    });
+
+    it("records the commit's token on the head, and drops it on a head write that carries none", async () => {
+      const { store } = await fresh();
+      const root = checkpointRecord("s1", "root");
+      const created = await store.commit({ ...commitOf(undefined, root), token: "req-1" });
+      expect(created?.commitToken).toBe("req-1");
+      expect((await store.getHead("s1"))?.commitToken).toBe("req-1");
+      const next = checkpointRecord("s1", "t1", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 });
+      const moved = await store.commit({ ...commitOf(created, next), token: "t1" });
+      expect((await store.getHead("s1"))?.commitToken).toBe("t1");
+      const { version: _version, ...fields } = moved!; // still carries "t1"
+      const bare = await store.commit({ expectedVersion: moved!.version, head: { ...fields, updatedAt: T0 + 2 } });
+      expect(bare?.commitToken).toBeUndefined();
+      expect((await store.getHead("s1"))?.commitToken).toBeUndefined();
+    });
+
+    it("refuses an empty or over-long commit token with INVALID_ARGUMENT and writes nothing", async () => {
+      const { store } = await fresh();
+      const root = checkpointRecord("s1", "root");
+      for (const token of ["", "x".repeat(MAX_COMMIT_TOKEN_LENGTH + 1)]) {
+        await expect(store.commit({ ...commitOf(undefined, root), token })).rejects.toMatchObject({
+          status: "INVALID_ARGUMENT",
+        });
+      }
+      expect(await store.getHead("s1")).toBeUndefined();
+      expect(await store.getRecord("root")).toBeUndefined();
     });
   });
 }

@@ -184,7 +184,9 @@ describe("mongodb session lifecycle: what deleteSession leaves behind", () => {
     expect(await store.deleteSession("s1")).toBe(true);
     const writes = log
       .named("findAndModify", "delete", "update", "insert")
-      .map((e) => `${e.commandName} ${String(e.command[e.commandName]).slice(prefix.length)}`);
+      .map((e) => `${e.commandName} ${String(e.command[e.commandName]).slice(prefix.length)}`)
+      // The last commit clears its record's pending mark without waiting: that update may land here.
+      .filter((w) => w !== "update snapshots");
     expect(writes).toEqual([
       "findAndModify heads",
       "delete snapshots",

@@ -50,14 +50,14 @@ describe("mongodb store while the primary steps down (mongo-java-server)", () =>
   it("answers UNAVAILABLE (not INTERNAL) for the not-primary errors of a stepped-down node", async () => {
     const store = open(standalone.uri, { failoverWindowMs: 0 });
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
-    await adminCommand(standalone.uri, { agentdTestStepDown: 1, ms: 1_500 });
+    await adminCommand(standalone.uri, { agentdTestStepDown: 1, ms: 3_000 });
     const write = await store
       .commit(commitOf(head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1 })))
       .catch((e: unknown) => e);
     expect(write).toMatchObject({ status: "UNAVAILABLE", cause: { code: 10107, codeName: "NotWritablePrimary" } });
     const read = await store.getHead("s1").catch((e: unknown) => e);
     expect(read).toMatchObject({ status: "UNAVAILABLE", cause: { code: 13435 } });
-    await sleep(1_600);
+    await sleep(3_100);
     expect(await store.getHead("s1")).toEqual(head);
     await store.close();
   });
@@ -106,14 +106,25 @@ describe("mongodb store while the primary steps down (mongo-java-server)", () =>
     );
   });
 
-  it("answers UNAVAILABLE for a write-concern error (WriteConcernFailed, 64), and does not apply an update twice when only its acknowledgement failed", async () => {
+  it(
+    "reports no commit that landed as failed, and shows no record of one that did not, across a step-down",
+    { timeout: 60_000 },
+    async () => {
+      const uri = replicaSet.uri.replace(/serverSelectionTimeoutMS=\d+/, "serverSelectionTimeoutMS=1000");
+      await exactlyOnceAcrossStepDown(
+        (prefix) => open(uri, { collectionPrefix: prefix, failoverWindowMs: 500 }),
+        () => adminCommand(replicaSet.uri, { replSetStepDown: 3 }),
+      );
+    },
+  );
+
+  it("answers a commit whose writes landed but got write-concern errors (WriteConcernFailed, 64) as committed, and does not apply an update twice when only its acknowledgement failed", async () => {
     const store = open(standalone.uri);
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
-    await adminCommand(standalone.uri, { agentdTestWriteConcernError: 1, count: 1, code: 64 });
-    const commit = await store
-      .commit(commitOf(head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1 })))
-      .catch((e: unknown) => e);
-    expect(commit).toMatchObject({ status: "UNAVAILABLE", cause: { name: "MongoWriteConcernError", code: 64 } });
+    await adminCommand(standalone.uri, { agentdTestWriteConcernError: 1, count: 2, code: 64 });
+    const commit = await store.commit(commitOf(head, pendingRecord("s1", "bg", { parentId: "root", turnIndex: 1 })));
+    expect(commit).toMatchObject({ headSnapshotId: "bg", version: head.version + 1 });
+    expect((await store.getRecord("bg"))?.status).toBe("pending");
     // The update is applied, its acknowledgement fails; the retry recognises its own write.
     await adminCommand(standalone.uri, { agentdTestWriteConcernError: 1, count: 1, code: 64 });
     const increment = (e: CounterRecord): CounterRecord => ({
@@ -187,6 +198,60 @@ async function saveLoopAcrossStepDown(
   await Promise.all([store.close(), reader.close()]);
 }
 
+/**
+ * Commits 80 turns on one session, stepping the primary down at turn 20. A
+ * commit that fails (UNAVAILABLE) must be one that did not land: the head
+ * did not move to it and its record is invisible; the turn is then retried
+ * under a new snapshot ID. At the end the session's visible records are
+ * exactly the acknowledged turns, each turn once, and the head is the last.
+ */
+async function exactlyOnceAcrossStepDown(
+  open: (prefix: string) => Store,
+  stepDown: () => Promise<unknown>,
+): Promise<void> {
+  const prefix = freshPrefix();
+  const store = open(prefix);
+  const acknowledged: string[] = [];
+  let head: SessionHead | undefined = await commitRecord(store, undefined, checkpointRecord("s1", "t00-0"));
+  acknowledged.push("t00-0");
+  const deadline = Date.now() + 90_000;
+  for (let t = 1; t <= 80 && Date.now() < deadline; t++) {
+    if (t === 20) await stepDown().catch(() => undefined);
+    for (let attempt = 0; ; attempt++) {
+      const id = `t${String(t).padStart(2, "0")}-${attempt}`;
+      const record = checkpointRecord("s1", id, { parentId: acknowledged.at(-1)!, turnIndex: t, createdAt: T0 + t });
+      try {
+        head = await store.commit(commitOf(head, record));
+        if (!head) throw new Error(`commit ${id} conflicted`);
+        acknowledged.push(id);
+        break;
+      } catch (err) {
+        if ((err as { status?: string }).status !== "UNAVAILABLE" || attempt > 50) throw err;
+        await sleep(200);
+        const now = await store.getHead("s1").catch(() => undefined);
+        if (!now) continue; // still no primary
+        expect(now.headSnapshotId).not.toBe(id); // a failed commit never moved the head
+        expect(await store.getRecord(id)).toBeUndefined();
+        head = now;
+      }
+    }
+  }
+  const reader = open(prefix);
+  const visible: string[] = [];
+  for (let page: string | undefined, first = true; first || page; first = false) {
+    const got = await reader.listRecords("s1", {
+      pageSize: 1000,
+      includeState: false,
+      ...(page ? { pageToken: page } : {}),
+    });
+    visible.push(...got.records.map((r) => r.snapshotId));
+    page = got.nextPageToken;
+  }
+  expect(visible.sort()).toEqual([...acknowledged].sort());
+  expect((await reader.getHead("s1"))?.headSnapshotId).toBe(acknowledged.at(-1));
+  await Promise.all([store.close(), reader.close()]);
+}
+
 const REAL_SET = process.env.MONGODB_URI;
 // Registered only against a real replica set: without MONGODB_URI these tests do not exist (they are
 // not skipped and never counted as passed).
@@ -225,6 +290,22 @@ function registerRealReplicaSetSuite(uri: string): void {
         false,
       );
     });
+
+    it(
+      "reports no commit that landed as failed, and shows no record of one that did not, across a step-down",
+      { timeout: 180_000 },
+      async () => {
+        const stepDown = {
+          replSetStepDown: 10,
+          secondaryCatchUpPeriodSecs: 5,
+          force: members.secondaries.length === 0,
+        };
+        await exactlyOnceAcrossStepDown(
+          (prefix) => open({}, prefix),
+          () => raw.db("admin").command(stepDown),
+        );
+      },
+    );
 
     for (const [what, change] of [
       ["dropped", async (prefix: string) => raw.db("agentd_test").collection(`${prefix}snapshots`).drop()],

@@ -11,7 +11,7 @@ import { CHUNK_BYTES, splitCheckpoint } from "../../stores/mongodb/checkpoint-ch
 import { consistencyOf } from "../../stores/mongodb/consistency.js";
 import { fromHeadDocument, writeHead, type HeadDocument } from "../../stores/mongodb/head-document.js";
 import { ensureIndexes, sameKeyPattern } from "../../stores/mongodb/index-setup.js";
-import { isTransientMongoError, mongoError } from "../../stores/mongodb/mongo-errors.js";
+import { isTransientMongoError, isUnsentError, mongoError } from "../../stores/mongodb/mongo-errors.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { watchReconnects } from "../../stores/mongodb/reconnect-watch.js";
 import { endingOfError, endingOfEvent } from "../../stores/mongodb/stream-endings.js";
@@ -419,11 +419,42 @@ describe("head documents", () => {
     try {
       const head = { sessionId: "s1", agent: "a", owner: "o", headSnapshotId: "r0", turnCount: 1, version: 1 };
       await expect(
-        writeHead(client.db("x").collection<HeadDocument>("heads"), { ...head, createdAt: 1, updatedAt: 1 }, 0),
+        writeHead(client.db("x").collection<HeadDocument>("heads"), { ...head, createdAt: 1, updatedAt: 1 }, 0, "t1"),
       ).rejects.toMatchObject({ name: "MongoServerSelectionError" });
     } finally {
       await client.close();
     }
+  });
+});
+
+describe("errors of writes that surely did not happen (isUnsentError)", () => {
+  it("counts a refused connection and a failed server selection as unsent", async () => {
+    const client = new MongoClient(`mongodb://127.0.0.1:${await freePort()}/?directConnection=true`, {
+      serverSelectionTimeoutMS: 200,
+    });
+    try {
+      const err = await client
+        .db("x")
+        .collection("c")
+        .insertOne({ a: 1 })
+        .catch((e: unknown) => e);
+      expect(isUnsentError(err)).toBe(true);
+    } finally {
+      await client.close();
+    }
+    const refused = new MongoNetworkError("connect ECONNREFUSED 127.0.0.1:1", {
+      cause: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }),
+    });
+    expect(isUnsentError(refused)).toBe(true);
+  });
+
+  it("does not count a reset connection, a write-concern error or a step-down as unsent (their write may have happened)", () => {
+    const reset = new MongoNetworkError("read ECONNRESET", {
+      cause: Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }),
+    });
+    expect(isUnsentError(reset)).toBe(false);
+    expect(isUnsentError(new MongoServerError({ code: 64, errmsg: "waiting for replication timed out" }))).toBe(false);
+    expect(isUnsentError(new MongoServerError({ code: 189, errmsg: "primary stepped down" }))).toBe(false);
   });
 });
 

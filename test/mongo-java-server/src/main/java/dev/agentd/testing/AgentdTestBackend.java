@@ -19,7 +19,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>{@code replSetStepDown} is answered as a one-member replica set would: the node is not primary for
  * {@code stepDownSecs}. Test hooks (admin commands, answered {@code {ok: 1}}): {@code agentdTestCloseChangeStreams},
  * {@code agentdTestOversizedChangeEvent}, {@code {agentdTestStepDown: 1, ms}} and {@code
- * {agentdTestWriteConcernError: 1, count, code}}.
+ * {agentdTestWriteConcernError: 1, count, code, skip}} (the {@code count} writes after the next {@code skip}
+ * are applied, then answered with a writeConcernError: an outcome the client cannot know) and {@code
+ * {agentdTestWriteError: 1, count, code, skip}} (the {@code count} writes after the next {@code skip} fail
+ * with that error code before they are applied).
  */
 final class AgentdTestBackend extends MemoryBackend {
   private final ReplicaSetRole role;
@@ -27,6 +30,10 @@ final class AgentdTestBackend extends MemoryBackend {
   private final ChangeStreamCursors streams = new ChangeStreamCursors();
   private final AtomicInteger writeConcernErrors = new AtomicInteger();
   private volatile int writeConcernErrorCode = 64;
+  private final AtomicInteger writeConcernSkips = new AtomicInteger();
+  private final AtomicInteger writeErrors = new AtomicInteger();
+  private final AtomicInteger writeErrorSkips = new AtomicInteger();
+  private volatile int writeErrorCode = 10107;
 
   AgentdTestBackend(ReplicaSetRole role, boolean changeStreams) {
     this.role = role;
@@ -53,7 +60,13 @@ final class AgentdTestBackend extends MemoryBackend {
         return ServerReplies.ok(new Document("poisoned", Integer.valueOf(streams.poisonWithOversizedEvent())));
       case "agentdtestwriteconcernerror":
         writeConcernErrorCode = (int) ServerReplies.number(query, "code", 64);
+        writeConcernSkips.set((int) ServerReplies.number(query, "skip", 0));
         writeConcernErrors.set((int) ServerReplies.number(query, "count", 1));
+        return ServerReplies.ok(new Document());
+      case "agentdtestwriteerror":
+        writeErrorCode = (int) ServerReplies.number(query, "code", 10107);
+        writeErrorSkips.set((int) ServerReplies.number(query, "skip", 0));
+        writeErrors.set((int) ServerReplies.number(query, "count", 1));
         return ServerReplies.ok(new Document());
       case "aggregate":
         return aggregate(channel, database, command, query);
@@ -144,8 +157,13 @@ final class AgentdTestBackend extends MemoryBackend {
 
   private Document write(Channel channel, String database, String command, Document query) {
     if (role.steppedDown()) return ReplicaSetRole.notWritablePrimary();
+    if (writeErrors.get() > 0 && writeErrorSkips.getAndUpdate(n -> Math.max(0, n - 1)) == 0
+        && writeErrors.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+      return ServerReplies.error(writeErrorCode, "Location" + writeErrorCode, "injected write error " + writeErrorCode);
+    }
     Document reply = super.handleCommand(channel, database, command, query);
-    if (writeConcernErrors.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+    if (writeConcernErrors.get() > 0 && writeConcernSkips.getAndUpdate(n -> Math.max(0, n - 1)) == 0
+        && writeConcernErrors.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
       int code = writeConcernErrorCode;
       Document error = new Document("code", Integer.valueOf(code));
       error.put("codeName", code == 64 ? "WriteConcernFailed" : "Location" + code);

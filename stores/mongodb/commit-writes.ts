@@ -1,0 +1,70 @@
+import { AgentError } from "../../src/errors/agent-error.js";
+import type { SessionHead } from "../snapshot-store.js";
+import type { CheckpointChunks } from "./checkpoint-chunks.js";
+import { headWriteLanded, recordInsertLanded, type OutcomeProbe } from "./commit-outcome.js";
+import { writeHead } from "./head-document.js";
+import { isDuplicateKey, isTransientMongoError, isUnsentError } from "./mongo-errors.js";
+import type { EncodedRecord } from "./record-document.js";
+import type { StoreCollections } from "./store-collections.js";
+
+// The two writes of a MongoSessionStore commit, each of which answers only
+// once its outcome is known (see commit-outcome.ts).
+
+const ignore = (): undefined => undefined;
+
+/**
+ * The head compare-and-set; true when it landed. After an error of unknown
+ * outcome (any transient error but one raised before the command was sent,
+ * see isUnsentError) (and after a duplicate key on creation, which a driver retry of
+ * a landed insert also gets) it asks the server whether the head holds
+ * `token`; the original error is thrown when the write did not land or
+ * that cannot be learnt in time.
+ */
+export async function moveHead(
+  c: StoreCollections,
+  head: SessionHead,
+  expectedVersion: number,
+  token: string,
+  probe: OutcomeProbe,
+): Promise<boolean> {
+  try {
+    if (await writeHead(c.heads, head, expectedVersion, token)) return true;
+    if (expectedVersion !== 0) return false;
+    return (await headWriteLanded(c.heads, head.sessionId, token, probe)) === true;
+  } catch (err) {
+    if (!isTransientMongoError(err) || isUnsentError(err)) throw err;
+    if (await headWriteLanded(c.heads, head.sessionId, token, probe)) return true;
+    throw err;
+  }
+}
+
+/**
+ * Inserts a commit's record (chunks first for a big checkpoint), marked with
+ * its commit token. After an error of unknown outcome, or a duplicate key
+ * (which a driver retry of an insert that landed also gets), it asks the
+ * server whether the record with this token is stored, and carries on when
+ * it is. Otherwise removes the chunks it wrote and throws: ALREADY_EXISTS
+ * for an ID in use, the original error else.
+ */
+export async function insertRecord(
+  encoded: EncodedRecord,
+  c: StoreCollections,
+  chunks: CheckpointChunks,
+  probe: OutcomeProbe,
+): Promise<void> {
+  if (encoded.chunks) await chunks.write(encoded.chunks);
+  const id = encoded.doc._id;
+  const token = encoded.doc.commitToken!;
+  try {
+    await c.records.insertOne(encoded.doc);
+  } catch (err) {
+    // A lost reply (or a driver retry of an insert that landed) is not a failure of this commit.
+    const unknown = (isTransientMongoError(err) && !isUnsentError(err)) || isDuplicateKey(err);
+    if (unknown && (await recordInsertLanded(c.records, id, token, probe))) return;
+    if (encoded.chunks) await chunks.remove(encoded.chunks.ref.set).catch(ignore);
+    if (isDuplicateKey(err)) {
+      throw new AgentError("ALREADY_EXISTS", `snapshot ${id} already exists; a commit needs a new snapshot ID`);
+    }
+    throw err;
+  }
+}
