@@ -1,4 +1,4 @@
-import { Code, type CallOptions, type Client, type ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, type CallOptions, type Client } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AgentInput as WireAgentInput } from "../../gen/ts/agentd/v1/agent_pb.js";
 import type { AgentService, ChatRequestSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
@@ -65,6 +65,8 @@ export class Conversation<S = unknown> {
   private readonly outstanding: Outstanding[] = [];
   private readonly controller = new AbortController();
   private readonly source: AgentInit<S>;
+  /** Whether the current attempt delivered anything (a reopened Chat refused ABORTED before that met its own old invocation). */
+  private progressed = false;
   /** Model chunks etc. delivered to the turn in flight; after a reconnect, that many of its re-sent chunks are dropped. */
   private delivered = 0;
   private skip = 0;
@@ -222,13 +224,18 @@ export class Conversation<S = unknown> {
   /** Runs Chat attempts until the output arrives or a failure is not retried. */
   private async run(init: ChatRequestInit["init"], budget: RetryBudget): Promise<void> {
     for (let attempt = 1; ; attempt++) {
+      this.progressed = false;
       try {
         this.onOutput(await this.attempt(attempt === 1 ? init : this.reconnectInit(init), budget));
         return;
       } catch (err) {
         this.requests.close();
         if (this.settled) return;
-        if (!this.canReconnect() || !(await budget.retry(err))) {
+        // A reopened Chat refused ABORTED before anything arrived met its own dropped invocation,
+        // which holds the session until agentd notices the broken connection (nothing ran: the
+        // busy check comes first): retried like a transport failure, within the same budget.
+        const ownHolder = attempt > 1 && !this.progressed && ConnectError.from(err).code === Code.Aborted;
+        if (!this.canReconnect() || !(await budget.retry(err, ownHolder))) {
           this.fail(chatError(err));
           return;
         }
@@ -273,6 +280,7 @@ export class Conversation<S = unknown> {
       return;
     }
     budget.progress();
+    this.progressed = true;
     if (chunk.customPatch) this.liveCustom = applyCustomPatch<S>(this.liveCustom, chunk.customPatch);
     if (chunk.turnEnd) {
       if (chunk.turnEnd.sessionId) this.currentSessionId = chunk.turnEnd.sessionId;

@@ -97,13 +97,15 @@ export class RetryBudget {
 
   /**
    * After a failed attempt: resolves true once the backoff has passed and
-   * another attempt may start, false when `err` is not retryable, the
+   * another attempt may start, false when `err` is not retryable (unless the
+   * caller knows better: `alsoRetryable`), the
    * attempts are spent, the backoff would pass the deadline, or the caller's
    * signal aborted (the caller then surfaces `err`).
    */
-  async retry(err: unknown): Promise<boolean> {
+  async retry(err: unknown, alsoRetryable = false): Promise<boolean> {
     const signal = this.options.signal ?? undefined;
-    if (!isRetryable(err, signal) || this.attempt >= this.retrier.policy.maxAttempts) return false;
+    if (signal?.aborted) return false;
+    if (!(alsoRetryable || isRetryable(err, signal)) || this.attempt >= this.retrier.policy.maxAttempts) return false;
     const delayMs = backoffDelayMs(this.retrier.policy, this.attempt);
     if (this.deadline !== undefined && Date.now() + delayMs >= this.deadline) return false;
     this.attempt++;

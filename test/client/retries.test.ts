@@ -231,6 +231,34 @@ describe("a conversation whose connection resets", () => {
   });
 });
 
+describe("a conversation dropped between turns while agentd still holds it", () => {
+  it("reconnects once the old invocation lets go of the session: the next turn runs once", async () => {
+    const late = new FaultProxy({ target: { host: "127.0.0.1", port: server.port }, serverResetDelayMs: 700 });
+    await late.start();
+    const seen: RetryEvent[] = [];
+    const reconnecting = createAgentClient(`http://127.0.0.1:${late.port}`, {
+      protocol: "grpc",
+      retry: { initialBackoffMs: 100, maxAttempts: 8 },
+      onRetry: (event) => seen.push(event),
+    });
+    try {
+      const conversation = reconnecting.chat("assistant");
+      await conversation.send("before the drop");
+      late.resetAll(); // the server's side stays open for 700 ms: its invocation still holds the session, idle
+      const after = conversation.send("after the drop");
+      const end = await after;
+      expect(end.turnIndex).toBe(1);
+      expect(modelPieces(after.received).join("")).toBe("echo: after the drop");
+      // at least one reopened Chat met the old invocation (ABORTED busy) and was retried
+      expect(seen.some((e) => e.procedure === "Chat" && e.code === Code.Aborted)).toBe(true);
+      const output = await conversation.output();
+      expect(await userTexts(output.sessionId!)).toEqual(["before the drop", "after the drop"]);
+    } finally {
+      await late.close();
+    }
+  });
+});
+
 describe("a conversation whose output is lost to a reset", () => {
   it("resumes the session and returns the output of the turns it ran", async () => {
     const conversation = client.chat("assistant");

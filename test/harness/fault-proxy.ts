@@ -39,6 +39,12 @@ export interface FaultProxyOptions {
   jitter?: number;
   /** Port to listen on (default 0: any free port). */
   port?: number;
+  /**
+   * After a reset, keep the server's side of the connection open this long (default 0): the
+   * server then notices the drop late, as behind a load balancer that holds its backend
+   * connection, and a reconnecting client meets its own old invocation still holding the session.
+   */
+  serverResetDelayMs?: number;
 }
 
 /** Options of one armed fault. */
@@ -179,7 +185,9 @@ export class FaultProxy {
     link.dead = true;
     this.links.delete(link);
     link.client.resetAndDestroy();
-    link.upstream.destroy();
+    const delay = this.options.serverResetDelayMs ?? 0;
+    if (delay > 0) setTimeout(() => link.upstream.destroy(), delay);
+    else link.upstream.destroy();
   }
 
   private destroy(link: Link): void {
