@@ -12,7 +12,6 @@ import pytest
 
 from agentd.v1 import state_pb2
 from agentd_client import (
-    AbortedError,
     AgentClient,
     CancelledError,
     NotFoundError,
@@ -279,19 +278,18 @@ def test_an_input_resent_with_its_request_id_answers_the_committed_turn(client: 
     assert client.get_session(session_id).turn_count == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AbortedError,
-    reason="agentd refuses the reconnect as busy: the dropped stream's invocation, idle between turns, "
-    "still holds the session and the re-sent input is new to it (issue 35, 'reconnecting to your own "
-    "session'); the server waits only for a retry of the input its holder runs or committed",
-)
 def test_a_conversation_dropped_between_turns_reconnects_while_agentd_still_holds_it(agentd_address: str):
+    """The reopened Chat meets its own old invocation (ABORTED busy) until agentd notices the
+    drop, and retries it like a reset: the next turn runs once."""
+    events: list = []
+    policy = RetryPolicy(max_attempts=12, initial_backoff=0.1, max_backoff=0.5, on_retry=events.append)
     with FaultProxy(agentd_address, server_reset_delay=2.0) as late:
-        with AgentClient(late.address, timeout=30) as retrying:
+        with AgentClient(late.address, timeout=30, retry=policy) as retrying:
             conversation = retrying.chat(AGENT)
             conversation.send("before the drop").wait()
             late.reset_all()
             turn = conversation.send("after the drop")
             turn.wait()
             assert turn.text == "echo: after the drop" and turn.turn_index == 1
+            assert any(e.procedure == "Chat" and e.code == grpc.StatusCode.ABORTED for e in events)
+            conversation.close()

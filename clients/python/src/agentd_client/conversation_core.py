@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Deque, List, Optional
 
+import grpc
+
 from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
 from .custom_state import CustomState
@@ -52,6 +54,9 @@ class ConversationCore:
         self._turn_ends = 0
         self._server_managed = bool(init.session_id or init.snapshot_id)
         self._failures = 0
+        # A reopened Chat that has delivered nothing yet (see _retry_delay).
+        self._reopened = False
+        self._progressed = False
         self._session_id: Optional[str] = init.session_id or None
         self._snapshot_id: Optional[str] = init.snapshot_id or None
         self._state: Optional[state_pb2.SessionState] = None
@@ -138,11 +143,18 @@ class ConversationCore:
         if self.finished or self._reconnect_init() is None:
             return None
         self._failures += 1
+        # A reopened Chat refused ABORTED (busy) before anything arrived met its own dropped
+        # invocation, which holds the session until agentd notices the broken connection
+        # (nothing ran: the busy check comes first): retried like a reset, within the budget.
+        if self._reopened and not self._progressed and error.code == grpc.StatusCode.ABORTED:
+            retryable = True
         return self._retrier.plan("Chat", self._failures, error, self._deadline, retryable=retryable)
 
     def _begin_reconnect(self) -> None:
         """Drops, from the new stream, as many chunks of the turn in flight as it delivered."""
         self._skip = self._pending[0]._received if self._pending else 0
+        self._reopened = True
+        self._progressed = False
 
     def _closed_by_client(self) -> bool:
         """Takes no more input and, unless the conversation already ended, fails it with
@@ -177,6 +189,7 @@ class ConversationCore:
                 return
             self._skip = 0
             self._failures = 0
+            self._progressed = True
             if len(chunk.custom_patch) > 0:
                 try:
                     self._custom.apply(chunk.custom_patch)
