@@ -1,16 +1,13 @@
-import { uuidv7 } from "../../stores/uuid-v7.js";
 import { AgentError } from "../errors/agent-error.js";
-import type { AgentInput, AgentOutput, AgentStreamChunk, TurnEnd } from "../types/agent-io.js";
+import type { AgentInput, AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
 import type { Usage } from "../types/usage.js";
-import type { TurnEvent } from "./runtime-events.js";
 import { admitInput } from "./input-admission.js";
 import { userText } from "../types/content.js";
 import type { SessionState } from "../types/session-state.js";
-import type { FinishReason } from "../types/snapshot.js";
 import type { SessionStore, SnapshotSubscriber } from "../../stores/snapshot-store.js";
 import { backgroundStoreOf } from "./background-store.js";
 import type { AgentConnection } from "./agent-connection.js";
-import type { AgentResult, Responder, TurnContext } from "./agent-function.js";
+import type { AgentResult, Responder } from "./agent-function.js";
 import { AsyncChannel } from "../protocol/async-channel.js";
 import { DetachedRun, type DetachedRunOptions, type DetachedWorkStart } from "./detached-run.js";
 import type { ResolvedStart } from "./init-resolver.js";
@@ -25,7 +22,7 @@ import type { InvocationOptions, InvocationTarget } from "./invocation-options.j
 import type { AdoptedWork } from "./work-adoption.js";
 import { InputProgress } from "./input-progress.js";
 import { InvocationStream } from "./invocation-stream.js";
-import { committedRequest, inputFingerprint } from "./request-ledger.js";
+import { InvocationTurns } from "./invocation-turns.js";
 import { turnRequestOf, type TurnRequest } from "./turn-request.js";
 import { addUsage } from "../types/usage.js";
 
@@ -49,31 +46,23 @@ export class Invocation<S> implements AgentConnection<S> {
   private readonly outputPromise: Promise<AgentOutput<S>>;
   private resolveOutput!: (output: AgentOutput<S>) => void;
   private rejectOutput!: (err: AgentError) => void;
-  private turnSave: Promise<unknown> = Promise.resolve();
   private readonly claim: SessionClaim<S> | undefined;
   private readonly commits: TurnCommits<S> | undefined;
-  private lastGood: SessionState<S>;
-  private lastFinish: FinishReason = "stop";
   private inputClosed = false;
   private settled = false;
   /** The RPC-level error the invocation ended with, if it failed closed. */
   private failure: AgentError | undefined;
   private detachedRun: DetachedRun<S> | undefined;
-  /** Takeover of a turn cut after a checkpoint: the next turn continues it (`TurnContext.continued`). */
-  private continuing = false;
   /** Which input runs and where the stream stands: what detach records for a takeover. */
   private readonly progress: InputProgress;
   /** The state the invocation started from (recorded with detached work of a session without a commit). */
   private readonly initialState: SessionState<S>;
-  private turnStartedAt = 0;
   /** Whether this invocation started a new session (no resume point). */
   private readonly startsSession: boolean;
   /** Turn spans, turn metrics and token usage (OpenTelemetry API; no-ops without an SDK). */
   private readonly telemetry: InvocationTelemetry;
-  /** The request ID and fingerprint of the running turn's input, if it carried a request ID. */
-  private turnRequest: TurnRequest | undefined;
-  /** The tokens of the committed turns this invocation answered again (retries), reported in its output. */
-  private answeredUsage: Usage | undefined;
+  /** Begin, end, failure and exactly-once replay of each turn; the last good state and finish reason. */
+  private readonly turns: InvocationTurns<S>;
 
   /** `adopted`: a takeover; the invocation runs the remaining work of a dead instance's pending row. */
   constructor(
@@ -107,7 +96,20 @@ export class Invocation<S> implements AgentConnection<S> {
     this.progress = new InputProgress(start.nextTurnIndex);
     this.initialState = start.state;
     this.runner = new SessionRunner(start.state, target.stateSchema, start.nextTurnIndex, this.lifecycle());
-    this.lastGood = this.runner.snapshotState();
+    this.turns = new InvocationTurns({
+      target,
+      options,
+      sessionId: this.sessionId,
+      out: this.out,
+      claim: this.claim,
+      commits: this.commits,
+      work: this.work,
+      runner: this.runner,
+      telemetry: this.telemetry,
+      progress: this.progress,
+      detachedRun: () => this.detachedRun,
+      failClosed: (err) => this.failClosed(err),
+    });
     this.runner.onCustomChange(() => this.streamCustom());
     this.claim?.whenLost((err) => {
       if (this.detachedRun) this.work.abort(err);
@@ -170,144 +172,12 @@ export class Invocation<S> implements AgentConnection<S> {
   private lifecycle(): TurnLifecycle {
     return {
       inputs: this.progress.pulled(this.turnInputs, () => this.runner.turnIndex),
-      beginTurn: (turnIndex, input) => this.beginTurn(turnIndex, input),
-      answered: (input) => this.answered(input),
-      endTurn: (turn, finishReason) => this.endTurn(turn, finishReason),
-      failTurn: (turn, error) => this.failTurn(turn, error),
+      beginTurn: (turnIndex, input) => this.turns.beginTurn(turnIndex, input),
+      answered: (input) => this.turns.answered(input),
+      endTurn: (turn, finishReason) => this.turns.endTurn(turn, finishReason),
+      failTurn: (turn, error) => this.turns.failTurn(turn, error),
       runInTurn: (_turn, work) => this.telemetry.runInTurn(work),
     };
-  }
-
-  private beginTurn(turnIndex: number, input: AgentInput): TurnContext {
-    this.out.startTurn();
-    this.turnRequest = input.requestId ? turnRequestOf(input) : undefined;
-    if (this.claim) this.claim.runningRequestId = this.turnRequest?.requestId;
-    const snapshotId = this.target.store && !this.detachedRun ? uuidv7() : undefined;
-    this.turnStartedAt = Date.now();
-    const parentId = this.commits?.last?.snapshotId;
-    // Built by assignment, not by spreading optional parts: this runs every turn.
-    const turn = {} as TurnContext;
-    if (snapshotId) turn.snapshotId = snapshotId;
-    if (parentId) turn.parentId = parentId;
-    turn.turnIndex = turnIndex;
-    turn.signal = this.work.signal;
-    turn.checkpoint = () => this.checkpointTurn(turnIndex);
-    if (this.continuing) turn.continued = true;
-    this.continuing = false;
-    this.telemetry.beginTurn(turn);
-    return turn;
-  }
-
-  /** After detach: checkpoints the row mid-turn, once the chunks streamed so far are recorded. */
-  private async checkpointTurn(turnIndex: number): Promise<void> {
-    const run = this.detachedRun;
-    if (!run) return;
-    await this.out.drained();
-    if (this.work.signal.aborted) return;
-    await run.roundCompleted(turnIndex, this.runner.snapshotState(), this.out.sequence);
-  }
-
-  private async endTurn(turn: TurnContext, finishReason: FinishReason): Promise<void> {
-    await this.out.drained();
-    // Checked after the wait: a cancel (or a chunk transform failing) while this turn's chunks drained commits nothing.
-    if (this.work.signal.aborted) throw AgentError.from(this.work.signal.reason, "CANCELLED");
-    let snapshotId: string | undefined;
-    const commits = this.commits;
-    const usage = this.telemetry.turnUsage;
-    if (turn.snapshotId && !this.detachedRun && commits) {
-      this.progress.committed();
-      const save = commits.commit(
-        turn.snapshotId,
-        turn.turnIndex,
-        finishReason,
-        this.runner.snapshotState(),
-        this.runner.unchangedMessages(),
-        usage,
-        this.turnRequest,
-      );
-      this.turnSave = save.catch(() => {});
-      await save;
-      if (this.claim) this.claim.runningRequestId = undefined;
-      this.runner.markUnchanged();
-      snapshotId = turn.snapshotId;
-    }
-    this.lastGood = this.runner.snapshotState();
-    this.lastFinish = finishReason;
-    this.logTurn(turn, finishReason, snapshotId);
-    this.telemetry.endTurn(finishReason, snapshotId);
-    await this.emit({ turnEnd: turnEndOf(snapshotId, finishReason, turn.turnIndex, this.sessionId, usage) });
-    this.progress.turnEnded(this.out.sequence);
-    // After its TurnEnd is recorded: a takeover resumes after this turn.
-    await this.detachedRun?.turnCompleted(turn.turnIndex, usage, this.lastGood, this.out.sequence);
-  }
-
-  private logTurn(turn: TurnContext, finishReason: FinishReason, snapshotId: string | undefined): void {
-    const report = this.target.events?.turn;
-    if (!report) return;
-    const event = { agent: this.target.name, sessionId: this.sessionId } as TurnEvent;
-    if (snapshotId) event.snapshotId = snapshotId;
-    event.turnIndex = turn.turnIndex;
-    event.finishReason = finishReason;
-    event.detached = this.detachedRun !== undefined;
-    event.durationMs = Date.now() - this.turnStartedAt;
-    report(event);
-  }
-
-  private async failTurn(turn: TurnContext, error: unknown): Promise<void> {
-    if (this.claim) this.claim.runningRequestId = undefined;
-    const finishReason = this.stoppedByAbort() ? "aborted" : "failed";
-    this.logTurn(turn, finishReason, undefined);
-    const usage = this.telemetry.turnUsage; // spent even though nothing is written
-    this.telemetry.failTurn(error, finishReason);
-    this.runner.restore(this.lastGood);
-    await this.out.drained();
-    await this.emit({ turnEnd: turnEndOf(undefined, finishReason, turn.turnIndex, this.sessionId, usage) });
-  }
-
-  /** True once the work was stopped with ABORTED (an Abort of detached work, or a busy-session INTERRUPT). */
-  private stoppedByAbort(): boolean {
-    const signal = this.work.signal;
-    return signal.aborted && AgentError.from(signal.reason, "CANCELLED").status === "ABORTED";
-  }
-
-  /**
-   * A retry of a turn the session committed (its request ID is among the
-   * head's committed request IDs): streams that turn's TurnEnd again, read
-   * from its record (same snapshot ID, turn index, finish reason and usage),
-   * and the input is skipped: the agent does not run. The same request ID
-   * with a different input ends the invocation with INVALID_ARGUMENT. False
-   * (run the input) when the session does not remember the ID, or its
-   * record is gone. Costs a scan of the head's bounded list, plus one record
-   * read on a hit.
-   */
-  private async answered(input: AgentInput): Promise<boolean> {
-    const claim = this.claim;
-    const store = this.target.store;
-    if (!claim || !store || this.detachedRun) return false;
-    const requestId = input.requestId!;
-    const entry = committedRequest(claim.currentHead, requestId, claim.requestWindow);
-    if (!entry) return false;
-    const record = await store.getRecord(entry.snapshotId, this.options.storeContext);
-    if (!record || record.sessionId !== this.sessionId) return false;
-    if (record.requestFingerprint !== inputFingerprint(input)) {
-      this.failClosed(
-        new AgentError(
-          "INVALID_ARGUMENT",
-          `input.request_id "${requestId}" was already used for a different input of session "${this.sessionId}" (turn ${record.turnIndex}, snapshot "${record.snapshotId}"); give every new input a new request ID and reuse one only to retry the same input`,
-          { details: { field: "input.request_id", requestId, snapshotId: record.snapshotId } },
-        ),
-      );
-      return true;
-    }
-    await this.out.drained();
-    const finishReason = record.finishReason ?? "stop";
-    this.lastFinish = finishReason;
-    this.answeredUsage = addUsage(this.answeredUsage, record.usage);
-    await this.emit({
-      turnEnd: turnEndOf(record.snapshotId, finishReason, record.turnIndex, this.sessionId, record.usage),
-    });
-    this.progress.turnEnded(this.out.sequence);
-    return true;
   }
 
   private responder(): Responder {
@@ -357,7 +227,7 @@ export class Invocation<S> implements AgentConnection<S> {
    */
   private adopt(adopted: AdoptedWork<S>): void {
     this.out.continueAfter(adopted.lastRecordedSequence);
-    this.continuing = adopted.continuesTurn;
+    this.turns.continuing = adopted.continuesTurn;
     for (const input of adopted.inputs) this.turnInputs.push(input);
     this.startDetach(backgroundStoreOf(this.target.name, this.target.store, "detach"), adopted);
     void this.emit({ takeover: { supersededAfter: adopted.supersededAfter, turnIndex: this.runner.turnIndex } });
@@ -397,7 +267,7 @@ export class Invocation<S> implements AgentConnection<S> {
           start,
           liveness: this.target.liveness,
           storeContext: this.options.storeContext,
-          afterTurnSave: this.turnSave,
+          afterTurnSave: this.turns.turnSave,
           claim: this.claim!,
           parent: () => this.commits?.last,
           records: this.target.records,
@@ -469,9 +339,9 @@ export class Invocation<S> implements AgentConnection<S> {
     this.close();
     const detachedRun = this.detachedRun;
     if (detachedRun) {
-      const state = error ? this.lastGood : this.runner.snapshotState();
+      const state = error ? this.turns.lastGood : this.runner.snapshotState();
       await this.telemetry.runInInvocation(() =>
-        detachedRun.finish(state, error, result?.finishReason ?? this.lastFinish),
+        detachedRun.finish(state, error, result?.finishReason ?? this.turns.lastFinish),
       );
       this.telemetry.finish(error, await detachedRun.pendingId.catch(() => undefined));
       return;
@@ -498,7 +368,7 @@ export class Invocation<S> implements AgentConnection<S> {
     // it returns no session ID rather than one that reads NOT_FOUND.
     const createdNothing = this.target.store !== undefined && this.startsSession && !this.commits?.last;
     return shapeOutput({
-      state: error ? this.lastGood : this.runner.snapshotState(),
+      state: error ? this.turns.lastGood : this.runner.snapshotState(),
       serverManaged: this.target.store !== undefined,
       stateTransform: this.target.transforms.state,
       transformContext: this.transformContext(),
@@ -506,30 +376,14 @@ export class Invocation<S> implements AgentConnection<S> {
       error,
       sessionId: createdNothing ? "" : this.sessionId,
       ...(this.commits?.last ? { snapshotId: this.commits.last.snapshotId } : {}),
-      finishReason: this.lastFinish,
+      finishReason: this.turns.lastFinish,
       ...(this.outputUsage() ? { usage: this.outputUsage() } : {}),
     });
   }
 
   /** The tokens the output reports: the turns run, plus those of the committed turns answered again. */
   private outputUsage(): Usage | undefined {
-    return this.answeredUsage ? addUsage(this.telemetry.usage, this.answeredUsage) : this.telemetry.usage;
+    const answered = this.turns.answeredUsage;
+    return answered ? addUsage(this.telemetry.usage, answered) : this.telemetry.usage;
   }
-}
-
-/** A TurnEnd chunk's body (optional fields set only when present). */
-function turnEndOf(
-  snapshotId: string | undefined,
-  finishReason: FinishReason,
-  turnIndex: number,
-  sessionId: string,
-  usage: Usage | undefined,
-): TurnEnd {
-  const turnEnd = {} as TurnEnd;
-  if (snapshotId) turnEnd.snapshotId = snapshotId;
-  turnEnd.finishReason = finishReason;
-  turnEnd.turnIndex = turnIndex;
-  turnEnd.sessionId = sessionId;
-  if (usage) turnEnd.usage = usage;
-  return turnEnd;
 }

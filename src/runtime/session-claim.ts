@@ -1,7 +1,7 @@
 import { AgentError } from "../errors/agent-error.js";
 import type { BusyPolicy } from "../types/session-state.js";
 import { addUsage, type Usage } from "../types/usage.js";
-import type { SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
+import type { SessionHead, SnapshotRecord } from "../../stores/snapshot-store.js";
 import { LocalClaims } from "./local-claims.js";
 import {
   committedRequest,
@@ -9,54 +9,13 @@ import {
   withCommittedRequest,
   type RequestWindow,
 } from "./request-ledger.js";
+import type { ClaimIdentity } from "./claim-settings.js";
+import { movedHead, withoutVersion } from "./session-head-edits.js";
+import { busyError, lineFullError, throwIfAborted } from "./busy-session-errors.js";
 
-/** Timing of session leases (see {@link SessionClaim}). */
-export interface ClaimSettings {
-  /** A lease not refreshed for this long is void (its holder died). Default 15 s. */
-  leaseTtlMs: number;
-  /** How often a holder refreshes its lease (and notices it was taken over). Default 5 s. */
-  refreshMs: number;
-  /** How often an ENQUEUE waiter re-reads the head (in-process releases wake it at once). Default 50 ms. */
-  pollMs: number;
-  /** Most ENQUEUE waiters one session takes; more get RESOURCE_EXHAUSTED. Default 64. */
-  maxWaiters: number;
-  /** Which committed request IDs a session remembers (default {@link DEFAULT_REQUEST_WINDOW}). */
-  requestWindow?: RequestWindow;
-}
-
-/** The default lease timing. */
-export const DEFAULT_CLAIM_SETTINGS: Readonly<ClaimSettings> = Object.freeze({
-  leaseTtlMs: 15_000,
-  refreshMs: 5_000,
-  pollMs: 50,
-  maxWaiters: 64,
-  requestWindow: DEFAULT_REQUEST_WINDOW,
-});
-
-/** Who claims a session. */
-export interface ClaimIdentity<S> {
-  store: SessionStore<S>;
-  sessionId: string;
-  agent: string;
-  owner: string;
-  invocationId: string;
-  ctx?: StoreCallContext;
-  settings: ClaimSettings;
-  /** Labels and time-to-live of the head this claim creates (a new session). */
-  fresh?: NewSessionFields;
-  /**
-   * The request ID of the invocation's first input, if it carried one: under
-   * REJECT, a session busy with that same input (or that already committed
-   * it) is waited for instead of refused, so a retry gets the original's turn.
-   */
-  requestId?: string;
-}
-
-/** What a new session's head carries besides its identity. */
-export interface NewSessionFields {
-  labels?: Record<string, string>;
-  ttlMs?: number;
-}
+export { DEFAULT_CLAIM_SETTINGS } from "./claim-settings.js";
+export type { ClaimIdentity, ClaimSettings, NewSessionFields } from "./claim-settings.js";
+export { dropLease } from "./session-head-edits.js";
 
 const MAX_CAS_ATTEMPTS = 200;
 
@@ -152,11 +111,7 @@ export class SessionClaim<S> {
         // ENQUEUE: join (or stay in) the line, refreshing our entry before it expires.
         if (!mine || mine.expiresAt - now < this.id.settings.leaseTtlMs / 2) {
           if (!mine && others.length >= this.id.settings.maxWaiters) {
-            throw new AgentError(
-              "RESOURCE_EXHAUSTED",
-              `session "${this.id.sessionId}" already has ${others.length} queued invocations (the limit); retry later`,
-              { details: { sessionId: this.id.sessionId, maxWaiters: this.id.settings.maxWaiters } },
-            );
+            throw lineFullError(this.id.sessionId, others.length, this.id.settings.maxWaiters);
           }
           const entry = { invocationId: this.id.invocationId, expiresAt: now + this.id.settings.leaseTtlMs };
           const line = mine ? waiters.map((w) => (w === mine ? entry : w)) : [...waiters, entry];
@@ -454,65 +409,4 @@ export class SessionClaim<S> {
     this.queue = run.catch(() => undefined);
     return run;
   }
-}
-
-/**
- * Removes `head`'s lease, as it was read, by a compare-and-set on its
- * version (nothing else changes but `updatedAt`). Resolves to the stored
- * head, or undefined when the head moved meanwhile (nothing written).
- */
-export function dropLease<S>(
-  store: SessionStore<S>,
-  head: SessionHead,
-  now: number,
-  ctx?: StoreCallContext,
-): Promise<SessionHead | undefined> {
-  const { lease: _lease, ...rest } = withoutVersion(head);
-  return store.commit({ expectedVersion: head.version, head: { ...rest, updatedAt: now } }, ctx);
-}
-
-/**
- * `known` (without its version) moved to `headSnapshotId` by one more turn:
- * one copy, assigned rather than spread twice (a commit does this every turn).
- */
-function movedHead(
-  known: SessionHead,
-  headSnapshotId: string,
-  now: number,
-  lease: NonNullable<SessionHead["lease"]>,
-  usage: Usage | undefined,
-): Omit<SessionHead, "version"> {
-  const head = withoutVersion(known);
-  head.headSnapshotId = headSnapshotId;
-  head.turnCount = known.turnCount + 1;
-  head.updatedAt = now;
-  head.lease = lease;
-  if (usage) head.usage = usage;
-  return head;
-}
-
-function withoutVersion(head: SessionHead): Omit<SessionHead, "version"> {
-  const { version: _version, ...rest } = head;
-  return rest;
-}
-
-function busyError(sessionId: string, holder: string): AgentError {
-  return new AgentError(
-    "ABORTED",
-    `session "${sessionId}" is busy: invocation "${holder}" is running on it (busy policy REJECT); retry when it has finished, or send busy_policy ENQUEUE to wait or INTERRUPT to stop it`,
-    { details: { sessionId, runningInvocationId: holder } },
-  );
-}
-
-function throwIfAborted(signal: AbortSignal | undefined, sessionId: string): void {
-  if (!signal?.aborted) return;
-  const reason = signal.reason as { code?: unknown; status?: unknown } | undefined;
-  // A cancelled call (Connect code 1, or our CANCELLED) stays CANCELLED; a passed deadline is DEADLINE_EXCEEDED.
-  if (reason?.code === 1 || reason?.status === "CANCELLED") {
-    throw new AgentError("CANCELLED", `the call was cancelled while waiting for busy session "${sessionId}"`);
-  }
-  throw new AgentError(
-    "DEADLINE_EXCEEDED",
-    `gave up waiting for busy session "${sessionId}": the call's deadline passed first (busy policy ENQUEUE)`,
-  );
 }
