@@ -1,16 +1,12 @@
 import { SpanKind } from "@opentelemetry/api";
 import type { SessionStore } from "../../stores/snapshot-store.js";
+import { REQUIRED_STORE_METHODS } from "../../stores/session-store-check.js";
 import { agentdInstruments, inSpan } from "./telemetry.js";
 import * as names from "./telemetry-names.js";
 
 /** The store operations that get a span and a duration (long-lived subscriptions and lifecycle calls do not). */
 const TRACED_OPERATIONS: ReadonlySet<string> = new Set([
-  "getHead",
-  "commit",
-  "getRecord",
-  "getChain",
-  "listRecords",
-  "updateRecord",
+  ...REQUIRED_STORE_METHODS,
   "listHeads",
   "deleteSession",
   "sweepExpired",
