@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ownedRecord } from "../src/runtime/session-lookup.js";
+import { ownedRecord } from "../src/runtime/sessions/session-lookup.js";
 import { FileSessionStore } from "../stores/file-store.js";
 import { newSnapshotId } from "../stores/snapshot-identity.js";
 import type { SessionStore, StoreCallContext } from "../stores/snapshot-store.js";

@@ -5,8 +5,8 @@ export * from "./types/session-state.js";
 export * from "./types/snapshot.js";
 export * from "./types/agent-io.js";
 export * from "./types/usage.js";
-export { Agent, isAgent, type AgentDefinition, type AnyAgent, type CallOptions } from "./runtime/agent.js";
-export { defineCustomAgent, type CustomAgentDefinition } from "./runtime/custom-agent.js";
+export { Agent, isAgent, type AgentDefinition, type AnyAgent, type CallOptions } from "./runtime/agents/agent.js";
+export { defineCustomAgent, type CustomAgentDefinition } from "./runtime/agents/custom-agent.js";
 export type {
   AgentContext,
   AgentFn,
@@ -15,34 +15,39 @@ export type {
   TurnContext,
   TurnFn,
   TurnFnContext,
-} from "./runtime/agent-function.js";
-export type { AgentConnection } from "./runtime/agent-connection.js";
-export { AgentRegistry, type AgentRegistryOptions } from "./runtime/agent-registry.js";
+} from "./runtime/agents/agent-function.js";
+export type { AgentConnection } from "./runtime/agents/agent-connection.js";
+export { AgentRegistry, type AgentRegistryOptions } from "./runtime/agents/agent-registry.js";
 export type {
   RuntimeEvents,
   TurnEvent,
   AbortObservedEvent,
   BackgroundFinishedEvent,
   WorkTakenOverEvent,
-} from "./runtime/runtime-events.js";
-export type { TakeoverReport } from "./runtime/work-takeover.js";
-export { Session } from "./runtime/session.js";
-export { SessionRunner } from "./runtime/session-runner.js";
-export { generateModelTurn } from "./runtime/model-turn.js";
-export { traceSessionStore } from "./runtime/traced-store.js";
-export { telemetryRegistered } from "./runtime/telemetry.js";
+} from "./runtime/invocations/runtime-events.js";
+export type { TakeoverReport } from "./runtime/background/work-takeover.js";
+export { Session } from "./runtime/sessions/session.js";
+export { SessionRunner } from "./runtime/sessions/session-runner.js";
+export { generateModelTurn } from "./runtime/agents/model-turn.js";
+export { traceSessionStore } from "./runtime/telemetry/traced-store.js";
+export { telemetryRegistered } from "./runtime/telemetry/telemetry.js";
 export { applyCustomPatch } from "./protocol/custom-patch-stream.js";
-export type { ChunkTransform, ClientTransforms, StateTransform, TransformContext } from "./runtime/state-transform.js";
-export { DEFAULT_LIVENESS, type LivenessSettings } from "./runtime/snapshot-liveness.js";
+export type {
+  ChunkTransform,
+  ClientTransforms,
+  StateTransform,
+  TransformContext,
+} from "./runtime/agents/state-transform.js";
+export { DEFAULT_LIVENESS, type LivenessSettings } from "./runtime/sessions/snapshot-liveness.js";
 export {
   DEFAULT_SESSION_SETTINGS,
   sessionSettings,
   type SessionSettings,
   type SessionSettingsOptions,
-} from "./runtime/session-settings.js";
-export { DEFAULT_CLAIM_SETTINGS, type ClaimSettings } from "./runtime/session-claim.js";
-export { DEFAULT_RECORD_SETTINGS, type RecordSettings } from "./runtime/turn-record.js";
-export type { SnapshotPage } from "./runtime/snapshot-access.js";
+} from "./runtime/sessions/session-settings.js";
+export { DEFAULT_CLAIM_SETTINGS, type ClaimSettings } from "./runtime/sessions/session-claim.js";
+export { DEFAULT_RECORD_SETTINGS, type RecordSettings } from "./runtime/sessions/turn-record.js";
+export type { SnapshotPage } from "./runtime/sessions/snapshot-access.js";
 export type { Model, ModelRequest, ModelResponse, ModelCallOptions } from "./models/model.js";
 export { EchoModel, splitIntoChunks } from "./models/echo-model.js";
 export { ScriptedModel, directiveScript, type ModelScript, type ScriptedReply } from "./models/scripted-model.js";

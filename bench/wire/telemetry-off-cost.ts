@@ -11,7 +11,7 @@
  */
 import { performance } from "node:perf_hooks";
 import type { Model } from "../../src/models/model.js";
-import { InvocationTelemetry } from "../../src/runtime/invocation-telemetry.js";
+import { InvocationTelemetry } from "../../src/runtime/invocations/invocation-telemetry.js";
 
 const INSTANT: Model = {
   name: "instant",

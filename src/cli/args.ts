@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { DEFAULT_SESSION_SETTINGS } from "../runtime/session-settings.js";
+import { DEFAULT_SESSION_SETTINGS } from "../runtime/sessions/session-settings.js";
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from "../server/connection-limits.js";
 import { DEFAULT_GRACE_MS, DEFAULT_MAX_MESSAGE_BYTES } from "../server/server.js";
 import type { BusyPolicy } from "../types/session-state.js";

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { isAgent, type Agent } from "../runtime/agent.js";
+import { isAgent, type Agent } from "../runtime/agents/agent.js";
 import type { Authenticate } from "../server/auth/authenticator.js";
 
 /** An agents module that cannot be used; the message names the module and the fix. */

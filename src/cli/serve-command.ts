@@ -5,10 +5,10 @@ import { redactStoreUri } from "../../stores/redact-uri.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { AgentError } from "../errors/agent-error.js";
-import type { Agent } from "../runtime/agent.js";
-import { AgentRegistry } from "../runtime/agent-registry.js";
-import type { TurnEvent } from "../runtime/runtime-events.js";
-import { startSessionSweeper, sweepIntervalFor } from "../runtime/session-sweeper.js";
+import type { Agent } from "../runtime/agents/agent.js";
+import { AgentRegistry } from "../runtime/agents/agent-registry.js";
+import type { TurnEvent } from "../runtime/invocations/runtime-events.js";
+import { startSessionSweeper, sweepIntervalFor } from "../runtime/sessions/session-sweeper.js";
 import { promptAgentsFromDirectory } from "../prompts/prompt-agent.js";
 import { agentServiceRoutes } from "../server/agent-service.js";
 import { PageTokens } from "../server/page-tokens.js";
@@ -18,7 +18,7 @@ import { loadAgentModules } from "./load-agents.js";
 import { CoalescedLogDestination } from "./coalesced-log-destination.js";
 import { setUpSecurity } from "./security-setup.js";
 import { startTelemetry, type TelemetryHandle } from "./telemetry-setup.js";
-import { traceSessionStore } from "../runtime/traced-store.js";
+import { traceSessionStore } from "../runtime/telemetry/traced-store.js";
 
 /** A started `agentd serve`: the server plus what shutdown must release. */
 export interface ServeInstance {

@@ -4,8 +4,8 @@ import { PromptRegistry, type RenderedPromptTurn } from "./prompt-registry.js";
 import type { Tool } from "../tools/define-tool.js";
 import { DEFAULT_MAX_TOOL_ITERATIONS, runToolLoop } from "../tools/tool-loop.js";
 import type { Message } from "../types/content.js";
-import { Agent, type AgentDefinition } from "../runtime/agent.js";
-import { agentFnFromTurns } from "../runtime/custom-agent.js";
+import { Agent, type AgentDefinition } from "../runtime/agents/agent.js";
+import { agentFnFromTurns } from "../runtime/agents/custom-agent.js";
 
 /** Options every prompt-backed agent takes besides the agent options. */
 export interface PromptBackedOptions {

@@ -17,8 +17,8 @@ import {
 } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import type { AgentInit as WireAgentInit, AgentInput as WireAgentInput } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { AgentError } from "../errors/agent-error.js";
-import type { AgentConnection } from "../runtime/agent-connection.js";
-import type { AgentRegistry } from "../runtime/agent-registry.js";
+import type { AgentConnection } from "../runtime/agents/agent-connection.js";
+import type { AgentRegistry } from "../runtime/agents/agent-registry.js";
 import type { Principal } from "../types/principal.js";
 import { principalOf } from "./auth/call-guard.js";
 import { annotateCall } from "./call-log.js";

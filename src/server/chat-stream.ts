@@ -5,7 +5,7 @@ import type { AgentInit as WireAgentInit, AgentInput as WireAgentInput } from ".
 import { AgentError } from "../errors/agent-error.js";
 import { agentInputFromWire, agentOutputToWire, streamChunkToWire } from "../protocol/index.js";
 import { statusForCode } from "../protocol/status-codes.js";
-import type { AgentConnection } from "../runtime/agent-connection.js";
+import type { AgentConnection } from "../runtime/agents/agent-connection.js";
 import type { AgentStreamChunk } from "../types/agent-io.js";
 import { credentialCheckKey, type CredentialCheck } from "./auth/credential-recheck.js";
 import { annotateCall } from "./call-log.js";

@@ -38,7 +38,7 @@ import {
   type UnauthenticatedShareOptions,
 } from "./unauthenticated-share.js";
 import { telemetryInterceptor } from "./telemetry-interceptor.js";
-import { telemetryRegistered } from "../runtime/telemetry.js";
+import { telemetryRegistered } from "../runtime/telemetry/telemetry.js";
 
 /** Default per-message size limit: 4 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;

@@ -12,8 +12,8 @@ import {
   type TextMapGetter,
 } from "@opentelemetry/api";
 import { statusForCode } from "../protocol/status-codes.js";
-import { agentdInstruments, agentdTracer } from "../runtime/telemetry.js";
-import * as names from "../runtime/telemetry-names.js";
+import { agentdInstruments, agentdTracer } from "../runtime/telemetry/telemetry.js";
+import * as names from "../runtime/telemetry/telemetry-names.js";
 import { callLogKey, protocolOf, type CallLogFields } from "./call-log.js";
 
 /** Reads W3C trace context (`traceparent`, `tracestate`, `baggage`) from the request's Headers. */

@@ -1,8 +1,8 @@
 import { z, type ZodType } from "zod";
 import { AgentError } from "../errors/agent-error.js";
 import type { ModelToolDefinition } from "../models/model.js";
-import type { Responder, TurnContext } from "../runtime/agent-function.js";
-import type { Session } from "../runtime/session.js";
+import type { Responder, TurnContext } from "../runtime/agents/agent-function.js";
+import type { Session } from "../runtime/sessions/session.js";
 import type { ToolRequest } from "../types/content.js";
 
 /** What a tool's `run` can use besides its input. */

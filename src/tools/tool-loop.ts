@@ -1,6 +1,6 @@
 import { AgentError } from "../errors/agent-error.js";
 import { toolRequestsOf, type Model } from "../models/model.js";
-import type { TurnFnContext } from "../runtime/agent-function.js";
+import type { TurnFnContext } from "../runtime/agents/agent-function.js";
 import { hasResume, type AgentInput, type TurnResult } from "../types/agent-io.js";
 import type { Message, Part, ToolRequest } from "../types/content.js";
 import { describeZodError } from "../errors/zod-error.js";

@@ -1,6 +1,6 @@
 import { context, SpanKind, trace } from "@opentelemetry/api";
-import { agentdTracer, recordFailure } from "../runtime/telemetry.js";
-import * as names from "../runtime/telemetry-names.js";
+import { agentdTracer, recordFailure } from "../runtime/telemetry/telemetry.js";
+import * as names from "../runtime/telemetry/telemetry-names.js";
 import type { ToolRequest } from "../types/content.js";
 import { ToolInterrupt } from "./interrupts.js";
 

@@ -2,15 +2,15 @@ import { describe, expect, it } from "vitest";
 import { expectThrowsAgentError, replyTurn } from "./runtime-fixtures.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import { defineCustomAgent } from "../../src/runtime/custom-agent.js";
-import { generateModelTurn } from "../../src/runtime/model-turn.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
+import { defineCustomAgent } from "../../src/runtime/agents/custom-agent.js";
+import { generateModelTurn } from "../../src/runtime/agents/model-turn.js";
 import {
   DEFAULT_SESSION_SETTINGS,
   MAX_SESSION_TTL_MS,
   sessionSettings,
   validateTtl,
-} from "../../src/runtime/session-settings.js";
+} from "../../src/runtime/sessions/session-settings.js";
 
 const echo = (name: string) => defineCustomAgent({ name, turn: (_input, ctx) => generateModelTurn(ctx, "echo") });
 

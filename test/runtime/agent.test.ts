@@ -13,11 +13,15 @@ import {
 } from "./runtime-fixtures.js";
 import { z } from "zod";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { Agent, isAgent } from "../../src/runtime/agent.js";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import type { TurnFnContext } from "../../src/runtime/agent-function.js";
-import { agentFnFromTurns, defineCustomAgent, type CustomAgentDefinition } from "../../src/runtime/custom-agent.js";
-import { generateModelTurn } from "../../src/runtime/model-turn.js";
+import { Agent, isAgent } from "../../src/runtime/agents/agent.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
+import type { TurnFnContext } from "../../src/runtime/agents/agent-function.js";
+import {
+  agentFnFromTurns,
+  defineCustomAgent,
+  type CustomAgentDefinition,
+} from "../../src/runtime/agents/custom-agent.js";
+import { generateModelTurn } from "../../src/runtime/agents/model-turn.js";
 import { EchoModel } from "../../src/models/echo-model.js";
 import { ScriptedModel } from "../../src/models/scripted-model.js";
 import { messageText } from "../../src/types/content.js";

@@ -2,7 +2,7 @@
 // the ones still running then, and leaves no timer behind.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { deferred } from "./runtime-fixtures.js";
-import { BackgroundWork, type BackgroundTask } from "../../src/runtime/background-work.js";
+import { BackgroundWork, type BackgroundTask } from "../../src/runtime/background/background-work.js";
 
 afterEach(() => {
   vi.useRealTimers();

@@ -5,7 +5,7 @@ import {
   SessionClaim,
   type ClaimIdentity,
   type ClaimSettings,
-} from "../../src/runtime/session-claim.js";
+} from "../../src/runtime/sessions/session-claim.js";
 import type { HeadCommit, SessionHead, SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
 import { uuidv7 } from "../../stores/uuid-v7.js";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { expectThrowsAgentError } from "./runtime-fixtures.js";
-import { stateJsonSchema, validateCustomState } from "../../src/runtime/custom-state-schema.js";
+import { stateJsonSchema, validateCustomState } from "../../src/runtime/agents/custom-state-schema.js";
 
 const schema = z.object({ n: z.number(), meta: z.object({ tag: z.string() }), label: z.string().default("none") });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DeleteReceipts } from "../../src/runtime/delete-receipts.js";
+import { DeleteReceipts } from "../../src/runtime/sessions/delete-receipts.js";
 
 const T0 = 1_700_000_000_000;
 

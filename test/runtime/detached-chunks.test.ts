@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { DetachedChunks } from "../../src/runtime/detached-chunks.js";
+import { DetachedChunks } from "../../src/runtime/background/detached-chunks.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { ledgerOnlyStore } from "../fixtures/ledger-only-store.js";
 
-// The recorded stream of one detached invocation (src/runtime/detached-chunks.ts): what it appends
+// The recorded stream of one detached invocation (src/runtime/background/detached-chunks.ts): what it appends
 // to the store's chunk log, and how long it keeps it.
 
 const RETENTION = 60_000;

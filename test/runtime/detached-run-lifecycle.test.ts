@@ -14,8 +14,8 @@ import {
   until,
 } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import type { AbortObservedEvent } from "../../src/runtime/runtime-events.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
+import type { AbortObservedEvent } from "../../src/runtime/invocations/runtime-events.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 
 vi.setConfig({ testTimeout: 5_000 });

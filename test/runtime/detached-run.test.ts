@@ -13,8 +13,8 @@ import {
   replyTurn,
 } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import type { BackgroundFinishedEvent, TurnEvent } from "../../src/runtime/runtime-events.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
+import type { BackgroundFinishedEvent, TurnEvent } from "../../src/runtime/invocations/runtime-events.js";
 import type { RecordMutator, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { ledgerOnlyStore } from "../fixtures/ledger-only-store.js";

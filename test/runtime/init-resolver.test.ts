@@ -14,9 +14,9 @@ import {
   type Harness,
 } from "./runtime-fixtures.js";
 import { z } from "zod";
-import { resolveInit, type InitTarget, type ResolvedStart } from "../../src/runtime/init-resolver.js";
-import { DEFAULT_CLAIM_SETTINGS } from "../../src/runtime/session-claim.js";
-import { DEFAULT_LIVENESS } from "../../src/runtime/snapshot-liveness.js";
+import { resolveInit, type InitTarget, type ResolvedStart } from "../../src/runtime/sessions/init-resolver.js";
+import { DEFAULT_CLAIM_SETTINGS } from "../../src/runtime/sessions/session-claim.js";
+import { DEFAULT_LIVENESS } from "../../src/runtime/sessions/snapshot-liveness.js";
 import { messageText, userText } from "../../src/types/content.js";
 import type { AgentInit } from "../../src/types/session-state.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";

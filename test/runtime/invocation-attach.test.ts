@@ -11,13 +11,13 @@ import {
   Rendezvous,
   replyTurn,
 } from "./runtime-fixtures.js";
-import type { Agent } from "../../src/runtime/agent.js";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
+import type { Agent } from "../../src/runtime/agents/agent.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
 import type { ChunkLogKey } from "../../stores/chunk-log.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
-import type { AttachedItem } from "../../src/runtime/invocation-attach.js";
-import { DEFAULT_LIVENESS } from "../../src/runtime/snapshot-liveness.js";
+import type { AttachedItem } from "../../src/runtime/invocations/invocation-attach.js";
+import { DEFAULT_LIVENESS } from "../../src/runtime/sessions/snapshot-liveness.js";
 import type { AgentOutput, AgentStreamChunk } from "../../src/types/agent-io.js";
 
 vi.setConfig({ testTimeout: 5_000 });

@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
 import { AgentError } from "../../src/errors/agent-error.js";
-import type { DetachedRun } from "../../src/runtime/detached-run.js";
-import { InvocationStream, type InvocationStreamOptions } from "../../src/runtime/invocation-stream.js";
-import type { ChunkTransform } from "../../src/runtime/state-transform.js";
+import type { DetachedRun } from "../../src/runtime/background/detached-run.js";
+import { InvocationStream, type InvocationStreamOptions } from "../../src/runtime/invocations/invocation-stream.js";
+import type { ChunkTransform } from "../../src/runtime/agents/state-transform.js";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
 
 /** A model chunk carrying `text`. */

@@ -10,7 +10,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@o
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { harness, register, Rendezvous, replyTurn } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
-import * as names from "../../src/runtime/telemetry-names.js";
+import * as names from "../../src/runtime/telemetry/telemetry-names.js";
 import { messageText } from "../../src/types/content.js";
 
 vi.setConfig({ testTimeout: 5_000 });

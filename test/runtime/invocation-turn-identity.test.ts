@@ -3,8 +3,8 @@
 // turn's duration.
 import { describe, expect, it, vi } from "vitest";
 import { harness, register, Rendezvous, replyTurn } from "./runtime-fixtures.js";
-import type { TurnContext } from "../../src/runtime/agent-function.js";
-import type { TurnEvent } from "../../src/runtime/runtime-events.js";
+import type { TurnContext } from "../../src/runtime/agents/agent-function.js";
+import type { TurnEvent } from "../../src/runtime/invocations/runtime-events.js";
 import { messageText } from "../../src/types/content.js";
 
 vi.setConfig({ testTimeout: 5_000 });

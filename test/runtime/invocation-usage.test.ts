@@ -5,11 +5,11 @@
 import { describe, expect, it, vi } from "vitest";
 import { drain, harness, recordsOf, register, Rendezvous, turnEndsOf } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
 import type { Usage } from "../../src/types/usage.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
-import { generateModelTurn } from "../../src/runtime/model-turn.js";
+import { generateModelTurn } from "../../src/runtime/agents/model-turn.js";
 import { messageText } from "../../src/types/content.js";
 
 vi.setConfig({ testTimeout: 5_000 });

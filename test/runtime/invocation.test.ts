@@ -16,9 +16,9 @@ import {
 } from "./runtime-fixtures.js";
 import { z } from "zod";
 import { AgentError } from "../../src/errors/agent-error.js";
-import type { AgentConnection } from "../../src/runtime/agent-connection.js";
-import type { TurnContext } from "../../src/runtime/agent-function.js";
-import type { TurnEvent } from "../../src/runtime/runtime-events.js";
+import type { AgentConnection } from "../../src/runtime/agents/agent-connection.js";
+import type { TurnContext } from "../../src/runtime/agents/agent-function.js";
+import type { TurnEvent } from "../../src/runtime/invocations/runtime-events.js";
 import type { AgentInput, AgentOutput } from "../../src/types/agent-io.js";
 import { messageText, userText, type Message } from "../../src/types/content.js";
 

@@ -1,6 +1,6 @@
 import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { LocalClaims, type LocalHolder } from "../../src/runtime/local-claims.js";
+import { LocalClaims, type LocalHolder } from "../../src/runtime/sessions/local-claims.js";
 
 vi.setConfig({ testTimeout: 5_000 });
 

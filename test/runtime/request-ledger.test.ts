@@ -7,8 +7,8 @@ import {
   requestSessionId,
   validRequestId,
   withCommittedRequest,
-} from "../../src/runtime/request-ledger.js";
-import { sessionSettings } from "../../src/runtime/session-settings.js";
+} from "../../src/runtime/sessions/request-ledger.js";
+import { sessionSettings } from "../../src/runtime/sessions/session-settings.js";
 import type { CommittedRequest, SessionHead } from "../../stores/snapshot-store.js";
 
 const T0 = 1_700_000_000_000;

@@ -2,11 +2,11 @@
 // store, agents whose turns block on promises the test controls, and stream readers.
 import { expect, vi } from "vitest";
 import { AgentError } from "../../src/errors/agent-error.js";
-import type { Agent } from "../../src/runtime/agent.js";
-import type { AgentConnection } from "../../src/runtime/agent-connection.js";
-import { AgentRegistry, type AgentRegistryOptions } from "../../src/runtime/agent-registry.js";
-import type { TurnFn } from "../../src/runtime/agent-function.js";
-import { defineCustomAgent, type CustomAgentDefinition } from "../../src/runtime/custom-agent.js";
+import type { Agent } from "../../src/runtime/agents/agent.js";
+import type { AgentConnection } from "../../src/runtime/agents/agent-connection.js";
+import { AgentRegistry, type AgentRegistryOptions } from "../../src/runtime/agents/agent-registry.js";
+import type { TurnFn } from "../../src/runtime/agents/agent-function.js";
+import { defineCustomAgent, type CustomAgentDefinition } from "../../src/runtime/agents/custom-agent.js";
 import type { AgentStreamChunk, TurnEnd } from "../../src/types/agent-io.js";
 import { messageText } from "../../src/types/content.js";
 import type { SessionState } from "../../src/types/session-state.js";

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { claimOf, existingSession, hookedStore, patchHead, record } from "./claim-fixtures.js";
 import { appendRecord, deferred, expectAgentError, setLease } from "./runtime-fixtures.js";
 import type { AgentError } from "../../src/errors/agent-error.js";
-import { DEFAULT_CLAIM_SETTINGS } from "../../src/runtime/session-claim.js";
+import { DEFAULT_CLAIM_SETTINGS } from "../../src/runtime/sessions/session-claim.js";
 import type { Usage } from "../../src/types/usage.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 

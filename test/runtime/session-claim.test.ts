@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { claimOf, existingSession, record } from "./claim-fixtures.js";
 import { appendRecord, deferred, expectAgentError, setLease, until } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { DEFAULT_CLAIM_SETTINGS } from "../../src/runtime/session-claim.js";
+import { DEFAULT_CLAIM_SETTINGS } from "../../src/runtime/sessions/session-claim.js";
 import type { HeadCommit, SessionStore } from "../../stores/snapshot-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 

@@ -10,11 +10,11 @@ import {
   setLease,
 } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import { generateModelTurn } from "../../src/runtime/model-turn.js";
-import { SessionLifecycle } from "../../src/runtime/session-lifecycle.js";
-import { startSessionSweeper, sweepIntervalFor, type SweepReport } from "../../src/runtime/session-sweeper.js";
-import { DEFAULT_LIVENESS } from "../../src/runtime/snapshot-liveness.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
+import { generateModelTurn } from "../../src/runtime/agents/model-turn.js";
+import { SessionLifecycle } from "../../src/runtime/sessions/session-lifecycle.js";
+import { startSessionSweeper, sweepIntervalFor, type SweepReport } from "../../src/runtime/sessions/session-sweeper.js";
+import { DEFAULT_LIVENESS } from "../../src/runtime/sessions/snapshot-liveness.js";
 import { messageText } from "../../src/types/content.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";

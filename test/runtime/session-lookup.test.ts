@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { expectAgentError, harness, register, replyTurn } from "./runtime-fixtures.js";
-import { isExpired, loadRecordState, resolveRecordRef } from "../../src/runtime/session-lookup.js";
+import { isExpired, loadRecordState, resolveRecordRef } from "../../src/runtime/sessions/session-lookup.js";
 import type { SessionHead, SnapshotRecord } from "../../stores/snapshot-store.js";
 
 async function twoSessions() {

@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
 import { expectAgentError, historyOf } from "./runtime-fixtures.js";
 import { z } from "zod";
-import type { TurnContext } from "../../src/runtime/agent-function.js";
-import { SessionRunner, type TurnLifecycle } from "../../src/runtime/session-runner.js";
+import type { TurnContext } from "../../src/runtime/agents/agent-function.js";
+import { SessionRunner, type TurnLifecycle } from "../../src/runtime/sessions/session-runner.js";
 import type { AgentInput } from "../../src/types/agent-io.js";
 import { userText, type Message } from "../../src/types/content.js";
 import type { FinishReason } from "../../src/types/snapshot.js";

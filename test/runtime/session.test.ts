@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { expectThrowsAgentError } from "./runtime-fixtures.js";
 import { z } from "zod";
-import { Session } from "../../src/runtime/session.js";
+import { Session } from "../../src/runtime/sessions/session.js";
 import { userText, type Message } from "../../src/types/content.js";
 
 const history = (n: number): Message[] => Array.from({ length: n }, (_, i) => userText(`m${i}`));

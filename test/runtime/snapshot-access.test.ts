@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { appendRecord, expectAgentError, harness, historyOf, register, replyTurn } from "./runtime-fixtures.js";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import { generateModelTurn } from "../../src/runtime/model-turn.js";
-import { abortIfPending } from "../../src/runtime/snapshot-access.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
+import { generateModelTurn } from "../../src/runtime/agents/model-turn.js";
+import { abortIfPending } from "../../src/runtime/sessions/snapshot-access.js";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
 import type { SnapshotRecord } from "../../stores/snapshot-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";

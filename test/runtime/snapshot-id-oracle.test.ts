@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { MongoClient, type CommandStartedEvent } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { ownedRecord } from "../../src/runtime/session-lookup.js";
+import { ownedRecord } from "../../src/runtime/sessions/session-lookup.js";
 import { FileSessionStore } from "../../stores/file-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";

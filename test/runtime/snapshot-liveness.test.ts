@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_LIVENESS, effectiveStatus, takeoverDue } from "../../src/runtime/snapshot-liveness.js";
+import { DEFAULT_LIVENESS, effectiveStatus, takeoverDue } from "../../src/runtime/sessions/snapshot-liveness.js";
 
 describe("effectiveStatus", () => {
   const ttl = DEFAULT_LIVENESS.heartbeatTtlMs;

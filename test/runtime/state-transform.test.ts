@@ -1,7 +1,11 @@
 import { describe, expect, it, vi } from "vitest";
 import { expectAgentError, harness, register, replyTurn } from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { applyChunkTransform, applyStateTransform, type TransformContext } from "../../src/runtime/state-transform.js";
+import {
+  applyChunkTransform,
+  applyStateTransform,
+  type TransformContext,
+} from "../../src/runtime/agents/state-transform.js";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
 import { userText } from "../../src/types/content.js";
 import type { SessionState } from "../../src/types/session-state.js";

@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import { defineCustomAgent } from "../../src/runtime/custom-agent.js";
-import { generateModelTurn } from "../../src/runtime/model-turn.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
+import { defineCustomAgent } from "../../src/runtime/agents/custom-agent.js";
+import { generateModelTurn } from "../../src/runtime/agents/model-turn.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 

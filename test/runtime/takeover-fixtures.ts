@@ -1,8 +1,8 @@
 // Several "server instances" in one process: registries sharing one memory store, each with
 // its own instance ID and gate, for the takeover tests of detached work.
-import type { Agent } from "../../src/runtime/agent.js";
-import { AgentRegistry, type AgentRegistryOptions } from "../../src/runtime/agent-registry.js";
-import type { WorkTakenOverEvent } from "../../src/runtime/runtime-events.js";
+import type { Agent } from "../../src/runtime/agents/agent.js";
+import { AgentRegistry, type AgentRegistryOptions } from "../../src/runtime/agents/agent-registry.js";
+import type { WorkTakenOverEvent } from "../../src/runtime/invocations/runtime-events.js";
 import { messageText } from "../../src/types/content.js";
 import type { Principal } from "../../src/types/principal.js";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { historyOf, register } from "./runtime-fixtures.js";
 import { chunksOf, detachInputs, instances, labels, row, takeOverUntil, type Instance } from "./takeover-fixtures.js";
-import { loadRecordState } from "../../src/runtime/session-lookup.js";
+import { loadRecordState } from "../../src/runtime/sessions/session-lookup.js";
 import { ScriptedModel } from "../../src/models/scripted-model.js";
 import { defineAgent } from "../../src/prompts/prompt-agent.js";
 import { defineTool } from "../../src/tools/define-tool.js";

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { expectAgentError, harness, recordsOf, register, replyTurn, setLease } from "./runtime-fixtures.js";
-import { DEFAULT_CLAIM_SETTINGS, SessionClaim } from "../../src/runtime/session-claim.js";
-import { TurnCommits } from "../../src/runtime/turn-commits.js";
-import { DEFAULT_RECORD_SETTINGS, type RecordSettings } from "../../src/runtime/turn-record.js";
+import { DEFAULT_CLAIM_SETTINGS, SessionClaim } from "../../src/runtime/sessions/session-claim.js";
+import { TurnCommits } from "../../src/runtime/sessions/turn-commits.js";
+import { DEFAULT_RECORD_SETTINGS, type RecordSettings } from "../../src/runtime/sessions/turn-record.js";
 import { userText, type Message } from "../../src/types/content.js";
 import type { SessionState } from "../../src/types/session-state.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";

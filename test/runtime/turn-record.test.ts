@@ -2,7 +2,7 @@
 // over is refused with RESOURCE_EXHAUSTED naming the session, the size and the limit.
 import { describe, expect, it } from "vitest";
 import { expectThrowsAgentError } from "./runtime-fixtures.js";
-import { DEFAULT_RECORD_SETTINGS, stateFieldsFor } from "../../src/runtime/turn-record.js";
+import { DEFAULT_RECORD_SETTINGS, stateFieldsFor } from "../../src/runtime/sessions/turn-record.js";
 import { userText } from "../../src/types/content.js";
 import type { SessionState } from "../../src/types/session-state.js";
 

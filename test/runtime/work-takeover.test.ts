@@ -19,10 +19,10 @@ import {
   untilSilent,
   type Instance,
 } from "./takeover-fixtures.js";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import { takeOverDeadWork, type TakeoverReport } from "../../src/runtime/work-takeover.js";
-import { livenessRecheckMs } from "../../src/runtime/snapshot-liveness.js";
-import { loadRecordState } from "../../src/runtime/session-lookup.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
+import { takeOverDeadWork, type TakeoverReport } from "../../src/runtime/background/work-takeover.js";
+import { livenessRecheckMs } from "../../src/runtime/sessions/snapshot-liveness.js";
+import { loadRecordState } from "../../src/runtime/sessions/session-lookup.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 

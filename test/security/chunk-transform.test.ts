@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import { defineCustomAgent } from "../../src/runtime/custom-agent.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
+import { defineCustomAgent } from "../../src/runtime/agents/custom-agent.js";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
 import { messageText } from "../../src/types/content.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";

@@ -1,7 +1,7 @@
 import { MongoClient, type CommandStartedEvent } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listSnapshots } from "../../src/runtime/snapshot-access.js";
-import { DEFAULT_LIVENESS } from "../../src/runtime/snapshot-liveness.js";
+import { listSnapshots } from "../../src/runtime/sessions/snapshot-access.js";
+import { DEFAULT_LIVENESS } from "../../src/runtime/sessions/snapshot-liveness.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";

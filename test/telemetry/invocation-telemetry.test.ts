@@ -7,10 +7,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { EchoModel } from "../../src/models/echo-model.js";
 import type { Model } from "../../src/models/model.js";
-import { AgentRegistry } from "../../src/runtime/agent-registry.js";
-import { InvocationTelemetry } from "../../src/runtime/invocation-telemetry.js";
+import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
+import { InvocationTelemetry } from "../../src/runtime/invocations/invocation-telemetry.js";
 import { defineAgent } from "../../src/prompts/prompt-agent.js";
-import * as names from "../../src/runtime/telemetry-names.js";
+import * as names from "../../src/runtime/telemetry/telemetry-names.js";
 import { generateWith, HELLO } from "../harness/model-calls.js";
 import { registerInProcessTelemetry, type InProcessTelemetry, type RecordedPoint } from "./in-process-telemetry.js";
 

@@ -3,7 +3,7 @@
 import * as incubating from "@opentelemetry/semantic-conventions/incubating";
 import * as stable from "@opentelemetry/semantic-conventions";
 import { describe, expect, it } from "vitest";
-import * as names from "../../src/runtime/telemetry-names.js";
+import * as names from "../../src/runtime/telemetry/telemetry-names.js";
 
 describe("the semantic-convention names agentd uses", () => {
   it("match @opentelemetry/semantic-conventions", () => {

@@ -12,7 +12,7 @@ import {
   inSpan,
   recordFailure,
   telemetryRegistered,
-} from "../../src/runtime/telemetry.js";
+} from "../../src/runtime/telemetry/telemetry.js";
 import { registerInProcessTelemetry, type InProcessTelemetry } from "./in-process-telemetry.js";
 
 let telemetry: InProcessTelemetry | undefined;

@@ -5,7 +5,7 @@ import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { DataPointType } from "@opentelemetry/sdk-metrics";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Model, ModelResponse } from "../../src/models/model.js";
-import { traceModel } from "../../src/runtime/traced-model.js";
+import { traceModel } from "../../src/runtime/telemetry/traced-model.js";
 import type { Usage } from "../../src/types/usage.js";
 import { HELLO } from "../harness/model-calls.js";
 import { registerInProcessTelemetry, type InProcessTelemetry } from "./in-process-telemetry.js";

@@ -5,7 +5,7 @@ import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { DataPointType } from "@opentelemetry/sdk-metrics";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { traceSessionStore } from "../../src/runtime/traced-store.js";
+import { traceSessionStore } from "../../src/runtime/telemetry/traced-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { isSnapshotSubscriber, type SessionStore } from "../../stores/snapshot-store.js";
 import { runStoreConformance } from "../stores/conformance.js";

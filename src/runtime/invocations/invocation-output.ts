@@ -1,0 +1,54 @@
+import type { AgentError } from "../../errors/agent-error.js";
+import type { AgentOutput } from "../../types/agent-io.js";
+import type { SessionState } from "../../types/session-state.js";
+import type { FinishReason } from "../../types/snapshot.js";
+import type { Usage } from "../../types/usage.js";
+import type { AgentResult } from "../sessions/turn-context.js";
+import { applyStateTransform, type StateTransform, type TransformContext } from "../agents/state-transform.js";
+
+/** What an invocation's output is made of. */
+export interface OutputParts<S> {
+  /** The state the output reports: the last good state after a failure, the current one otherwise. */
+  state: SessionState<S>;
+  /** True when a store keeps the state (the output then carries no state). */
+  serverManaged: boolean;
+  stateTransform: StateTransform<S> | undefined;
+  transformContext: TransformContext;
+  /** What the agent function returned (its overrides of message, artifacts, finish reason). */
+  result: AgentResult | void;
+  error: AgentError | undefined;
+  sessionId: string;
+  snapshotId?: string;
+  /** The finish reason of the last turn. */
+  finishReason: FinishReason;
+  usage?: Usage;
+}
+
+/**
+ * The invocation's output as it leaves the server. With a state transform,
+ * the message and artifacts come from the transformed state (none when the
+ * transform omits the state), so a redaction cannot be bypassed through the
+ * output; a client-managed output carries the transformed state. Without one,
+ * the agent's own overrides win, then the last model message and every
+ * artifact. Rejects like the transform (fails closed).
+ */
+export async function shapeOutput<S>(parts: OutputParts<S>): Promise<AgentOutput<S>> {
+  const { state, stateTransform, result, error } = parts;
+  const shaped =
+    parts.serverManaged && !stateTransform
+      ? state
+      : await applyStateTransform(stateTransform, state, parts.transformContext);
+  const lastModel = shaped ? [...shaped.messages].reverse().find((m) => m.role === "model") : undefined;
+  const message = stateTransform ? lastModel : (result?.message ?? lastModel);
+  const artifacts = stateTransform ? (shaped?.artifacts ?? []) : (result?.artifacts ?? state.artifacts);
+  return {
+    sessionId: parts.sessionId,
+    ...(parts.snapshotId ? { snapshotId: parts.snapshotId } : {}),
+    ...(message ? { message } : {}),
+    artifacts,
+    ...(!parts.serverManaged && shaped ? { state: shaped } : {}),
+    finishReason: error ? "failed" : (result?.finishReason ?? parts.finishReason),
+    ...(error ? { error: error.toData() } : {}),
+    ...(parts.usage ? { usage: parts.usage } : {}),
+  };
+}

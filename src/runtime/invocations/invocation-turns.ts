@@ -1,0 +1,250 @@
+import { uuidv7 } from "../../../stores/uuid-v7.js";
+import { AgentError } from "../../errors/agent-error.js";
+import type { AgentInput, AgentStreamChunk, TurnEnd } from "../../types/agent-io.js";
+import type { SessionState } from "../../types/session-state.js";
+import type { FinishReason } from "../../types/snapshot.js";
+import { addUsage, type Usage } from "../../types/usage.js";
+import type { TurnContext } from "../agents/agent-function.js";
+import type { DetachedRun } from "../background/detached-run.js";
+import type { InputProgress } from "./input-progress.js";
+import type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
+import type { InvocationStream } from "./invocation-stream.js";
+import type { InvocationTelemetry } from "./invocation-telemetry.js";
+import { committedRequest, inputFingerprint } from "../sessions/request-ledger.js";
+import type { TurnEvent } from "./runtime-events.js";
+import type { SessionClaim } from "../sessions/session-claim.js";
+import type { SessionRunner } from "../sessions/session-runner.js";
+import type { TurnCommits } from "../sessions/turn-commits.js";
+import { turnRequestOf, type TurnRequest } from "../sessions/turn-request.js";
+
+/** The parts of an invocation its turn bookkeeping works with (see {@link InvocationTurns}). */
+export interface InvocationTurnsParts<S> {
+  readonly target: InvocationTarget<S>;
+  readonly options: InvocationOptions;
+  readonly sessionId: string;
+  /** The chunks out: to the client, or after detach to the store's chunk log. */
+  readonly out: InvocationStream;
+  readonly claim: SessionClaim<S> | undefined;
+  readonly commits: TurnCommits<S> | undefined;
+  /** The invocation's work: aborted by a cancel, an interrupt, or a lost claim. */
+  readonly work: AbortController;
+  readonly runner: SessionRunner<S>;
+  readonly telemetry: InvocationTelemetry;
+  readonly progress: InputProgress;
+  /** The detached run, once the invocation detached. */
+  detachedRun(): DetachedRun<S> | undefined;
+  /** Ends the invocation with an RPC-level error (a request ID reused for a different input). */
+  failClosed(err: AgentError): void;
+}
+
+/**
+ * The per-turn bookkeeping of one invocation (the hooks of its turn loop):
+ * a turn's identity before it runs; at a successful end, the commit of its
+ * snapshot (before detach) and its TurnEnd; at a failure, the rollback to the
+ * last good state and a failed TurnEnd, nothing written; and the exactly-once
+ * answer to a retried input whose turn the session already committed (its
+ * TurnEnd streamed again, the agent not run).
+ */
+export class InvocationTurns<S> {
+  private readonly parts: InvocationTurnsParts<S>;
+  private good: SessionState<S>;
+  private finish: FinishReason = "stop";
+  private save: Promise<unknown> = Promise.resolve();
+  private turnStartedAt = 0;
+  /** The request ID and fingerprint of the running turn's input, if it carried a request ID. */
+  private turnRequest: TurnRequest | undefined;
+  /** The tokens of the committed turns answered again (retries). */
+  private replayedUsage: Usage | undefined;
+  /** Takeover of a turn cut after a checkpoint: the next turn continues it (`TurnContext.continued`). */
+  continuing = false;
+
+  constructor(parts: InvocationTurnsParts<S>) {
+    this.parts = parts;
+    this.good = parts.runner.snapshotState();
+  }
+
+  /** The state after the last successful turn (what a failure rolls back to). */
+  get lastGood(): SessionState<S> {
+    return this.good;
+  }
+
+  /** The finish reason of the last turn that ended well or was answered again ("stop" before any). */
+  get lastFinish(): FinishReason {
+    return this.finish;
+  }
+
+  /** The last turn commit started; settles (never rejects) once it is written or failed. */
+  get turnSave(): Promise<unknown> {
+    return this.save;
+  }
+
+  /** The tokens of the committed turns this invocation answered again, if any. */
+  get answeredUsage(): Usage | undefined {
+    return this.replayedUsage;
+  }
+
+  /** Reserves the turn's identity (snapshot ID before detach, parent, index) and starts its span. */
+  beginTurn(turnIndex: number, input: AgentInput): TurnContext {
+    const { out, claim, target, work } = this.parts;
+    out.startTurn();
+    this.turnRequest = input.requestId ? turnRequestOf(input) : undefined;
+    if (claim) claim.runningRequestId = this.turnRequest?.requestId;
+    const snapshotId = target.store && !this.parts.detachedRun() ? uuidv7() : undefined;
+    this.turnStartedAt = Date.now();
+    const parentId = this.parts.commits?.last?.snapshotId;
+    // Built by assignment, not by spreading optional parts: this runs every turn.
+    const turn = {} as TurnContext;
+    if (snapshotId) turn.snapshotId = snapshotId;
+    if (parentId) turn.parentId = parentId;
+    turn.turnIndex = turnIndex;
+    turn.signal = work.signal;
+    turn.checkpoint = () => this.checkpointTurn(turnIndex);
+    if (this.continuing) turn.continued = true;
+    this.continuing = false;
+    this.parts.telemetry.beginTurn(turn);
+    return turn;
+  }
+
+  /**
+   * Ends a successful turn: once its chunks drained, commits its snapshot
+   * (before detach; throws if the work was aborted meanwhile, committing
+   * nothing), then streams its TurnEnd and, after detach, records it on the
+   * background row.
+   */
+  async endTurn(turn: TurnContext, finishReason: FinishReason): Promise<void> {
+    const { out, work, claim, runner, telemetry, progress } = this.parts;
+    await out.drained();
+    // Checked after the wait: a cancel (or a chunk transform failing) while this turn's chunks drained commits nothing.
+    if (work.signal.aborted) throw AgentError.from(work.signal.reason, "CANCELLED");
+    let snapshotId: string | undefined;
+    const commits = this.parts.commits;
+    const usage = telemetry.turnUsage;
+    if (turn.snapshotId && !this.parts.detachedRun() && commits) {
+      progress.committed();
+      const save = commits.commit(
+        turn.snapshotId,
+        turn.turnIndex,
+        finishReason,
+        runner.snapshotState(),
+        runner.unchangedMessages(),
+        usage,
+        this.turnRequest,
+      );
+      this.save = save.catch(() => {});
+      await save;
+      if (claim) claim.runningRequestId = undefined;
+      runner.markUnchanged();
+      snapshotId = turn.snapshotId;
+    }
+    this.good = runner.snapshotState();
+    this.finish = finishReason;
+    this.logTurn(turn, finishReason, snapshotId);
+    telemetry.endTurn(finishReason, snapshotId);
+    await this.emit({ turnEnd: turnEndOf(snapshotId, finishReason, turn.turnIndex, this.parts.sessionId, usage) });
+    progress.turnEnded(out.sequence);
+    // After its TurnEnd is recorded: a takeover resumes after this turn.
+    await this.parts.detachedRun()?.turnCompleted(turn.turnIndex, usage, this.good, out.sequence);
+  }
+
+  /** Ends a failed turn: rolls the session back to the last good state and streams a failed (or aborted) TurnEnd. */
+  async failTurn(turn: TurnContext, error: unknown): Promise<void> {
+    const { claim, telemetry, runner, out } = this.parts;
+    if (claim) claim.runningRequestId = undefined;
+    const finishReason = this.stoppedByAbort() ? "aborted" : "failed";
+    this.logTurn(turn, finishReason, undefined);
+    const usage = telemetry.turnUsage; // spent even though nothing is written
+    telemetry.failTurn(error, finishReason);
+    runner.restore(this.good);
+    await out.drained();
+    await this.emit({ turnEnd: turnEndOf(undefined, finishReason, turn.turnIndex, this.parts.sessionId, usage) });
+  }
+
+  /**
+   * A retry of a turn the session committed (its request ID is among the
+   * head's committed request IDs): streams that turn's TurnEnd again, read
+   * from its record (same snapshot ID, turn index, finish reason and usage),
+   * and the input is skipped: the agent does not run. The same request ID
+   * with a different input ends the invocation with INVALID_ARGUMENT. False
+   * (run the input) when the session does not remember the ID, or its
+   * record is gone. Costs a scan of the head's bounded list, plus one record
+   * read on a hit.
+   */
+  async answered(input: AgentInput): Promise<boolean> {
+    const { claim, sessionId, out } = this.parts;
+    const store = this.parts.target.store;
+    if (!claim || !store || this.parts.detachedRun()) return false;
+    const requestId = input.requestId!;
+    const entry = committedRequest(claim.currentHead, requestId, claim.requestWindow);
+    if (!entry) return false;
+    const record = await store.getRecord(entry.snapshotId, this.parts.options.storeContext);
+    if (!record || record.sessionId !== sessionId) return false;
+    if (record.requestFingerprint !== inputFingerprint(input)) {
+      this.parts.failClosed(
+        new AgentError(
+          "INVALID_ARGUMENT",
+          `input.request_id "${requestId}" was already used for a different input of session "${sessionId}" (turn ${record.turnIndex}, snapshot "${record.snapshotId}"); give every new input a new request ID and reuse one only to retry the same input`,
+          { details: { field: "input.request_id", requestId, snapshotId: record.snapshotId } },
+        ),
+      );
+      return true;
+    }
+    await out.drained();
+    const finishReason = record.finishReason ?? "stop";
+    this.finish = finishReason;
+    this.replayedUsage = addUsage(this.replayedUsage, record.usage);
+    await this.emit({
+      turnEnd: turnEndOf(record.snapshotId, finishReason, record.turnIndex, sessionId, record.usage),
+    });
+    this.parts.progress.turnEnded(out.sequence);
+    return true;
+  }
+
+  /** After detach: checkpoints the row mid-turn, once the chunks streamed so far are recorded. */
+  private async checkpointTurn(turnIndex: number): Promise<void> {
+    const run = this.parts.detachedRun();
+    if (!run) return;
+    const { out, work, runner } = this.parts;
+    await out.drained();
+    if (work.signal.aborted) return;
+    await run.roundCompleted(turnIndex, runner.snapshotState(), out.sequence);
+  }
+
+  private logTurn(turn: TurnContext, finishReason: FinishReason, snapshotId: string | undefined): void {
+    const report = this.parts.target.events?.turn;
+    if (!report) return;
+    const event = { agent: this.parts.target.name, sessionId: this.parts.sessionId } as TurnEvent;
+    if (snapshotId) event.snapshotId = snapshotId;
+    event.turnIndex = turn.turnIndex;
+    event.finishReason = finishReason;
+    event.detached = this.parts.detachedRun() !== undefined;
+    event.durationMs = Date.now() - this.turnStartedAt;
+    report(event);
+  }
+
+  /** True once the work was stopped with ABORTED (an Abort of detached work, or a busy-session INTERRUPT). */
+  private stoppedByAbort(): boolean {
+    const signal = this.parts.work.signal;
+    return signal.aborted && AgentError.from(signal.reason, "CANCELLED").status === "ABORTED";
+  }
+
+  private emit(chunk: AgentStreamChunk): Promise<void> | undefined {
+    return this.parts.out.emit(chunk);
+  }
+}
+
+/** A TurnEnd chunk's body (optional fields set only when present). */
+function turnEndOf(
+  snapshotId: string | undefined,
+  finishReason: FinishReason,
+  turnIndex: number,
+  sessionId: string,
+  usage: Usage | undefined,
+): TurnEnd {
+  const turnEnd = {} as TurnEnd;
+  if (snapshotId) turnEnd.snapshotId = snapshotId;
+  turnEnd.finishReason = finishReason;
+  turnEnd.turnIndex = turnIndex;
+  turnEnd.sessionId = sessionId;
+  if (usage) turnEnd.usage = usage;
+  return turnEnd;
+}

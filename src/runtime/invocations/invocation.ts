@@ -1,0 +1,389 @@
+import { AgentError } from "../../errors/agent-error.js";
+import type { AgentInput, AgentOutput, AgentStreamChunk } from "../../types/agent-io.js";
+import type { Usage } from "../../types/usage.js";
+import { admitInput } from "./input-admission.js";
+import { userText } from "../../types/content.js";
+import type { SessionState } from "../../types/session-state.js";
+import type { SessionStore, SnapshotSubscriber } from "../../../stores/snapshot-store.js";
+import { backgroundStoreOf } from "../background/background-store.js";
+import type { AgentConnection } from "../agents/agent-connection.js";
+import type { AgentResult, Responder } from "../agents/agent-function.js";
+import { AsyncChannel } from "../../protocol/async-channel.js";
+import { DetachedRun, type DetachedRunOptions, type DetachedWorkStart } from "../background/detached-run.js";
+import type { ResolvedStart } from "../sessions/init-resolver.js";
+import type { SessionClaim } from "../sessions/session-claim.js";
+import { TurnCommits } from "../sessions/turn-commits.js";
+import { SessionRunner, type TurnLifecycle } from "../sessions/session-runner.js";
+import { ANONYMOUS } from "../../types/principal.js";
+import { applyStateTransform, transformContextOf, type TransformContext } from "../agents/state-transform.js";
+import { InvocationTelemetry } from "./invocation-telemetry.js";
+import { shapeOutput } from "./invocation-output.js";
+import type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
+import type { AdoptedWork } from "../background/work-adoption.js";
+import { InputProgress } from "./input-progress.js";
+import { InvocationStream } from "./invocation-stream.js";
+import { InvocationTurns } from "./invocation-turns.js";
+import { turnRequestOf, type TurnRequest } from "../sessions/turn-request.js";
+import { addUsage } from "../../types/usage.js";
+
+export type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
+
+/**
+ * The engine of one invocation: feeds inputs to the agent's turn loop, writes a
+ * snapshot at each successful turn end, streams client-facing chunks (chunk
+ * transform applied, custom-state patches diffed on the transformed state), and
+ * resolves the output. Detach hands the rest to a {@link DetachedRun}.
+ */
+export class Invocation<S> implements AgentConnection<S> {
+  readonly sessionId: string;
+  private readonly target: InvocationTarget<S>;
+  private readonly options: InvocationOptions;
+  private readonly turnInputs = new AsyncChannel<AgentInput>();
+  private readonly work = new AbortController();
+  private readonly runner: SessionRunner<S>;
+  /** The chunks out: to the client, or after detach to the store's chunk log. */
+  private readonly out: InvocationStream;
+  private readonly outputPromise: Promise<AgentOutput<S>>;
+  private resolveOutput!: (output: AgentOutput<S>) => void;
+  private rejectOutput!: (err: AgentError) => void;
+  private readonly claim: SessionClaim<S> | undefined;
+  private readonly commits: TurnCommits<S> | undefined;
+  private inputClosed = false;
+  private settled = false;
+  /** The RPC-level error the invocation ended with, if it failed closed. */
+  private failure: AgentError | undefined;
+  private detachedRun: DetachedRun<S> | undefined;
+  /** Which input runs and where the stream stands: what detach records for a takeover. */
+  private readonly progress: InputProgress;
+  /** The state the invocation started from (recorded with detached work of a session without a commit). */
+  private readonly initialState: SessionState<S>;
+  /** Whether this invocation started a new session (no resume point). */
+  private readonly startsSession: boolean;
+  /** Turn spans, turn metrics and token usage (OpenTelemetry API; no-ops without an SDK). */
+  private readonly telemetry: InvocationTelemetry;
+  /** Begin, end, failure and exactly-once replay of each turn; the last good state and finish reason. */
+  private readonly turns: InvocationTurns<S>;
+
+  /** `adopted`: a takeover; the invocation runs the remaining work of a dead instance's pending row. */
+  constructor(
+    target: InvocationTarget<S>,
+    start: ResolvedStart<S>,
+    options: InvocationOptions = {},
+    adopted?: AdoptedWork<S>,
+  ) {
+    this.target = target;
+    this.options = options;
+    this.sessionId = start.state.sessionId;
+    this.telemetry = new InvocationTelemetry(target.name, this.sessionId, target.telemetry === true);
+    this.startsSession = start.parent === undefined;
+    this.claim = start.claim;
+    this.commits = start.claim ? new TurnCommits(start.claim, this.sessionId, target.records, start.parent) : undefined;
+    this.out = new InvocationStream(
+      {
+        transform: target.transforms.chunk,
+        transformContext: () => this.transformContext(),
+        detachedRun: () => this.detachedRun as DetachedRun<unknown> | undefined,
+        onFailure: (err) => this.streamFailed(err),
+        maxBufferedChunks: target.maxBufferedChunks,
+      },
+      start.state.custom,
+    );
+    this.outputPromise = new Promise((resolve, reject) => {
+      this.resolveOutput = resolve;
+      this.rejectOutput = reject;
+    });
+    this.outputPromise.catch(() => {}); // observed through output()
+    this.progress = new InputProgress(start.nextTurnIndex);
+    this.initialState = start.state;
+    this.runner = new SessionRunner(start.state, target.stateSchema, start.nextTurnIndex, this.lifecycle());
+    this.turns = new InvocationTurns({
+      target,
+      options,
+      sessionId: this.sessionId,
+      out: this.out,
+      claim: this.claim,
+      commits: this.commits,
+      work: this.work,
+      runner: this.runner,
+      telemetry: this.telemetry,
+      progress: this.progress,
+      detachedRun: () => this.detachedRun,
+      failClosed: (err) => this.failClosed(err),
+    });
+    this.runner.onCustomChange(() => this.streamCustom());
+    this.claim?.whenLost((err) => {
+      if (this.detachedRun) this.work.abort(err);
+      else this.failClosed(err);
+    });
+    options.signal?.addEventListener("abort", this.onClientAbort, { once: true });
+    if (options.signal?.aborted) this.clientGone();
+    if (adopted) this.adopt(adopted);
+    void this.execute();
+  }
+
+  get stream(): AsyncIterable<AgentStreamChunk> {
+    return this.out.chunks;
+  }
+
+  get custom(): S | undefined {
+    return structuredClone(this.out.custom) as S | undefined;
+  }
+
+  send(input: AgentInput): void {
+    if (this.failure) throw this.failure;
+    if (this.inputClosed) {
+      throw new AgentError(
+        "FAILED_PRECONDITION",
+        this.settled ? "the invocation has completed; read its output" : "input is closed",
+      );
+    }
+    const admitted = admitInput(input, { queued: this.turnInputs.size, maxQueued: this.target.maxQueuedInputs });
+    // Checked before queuing: a detach the store cannot support queues nothing.
+    const backgroundStore = admitted.detach
+      ? backgroundStoreOf(this.target.name, this.target.store, "detach")
+      : undefined;
+    if (admitted.turn) this.turnInputs.push(admitted.turn);
+    if (backgroundStore)
+      this.startDetach(backgroundStore, undefined, input.requestId ? turnRequestOf(input) : undefined);
+  }
+
+  sendText(text: string, metadata?: Record<string, unknown>): void {
+    this.send({ message: userText(text, metadata) });
+  }
+
+  detach(): void {
+    this.send({ detach: true });
+  }
+
+  close(): void {
+    this.inputClosed = true;
+    this.turnInputs.close();
+  }
+
+  cancel(error: AgentError): void {
+    this.failClosed(error);
+  }
+
+  output(): Promise<AgentOutput<S>> {
+    this.close();
+    return this.outputPromise;
+  }
+
+  private lifecycle(): TurnLifecycle {
+    return {
+      inputs: this.progress.pulled(this.turnInputs, () => this.runner.turnIndex),
+      beginTurn: (turnIndex, input) => this.turns.beginTurn(turnIndex, input),
+      answered: (input) => this.turns.answered(input),
+      endTurn: (turn, finishReason) => this.turns.endTurn(turn, finishReason),
+      failTurn: (turn, error) => this.turns.failTurn(turn, error),
+      runInTurn: (_turn, work) => this.telemetry.runInTurn(work),
+    };
+  }
+
+  private responder(): Responder {
+    return {
+      sendModelChunk: (chunk) => this.emit({ modelChunk: chunk }),
+      sendArtifact: (artifact) => {
+        this.runner.addArtifacts(artifact);
+        return this.emit({ artifact: structuredClone(artifact) });
+      },
+    };
+  }
+
+  private transformContext(): TransformContext {
+    return transformContextOf(this.target.name, this.options);
+  }
+
+  /** Queues a chunk for the client (or, after detach, the chunk log); see {@link InvocationStream}. */
+  private emit(chunk: AgentStreamChunk): Promise<void> | undefined {
+    return this.out.emit(chunk);
+  }
+
+  /** A chunk that could not be shaped or delivered: cancels detached work, else ends the invocation with the error. */
+  private streamFailed(err: AgentError): void {
+    if (this.detachedRun) this.work.abort(err);
+    else this.failClosed(err);
+  }
+
+  private async streamCustom(): Promise<void> {
+    if (!this.out.flowing) return;
+    try {
+      // Without a state transform only custom state is diffed (no copy of the history);
+      // a transform gets its own deep copy of the whole state (applyStateTransform).
+      const transform = this.target.transforms.state;
+      const custom = transform
+        ? (await applyStateTransform(transform, this.runner.snapshotState(), this.transformContext()))?.custom
+        : this.runner.frozenCustom();
+      await this.out.streamCustom(custom);
+    } catch (err) {
+      this.failClosed(AgentError.from(err));
+    }
+  }
+
+  /**
+   * Takeover: runs the remaining inputs of a dead instance's detached work as
+   * this invocation's detached run, numbering chunks after the recorded ones,
+   * the first being the {@link Takeover} marker.
+   */
+  private adopt(adopted: AdoptedWork<S>): void {
+    this.out.continueAfter(adopted.lastRecordedSequence);
+    this.turns.continuing = adopted.continuesTurn;
+    for (const input of adopted.inputs) this.turnInputs.push(input);
+    this.startDetach(backgroundStoreOf(this.target.name, this.target.store, "detach"), adopted);
+    void this.emit({ takeover: { supersededAfter: adopted.supersededAfter, turnIndex: this.runner.turnIndex } });
+  }
+
+  /** What detached work records so that another instance can take it over. */
+  private detachedWork(): DetachedWorkStart {
+    const initial = this.commits?.last ? undefined : (this.initialState as SessionState<unknown>);
+    const work = this.progress.remainingWork(this.turnInputs.queued(), this.options.principal ?? ANONYMOUS, initial);
+    return { ...work, instance: this.target.instance };
+  }
+
+  /** `request`: the detach input's request ID and fingerprint, recorded on the pending row (a retry answers that row). */
+  private startDetach(
+    store: SessionStore<S> & SnapshotSubscriber,
+    adopted?: AdoptedWork<S>,
+    request?: TurnRequest,
+  ): void {
+    this.close();
+    this.telemetry.detach();
+    const start: DetachedRunOptions<S>["start"] = adopted
+      ? {
+          kind: "adopt",
+          snapshotId: adopted.snapshotId,
+          parent: adopted.parent,
+          ...(adopted.usage ? { usage: adopted.usage } : {}),
+        }
+      : { kind: "detach", work: this.detachedWork(), ...(request ? { request } : {}) };
+    // The background row's writes and heartbeats belong to the detached span.
+    this.detachedRun = this.telemetry.runInInvocation(
+      () =>
+        new DetachedRun({
+          store,
+          sessionId: this.sessionId,
+          turnIndex: this.runner.turnIndex,
+          invocationId: this.claim!.invocationId,
+          start,
+          liveness: this.target.liveness,
+          storeContext: this.options.storeContext,
+          afterTurnSave: this.turns.turnSave,
+          claim: this.claim!,
+          parent: () => this.commits?.last,
+          records: this.target.records,
+          work: this.work,
+          agent: this.target.name,
+          ...(this.target.events ? { events: this.target.events } : {}),
+        }),
+    );
+    this.target.background.track(this.detachedRun);
+    this.detachedRun.pendingId.then(
+      (snapshotId) => {
+        const usage = this.telemetry.usage;
+        this.settle({
+          sessionId: this.sessionId,
+          snapshotId,
+          artifacts: [],
+          finishReason: "detached",
+          ...(usage ? { usage } : {}),
+        });
+      },
+      (err) => this.failClosed(AgentError.from(err)),
+    );
+  }
+
+  /** The client's signal listener; removed once the invocation settled, so the call's signal holds nothing of it. */
+  private readonly onClientAbort = (): void => this.clientGone();
+
+  private clientGone(): void {
+    if (this.detachedRun || this.settled) return;
+    this.failClosed(new AgentError("CANCELLED", "the client cancelled the invocation")); // also aborts the work
+  }
+
+  /** Ends the client-facing side with an RPC-level error and cancels the work (before detach). */
+  private failClosed(err: AgentError): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.options.signal?.removeEventListener("abort", this.onClientAbort);
+    this.failure = err;
+    this.close();
+    if (!this.detachedRun) this.work.abort(err);
+    this.out.fail(err);
+    this.rejectOutput(err);
+  }
+
+  private settle(output: AgentOutput<S>): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.options.signal?.removeEventListener("abort", this.onClientAbort);
+    this.resolveOutput(output);
+    this.out.close();
+  }
+
+  private async execute(): Promise<void> {
+    let result: AgentResult | void = undefined;
+    let error: AgentError | undefined;
+    try {
+      result = await this.target.fn({
+        session: this.runner,
+        responder: this.responder(),
+        signal: this.work.signal,
+        model: (model) => this.telemetry.model(model, this.target.models),
+        principal: this.options.principal ?? ANONYMOUS,
+      });
+      await this.runner.flushCustomEvents();
+      await this.out.drained();
+    } catch (err) {
+      error = AgentError.from(err);
+    }
+    this.close();
+    const detachedRun = this.detachedRun;
+    if (detachedRun) {
+      const state = error ? this.turns.lastGood : this.runner.snapshotState();
+      await this.telemetry.runInInvocation(() =>
+        detachedRun.finish(state, error, result?.finishReason ?? this.turns.lastFinish),
+      );
+      this.telemetry.finish(error, await detachedRun.pendingId.catch(() => undefined));
+      return;
+    }
+    let output: AgentOutput<S> | undefined;
+    let outputError: AgentError | undefined;
+    if (!this.settled) {
+      try {
+        output = await this.buildOutput(result, error);
+      } catch (err) {
+        outputError = AgentError.from(err);
+      }
+    }
+    // Free the session before answering, so the caller's next call finds it free.
+    await this.claim?.release();
+    if (outputError) this.failClosed(outputError);
+    else if (output) this.settle(output);
+    this.telemetry.finish();
+  }
+
+  private async buildOutput(result: AgentResult | void, error: AgentError | undefined): Promise<AgentOutput<S>> {
+    // A server-managed invocation that started a new session and committed no
+    // turn (init without input, or a first turn that failed) created nothing:
+    // it returns no session ID rather than one that reads NOT_FOUND.
+    const createdNothing = this.target.store !== undefined && this.startsSession && !this.commits?.last;
+    return shapeOutput({
+      state: error ? this.turns.lastGood : this.runner.snapshotState(),
+      serverManaged: this.target.store !== undefined,
+      stateTransform: this.target.transforms.state,
+      transformContext: this.transformContext(),
+      result,
+      error,
+      sessionId: createdNothing ? "" : this.sessionId,
+      ...(this.commits?.last ? { snapshotId: this.commits.last.snapshotId } : {}),
+      finishReason: this.turns.lastFinish,
+      ...(this.outputUsage() ? { usage: this.outputUsage() } : {}),
+    });
+  }
+
+  /** The tokens the output reports: the turns run, plus those of the committed turns answered again. */
+  private outputUsage(): Usage | undefined {
+    const answered = this.turns.answeredUsage;
+    return answered ? addUsage(this.telemetry.usage, answered) : this.telemetry.usage;
+  }
+}

@@ -1,0 +1,38 @@
+import type { Artifact, Message } from "../../types/content.js";
+import type { FinishReason } from "../../types/snapshot.js";
+
+/** Identity of the running turn, known before the turn does any work. */
+export interface TurnContext {
+  /** The ID the turn-end snapshot will be written under (absent for client-managed agents and after detach). */
+  snapshotId?: string;
+  /** The snapshot this turn continues from. */
+  parentId?: string;
+  /** Zero-based index of the turn in the conversation. */
+  turnIndex: number;
+  /** Aborts when the invocation is cancelled (client gone before detach, abort, shutdown). */
+  signal: AbortSignal;
+  /**
+   * Records the turn's progress so far. In detached work the pending row is
+   * checkpointed (the state now, and the stream up to here), so that an
+   * instance taking the work over continues this turn from here instead of
+   * from its start; call it after a step that must not run twice (the tool
+   * loop calls it after each tool round). Otherwise a no-op. Resolves once
+   * written; never rejects (a checkpoint that could not be written only
+   * means a takeover repeats more).
+   */
+  checkpoint?(): Promise<void>;
+  /**
+   * True when this turn continues from a checkpoint another instance wrote
+   * before it died: the history already holds the turn's message and
+   * everything the turn did up to its last `checkpoint()`, and the input
+   * carries no message.
+   */
+  continued?: boolean;
+}
+
+/** What a custom agent returns: overrides of the output's message, artifacts or finish reason. */
+export interface AgentResult {
+  message?: Message;
+  artifacts?: Artifact[];
+  finishReason?: FinishReason;
+}
