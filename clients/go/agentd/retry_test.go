@@ -37,7 +37,9 @@ func (r *retryRecorder) all() []agentd.RetryEvent {
 // the first call), then forwards faithfully.
 func oneResetProxy(t *testing.T) *faultProxy {
 	t.Helper()
-	proxy := startFaultProxy(t, agentdAddr(t), 400)
+	// 100–300 bytes into the connection: every call a test makes through it is longer, so
+	// the one reset always hits it (at 400 on average a small unary call could finish first).
+	proxy := startFaultProxy(t, agentdAddr(t), 200)
 	proxy.LimitResets(1)
 	return proxy
 }
