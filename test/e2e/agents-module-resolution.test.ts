@@ -25,15 +25,25 @@ export const echoer = defineCustomAgent({
   store: "default",
   turn: (_input, ctx) => generateModelTurn(ctx, "echo"),
 });
+
+export const keyless = defineCustomAgent({
+  name: "keyless",
+  store: "default",
+  turn: (_input, ctx) => generateModelTurn(ctx, "openai/gpt-4o-mini"),
+});
 `;
 
 const INPUT = { message: { role: "ROLE_USER", content: [{ text: "hi" }] } };
 
-async function run(server: AgentdProcess, apiKey: string): Promise<{ status: number; json: Record<string, unknown> }> {
+async function run(
+  server: AgentdProcess,
+  apiKey: string,
+  agent = "echoer",
+): Promise<{ status: number; json: Record<string, unknown> }> {
   const res = await fetch(`${server.url}/agentd.v1.AgentService/Run`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-api-key": apiKey },
-    body: JSON.stringify({ init: { agent: "echoer" }, input: INPUT }),
+    body: JSON.stringify({ init: { agent }, input: INPUT }),
   });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
@@ -51,6 +61,7 @@ describe("an agents module outside the checkout that imports agentd", () => {
       cwd: dir,
       examples: "cli-default",
       args: ["./my-agents.ts", "--store", "memory:"],
+      env: { OPENAI_API_KEY: "" },
     });
   }, 60_000);
 
@@ -63,6 +74,15 @@ describe("an agents module outside the checkout that imports agentd", () => {
     const { status, json } = await run(server, "ok");
     expect(status).toBe(200);
     expect(json).toMatchObject({ output: { message: { content: [{ text: "echo: hi" }] } } });
+  });
+
+  it("reports a missing provider key as FAILED_PRECONDITION naming the variable", async () => {
+    const { status, json } = await run(server, "ok", "keyless");
+    expect(status).toBe(200);
+    expect(json).toMatchObject({
+      output: { finishReason: "FINISH_REASON_FAILED", error: { status: "FAILED_PRECONDITION" } },
+    });
+    expect(JSON.stringify(json)).toContain("OPENAI_API_KEY");
   });
 
   it("answers its authenticate hook's AgentError with that error's code", async () => {

@@ -140,6 +140,39 @@ async function runTurn(
   return json;
 }
 
+/**
+ * Serves GUARDED_AGENTS_TS from `app` with the installed `npx agentd serve` and checks that
+ * its AgentErrors keep their codes: authenticate's PERMISSION_DENIED, a turn's (in-band), and a
+ * missing provider key's FAILED_PRECONDITION naming the variable.
+ */
+async function expectGuardedCodes(app: string): Promise<void> {
+  const guarded = await serve(app, ["./guarded-agents.ts", "--port", "0", "--store", "memory:"]);
+  try {
+    const input = { message: { role: "ROLE_USER", content: [{ text: "hi" }] } };
+    const denied = await post(guarded.url, { init: { agent: "refuser" }, input }, { "x-api-key": "revoked" });
+    expect(denied.status).toBe(403);
+    expect(denied.json).toMatchObject({ code: "permission_denied", message: "this API key was revoked" });
+
+    const refused = await post(guarded.url, { init: { agent: "refuser" }, input }, { "x-api-key": "ok" });
+    expect(refused.status).toBe(200);
+    expect(refused.json).toMatchObject({
+      output: {
+        finishReason: "FINISH_REASON_FAILED",
+        error: { status: "PERMISSION_DENIED", message: "this account may not use refuser" },
+      },
+    });
+
+    const keyless = await post(guarded.url, { init: { agent: "keyless" }, input }, { "x-api-key": "ok" });
+    expect(keyless.status).toBe(200);
+    expect(keyless.json).toMatchObject({
+      output: { finishReason: "FINISH_REASON_FAILED", error: { status: "FAILED_PRECONDITION" } },
+    });
+    expect(JSON.stringify(keyless.json)).toContain("OPENAI_API_KEY");
+  } finally {
+    await stop(guarded);
+  }
+}
+
 describe("the packed agentd installed with its peers", { timeout: 180_000 }, () => {
   let work: string;
   let project: string;
@@ -196,37 +229,20 @@ describe("the packed agentd installed with its peers", { timeout: 180_000 }, () 
     expect(notes.output.message.content[0]?.text).toBe("echo: note");
   });
 
-  it("keeps AgentError codes thrown by a TypeScript agents module of a CommonJS package", async () => {
-    const cjs = join(project, "cjs-app");
-    await mkdir(cjs);
-    await writeFile(join(cjs, "package.json"), JSON.stringify({ name: "cjs-app", version: "1.0.0" }));
-    await writeFile(join(cjs, "guarded-agents.ts"), GUARDED_AGENTS_TS);
-    const guarded = await serve(cjs, ["./guarded-agents.ts", "--port", "0", "--store", "memory:"]);
-    try {
-      const input = { message: { role: "ROLE_USER", content: [{ text: "hi" }] } };
-      const denied = await post(guarded.url, { init: { agent: "refuser" }, input }, { "x-api-key": "revoked" });
-      expect(denied.status).toBe(403);
-      expect(denied.json).toMatchObject({ code: "permission_denied", message: "this API key was revoked" });
-
-      const refused = await post(guarded.url, { init: { agent: "refuser" }, input }, { "x-api-key": "ok" });
-      expect(refused.status).toBe(200);
-      expect(refused.json).toMatchObject({
-        output: {
-          finishReason: "FINISH_REASON_FAILED",
-          error: { status: "PERMISSION_DENIED", message: "this account may not use refuser" },
-        },
-      });
-
-      const keyless = await post(guarded.url, { init: { agent: "keyless" }, input }, { "x-api-key": "ok" });
-      expect(keyless.status).toBe(200);
-      expect(keyless.json).toMatchObject({
-        output: { finishReason: "FINISH_REASON_FAILED", error: { status: "FAILED_PRECONDITION" } },
-      });
-      expect(JSON.stringify(keyless.json)).toContain("OPENAI_API_KEY");
-    } finally {
-      await stop(guarded);
-    }
-  });
+  for (const kind of ["CommonJS", "ESM"] as const) {
+    it(`keeps AgentError codes thrown by a TypeScript agents module of ${kind === "ESM" ? "an ESM" : "a CommonJS"} package`, async () => {
+      const app = join(project, `${kind.toLowerCase()}-app`);
+      await mkdir(app);
+      const manifest = {
+        name: `${kind.toLowerCase()}-app`,
+        version: "1.0.0",
+        ...(kind === "ESM" ? { type: "module" } : {}),
+      };
+      await writeFile(join(app, "package.json"), JSON.stringify(manifest));
+      await writeFile(join(app, "guarded-agents.ts"), GUARDED_AGENTS_TS);
+      await expectGuardedCodes(app);
+    });
+  }
 
   it("exports the server, the MongoDB store and the stores by package name", async () => {
     const script = [
