@@ -282,8 +282,10 @@ def test_a_conversation_dropped_between_turns_reconnects_while_agentd_still_hold
     """The reopened Chat meets its own old invocation (ABORTED busy) until agentd notices the
     drop, and retries it like a reset: the next turn runs once."""
     events: list = []
-    policy = RetryPolicy(max_attempts=12, initial_backoff=0.1, max_backoff=0.5, on_retry=events.append)
-    with FaultProxy(agentd_address, server_reset_delay=2.0) as late:
+    # Full-jitter backoff averages a quarter second per retry here: 20 attempts outlast the
+    # second the proxy keeps agentd's side of the dropped connection open, with room to spare.
+    policy = RetryPolicy(max_attempts=20, initial_backoff=0.1, max_backoff=0.5, on_retry=events.append)
+    with FaultProxy(agentd_address, server_reset_delay=1.0) as late:
         with AgentClient(late.address, timeout=30, retry=policy) as retrying:
             conversation = retrying.chat(AGENT)
             conversation.send("before the drop").wait()
