@@ -11,7 +11,10 @@ import { FaultProxy } from "../harness/fault-proxy.js";
 
 const CONVERSATIONS = 8;
 const TURNS = 25;
-const RESET_EVERY_BYTES = 4096;
+// 4–12 KB between resets (jitter 0.5), as the Python chaos run: all 8 conversations share one
+// HTTP/2 connection, so a reset breaks all of them and their reconnect alone is ~5 KB; at 2–6 KB
+// a loaded machine could reset every reconnect before it progressed and spend the 5 attempts.
+const RESET_EVERY_BYTES = 8192;
 
 let server: AgentdProcess;
 let proxy: FaultProxy;
