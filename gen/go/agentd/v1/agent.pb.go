@@ -84,6 +84,66 @@ func (BusyPolicy) EnumDescriptor() ([]byte, []int) {
 	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{0}
 }
 
+// InputAckResult is the fate of a control input.
+type InputAckResult int32
+
+const (
+	InputAckResult_INPUT_ACK_RESULT_UNSPECIFIED InputAckResult = 0
+	// The running turn was cancelled.
+	InputAckResult_INPUT_ACK_RESULT_CANCELLED InputAckResult = 1
+	// A cancel arrived with no turn running: nothing was done.
+	InputAckResult_INPUT_ACK_RESULT_NOTHING_TO_CANCEL InputAckResult = 2
+	// The steer reached the running turn.
+	InputAckResult_INPUT_ACK_RESULT_STEERED InputAckResult = 3
+	// The steer arrived when no turn could take it: it runs as the next turn.
+	InputAckResult_INPUT_ACK_RESULT_QUEUED InputAckResult = 4
+)
+
+// Enum value maps for InputAckResult.
+var (
+	InputAckResult_name = map[int32]string{
+		0: "INPUT_ACK_RESULT_UNSPECIFIED",
+		1: "INPUT_ACK_RESULT_CANCELLED",
+		2: "INPUT_ACK_RESULT_NOTHING_TO_CANCEL",
+		3: "INPUT_ACK_RESULT_STEERED",
+		4: "INPUT_ACK_RESULT_QUEUED",
+	}
+	InputAckResult_value = map[string]int32{
+		"INPUT_ACK_RESULT_UNSPECIFIED":       0,
+		"INPUT_ACK_RESULT_CANCELLED":         1,
+		"INPUT_ACK_RESULT_NOTHING_TO_CANCEL": 2,
+		"INPUT_ACK_RESULT_STEERED":           3,
+		"INPUT_ACK_RESULT_QUEUED":            4,
+	}
+)
+
+func (x InputAckResult) Enum() *InputAckResult {
+	p := new(InputAckResult)
+	*p = x
+	return p
+}
+
+func (x InputAckResult) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (InputAckResult) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentd_v1_agent_proto_enumTypes[1].Descriptor()
+}
+
+func (InputAckResult) Type() protoreflect.EnumType {
+	return &file_agentd_v1_agent_proto_enumTypes[1]
+}
+
+func (x InputAckResult) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use InputAckResult.Descriptor instead.
+func (InputAckResult) EnumDescriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{1}
+}
+
 // StateManagement says who keeps an agent's conversation state.
 type StateManagement int32
 
@@ -120,11 +180,11 @@ func (x StateManagement) String() string {
 }
 
 func (StateManagement) Descriptor() protoreflect.EnumDescriptor {
-	return file_agentd_v1_agent_proto_enumTypes[1].Descriptor()
+	return file_agentd_v1_agent_proto_enumTypes[2].Descriptor()
 }
 
 func (StateManagement) Type() protoreflect.EnumType {
-	return &file_agentd_v1_agent_proto_enumTypes[1]
+	return &file_agentd_v1_agent_proto_enumTypes[2]
 }
 
 func (x StateManagement) Number() protoreflect.EnumNumber {
@@ -133,7 +193,7 @@ func (x StateManagement) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StateManagement.Descriptor instead.
 func (StateManagement) EnumDescriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{1}
+	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{2}
 }
 
 // AgentInit starts an invocation. session_id, snapshot_id and state are
@@ -160,7 +220,20 @@ type AgentInit struct {
 	Labels map[string]string `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Idle time-to-live of a NEW session: it is deleted this long after its last
 	// update. Unset: the server's --session-ttl (none by default).
-	Ttl           *durationpb.Duration `protobuf:"bytes,7,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	Ttl *durationpb.Duration `protobuf:"bytes,7,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Fork from an edited past (server-managed agents, with session_id or
+	// snapshot_id): RFC 6902 operations applied to the resumed snapshot's
+	// custom state before the first turn runs. The patched state must pass the
+	// agent's state schema, else INVALID_ARGUMENT naming the path. The first
+	// new snapshot's parent is the resumed one; its record notes the edit and
+	// who made it; no other snapshot changes. Without an input the edit is not
+	// written (nothing is committed until a turn ends).
+	StatePatch []*JsonPatchOperation `protobuf:"bytes,8,rep,name=state_patch,json=statePatch,proto3" json:"state_patch,omitempty"`
+	// Like state_patch, on the resumed snapshot's message history (the JSON
+	// array of messages as GetSnapshot shows them): drop or replace messages
+	// before a point. Refused with a reason (FAILED_PRECONDITION) for agents
+	// whose history cannot be edited.
+	MessagesPatch []*JsonPatchOperation `protobuf:"bytes,9,rep,name=messages_patch,json=messagesPatch,proto3" json:"messages_patch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -244,6 +317,20 @@ func (x *AgentInit) GetTtl() *durationpb.Duration {
 	return nil
 }
 
+func (x *AgentInit) GetStatePatch() []*JsonPatchOperation {
+	if x != nil {
+		return x.StatePatch
+	}
+	return nil
+}
+
+func (x *AgentInit) GetMessagesPatch() []*JsonPatchOperation {
+	if x != nil {
+		return x.MessagesPatch
+	}
+	return nil
+}
+
 // AgentInput is one input of a conversation.
 type AgentInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -262,7 +349,17 @@ type AgentInput struct {
 	// agent again; one whose original is still running waits for it. The same
 	// request ID with a different input is INVALID_ARGUMENT. At most 64
 	// characters of [A-Za-z0-9_-] (a UUID in canonical form fits).
-	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Cancel the turn in flight and keep the conversation: the running turn's
+	// abort signals fire, its TurnEnd says FINISH_REASON_ABORTED, nothing of it
+	// is written, and the stream takes the next input. With nothing running it
+	// is a no-op, answered by an InputAck chunk saying so. Carries no message.
+	Cancel bool `protobuf:"varint,5,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	// Steer the turn in flight with this input's message: prompt agents add it
+	// before their next model call; custom agents read it from their context.
+	// If no turn is running (or the turn ends before using it) it runs as the
+	// next turn's input: never dropped. Recorded in the snapshot like any message.
+	Steer         bool `protobuf:"varint,6,opt,name=steer,proto3" json:"steer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -323,6 +420,20 @@ func (x *AgentInput) GetRequestId() string {
 		return x.RequestId
 	}
 	return ""
+}
+
+func (x *AgentInput) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+func (x *AgentInput) GetSteer() bool {
+	if x != nil {
+		return x.Steer
+	}
+	return false
 }
 
 // ToolResume continues an interrupted turn.
@@ -678,7 +789,9 @@ type AgentStreamChunk struct {
 	Sequence uint32 `protobuf:"varint,5,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// Only in the stream of detached work (AttachInvocation): another instance
 	// took the work over here.
-	Takeover      *Takeover `protobuf:"bytes,6,opt,name=takeover,proto3" json:"takeover,omitempty"`
+	Takeover *Takeover `protobuf:"bytes,6,opt,name=takeover,proto3" json:"takeover,omitempty"`
+	// Answers a control input (cancel or steer) of a Chat.
+	InputAck      *InputAck `protobuf:"bytes,7,opt,name=input_ack,json=inputAck,proto3" json:"input_ack,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -755,6 +868,76 @@ func (x *AgentStreamChunk) GetTakeover() *Takeover {
 	return nil
 }
 
+func (x *AgentStreamChunk) GetInputAck() *InputAck {
+	if x != nil {
+		return x.InputAck
+	}
+	return nil
+}
+
+// InputAck says what became of a control input (cancel or steer).
+type InputAck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The control input's request_id, if it had one.
+	RequestId string         `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Result    InputAckResult `protobuf:"varint,2,opt,name=result,proto3,enum=agentd.v1.InputAckResult" json:"result,omitempty"`
+	// The turn the input reached (cancelled or steered), if any.
+	TurnIndex     int32 `protobuf:"varint,3,opt,name=turn_index,json=turnIndex,proto3" json:"turn_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputAck) Reset() {
+	*x = InputAck{}
+	mi := &file_agentd_v1_agent_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputAck) ProtoMessage() {}
+
+func (x *InputAck) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputAck.ProtoReflect.Descriptor instead.
+func (*InputAck) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *InputAck) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *InputAck) GetResult() InputAckResult {
+	if x != nil {
+		return x.Result
+	}
+	return InputAckResult_INPUT_ACK_RESULT_UNSPECIFIED
+}
+
+func (x *InputAck) GetTurnIndex() int32 {
+	if x != nil {
+		return x.TurnIndex
+	}
+	return 0
+}
+
 // AgentOutput is the result of an invocation.
 type AgentOutput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -781,7 +964,7 @@ type AgentOutput struct {
 
 func (x *AgentOutput) Reset() {
 	*x = AgentOutput{}
-	mi := &file_agentd_v1_agent_proto_msgTypes[8]
+	mi := &file_agentd_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +976,7 @@ func (x *AgentOutput) String() string {
 func (*AgentOutput) ProtoMessage() {}
 
 func (x *AgentOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_proto_msgTypes[8]
+	mi := &file_agentd_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +989,7 @@ func (x *AgentOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentOutput.ProtoReflect.Descriptor instead.
 func (*AgentOutput) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AgentOutput) GetSessionId() string {
@@ -881,7 +1064,7 @@ type AgentInfo struct {
 
 func (x *AgentInfo) Reset() {
 	*x = AgentInfo{}
-	mi := &file_agentd_v1_agent_proto_msgTypes[9]
+	mi := &file_agentd_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +1076,7 @@ func (x *AgentInfo) String() string {
 func (*AgentInfo) ProtoMessage() {}
 
 func (x *AgentInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_agent_proto_msgTypes[9]
+	mi := &file_agentd_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +1089,7 @@ func (x *AgentInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentInfo.ProtoReflect.Descriptor instead.
 func (*AgentInfo) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_agentd_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AgentInfo) GetName() string {
@@ -948,7 +1131,7 @@ var File_agentd_v1_agent_proto protoreflect.FileDescriptor
 
 const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x15agentd/v1/agent.proto\x12\tagentd.v1\x1a\x17agentd/v1/content.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x15agentd/v1/state.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xea\x02\n" +
+	"\x15agentd/v1/agent.proto\x12\tagentd.v1\x1a\x17agentd/v1/content.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x15agentd/v1/state.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xf0\x03\n" +
 	"\tAgentInit\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1d\n" +
 	"\n" +
@@ -959,17 +1142,22 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\vbusy_policy\x18\x05 \x01(\x0e2\x15.agentd.v1.BusyPolicyR\n" +
 	"busyPolicy\x128\n" +
 	"\x06labels\x18\x06 \x03(\v2 .agentd.v1.AgentInit.LabelsEntryR\x06labels\x12+\n" +
-	"\x03ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x1a9\n" +
+	"\x03ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12>\n" +
+	"\vstate_patch\x18\b \x03(\v2\x1d.agentd.v1.JsonPatchOperationR\n" +
+	"statePatch\x12D\n" +
+	"\x0emessages_patch\x18\t \x03(\v2\x1d.agentd.v1.JsonPatchOperationR\rmessagesPatch\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa0\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xce\x01\n" +
 	"\n" +
 	"AgentInput\x12,\n" +
 	"\amessage\x18\x01 \x01(\v2\x12.agentd.v1.MessageR\amessage\x12-\n" +
 	"\x06resume\x18\x02 \x01(\v2\x15.agentd.v1.ToolResumeR\x06resume\x12\x16\n" +
 	"\x06detach\x18\x03 \x01(\bR\x06detach\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"b\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06cancel\x18\x05 \x01(\bR\x06cancel\x12\x14\n" +
+	"\x05steer\x18\x06 \x01(\bR\x05steer\"b\n" +
 	"\n" +
 	"ToolResume\x12)\n" +
 	"\arespond\x18\x01 \x03(\v2\x0f.agentd.v1.PartR\arespond\x12)\n" +
@@ -997,7 +1185,7 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\bTakeover\x12)\n" +
 	"\x10superseded_after\x18\x01 \x01(\rR\x0fsupersededAfter\x12\x1d\n" +
 	"\n" +
-	"turn_index\x18\x02 \x01(\x05R\tturnIndex\"\xb9\x02\n" +
+	"turn_index\x18\x02 \x01(\x05R\tturnIndex\"\xeb\x02\n" +
 	"\x10AgentStreamChunk\x126\n" +
 	"\vmodel_chunk\x18\x01 \x01(\v2\x15.agentd.v1.ModelChunkR\n" +
 	"modelChunk\x12@\n" +
@@ -1005,7 +1193,14 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\bartifact\x18\x03 \x01(\v2\x13.agentd.v1.ArtifactR\bartifact\x12-\n" +
 	"\bturn_end\x18\x04 \x01(\v2\x12.agentd.v1.TurnEndR\aturnEnd\x12\x1a\n" +
 	"\bsequence\x18\x05 \x01(\rR\bsequence\x12/\n" +
-	"\btakeover\x18\x06 \x01(\v2\x13.agentd.v1.TakeoverR\btakeover\"\xf0\x02\n" +
+	"\btakeover\x18\x06 \x01(\v2\x13.agentd.v1.TakeoverR\btakeover\x120\n" +
+	"\tinput_ack\x18\a \x01(\v2\x13.agentd.v1.InputAckR\binputAck\"{\n" +
+	"\bInputAck\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x121\n" +
+	"\x06result\x18\x02 \x01(\x0e2\x19.agentd.v1.InputAckResultR\x06result\x12\x1d\n" +
+	"\n" +
+	"turn_index\x18\x03 \x01(\x05R\tturnIndex\"\xf0\x02\n" +
 	"\vAgentOutput\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1f\n" +
@@ -1028,7 +1223,13 @@ const file_agentd_v1_agent_proto_rawDesc = "" +
 	"\x17BUSY_POLICY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12BUSY_POLICY_REJECT\x10\x01\x12\x17\n" +
 	"\x13BUSY_POLICY_ENQUEUE\x10\x02\x12\x19\n" +
-	"\x15BUSY_POLICY_INTERRUPT\x10\x03*m\n" +
+	"\x15BUSY_POLICY_INTERRUPT\x10\x03*\xb5\x01\n" +
+	"\x0eInputAckResult\x12 \n" +
+	"\x1cINPUT_ACK_RESULT_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aINPUT_ACK_RESULT_CANCELLED\x10\x01\x12&\n" +
+	"\"INPUT_ACK_RESULT_NOTHING_TO_CANCEL\x10\x02\x12\x1c\n" +
+	"\x18INPUT_ACK_RESULT_STEERED\x10\x03\x12\x1b\n" +
+	"\x17INPUT_ACK_RESULT_QUEUED\x10\x04*m\n" +
 	"\x0fStateManagement\x12 \n" +
 	"\x1cSTATE_MANAGEMENT_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17STATE_MANAGEMENT_SERVER\x10\x01\x12\x1b\n" +
@@ -1046,66 +1247,72 @@ func file_agentd_v1_agent_proto_rawDescGZIP() []byte {
 	return file_agentd_v1_agent_proto_rawDescData
 }
 
-var file_agentd_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agentd_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_agentd_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_agentd_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_agentd_v1_agent_proto_goTypes = []any{
 	(BusyPolicy)(0),             // 0: agentd.v1.BusyPolicy
-	(StateManagement)(0),        // 1: agentd.v1.StateManagement
-	(*AgentInit)(nil),           // 2: agentd.v1.AgentInit
-	(*AgentInput)(nil),          // 3: agentd.v1.AgentInput
-	(*ToolResume)(nil),          // 4: agentd.v1.ToolResume
-	(*JsonPatchOperation)(nil),  // 5: agentd.v1.JsonPatchOperation
-	(*ModelChunk)(nil),          // 6: agentd.v1.ModelChunk
-	(*TurnEnd)(nil),             // 7: agentd.v1.TurnEnd
-	(*Takeover)(nil),            // 8: agentd.v1.Takeover
-	(*AgentStreamChunk)(nil),    // 9: agentd.v1.AgentStreamChunk
-	(*AgentOutput)(nil),         // 10: agentd.v1.AgentOutput
-	(*AgentInfo)(nil),           // 11: agentd.v1.AgentInfo
-	nil,                         // 12: agentd.v1.AgentInit.LabelsEntry
-	(*SessionState)(nil),        // 13: agentd.v1.SessionState
-	(*durationpb.Duration)(nil), // 14: google.protobuf.Duration
-	(*Message)(nil),             // 15: agentd.v1.Message
-	(*Part)(nil),                // 16: agentd.v1.Part
-	(*structpb.Value)(nil),      // 17: google.protobuf.Value
-	(Role)(0),                   // 18: agentd.v1.Role
-	(FinishReason)(0),           // 19: agentd.v1.FinishReason
-	(*Usage)(nil),               // 20: agentd.v1.Usage
-	(*Artifact)(nil),            // 21: agentd.v1.Artifact
-	(*AgentError)(nil),          // 22: agentd.v1.AgentError
-	(*structpb.Struct)(nil),     // 23: google.protobuf.Struct
+	(InputAckResult)(0),         // 1: agentd.v1.InputAckResult
+	(StateManagement)(0),        // 2: agentd.v1.StateManagement
+	(*AgentInit)(nil),           // 3: agentd.v1.AgentInit
+	(*AgentInput)(nil),          // 4: agentd.v1.AgentInput
+	(*ToolResume)(nil),          // 5: agentd.v1.ToolResume
+	(*JsonPatchOperation)(nil),  // 6: agentd.v1.JsonPatchOperation
+	(*ModelChunk)(nil),          // 7: agentd.v1.ModelChunk
+	(*TurnEnd)(nil),             // 8: agentd.v1.TurnEnd
+	(*Takeover)(nil),            // 9: agentd.v1.Takeover
+	(*AgentStreamChunk)(nil),    // 10: agentd.v1.AgentStreamChunk
+	(*InputAck)(nil),            // 11: agentd.v1.InputAck
+	(*AgentOutput)(nil),         // 12: agentd.v1.AgentOutput
+	(*AgentInfo)(nil),           // 13: agentd.v1.AgentInfo
+	nil,                         // 14: agentd.v1.AgentInit.LabelsEntry
+	(*SessionState)(nil),        // 15: agentd.v1.SessionState
+	(*durationpb.Duration)(nil), // 16: google.protobuf.Duration
+	(*Message)(nil),             // 17: agentd.v1.Message
+	(*Part)(nil),                // 18: agentd.v1.Part
+	(*structpb.Value)(nil),      // 19: google.protobuf.Value
+	(Role)(0),                   // 20: agentd.v1.Role
+	(FinishReason)(0),           // 21: agentd.v1.FinishReason
+	(*Usage)(nil),               // 22: agentd.v1.Usage
+	(*Artifact)(nil),            // 23: agentd.v1.Artifact
+	(*AgentError)(nil),          // 24: agentd.v1.AgentError
+	(*structpb.Struct)(nil),     // 25: google.protobuf.Struct
 }
 var file_agentd_v1_agent_proto_depIdxs = []int32{
-	13, // 0: agentd.v1.AgentInit.state:type_name -> agentd.v1.SessionState
+	15, // 0: agentd.v1.AgentInit.state:type_name -> agentd.v1.SessionState
 	0,  // 1: agentd.v1.AgentInit.busy_policy:type_name -> agentd.v1.BusyPolicy
-	12, // 2: agentd.v1.AgentInit.labels:type_name -> agentd.v1.AgentInit.LabelsEntry
-	14, // 3: agentd.v1.AgentInit.ttl:type_name -> google.protobuf.Duration
-	15, // 4: agentd.v1.AgentInput.message:type_name -> agentd.v1.Message
-	4,  // 5: agentd.v1.AgentInput.resume:type_name -> agentd.v1.ToolResume
-	16, // 6: agentd.v1.ToolResume.respond:type_name -> agentd.v1.Part
-	16, // 7: agentd.v1.ToolResume.restart:type_name -> agentd.v1.Part
-	17, // 8: agentd.v1.JsonPatchOperation.value:type_name -> google.protobuf.Value
-	18, // 9: agentd.v1.ModelChunk.role:type_name -> agentd.v1.Role
-	16, // 10: agentd.v1.ModelChunk.content:type_name -> agentd.v1.Part
-	19, // 11: agentd.v1.TurnEnd.finish_reason:type_name -> agentd.v1.FinishReason
-	20, // 12: agentd.v1.TurnEnd.usage:type_name -> agentd.v1.Usage
-	6,  // 13: agentd.v1.AgentStreamChunk.model_chunk:type_name -> agentd.v1.ModelChunk
-	5,  // 14: agentd.v1.AgentStreamChunk.custom_patch:type_name -> agentd.v1.JsonPatchOperation
-	21, // 15: agentd.v1.AgentStreamChunk.artifact:type_name -> agentd.v1.Artifact
-	7,  // 16: agentd.v1.AgentStreamChunk.turn_end:type_name -> agentd.v1.TurnEnd
-	8,  // 17: agentd.v1.AgentStreamChunk.takeover:type_name -> agentd.v1.Takeover
-	15, // 18: agentd.v1.AgentOutput.message:type_name -> agentd.v1.Message
-	21, // 19: agentd.v1.AgentOutput.artifacts:type_name -> agentd.v1.Artifact
-	13, // 20: agentd.v1.AgentOutput.state:type_name -> agentd.v1.SessionState
-	19, // 21: agentd.v1.AgentOutput.finish_reason:type_name -> agentd.v1.FinishReason
-	22, // 22: agentd.v1.AgentOutput.error:type_name -> agentd.v1.AgentError
-	20, // 23: agentd.v1.AgentOutput.usage:type_name -> agentd.v1.Usage
-	1,  // 24: agentd.v1.AgentInfo.state_management:type_name -> agentd.v1.StateManagement
-	23, // 25: agentd.v1.AgentInfo.state_schema:type_name -> google.protobuf.Struct
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	14, // 2: agentd.v1.AgentInit.labels:type_name -> agentd.v1.AgentInit.LabelsEntry
+	16, // 3: agentd.v1.AgentInit.ttl:type_name -> google.protobuf.Duration
+	6,  // 4: agentd.v1.AgentInit.state_patch:type_name -> agentd.v1.JsonPatchOperation
+	6,  // 5: agentd.v1.AgentInit.messages_patch:type_name -> agentd.v1.JsonPatchOperation
+	17, // 6: agentd.v1.AgentInput.message:type_name -> agentd.v1.Message
+	5,  // 7: agentd.v1.AgentInput.resume:type_name -> agentd.v1.ToolResume
+	18, // 8: agentd.v1.ToolResume.respond:type_name -> agentd.v1.Part
+	18, // 9: agentd.v1.ToolResume.restart:type_name -> agentd.v1.Part
+	19, // 10: agentd.v1.JsonPatchOperation.value:type_name -> google.protobuf.Value
+	20, // 11: agentd.v1.ModelChunk.role:type_name -> agentd.v1.Role
+	18, // 12: agentd.v1.ModelChunk.content:type_name -> agentd.v1.Part
+	21, // 13: agentd.v1.TurnEnd.finish_reason:type_name -> agentd.v1.FinishReason
+	22, // 14: agentd.v1.TurnEnd.usage:type_name -> agentd.v1.Usage
+	7,  // 15: agentd.v1.AgentStreamChunk.model_chunk:type_name -> agentd.v1.ModelChunk
+	6,  // 16: agentd.v1.AgentStreamChunk.custom_patch:type_name -> agentd.v1.JsonPatchOperation
+	23, // 17: agentd.v1.AgentStreamChunk.artifact:type_name -> agentd.v1.Artifact
+	8,  // 18: agentd.v1.AgentStreamChunk.turn_end:type_name -> agentd.v1.TurnEnd
+	9,  // 19: agentd.v1.AgentStreamChunk.takeover:type_name -> agentd.v1.Takeover
+	11, // 20: agentd.v1.AgentStreamChunk.input_ack:type_name -> agentd.v1.InputAck
+	1,  // 21: agentd.v1.InputAck.result:type_name -> agentd.v1.InputAckResult
+	17, // 22: agentd.v1.AgentOutput.message:type_name -> agentd.v1.Message
+	23, // 23: agentd.v1.AgentOutput.artifacts:type_name -> agentd.v1.Artifact
+	15, // 24: agentd.v1.AgentOutput.state:type_name -> agentd.v1.SessionState
+	21, // 25: agentd.v1.AgentOutput.finish_reason:type_name -> agentd.v1.FinishReason
+	24, // 26: agentd.v1.AgentOutput.error:type_name -> agentd.v1.AgentError
+	22, // 27: agentd.v1.AgentOutput.usage:type_name -> agentd.v1.Usage
+	2,  // 28: agentd.v1.AgentInfo.state_management:type_name -> agentd.v1.StateManagement
+	25, // 29: agentd.v1.AgentInfo.state_schema:type_name -> google.protobuf.Struct
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_agent_proto_init() }
@@ -1121,8 +1328,8 @@ func file_agentd_v1_agent_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentd_v1_agent_proto_rawDesc), len(file_agentd_v1_agent_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   11,
+			NumEnums:      3,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -23,6 +23,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// WebhookDeliveryState is where a webhook event stands.
+type WebhookDeliveryState int32
+
+const (
+	WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_UNSPECIFIED WebhookDeliveryState = 0
+	// Waiting for its first or next attempt.
+	WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_PENDING WebhookDeliveryState = 1
+	// A receiver answered 2xx.
+	WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_DELIVERED WebhookDeliveryState = 2
+	// Every attempt of the retry period failed; kept readable for a while.
+	WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_FAILED WebhookDeliveryState = 3
+)
+
+// Enum value maps for WebhookDeliveryState.
+var (
+	WebhookDeliveryState_name = map[int32]string{
+		0: "WEBHOOK_DELIVERY_STATE_UNSPECIFIED",
+		1: "WEBHOOK_DELIVERY_STATE_PENDING",
+		2: "WEBHOOK_DELIVERY_STATE_DELIVERED",
+		3: "WEBHOOK_DELIVERY_STATE_FAILED",
+	}
+	WebhookDeliveryState_value = map[string]int32{
+		"WEBHOOK_DELIVERY_STATE_UNSPECIFIED": 0,
+		"WEBHOOK_DELIVERY_STATE_PENDING":     1,
+		"WEBHOOK_DELIVERY_STATE_DELIVERED":   2,
+		"WEBHOOK_DELIVERY_STATE_FAILED":      3,
+	}
+)
+
+func (x WebhookDeliveryState) Enum() *WebhookDeliveryState {
+	p := new(WebhookDeliveryState)
+	*p = x
+	return p
+}
+
+func (x WebhookDeliveryState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WebhookDeliveryState) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentd_v1_agent_service_proto_enumTypes[0].Descriptor()
+}
+
+func (WebhookDeliveryState) Type() protoreflect.EnumType {
+	return &file_agentd_v1_agent_service_proto_enumTypes[0]
+}
+
+func (x WebhookDeliveryState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WebhookDeliveryState.Descriptor instead.
+func (WebhookDeliveryState) EnumDescriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{0}
+}
+
 type ChatRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required on the first request, rejected on later ones.
@@ -1553,6 +1609,366 @@ func (x *DeleteSessionResponse) GetDeleted() bool {
 	return false
 }
 
+type SendInvocationInputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Agent string                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// The detached work: the snapshot ID its DETACHED output returned.
+	SnapshotId string `protobuf:"bytes,2,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
+	// cancel: true, or steer: true with a message.
+	Input         *AgentInput `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendInvocationInputRequest) Reset() {
+	*x = SendInvocationInputRequest{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendInvocationInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendInvocationInputRequest) ProtoMessage() {}
+
+func (x *SendInvocationInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendInvocationInputRequest.ProtoReflect.Descriptor instead.
+func (*SendInvocationInputRequest) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SendInvocationInputRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *SendInvocationInputRequest) GetSnapshotId() string {
+	if x != nil {
+		return x.SnapshotId
+	}
+	return ""
+}
+
+func (x *SendInvocationInputRequest) GetInput() *AgentInput {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+type SendInvocationInputResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ack           *InputAck              `protobuf:"bytes,1,opt,name=ack,proto3" json:"ack,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendInvocationInputResponse) Reset() {
+	*x = SendInvocationInputResponse{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendInvocationInputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendInvocationInputResponse) ProtoMessage() {}
+
+func (x *SendInvocationInputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendInvocationInputResponse.ProtoReflect.Descriptor instead.
+func (*SendInvocationInputResponse) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *SendInvocationInputResponse) GetAck() *InputAck {
+	if x != nil {
+		return x.Ack
+	}
+	return nil
+}
+
+type ListWebhookDeliveriesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only deliveries in this state (unspecified: all).
+	State WebhookDeliveryState `protobuf:"varint,1,opt,name=state,proto3,enum=agentd.v1.WebhookDeliveryState" json:"state,omitempty"`
+	// At most this many (default 50, max 1000).
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// From a previous response's next_page_token.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesRequest) Reset() {
+	*x = ListWebhookDeliveriesRequest{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListWebhookDeliveriesRequest) GetState() WebhookDeliveryState {
+	if x != nil {
+		return x.State
+	}
+	return WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_UNSPECIFIED
+}
+
+func (x *ListWebhookDeliveriesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListWebhookDeliveriesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListWebhookDeliveriesResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Deliveries []*WebhookDelivery     `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesResponse) Reset() {
+	*x = ListWebhookDeliveriesResponse{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*WebhookDelivery {
+	if x != nil {
+		return x.Deliveries
+	}
+	return nil
+}
+
+func (x *ListWebhookDeliveriesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// WebhookDelivery is one event and its delivery attempts.
+type WebhookDelivery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Standard Webhooks `webhook-id`, the same on every attempt.
+	WebhookId string `protobuf:"bytes,1,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// The event type, e.g. "invocation.completed".
+	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Agent         string                 `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	SessionId     string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SnapshotId    string                 `protobuf:"bytes,5,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
+	State         WebhookDeliveryState   `protobuf:"varint,6,opt,name=state,proto3,enum=agentd.v1.WebhookDeliveryState" json:"state,omitempty"`
+	Attempts      int32                  `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	LastAttemptAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=last_attempt_at,json=lastAttemptAt,proto3" json:"last_attempt_at,omitempty"`
+	NextAttemptAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=next_attempt_at,json=nextAttemptAt,proto3" json:"next_attempt_at,omitempty"`
+	// Why the last attempt failed (status code or transport error; never the
+	// receiver's response body).
+	LastError string `protobuf:"bytes,11,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// The endpoint the event goes to (without credentials or query).
+	Url           string `protobuf:"bytes,12,opt,name=url,proto3" json:"url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDelivery) Reset() {
+	*x = WebhookDelivery{}
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivery) ProtoMessage() {}
+
+func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_agent_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
+func (*WebhookDelivery) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_agent_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *WebhookDelivery) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetSnapshotId() string {
+	if x != nil {
+		return x.SnapshotId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetState() WebhookDeliveryState {
+	if x != nil {
+		return x.State
+	}
+	return WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_UNSPECIFIED
+}
+
+func (x *WebhookDelivery) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetLastAttemptAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastAttemptAt
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetNextAttemptAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttemptAt
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
 var File_agentd_v1_agent_service_proto protoreflect.FileDescriptor
 
 const file_agentd_v1_agent_service_proto_rawDesc = "" +
@@ -1681,7 +2097,48 @@ const file_agentd_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\"1\n" +
 	"\x15DeleteSessionResponse\x12\x18\n" +
-	"\adeleted\x18\x01 \x01(\bR\adeleted2\xed\a\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"\x80\x01\n" +
+	"\x1aSendInvocationInputRequest\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1f\n" +
+	"\vsnapshot_id\x18\x02 \x01(\tR\n" +
+	"snapshotId\x12+\n" +
+	"\x05input\x18\x03 \x01(\v2\x15.agentd.v1.AgentInputR\x05input\"D\n" +
+	"\x1bSendInvocationInputResponse\x12%\n" +
+	"\x03ack\x18\x01 \x01(\v2\x13.agentd.v1.InputAckR\x03ack\"\x91\x01\n" +
+	"\x1cListWebhookDeliveriesRequest\x125\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x1f.agentd.v1.WebhookDeliveryStateR\x05state\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\x83\x01\n" +
+	"\x1dListWebhookDeliveriesResponse\x12:\n" +
+	"\n" +
+	"deliveries\x18\x01 \x03(\v2\x1a.agentd.v1.WebhookDeliveryR\n" +
+	"deliveries\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xe1\x03\n" +
+	"\x0fWebhookDelivery\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x14\n" +
+	"\x05agent\x18\x03 \x01(\tR\x05agent\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\x12\x1f\n" +
+	"\vsnapshot_id\x18\x05 \x01(\tR\n" +
+	"snapshotId\x125\n" +
+	"\x05state\x18\x06 \x01(\x0e2\x1f.agentd.v1.WebhookDeliveryStateR\x05state\x12\x1a\n" +
+	"\battempts\x18\a \x01(\x05R\battempts\x129\n" +
+	"\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12B\n" +
+	"\x0flast_attempt_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\rlastAttemptAt\x12B\n" +
+	"\x0fnext_attempt_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\rnextAttemptAt\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\v \x01(\tR\tlastError\x12\x10\n" +
+	"\x03url\x18\f \x01(\tR\x03url*\xab\x01\n" +
+	"\x14WebhookDeliveryState\x12&\n" +
+	"\"WEBHOOK_DELIVERY_STATE_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eWEBHOOK_DELIVERY_STATE_PENDING\x10\x01\x12$\n" +
+	" WEBHOOK_DELIVERY_STATE_DELIVERED\x10\x02\x12!\n" +
+	"\x1dWEBHOOK_DELIVERY_STATE_FAILED\x10\x032\xbf\t\n" +
 	"\fAgentService\x12;\n" +
 	"\x04Chat\x12\x16.agentd.v1.ChatRequest\x1a\x17.agentd.v1.ChatResponse(\x010\x01\x124\n" +
 	"\x03Run\x12\x15.agentd.v1.RunRequest\x1a\x16.agentd.v1.RunResponse\x12H\n" +
@@ -1697,7 +2154,9 @@ const file_agentd_v1_agent_service_proto_rawDesc = "" +
 	"\n" +
 	"GetSession\x12\x1c.agentd.v1.GetSessionRequest\x1a\x1d.agentd.v1.GetSessionResponse\x12R\n" +
 	"\rUpdateSession\x12\x1f.agentd.v1.UpdateSessionRequest\x1a .agentd.v1.UpdateSessionResponse\x12R\n" +
-	"\rDeleteSession\x12\x1f.agentd.v1.DeleteSessionRequest\x1a .agentd.v1.DeleteSessionResponseB8Z6github.com/agentd-dev/agentd/gen/go/agentd/v1;agentdv1b\x06proto3"
+	"\rDeleteSession\x12\x1f.agentd.v1.DeleteSessionRequest\x1a .agentd.v1.DeleteSessionResponse\x12d\n" +
+	"\x13SendInvocationInput\x12%.agentd.v1.SendInvocationInputRequest\x1a&.agentd.v1.SendInvocationInputResponse\x12j\n" +
+	"\x15ListWebhookDeliveries\x12'.agentd.v1.ListWebhookDeliveriesRequest\x1a(.agentd.v1.ListWebhookDeliveriesResponseB8Z6github.com/agentd-dev/agentd/gen/go/agentd/v1;agentdv1b\x06proto3"
 
 var (
 	file_agentd_v1_agent_service_proto_rawDescOnce sync.Once
@@ -1711,113 +2170,133 @@ func file_agentd_v1_agent_service_proto_rawDescGZIP() []byte {
 	return file_agentd_v1_agent_service_proto_rawDescData
 }
 
-var file_agentd_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_agentd_v1_agent_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_agentd_v1_agent_service_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_agentd_v1_agent_service_proto_goTypes = []any{
-	(*ChatRequest)(nil),              // 0: agentd.v1.ChatRequest
-	(*ChatResponse)(nil),             // 1: agentd.v1.ChatResponse
-	(*RunRequest)(nil),               // 2: agentd.v1.RunRequest
-	(*RunResponse)(nil),              // 3: agentd.v1.RunResponse
-	(*RunStreamRequest)(nil),         // 4: agentd.v1.RunStreamRequest
-	(*RunStreamResponse)(nil),        // 5: agentd.v1.RunStreamResponse
-	(*GetSnapshotRequest)(nil),       // 6: agentd.v1.GetSnapshotRequest
-	(*GetSnapshotResponse)(nil),      // 7: agentd.v1.GetSnapshotResponse
-	(*ListSnapshotsRequest)(nil),     // 8: agentd.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil),    // 9: agentd.v1.ListSnapshotsResponse
-	(*WatchSnapshotRequest)(nil),     // 10: agentd.v1.WatchSnapshotRequest
-	(*WatchSnapshotResponse)(nil),    // 11: agentd.v1.WatchSnapshotResponse
-	(*AbortRequest)(nil),             // 12: agentd.v1.AbortRequest
-	(*AbortResponse)(nil),            // 13: agentd.v1.AbortResponse
-	(*AttachInvocationRequest)(nil),  // 14: agentd.v1.AttachInvocationRequest
-	(*AttachInvocationResponse)(nil), // 15: agentd.v1.AttachInvocationResponse
-	(*ListAgentsRequest)(nil),        // 16: agentd.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),       // 17: agentd.v1.ListAgentsResponse
-	(*Session)(nil),                  // 18: agentd.v1.Session
-	(*ListSessionsRequest)(nil),      // 19: agentd.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),     // 20: agentd.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),        // 21: agentd.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),       // 22: agentd.v1.GetSessionResponse
-	(*UpdateSessionRequest)(nil),     // 23: agentd.v1.UpdateSessionRequest
-	(*UpdateSessionResponse)(nil),    // 24: agentd.v1.UpdateSessionResponse
-	(*DeleteSessionRequest)(nil),     // 25: agentd.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 26: agentd.v1.DeleteSessionResponse
-	nil,                              // 27: agentd.v1.Session.LabelsEntry
-	nil,                              // 28: agentd.v1.ListSessionsRequest.LabelsEntry
-	nil,                              // 29: agentd.v1.UpdateSessionRequest.SetLabelsEntry
-	(*AgentInit)(nil),                // 30: agentd.v1.AgentInit
-	(*AgentInput)(nil),               // 31: agentd.v1.AgentInput
-	(*AgentStreamChunk)(nil),         // 32: agentd.v1.AgentStreamChunk
-	(*AgentOutput)(nil),              // 33: agentd.v1.AgentOutput
-	(*Snapshot)(nil),                 // 34: agentd.v1.Snapshot
-	(SnapshotStatus)(0),              // 35: agentd.v1.SnapshotStatus
-	(*AgentInfo)(nil),                // 36: agentd.v1.AgentInfo
-	(*timestamppb.Timestamp)(nil),    // 37: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 38: google.protobuf.Duration
-	(*Usage)(nil),                    // 39: agentd.v1.Usage
+	(WebhookDeliveryState)(0),             // 0: agentd.v1.WebhookDeliveryState
+	(*ChatRequest)(nil),                   // 1: agentd.v1.ChatRequest
+	(*ChatResponse)(nil),                  // 2: agentd.v1.ChatResponse
+	(*RunRequest)(nil),                    // 3: agentd.v1.RunRequest
+	(*RunResponse)(nil),                   // 4: agentd.v1.RunResponse
+	(*RunStreamRequest)(nil),              // 5: agentd.v1.RunStreamRequest
+	(*RunStreamResponse)(nil),             // 6: agentd.v1.RunStreamResponse
+	(*GetSnapshotRequest)(nil),            // 7: agentd.v1.GetSnapshotRequest
+	(*GetSnapshotResponse)(nil),           // 8: agentd.v1.GetSnapshotResponse
+	(*ListSnapshotsRequest)(nil),          // 9: agentd.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),         // 10: agentd.v1.ListSnapshotsResponse
+	(*WatchSnapshotRequest)(nil),          // 11: agentd.v1.WatchSnapshotRequest
+	(*WatchSnapshotResponse)(nil),         // 12: agentd.v1.WatchSnapshotResponse
+	(*AbortRequest)(nil),                  // 13: agentd.v1.AbortRequest
+	(*AbortResponse)(nil),                 // 14: agentd.v1.AbortResponse
+	(*AttachInvocationRequest)(nil),       // 15: agentd.v1.AttachInvocationRequest
+	(*AttachInvocationResponse)(nil),      // 16: agentd.v1.AttachInvocationResponse
+	(*ListAgentsRequest)(nil),             // 17: agentd.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),            // 18: agentd.v1.ListAgentsResponse
+	(*Session)(nil),                       // 19: agentd.v1.Session
+	(*ListSessionsRequest)(nil),           // 20: agentd.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),          // 21: agentd.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),             // 22: agentd.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),            // 23: agentd.v1.GetSessionResponse
+	(*UpdateSessionRequest)(nil),          // 24: agentd.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),         // 25: agentd.v1.UpdateSessionResponse
+	(*DeleteSessionRequest)(nil),          // 26: agentd.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),         // 27: agentd.v1.DeleteSessionResponse
+	(*SendInvocationInputRequest)(nil),    // 28: agentd.v1.SendInvocationInputRequest
+	(*SendInvocationInputResponse)(nil),   // 29: agentd.v1.SendInvocationInputResponse
+	(*ListWebhookDeliveriesRequest)(nil),  // 30: agentd.v1.ListWebhookDeliveriesRequest
+	(*ListWebhookDeliveriesResponse)(nil), // 31: agentd.v1.ListWebhookDeliveriesResponse
+	(*WebhookDelivery)(nil),               // 32: agentd.v1.WebhookDelivery
+	nil,                                   // 33: agentd.v1.Session.LabelsEntry
+	nil,                                   // 34: agentd.v1.ListSessionsRequest.LabelsEntry
+	nil,                                   // 35: agentd.v1.UpdateSessionRequest.SetLabelsEntry
+	(*AgentInit)(nil),                     // 36: agentd.v1.AgentInit
+	(*AgentInput)(nil),                    // 37: agentd.v1.AgentInput
+	(*AgentStreamChunk)(nil),              // 38: agentd.v1.AgentStreamChunk
+	(*AgentOutput)(nil),                   // 39: agentd.v1.AgentOutput
+	(*Snapshot)(nil),                      // 40: agentd.v1.Snapshot
+	(SnapshotStatus)(0),                   // 41: agentd.v1.SnapshotStatus
+	(*AgentInfo)(nil),                     // 42: agentd.v1.AgentInfo
+	(*timestamppb.Timestamp)(nil),         // 43: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),           // 44: google.protobuf.Duration
+	(*Usage)(nil),                         // 45: agentd.v1.Usage
+	(*InputAck)(nil),                      // 46: agentd.v1.InputAck
 }
 var file_agentd_v1_agent_service_proto_depIdxs = []int32{
-	30, // 0: agentd.v1.ChatRequest.init:type_name -> agentd.v1.AgentInit
-	31, // 1: agentd.v1.ChatRequest.input:type_name -> agentd.v1.AgentInput
-	32, // 2: agentd.v1.ChatResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
-	33, // 3: agentd.v1.ChatResponse.output:type_name -> agentd.v1.AgentOutput
-	30, // 4: agentd.v1.RunRequest.init:type_name -> agentd.v1.AgentInit
-	31, // 5: agentd.v1.RunRequest.input:type_name -> agentd.v1.AgentInput
-	33, // 6: agentd.v1.RunResponse.output:type_name -> agentd.v1.AgentOutput
-	30, // 7: agentd.v1.RunStreamRequest.init:type_name -> agentd.v1.AgentInit
-	31, // 8: agentd.v1.RunStreamRequest.input:type_name -> agentd.v1.AgentInput
-	32, // 9: agentd.v1.RunStreamResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
-	33, // 10: agentd.v1.RunStreamResponse.output:type_name -> agentd.v1.AgentOutput
-	34, // 11: agentd.v1.GetSnapshotResponse.snapshot:type_name -> agentd.v1.Snapshot
-	34, // 12: agentd.v1.ListSnapshotsResponse.snapshots:type_name -> agentd.v1.Snapshot
-	35, // 13: agentd.v1.WatchSnapshotResponse.status:type_name -> agentd.v1.SnapshotStatus
-	35, // 14: agentd.v1.AbortResponse.status:type_name -> agentd.v1.SnapshotStatus
-	32, // 15: agentd.v1.AttachInvocationResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
-	33, // 16: agentd.v1.AttachInvocationResponse.output:type_name -> agentd.v1.AgentOutput
-	36, // 17: agentd.v1.ListAgentsResponse.agents:type_name -> agentd.v1.AgentInfo
-	27, // 18: agentd.v1.Session.labels:type_name -> agentd.v1.Session.LabelsEntry
-	35, // 19: agentd.v1.Session.head_status:type_name -> agentd.v1.SnapshotStatus
-	37, // 20: agentd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	37, // 21: agentd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	37, // 22: agentd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
-	38, // 23: agentd.v1.Session.ttl:type_name -> google.protobuf.Duration
-	39, // 24: agentd.v1.Session.usage:type_name -> agentd.v1.Usage
-	28, // 25: agentd.v1.ListSessionsRequest.labels:type_name -> agentd.v1.ListSessionsRequest.LabelsEntry
-	37, // 26: agentd.v1.ListSessionsRequest.updated_after:type_name -> google.protobuf.Timestamp
-	18, // 27: agentd.v1.ListSessionsResponse.sessions:type_name -> agentd.v1.Session
-	18, // 28: agentd.v1.GetSessionResponse.session:type_name -> agentd.v1.Session
-	29, // 29: agentd.v1.UpdateSessionRequest.set_labels:type_name -> agentd.v1.UpdateSessionRequest.SetLabelsEntry
-	38, // 30: agentd.v1.UpdateSessionRequest.ttl:type_name -> google.protobuf.Duration
-	18, // 31: agentd.v1.UpdateSessionResponse.session:type_name -> agentd.v1.Session
-	0,  // 32: agentd.v1.AgentService.Chat:input_type -> agentd.v1.ChatRequest
-	2,  // 33: agentd.v1.AgentService.Run:input_type -> agentd.v1.RunRequest
-	4,  // 34: agentd.v1.AgentService.RunStream:input_type -> agentd.v1.RunStreamRequest
-	6,  // 35: agentd.v1.AgentService.GetSnapshot:input_type -> agentd.v1.GetSnapshotRequest
-	8,  // 36: agentd.v1.AgentService.ListSnapshots:input_type -> agentd.v1.ListSnapshotsRequest
-	10, // 37: agentd.v1.AgentService.WatchSnapshot:input_type -> agentd.v1.WatchSnapshotRequest
-	12, // 38: agentd.v1.AgentService.Abort:input_type -> agentd.v1.AbortRequest
-	14, // 39: agentd.v1.AgentService.AttachInvocation:input_type -> agentd.v1.AttachInvocationRequest
-	16, // 40: agentd.v1.AgentService.ListAgents:input_type -> agentd.v1.ListAgentsRequest
-	19, // 41: agentd.v1.AgentService.ListSessions:input_type -> agentd.v1.ListSessionsRequest
-	21, // 42: agentd.v1.AgentService.GetSession:input_type -> agentd.v1.GetSessionRequest
-	23, // 43: agentd.v1.AgentService.UpdateSession:input_type -> agentd.v1.UpdateSessionRequest
-	25, // 44: agentd.v1.AgentService.DeleteSession:input_type -> agentd.v1.DeleteSessionRequest
-	1,  // 45: agentd.v1.AgentService.Chat:output_type -> agentd.v1.ChatResponse
-	3,  // 46: agentd.v1.AgentService.Run:output_type -> agentd.v1.RunResponse
-	5,  // 47: agentd.v1.AgentService.RunStream:output_type -> agentd.v1.RunStreamResponse
-	7,  // 48: agentd.v1.AgentService.GetSnapshot:output_type -> agentd.v1.GetSnapshotResponse
-	9,  // 49: agentd.v1.AgentService.ListSnapshots:output_type -> agentd.v1.ListSnapshotsResponse
-	11, // 50: agentd.v1.AgentService.WatchSnapshot:output_type -> agentd.v1.WatchSnapshotResponse
-	13, // 51: agentd.v1.AgentService.Abort:output_type -> agentd.v1.AbortResponse
-	15, // 52: agentd.v1.AgentService.AttachInvocation:output_type -> agentd.v1.AttachInvocationResponse
-	17, // 53: agentd.v1.AgentService.ListAgents:output_type -> agentd.v1.ListAgentsResponse
-	20, // 54: agentd.v1.AgentService.ListSessions:output_type -> agentd.v1.ListSessionsResponse
-	22, // 55: agentd.v1.AgentService.GetSession:output_type -> agentd.v1.GetSessionResponse
-	24, // 56: agentd.v1.AgentService.UpdateSession:output_type -> agentd.v1.UpdateSessionResponse
-	26, // 57: agentd.v1.AgentService.DeleteSession:output_type -> agentd.v1.DeleteSessionResponse
-	45, // [45:58] is the sub-list for method output_type
-	32, // [32:45] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	36, // 0: agentd.v1.ChatRequest.init:type_name -> agentd.v1.AgentInit
+	37, // 1: agentd.v1.ChatRequest.input:type_name -> agentd.v1.AgentInput
+	38, // 2: agentd.v1.ChatResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
+	39, // 3: agentd.v1.ChatResponse.output:type_name -> agentd.v1.AgentOutput
+	36, // 4: agentd.v1.RunRequest.init:type_name -> agentd.v1.AgentInit
+	37, // 5: agentd.v1.RunRequest.input:type_name -> agentd.v1.AgentInput
+	39, // 6: agentd.v1.RunResponse.output:type_name -> agentd.v1.AgentOutput
+	36, // 7: agentd.v1.RunStreamRequest.init:type_name -> agentd.v1.AgentInit
+	37, // 8: agentd.v1.RunStreamRequest.input:type_name -> agentd.v1.AgentInput
+	38, // 9: agentd.v1.RunStreamResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
+	39, // 10: agentd.v1.RunStreamResponse.output:type_name -> agentd.v1.AgentOutput
+	40, // 11: agentd.v1.GetSnapshotResponse.snapshot:type_name -> agentd.v1.Snapshot
+	40, // 12: agentd.v1.ListSnapshotsResponse.snapshots:type_name -> agentd.v1.Snapshot
+	41, // 13: agentd.v1.WatchSnapshotResponse.status:type_name -> agentd.v1.SnapshotStatus
+	41, // 14: agentd.v1.AbortResponse.status:type_name -> agentd.v1.SnapshotStatus
+	38, // 15: agentd.v1.AttachInvocationResponse.chunk:type_name -> agentd.v1.AgentStreamChunk
+	39, // 16: agentd.v1.AttachInvocationResponse.output:type_name -> agentd.v1.AgentOutput
+	42, // 17: agentd.v1.ListAgentsResponse.agents:type_name -> agentd.v1.AgentInfo
+	33, // 18: agentd.v1.Session.labels:type_name -> agentd.v1.Session.LabelsEntry
+	41, // 19: agentd.v1.Session.head_status:type_name -> agentd.v1.SnapshotStatus
+	43, // 20: agentd.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	43, // 21: agentd.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	43, // 22: agentd.v1.Session.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 23: agentd.v1.Session.ttl:type_name -> google.protobuf.Duration
+	45, // 24: agentd.v1.Session.usage:type_name -> agentd.v1.Usage
+	34, // 25: agentd.v1.ListSessionsRequest.labels:type_name -> agentd.v1.ListSessionsRequest.LabelsEntry
+	43, // 26: agentd.v1.ListSessionsRequest.updated_after:type_name -> google.protobuf.Timestamp
+	19, // 27: agentd.v1.ListSessionsResponse.sessions:type_name -> agentd.v1.Session
+	19, // 28: agentd.v1.GetSessionResponse.session:type_name -> agentd.v1.Session
+	35, // 29: agentd.v1.UpdateSessionRequest.set_labels:type_name -> agentd.v1.UpdateSessionRequest.SetLabelsEntry
+	44, // 30: agentd.v1.UpdateSessionRequest.ttl:type_name -> google.protobuf.Duration
+	19, // 31: agentd.v1.UpdateSessionResponse.session:type_name -> agentd.v1.Session
+	37, // 32: agentd.v1.SendInvocationInputRequest.input:type_name -> agentd.v1.AgentInput
+	46, // 33: agentd.v1.SendInvocationInputResponse.ack:type_name -> agentd.v1.InputAck
+	0,  // 34: agentd.v1.ListWebhookDeliveriesRequest.state:type_name -> agentd.v1.WebhookDeliveryState
+	32, // 35: agentd.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> agentd.v1.WebhookDelivery
+	0,  // 36: agentd.v1.WebhookDelivery.state:type_name -> agentd.v1.WebhookDeliveryState
+	43, // 37: agentd.v1.WebhookDelivery.created_at:type_name -> google.protobuf.Timestamp
+	43, // 38: agentd.v1.WebhookDelivery.last_attempt_at:type_name -> google.protobuf.Timestamp
+	43, // 39: agentd.v1.WebhookDelivery.next_attempt_at:type_name -> google.protobuf.Timestamp
+	1,  // 40: agentd.v1.AgentService.Chat:input_type -> agentd.v1.ChatRequest
+	3,  // 41: agentd.v1.AgentService.Run:input_type -> agentd.v1.RunRequest
+	5,  // 42: agentd.v1.AgentService.RunStream:input_type -> agentd.v1.RunStreamRequest
+	7,  // 43: agentd.v1.AgentService.GetSnapshot:input_type -> agentd.v1.GetSnapshotRequest
+	9,  // 44: agentd.v1.AgentService.ListSnapshots:input_type -> agentd.v1.ListSnapshotsRequest
+	11, // 45: agentd.v1.AgentService.WatchSnapshot:input_type -> agentd.v1.WatchSnapshotRequest
+	13, // 46: agentd.v1.AgentService.Abort:input_type -> agentd.v1.AbortRequest
+	15, // 47: agentd.v1.AgentService.AttachInvocation:input_type -> agentd.v1.AttachInvocationRequest
+	17, // 48: agentd.v1.AgentService.ListAgents:input_type -> agentd.v1.ListAgentsRequest
+	20, // 49: agentd.v1.AgentService.ListSessions:input_type -> agentd.v1.ListSessionsRequest
+	22, // 50: agentd.v1.AgentService.GetSession:input_type -> agentd.v1.GetSessionRequest
+	24, // 51: agentd.v1.AgentService.UpdateSession:input_type -> agentd.v1.UpdateSessionRequest
+	26, // 52: agentd.v1.AgentService.DeleteSession:input_type -> agentd.v1.DeleteSessionRequest
+	28, // 53: agentd.v1.AgentService.SendInvocationInput:input_type -> agentd.v1.SendInvocationInputRequest
+	30, // 54: agentd.v1.AgentService.ListWebhookDeliveries:input_type -> agentd.v1.ListWebhookDeliveriesRequest
+	2,  // 55: agentd.v1.AgentService.Chat:output_type -> agentd.v1.ChatResponse
+	4,  // 56: agentd.v1.AgentService.Run:output_type -> agentd.v1.RunResponse
+	6,  // 57: agentd.v1.AgentService.RunStream:output_type -> agentd.v1.RunStreamResponse
+	8,  // 58: agentd.v1.AgentService.GetSnapshot:output_type -> agentd.v1.GetSnapshotResponse
+	10, // 59: agentd.v1.AgentService.ListSnapshots:output_type -> agentd.v1.ListSnapshotsResponse
+	12, // 60: agentd.v1.AgentService.WatchSnapshot:output_type -> agentd.v1.WatchSnapshotResponse
+	14, // 61: agentd.v1.AgentService.Abort:output_type -> agentd.v1.AbortResponse
+	16, // 62: agentd.v1.AgentService.AttachInvocation:output_type -> agentd.v1.AttachInvocationResponse
+	18, // 63: agentd.v1.AgentService.ListAgents:output_type -> agentd.v1.ListAgentsResponse
+	21, // 64: agentd.v1.AgentService.ListSessions:output_type -> agentd.v1.ListSessionsResponse
+	23, // 65: agentd.v1.AgentService.GetSession:output_type -> agentd.v1.GetSessionResponse
+	25, // 66: agentd.v1.AgentService.UpdateSession:output_type -> agentd.v1.UpdateSessionResponse
+	27, // 67: agentd.v1.AgentService.DeleteSession:output_type -> agentd.v1.DeleteSessionResponse
+	29, // 68: agentd.v1.AgentService.SendInvocationInput:output_type -> agentd.v1.SendInvocationInputResponse
+	31, // 69: agentd.v1.AgentService.ListWebhookDeliveries:output_type -> agentd.v1.ListWebhookDeliveriesResponse
+	55, // [55:70] is the sub-list for method output_type
+	40, // [40:55] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_agent_service_proto_init() }
@@ -1832,13 +2311,14 @@ func file_agentd_v1_agent_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentd_v1_agent_service_proto_rawDesc), len(file_agentd_v1_agent_service_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   30,
+			NumEnums:      1,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_agentd_v1_agent_service_proto_goTypes,
 		DependencyIndexes: file_agentd_v1_agent_service_proto_depIdxs,
+		EnumInfos:         file_agentd_v1_agent_service_proto_enumTypes,
 		MessageInfos:      file_agentd_v1_agent_service_proto_msgTypes,
 	}.Build()
 	File_agentd_v1_agent_service_proto = out.File

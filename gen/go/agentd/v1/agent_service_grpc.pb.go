@@ -19,19 +19,21 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentService_Chat_FullMethodName             = "/agentd.v1.AgentService/Chat"
-	AgentService_Run_FullMethodName              = "/agentd.v1.AgentService/Run"
-	AgentService_RunStream_FullMethodName        = "/agentd.v1.AgentService/RunStream"
-	AgentService_GetSnapshot_FullMethodName      = "/agentd.v1.AgentService/GetSnapshot"
-	AgentService_ListSnapshots_FullMethodName    = "/agentd.v1.AgentService/ListSnapshots"
-	AgentService_WatchSnapshot_FullMethodName    = "/agentd.v1.AgentService/WatchSnapshot"
-	AgentService_Abort_FullMethodName            = "/agentd.v1.AgentService/Abort"
-	AgentService_AttachInvocation_FullMethodName = "/agentd.v1.AgentService/AttachInvocation"
-	AgentService_ListAgents_FullMethodName       = "/agentd.v1.AgentService/ListAgents"
-	AgentService_ListSessions_FullMethodName     = "/agentd.v1.AgentService/ListSessions"
-	AgentService_GetSession_FullMethodName       = "/agentd.v1.AgentService/GetSession"
-	AgentService_UpdateSession_FullMethodName    = "/agentd.v1.AgentService/UpdateSession"
-	AgentService_DeleteSession_FullMethodName    = "/agentd.v1.AgentService/DeleteSession"
+	AgentService_Chat_FullMethodName                  = "/agentd.v1.AgentService/Chat"
+	AgentService_Run_FullMethodName                   = "/agentd.v1.AgentService/Run"
+	AgentService_RunStream_FullMethodName             = "/agentd.v1.AgentService/RunStream"
+	AgentService_GetSnapshot_FullMethodName           = "/agentd.v1.AgentService/GetSnapshot"
+	AgentService_ListSnapshots_FullMethodName         = "/agentd.v1.AgentService/ListSnapshots"
+	AgentService_WatchSnapshot_FullMethodName         = "/agentd.v1.AgentService/WatchSnapshot"
+	AgentService_Abort_FullMethodName                 = "/agentd.v1.AgentService/Abort"
+	AgentService_AttachInvocation_FullMethodName      = "/agentd.v1.AgentService/AttachInvocation"
+	AgentService_ListAgents_FullMethodName            = "/agentd.v1.AgentService/ListAgents"
+	AgentService_ListSessions_FullMethodName          = "/agentd.v1.AgentService/ListSessions"
+	AgentService_GetSession_FullMethodName            = "/agentd.v1.AgentService/GetSession"
+	AgentService_UpdateSession_FullMethodName         = "/agentd.v1.AgentService/UpdateSession"
+	AgentService_DeleteSession_FullMethodName         = "/agentd.v1.AgentService/DeleteSession"
+	AgentService_SendInvocationInput_FullMethodName   = "/agentd.v1.AgentService/SendInvocationInput"
+	AgentService_ListWebhookDeliveries_FullMethodName = "/agentd.v1.AgentService/ListWebhookDeliveries"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -75,6 +77,14 @@ type AgentServiceClient interface {
 	// DeleteSession aborts the session's running and pending work, then removes
 	// it and every snapshot of it. Idempotent.
 	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
+	// SendInvocationInput sends a control input (cancel or steer) to detached
+	// work, from any instance sharing the store: cancel stops the turn in
+	// flight (the work goes on with its next input, or ends), steer reaches the
+	// turn in flight or runs as the next turn.
+	SendInvocationInput(ctx context.Context, in *SendInvocationInputRequest, opts ...grpc.CallOption) (*SendInvocationInputResponse, error)
+	// ListWebhookDeliveries lists the caller's webhook deliveries (newest
+	// first), e.g. the failed ones that were never delivered.
+	ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error)
 }
 
 type agentServiceClient struct {
@@ -245,6 +255,26 @@ func (c *agentServiceClient) DeleteSession(ctx context.Context, in *DeleteSessio
 	return out, nil
 }
 
+func (c *agentServiceClient) SendInvocationInput(ctx context.Context, in *SendInvocationInputRequest, opts ...grpc.CallOption) (*SendInvocationInputResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SendInvocationInputResponse)
+	err := c.cc.Invoke(ctx, AgentService_SendInvocationInput_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWebhookDeliveriesResponse)
+	err := c.cc.Invoke(ctx, AgentService_ListWebhookDeliveries_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -286,6 +316,14 @@ type AgentServiceServer interface {
 	// DeleteSession aborts the session's running and pending work, then removes
 	// it and every snapshot of it. Idempotent.
 	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
+	// SendInvocationInput sends a control input (cancel or steer) to detached
+	// work, from any instance sharing the store: cancel stops the turn in
+	// flight (the work goes on with its next input, or ends), steer reaches the
+	// turn in flight or runs as the next turn.
+	SendInvocationInput(context.Context, *SendInvocationInputRequest) (*SendInvocationInputResponse, error)
+	// ListWebhookDeliveries lists the caller's webhook deliveries (newest
+	// first), e.g. the failed ones that were never delivered.
+	ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -334,6 +372,12 @@ func (UnimplementedAgentServiceServer) UpdateSession(context.Context, *UpdateSes
 }
 func (UnimplementedAgentServiceServer) DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteSession not implemented")
+}
+func (UnimplementedAgentServiceServer) SendInvocationInput(context.Context, *SendInvocationInputRequest) (*SendInvocationInputResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SendInvocationInput not implemented")
+}
+func (UnimplementedAgentServiceServer) ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWebhookDeliveries not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -558,6 +602,42 @@ func _AgentService_DeleteSession_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_SendInvocationInput_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SendInvocationInputRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).SendInvocationInput(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_SendInvocationInput_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).SendInvocationInput(ctx, req.(*SendInvocationInputRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_ListWebhookDeliveries_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWebhookDeliveriesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).ListWebhookDeliveries(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_ListWebhookDeliveries_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).ListWebhookDeliveries(ctx, req.(*ListWebhookDeliveriesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -600,6 +680,14 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteSession",
 			Handler:    _AgentService_DeleteSession_Handler,
+		},
+		{
+			MethodName: "SendInvocationInput",
+			Handler:    _AgentService_SendInvocationInput_Handler,
+		},
+		{
+			MethodName: "ListWebhookDeliveries",
+			Handler:    _AgentService_ListWebhookDeliveries_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentd/v1/agent.proto.
  */
 export const file_agentd_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChVhZ2VudGQvdjEvYWdlbnQucHJvdG8SCWFnZW50ZC52MSKgAgoJQWdlbnRJbml0Eg0KBWFnZW50GAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc25hcHNob3RfaWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5hZ2VudGQudjEuU2Vzc2lvblN0YXRlEioKC2J1c3lfcG9saWN5GAUgASgOMhUuYWdlbnRkLnYxLkJ1c3lQb2xpY3kSMAoGbGFiZWxzGAYgAygLMiAuYWdlbnRkLnYxLkFnZW50SW5pdC5MYWJlbHNFbnRyeRImCgN0dGwYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24aLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJ8CgpBZ2VudElucHV0EiMKB21lc3NhZ2UYASABKAsyEi5hZ2VudGQudjEuTWVzc2FnZRIlCgZyZXN1bWUYAiABKAsyFS5hZ2VudGQudjEuVG9vbFJlc3VtZRIOCgZkZXRhY2gYAyABKAgSEgoKcmVxdWVzdF9pZBgEIAEoCSJQCgpUb29sUmVzdW1lEiAKB3Jlc3BvbmQYASADKAsyDy5hZ2VudGQudjEuUGFydBIgCgdyZXN0YXJ0GAIgAygLMg8uYWdlbnRkLnYxLlBhcnQicQoSSnNvblBhdGNoT3BlcmF0aW9uEgoKAm9wGAEgASgJEhEKBHBhdGgYAiABKAlIAIgBARIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIMCgRmcm9tGAQgASgJQgcKBV9wYXRoIlwKCk1vZGVsQ2h1bmsSHQoEcm9sZRgBIAEoDjIPLmFnZW50ZC52MS5Sb2xlEiAKB2NvbnRlbnQYAiADKAsyDy5hZ2VudGQudjEuUGFydBINCgVpbmRleBgDIAEoBSKXAQoHVHVybkVuZBITCgtzbmFwc2hvdF9pZBgBIAEoCRIuCg1maW5pc2hfcmVhc29uGAIgASgOMhcuYWdlbnRkLnYxLkZpbmlzaFJlYXNvbhISCgp0dXJuX2luZGV4GAMgASgFEhIKCnNlc3Npb25faWQYBCABKAkSHwoFdXNhZ2UYBSABKAsyEC5hZ2VudGQudjEuVXNhZ2UiOAoIVGFrZW92ZXISGAoQc3VwZXJzZWRlZF9hZnRlchgBIAEoDRISCgp0dXJuX2luZGV4GAIgASgFIvkBChBBZ2VudFN0cmVhbUNodW5rEioKC21vZGVsX2NodW5rGAEgASgLMhUuYWdlbnRkLnYxLk1vZGVsQ2h1bmsSMwoMY3VzdG9tX3BhdGNoGAIgAygLMh0uYWdlbnRkLnYxLkpzb25QYXRjaE9wZXJhdGlvbhIlCghhcnRpZmFjdBgDIAEoCzITLmFnZW50ZC52MS5BcnRpZmFjdBIkCgh0dXJuX2VuZBgEIAEoCzISLmFnZW50ZC52MS5UdXJuRW5kEhAKCHNlcXVlbmNlGAUgASgNEiUKCHRha2VvdmVyGAYgASgLMhMuYWdlbnRkLnYxLlRha2VvdmVyIqICCgtBZ2VudE91dHB1dBISCgpzZXNzaW9uX2lkGAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJEiMKB21lc3NhZ2UYAyABKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCglhcnRpZmFjdHMYBCADKAsyEy5hZ2VudGQudjEuQXJ0aWZhY3QSJgoFc3RhdGUYBSABKAsyFy5hZ2VudGQudjEuU2Vzc2lvblN0YXRlEi4KDWZpbmlzaF9yZWFzb24YBiABKA4yFy5hZ2VudGQudjEuRmluaXNoUmVhc29uEiQKBWVycm9yGAcgASgLMhUuYWdlbnRkLnYxLkFnZW50RXJyb3ISHwoFdXNhZ2UYCCABKAsyEC5hZ2VudGQudjEuVXNhZ2UipgEKCUFnZW50SW5mbxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEjQKEHN0YXRlX21hbmFnZW1lbnQYAyABKA4yGi5hZ2VudGQudjEuU3RhdGVNYW5hZ2VtZW50EhEKCWFib3J0YWJsZRgEIAEoCBItCgxzdGF0ZV9zY2hlbWEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0KnUKCkJ1c3lQb2xpY3kSGwoXQlVTWV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIWChJCVVNZX1BPTElDWV9SRUpFQ1QQARIXChNCVVNZX1BPTElDWV9FTlFVRVVFEAISGQoVQlVTWV9QT0xJQ1lfSU5URVJSVVBUEAMqbQoPU3RhdGVNYW5hZ2VtZW50EiAKHFNUQVRFX01BTkFHRU1FTlRfVU5TUEVDSUZJRUQQABIbChdTVEFURV9NQU5BR0VNRU5UX1NFUlZFUhABEhsKF1NUQVRFX01BTkFHRU1FTlRfQ0xJRU5UEAJCOFo2Z2l0aHViLmNvbS9hZ2VudGQtZGV2L2FnZW50ZC9nZW4vZ28vYWdlbnRkL3YxO2FnZW50ZHYxYgZwcm90bzM", [file_agentd_v1_content, file_google_protobuf_duration, file_agentd_v1_state, file_google_protobuf_struct]);
+  fileDesc("ChVhZ2VudGQvdjEvYWdlbnQucHJvdG8SCWFnZW50ZC52MSKLAwoJQWdlbnRJbml0Eg0KBWFnZW50GAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEwoLc25hcHNob3RfaWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5hZ2VudGQudjEuU2Vzc2lvblN0YXRlEioKC2J1c3lfcG9saWN5GAUgASgOMhUuYWdlbnRkLnYxLkJ1c3lQb2xpY3kSMAoGbGFiZWxzGAYgAygLMiAuYWdlbnRkLnYxLkFnZW50SW5pdC5MYWJlbHNFbnRyeRImCgN0dGwYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMgoLc3RhdGVfcGF0Y2gYCCADKAsyHS5hZ2VudGQudjEuSnNvblBhdGNoT3BlcmF0aW9uEjUKDm1lc3NhZ2VzX3BhdGNoGAkgAygLMh0uYWdlbnRkLnYxLkpzb25QYXRjaE9wZXJhdGlvbhotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpsBCgpBZ2VudElucHV0EiMKB21lc3NhZ2UYASABKAsyEi5hZ2VudGQudjEuTWVzc2FnZRIlCgZyZXN1bWUYAiABKAsyFS5hZ2VudGQudjEuVG9vbFJlc3VtZRIOCgZkZXRhY2gYAyABKAgSEgoKcmVxdWVzdF9pZBgEIAEoCRIOCgZjYW5jZWwYBSABKAgSDQoFc3RlZXIYBiABKAgiUAoKVG9vbFJlc3VtZRIgCgdyZXNwb25kGAEgAygLMg8uYWdlbnRkLnYxLlBhcnQSIAoHcmVzdGFydBgCIAMoCzIPLmFnZW50ZC52MS5QYXJ0InEKEkpzb25QYXRjaE9wZXJhdGlvbhIKCgJvcBgBIAEoCRIRCgRwYXRoGAIgASgJSACIAQESJQoFdmFsdWUYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDAoEZnJvbRgEIAEoCUIHCgVfcGF0aCJcCgpNb2RlbENodW5rEh0KBHJvbGUYASABKA4yDy5hZ2VudGQudjEuUm9sZRIgCgdjb250ZW50GAIgAygLMg8uYWdlbnRkLnYxLlBhcnQSDQoFaW5kZXgYAyABKAUilwEKB1R1cm5FbmQSEwoLc25hcHNob3RfaWQYASABKAkSLgoNZmluaXNoX3JlYXNvbhgCIAEoDjIXLmFnZW50ZC52MS5GaW5pc2hSZWFzb24SEgoKdHVybl9pbmRleBgDIAEoBRISCgpzZXNzaW9uX2lkGAQgASgJEh8KBXVzYWdlGAUgASgLMhAuYWdlbnRkLnYxLlVzYWdlIjgKCFRha2VvdmVyEhgKEHN1cGVyc2VkZWRfYWZ0ZXIYASABKA0SEgoKdHVybl9pbmRleBgCIAEoBSKhAgoQQWdlbnRTdHJlYW1DaHVuaxIqCgttb2RlbF9jaHVuaxgBIAEoCzIVLmFnZW50ZC52MS5Nb2RlbENodW5rEjMKDGN1c3RvbV9wYXRjaBgCIAMoCzIdLmFnZW50ZC52MS5Kc29uUGF0Y2hPcGVyYXRpb24SJQoIYXJ0aWZhY3QYAyABKAsyEy5hZ2VudGQudjEuQXJ0aWZhY3QSJAoIdHVybl9lbmQYBCABKAsyEi5hZ2VudGQudjEuVHVybkVuZBIQCghzZXF1ZW5jZRgFIAEoDRIlCgh0YWtlb3ZlchgGIAEoCzITLmFnZW50ZC52MS5UYWtlb3ZlchImCglpbnB1dF9hY2sYByABKAsyEy5hZ2VudGQudjEuSW5wdXRBY2siXQoISW5wdXRBY2sSEgoKcmVxdWVzdF9pZBgBIAEoCRIpCgZyZXN1bHQYAiABKA4yGS5hZ2VudGQudjEuSW5wdXRBY2tSZXN1bHQSEgoKdHVybl9pbmRleBgDIAEoBSKiAgoLQWdlbnRPdXRwdXQSEgoKc2Vzc2lvbl9pZBgBIAEoCRITCgtzbmFwc2hvdF9pZBgCIAEoCRIjCgdtZXNzYWdlGAMgASgLMhIuYWdlbnRkLnYxLk1lc3NhZ2USJgoJYXJ0aWZhY3RzGAQgAygLMhMuYWdlbnRkLnYxLkFydGlmYWN0EiYKBXN0YXRlGAUgASgLMhcuYWdlbnRkLnYxLlNlc3Npb25TdGF0ZRIuCg1maW5pc2hfcmVhc29uGAYgASgOMhcuYWdlbnRkLnYxLkZpbmlzaFJlYXNvbhIkCgVlcnJvchgHIAEoCzIVLmFnZW50ZC52MS5BZ2VudEVycm9yEh8KBXVzYWdlGAggASgLMhAuYWdlbnRkLnYxLlVzYWdlIqYBCglBZ2VudEluZm8SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRI0ChBzdGF0ZV9tYW5hZ2VtZW50GAMgASgOMhouYWdlbnRkLnYxLlN0YXRlTWFuYWdlbWVudBIRCglhYm9ydGFibGUYBCABKAgSLQoMc3RhdGVfc2NoZW1hGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCp1CgpCdXN5UG9saWN5EhsKF0JVU1lfUE9MSUNZX1VOU1BFQ0lGSUVEEAASFgoSQlVTWV9QT0xJQ1lfUkVKRUNUEAESFwoTQlVTWV9QT0xJQ1lfRU5RVUVVRRACEhkKFUJVU1lfUE9MSUNZX0lOVEVSUlVQVBADKrUBCg5JbnB1dEFja1Jlc3VsdBIgChxJTlBVVF9BQ0tfUkVTVUxUX1VOU1BFQ0lGSUVEEAASHgoaSU5QVVRfQUNLX1JFU1VMVF9DQU5DRUxMRUQQARImCiJJTlBVVF9BQ0tfUkVTVUxUX05PVEhJTkdfVE9fQ0FOQ0VMEAISHAoYSU5QVVRfQUNLX1JFU1VMVF9TVEVFUkVEEAMSGwoXSU5QVVRfQUNLX1JFU1VMVF9RVUVVRUQQBCptCg9TdGF0ZU1hbmFnZW1lbnQSIAocU1RBVEVfTUFOQUdFTUVOVF9VTlNQRUNJRklFRBAAEhsKF1NUQVRFX01BTkFHRU1FTlRfU0VSVkVSEAESGwoXU1RBVEVfTUFOQUdFTUVOVF9DTElFTlQQAkI4WjZnaXRodWIuY29tL2FnZW50ZC1kZXYvYWdlbnRkL2dlbi9nby9hZ2VudGQvdjE7YWdlbnRkdjFiBnByb3RvMw", [file_agentd_v1_content, file_google_protobuf_duration, file_agentd_v1_state, file_google_protobuf_struct]);
 
 /**
  * AgentInit starts an invocation. session_id, snapshot_id and state are
@@ -76,6 +76,29 @@ export type AgentInit = Message<"agentd.v1.AgentInit"> & {
    * @generated from field: google.protobuf.Duration ttl = 7;
    */
   ttl?: Duration | undefined;
+
+  /**
+   * Fork from an edited past (server-managed agents, with session_id or
+   * snapshot_id): RFC 6902 operations applied to the resumed snapshot's
+   * custom state before the first turn runs. The patched state must pass the
+   * agent's state schema, else INVALID_ARGUMENT naming the path. The first
+   * new snapshot's parent is the resumed one; its record notes the edit and
+   * who made it; no other snapshot changes. Without an input the edit is not
+   * written (nothing is committed until a turn ends).
+   *
+   * @generated from field: repeated agentd.v1.JsonPatchOperation state_patch = 8;
+   */
+  statePatch: JsonPatchOperation[];
+
+  /**
+   * Like state_patch, on the resumed snapshot's message history (the JSON
+   * array of messages as GetSnapshot shows them): drop or replace messages
+   * before a point. Refused with a reason (FAILED_PRECONDITION) for agents
+   * whose history cannot be edited.
+   *
+   * @generated from field: repeated agentd.v1.JsonPatchOperation messages_patch = 9;
+   */
+  messagesPatch: JsonPatchOperation[];
 };
 
 /**
@@ -126,6 +149,26 @@ export type AgentInput = Message<"agentd.v1.AgentInput"> & {
    * @generated from field: string request_id = 4;
    */
   requestId: string;
+
+  /**
+   * Cancel the turn in flight and keep the conversation: the running turn's
+   * abort signals fire, its TurnEnd says FINISH_REASON_ABORTED, nothing of it
+   * is written, and the stream takes the next input. With nothing running it
+   * is a no-op, answered by an InputAck chunk saying so. Carries no message.
+   *
+   * @generated from field: bool cancel = 5;
+   */
+  cancel: boolean;
+
+  /**
+   * Steer the turn in flight with this input's message: prompt agents add it
+   * before their next model call; custom agents read it from their context.
+   * If no turn is running (or the turn ends before using it) it runs as the
+   * next turn's input: never dropped. Recorded in the snapshot like any message.
+   *
+   * @generated from field: bool steer = 6;
+   */
+  steer: boolean;
 };
 
 /**
@@ -366,6 +409,13 @@ export type AgentStreamChunk = Message<"agentd.v1.AgentStreamChunk"> & {
    * @generated from field: agentd.v1.Takeover takeover = 6;
    */
   takeover?: Takeover | undefined;
+
+  /**
+   * Answers a control input (cancel or steer) of a Chat.
+   *
+   * @generated from field: agentd.v1.InputAck input_ack = 7;
+   */
+  inputAck?: InputAck | undefined;
 };
 
 /**
@@ -374,6 +424,39 @@ export type AgentStreamChunk = Message<"agentd.v1.AgentStreamChunk"> & {
  */
 export const AgentStreamChunkSchema: GenMessage<AgentStreamChunk> = /*@__PURE__*/
   messageDesc(file_agentd_v1_agent, 7);
+
+/**
+ * InputAck says what became of a control input (cancel or steer).
+ *
+ * @generated from message agentd.v1.InputAck
+ */
+export type InputAck = Message<"agentd.v1.InputAck"> & {
+  /**
+   * The control input's request_id, if it had one.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: agentd.v1.InputAckResult result = 2;
+   */
+  result: InputAckResult;
+
+  /**
+   * The turn the input reached (cancelled or steered), if any.
+   *
+   * @generated from field: int32 turn_index = 3;
+   */
+  turnIndex: number;
+};
+
+/**
+ * Describes the message agentd.v1.InputAck.
+ * Use `create(InputAckSchema)` to create a new message.
+ */
+export const InputAckSchema: GenMessage<InputAck> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent, 8);
 
 /**
  * AgentOutput is the result of an invocation.
@@ -442,7 +525,7 @@ export type AgentOutput = Message<"agentd.v1.AgentOutput"> & {
  * Use `create(AgentOutputSchema)` to create a new message.
  */
 export const AgentOutputSchema: GenMessage<AgentOutput> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent, 8);
+  messageDesc(file_agentd_v1_agent, 9);
 
 /**
  * AgentInfo describes a served agent.
@@ -485,7 +568,7 @@ export type AgentInfo = Message<"agentd.v1.AgentInfo"> & {
  * Use `create(AgentInfoSchema)` to create a new message.
  */
 export const AgentInfoSchema: GenMessage<AgentInfo> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_agent, 9);
+  messageDesc(file_agentd_v1_agent, 10);
 
 /**
  * BusyPolicy decides what a call on a busy session does. A session is busy
@@ -533,6 +616,52 @@ export const BusyPolicySchema: GenEnum<BusyPolicy> = /*@__PURE__*/
   enumDesc(file_agentd_v1_agent, 0);
 
 /**
+ * InputAckResult is the fate of a control input.
+ *
+ * @generated from enum agentd.v1.InputAckResult
+ */
+export enum InputAckResult {
+  /**
+   * @generated from enum value: INPUT_ACK_RESULT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The running turn was cancelled.
+   *
+   * @generated from enum value: INPUT_ACK_RESULT_CANCELLED = 1;
+   */
+  CANCELLED = 1,
+
+  /**
+   * A cancel arrived with no turn running: nothing was done.
+   *
+   * @generated from enum value: INPUT_ACK_RESULT_NOTHING_TO_CANCEL = 2;
+   */
+  NOTHING_TO_CANCEL = 2,
+
+  /**
+   * The steer reached the running turn.
+   *
+   * @generated from enum value: INPUT_ACK_RESULT_STEERED = 3;
+   */
+  STEERED = 3,
+
+  /**
+   * The steer arrived when no turn could take it: it runs as the next turn.
+   *
+   * @generated from enum value: INPUT_ACK_RESULT_QUEUED = 4;
+   */
+  QUEUED = 4,
+}
+
+/**
+ * Describes the enum agentd.v1.InputAckResult.
+ */
+export const InputAckResultSchema: GenEnum<InputAckResult> = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agent, 1);
+
+/**
  * StateManagement says who keeps an agent's conversation state.
  *
  * @generated from enum agentd.v1.StateManagement
@@ -562,5 +691,5 @@ export enum StateManagement {
  * Describes the enum agentd.v1.StateManagement.
  */
 export const StateManagementSchema: GenEnum<StateManagement> = /*@__PURE__*/
-  enumDesc(file_agentd_v1_agent, 1);
+  enumDesc(file_agentd_v1_agent, 2);
 

@@ -2,9 +2,9 @@
 // @generated from file agentd/v1/agent_service.proto (package agentd.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { AgentInfo, AgentInit, AgentInput, AgentOutput, AgentStreamChunk } from "./agent_pb.js";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { AgentInfo, AgentInit, AgentInput, AgentOutput, AgentStreamChunk, InputAck } from "./agent_pb.js";
 import { file_agentd_v1_agent } from "./agent_pb.js";
 import type { Snapshot, SnapshotStatus, Usage } from "./state_pb.js";
 import { file_agentd_v1_state } from "./state_pb.js";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentd/v1/agent_service.proto.
  */
 export const file_agentd_v1_agent_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1hZ2VudGQvdjEvYWdlbnRfc2VydmljZS5wcm90bxIJYWdlbnRkLnYxIlcKC0NoYXRSZXF1ZXN0EiIKBGluaXQYASABKAsyFC5hZ2VudGQudjEuQWdlbnRJbml0EiQKBWlucHV0GAIgASgLMhUuYWdlbnRkLnYxLkFnZW50SW5wdXQiYgoMQ2hhdFJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IlYKClJ1blJlcXVlc3QSIgoEaW5pdBgBIAEoCzIULmFnZW50ZC52MS5BZ2VudEluaXQSJAoFaW5wdXQYAiABKAsyFS5hZ2VudGQudjEuQWdlbnRJbnB1dCI1CgtSdW5SZXNwb25zZRImCgZvdXRwdXQYASABKAsyFi5hZ2VudGQudjEuQWdlbnRPdXRwdXQiXAoQUnVuU3RyZWFtUmVxdWVzdBIiCgRpbml0GAEgASgLMhQuYWdlbnRkLnYxLkFnZW50SW5pdBIkCgVpbnB1dBgCIAEoCzIVLmFnZW50ZC52MS5BZ2VudElucHV0ImcKEVJ1blN0cmVhbVJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IkwKEkdldFNuYXBzaG90UmVxdWVzdBINCgVhZ2VudBgBIAEoCRITCgtzbmFwc2hvdF9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJIjwKE0dldFNuYXBzaG90UmVzcG9uc2USJQoIc25hcHNob3QYASABKAsyEy5hZ2VudGQudjEuU25hcHNob3QidwoUTGlzdFNuYXBzaG90c1JlcXVlc3QSDQoFYWdlbnQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIVCg1pbmNsdWRlX3N0YXRlGAUgASgIIlgKFUxpc3RTbmFwc2hvdHNSZXNwb25zZRImCglzbmFwc2hvdHMYASADKAsyEy5hZ2VudGQudjEuU25hcHNob3QSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjoKFFdhdGNoU25hcHNob3RSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIlcKFVdhdGNoU25hcHNob3RSZXNwb25zZRITCgtzbmFwc2hvdF9pZBgBIAEoCRIpCgZzdGF0dXMYAiABKA4yGS5hZ2VudGQudjEuU25hcHNob3RTdGF0dXMiMgoMQWJvcnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIk8KDUFib3J0UmVzcG9uc2USEwoLc25hcHNob3RfaWQYASABKAkSKQoGc3RhdHVzGAIgASgOMhkuYWdlbnRkLnYxLlNuYXBzaG90U3RhdHVzIlUKF0F0dGFjaEludm9jYXRpb25SZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAMgASgNIm4KGEF0dGFjaEludm9jYXRpb25SZXNwb25zZRIqCgVjaHVuaxgBIAEoCzIbLmFnZW50ZC52MS5BZ2VudFN0cmVhbUNodW5rEiYKBm91dHB1dBgCIAEoCzIWLmFnZW50ZC52MS5BZ2VudE91dHB1dCITChFMaXN0QWdlbnRzUmVxdWVzdCI6ChJMaXN0QWdlbnRzUmVzcG9uc2USJAoGYWdlbnRzGAEgAygLMhQuYWdlbnRkLnYxLkFnZW50SW5mbyLCAwoHU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEg0KBWFnZW50GAIgASgJEi4KBmxhYmVscxgDIAMoCzIeLmFnZW50ZC52MS5TZXNzaW9uLkxhYmVsc0VudHJ5EhIKCnR1cm5fY291bnQYBCABKAUSGAoQaGVhZF9zbmFwc2hvdF9pZBgFIAEoCRIuCgtoZWFkX3N0YXR1cxgGIAEoDjIZLmFnZW50ZC52MS5TbmFwc2hvdFN0YXR1cxIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgN0dGwYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SHwoFdXNhZ2UYCyABKAsyEC5hZ2VudGQudjEuVXNhZ2UaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLpAQoTTGlzdFNlc3Npb25zUmVxdWVzdBINCgVhZ2VudBgBIAEoCRI6CgZsYWJlbHMYAiADKAsyKi5hZ2VudGQudjEuTGlzdFNlc3Npb25zUmVxdWVzdC5MYWJlbHNFbnRyeRIxCg11cGRhdGVkX2FmdGVyGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlUKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiQKCHNlc3Npb25zGAEgAygLMhIuYWdlbnRkLnYxLlNlc3Npb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIicKEUdldFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiOQoSR2V0U2Vzc2lvblJlc3BvbnNlEiMKB3Nlc3Npb24YASABKAsyEi5hZ2VudGQudjEuU2Vzc2lvbiLyAQoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRJCCgpzZXRfbGFiZWxzGAIgAygLMi4uYWdlbnRkLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0LlNldExhYmVsc0VudHJ5EhUKDXJlbW92ZV9sYWJlbHMYAyADKAkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCWNsZWFyX3R0bBgFIAEoCBowCg5TZXRMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjwKFVVwZGF0ZVNlc3Npb25SZXNwb25zZRIjCgdzZXNzaW9uGAEgASgLMhIuYWdlbnRkLnYxLlNlc3Npb24iPgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIigKFURlbGV0ZVNlc3Npb25SZXNwb25zZRIPCgdkZWxldGVkGAEgASgIMu0HCgxBZ2VudFNlcnZpY2USOwoEQ2hhdBIWLmFnZW50ZC52MS5DaGF0UmVxdWVzdBoXLmFnZW50ZC52MS5DaGF0UmVzcG9uc2UoATABEjQKA1J1bhIVLmFnZW50ZC52MS5SdW5SZXF1ZXN0GhYuYWdlbnRkLnYxLlJ1blJlc3BvbnNlEkgKCVJ1blN0cmVhbRIbLmFnZW50ZC52MS5SdW5TdHJlYW1SZXF1ZXN0GhwuYWdlbnRkLnYxLlJ1blN0cmVhbVJlc3BvbnNlMAESTAoLR2V0U25hcHNob3QSHS5hZ2VudGQudjEuR2V0U25hcHNob3RSZXF1ZXN0Gh4uYWdlbnRkLnYxLkdldFNuYXBzaG90UmVzcG9uc2USUgoNTGlzdFNuYXBzaG90cxIfLmFnZW50ZC52MS5MaXN0U25hcHNob3RzUmVxdWVzdBogLmFnZW50ZC52MS5MaXN0U25hcHNob3RzUmVzcG9uc2USVAoNV2F0Y2hTbmFwc2hvdBIfLmFnZW50ZC52MS5XYXRjaFNuYXBzaG90UmVxdWVzdBogLmFnZW50ZC52MS5XYXRjaFNuYXBzaG90UmVzcG9uc2UwARI6CgVBYm9ydBIXLmFnZW50ZC52MS5BYm9ydFJlcXVlc3QaGC5hZ2VudGQudjEuQWJvcnRSZXNwb25zZRJdChBBdHRhY2hJbnZvY2F0aW9uEiIuYWdlbnRkLnYxLkF0dGFjaEludm9jYXRpb25SZXF1ZXN0GiMuYWdlbnRkLnYxLkF0dGFjaEludm9jYXRpb25SZXNwb25zZTABEkkKCkxpc3RBZ2VudHMSHC5hZ2VudGQudjEuTGlzdEFnZW50c1JlcXVlc3QaHS5hZ2VudGQudjEuTGlzdEFnZW50c1Jlc3BvbnNlEk8KDExpc3RTZXNzaW9ucxIeLmFnZW50ZC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh8uYWdlbnRkLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEkkKCkdldFNlc3Npb24SHC5hZ2VudGQudjEuR2V0U2Vzc2lvblJlcXVlc3QaHS5hZ2VudGQudjEuR2V0U2Vzc2lvblJlc3BvbnNlElIKDVVwZGF0ZVNlc3Npb24SHy5hZ2VudGQudjEuVXBkYXRlU2Vzc2lvblJlcXVlc3QaIC5hZ2VudGQudjEuVXBkYXRlU2Vzc2lvblJlc3BvbnNlElIKDURlbGV0ZVNlc3Npb24SHy5hZ2VudGQudjEuRGVsZXRlU2Vzc2lvblJlcXVlc3QaIC5hZ2VudGQudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlQjhaNmdpdGh1Yi5jb20vYWdlbnRkLWRldi9hZ2VudGQvZ2VuL2dvL2FnZW50ZC92MTthZ2VudGR2MWIGcHJvdG8z", [file_agentd_v1_agent, file_agentd_v1_state, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("Ch1hZ2VudGQvdjEvYWdlbnRfc2VydmljZS5wcm90bxIJYWdlbnRkLnYxIlcKC0NoYXRSZXF1ZXN0EiIKBGluaXQYASABKAsyFC5hZ2VudGQudjEuQWdlbnRJbml0EiQKBWlucHV0GAIgASgLMhUuYWdlbnRkLnYxLkFnZW50SW5wdXQiYgoMQ2hhdFJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IlYKClJ1blJlcXVlc3QSIgoEaW5pdBgBIAEoCzIULmFnZW50ZC52MS5BZ2VudEluaXQSJAoFaW5wdXQYAiABKAsyFS5hZ2VudGQudjEuQWdlbnRJbnB1dCI1CgtSdW5SZXNwb25zZRImCgZvdXRwdXQYASABKAsyFi5hZ2VudGQudjEuQWdlbnRPdXRwdXQiXAoQUnVuU3RyZWFtUmVxdWVzdBIiCgRpbml0GAEgASgLMhQuYWdlbnRkLnYxLkFnZW50SW5pdBIkCgVpbnB1dBgCIAEoCzIVLmFnZW50ZC52MS5BZ2VudElucHV0ImcKEVJ1blN0cmVhbVJlc3BvbnNlEioKBWNodW5rGAEgASgLMhsuYWdlbnRkLnYxLkFnZW50U3RyZWFtQ2h1bmsSJgoGb3V0cHV0GAIgASgLMhYuYWdlbnRkLnYxLkFnZW50T3V0cHV0IkwKEkdldFNuYXBzaG90UmVxdWVzdBINCgVhZ2VudBgBIAEoCRITCgtzbmFwc2hvdF9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJIjwKE0dldFNuYXBzaG90UmVzcG9uc2USJQoIc25hcHNob3QYASABKAsyEy5hZ2VudGQudjEuU25hcHNob3QidwoUTGlzdFNuYXBzaG90c1JlcXVlc3QSDQoFYWdlbnQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIVCg1pbmNsdWRlX3N0YXRlGAUgASgIIlgKFUxpc3RTbmFwc2hvdHNSZXNwb25zZRImCglzbmFwc2hvdHMYASADKAsyEy5hZ2VudGQudjEuU25hcHNob3QSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjoKFFdhdGNoU25hcHNob3RSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIlcKFVdhdGNoU25hcHNob3RSZXNwb25zZRITCgtzbmFwc2hvdF9pZBgBIAEoCRIpCgZzdGF0dXMYAiABKA4yGS5hZ2VudGQudjEuU25hcHNob3RTdGF0dXMiMgoMQWJvcnRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJIk8KDUFib3J0UmVzcG9uc2USEwoLc25hcHNob3RfaWQYASABKAkSKQoGc3RhdHVzGAIgASgOMhkuYWdlbnRkLnYxLlNuYXBzaG90U3RhdHVzIlUKF0F0dGFjaEludm9jYXRpb25SZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAMgASgNIm4KGEF0dGFjaEludm9jYXRpb25SZXNwb25zZRIqCgVjaHVuaxgBIAEoCzIbLmFnZW50ZC52MS5BZ2VudFN0cmVhbUNodW5rEiYKBm91dHB1dBgCIAEoCzIWLmFnZW50ZC52MS5BZ2VudE91dHB1dCITChFMaXN0QWdlbnRzUmVxdWVzdCI6ChJMaXN0QWdlbnRzUmVzcG9uc2USJAoGYWdlbnRzGAEgAygLMhQuYWdlbnRkLnYxLkFnZW50SW5mbyLCAwoHU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEg0KBWFnZW50GAIgASgJEi4KBmxhYmVscxgDIAMoCzIeLmFnZW50ZC52MS5TZXNzaW9uLkxhYmVsc0VudHJ5EhIKCnR1cm5fY291bnQYBCABKAUSGAoQaGVhZF9zbmFwc2hvdF9pZBgFIAEoCRIuCgtoZWFkX3N0YXR1cxgGIAEoDjIZLmFnZW50ZC52MS5TbmFwc2hvdFN0YXR1cxIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgN0dGwYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SHwoFdXNhZ2UYCyABKAsyEC5hZ2VudGQudjEuVXNhZ2UaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLpAQoTTGlzdFNlc3Npb25zUmVxdWVzdBINCgVhZ2VudBgBIAEoCRI6CgZsYWJlbHMYAiADKAsyKi5hZ2VudGQudjEuTGlzdFNlc3Npb25zUmVxdWVzdC5MYWJlbHNFbnRyeRIxCg11cGRhdGVkX2FmdGVyGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlUKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiQKCHNlc3Npb25zGAEgAygLMhIuYWdlbnRkLnYxLlNlc3Npb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIicKEUdldFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiOQoSR2V0U2Vzc2lvblJlc3BvbnNlEiMKB3Nlc3Npb24YASABKAsyEi5hZ2VudGQudjEuU2Vzc2lvbiLyAQoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRJCCgpzZXRfbGFiZWxzGAIgAygLMi4uYWdlbnRkLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0LlNldExhYmVsc0VudHJ5EhUKDXJlbW92ZV9sYWJlbHMYAyADKAkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCWNsZWFyX3R0bBgFIAEoCBowCg5TZXRMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjwKFVVwZGF0ZVNlc3Npb25SZXNwb25zZRIjCgdzZXNzaW9uGAEgASgLMhIuYWdlbnRkLnYxLlNlc3Npb24iPgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJIigKFURlbGV0ZVNlc3Npb25SZXNwb25zZRIPCgdkZWxldGVkGAEgASgIImYKGlNlbmRJbnZvY2F0aW9uSW5wdXRSZXF1ZXN0Eg0KBWFnZW50GAEgASgJEhMKC3NuYXBzaG90X2lkGAIgASgJEiQKBWlucHV0GAMgASgLMhUuYWdlbnRkLnYxLkFnZW50SW5wdXQiPwobU2VuZEludm9jYXRpb25JbnB1dFJlc3BvbnNlEiAKA2FjaxgBIAEoCzITLmFnZW50ZC52MS5JbnB1dEFjayJ1ChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Ei4KBXN0YXRlGAEgASgOMh8uYWdlbnRkLnYxLldlYmhvb2tEZWxpdmVyeVN0YXRlEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImgKHUxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlEi4KCmRlbGl2ZXJpZXMYASADKAsyGi5hZ2VudGQudjEuV2ViaG9va0RlbGl2ZXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLoAgoPV2ViaG9va0RlbGl2ZXJ5EhIKCndlYmhvb2tfaWQYASABKAkSDAoEdHlwZRgCIAEoCRINCgVhZ2VudBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhMKC3NuYXBzaG90X2lkGAUgASgJEi4KBXN0YXRlGAYgASgOMh8uYWdlbnRkLnYxLldlYmhvb2tEZWxpdmVyeVN0YXRlEhAKCGF0dGVtcHRzGAcgASgFEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD2xhc3RfYXR0ZW1wdF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPbmV4dF9hdHRlbXB0X2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGAsgASgJEgsKA3VybBgMIAEoCSqrAQoUV2ViaG9va0RlbGl2ZXJ5U3RhdGUSJgoiV0VCSE9PS19ERUxJVkVSWV9TVEFURV9VTlNQRUNJRklFRBAAEiIKHldFQkhPT0tfREVMSVZFUllfU1RBVEVfUEVORElORxABEiQKIFdFQkhPT0tfREVMSVZFUllfU1RBVEVfREVMSVZFUkVEEAISIQodV0VCSE9PS19ERUxJVkVSWV9TVEFURV9GQUlMRUQQAzK/CQoMQWdlbnRTZXJ2aWNlEjsKBENoYXQSFi5hZ2VudGQudjEuQ2hhdFJlcXVlc3QaFy5hZ2VudGQudjEuQ2hhdFJlc3BvbnNlKAEwARI0CgNSdW4SFS5hZ2VudGQudjEuUnVuUmVxdWVzdBoWLmFnZW50ZC52MS5SdW5SZXNwb25zZRJICglSdW5TdHJlYW0SGy5hZ2VudGQudjEuUnVuU3RyZWFtUmVxdWVzdBocLmFnZW50ZC52MS5SdW5TdHJlYW1SZXNwb25zZTABEkwKC0dldFNuYXBzaG90Eh0uYWdlbnRkLnYxLkdldFNuYXBzaG90UmVxdWVzdBoeLmFnZW50ZC52MS5HZXRTbmFwc2hvdFJlc3BvbnNlElIKDUxpc3RTbmFwc2hvdHMSHy5hZ2VudGQudjEuTGlzdFNuYXBzaG90c1JlcXVlc3QaIC5hZ2VudGQudjEuTGlzdFNuYXBzaG90c1Jlc3BvbnNlElQKDVdhdGNoU25hcHNob3QSHy5hZ2VudGQudjEuV2F0Y2hTbmFwc2hvdFJlcXVlc3QaIC5hZ2VudGQudjEuV2F0Y2hTbmFwc2hvdFJlc3BvbnNlMAESOgoFQWJvcnQSFy5hZ2VudGQudjEuQWJvcnRSZXF1ZXN0GhguYWdlbnRkLnYxLkFib3J0UmVzcG9uc2USXQoQQXR0YWNoSW52b2NhdGlvbhIiLmFnZW50ZC52MS5BdHRhY2hJbnZvY2F0aW9uUmVxdWVzdBojLmFnZW50ZC52MS5BdHRhY2hJbnZvY2F0aW9uUmVzcG9uc2UwARJJCgpMaXN0QWdlbnRzEhwuYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYWdlbnRkLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJPCgxMaXN0U2Vzc2lvbnMSHi5hZ2VudGQudjEuTGlzdFNlc3Npb25zUmVxdWVzdBofLmFnZW50ZC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJJCgpHZXRTZXNzaW9uEhwuYWdlbnRkLnYxLkdldFNlc3Npb25SZXF1ZXN0Gh0uYWdlbnRkLnYxLkdldFNlc3Npb25SZXNwb25zZRJSCg1VcGRhdGVTZXNzaW9uEh8uYWdlbnRkLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0GiAuYWdlbnRkLnYxLlVwZGF0ZVNlc3Npb25SZXNwb25zZRJSCg1EZWxldGVTZXNzaW9uEh8uYWdlbnRkLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiAuYWdlbnRkLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJkChNTZW5kSW52b2NhdGlvbklucHV0EiUuYWdlbnRkLnYxLlNlbmRJbnZvY2F0aW9uSW5wdXRSZXF1ZXN0GiYuYWdlbnRkLnYxLlNlbmRJbnZvY2F0aW9uSW5wdXRSZXNwb25zZRJqChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSJy5hZ2VudGQudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBooLmFnZW50ZC52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZUI4WjZnaXRodWIuY29tL2FnZW50ZC1kZXYvYWdlbnRkL2dlbi9nby9hZ2VudGQvdjE7YWdlbnRkdjFiBnByb3RvMw", [file_agentd_v1_agent, file_agentd_v1_state, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message agentd.v1.ChatRequest
@@ -738,6 +738,233 @@ export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*
   messageDesc(file_agentd_v1_agent_service, 26);
 
 /**
+ * @generated from message agentd.v1.SendInvocationInputRequest
+ */
+export type SendInvocationInputRequest = Message<"agentd.v1.SendInvocationInputRequest"> & {
+  /**
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+
+  /**
+   * The detached work: the snapshot ID its DETACHED output returned.
+   *
+   * @generated from field: string snapshot_id = 2;
+   */
+  snapshotId: string;
+
+  /**
+   * cancel: true, or steer: true with a message.
+   *
+   * @generated from field: agentd.v1.AgentInput input = 3;
+   */
+  input?: AgentInput | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.SendInvocationInputRequest.
+ * Use `create(SendInvocationInputRequestSchema)` to create a new message.
+ */
+export const SendInvocationInputRequestSchema: GenMessage<SendInvocationInputRequest> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 27);
+
+/**
+ * @generated from message agentd.v1.SendInvocationInputResponse
+ */
+export type SendInvocationInputResponse = Message<"agentd.v1.SendInvocationInputResponse"> & {
+  /**
+   * @generated from field: agentd.v1.InputAck ack = 1;
+   */
+  ack?: InputAck | undefined;
+};
+
+/**
+ * Describes the message agentd.v1.SendInvocationInputResponse.
+ * Use `create(SendInvocationInputResponseSchema)` to create a new message.
+ */
+export const SendInvocationInputResponseSchema: GenMessage<SendInvocationInputResponse> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 28);
+
+/**
+ * @generated from message agentd.v1.ListWebhookDeliveriesRequest
+ */
+export type ListWebhookDeliveriesRequest = Message<"agentd.v1.ListWebhookDeliveriesRequest"> & {
+  /**
+   * Only deliveries in this state (unspecified: all).
+   *
+   * @generated from field: agentd.v1.WebhookDeliveryState state = 1;
+   */
+  state: WebhookDeliveryState;
+
+  /**
+   * At most this many (default 50, max 1000).
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * From a previous response's next_page_token.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message agentd.v1.ListWebhookDeliveriesRequest.
+ * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
+ */
+export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 29);
+
+/**
+ * @generated from message agentd.v1.ListWebhookDeliveriesResponse
+ */
+export type ListWebhookDeliveriesResponse = Message<"agentd.v1.ListWebhookDeliveriesResponse"> & {
+  /**
+   * @generated from field: repeated agentd.v1.WebhookDelivery deliveries = 1;
+   */
+  deliveries: WebhookDelivery[];
+
+  /**
+   * Empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message agentd.v1.ListWebhookDeliveriesResponse.
+ * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
+ */
+export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 30);
+
+/**
+ * WebhookDelivery is one event and its delivery attempts.
+ *
+ * @generated from message agentd.v1.WebhookDelivery
+ */
+export type WebhookDelivery = Message<"agentd.v1.WebhookDelivery"> & {
+  /**
+   * The Standard Webhooks `webhook-id`, the same on every attempt.
+   *
+   * @generated from field: string webhook_id = 1;
+   */
+  webhookId: string;
+
+  /**
+   * The event type, e.g. "invocation.completed".
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * @generated from field: string agent = 3;
+   */
+  agent: string;
+
+  /**
+   * @generated from field: string session_id = 4;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string snapshot_id = 5;
+   */
+  snapshotId: string;
+
+  /**
+   * @generated from field: agentd.v1.WebhookDeliveryState state = 6;
+   */
+  state: WebhookDeliveryState;
+
+  /**
+   * @generated from field: int32 attempts = 7;
+   */
+  attempts: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 8;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_attempt_at = 9;
+   */
+  lastAttemptAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp next_attempt_at = 10;
+   */
+  nextAttemptAt?: Timestamp | undefined;
+
+  /**
+   * Why the last attempt failed (status code or transport error; never the
+   * receiver's response body).
+   *
+   * @generated from field: string last_error = 11;
+   */
+  lastError: string;
+
+  /**
+   * The endpoint the event goes to (without credentials or query).
+   *
+   * @generated from field: string url = 12;
+   */
+  url: string;
+};
+
+/**
+ * Describes the message agentd.v1.WebhookDelivery.
+ * Use `create(WebhookDeliverySchema)` to create a new message.
+ */
+export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_agent_service, 31);
+
+/**
+ * WebhookDeliveryState is where a webhook event stands.
+ *
+ * @generated from enum agentd.v1.WebhookDeliveryState
+ */
+export enum WebhookDeliveryState {
+  /**
+   * @generated from enum value: WEBHOOK_DELIVERY_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Waiting for its first or next attempt.
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATE_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * A receiver answered 2xx.
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATE_DELIVERED = 2;
+   */
+  DELIVERED = 2,
+
+  /**
+   * Every attempt of the retry period failed; kept readable for a while.
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATE_FAILED = 3;
+   */
+  FAILED = 3,
+}
+
+/**
+ * Describes the enum agentd.v1.WebhookDeliveryState.
+ */
+export const WebhookDeliveryStateSchema: GenEnum<WebhookDeliveryState> = /*@__PURE__*/
+  enumDesc(file_agentd_v1_agent_service, 0);
+
+/**
  * AgentService runs stateful, multi-turn agents.
  *
  * @generated from service agentd.v1.AgentService
@@ -881,6 +1108,30 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof DeleteSessionRequestSchema;
     output: typeof DeleteSessionResponseSchema;
+  },
+  /**
+   * SendInvocationInput sends a control input (cancel or steer) to detached
+   * work, from any instance sharing the store: cancel stops the turn in
+   * flight (the work goes on with its next input, or ends), steer reaches the
+   * turn in flight or runs as the next turn.
+   *
+   * @generated from rpc agentd.v1.AgentService.SendInvocationInput
+   */
+  sendInvocationInput: {
+    methodKind: "unary";
+    input: typeof SendInvocationInputRequestSchema;
+    output: typeof SendInvocationInputResponseSchema;
+  },
+  /**
+   * ListWebhookDeliveries lists the caller's webhook deliveries (newest
+   * first), e.g. the failed ones that were never delivered.
+   *
+   * @generated from rpc agentd.v1.AgentService.ListWebhookDeliveries
+   */
+  listWebhookDeliveries: {
+    methodKind: "unary";
+    input: typeof ListWebhookDeliveriesRequestSchema;
+    output: typeof ListWebhookDeliveriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentd_v1_agent_service, 0);

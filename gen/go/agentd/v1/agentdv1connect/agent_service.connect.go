@@ -66,6 +66,12 @@ const (
 	// AgentServiceDeleteSessionProcedure is the fully-qualified name of the AgentService's
 	// DeleteSession RPC.
 	AgentServiceDeleteSessionProcedure = "/agentd.v1.AgentService/DeleteSession"
+	// AgentServiceSendInvocationInputProcedure is the fully-qualified name of the AgentService's
+	// SendInvocationInput RPC.
+	AgentServiceSendInvocationInputProcedure = "/agentd.v1.AgentService/SendInvocationInput"
+	// AgentServiceListWebhookDeliveriesProcedure is the fully-qualified name of the AgentService's
+	// ListWebhookDeliveries RPC.
+	AgentServiceListWebhookDeliveriesProcedure = "/agentd.v1.AgentService/ListWebhookDeliveries"
 )
 
 // AgentServiceClient is a client for the agentd.v1.AgentService service.
@@ -105,6 +111,14 @@ type AgentServiceClient interface {
 	// DeleteSession aborts the session's running and pending work, then removes
 	// it and every snapshot of it. Idempotent.
 	DeleteSession(context.Context, *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[v1.DeleteSessionResponse], error)
+	// SendInvocationInput sends a control input (cancel or steer) to detached
+	// work, from any instance sharing the store: cancel stops the turn in
+	// flight (the work goes on with its next input, or ends), steer reaches the
+	// turn in flight or runs as the next turn.
+	SendInvocationInput(context.Context, *connect.Request[v1.SendInvocationInputRequest]) (*connect.Response[v1.SendInvocationInputResponse], error)
+	// ListWebhookDeliveries lists the caller's webhook deliveries (newest
+	// first), e.g. the failed ones that were never delivered.
+	ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error)
 }
 
 // NewAgentServiceClient constructs a client for the agentd.v1.AgentService service. By default, it
@@ -196,24 +210,38 @@ func NewAgentServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(agentServiceMethods.ByName("DeleteSession")),
 			connect.WithClientOptions(opts...),
 		),
+		sendInvocationInput: connect.NewClient[v1.SendInvocationInputRequest, v1.SendInvocationInputResponse](
+			httpClient,
+			baseURL+AgentServiceSendInvocationInputProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("SendInvocationInput")),
+			connect.WithClientOptions(opts...),
+		),
+		listWebhookDeliveries: connect.NewClient[v1.ListWebhookDeliveriesRequest, v1.ListWebhookDeliveriesResponse](
+			httpClient,
+			baseURL+AgentServiceListWebhookDeliveriesProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("ListWebhookDeliveries")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // agentServiceClient implements AgentServiceClient.
 type agentServiceClient struct {
-	chat             *connect.Client[v1.ChatRequest, v1.ChatResponse]
-	run              *connect.Client[v1.RunRequest, v1.RunResponse]
-	runStream        *connect.Client[v1.RunStreamRequest, v1.RunStreamResponse]
-	getSnapshot      *connect.Client[v1.GetSnapshotRequest, v1.GetSnapshotResponse]
-	listSnapshots    *connect.Client[v1.ListSnapshotsRequest, v1.ListSnapshotsResponse]
-	watchSnapshot    *connect.Client[v1.WatchSnapshotRequest, v1.WatchSnapshotResponse]
-	abort            *connect.Client[v1.AbortRequest, v1.AbortResponse]
-	attachInvocation *connect.Client[v1.AttachInvocationRequest, v1.AttachInvocationResponse]
-	listAgents       *connect.Client[v1.ListAgentsRequest, v1.ListAgentsResponse]
-	listSessions     *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
-	getSession       *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
-	updateSession    *connect.Client[v1.UpdateSessionRequest, v1.UpdateSessionResponse]
-	deleteSession    *connect.Client[v1.DeleteSessionRequest, v1.DeleteSessionResponse]
+	chat                  *connect.Client[v1.ChatRequest, v1.ChatResponse]
+	run                   *connect.Client[v1.RunRequest, v1.RunResponse]
+	runStream             *connect.Client[v1.RunStreamRequest, v1.RunStreamResponse]
+	getSnapshot           *connect.Client[v1.GetSnapshotRequest, v1.GetSnapshotResponse]
+	listSnapshots         *connect.Client[v1.ListSnapshotsRequest, v1.ListSnapshotsResponse]
+	watchSnapshot         *connect.Client[v1.WatchSnapshotRequest, v1.WatchSnapshotResponse]
+	abort                 *connect.Client[v1.AbortRequest, v1.AbortResponse]
+	attachInvocation      *connect.Client[v1.AttachInvocationRequest, v1.AttachInvocationResponse]
+	listAgents            *connect.Client[v1.ListAgentsRequest, v1.ListAgentsResponse]
+	listSessions          *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
+	getSession            *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
+	updateSession         *connect.Client[v1.UpdateSessionRequest, v1.UpdateSessionResponse]
+	deleteSession         *connect.Client[v1.DeleteSessionRequest, v1.DeleteSessionResponse]
+	sendInvocationInput   *connect.Client[v1.SendInvocationInputRequest, v1.SendInvocationInputResponse]
+	listWebhookDeliveries *connect.Client[v1.ListWebhookDeliveriesRequest, v1.ListWebhookDeliveriesResponse]
 }
 
 // Chat calls agentd.v1.AgentService.Chat.
@@ -281,6 +309,16 @@ func (c *agentServiceClient) DeleteSession(ctx context.Context, req *connect.Req
 	return c.deleteSession.CallUnary(ctx, req)
 }
 
+// SendInvocationInput calls agentd.v1.AgentService.SendInvocationInput.
+func (c *agentServiceClient) SendInvocationInput(ctx context.Context, req *connect.Request[v1.SendInvocationInputRequest]) (*connect.Response[v1.SendInvocationInputResponse], error) {
+	return c.sendInvocationInput.CallUnary(ctx, req)
+}
+
+// ListWebhookDeliveries calls agentd.v1.AgentService.ListWebhookDeliveries.
+func (c *agentServiceClient) ListWebhookDeliveries(ctx context.Context, req *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error) {
+	return c.listWebhookDeliveries.CallUnary(ctx, req)
+}
+
 // AgentServiceHandler is an implementation of the agentd.v1.AgentService service.
 type AgentServiceHandler interface {
 	// Chat is a multi-turn invocation. The first request carries `init` and may
@@ -318,6 +356,14 @@ type AgentServiceHandler interface {
 	// DeleteSession aborts the session's running and pending work, then removes
 	// it and every snapshot of it. Idempotent.
 	DeleteSession(context.Context, *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[v1.DeleteSessionResponse], error)
+	// SendInvocationInput sends a control input (cancel or steer) to detached
+	// work, from any instance sharing the store: cancel stops the turn in
+	// flight (the work goes on with its next input, or ends), steer reaches the
+	// turn in flight or runs as the next turn.
+	SendInvocationInput(context.Context, *connect.Request[v1.SendInvocationInputRequest]) (*connect.Response[v1.SendInvocationInputResponse], error)
+	// ListWebhookDeliveries lists the caller's webhook deliveries (newest
+	// first), e.g. the failed ones that were never delivered.
+	ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error)
 }
 
 // NewAgentServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -405,6 +451,18 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(agentServiceMethods.ByName("DeleteSession")),
 		connect.WithHandlerOptions(opts...),
 	)
+	agentServiceSendInvocationInputHandler := connect.NewUnaryHandler(
+		AgentServiceSendInvocationInputProcedure,
+		svc.SendInvocationInput,
+		connect.WithSchema(agentServiceMethods.ByName("SendInvocationInput")),
+		connect.WithHandlerOptions(opts...),
+	)
+	agentServiceListWebhookDeliveriesHandler := connect.NewUnaryHandler(
+		AgentServiceListWebhookDeliveriesProcedure,
+		svc.ListWebhookDeliveries,
+		connect.WithSchema(agentServiceMethods.ByName("ListWebhookDeliveries")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/agentd.v1.AgentService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AgentServiceChatProcedure:
@@ -433,6 +491,10 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 			agentServiceUpdateSessionHandler.ServeHTTP(w, r)
 		case AgentServiceDeleteSessionProcedure:
 			agentServiceDeleteSessionHandler.ServeHTTP(w, r)
+		case AgentServiceSendInvocationInputProcedure:
+			agentServiceSendInvocationInputHandler.ServeHTTP(w, r)
+		case AgentServiceListWebhookDeliveriesProcedure:
+			agentServiceListWebhookDeliveriesHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -492,4 +554,12 @@ func (UnimplementedAgentServiceHandler) UpdateSession(context.Context, *connect.
 
 func (UnimplementedAgentServiceHandler) DeleteSession(context.Context, *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[v1.DeleteSessionResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentd.v1.AgentService.DeleteSession is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) SendInvocationInput(context.Context, *connect.Request[v1.SendInvocationInputRequest]) (*connect.Response[v1.SendInvocationInputResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentd.v1.AgentService.SendInvocationInput is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentd.v1.AgentService.ListWebhookDeliveries is not implemented"))
 }

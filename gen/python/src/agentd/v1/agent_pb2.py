@@ -28,7 +28,7 @@ from agentd.v1 import state_pb2 as agentd_dot_v1_dot_state__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61gentd/v1/agent.proto\x12\tagentd.v1\x1a\x17\x61gentd/v1/content.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x15\x61gentd/v1/state.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xea\x02\n\tAgentInit\x12\x14\n\x05\x61gent\x18\x01 \x01(\tR\x05\x61gent\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x1f\n\x0bsnapshot_id\x18\x03 \x01(\tR\nsnapshotId\x12-\n\x05state\x18\x04 \x01(\x0b\x32\x17.agentd.v1.SessionStateR\x05state\x12\x36\n\x0b\x62usy_policy\x18\x05 \x01(\x0e\x32\x15.agentd.v1.BusyPolicyR\nbusyPolicy\x12\x38\n\x06labels\x18\x06 \x03(\x0b\x32 .agentd.v1.AgentInit.LabelsEntryR\x06labels\x12+\n\x03ttl\x18\x07 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xa0\x01\n\nAgentInput\x12,\n\x07message\x18\x01 \x01(\x0b\x32\x12.agentd.v1.MessageR\x07message\x12-\n\x06resume\x18\x02 \x01(\x0b\x32\x15.agentd.v1.ToolResumeR\x06resume\x12\x16\n\x06\x64\x65tach\x18\x03 \x01(\x08R\x06\x64\x65tach\x12\x1d\n\nrequest_id\x18\x04 \x01(\tR\trequestId\"b\n\nToolResume\x12)\n\x07respond\x18\x01 \x03(\x0b\x32\x0f.agentd.v1.PartR\x07respond\x12)\n\x07restart\x18\x02 \x03(\x0b\x32\x0f.agentd.v1.PartR\x07restart\"\x88\x01\n\x12JsonPatchOperation\x12\x0e\n\x02op\x18\x01 \x01(\tR\x02op\x12\x17\n\x04path\x18\x02 \x01(\tH\x00R\x04path\x88\x01\x01\x12,\n\x05value\x18\x03 \x01(\x0b\x32\x16.google.protobuf.ValueR\x05value\x12\x12\n\x04\x66rom\x18\x04 \x01(\tR\x04\x66romB\x07\n\x05_path\"r\n\nModelChunk\x12#\n\x04role\x18\x01 \x01(\x0e\x32\x0f.agentd.v1.RoleR\x04role\x12)\n\x07\x63ontent\x18\x02 \x03(\x0b\x32\x0f.agentd.v1.PartR\x07\x63ontent\x12\x14\n\x05index\x18\x03 \x01(\x05R\x05index\"\xce\x01\n\x07TurnEnd\x12\x1f\n\x0bsnapshot_id\x18\x01 \x01(\tR\nsnapshotId\x12<\n\rfinish_reason\x18\x02 \x01(\x0e\x32\x17.agentd.v1.FinishReasonR\x0c\x66inishReason\x12\x1d\n\nturn_index\x18\x03 \x01(\x05R\tturnIndex\x12\x1d\n\nsession_id\x18\x04 \x01(\tR\tsessionId\x12&\n\x05usage\x18\x05 \x01(\x0b\x32\x10.agentd.v1.UsageR\x05usage\"T\n\x08Takeover\x12)\n\x10superseded_after\x18\x01 \x01(\rR\x0fsupersededAfter\x12\x1d\n\nturn_index\x18\x02 \x01(\x05R\tturnIndex\"\xb9\x02\n\x10\x41gentStreamChunk\x12\x36\n\x0bmodel_chunk\x18\x01 \x01(\x0b\x32\x15.agentd.v1.ModelChunkR\nmodelChunk\x12@\n\x0c\x63ustom_patch\x18\x02 \x03(\x0b\x32\x1d.agentd.v1.JsonPatchOperationR\x0b\x63ustomPatch\x12/\n\x08\x61rtifact\x18\x03 \x01(\x0b\x32\x13.agentd.v1.ArtifactR\x08\x61rtifact\x12-\n\x08turn_end\x18\x04 \x01(\x0b\x32\x12.agentd.v1.TurnEndR\x07turnEnd\x12\x1a\n\x08sequence\x18\x05 \x01(\rR\x08sequence\x12/\n\x08takeover\x18\x06 \x01(\x0b\x32\x13.agentd.v1.TakeoverR\x08takeover\"\xf0\x02\n\x0b\x41gentOutput\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x1f\n\x0bsnapshot_id\x18\x02 \x01(\tR\nsnapshotId\x12,\n\x07message\x18\x03 \x01(\x0b\x32\x12.agentd.v1.MessageR\x07message\x12\x31\n\tartifacts\x18\x04 \x03(\x0b\x32\x13.agentd.v1.ArtifactR\tartifacts\x12-\n\x05state\x18\x05 \x01(\x0b\x32\x17.agentd.v1.SessionStateR\x05state\x12<\n\rfinish_reason\x18\x06 \x01(\x0e\x32\x17.agentd.v1.FinishReasonR\x0c\x66inishReason\x12+\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x15.agentd.v1.AgentErrorR\x05\x65rror\x12&\n\x05usage\x18\x08 \x01(\x0b\x32\x10.agentd.v1.UsageR\x05usage\"\xe2\x01\n\tAgentInfo\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12\x45\n\x10state_management\x18\x03 \x01(\x0e\x32\x1a.agentd.v1.StateManagementR\x0fstateManagement\x12\x1c\n\tabortable\x18\x04 \x01(\x08R\tabortable\x12:\n\x0cstate_schema\x18\x05 \x01(\x0b\x32\x17.google.protobuf.StructR\x0bstateSchema*u\n\nBusyPolicy\x12\x1b\n\x17\x42USY_POLICY_UNSPECIFIED\x10\x00\x12\x16\n\x12\x42USY_POLICY_REJECT\x10\x01\x12\x17\n\x13\x42USY_POLICY_ENQUEUE\x10\x02\x12\x19\n\x15\x42USY_POLICY_INTERRUPT\x10\x03*m\n\x0fStateManagement\x12 \n\x1cSTATE_MANAGEMENT_UNSPECIFIED\x10\x00\x12\x1b\n\x17STATE_MANAGEMENT_SERVER\x10\x01\x12\x1b\n\x17STATE_MANAGEMENT_CLIENT\x10\x02\x42\x38Z6github.com/agentd-dev/agentd/gen/go/agentd/v1;agentdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61gentd/v1/agent.proto\x12\tagentd.v1\x1a\x17\x61gentd/v1/content.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x15\x61gentd/v1/state.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xf0\x03\n\tAgentInit\x12\x14\n\x05\x61gent\x18\x01 \x01(\tR\x05\x61gent\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x1f\n\x0bsnapshot_id\x18\x03 \x01(\tR\nsnapshotId\x12-\n\x05state\x18\x04 \x01(\x0b\x32\x17.agentd.v1.SessionStateR\x05state\x12\x36\n\x0b\x62usy_policy\x18\x05 \x01(\x0e\x32\x15.agentd.v1.BusyPolicyR\nbusyPolicy\x12\x38\n\x06labels\x18\x06 \x03(\x0b\x32 .agentd.v1.AgentInit.LabelsEntryR\x06labels\x12+\n\x03ttl\x18\x07 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\x12>\n\x0bstate_patch\x18\x08 \x03(\x0b\x32\x1d.agentd.v1.JsonPatchOperationR\nstatePatch\x12\x44\n\x0emessages_patch\x18\t \x03(\x0b\x32\x1d.agentd.v1.JsonPatchOperationR\rmessagesPatch\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xce\x01\n\nAgentInput\x12,\n\x07message\x18\x01 \x01(\x0b\x32\x12.agentd.v1.MessageR\x07message\x12-\n\x06resume\x18\x02 \x01(\x0b\x32\x15.agentd.v1.ToolResumeR\x06resume\x12\x16\n\x06\x64\x65tach\x18\x03 \x01(\x08R\x06\x64\x65tach\x12\x1d\n\nrequest_id\x18\x04 \x01(\tR\trequestId\x12\x16\n\x06\x63\x61ncel\x18\x05 \x01(\x08R\x06\x63\x61ncel\x12\x14\n\x05steer\x18\x06 \x01(\x08R\x05steer\"b\n\nToolResume\x12)\n\x07respond\x18\x01 \x03(\x0b\x32\x0f.agentd.v1.PartR\x07respond\x12)\n\x07restart\x18\x02 \x03(\x0b\x32\x0f.agentd.v1.PartR\x07restart\"\x88\x01\n\x12JsonPatchOperation\x12\x0e\n\x02op\x18\x01 \x01(\tR\x02op\x12\x17\n\x04path\x18\x02 \x01(\tH\x00R\x04path\x88\x01\x01\x12,\n\x05value\x18\x03 \x01(\x0b\x32\x16.google.protobuf.ValueR\x05value\x12\x12\n\x04\x66rom\x18\x04 \x01(\tR\x04\x66romB\x07\n\x05_path\"r\n\nModelChunk\x12#\n\x04role\x18\x01 \x01(\x0e\x32\x0f.agentd.v1.RoleR\x04role\x12)\n\x07\x63ontent\x18\x02 \x03(\x0b\x32\x0f.agentd.v1.PartR\x07\x63ontent\x12\x14\n\x05index\x18\x03 \x01(\x05R\x05index\"\xce\x01\n\x07TurnEnd\x12\x1f\n\x0bsnapshot_id\x18\x01 \x01(\tR\nsnapshotId\x12<\n\rfinish_reason\x18\x02 \x01(\x0e\x32\x17.agentd.v1.FinishReasonR\x0c\x66inishReason\x12\x1d\n\nturn_index\x18\x03 \x01(\x05R\tturnIndex\x12\x1d\n\nsession_id\x18\x04 \x01(\tR\tsessionId\x12&\n\x05usage\x18\x05 \x01(\x0b\x32\x10.agentd.v1.UsageR\x05usage\"T\n\x08Takeover\x12)\n\x10superseded_after\x18\x01 \x01(\rR\x0fsupersededAfter\x12\x1d\n\nturn_index\x18\x02 \x01(\x05R\tturnIndex\"\xeb\x02\n\x10\x41gentStreamChunk\x12\x36\n\x0bmodel_chunk\x18\x01 \x01(\x0b\x32\x15.agentd.v1.ModelChunkR\nmodelChunk\x12@\n\x0c\x63ustom_patch\x18\x02 \x03(\x0b\x32\x1d.agentd.v1.JsonPatchOperationR\x0b\x63ustomPatch\x12/\n\x08\x61rtifact\x18\x03 \x01(\x0b\x32\x13.agentd.v1.ArtifactR\x08\x61rtifact\x12-\n\x08turn_end\x18\x04 \x01(\x0b\x32\x12.agentd.v1.TurnEndR\x07turnEnd\x12\x1a\n\x08sequence\x18\x05 \x01(\rR\x08sequence\x12/\n\x08takeover\x18\x06 \x01(\x0b\x32\x13.agentd.v1.TakeoverR\x08takeover\x12\x30\n\tinput_ack\x18\x07 \x01(\x0b\x32\x13.agentd.v1.InputAckR\x08inputAck\"{\n\x08InputAck\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x31\n\x06result\x18\x02 \x01(\x0e\x32\x19.agentd.v1.InputAckResultR\x06result\x12\x1d\n\nturn_index\x18\x03 \x01(\x05R\tturnIndex\"\xf0\x02\n\x0b\x41gentOutput\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x1f\n\x0bsnapshot_id\x18\x02 \x01(\tR\nsnapshotId\x12,\n\x07message\x18\x03 \x01(\x0b\x32\x12.agentd.v1.MessageR\x07message\x12\x31\n\tartifacts\x18\x04 \x03(\x0b\x32\x13.agentd.v1.ArtifactR\tartifacts\x12-\n\x05state\x18\x05 \x01(\x0b\x32\x17.agentd.v1.SessionStateR\x05state\x12<\n\rfinish_reason\x18\x06 \x01(\x0e\x32\x17.agentd.v1.FinishReasonR\x0c\x66inishReason\x12+\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x15.agentd.v1.AgentErrorR\x05\x65rror\x12&\n\x05usage\x18\x08 \x01(\x0b\x32\x10.agentd.v1.UsageR\x05usage\"\xe2\x01\n\tAgentInfo\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12\x45\n\x10state_management\x18\x03 \x01(\x0e\x32\x1a.agentd.v1.StateManagementR\x0fstateManagement\x12\x1c\n\tabortable\x18\x04 \x01(\x08R\tabortable\x12:\n\x0cstate_schema\x18\x05 \x01(\x0b\x32\x17.google.protobuf.StructR\x0bstateSchema*u\n\nBusyPolicy\x12\x1b\n\x17\x42USY_POLICY_UNSPECIFIED\x10\x00\x12\x16\n\x12\x42USY_POLICY_REJECT\x10\x01\x12\x17\n\x13\x42USY_POLICY_ENQUEUE\x10\x02\x12\x19\n\x15\x42USY_POLICY_INTERRUPT\x10\x03*\xb5\x01\n\x0eInputAckResult\x12 \n\x1cINPUT_ACK_RESULT_UNSPECIFIED\x10\x00\x12\x1e\n\x1aINPUT_ACK_RESULT_CANCELLED\x10\x01\x12&\n\"INPUT_ACK_RESULT_NOTHING_TO_CANCEL\x10\x02\x12\x1c\n\x18INPUT_ACK_RESULT_STEERED\x10\x03\x12\x1b\n\x17INPUT_ACK_RESULT_QUEUED\x10\x04*m\n\x0fStateManagement\x12 \n\x1cSTATE_MANAGEMENT_UNSPECIFIED\x10\x00\x12\x1b\n\x17STATE_MANAGEMENT_SERVER\x10\x01\x12\x1b\n\x17STATE_MANAGEMENT_CLIENT\x10\x02\x42\x38Z6github.com/agentd-dev/agentd/gen/go/agentd/v1;agentdv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,30 +38,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'Z6github.com/agentd-dev/agentd/gen/go/agentd/v1;agentdv1'
   _globals['_AGENTINIT_LABELSENTRY']._loaded_options = None
   _globals['_AGENTINIT_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_BUSYPOLICY']._serialized_start=2240
-  _globals['_BUSYPOLICY']._serialized_end=2357
-  _globals['_STATEMANAGEMENT']._serialized_start=2359
-  _globals['_STATEMANAGEMENT']._serialized_end=2468
+  _globals['_BUSYPOLICY']._serialized_start=2595
+  _globals['_BUSYPOLICY']._serialized_end=2712
+  _globals['_INPUTACKRESULT']._serialized_start=2715
+  _globals['_INPUTACKRESULT']._serialized_end=2896
+  _globals['_STATEMANAGEMENT']._serialized_start=2898
+  _globals['_STATEMANAGEMENT']._serialized_end=3007
   _globals['_AGENTINIT']._serialized_start=147
-  _globals['_AGENTINIT']._serialized_end=509
-  _globals['_AGENTINIT_LABELSENTRY']._serialized_start=452
-  _globals['_AGENTINIT_LABELSENTRY']._serialized_end=509
-  _globals['_AGENTINPUT']._serialized_start=512
-  _globals['_AGENTINPUT']._serialized_end=672
-  _globals['_TOOLRESUME']._serialized_start=674
-  _globals['_TOOLRESUME']._serialized_end=772
-  _globals['_JSONPATCHOPERATION']._serialized_start=775
-  _globals['_JSONPATCHOPERATION']._serialized_end=911
-  _globals['_MODELCHUNK']._serialized_start=913
-  _globals['_MODELCHUNK']._serialized_end=1027
-  _globals['_TURNEND']._serialized_start=1030
-  _globals['_TURNEND']._serialized_end=1236
-  _globals['_TAKEOVER']._serialized_start=1238
-  _globals['_TAKEOVER']._serialized_end=1322
-  _globals['_AGENTSTREAMCHUNK']._serialized_start=1325
-  _globals['_AGENTSTREAMCHUNK']._serialized_end=1638
-  _globals['_AGENTOUTPUT']._serialized_start=1641
-  _globals['_AGENTOUTPUT']._serialized_end=2009
-  _globals['_AGENTINFO']._serialized_start=2012
-  _globals['_AGENTINFO']._serialized_end=2238
+  _globals['_AGENTINIT']._serialized_end=643
+  _globals['_AGENTINIT_LABELSENTRY']._serialized_start=586
+  _globals['_AGENTINIT_LABELSENTRY']._serialized_end=643
+  _globals['_AGENTINPUT']._serialized_start=646
+  _globals['_AGENTINPUT']._serialized_end=852
+  _globals['_TOOLRESUME']._serialized_start=854
+  _globals['_TOOLRESUME']._serialized_end=952
+  _globals['_JSONPATCHOPERATION']._serialized_start=955
+  _globals['_JSONPATCHOPERATION']._serialized_end=1091
+  _globals['_MODELCHUNK']._serialized_start=1093
+  _globals['_MODELCHUNK']._serialized_end=1207
+  _globals['_TURNEND']._serialized_start=1210
+  _globals['_TURNEND']._serialized_end=1416
+  _globals['_TAKEOVER']._serialized_start=1418
+  _globals['_TAKEOVER']._serialized_end=1502
+  _globals['_AGENTSTREAMCHUNK']._serialized_start=1505
+  _globals['_AGENTSTREAMCHUNK']._serialized_end=1868
+  _globals['_INPUTACK']._serialized_start=1870
+  _globals['_INPUTACK']._serialized_end=1993
+  _globals['_AGENTOUTPUT']._serialized_start=1996
+  _globals['_AGENTOUTPUT']._serialized_end=2364
+  _globals['_AGENTINFO']._serialized_start=2367
+  _globals['_AGENTINFO']._serialized_end=2593
 # @@protoc_insertion_point(module_scope)

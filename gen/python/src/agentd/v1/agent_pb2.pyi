@@ -20,6 +20,14 @@ class BusyPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BUSY_POLICY_ENQUEUE: _ClassVar[BusyPolicy]
     BUSY_POLICY_INTERRUPT: _ClassVar[BusyPolicy]
 
+class InputAckResult(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INPUT_ACK_RESULT_UNSPECIFIED: _ClassVar[InputAckResult]
+    INPUT_ACK_RESULT_CANCELLED: _ClassVar[InputAckResult]
+    INPUT_ACK_RESULT_NOTHING_TO_CANCEL: _ClassVar[InputAckResult]
+    INPUT_ACK_RESULT_STEERED: _ClassVar[InputAckResult]
+    INPUT_ACK_RESULT_QUEUED: _ClassVar[InputAckResult]
+
 class StateManagement(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     STATE_MANAGEMENT_UNSPECIFIED: _ClassVar[StateManagement]
@@ -29,12 +37,17 @@ BUSY_POLICY_UNSPECIFIED: BusyPolicy
 BUSY_POLICY_REJECT: BusyPolicy
 BUSY_POLICY_ENQUEUE: BusyPolicy
 BUSY_POLICY_INTERRUPT: BusyPolicy
+INPUT_ACK_RESULT_UNSPECIFIED: InputAckResult
+INPUT_ACK_RESULT_CANCELLED: InputAckResult
+INPUT_ACK_RESULT_NOTHING_TO_CANCEL: InputAckResult
+INPUT_ACK_RESULT_STEERED: InputAckResult
+INPUT_ACK_RESULT_QUEUED: InputAckResult
 STATE_MANAGEMENT_UNSPECIFIED: StateManagement
 STATE_MANAGEMENT_SERVER: StateManagement
 STATE_MANAGEMENT_CLIENT: StateManagement
 
 class AgentInit(_message.Message):
-    __slots__ = ("agent", "session_id", "snapshot_id", "state", "busy_policy", "labels", "ttl")
+    __slots__ = ("agent", "session_id", "snapshot_id", "state", "busy_policy", "labels", "ttl", "state_patch", "messages_patch")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +62,8 @@ class AgentInit(_message.Message):
     BUSY_POLICY_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     TTL_FIELD_NUMBER: _ClassVar[int]
+    STATE_PATCH_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_PATCH_FIELD_NUMBER: _ClassVar[int]
     agent: str
     session_id: str
     snapshot_id: str
@@ -56,19 +71,25 @@ class AgentInit(_message.Message):
     busy_policy: BusyPolicy
     labels: _containers.ScalarMap[str, str]
     ttl: _duration_pb2.Duration
-    def __init__(self, agent: _Optional[str] = ..., session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., state: _Optional[_Union[_state_pb2.SessionState, _Mapping]] = ..., busy_policy: _Optional[_Union[BusyPolicy, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    state_patch: _containers.RepeatedCompositeFieldContainer[JsonPatchOperation]
+    messages_patch: _containers.RepeatedCompositeFieldContainer[JsonPatchOperation]
+    def __init__(self, agent: _Optional[str] = ..., session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., state: _Optional[_Union[_state_pb2.SessionState, _Mapping]] = ..., busy_policy: _Optional[_Union[BusyPolicy, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., state_patch: _Optional[_Iterable[_Union[JsonPatchOperation, _Mapping]]] = ..., messages_patch: _Optional[_Iterable[_Union[JsonPatchOperation, _Mapping]]] = ...) -> None: ...
 
 class AgentInput(_message.Message):
-    __slots__ = ("message", "resume", "detach", "request_id")
+    __slots__ = ("message", "resume", "detach", "request_id", "cancel", "steer")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     RESUME_FIELD_NUMBER: _ClassVar[int]
     DETACH_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    STEER_FIELD_NUMBER: _ClassVar[int]
     message: _content_pb2.Message
     resume: ToolResume
     detach: bool
     request_id: str
-    def __init__(self, message: _Optional[_Union[_content_pb2.Message, _Mapping]] = ..., resume: _Optional[_Union[ToolResume, _Mapping]] = ..., detach: _Optional[bool] = ..., request_id: _Optional[str] = ...) -> None: ...
+    cancel: bool
+    steer: bool
+    def __init__(self, message: _Optional[_Union[_content_pb2.Message, _Mapping]] = ..., resume: _Optional[_Union[ToolResume, _Mapping]] = ..., detach: _Optional[bool] = ..., request_id: _Optional[str] = ..., cancel: _Optional[bool] = ..., steer: _Optional[bool] = ...) -> None: ...
 
 class ToolResume(_message.Message):
     __slots__ = ("respond", "restart")
@@ -122,20 +143,32 @@ class Takeover(_message.Message):
     def __init__(self, superseded_after: _Optional[int] = ..., turn_index: _Optional[int] = ...) -> None: ...
 
 class AgentStreamChunk(_message.Message):
-    __slots__ = ("model_chunk", "custom_patch", "artifact", "turn_end", "sequence", "takeover")
+    __slots__ = ("model_chunk", "custom_patch", "artifact", "turn_end", "sequence", "takeover", "input_ack")
     MODEL_CHUNK_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_PATCH_FIELD_NUMBER: _ClassVar[int]
     ARTIFACT_FIELD_NUMBER: _ClassVar[int]
     TURN_END_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     TAKEOVER_FIELD_NUMBER: _ClassVar[int]
+    INPUT_ACK_FIELD_NUMBER: _ClassVar[int]
     model_chunk: ModelChunk
     custom_patch: _containers.RepeatedCompositeFieldContainer[JsonPatchOperation]
     artifact: _content_pb2.Artifact
     turn_end: TurnEnd
     sequence: int
     takeover: Takeover
-    def __init__(self, model_chunk: _Optional[_Union[ModelChunk, _Mapping]] = ..., custom_patch: _Optional[_Iterable[_Union[JsonPatchOperation, _Mapping]]] = ..., artifact: _Optional[_Union[_content_pb2.Artifact, _Mapping]] = ..., turn_end: _Optional[_Union[TurnEnd, _Mapping]] = ..., sequence: _Optional[int] = ..., takeover: _Optional[_Union[Takeover, _Mapping]] = ...) -> None: ...
+    input_ack: InputAck
+    def __init__(self, model_chunk: _Optional[_Union[ModelChunk, _Mapping]] = ..., custom_patch: _Optional[_Iterable[_Union[JsonPatchOperation, _Mapping]]] = ..., artifact: _Optional[_Union[_content_pb2.Artifact, _Mapping]] = ..., turn_end: _Optional[_Union[TurnEnd, _Mapping]] = ..., sequence: _Optional[int] = ..., takeover: _Optional[_Union[Takeover, _Mapping]] = ..., input_ack: _Optional[_Union[InputAck, _Mapping]] = ...) -> None: ...
+
+class InputAck(_message.Message):
+    __slots__ = ("request_id", "result", "turn_index")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    TURN_INDEX_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    result: InputAckResult
+    turn_index: int
+    def __init__(self, request_id: _Optional[str] = ..., result: _Optional[_Union[InputAckResult, str]] = ..., turn_index: _Optional[int] = ...) -> None: ...
 
 class AgentOutput(_message.Message):
     __slots__ = ("session_id", "snapshot_id", "message", "artifacts", "state", "finish_reason", "error", "usage")

@@ -5,12 +5,24 @@ from agentd.v1 import state_pb2 as _state_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class WebhookDeliveryState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WEBHOOK_DELIVERY_STATE_UNSPECIFIED: _ClassVar[WebhookDeliveryState]
+    WEBHOOK_DELIVERY_STATE_PENDING: _ClassVar[WebhookDeliveryState]
+    WEBHOOK_DELIVERY_STATE_DELIVERED: _ClassVar[WebhookDeliveryState]
+    WEBHOOK_DELIVERY_STATE_FAILED: _ClassVar[WebhookDeliveryState]
+WEBHOOK_DELIVERY_STATE_UNSPECIFIED: WebhookDeliveryState
+WEBHOOK_DELIVERY_STATE_PENDING: WebhookDeliveryState
+WEBHOOK_DELIVERY_STATE_DELIVERED: WebhookDeliveryState
+WEBHOOK_DELIVERY_STATE_FAILED: WebhookDeliveryState
 
 class ChatRequest(_message.Message):
     __slots__ = ("init", "input")
@@ -270,3 +282,65 @@ class DeleteSessionResponse(_message.Message):
     DELETED_FIELD_NUMBER: _ClassVar[int]
     deleted: bool
     def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
+
+class SendInvocationInputRequest(_message.Message):
+    __slots__ = ("agent", "snapshot_id", "input")
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    snapshot_id: str
+    input: _agent_pb2.AgentInput
+    def __init__(self, agent: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., input: _Optional[_Union[_agent_pb2.AgentInput, _Mapping]] = ...) -> None: ...
+
+class SendInvocationInputResponse(_message.Message):
+    __slots__ = ("ack",)
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    ack: _agent_pb2.InputAck
+    def __init__(self, ack: _Optional[_Union[_agent_pb2.InputAck, _Mapping]] = ...) -> None: ...
+
+class ListWebhookDeliveriesRequest(_message.Message):
+    __slots__ = ("state", "page_size", "page_token")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    state: WebhookDeliveryState
+    page_size: int
+    page_token: str
+    def __init__(self, state: _Optional[_Union[WebhookDeliveryState, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListWebhookDeliveriesResponse(_message.Message):
+    __slots__ = ("deliveries", "next_page_token")
+    DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    deliveries: _containers.RepeatedCompositeFieldContainer[WebhookDelivery]
+    next_page_token: str
+    def __init__(self, deliveries: _Optional[_Iterable[_Union[WebhookDelivery, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class WebhookDelivery(_message.Message):
+    __slots__ = ("webhook_id", "type", "agent", "session_id", "snapshot_id", "state", "attempts", "created_at", "last_attempt_at", "next_attempt_at", "last_error", "url")
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_ATTEMPT_AT_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    type: str
+    agent: str
+    session_id: str
+    snapshot_id: str
+    state: WebhookDeliveryState
+    attempts: int
+    created_at: _timestamp_pb2.Timestamp
+    last_attempt_at: _timestamp_pb2.Timestamp
+    next_attempt_at: _timestamp_pb2.Timestamp
+    last_error: str
+    url: str
+    def __init__(self, webhook_id: _Optional[str] = ..., type: _Optional[str] = ..., agent: _Optional[str] = ..., session_id: _Optional[str] = ..., snapshot_id: _Optional[str] = ..., state: _Optional[_Union[WebhookDeliveryState, str]] = ..., attempts: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_attempt_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., url: _Optional[str] = ...) -> None: ...

@@ -100,6 +100,16 @@ class AgentServiceStub:
                 request_serializer=agentd_dot_v1_dot_agent__service__pb2.DeleteSessionRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agent__service__pb2.DeleteSessionResponse.FromString,
                 _registered_method=True)
+        self.SendInvocationInput = channel.unary_unary(
+                '/agentd.v1.AgentService/SendInvocationInput',
+                request_serializer=agentd_dot_v1_dot_agent__service__pb2.SendInvocationInputRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agent__service__pb2.SendInvocationInputResponse.FromString,
+                _registered_method=True)
+        self.ListWebhookDeliveries = channel.unary_unary(
+                '/agentd.v1.AgentService/ListWebhookDeliveries',
+                request_serializer=agentd_dot_v1_dot_agent__service__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agent__service__pb2.ListWebhookDeliveriesResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -206,6 +216,24 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SendInvocationInput(self, request, context):
+        """SendInvocationInput sends a control input (cancel or steer) to detached
+        work, from any instance sharing the store: cancel stops the turn in
+        flight (the work goes on with its next input, or ends), steer reaches the
+        turn in flight or runs as the next turn.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListWebhookDeliveries(self, request, context):
+        """ListWebhookDeliveries lists the caller's webhook deliveries (newest
+        first), e.g. the failed ones that were never delivered.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -273,6 +301,16 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.DeleteSession,
                     request_deserializer=agentd_dot_v1_dot_agent__service__pb2.DeleteSessionRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agent__service__pb2.DeleteSessionResponse.SerializeToString,
+            ),
+            'SendInvocationInput': grpc.unary_unary_rpc_method_handler(
+                    servicer.SendInvocationInput,
+                    request_deserializer=agentd_dot_v1_dot_agent__service__pb2.SendInvocationInputRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agent__service__pb2.SendInvocationInputResponse.SerializeToString,
+            ),
+            'ListWebhookDeliveries': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhookDeliveries,
+                    request_deserializer=agentd_dot_v1_dot_agent__service__pb2.ListWebhookDeliveriesRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agent__service__pb2.ListWebhookDeliveriesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -627,6 +665,60 @@ class AgentService:
             '/agentd.v1.AgentService/DeleteSession',
             agentd_dot_v1_dot_agent__service__pb2.DeleteSessionRequest.SerializeToString,
             agentd_dot_v1_dot_agent__service__pb2.DeleteSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SendInvocationInput(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.AgentService/SendInvocationInput',
+            agentd_dot_v1_dot_agent__service__pb2.SendInvocationInputRequest.SerializeToString,
+            agentd_dot_v1_dot_agent__service__pb2.SendInvocationInputResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWebhookDeliveries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.AgentService/ListWebhookDeliveries',
+            agentd_dot_v1_dot_agent__service__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+            agentd_dot_v1_dot_agent__service__pb2.ListWebhookDeliveriesResponse.FromString,
             options,
             channel_credentials,
             insecure,
