@@ -54,6 +54,11 @@ export default tseslint.config(
     },
   },
   {
+    // The inspector runs in browsers (bundled by scripts/build-inspector.mjs).
+    files: ["src/inspector/**/*.ts"],
+    languageOptions: { globals: globals.browser },
+  },
+  {
     // Tests read JSON off the wire and out of stored documents; `any` is the honest type there.
     files: ["test/**/*.ts", "bench/**/*.ts", "scripts/**/*.ts"],
     rules: { "@typescript-eslint/no-explicit-any": "off" },

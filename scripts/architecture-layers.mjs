@@ -18,6 +18,8 @@ export const LAYERS = [
   { type: "prompts", pattern: "src/prompts/**", allow: ["foundation", "models", "tools", "runtime"] },
   { type: "server", pattern: "src/server/**", allow: ["gen", "foundation", "stores", "protocol", "models", "runtime"] },
   { type: "client", pattern: "src/client/**", allow: ["gen", "foundation", "protocol"] },
+  // The inspector (a browser app bundled by scripts/build-inspector.mjs) is a client of the public API.
+  { type: "inspector", pattern: "src/inspector/**", allow: ["gen", "foundation", "protocol", "client"] },
   {
     type: "cli",
     pattern: "src/cli/**",

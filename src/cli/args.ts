@@ -70,6 +70,8 @@ export interface ServeConfig {
   fairShare?: FairShareConfig;
   /** `--page-token-secret-file`: the secret page tokens are signed with (shared by instances); default a random per-process key. */
   pageTokenSecretFile?: string;
+  /** `--inspector`: serve the inspector (a browser UI, a client of the API) at /inspector/ on the same port. */
+  inspector: boolean;
 }
 
 /** The security flags of `agentd serve`. */
@@ -125,6 +127,8 @@ Options:
   --max-message-bytes <n>     largest accepted request message (default ${DEFAULT_MAX_MESSAGE_BYTES})
   --log-level <level>         fatal|error|warn|info|debug|trace|silent (default info)
   --cors-origin <origin>      let browsers on this origin call cross-origin (repeatable; * = any)
+  --inspector                 serve the inspector, a browser UI of sessions, snapshots and live
+                              work, at http://<host>:<port>/inspector/ (asks for a token with auth)
   --drain-ms <n>              on SIGTERM/SIGINT, how long in-flight work may finish (default ${DEFAULT_GRACE_MS})
   --heartbeat-interval-ms <n> how often detached work refreshes its pending snapshot (default 5000)
   --heartbeat-ttl-ms <n>      a pending snapshot silent this long is presumed dead: another instance
@@ -283,6 +287,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "tls-client-ca": { type: "string" },
         reflection: { type: "string" },
         insecure: { type: "boolean" },
+        inspector: { type: "boolean" },
         examples: { type: "boolean" },
         "no-examples": { type: "boolean" },
         "no-takeover": { type: "boolean" },
@@ -363,6 +368,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
           : DEFAULT_MAX_MESSAGE_BYTES,
       logLevel,
       corsOrigins: corsOrigins(values["cors-origin"] ?? []),
+      inspector: values.inspector === true,
       drainMs:
         values["drain-ms"] !== undefined ? integer("drain-ms", values["drain-ms"], 0, 3_600_000) : DEFAULT_GRACE_MS,
       ...(values["heartbeat-interval-ms"] !== undefined

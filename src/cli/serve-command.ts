@@ -15,6 +15,7 @@ import { PageTokens } from "../server/page-tokens.js";
 import { startServer, type RunningServer } from "../server/server.js";
 import type { ServeConfig } from "./args.js";
 import { loadAgentModules } from "./load-agents.js";
+import { loadInspectorAssets } from "./inspector-assets.js";
 import { CoalescedLogDestination } from "./coalesced-log-destination.js";
 import { setUpSecurity } from "./security-setup.js";
 import { startTelemetry, type TelemetryHandle } from "./telemetry-setup.js";
@@ -65,6 +66,7 @@ export async function startServe(
       : PageTokens.random();
   // Start-up checks (e.g. prompt agents' smoke renders) fail the start, naming the file.
   await Promise.all(userAgents.map((agent) => agent.ready()));
+  const inspector = config.inspector ? await loadInspectorAssets() : undefined;
   let store: SessionStore | undefined;
   let telemetry: TelemetryHandle | undefined;
   try {
@@ -127,6 +129,7 @@ export async function startServe(
       ...(security.tls ? { tls: security.tls } : {}),
       ...(store.ping ? { storeHealth: { ping: store.ping.bind(store) } } : {}),
       telemetry: telemetry !== undefined,
+      ...(inspector ? { inspector } : {}),
     });
     logger.info(
       {
@@ -138,6 +141,7 @@ export async function startServe(
         auth: security.methods.length > 0 ? security.methods : "none",
         tls: security.tls ? (security.tls.clientCa ? "mutual" : "on") : "off",
         ...(config.promptsDir !== undefined ? { prompts: config.promptsDir } : {}),
+        ...(inspector ? { inspector: `${server.url}/inspector/` } : {}),
         ...(telemetry
           ? {
               telemetry: {

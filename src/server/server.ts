@@ -29,6 +29,7 @@ import { REFLECTION_SERVICES, registerReflectionService } from "./reflection-ser
 import { requestGate } from "./request-gate.js";
 import { requestValidationInterceptor } from "./request-validation.js";
 import { withCors } from "./cors.js";
+import { inspectorHandler, type InspectorAssets } from "./inspector-route.js";
 import { fairShareInterceptor } from "./fair-share-interceptor.js";
 import { DEFAULT_TENANT_LIMITS, TenantLimits, type TenantLimitOptions } from "./tenant-limits.js";
 import {
@@ -102,6 +103,12 @@ export interface ServerOptions {
    * unlimited). Without authentication nothing is limited per caller.
    */
   fairShare?: { unauthenticated?: Partial<UnauthenticatedShareOptions>; tenants?: Partial<TenantLimitOptions> };
+  /**
+   * Serve the inspector (a single-page app, a client of this API) at
+   * `/inspector/` on the same port, from these files (see
+   * {@link inspectorHandler}). Default: not served (those paths are 404).
+   */
+  inspector?: InspectorAssets;
 }
 
 /** Options for {@link RunningServer.close}. */
@@ -188,8 +195,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return values;
     },
   });
+  const inspector = options.inspector ? inspectorHandler(options.inspector) : undefined;
   // Requests that never reach the logging interceptor still get their line.
   const handler: typeof connectHandler = (req, res) => {
+    if (inspector?.(req, res)) return;
     const started = performance.now();
     res.once("close", () => {
       const log = callLogs.get(req);

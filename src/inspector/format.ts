@@ -1,0 +1,68 @@
+import { ConnectError } from "@connectrpc/connect";
+import { Code } from "../client/browser.js";
+import { h } from "./element.js";
+
+/** An epoch-ms time as `2026-11-28 05:30:12` (local time); `—` when absent. */
+export function formatTime(ms: number | undefined): string {
+  if (ms === undefined) return "—";
+  const d = new Date(ms);
+  const pad = (n: number): string => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/** A duration in ms as `90s`, `15m`, `2h`, `3d` (the largest whole unit); `—` when absent. */
+export function formatDuration(ms: number | undefined): string {
+  if (ms === undefined) return "—";
+  const units: [string, number][] = [
+    ["d", 86_400_000],
+    ["h", 3_600_000],
+    ["m", 60_000],
+    ["s", 1000],
+  ];
+  for (const [unit, size] of units) if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
+
+/** A badge for a snapshot status (`data-status` carries it for styling and tests). */
+export function statusBadge(status: string): HTMLElement {
+  return h("span", { class: "badge", "data-status": status }, status);
+}
+
+/** `key=value` pairs (comma or newline separated) as a record; throws a readable Error on a pair without `=`. */
+export function parseLabels(raw: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const pair of raw.split(/[,\n]/)) {
+    const trimmed = pair.trim();
+    if (trimmed === "") continue;
+    const eq = trimmed.indexOf("=");
+    if (eq <= 0) throw new Error(`"${trimmed}" is not a label: write key=value`);
+    labels[trimmed.slice(0, eq).trim()] = trimmed.slice(eq + 1).trim();
+  }
+  return labels;
+}
+
+/** A record of labels as `key=value, …`. */
+export function formatLabels(labels: Record<string, string>): string {
+  return Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(", ");
+}
+
+/** A duration typed by the user (`30s`, `15m`, `2h`, `7d`, or seconds) in ms; throws a readable Error otherwise. */
+export function parseDuration(raw: string): number {
+  const match = /^\s*(\d+)\s*(ms|s|m|h|d)?\s*$/.exec(raw);
+  if (!match) throw new Error(`"${raw}" is not a duration: write e.g. 90s, 15m, 2h or 7d`);
+  const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] ?? "s"]!;
+  return Number(match[1]) * factor;
+}
+
+/** A readable line for a failed call: the status name and the server's message. */
+export function describeError(err: unknown): string {
+  if (err instanceof ConnectError) return `${Code[err.code] ?? err.code}: ${err.rawMessage}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** An error box showing {@link describeError}. */
+export function errorBox(err: unknown): HTMLElement {
+  return h("p", { class: "error", role: "alert" }, describeError(err));
+}

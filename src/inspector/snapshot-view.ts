@@ -1,0 +1,70 @@
+import type { SessionSnapshot } from "../client/browser.js";
+import type { SessionInfo } from "../types/session-info.js";
+import type { AppContext } from "./app-context.js";
+import { artifactCard, jsonBlock, messageCard } from "./content-view.js";
+import { h, replaceChildren } from "./element.js";
+import { errorBox, formatTime, statusBadge } from "./format.js";
+import { liveView } from "./live-view.js";
+import { stateDiffView } from "./state-diff-view.js";
+
+/**
+ * One snapshot in detail: status, finish reason, error, usage and times;
+ * while pending, its live work (attached stream and Abort); its messages,
+ * its custom state with the diff against its parent's, and its artifacts.
+ */
+export function snapshotView(ctx: AppContext, session: SessionInfo, snapshotId: string): HTMLElement {
+  const root = h("article", { class: "snapshot", "data-snapshot-id": snapshotId }, h("p", {}, "Loading…"));
+  const load = async (): Promise<void> => {
+    try {
+      const snapshot = await ctx.connection.client.getSnapshot(session.agent, { snapshotId }, { signal: ctx.signal });
+      const parent = snapshot.parentId
+        ? await ctx.connection.client
+            .getSnapshot(session.agent, { snapshotId: snapshot.parentId }, { signal: ctx.signal })
+            .catch(() => undefined)
+        : undefined;
+      render(snapshot, parent);
+    } catch (err) {
+      replaceChildren(root, errorBox(err));
+    }
+  };
+  const render = (snapshot: SessionSnapshot, parent: SessionSnapshot | undefined): void => {
+    const state = snapshot.state;
+    replaceChildren(
+      root,
+      h("h3", {}, "Snapshot ", h("code", { class: "snapshot-id" }, snapshot.snapshotId)),
+      facts(snapshot),
+      snapshot.status === "pending" &&
+        liveView(ctx, session.agent, snapshot.snapshotId, () => setTimeout(() => void load(), 100)),
+      h("h4", {}, `Messages (${state?.messages.length ?? 0})`),
+      h("div", { class: "messages" }, ...(state?.messages ?? []).map(messageCard)),
+      h("h4", {}, "Custom state"),
+      state
+        ? stateDiffView(state.custom, parent?.state ? { custom: parent.state.custom } : undefined)
+        : h("p", { class: "muted" }, "No state (pending)."),
+      h("h4", {}, `Artifacts (${state?.artifacts.length ?? 0})`),
+      h("div", { class: "artifacts" }, ...(state?.artifacts ?? []).map(artifactCard)),
+    );
+  };
+  void load();
+  return root;
+}
+
+function facts(s: SessionSnapshot): HTMLElement {
+  const row = (term: string, value: string | Node): HTMLElement[] => [h("dt", {}, term), h("dd", {}, value)];
+  return h(
+    "dl",
+    { class: "snapshot-facts" },
+    ...row("Status", statusBadge(s.status)),
+    ...row("Finish reason", s.finishReason ?? "—"),
+    ...row("Turn", String(s.turnIndex)),
+    ...row("Parent", s.parentId ?? "—"),
+    ...row("Created", formatTime(s.createdAt)),
+    ...row("Updated", formatTime(s.updatedAt)),
+    ...(s.heartbeatAt !== undefined ? row("Heartbeat", formatTime(s.heartbeatAt)) : []),
+    ...row(
+      "Usage",
+      s.usage ? `${s.usage.totalTokens} tokens (${s.usage.inputTokens} in, ${s.usage.outputTokens} out)` : "—",
+    ),
+    ...(s.error ? row("Error", jsonBlock(s.error.status, s.error)) : []),
+  );
+}
