@@ -14,6 +14,8 @@ import { stateDiffView } from "./state-diff-view.js";
  */
 export function snapshotView(ctx: AppContext, session: SessionInfo, snapshotId: string): HTMLElement {
   const root = h("article", { class: "snapshot", "data-snapshot-id": snapshotId }, h("p", {}, "Loading…"));
+  // Created once, while the snapshot is pending; stays (with its final status and log) after the work ends.
+  let live: HTMLElement | undefined;
   const load = async (): Promise<void> => {
     try {
       const snapshot = await ctx.connection.client.getSnapshot(session.agent, { snapshotId }, { signal: ctx.signal });
@@ -29,12 +31,13 @@ export function snapshotView(ctx: AppContext, session: SessionInfo, snapshotId: 
   };
   const render = (snapshot: SessionSnapshot, parent: SessionSnapshot | undefined): void => {
     const state = snapshot.state;
+    if (snapshot.status === "pending" && live === undefined)
+      live = liveView(ctx, session.agent, snapshot.snapshotId, () => setTimeout(() => void load(), 100));
     replaceChildren(
       root,
       h("h3", {}, "Snapshot ", h("code", { class: "snapshot-id" }, snapshot.snapshotId)),
       facts(snapshot),
-      snapshot.status === "pending" &&
-        liveView(ctx, session.agent, snapshot.snapshotId, () => setTimeout(() => void load(), 100)),
+      live,
       h("h4", {}, `Messages (${state?.messages.length ?? 0})`),
       h("div", { class: "messages" }, ...(state?.messages ?? []).map(messageCard)),
       h("h4", {}, "Custom state"),
