@@ -10,6 +10,7 @@ step() { printf '\n=== %s\n' "$*"; }
 step "tools"
 bash scripts/install-tools.sh
 bash scripts/setup-python.sh
+bash scripts/install-chromium.sh
 npx tsx -e 'import("./test/harness/mongo-java-server.ts").then((m) => m.buildMongoJavaServer())'
 
 step "proto lint and generated code"

@@ -244,6 +244,22 @@ describe("the packed agentd installed with its peers", { timeout: 180_000 }, () 
     });
   }
 
+  it("serves the inspector's built files from dist/inspector with npx agentd serve --inspector", async () => {
+    const inspecting = await serve(project, ["./agents.mjs", "--inspector", "--port", "0", "--store", "memory:"]);
+    try {
+      expect(inspecting.listening.inspector).toBe(`${inspecting.url}/inspector/`);
+      const page = await fetch(`${inspecting.url}/inspector/sessions/any`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+      expect(await page.text()).toContain('src="/inspector/assets/inspector.js"');
+      const bundle = await fetch(`${inspecting.url}/inspector/assets/inspector.js`);
+      expect(bundle.status).toBe(200);
+      expect((await bundle.arrayBuffer()).byteLength).toBeGreaterThan(10_000);
+    } finally {
+      await stop(inspecting);
+    }
+  });
+
   it("exports the server, the MongoDB store and the stores by package name", async () => {
     const script = [
       `const server = await import("agentd/server");`,
