@@ -4,7 +4,8 @@ import { prettyJson } from "./json-diff.js";
 
 /**
  * A message as a card: its role, then each part — text, reasoning, tool
- * request (name and input), tool response (name and output), media (its URL,
+ * request (name and input; an interrupted one marked as waiting for the
+ * client, or resolved), tool response (name and output), media (its URL,
  * as text: nothing is fetched), data, custom — and its metadata. Every value
  * is shown as text.
  */
@@ -29,6 +30,13 @@ export function partView(part: Part): HTMLElement {
       h("div", { class: "part-tool-request" }, `tool request → ${name}${ref ? ` (${ref})` : ""}`),
       jsonBlock("input", input),
     );
+    // The keys src/tools/interrupts.ts marks an interrupted request with (INTERRUPT_KEY, RESOLVED_INTERRUPT_KEY).
+    const interrupt = part.metadata?.["interrupt"];
+    const resolved = part.metadata?.["resolvedInterrupt"];
+    if (interrupt !== undefined)
+      children.push(h("div", { class: "part-interrupt" }, "interrupt: waiting for the client's resume"));
+    else if (resolved !== undefined)
+      children.push(h("div", { class: "part-interrupt resolved" }, "interrupt: resolved by a resume"));
   }
   if (part.toolResponse !== undefined) {
     const { name, ref, output } = part.toolResponse;

@@ -19,7 +19,7 @@ const consoleMessages: string[] = [];
 
 beforeAll(async () => {
   [server, browser] = await Promise.all([
-    startAgentd({ args: ["--inspector", "--heartbeat-interval-ms", "100"] }),
+    startAgentd({ args: ["test/fixtures/prompt-agents.ts", "--inspector", "--heartbeat-interval-ms", "100"] }),
     launchBrowser(),
   ]);
   client = createAgentClient(server.baseUrl);
@@ -173,6 +173,18 @@ describe("the inspector", () => {
     expect(await page.locator("main script, main img, main b").count()).toBe(0);
     expect(await page.locator(".json-state").textContent()).toContain("<script>window.__pwned = 1</script>");
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+  });
+
+  it("shows an interrupted turn's tool request marked as waiting for the client, and the finish reason", async () => {
+    const output = await client.run("bank", 'call transfer {"amount":5,"to":"bob"}');
+    expect(output.finishReason).toBe("interrupted");
+    await open(`/inspector/sessions/${output.sessionId}`, ".part-interrupt");
+    const model = page.locator('.message[data-role="model"]').last();
+    expect(await model.locator(".part-tool-request").textContent()).toMatch(/^tool request → transfer/);
+    expect(JSON.parse((await model.locator(".json pre").first().textContent())!)).toEqual({ amount: 5, to: "bob" });
+    expect(await model.locator(".part-interrupt").textContent()).toBe("interrupt: waiting for the client's resume");
+    const facts = await page.locator(".snapshot-facts").textContent();
+    expect(facts).toContain("Finish reasoninterrupted");
   });
 
   it("edits a session's labels and TTL from the list", async () => {
