@@ -19,7 +19,15 @@ const consoleMessages: string[] = [];
 
 beforeAll(async () => {
   [server, browser] = await Promise.all([
-    startAgentd({ args: ["test/fixtures/prompt-agents.ts", "--inspector", "--heartbeat-interval-ms", "100"] }),
+    startAgentd({
+      args: [
+        "test/fixtures/prompt-agents.ts",
+        "test/fixtures/agents.ts",
+        "--inspector",
+        "--heartbeat-interval-ms",
+        "100",
+      ],
+    }),
     launchBrowser(),
   ]);
   client = createAgentClient(server.baseUrl);
@@ -145,6 +153,19 @@ describe("the inspector", () => {
     await page.locator(".turn .turn-output").nth(1).waitFor();
     const session = await client.getSession(sessionId);
     expect(session.turnCount).toBe(2);
+  });
+
+  it("continues a client-managed agent's chat from the state its last turn returned", async () => {
+    await open("/inspector/chat", ".chat-form");
+    await page.selectOption("select[name=agent]", "notes");
+    for (const [i, text] of ["first note", "second note"].entries()) {
+      await page.fill("textarea[name=message]", text);
+      await page.click(".chat-form button[type=submit]");
+      await page.locator(".turn .turn-output").nth(i).waitFor();
+    }
+    const patches = await page.locator('.turn .chunk[data-kind="patch"]').allTextContents();
+    expect(patches.at(-1)).toContain('["first note","second note"]');
+    expect(await page.locator(".turn .streaming").nth(1).textContent()).toBe("noted: second note");
   });
 
   it("answers a deep link to a session with its messages and snapshot IDs once the page's scripts ran", async () => {
