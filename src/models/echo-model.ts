@@ -29,15 +29,26 @@ export class EchoModel implements Model {
     const userText = messageText(lastUser);
     const reply = `echo: ${userText}`;
     const delayMs = messageDelay(lastUser) ?? this.delayMs;
+    // The reply's words are counted as they stream (a piece is one word, or only whitespace),
+    // not in a pass over the whole text after the last chunk: that pass over a 4 MiB reply
+    // held the event loop for tens of ms at once.
+    let outputTokens = 0;
     for (const piece of pieces(reply)) {
       if (delayMs > 0) await sleep(delayMs, options.signal);
       throwIfAborted(options.signal);
+      if (piece !== "" && !isWhitespace(piece.charCodeAt(0))) outputTokens++;
       const delivered = options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
       if (delivered) await delivered; // backpressure; no await (no event-loop hop) while the reader keeps up
     }
     throwIfAborted(options.signal);
     const message: Message = { role: "model", content: [{ text: reply }] };
-    return { message, finishReason: "stop", usage: echoUsage(userText, reply) };
+    // The reply is "echo:", a space, then the user's text: one word more than the user's.
+    const inputTokens = outputTokens - 1;
+    return {
+      message,
+      finishReason: "stop",
+      usage: { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens },
+    };
   }
 }
 
