@@ -3,6 +3,9 @@ import { messageText, type Message } from "../types/content.js";
 import type { Usage } from "../types/usage.js";
 import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from "./model.js";
 
+/** A reply this long (UTF-16 code units) ends its generation in a later event-loop turn (see generate). */
+const LARGE_REPLY_CHARS = 64 * 1024;
+
 /** Options of the offline echo model. */
 export interface EchoModelOptions {
   /** Delay before each streamed chunk, in ms (default 0). A user message's metadata `echoDelayMs` overrides it. */
@@ -40,6 +43,11 @@ export class EchoModel implements Model {
       const delivered = options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
       if (delivered) await delivered; // backpressure; no await (no event-loop hop) while the reader keeps up
     }
+    // What follows the answer (committing the turn: sizing and storing a history that now holds
+    // the reply twice over, shaping the output) starts in an event-loop turn of its own after a
+    // long reply, as after a real provider's last network read: other calls' I/O waiting since
+    // the last chunk is served first, instead of behind all that work at once.
+    if (reply.length >= LARGE_REPLY_CHARS) await laterTurn();
     throwIfAborted(options.signal);
     const message: Message = { role: "model", content: [{ text: reply }] };
     // The reply is "echo:", a space, then the user's text: one word more than the user's.
@@ -127,4 +135,9 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       resolve();
     }
   });
+}
+
+/** Resolves in a later event-loop turn, after pending I/O callbacks. */
+function laterTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -23,6 +23,7 @@ import type { Principal } from "../types/principal.js";
 import { principalOf } from "./auth/call-guard.js";
 import { annotateCall } from "./call-log.js";
 import { chatResponses, sendInput } from "./chat-stream.js";
+import { beforeLargeOutput } from "./large-output.js";
 import { PageTokens } from "./page-tokens.js";
 import {
   agentInfoToWire,
@@ -62,6 +63,7 @@ export function agentServiceRoutes(
         for await (const _ of connection.stream);
         const output = await connection.output();
         annotateCall(ctx, { snapshotId: output.snapshotId });
+        await beforeLargeOutput(output);
         return create(RunResponseSchema, { output: agentOutputToWire(output) });
       },
 
@@ -74,6 +76,7 @@ export function agentServiceRoutes(
         }
         const output = await connection.output();
         annotateCall(ctx, { snapshotId: output.snapshotId });
+        await beforeLargeOutput(output);
         yield create(RunStreamResponseSchema, { output: agentOutputToWire(output) });
       },
 
