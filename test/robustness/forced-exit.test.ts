@@ -26,7 +26,7 @@ describe("SIGTERM while something never ends", () => {
     { timeout: 60_000 },
     async () => {
       server = await startAgentd({
-        args: ["test/fixtures/stuck-agents.ts", "--store", "memory:", "--drain-ms", String(DRAIN_MS)],
+        args: ["test/fixtures/misbehaving-agents.ts", "--store", "memory:", "--drain-ms", String(DRAIN_MS)],
       });
       const client = createClient(AgentService, createGrpcTransport({ baseUrl: server.baseUrl }));
       const stream = client.runStream({ init: { agent: "stuck" }, input: textInput("hello") }, { timeoutMs: 50_000 });
@@ -44,7 +44,7 @@ describe("SIGTERM while something never ends", () => {
     { timeout: 60_000 },
     async () => {
       server = await startAgentd({
-        args: ["test/fixtures/stuck-agents.ts", "--store", "memory:", "--drain-ms", String(DRAIN_MS)],
+        args: ["test/fixtures/misbehaving-agents.ts", "--store", "memory:", "--drain-ms", String(DRAIN_MS)],
       });
       const client = createClient(AgentService, createGrpcTransport({ baseUrl: server.baseUrl }));
       const { output } = await client.run(
