@@ -39,7 +39,7 @@ export class EchoModel implements Model {
     for (const piece of pieces(reply)) {
       if (delayMs > 0) await sleep(delayMs, options.signal);
       throwIfAborted(options.signal);
-      if (piece !== "" && !isWhitespace(piece.charCodeAt(0))) outputTokens++;
+      if (!isWhitespace(piece.charCodeAt(0))) outputTokens++; // the reply starts "echo:": no piece is empty
       const delivered = options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
       if (delivered) await delivered; // backpressure; no await (no event-loop hop) while the reader keeps up
     }
