@@ -63,7 +63,8 @@ export function agentServiceRoutes(
         for await (const _ of connection.stream);
         const output = await connection.output();
         annotateCall(ctx, { snapshotId: output.snapshotId });
-        await beforeLargeOutput(output);
+        const encodeLater = beforeLargeOutput(output);
+        if (encodeLater) await encodeLater; // no hop for a normal output
         return create(RunResponseSchema, { output: agentOutputToWire(output) });
       },
 
@@ -76,7 +77,8 @@ export function agentServiceRoutes(
         }
         const output = await connection.output();
         annotateCall(ctx, { snapshotId: output.snapshotId });
-        await beforeLargeOutput(output);
+        const encodeLater = beforeLargeOutput(output);
+        if (encodeLater) await encodeLater; // no hop for a normal output
         yield create(RunStreamResponseSchema, { output: agentOutputToWire(output) });
       },
 

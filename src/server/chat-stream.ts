@@ -112,7 +112,8 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
     this.state = "done";
     this.release();
     annotateCall(this.ctx, { snapshotId: output.snapshotId });
-    await beforeLargeOutput(output);
+    const encodeLater = beforeLargeOutput(output);
+    if (encodeLater) await encodeLater; // no hop for a normal output
     return { done: false, value: create(ChatResponseSchema, { output: agentOutputToWire(output) }) };
   }
 
