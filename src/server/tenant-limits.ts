@@ -76,7 +76,7 @@ export class TenantLimits {
     const usage = this.usageOf(tenant);
     if (!usage) {
       return resourceExhausted(
-        `the server is tracking ${this.usage.size} busy tenants, its limit; tenant "${tenant}" cannot start calls until one is idle`,
+        `the server is at its limit of busy tenants (--max-tenants); tenant "${tenant}" can start calls once another tenant is idle`,
         INVOCATION_RETRY_MS,
       );
     }
@@ -113,11 +113,6 @@ export class TenantLimits {
   /** Invocations `tenant` has running. */
   running(tenant: string): number {
     return this.usage.get(tenant)?.invocations ?? 0;
-  }
-
-  /** Tenants tracked now (busy ones, and idle ones not yet forgotten). */
-  get tracked(): number {
-    return this.usage.size;
   }
 
   /** The usage of `tenant`, tracked from now on if new; undefined when it is new and every tracked tenant is busy. */

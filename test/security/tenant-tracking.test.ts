@@ -45,7 +45,7 @@ describe("tenants tracked by the fair-share limits (--max-tenants 2)", () => {
       await Promise.all([acme.nextTurn(), globex.nextTurn()]);
       const err = await failure(() => run(server, INITECH));
       expect(err.code).toBe(Code.ResourceExhausted);
-      expect(err.rawMessage).toContain("busy tenants");
+      expect(err.rawMessage).toContain("limit of busy tenants");
       const [info] = err.findDetails(RetryInfoSchema) as unknown as { retryDelay?: Duration }[];
       expect(durationMs(info!.retryDelay!)).toBe(1000);
       await acme.finish();
