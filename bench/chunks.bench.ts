@@ -17,14 +17,21 @@
  *    thread) every 10 ms:
  *    the Run's seconds, its µs per MiB (flat when linear), and the health
  *    answers' p50/p99 ms during the Run. Baseline: health p99 on the idle server.
+ *    And a figure a loaded machine does not inflate: the server's longest
+ *    event-loop step during the Run in main-thread CPU ms (what a health check
+ *    can wait at worst, on a quiet machine), and how many steps took over 20 ms
+ *    (bench/wire/event-loop-steps.mjs, preloaded into agentd).
  *
  * REPS repetitions (default 3), sizes interleaved within each; medians with
  * the min–max spread. Not a test: nothing is asserted. Environment: REPS,
  * BENCH_SIZES_MIB (default 0.5,1,2,4), BENCH_CLI=source (src through tsx).
  */
 import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -158,10 +165,32 @@ async function main(): Promise<void> {
       cwd: fileURLToPath(new URL("../", import.meta.url)),
       stdio: ["ignore", "ignore", "inherit"],
     });
+  const stepsDir = mkdtempSync(join(tmpdir(), "agentd-bench-chunks-"));
+  const stepsFile = join(stepsDir, "steps.jsonl");
   const server = await startAgentdProcess("agentd", "memory:", "warn", {
     cli: CLI,
     args: ["--max-message-bytes", String(16 * MIB)],
+    nodeFlags: ["--import", pathToFileURL(fileURLToPath(new URL("./wire/event-loop-steps.mjs", import.meta.url))).href],
+    env: { AGENTD_LOOP_STEPS_FILE: stepsFile },
   });
+  /** `work()`, with the server's longest event-loop step (CPU ms) and its steps over 20 ms meanwhile. */
+  const loopSteps = async <T>(work: () => Promise<T>): Promise<{ result: T; longestMs: number; over20: number }> => {
+    const lines = (): string[] => {
+      try {
+        return readFileSync(stepsFile, "utf8").trim().split("\n").filter(Boolean);
+      } catch {
+        return [];
+      }
+    };
+    const before = lines().length;
+    process.kill(server.pid, "SIGUSR2"); // start
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const result = await work();
+    process.kill(server.pid, "SIGUSR2"); // report
+    while (lines().length === before) await new Promise((resolve) => setTimeout(resolve, 10));
+    const { longestStepCpuMs, stepsOver20CpuMs } = JSON.parse(lines().at(-1)!) as Record<string, number>;
+    return { result, longestMs: longestStepCpuMs!, over20: stepsOver20CpuMs! };
+  };
   const transport = createGrpcTransport({ baseUrl: server.baseUrl, readMaxBytes: 64 * MIB, writeMaxBytes: 64 * MIB });
   const client = createClient(AgentService, transport);
   const run = async (mib: number): Promise<number> => {
@@ -188,15 +217,20 @@ async function main(): Promise<void> {
       // Sizes interleaved, the order reversed every other repetition.
       const sizes = rep % 2 === 0 ? SIZES_MIB : [...SIZES_MIB].reverse();
       for (const mib of sizes) {
-        const { latencies: health, result: seconds } = await healthLatencies(server.baseUrl, () => run(mib));
+        const measured = await healthLatencies(server.baseUrl, () => loopSteps(() => run(mib)));
+        const { latencies: health, result: steps } = measured;
+        const seconds = steps.result;
         add(`echo Run s, ${mib} MiB (${Math.round((mib * MIB) / 2)} chunks)`, seconds);
         add(`echo Run µs per KiB, ${mib} MiB`, (seconds * 1e6) / (mib * 1024));
         add(`health p50 ms during ${mib} MiB Run`, percentile(health, 50));
         add(`health p99 ms during ${mib} MiB Run`, percentile(health, 99));
+        add(`server's longest event-loop step, CPU ms, ${mib} MiB Run`, steps.longestMs);
+        add(`server's event-loop steps over 20 CPU ms, ${mib} MiB Run`, steps.over20);
       }
     }
   } finally {
     await server.stop();
+    rmSync(stepsDir, { recursive: true, force: true });
   }
   const width = Math.max(...[...rows.keys()].map((k) => k.length));
   console.log(`bench:chunks — ${REPS} repetitions, median [min–max] (agentd ${CLI}, memory store)`);

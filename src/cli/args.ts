@@ -129,7 +129,8 @@ Options:
   --cors-origin <origin>      let browsers on this origin call cross-origin (repeatable; * = any)
   --inspector                 serve the inspector, a browser UI of sessions, snapshots and live
                               work, at http://<host>:<port>/inspector/ (asks for a token with auth)
-  --drain-ms <n>              on SIGTERM/SIGINT, how long in-flight work may finish (default ${DEFAULT_GRACE_MS})
+  --drain-ms <n>              on SIGTERM/SIGINT, how long in-flight work may finish (default ${DEFAULT_GRACE_MS});
+                              5 s later the process exits 1 whatever still runs
   --heartbeat-interval-ms <n> how often detached work refreshes its pending snapshot (default 5000)
   --heartbeat-ttl-ms <n>      a pending snapshot silent this long is presumed dead: another instance
                               takes its work over within one more TTL, after which it reads

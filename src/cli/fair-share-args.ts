@@ -16,6 +16,7 @@ export const FAIR_SHARE_OPTIONS = {
   "tenant-max-invocations": { type: "string" },
   "tenant-rate": { type: "string" },
   "tenant-burst": { type: "string" },
+  "max-tenants": { type: "string" },
 } as const;
 
 /** Their lines of `agentd --help`. */
@@ -33,6 +34,8 @@ export const FAIR_SHARE_USAGE = `Fair sharing (with authentication; see "Securin
                               Run/RunStream/Chat calls one tenant may have running (default ${DEFAULT_TENANT_LIMITS.maxInvocations}; 0 = no limit)
   --tenant-rate <n>           calls per second one tenant may start (default ${DEFAULT_TENANT_LIMITS.requestsPerSecond}; 0 = no limit)
   --tenant-burst <n>          calls one tenant may start at once above the rate (default: 2 x --tenant-rate)
+  --max-tenants <n>           tenants tracked at once; idle ones are forgotten, and while this many are
+                              busy a new tenant gets RESOURCE_EXHAUSTED (default ${DEFAULT_TENANT_LIMITS.maxTenants}; 0 = no limit)
 `;
 
 /** Thrown for a bad value; the CLI turns it into its usage error. */
@@ -84,6 +87,8 @@ export function fairShareConfig(
   }
   const burst = get("tenant-burst", 1);
   if (burst !== undefined) tenants.burst = burst;
+  const maxTenants = get("max-tenants", 0);
+  if (maxTenants !== undefined) tenants.maxTenants = maxTenants;
   const config: FairShareConfig = {
     ...(Object.keys(unauthenticated).length > 0 ? { unauthenticated } : {}),
     ...(Object.keys(tenants).length > 0 ? { tenants } : {}),

@@ -40,10 +40,14 @@ function startupErrorLine(err: unknown): string {
   return String(err);
 }
 
+/** How long after --drain-ms the shutdown (closing the store, flushing telemetry) may take before the process exits 1 regardless. */
+const FORCED_EXIT_MARGIN_MS = 5_000;
+
 /**
  * Runs the agentd CLI: `agentd serve ...` starts the server and keeps running
  * until SIGTERM/SIGINT, then shuts down gracefully and exits 0 (a second
- * signal exits 1 at once). Start-up failures print one line to stderr and
+ * signal exits 1 at once; a shutdown still running 5 s after --drain-ms
+ * exits 1). Start-up failures print one line to stderr and
  * exit 2. `agentd upgrade-store <dir>` converts an older file store (see
  * `upgradeStoreCommand`); `agentd init [dir]` creates a project (see `initCommand`).
  */
@@ -73,6 +77,15 @@ export async function main(argv: readonly string[]): Promise<void> {
   let signalled: NodeJS.Signals | undefined;
   const shutDown = (ready: ServeInstance, signal: NodeJS.Signals): void => {
     ready.logger.info({ signal, drainMs }, "agentd shutting down");
+    // Whatever hangs (a store or trace collector that stopped answering), the process goes.
+    const forcedExitMs = drainMs + FORCED_EXIT_MARGIN_MS;
+    setTimeout(() => {
+      ready.logger.error(
+        { forcedExitMs },
+        "shutdown did not finish within --drain-ms plus 5 s (closing the store or flushing telemetry hangs); exiting",
+      );
+      process.exit(1);
+    }, forcedExitMs).unref();
     ready.stop().then(
       () => process.exit(0),
       (err: unknown) => {

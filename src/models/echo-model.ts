@@ -3,6 +3,9 @@ import { messageText, type Message } from "../types/content.js";
 import type { Usage } from "../types/usage.js";
 import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from "./model.js";
 
+/** A reply this long (UTF-16 code units) ends its generation in a later event-loop turn (see generate). */
+const LARGE_REPLY_CHARS = 64 * 1024;
+
 /** Options of the offline echo model. */
 export interface EchoModelOptions {
   /** Delay before each streamed chunk, in ms (default 0). A user message's metadata `echoDelayMs` overrides it. */
@@ -29,15 +32,31 @@ export class EchoModel implements Model {
     const userText = messageText(lastUser);
     const reply = `echo: ${userText}`;
     const delayMs = messageDelay(lastUser) ?? this.delayMs;
+    // The reply's words are counted as they stream (a piece is one word, or only whitespace),
+    // not in a pass over the whole text after the last chunk: that pass over a 4 MiB reply
+    // held the event loop for tens of ms at once.
+    let outputTokens = 0;
     for (const piece of pieces(reply)) {
       if (delayMs > 0) await sleep(delayMs, options.signal);
       throwIfAborted(options.signal);
+      if (!isWhitespace(piece.charCodeAt(0))) outputTokens++; // the reply starts "echo:": no piece is empty
       const delivered = options.onChunk?.({ role: "model", content: [{ text: piece }], index: 0 });
       if (delivered) await delivered; // backpressure; no await (no event-loop hop) while the reader keeps up
     }
+    // What follows the answer (committing the turn: sizing and storing a history that now holds
+    // the reply twice over, shaping the output) starts in an event-loop turn of its own after a
+    // long reply, as after a real provider's last network read: other calls' I/O waiting since
+    // the last chunk is served first, instead of behind all that work at once.
+    if (reply.length >= LARGE_REPLY_CHARS) await laterTurn();
     throwIfAborted(options.signal);
     const message: Message = { role: "model", content: [{ text: reply }] };
-    return { message, finishReason: "stop", usage: echoUsage(userText, reply) };
+    // The reply is "echo:", a space, then the user's text: one word more than the user's.
+    const inputTokens = outputTokens - 1;
+    return {
+      message,
+      finishReason: "stop",
+      usage: { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens },
+    };
   }
 }
 
@@ -116,4 +135,9 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       resolve();
     }
   });
+}
+
+/** Resolves in a later event-loop turn, after pending I/O callbacks. */
+function laterTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -23,6 +23,7 @@ import type { Principal } from "../types/principal.js";
 import { principalOf } from "./auth/call-guard.js";
 import { annotateCall } from "./call-log.js";
 import { chatResponses, sendInput } from "./chat-stream.js";
+import { beforeLargeOutput } from "./large-output.js";
 import { PageTokens } from "./page-tokens.js";
 import {
   agentInfoToWire,
@@ -62,6 +63,8 @@ export function agentServiceRoutes(
         for await (const _ of connection.stream);
         const output = await connection.output();
         annotateCall(ctx, { snapshotId: output.snapshotId });
+        const encodeLater = beforeLargeOutput(output);
+        if (encodeLater) await encodeLater; // no hop for a normal output
         return create(RunResponseSchema, { output: agentOutputToWire(output) });
       },
 
@@ -74,6 +77,8 @@ export function agentServiceRoutes(
         }
         const output = await connection.output();
         annotateCall(ctx, { snapshotId: output.snapshotId });
+        const encodeLater = beforeLargeOutput(output);
+        if (encodeLater) await encodeLater; // no hop for a normal output
         yield create(RunStreamResponseSchema, { output: agentOutputToWire(output) });
       },
 

@@ -9,6 +9,7 @@ import type { AgentConnection } from "../runtime/agents/agent-connection.js";
 import type { AgentStreamChunk } from "../types/agent-io.js";
 import { credentialCheckKey, type CredentialCheck } from "./auth/credential-recheck.js";
 import { annotateCall } from "./call-log.js";
+import { beforeLargeOutput } from "./large-output.js";
 
 /**
  * The response stream of one `AgentService/Chat` call: opens the connection
@@ -111,6 +112,8 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
     this.state = "done";
     this.release();
     annotateCall(this.ctx, { snapshotId: output.snapshotId });
+    const encodeLater = beforeLargeOutput(output);
+    if (encodeLater) await encodeLater; // no hop for a normal output
     return { done: false, value: create(ChatResponseSchema, { output: agentOutputToWire(output) }) };
   }
 

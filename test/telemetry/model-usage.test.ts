@@ -20,6 +20,11 @@ describe("the echo model's usage", () => {
     expect(response.usage).toEqual({ inputTokens: 3, outputTokens: 4, totalTokens: 7 });
   });
 
+  it("counts an empty message as no input when generating (one output word: the prefix)", async () => {
+    const { response } = await generateWith(new EchoModel(), { messages: [{ role: "user", content: [{ text: "" }] }] });
+    expect(response.usage).toEqual({ inputTokens: 0, outputTokens: 1, totalTokens: 1 });
+  });
+
   it("counts an empty message as no input", () => {
     expect(echoUsage("", "echo: ")).toEqual({ inputTokens: 0, outputTokens: 1, totalTokens: 1 });
   });

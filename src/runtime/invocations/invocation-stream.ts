@@ -20,6 +20,12 @@ export interface InvocationStreamOptions {
 }
 
 /**
+ * How many times `maxBufferedChunks` chunks may wait, emitted by an agent that
+ * does not await its emits, before the invocation fails RESOURCE_EXHAUSTED.
+ */
+export const UNAWAITED_CHUNKS_FACTOR = 16;
+
+/**
  * The output stream of one invocation, in order: every chunk shaped by the
  * chunk transform and numbered (`sequence`, from 1, across detach), sent to
  * the client, or after detach recorded in the store's chunk log for clients
@@ -33,6 +39,9 @@ export class InvocationStream {
   private chain: Promise<void> = Promise.resolve();
   private liveCustom: unknown;
   private last = 0;
+  /** Chunks in {@link chain} not yet shaped and delivered. */
+  private chained = 0;
+  private overflowed = false;
 
   constructor(
     private readonly o: InvocationStreamOptions,
@@ -80,9 +89,15 @@ export class InvocationStream {
    * streaming to a connected client costs no promise per chunk). Only chunks of a transform
    * or of a detached run are queued, and an invocation neither loses its
    * transform nor un-detaches, so a chunk delivered at once never overtakes
-   * a queued one.
+   * a queued one. An agent that does not await its emits may get
+   * {@link UNAWAITED_CHUNKS_FACTOR} x `maxBufferedChunks` ahead of the reader;
+   * past that, chunks are dropped and the invocation fails RESOURCE_EXHAUSTED.
    */
   emit(chunk: AgentStreamChunk): Promise<void> | undefined {
+    if (this.channel.size + this.chained >= this.o.maxBufferedChunks * UNAWAITED_CHUNKS_FACTOR) {
+      this.overflow();
+      return undefined;
+    }
     if (!this.o.transform && !this.o.detachedRun()) {
       if (!this.channel.isClosed) {
         try {
@@ -93,8 +108,10 @@ export class InvocationStream {
       }
       return this.channel.whenWritable();
     }
+    this.chained++;
     this.chain = this.chain
       .then(async () => {
+        this.chained--;
         if (!this.flowing) return;
         const shaped = await applyChunkTransform(this.o.transform, chunk, this.o.transformContext());
         if (shaped) await this.deliver(shaped);
@@ -104,6 +121,26 @@ export class InvocationStream {
         this.o.onFailure(AgentError.from(err));
       });
     return this.chain;
+  }
+
+  /**
+   * An agent emitted {@link UNAWAITED_CHUNKS_FACTOR} times `maxBufferedChunks`
+   * chunks without awaiting them (the reader could not keep up): the chunk is
+   * dropped and, once, the invocation fails RESOURCE_EXHAUSTED (after the
+   * agent's synchronous code, so not inside it), instead of memory growing.
+   */
+  private overflow(): void {
+    if (this.overflowed) return;
+    this.overflowed = true;
+    const limit = this.o.maxBufferedChunks * UNAWAITED_CHUNKS_FACTOR;
+    queueMicrotask(() =>
+      this.o.onFailure(
+        new AgentError(
+          "RESOURCE_EXHAUSTED",
+          `the agent streamed ${limit} chunks that the client had not read yet (${UNAWAITED_CHUNKS_FACTOR} x --max-buffered-chunks) without awaiting them: await responder.sendModelChunk and sendArtifact, which wait while the client's buffer is full`,
+        ),
+      ),
+    );
   }
 
   /** Numbers `shaped` and sends it to the client, or after detach to the store's chunk log. */
