@@ -118,9 +118,10 @@ async function resume<S>(
   const work = row.work;
   const parent = await parentPoint(store, row, ctx);
   const reached = await loadRecordState(store, row, ctx);
+  // initialState, when recorded, wins over the parent's: the work started from an edited copy of it.
   const base: SessionState<S> = reached ??
-    parent?.state ??
-    (work.initialState as SessionState<S> | undefined) ?? { messages: [], artifacts: [] };
+    (work.initialState as SessionState<S> | undefined) ??
+    parent?.state ?? { messages: [], artifacts: [] };
   const principal: Principal = Object.freeze({
     subject: work.principal.subject,
     tenant: work.principal.tenant,
