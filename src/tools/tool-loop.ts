@@ -2,6 +2,7 @@ import { AgentError } from "../errors/agent-error.js";
 import { toolRequestsOf, type Model } from "../models/model.js";
 import type { TurnFnContext } from "../runtime/agents/agent-function.js";
 import { hasResume, type AgentInput, type TurnResult } from "../types/agent-io.js";
+import { budgetedHistory, type HistoryPolicy } from "../runtime/agents/history-policy.js";
 import type { Message, Part, ToolRequest } from "../types/content.js";
 import { describeZodError } from "../errors/zod-error.js";
 import type { Tool, ToolContext } from "./define-tool.js";
@@ -28,6 +29,8 @@ export interface ToolLoopSettings {
   config?: Record<string, unknown>;
   /** Tool rounds allowed per turn; one more tool request fails the turn. */
   maxToolIterations: number;
+  /** Bounds the history each model call is sent (the session keeps all of it); unset: the whole history. */
+  history?: HistoryPolicy;
 }
 
 /** How each request of a model message is answered: a known output, or by running the tool. */
@@ -101,7 +104,7 @@ class ToolLoop<S> {
       const index = this.streamIndex++;
       const response = await this.settings.model.generate(
         {
-          messages: [...this.settings.prelude, ...this.ctx.session.messages()],
+          messages: [...this.settings.prelude, ...this.modelHistory()],
           ...(this.settings.tools.length > 0 ? { tools: this.settings.tools.map((t) => t.modelDefinition) } : {}),
           ...(this.settings.config ? { config: this.settings.config } : {}),
         },
@@ -131,6 +134,12 @@ class ToolLoop<S> {
    * tools, then either marks the message interrupted (returns true) or
    * appends the `tool` message with every response in the model's order.
    */
+  /** The history the next model call is sent: all of it, or what the agent's history policy keeps. */
+  private modelHistory(): readonly Message[] {
+    const history = this.ctx.session.messages();
+    return this.settings.history ? budgetedHistory(history, this.settings.history) : history;
+  }
+
   private async answer(answers: Map<number, Answer>): Promise<boolean> {
     const entries = [...answers.entries()];
     const settled = await Promise.allSettled(
