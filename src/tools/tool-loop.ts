@@ -3,7 +3,8 @@ import { toolRequestsOf, type Model } from "../models/model.js";
 import type { TurnFnContext } from "../runtime/agents/agent-function.js";
 import { hasResume, type AgentInput, type TurnResult } from "../types/agent-io.js";
 import { budgetedHistory, type HistoryPolicy } from "../runtime/agents/history-policy.js";
-import type { Message, Part, ToolRequest } from "../types/content.js";
+import { summarizedHistory, withSummary, type SummarizedHistory } from "../runtime/agents/history-summary.js";
+import { messageText, type Message, type Part, type ToolRequest } from "../types/content.js";
 import { describeZodError } from "../errors/zod-error.js";
 import type { Tool, ToolContext } from "./define-tool.js";
 import { toolSpan } from "./tool-span.js";
@@ -19,6 +20,10 @@ import {
 
 /** Default bound of tool rounds per turn. */
 export const DEFAULT_MAX_TOOL_ITERATIONS = 10;
+
+/** What the summary model of a `summarize` history policy is told. */
+const SUMMARY_INSTRUCTION =
+  "Summarise the conversation you are given in a few sentences: the facts, decisions and open questions a reader needs to continue it.";
 
 /** What one turn of a prompt-backed agent runs with. */
 export interface ToolLoopSettings {
@@ -102,15 +107,16 @@ class ToolLoop<S> {
     }
     for (;;) {
       const index = this.streamIndex++;
+      const sent = await this.modelHistory();
       const response = await this.settings.model.generate(
         {
-          messages: [...this.settings.prelude, ...this.modelHistory()],
+          messages: [...this.settings.prelude, ...sent.messages],
           ...(this.settings.tools.length > 0 ? { tools: this.settings.tools.map((t) => t.modelDefinition) } : {}),
           ...(this.settings.config ? { config: this.settings.config } : {}),
         },
         { signal: this.ctx.turn.signal, onChunk: (chunk) => this.ctx.responder.sendModelChunk({ ...chunk, index }) },
       );
-      this.ctx.session.addMessages(response.message);
+      this.ctx.session.addMessages(sent.fresh ? withSummary(response.message, sent.fresh) : response.message);
       if (toolRequestsOf(response.message).length === 0) return { finishReason: response.finishReason };
       const max = this.settings.maxToolIterations;
       if (rounds >= max) {
@@ -130,16 +136,39 @@ class ToolLoop<S> {
   }
 
   /**
+   * The history the next model call is sent: all of it, or what the agent's
+   * history policy keeps (with a fresh summary to cache, mode `summarize`).
+   */
+  private async modelHistory(): Promise<SummarizedHistory> {
+    const history = this.ctx.session.messages();
+    const policy = this.settings.history;
+    if (!policy) return { messages: history };
+    if (policy.mode !== "summarize") return { messages: budgetedHistory(history, policy) };
+    return summarizedHistory(history, policy, (messages, previous) => this.summarize(messages, previous));
+  }
+
+  /** Asks the policy's summary model for a summary of `messages` (after `previous`). */
+  private async summarize(messages: readonly Message[], previous: string | undefined): Promise<string> {
+    const model = this.ctx.model(this.settings.history!.summaryModel!);
+    const response = await model.generate(
+      {
+        messages: [
+          { role: "system", content: [{ text: SUMMARY_INSTRUCTION }] },
+          ...(previous ? [{ role: "user" as const, content: [{ text: `Summary so far: ${previous}` }] }] : []),
+          ...messages,
+          { role: "user", content: [{ text: "Summarise the conversation above." }] },
+        ],
+      },
+      { signal: this.ctx.turn.signal },
+    );
+    return messageText(response.message);
+  }
+
+  /**
    * Answers the requests of the last message (a model message): runs the
    * tools, then either marks the message interrupted (returns true) or
    * appends the `tool` message with every response in the model's order.
    */
-  /** The history the next model call is sent: all of it, or what the agent's history policy keeps. */
-  private modelHistory(): readonly Message[] {
-    const history = this.ctx.session.messages();
-    return this.settings.history ? budgetedHistory(history, this.settings.history) : history;
-  }
-
   private async answer(answers: Map<number, Answer>): Promise<boolean> {
     const entries = [...answers.entries()];
     const settled = await Promise.allSettled(

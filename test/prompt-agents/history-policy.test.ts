@@ -57,3 +57,21 @@ describe("history policy", () => {
     expect(sentCounts(history)).toEqual([2, 3, 4]);
   });
 });
+
+describe("history policy, mode summarize", () => {
+  it("sends a summary of the left-out messages, made once and reused from the history until more is left out", async () => {
+    const history = await conversation("digest", ["1", "2", "3", "4", "5", "6", "7", "8"]);
+    expect(history).toHaveLength(16);
+    const replies = history.filter((m) => m.role === "model");
+    // Left out from turn 3 on; summaries are made at turns 3, 5 and 7 (cached on that turn's reply), reused at 4, 6, 8.
+    const made = replies.map((m, i) => (m.metadata?.["agentd.historySummary"] ? i + 1 : 0)).filter((t) => t > 0);
+    expect(made).toEqual([3, 5, 7]);
+    const texts = replies.map((m) => m.content[0]?.text ?? "");
+    expect(texts.slice(0, 2).some((t) => t.includes("Summary of the earlier conversation"))).toBe(false);
+    expect(texts.slice(2).every((t) => t.includes("Summary of the earlier conversation"))).toBe(true);
+    // The last summary builds on the earlier ones: it still covers turns 1 and 2.
+    expect(texts[7]).toContain("S[1,2]");
+    expect(texts[7]).toContain("5,6]");
+    expect(sentCounts(history).at(-1)).toBeLessThanOrEqual(1 + 1 + 4);
+  });
+});

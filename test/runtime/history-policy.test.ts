@@ -48,10 +48,16 @@ describe("validateHistoryPolicy", () => {
   });
 
   it("refuses an unknown mode", () => {
-    expect(() => validateHistoryPolicy({ maxMessages: 2, mode: "summarize" }, "agent x")).toThrow(/history\.mode/);
+    expect(() => validateHistoryPolicy({ maxMessages: 2, mode: "compress" }, "agent x")).toThrow(/history\.mode/);
   });
 
   it("refuses a policy without a limit", () => {
     expect(() => validateHistoryPolicy({}, "agent x")).toThrow(/maxMessages or maxTokens/);
+  });
+});
+
+describe("validateHistoryPolicy, summarize", () => {
+  it("refuses mode summarize without a summaryModel", () => {
+    expect(() => validateHistoryPolicy({ maxMessages: 2, mode: "summarize" }, "agent x")).toThrow(/summaryModel/);
   });
 });

@@ -1,5 +1,6 @@
 import { AgentError } from "../../errors/agent-error.js";
 import type { Message } from "../../types/content.js";
+import type { Model } from "../../models/model.js";
 
 /**
  * How much of the session history a prompt agent sends to its model each
@@ -8,15 +9,20 @@ import type { Message } from "../../types/content.js";
  * always sent and not counted. Mode `trim` keeps the newest messages that fit
  * both limits and drops the older ones, never cutting between a model's tool
  * requests and their tool responses, and never dropping the current turn's
- * user message (so one turn's own tool rounds are always sent whole).
+ * user message (so one turn's own tool rounds are always sent whole). Mode
+ * `summarize` sends, instead of the dropped prefix, one system message with
+ * its summary by `summaryModel`, cached in the history (the metadata of the
+ * model message that followed it) and reused until more has to be dropped.
  */
 export interface HistoryPolicy {
   /** Send at most this many history messages (the newest). */
   maxMessages?: number;
   /** Send at most this many estimated tokens of history (see {@link estimateTokens}). */
   maxTokens?: number;
-  /** What happens to the older messages: `trim` drops them (the only mode so far; the default). */
-  mode?: "trim";
+  /** What happens to the older messages: `trim` (default) leaves them out; `summarize` sends their summary instead. */
+  mode?: "trim" | "summarize";
+  /** The model that summarises (mode `summarize`, required then): a model name or a Model. */
+  summaryModel?: string | Model;
 }
 
 /**
@@ -36,12 +42,12 @@ export function estimateTokens(message: Message): number {
 export function validateHistoryPolicy(policy: unknown, where: string): HistoryPolicy {
   if (policy === null || typeof policy !== "object" || Array.isArray(policy))
     throw new AgentError("INVALID_ARGUMENT", `${where}: history must be an object ({maxMessages, maxTokens, mode})`);
-  const { maxMessages, maxTokens, mode, ...rest } = policy as Record<string, unknown>;
+  const { maxMessages, maxTokens, mode, summaryModel, ...rest } = policy as Record<string, unknown>;
   const unknown = Object.keys(rest);
   if (unknown.length > 0)
     throw new AgentError(
       "INVALID_ARGUMENT",
-      `${where}: history has unknown field "${unknown[0]}" (expected maxMessages, maxTokens, mode)`,
+      `${where}: history has unknown field "${unknown[0]}" (expected maxMessages, maxTokens, mode, summaryModel)`,
     );
   for (const [name, value] of [
     ["maxMessages", maxMessages],
@@ -52,12 +58,18 @@ export function validateHistoryPolicy(policy: unknown, where: string): HistoryPo
   }
   if (maxMessages === undefined && maxTokens === undefined)
     throw new AgentError("INVALID_ARGUMENT", `${where}: history needs maxMessages or maxTokens`);
-  if (mode !== undefined && mode !== "trim")
-    throw new AgentError("INVALID_ARGUMENT", `${where}: history.mode must be "trim", got ${JSON.stringify(mode)}`);
+  if (mode !== undefined && mode !== "trim" && mode !== "summarize")
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `${where}: history.mode must be "trim" or "summarize", got ${JSON.stringify(mode)}`,
+    );
+  const model = typeof summaryModel === "string" && summaryModel !== "" ? summaryModel : (summaryModel as Model);
+  if (mode === "summarize" && typeof model !== "string" && typeof model?.generate !== "function")
+    throw new AgentError("INVALID_ARGUMENT", `${where}: history.mode "summarize" needs summaryModel (a model name)`);
   return {
     ...(maxMessages !== undefined ? { maxMessages: maxMessages as number } : {}),
     ...(maxTokens !== undefined ? { maxTokens: maxTokens as number } : {}),
-    mode: "trim",
+    ...(mode === "summarize" ? { mode, summaryModel: model } : { mode: "trim" as const }),
   };
 }
 
