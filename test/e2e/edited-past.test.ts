@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { snapshotTexts, useAgentd } from "../harness/use-agentd.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { createAgentClient } from "../../src/client/create-agent-client.js";
+import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 
 // Fork from an edited past (issue 41 item 3): AgentInit.state_patch and
 // messages_patch, against a real agentd serving the fixture agents.
@@ -258,6 +259,27 @@ describe("fork from an edited past: state_patch", () => {
     const err = await turn("edited differently").catch(callError);
     expect((err as ConnectError).code).toBe(Code.InvalidArgument);
     expect((err as ConnectError).rawMessage).toMatch(/request_id/);
+  });
+
+  it("a detached turn from an edited past: its background snapshot is a child of the resumed one, edited and noted", async () => {
+    const { snapshots } = await notesSession(["a"]);
+    const { output } = await agentd.client.run({
+      init: {
+        agent: "ledger-notes",
+        snapshotId: snapshots[0],
+        statePatch: ops([{ op: "replace", path: "/notes/0", value: "edited" }]),
+      },
+      input: { ...textInput("b"), detach: true },
+    });
+    expect(output?.finishReason).toBe(FinishReason.DETACHED);
+    const statuses: SnapshotStatus[] = [];
+    for await (const res of agentd.client.watchSnapshot({ agent: "ledger-notes", snapshotId: output!.snapshotId }))
+      statuses.push(res.status);
+    expect(statuses.at(-1)).toBe(SnapshotStatus.COMPLETED);
+    const { snapshot } = await agentd.client.getSnapshot({ agent: "ledger-notes", snapshotId: output!.snapshotId });
+    expect(snapshot?.parentId).toBe(snapshots[0]);
+    expect(snapshot?.edit?.editedBy).toBe("anonymous");
+    expect(toJson(ValueSchema, snapshot!.state!.custom!)).toEqual({ notes: ["edited", "b"], count: 2 });
   });
 
   it("the TypeScript client sends statePatch from its init", async () => {
