@@ -2,12 +2,14 @@
 init, against a real agentd serving the fixture agent ``ledger-notes`` (server-managed,
 zod state schema ``{notes: string[], count: int >= 0}``)."""
 
+import asyncio
 from typing import List
 
 import pytest
 from google.protobuf import json_format
 
 from agentd_client import AgentClient
+from agentd_client.aio import AsyncAgentClient
 from agentd_client.errors import FailedPreconditionError, InvalidArgumentError
 
 
@@ -109,3 +111,19 @@ def test_a_messages_patch_in_a_chat_drops_history_before_the_first_turn(client: 
     conversation.output()
     assert _texts(client, turn.snapshot_id) == ["a", "notes: a", "c", "notes: a,b,c"]
     assert _texts(client, ids[1]) == ["a", "notes: a", "b", "notes: a,b"]
+
+
+def test_the_asyncio_client_sends_a_state_patch_with_run(client: AgentClient, agentd_address: str):
+    ids = _notes_snapshots(client, "a")
+
+    async def scenario():
+        async with AsyncAgentClient(agentd_address) as aio:
+            return await aio.run(
+                "ledger-notes",
+                "b",
+                snapshot_id=ids[0],
+                state_patch=[{"op": "replace", "path": "/notes/0", "value": "async edit"}],
+            )
+
+    output = asyncio.run(scenario())
+    assert _custom(client, output.snapshot_id) == {"notes": ["async edit", "b"], "count": 2}
