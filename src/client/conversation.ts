@@ -77,6 +77,8 @@ export class Conversation<S = unknown> {
   private liveCustom: S | undefined;
   private currentSessionId: string | undefined;
   private currentSnapshotId: string | undefined;
+  /** The init edits the past (state / messages patch) and no turn of this conversation committed yet. */
+  private editPending: boolean;
   private finalState: SessionState<S> | undefined;
   private inputClosed = false;
   private settled = false;
@@ -96,6 +98,7 @@ export class Conversation<S = unknown> {
     this.source = source;
     this.currentSessionId = source.sessionId ?? source.state?.sessionId;
     this.currentSnapshotId = source.snapshotId;
+    this.editPending = (source.statePatch?.length ?? 0) + (source.messagesPatch?.length ?? 0) > 0;
     this.liveCustom = source.state?.custom;
     this.outputPromise = new Promise<AgentOutput<S>>((resolve, reject) => {
       this.resolveOutput = resolve;
@@ -260,10 +263,14 @@ export class Conversation<S = unknown> {
     return output;
   }
 
-  /** The init of a reconnect: the session by ID once known (server-managed), else the original one. */
+  /**
+   * The init of a reconnect: the session by ID once known (server-managed),
+   * else the original one — also while an edit of the past (init patches) has
+   * not been committed by a turn, so that the edit is not lost.
+   */
   private reconnectInit(original: ChatRequestInit["init"]): ChatRequestInit["init"] {
     const sessionId = this.currentSessionId;
-    if (!sessionId || this.source.state) return original;
+    if (!sessionId || this.source.state || this.editPending) return original;
     const { busyPolicy } = this.source;
     return agentInitToWire(this.agent, { sessionId, ...(busyPolicy ? { busyPolicy } : {}) });
   }
@@ -284,7 +291,10 @@ export class Conversation<S = unknown> {
     if (chunk.customPatch) this.liveCustom = applyCustomPatch<S>(this.liveCustom, chunk.customPatch);
     if (chunk.turnEnd) {
       if (chunk.turnEnd.sessionId) this.currentSessionId = chunk.turnEnd.sessionId;
-      if (chunk.turnEnd.snapshotId) this.currentSnapshotId = chunk.turnEnd.snapshotId;
+      if (chunk.turnEnd.snapshotId) {
+        this.currentSnapshotId = chunk.turnEnd.snapshotId;
+        this.editPending = false;
+      }
       this.turnsEnded++;
       this.delivered = 0;
       this.skip = 0;

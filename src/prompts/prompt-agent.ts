@@ -5,6 +5,7 @@ import type { Tool } from "../tools/define-tool.js";
 import { DEFAULT_MAX_TOOL_ITERATIONS, runToolLoop } from "../tools/tool-loop.js";
 import type { Message } from "../types/content.js";
 import { Agent, type AgentDefinition } from "../runtime/agents/agent.js";
+import { validateHistoryPolicy, type HistoryPolicy } from "../runtime/agents/history-policy.js";
 import { agentFnFromTurns } from "../runtime/agents/custom-agent.js";
 
 /** Options every prompt-backed agent takes besides the agent options. */
@@ -13,6 +14,12 @@ export interface PromptBackedOptions {
   tools?: Tool[];
   /** Tool rounds allowed per turn (default {@link DEFAULT_MAX_TOOL_ITERATIONS}); one more fails the turn in-band. */
   maxToolIterations?: number;
+  /**
+   * Bounds the history sent to the model each call (by messages and/or
+   * estimated tokens; the snapshots keep all of it); see {@link HistoryPolicy}.
+   * A prompt agent's front matter may set it as `history:`; this overrides it.
+   */
+  history?: HistoryPolicy;
 }
 
 /** An agent defined by an inline prompt: model, system text, config and tools. */
@@ -72,6 +79,9 @@ export function defineAgent<S = unknown>(definition: InlineAgentDefinition<S>): 
   const tools = definition.tools ?? [];
   checkToolNames(tools, definition.name);
   const max = maxIterations(definition.maxToolIterations, definition.name);
+  const history = definition.history
+    ? validateHistoryPolicy(definition.history, `agent "${definition.name}"`)
+    : undefined;
   if (!definition.model)
     throw new AgentError(
       "INVALID_ARGUMENT",
@@ -89,6 +99,7 @@ export function defineAgent<S = unknown>(definition: InlineAgentDefinition<S>): 
         tools,
         ...(definition.config ? { config: definition.config } : {}),
         maxToolIterations: max,
+        ...(history ? { history } : {}),
       });
     }),
   );
@@ -123,14 +134,19 @@ export function definePromptAgent<S = unknown>(definition: PromptAgentDefinition
   const allTools = definition.tools ?? [];
   checkToolNames(allTools, definition.name);
   const max = maxIterations(definition.maxToolIterations, definition.name);
-  const settle = (rendered: RenderedPromptTurn): { model: string | Model; tools: Tool[] } => {
+  const settle = (
+    rendered: RenderedPromptTurn,
+  ): { model: string | Model; tools: Tool[]; history: HistoryPolicy | undefined } => {
     const model = definition.model ?? rendered.model;
     if (!model)
       throw new AgentError(
         "INVALID_ARGUMENT",
         `prompt "${promptName}" (${prompt.origin}) sets no model: add "model:" to its front matter or pass model`,
       );
-    if (!rendered.tools) return { model, tools: allTools };
+    const policy = definition.history ?? rendered.history;
+    const history =
+      policy !== undefined ? validateHistoryPolicy(policy, `prompt "${promptName}" (${prompt.origin})`) : undefined;
+    if (!rendered.tools) return { model, tools: allTools, history };
     const tools = rendered.tools.map((name) => {
       const tool = allTools.find((t) => t.name === name);
       if (!tool)
@@ -140,7 +156,7 @@ export function definePromptAgent<S = unknown>(definition: PromptAgentDefinition
         );
       return tool;
     });
-    return { model, tools };
+    return { model, tools, history };
   };
   const render = () => registry.render(promptName, definition.input);
   const ready = render().then((rendered) => void settle(rendered));
@@ -149,7 +165,7 @@ export function definePromptAgent<S = unknown>(definition: PromptAgentDefinition
     { ...definition, description: definition.description ?? prompt.parsed.description },
     agentFnFromTurns<S>(async (input, ctx) => {
       const rendered = await render();
-      const { model, tools } = settle(rendered);
+      const { model, tools, history } = settle(rendered);
       const config = { ...rendered.config, ...definition.config };
       return runToolLoop(input, ctx, {
         model: ctx.model(model),
@@ -157,6 +173,7 @@ export function definePromptAgent<S = unknown>(definition: PromptAgentDefinition
         tools,
         ...(Object.keys(config).length > 0 ? { config } : {}),
         maxToolIterations: max,
+        ...(history ? { history } : {}),
       });
     }, ready),
     { ready },

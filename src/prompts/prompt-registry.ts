@@ -26,6 +26,8 @@ export interface RenderedPromptTurn {
   /** The front matter's tool names, if it lists any. */
   tools?: string[];
   description?: string;
+  /** The front matter's `history:` (a history policy, checked by the agent), if set. */
+  history?: unknown;
 }
 
 /**
@@ -154,6 +156,7 @@ export class PromptRegistry {
       config: { ...(meta.config ?? {}) },
       ...(meta.tools?.length ? { tools: [...meta.tools] } : {}),
       ...(meta.description ? { description: meta.description } : {}),
+      ...(meta.raw?.["history"] !== undefined ? { history: structuredClone(meta.raw["history"]) } : {}),
     };
   }
 }

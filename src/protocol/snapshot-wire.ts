@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { SnapshotSchema, type Snapshot as WireSnapshot } from "../../gen/ts/agentd/v1/state_pb.js";
 import type { SessionSnapshot } from "../types/snapshot.js";
+import { snapshotEditFromWire, snapshotEditToWire } from "./snapshot-edit-wire.js";
 import { finishReasonFromWire, finishReasonToWire, snapshotStatusFromWire, snapshotStatusToWire } from "./enum-wire.js";
 import { optionalString } from "./json-wire.js";
 import { agentErrorFromWire, agentErrorToWire, sessionStateFromWire, sessionStateToWire } from "./state-wire.js";
@@ -27,6 +28,7 @@ export function snapshotToWire(snapshot: SessionSnapshot, options: { includeStat
     ...(snapshot.error ? { error: agentErrorToWire(snapshot.error) } : {}),
     ...(includeState && snapshot.state ? { state: sessionStateToWire(snapshot.state) } : {}),
     ...usageFieldToWire(snapshot.usage),
+    ...(snapshot.edit ? { edit: snapshotEditToWire(snapshot.edit) } : {}),
   });
 }
 
@@ -51,5 +53,6 @@ export function snapshotFromWire(snapshot: WireSnapshot): SessionSnapshot {
     ...(snapshot.error ? { error: agentErrorFromWire(snapshot.error) } : {}),
     ...(snapshot.state ? { state: sessionStateFromWire(snapshot.state) } : {}),
     ...usageFieldFromWire(snapshot.usage),
+    ...(snapshot.edit ? { edit: snapshotEditFromWire(snapshot.edit) } : {}),
   };
 }

@@ -28,6 +28,7 @@ import { busyPolicyFromWire, busyPolicyToWire } from "./enum-wire.js";
 import { durationFromMs, durationToMs } from "./session-wire.js";
 import { optionalString, structFromWire, structToWire, valueFromWire, valueToWire } from "./json-wire.js";
 import { isStatusName } from "./status-codes.js";
+import { patchFromWire, patchOperationToWire } from "./patch-wire.js";
 
 /** A runtime session state as `agentd.v1.SessionState` (custom undefined → unset). */
 export function sessionStateToWire(state: SessionState): WireSessionState {
@@ -62,10 +63,16 @@ export function agentInitToWire(agent: string, init: AgentInit = {}): WireAgentI
     busyPolicy: busyPolicyToWire(init.busyPolicy),
     labels: { ...init.labels },
     ...(init.ttlMs !== undefined ? { ttl: durationFromMs(init.ttlMs) } : {}),
+    statePatch: (init.statePatch ?? []).map(patchOperationToWire),
+    messagesPatch: (init.messagesPatch ?? []).map(patchOperationToWire),
   });
 }
 
-/** An `agentd.v1.AgentInit` split into the agent's name and the runtime init (empty IDs dropped). */
+/**
+ * An `agentd.v1.AgentInit` split into the agent's name and the runtime init
+ * (empty IDs and patches dropped). An unknown patch op is INVALID_ARGUMENT
+ * naming it (`init.state_patch[2]: ...`).
+ */
 export function agentInitFromWire(init: WireAgentInit): { agent: string; init: AgentInit } {
   const sessionId = optionalString(init.sessionId);
   const snapshotId = optionalString(init.snapshotId);
@@ -79,6 +86,10 @@ export function agentInitFromWire(init: WireAgentInit): { agent: string; init: A
       ...(init.state ? { state: sessionStateFromWire(init.state) } : {}),
       ...(Object.keys(init.labels).length > 0 ? { labels: { ...init.labels } } : {}),
       ...(init.ttl ? { ttlMs: durationToMs(init.ttl, "init.ttl") } : {}),
+      ...(init.statePatch.length > 0 ? { statePatch: patchFromWire(init.statePatch, "init.state_patch") } : {}),
+      ...(init.messagesPatch.length > 0
+        ? { messagesPatch: patchFromWire(init.messagesPatch, "init.messages_patch") }
+        : {}),
     },
   };
 }

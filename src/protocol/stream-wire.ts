@@ -2,18 +2,15 @@ import { create } from "@bufbuild/protobuf";
 import {
   AgentOutputSchema,
   AgentStreamChunkSchema,
-  JsonPatchOperationSchema,
   ModelChunkSchema,
   TakeoverSchema,
   TurnEndSchema,
   type AgentOutput as WireAgentOutput,
   type AgentStreamChunk as WireAgentStreamChunk,
-  type JsonPatchOperation as WireJsonPatchOperation,
   type ModelChunk as WireModelChunk,
   type TurnEnd as WireTurnEnd,
 } from "../../gen/ts/agentd/v1/agent_pb.js";
-import { AgentError } from "../errors/agent-error.js";
-import type { AgentOutput, AgentStreamChunk, JsonPatchOperation, ModelChunk, TurnEnd } from "../types/agent-io.js";
+import type { AgentOutput, AgentStreamChunk, ModelChunk, TurnEnd } from "../types/agent-io.js";
 import {
   artifactFromWire,
   artifactToWire,
@@ -23,45 +20,13 @@ import {
   partToWire,
 } from "./content-wire.js";
 import { finishReasonFromWire, finishReasonToWire, roleFromWire, roleToWire } from "./enum-wire.js";
-import { optionalString, valueFromWire, valueToWire } from "./json-wire.js";
+import { optionalString } from "./json-wire.js";
 import { agentErrorFromWire, agentErrorToWire, sessionStateFromWire, sessionStateToWire } from "./state-wire.js";
 import { usageFieldFromWire, usageFieldToWire, usageToWire } from "./usage-wire.js";
 
-const PATCH_OPS: ReadonlySet<string> = new Set(["add", "remove", "replace", "move", "copy", "test"]);
+import { patchOperationFromWire, patchOperationToWire } from "./patch-wire.js";
 
-/**
- * An RFC 6902 operation as `agentd.v1.JsonPatchOperation` (value unset when
- * undefined). `path` is always set — also the root "" — so proto JSON carries it.
- */
-export function patchOperationToWire(op: JsonPatchOperation): WireJsonPatchOperation {
-  const value = "value" in op ? valueToWire(op.value, `patch value at "${op.path}"`) : undefined;
-  return create(JsonPatchOperationSchema, {
-    op: op.op,
-    path: op.path,
-    from: op.from ?? "",
-    ...(value ? { value } : {}),
-  });
-}
-
-/**
- * An `agentd.v1.JsonPatchOperation` as an RFC 6902 operation.
- * Throws INVALID_ARGUMENT for an unknown `op`.
- */
-export function patchOperationFromWire(op: WireJsonPatchOperation): JsonPatchOperation {
-  if (!PATCH_OPS.has(op.op)) {
-    throw new AgentError(
-      "INVALID_ARGUMENT",
-      `unknown JSON Patch op "${op.op}" (expected add, remove, replace, move, copy or test)`,
-    );
-  }
-  const value = op.value !== undefined ? (valueFromWire(op.value) ?? null) : undefined;
-  return {
-    op: op.op as JsonPatchOperation["op"],
-    path: op.path ?? "",
-    ...(value !== undefined ? { value } : {}),
-    ...(op.from ? { from: op.from } : {}),
-  };
-}
+export { patchOperationFromWire, patchOperationToWire };
 
 /** A model chunk as `agentd.v1.ModelChunk`. */
 export function modelChunkToWire(chunk: ModelChunk): WireModelChunk {

@@ -2,7 +2,9 @@ import { AgentError } from "../errors/agent-error.js";
 import { toolRequestsOf, type Model } from "../models/model.js";
 import type { TurnFnContext } from "../runtime/agents/agent-function.js";
 import { hasResume, type AgentInput, type TurnResult } from "../types/agent-io.js";
-import type { Message, Part, ToolRequest } from "../types/content.js";
+import { budgetedHistory, type HistoryPolicy } from "../runtime/agents/history-policy.js";
+import { summarizedHistory, withSummary, type SummarizedHistory } from "../runtime/agents/history-summary.js";
+import { messageText, type Message, type Part, type ToolRequest } from "../types/content.js";
 import { describeZodError } from "../errors/zod-error.js";
 import type { Tool, ToolContext } from "./define-tool.js";
 import { toolSpan } from "./tool-span.js";
@@ -19,6 +21,10 @@ import {
 /** Default bound of tool rounds per turn. */
 export const DEFAULT_MAX_TOOL_ITERATIONS = 10;
 
+/** What the summary model of a `summarize` history policy is told. */
+const SUMMARY_INSTRUCTION =
+  "Summarise the conversation you are given in a few sentences: the facts, decisions and open questions a reader needs to continue it.";
+
 /** What one turn of a prompt-backed agent runs with. */
 export interface ToolLoopSettings {
   model: Model;
@@ -28,6 +34,8 @@ export interface ToolLoopSettings {
   config?: Record<string, unknown>;
   /** Tool rounds allowed per turn; one more tool request fails the turn. */
   maxToolIterations: number;
+  /** Bounds the history each model call is sent (the session keeps all of it); unset: the whole history. */
+  history?: HistoryPolicy;
 }
 
 /** How each request of a model message is answered: a known output, or by running the tool. */
@@ -99,15 +107,16 @@ class ToolLoop<S> {
     }
     for (;;) {
       const index = this.streamIndex++;
+      const sent = await this.modelHistory();
       const response = await this.settings.model.generate(
         {
-          messages: [...this.settings.prelude, ...this.ctx.session.messages()],
+          messages: [...this.settings.prelude, ...sent.messages],
           ...(this.settings.tools.length > 0 ? { tools: this.settings.tools.map((t) => t.modelDefinition) } : {}),
           ...(this.settings.config ? { config: this.settings.config } : {}),
         },
         { signal: this.ctx.turn.signal, onChunk: (chunk) => this.ctx.responder.sendModelChunk({ ...chunk, index }) },
       );
-      this.ctx.session.addMessages(response.message);
+      this.ctx.session.addMessages(sent.fresh ? withSummary(response.message, sent.fresh) : response.message);
       if (toolRequestsOf(response.message).length === 0) return { finishReason: response.finishReason };
       const max = this.settings.maxToolIterations;
       if (rounds >= max) {
@@ -124,6 +133,35 @@ class ToolLoop<S> {
       });
       if (await this.answer(answers)) return { finishReason: "interrupted" };
     }
+  }
+
+  /**
+   * The history the next model call is sent: all of it, or what the agent's
+   * history policy keeps (with a fresh summary to cache, mode `summarize`).
+   */
+  private async modelHistory(): Promise<SummarizedHistory> {
+    const history = this.ctx.session.messages();
+    const policy = this.settings.history;
+    if (!policy) return { messages: history };
+    if (policy.mode !== "summarize") return { messages: budgetedHistory(history, policy) };
+    return summarizedHistory(history, policy, (messages, previous) => this.summarize(messages, previous));
+  }
+
+  /** Asks the policy's summary model for a summary of `messages` (after `previous`). */
+  private async summarize(messages: readonly Message[], previous: string | undefined): Promise<string> {
+    const model = this.ctx.model(this.settings.history!.summaryModel!);
+    const response = await model.generate(
+      {
+        messages: [
+          { role: "system", content: [{ text: SUMMARY_INSTRUCTION }] },
+          ...(previous ? [{ role: "user" as const, content: [{ text: `Summary so far: ${previous}` }] }] : []),
+          ...messages,
+          { role: "user", content: [{ text: "Summarise the conversation above." }] },
+        ],
+      },
+      { signal: this.ctx.turn.signal },
+    );
+    return messageText(response.message);
   }
 
   /**

@@ -49,6 +49,10 @@ export interface DetachedWork {
   /** Each run that worked on it, in order; the last one holds it now. */
   runs: DetachedWorkRun[];
   principal: DetachedWorkPrincipal;
-  /** The state before `inputs[0]` when the session had no committed snapshot yet (the row then has no parent). */
+  /**
+   * The state before `inputs[0]` when the session had no committed snapshot yet
+   * (the row then has no parent), or when it started from an edited copy of the
+   * parent's state (a fork from an edited past).
+   */
   initialState?: SessionState<unknown>;
 }

@@ -1,3 +1,4 @@
+import type { JsonPatchOperation } from "./agent-io.js";
 import type { Artifact, Message } from "./content.js";
 
 /**
@@ -35,6 +36,20 @@ export interface AgentInit<S = unknown> {
   labels?: Record<string, string>;
   /** Idle time-to-live (ms) of a new session (ignored when resuming); the server's default when unset. */
   ttlMs?: number;
+  /**
+   * Fork from an edited past (server-managed agents, with `sessionId` or
+   * `snapshotId`): RFC 6902 operations on the resumed snapshot's custom state,
+   * applied before the first turn runs. The result must pass the agent's state
+   * schema. The first snapshot written is a child of the resumed one and notes
+   * the edit (`SessionSnapshot.edit`).
+   */
+  statePatch?: JsonPatchOperation[];
+  /**
+   * As `statePatch`, on the resumed history in its wire JSON form: the array
+   * of `agentd.v1.Message` in proto JSON (`{"role": "ROLE_USER", "content":
+   * [{"text": "hi"}]}`), as GetSnapshot shows it over the wire.
+   */
+  messagesPatch?: JsonPatchOperation[];
 }
 
 /** An empty session state. */

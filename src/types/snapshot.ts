@@ -1,4 +1,5 @@
 import type { AgentErrorData } from "../errors/agent-error.js";
+import type { JsonPatchOperation } from "./agent-io.js";
 import type { SessionState } from "./session-state.js";
 import type { Usage } from "./usage.js";
 
@@ -42,4 +43,22 @@ export interface SessionSnapshot<S = unknown> {
   state?: SessionState<S>;
   /** Model tokens the turn that wrote it used (a background row: every turn of the detached work); absent when none reported. */
   usage?: Usage;
+  /** Set when the turn ran from an edited past (`AgentInit.statePatch` / `messagesPatch` on the parent's state). */
+  edit?: SnapshotEdit;
+}
+
+/**
+ * The note a snapshot carries when its turn ran from an edited copy of its
+ * parent's state: who edited and the operations, as the caller sent them. The
+ * parent itself is never changed.
+ */
+export interface SnapshotEdit {
+  /** The principal's subject ("anonymous" without authentication). */
+  by: string;
+  /** The tenant the caller acted for ("" for the anonymous owner). */
+  tenant: string;
+  /** The operations applied to the parent's custom state. */
+  statePatch?: JsonPatchOperation[];
+  /** The operations applied to the parent's history (its wire JSON form). */
+  messagesPatch?: JsonPatchOperation[];
 }

@@ -37,6 +37,7 @@ function setup(
     liveness: DEFAULT_LIVENESS,
     busyPolicy: "reject",
     claims: DEFAULT_CLAIM_SETTINGS,
+    transforms: {},
     ...overrides,
   };
   return { ...h, target, agent };
@@ -56,6 +57,7 @@ async function resolveAndRelease(
 
 const clientTarget = (stateSchema?: z.ZodType<unknown>): InitTarget<unknown> => ({
   name: "c",
+  transforms: {},
   liveness: DEFAULT_LIVENESS,
   busyPolicy: "reject",
   claims: DEFAULT_CLAIM_SETTINGS,
@@ -385,6 +387,7 @@ describe("resolveInit: resuming", () => {
     const target: InitTarget<unknown> = {
       name: "a",
       store,
+      transforms: {},
       liveness: DEFAULT_LIVENESS,
       busyPolicy: "reject",
       claims: DEFAULT_CLAIM_SETTINGS,

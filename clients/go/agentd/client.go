@@ -95,6 +95,16 @@ type ChatOptions struct {
 	BusyPolicy agentdv1.BusyPolicy
 	Labels     map[string]string
 	TTL        time.Duration
+	// StatePatch forks from an edited past: RFC 6902 operations on the custom
+	// state of the resumed snapshot (SessionID or SnapshotID), applied before
+	// the first turn runs (build them with PatchOp). The patched state must
+	// pass the agent's state schema, else connect.CodeInvalidArgument naming
+	// the path; the first new snapshot is a child of the resumed one and notes
+	// the edit (Snapshot.Edit).
+	StatePatch []*agentdv1.JsonPatchOperation
+	// MessagesPatch is like StatePatch, on the resumed history in its JSON form
+	// (the messages as GetSnapshot shows them in proto JSON).
+	MessagesPatch []*agentdv1.JsonPatchOperation
 }
 
 // The busy policies of ChatOptions.BusyPolicy. A session is busy while
@@ -120,7 +130,8 @@ const (
 
 // init builds the wire AgentInit for agent.
 func (o ChatOptions) init(agent string) *agentdv1.AgentInit {
-	init := &agentdv1.AgentInit{Agent: agent, SessionId: o.SessionID, SnapshotId: o.SnapshotID, State: o.State, BusyPolicy: o.BusyPolicy, Labels: o.Labels}
+	init := &agentdv1.AgentInit{Agent: agent, SessionId: o.SessionID, SnapshotId: o.SnapshotID, State: o.State, BusyPolicy: o.BusyPolicy, Labels: o.Labels,
+		StatePatch: o.StatePatch, MessagesPatch: o.MessagesPatch}
 	if o.TTL != 0 {
 		init.Ttl = durationpb.New(o.TTL)
 	}

@@ -186,7 +186,7 @@ export class Agent<S = unknown> {
       ...(options.storeContext ? { ctx: options.storeContext } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    if (start.detached) return new DetachAnswer<S>(start.detached);
+    if (start.detached) return new DetachAnswer<S>(start.detached, start.edit);
     return new Invocation(config, start, options);
   }
 

@@ -17,7 +17,11 @@ export class DetachAnswer<S> implements AgentConnection<S> {
   readonly sessionId: string;
   private sent = false;
 
-  constructor(private readonly row: SnapshotRecord<S>) {
+  /** `edit`: the call's init patches, part of the input's fingerprint (see `inputFingerprint`). */
+  constructor(
+    private readonly row: SnapshotRecord<S>,
+    private readonly edit?: object,
+  ) {
     this.sessionId = row.sessionId;
   }
 
@@ -32,7 +36,7 @@ export class DetachAnswer<S> implements AgentConnection<S> {
   send(input: AgentInput): void {
     if (this.sent) throw new AgentError("FAILED_PRECONDITION", "input is closed: the invocation detached");
     this.sent = true;
-    if (input.requestId !== this.row.requestId || inputFingerprint(input) !== this.row.requestFingerprint) {
+    if (input.requestId !== this.row.requestId || inputFingerprint(input, this.edit) !== this.row.requestFingerprint) {
       throw new AgentError(
         "INVALID_ARGUMENT",
         `input.request_id "${this.row.requestId}" was already used for a different input of session "${this.sessionId}" (the detach of snapshot "${this.row.snapshotId}"); give every new input a new request ID and reuse one only to retry the same input`,

@@ -1,7 +1,7 @@
 import { uuidv7 } from "../../../stores/uuid-v7.js";
 import { AgentError } from "../../errors/agent-error.js";
 import type { SessionState } from "../../types/session-state.js";
-import type { FinishReason } from "../../types/snapshot.js";
+import type { FinishReason, SnapshotEdit } from "../../types/snapshot.js";
 import { addUsage, type Usage } from "../../types/usage.js";
 import type {
   SessionStore,
@@ -34,6 +34,8 @@ export interface DetachedRunOptions<S> {
   claim: SessionClaim<S>;
   /** The last committed snapshot of the conversation, read once that save settled. */
   parent: () => CommittedPoint<S> | undefined;
+  /** The edit the row notes when it is the first record after an edited start (read with `parent`). */
+  edit?: () => SnapshotEdit | undefined;
   /** Checkpoint policy and size cap for the final row. */
   records: RecordSettings;
   /** Aborted when the row is flipped to aborted, or at shutdown. */
@@ -348,6 +350,8 @@ export class DetachedRun<S> implements BackgroundTask {
       status: "pending" as const,
       ...(request ? { requestId: request.requestId, requestFingerprint: request.fingerprint } : {}),
     };
+    const edit = this.o.edit?.();
+    if (edit) Object.assign(meta, { edit });
     const { instance, ...recorded } = work;
     const run = { invocationId: this.o.invocationId, instance, startedAt: now, fromInput: 0 };
     const record = { ...buildRecord(meta, parent, position), work: { ...recorded, completed: 0, runs: [run] } };

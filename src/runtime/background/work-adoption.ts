@@ -118,9 +118,12 @@ async function resume<S>(
   const work = row.work;
   const parent = await parentPoint(store, row, ctx);
   const reached = await loadRecordState(store, row, ctx);
+  // A row that notes an edit builds on an edited copy of its parent's state: the recorded initial state.
+  const initial = work.initialState as SessionState<S> | undefined;
   const base: SessionState<S> = reached ??
+    (row.edit ? initial : undefined) ??
     parent?.state ??
-    (work.initialState as SessionState<S> | undefined) ?? { messages: [], artifacts: [] };
+    initial ?? { messages: [], artifacts: [] };
   const principal: Principal = Object.freeze({
     subject: work.principal.subject,
     tenant: work.principal.tenant,

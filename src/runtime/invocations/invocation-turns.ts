@@ -35,6 +35,8 @@ export interface InvocationTurnsParts<S> {
   detachedRun(): DetachedRun<S> | undefined;
   /** Ends the invocation with an RPC-level error (a request ID reused for a different input). */
   failClosed(err: AgentError): void;
+  /** The invocation's init patches (a fork from an edited past): part of every input's request fingerprint. */
+  readonly edit?: object;
 }
 
 /**
@@ -87,7 +89,7 @@ export class InvocationTurns<S> {
   beginTurn(turnIndex: number, input: AgentInput): TurnContext {
     const { out, claim, target, work } = this.parts;
     out.startTurn();
-    this.turnRequest = input.requestId ? turnRequestOf(input) : undefined;
+    this.turnRequest = input.requestId ? turnRequestOf(input, this.parts.edit) : undefined;
     if (claim) claim.runningRequestId = this.turnRequest?.requestId;
     const snapshotId = target.store && !this.parts.detachedRun() ? uuidv7() : undefined;
     this.turnStartedAt = Date.now();
@@ -178,7 +180,7 @@ export class InvocationTurns<S> {
     if (!entry) return false;
     const record = await store.getRecord(entry.snapshotId, this.parts.options.storeContext);
     if (!record || record.sessionId !== sessionId) return false;
-    if (record.requestFingerprint !== inputFingerprint(input)) {
+    if (record.requestFingerprint !== inputFingerprint(input, this.parts.edit)) {
       this.parts.failClosed(
         new AgentError(
           "INVALID_ARGUMENT",

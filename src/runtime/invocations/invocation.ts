@@ -25,6 +25,7 @@ import { InvocationStream } from "./invocation-stream.js";
 import { InvocationTurns } from "./invocation-turns.js";
 import { turnRequestOf, type TurnRequest } from "../sessions/turn-request.js";
 import { addUsage } from "../../types/usage.js";
+import { snapshotEditOf } from "../sessions/init-edit.js";
 
 export type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
 
@@ -63,6 +64,8 @@ export class Invocation<S> implements AgentConnection<S> {
   private readonly telemetry: InvocationTelemetry;
   /** Begin, end, failure and exactly-once replay of each turn; the last good state and finish reason. */
   private readonly turns: InvocationTurns<S>;
+  /** The init patches the invocation started with (part of every input's request fingerprint). */
+  private readonly edit: object | undefined;
 
   /** `adopted`: a takeover; the invocation runs the remaining work of a dead instance's pending row. */
   constructor(
@@ -77,7 +80,11 @@ export class Invocation<S> implements AgentConnection<S> {
     this.telemetry = new InvocationTelemetry(target.name, this.sessionId, target.telemetry === true);
     this.startsSession = start.parent === undefined;
     this.claim = start.claim;
-    this.commits = start.claim ? new TurnCommits(start.claim, this.sessionId, target.records, start.parent) : undefined;
+    const edit = start.edit ? snapshotEditOf(start.edit, options.principal ?? ANONYMOUS) : undefined;
+    this.edit = start.edit;
+    this.commits = start.claim
+      ? new TurnCommits(start.claim, this.sessionId, target.records, start.parent, edit)
+      : undefined;
     this.out = new InvocationStream(
       {
         transform: target.transforms.chunk,
@@ -109,6 +116,7 @@ export class Invocation<S> implements AgentConnection<S> {
       progress: this.progress,
       detachedRun: () => this.detachedRun,
       failClosed: (err) => this.failClosed(err),
+      ...(start.edit ? { edit: start.edit } : {}),
     });
     this.runner.onCustomChange(() => this.streamCustom());
     this.claim?.whenLost((err) => {
@@ -144,7 +152,7 @@ export class Invocation<S> implements AgentConnection<S> {
       : undefined;
     if (admitted.turn) this.turnInputs.push(admitted.turn);
     if (backgroundStore)
-      this.startDetach(backgroundStore, undefined, input.requestId ? turnRequestOf(input) : undefined);
+      this.startDetach(backgroundStore, undefined, input.requestId ? turnRequestOf(input, this.edit) : undefined);
   }
 
   sendText(text: string, metadata?: Record<string, unknown>): void {
@@ -235,7 +243,9 @@ export class Invocation<S> implements AgentConnection<S> {
 
   /** What detached work records so that another instance can take it over. */
   private detachedWork(): DetachedWorkStart {
-    const initial = this.commits?.last ? undefined : (this.initialState as SessionState<unknown>);
+    // Also with an edit not yet committed: a takeover restarts from the edited state, not the parent's.
+    const initial =
+      this.commits?.last && !this.commits.pendingEdit ? undefined : (this.initialState as SessionState<unknown>);
     const work = this.progress.remainingWork(this.turnInputs.queued(), this.options.principal ?? ANONYMOUS, initial);
     return { ...work, instance: this.target.instance };
   }
@@ -270,6 +280,7 @@ export class Invocation<S> implements AgentConnection<S> {
           afterTurnSave: this.turns.turnSave,
           claim: this.claim!,
           parent: () => this.commits?.last,
+          edit: () => this.commits?.pendingEdit,
           records: this.target.records,
           work: this.work,
           agent: this.target.name,

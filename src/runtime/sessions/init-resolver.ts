@@ -13,6 +13,8 @@ import { validateTtl } from "./session-settings.js";
 import { headRecord, loadRecordState, ownedHead, ownerOf, resolveRecordRef } from "./session-lookup.js";
 import { effectiveStatus, type LivenessSettings } from "./snapshot-liveness.js";
 import { chainPosition, type CommittedPoint } from "./turn-record.js";
+import type { ClientTransforms } from "../agents/state-transform.js";
+import { applyInitEdit, initEditOf, type InitEdit } from "./init-edit.js";
 
 /** Where an invocation starts: the state, the snapshot it continues, and its hold on the session. */
 export interface ResolvedStart<S> {
@@ -29,6 +31,12 @@ export interface ResolvedStart<S> {
    * the call answers that row (see `DetachAnswer`) and runs nothing.
    */
   detached?: SnapshotRecord<S>;
+  /**
+   * The edit `state` was made with (init's state / messages patch on the
+   * parent's state): the first snapshot written notes it, and it is part of
+   * every input's request fingerprint.
+   */
+  edit?: InitEdit;
 }
 
 /** What init resolution needs to know about the agent. */
@@ -42,6 +50,8 @@ export interface InitTarget<S> {
   claims: ClaimSettings;
   /** Idle time-to-live of new sessions when the call sets none (`--session-ttl`). */
   sessionTtlMs?: number;
+  /** The agent's client transforms: with a state transform, init patches are refused. */
+  transforms: ClientTransforms<S>;
 }
 
 /** Per-call inputs of init resolution. */
@@ -63,8 +73,9 @@ export interface InitCall {
  * session skips an expired, failed or aborted head back to its nearest
  * completed ancestor. Throws
  * AgentError: INVALID_ARGUMENT for state combined with IDs, a session/snapshot
- * mismatch or custom state failing the schema; FAILED_PRECONDITION for a mode
- * mismatch or a non-completed resume point; NOT_FOUND for an unknown session
+ * mismatch, custom state failing the schema, or a state / messages patch
+ * that does not apply (see `applyInitEdit`); FAILED_PRECONDITION for a mode
+ * mismatch, a patch the agent cannot take, or a non-completed resume point; NOT_FOUND for an unknown session
  * or snapshot, or one of another agent or owner; ABORTED for a busy session
  * under REJECT; DEADLINE_EXCEEDED when an ENQUEUE wait outlives the call.
  */
@@ -81,6 +92,14 @@ export async function resolveInit<S>(
       "init: state cannot be combined with session_id or snapshot_id; send one conversation source",
     );
   }
+  const edit = initEditOf(
+    {
+      name: agent.name,
+      serverManaged: agent.store !== undefined,
+      stateTransformed: agent.transforms.state !== undefined,
+    },
+    init,
+  );
   const store = agent.store;
   if (!store) {
     if (sessionId || snapshotId) {
@@ -110,11 +129,18 @@ export async function resolveInit<S>(
     assertResumable(agent, record);
     const claim = newClaim(agent, store, record.sessionId, call);
     await claim.acquire(policy, call.signal);
-    return startedOrReleased(claim, () => started(store, record, claim, call.ctx));
+    return startedOrReleased(claim, () => started(agent, store, record, claim, call.ctx, edit));
   }
   const current = await ownedHead(store, agent.name, resumed!, call.ctx);
   const detached = call.requestId ? await committedDetach(agent, store, current, call.requestId, call.ctx) : undefined;
-  if (detached) return { state: { ...emptySessionState<S>(), sessionId: resumed! }, nextTurnIndex: 0, detached };
+  if (detached) {
+    return {
+      state: { ...emptySessionState<S>(), sessionId: resumed! },
+      nextTurnIndex: 0,
+      detached,
+      ...(edit ? { edit } : {}),
+    };
+  }
   if (policy === "interrupt") await refuseInterruptingBackgroundWork(agent, store, current.headSnapshotId, call.ctx);
   await voidLeaseOfDeadWorker(agent, store, current, call.ctx);
   const claim = newClaim(agent, store, resumed!, call);
@@ -122,7 +148,7 @@ export async function resolveInit<S>(
   return startedOrReleased(claim, async () => {
     const from = await lastCompleted(agent, store, await headRecord(store, head, call.ctx), call.ctx);
     assertResumable(agent, from);
-    return started(store, from, claim, call.ctx);
+    return started(agent, store, from, claim, call.ctx, edit);
   });
 }
 
@@ -307,11 +333,14 @@ function assertResumable<S>(agent: InitTarget<S>, record: SnapshotRecord<S>): vo
   );
 }
 
+/** The start from `record`: its state (with `edit` applied, when set) and the record as the parent. */
 async function started<S>(
+  agent: InitTarget<S>,
   store: SessionStore<S>,
   record: SnapshotRecord<S>,
   claim: SessionClaim<S>,
   ctx?: StoreCallContext,
+  edit?: InitEdit,
 ): Promise<ResolvedStart<S>> {
   const loaded = (await loadRecordState(store, record, ctx)) ?? emptySessionState<S>();
   const state = { ...loaded, sessionId: record.sessionId };
@@ -321,7 +350,10 @@ async function started<S>(
     state,
     position: chainPosition(record),
   };
-  return { state, parent, nextTurnIndex: record.turnIndex + 1, claim };
+  const nextTurnIndex = record.turnIndex + 1;
+  if (!edit) return { state, parent, nextTurnIndex, claim };
+  const edited = { ...applyInitEdit(state, edit, agent.stateSchema), sessionId: record.sessionId };
+  return { state: edited, parent, nextTurnIndex, claim, edit };
 }
 
 function clientState<S>(

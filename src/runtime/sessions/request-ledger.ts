@@ -47,11 +47,15 @@ export function validRequestId(requestId: string | undefined, field = "input.req
 /**
  * SHA-256 (hex) of the input's canonical JSON (object keys sorted) without its
  * request ID: equal for the same input however its keys were ordered, so a
- * retry is told from a different input sent under the same ID.
+ * retry is told from a different input sent under the same ID. `edit`, the
+ * invocation's init patches (a fork from an edited past), is hashed with it:
+ * a retry that sends a different patch is a different input. Without an
+ * edit the fingerprint is the input's alone.
  */
-export function inputFingerprint(input: AgentInput): string {
+export function inputFingerprint(input: AgentInput, edit?: object): string {
   const { requestId: _requestId, ...rest } = input;
-  return createHash("sha256").update(canonicalJson(rest)).digest("hex");
+  const hashed = edit ? { input: rest, initEdit: edit } : rest;
+  return createHash("sha256").update(canonicalJson(hashed)).digest("hex");
 }
 
 /** JSON with every object's keys in sorted order and undefined members left out. */

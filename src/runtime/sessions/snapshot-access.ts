@@ -62,6 +62,7 @@ export async function shapeSnapshot<S>(
     ...(record.finishReason ? { finishReason: record.finishReason } : {}),
     ...(record.error ? { error: structuredClone(record.error) } : {}),
     ...(record.usage ? { usage: { ...record.usage } } : {}),
+    ...(record.edit ? { edit: structuredClone(record.edit) } : {}),
   };
   // A pending row may hold the progress of its detached work (for a takeover): not a state to show yet.
   if (options.includeState === false || record.status === "pending") return shaped;

@@ -1,5 +1,5 @@
 import type { SessionState } from "../../types/session-state.js";
-import type { FinishReason } from "../../types/snapshot.js";
+import type { FinishReason, SnapshotEdit } from "../../types/snapshot.js";
 import type { Usage } from "../../types/usage.js";
 import type { SessionClaim } from "./session-claim.js";
 import type { TurnRequest } from "./turn-request.js";
@@ -14,14 +14,23 @@ import { buildRecord, chainPosition, stateFieldsFor, type CommittedPoint, type R
  */
 export class TurnCommits<S> {
   private point: CommittedPoint<S> | undefined;
+  private edit: SnapshotEdit | undefined;
 
+  /** `edit`: the invocation started from an edited copy of `start`'s state; its first commit notes it. */
   constructor(
     private readonly claim: SessionClaim<S>,
     private readonly sessionId: string,
     private readonly settings: RecordSettings,
     start: CommittedPoint<S> | undefined,
+    edit?: SnapshotEdit,
   ) {
     this.point = start;
+    this.edit = edit;
+  }
+
+  /** The edit the next commit notes (until the first commit after an edited start lands). */
+  get pendingEdit(): SnapshotEdit | undefined {
+    return this.edit;
   }
 
   /** The last committed snapshot (the resume point until the first commit). */
@@ -59,8 +68,10 @@ export class TurnCommits<S> {
       finishReason,
       ...(usage ? { usage } : {}),
       ...(request ? { requestId: request.requestId, requestFingerprint: request.fingerprint } : {}),
+      ...(this.edit ? { edit: this.edit } : {}),
     };
     await this.claim.commit(buildRecord(meta, parent, fields), usage);
     this.point = { snapshotId, createdAt, state, position: chainPosition(fields) };
+    this.edit = undefined;
   }
 }

@@ -1,7 +1,7 @@
 import { AgentError } from "../../errors/agent-error.js";
 import type { AgentErrorData } from "../../errors/agent-error.js";
 import type { SessionState } from "../../types/session-state.js";
-import type { FinishReason, SnapshotStatus } from "../../types/snapshot.js";
+import type { FinishReason, SnapshotEdit, SnapshotStatus } from "../../types/snapshot.js";
 import type { Usage } from "../../types/usage.js";
 import {
   DEFAULT_CHECKPOINT_POLICY,
@@ -52,6 +52,8 @@ export interface RecordMeta {
   requestId?: string;
   /** The input's fingerprint (see `inputFingerprint`), with `requestId`. */
   requestFingerprint?: string;
+  /** The turn ran from an edited copy of the parent's state (see `SnapshotEdit`). */
+  edit?: SnapshotEdit;
 }
 
 /**

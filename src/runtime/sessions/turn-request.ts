@@ -9,8 +9,12 @@ export interface TurnRequest {
   fingerprint: string;
 }
 
-/** The turn request of `input`, or undefined when it carries no request ID (nothing is hashed then). */
-export function turnRequestOf(input: AgentInput): TurnRequest | undefined {
+/**
+ * The turn request of `input`, or undefined when it carries no request ID
+ * (nothing is hashed then). `edit`: the invocation's init patches, part of
+ * the fingerprint (see `inputFingerprint`).
+ */
+export function turnRequestOf(input: AgentInput, edit?: object): TurnRequest | undefined {
   const requestId = input.requestId;
-  return requestId ? { requestId, fingerprint: inputFingerprint(input) } : undefined;
+  return requestId ? { requestId, fingerprint: inputFingerprint(input, edit) } : undefined;
 }

@@ -19,7 +19,7 @@ from .aio_conversation import AsyncConversation, AsyncTurn
 from .attached_run import AsyncAttachedRun
 from .client_base import ClientBase
 from .errors import error_from_rpc
-from .inputs import BusyPolicyLike, InputLike, StateLike, TimeLike, TTLLike, build_init
+from .inputs import BusyPolicyLike, InputLike, PatchLike, StateLike, TimeLike, TTLLike, build_init
 from .retrier import Deadline
 from .snapshot_watch import watch_statuses_async
 
@@ -79,6 +79,8 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         busy_policy: Optional[BusyPolicyLike] = None,
         labels: Optional[Mapping[str, str]] = None,
         ttl: Optional[TTLLike] = None,
+        state_patch: Optional[PatchLike] = None,
+        messages_patch: Optional[PatchLike] = None,
         timeout: Optional[float] = None,
     ) -> AsyncConversation:
         """Opens a conversation with ``agent`` (sources, ``busy_policy``, ``labels`` and
@@ -91,6 +93,8 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
             busy_policy=busy_policy,
             labels=labels,
             ttl=ttl,
+            state_patch=state_patch,
+            messages_patch=messages_patch,
         )
         return AsyncConversation(
             self._stub, init, metadata=self._call_metadata, timeout=timeout, retrier=self._retrier
@@ -107,6 +111,8 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
         busy_policy: Optional[BusyPolicyLike] = None,
         labels: Optional[Mapping[str, str]] = None,
         ttl: Optional[TTLLike] = None,
+        state_patch: Optional[PatchLike] = None,
+        messages_patch: Optional[PatchLike] = None,
         detach: bool = False,
         metadata: Optional[Dict[str, Any]] = None,
         request_id: Optional[str] = None,
@@ -125,6 +131,8 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
             busy_policy=busy_policy,
             labels=labels,
             ttl=ttl,
+            state_patch=state_patch,
+            messages_patch=messages_patch,
             request_id=request_id,
         )
         return await self._unary(call, timeout)

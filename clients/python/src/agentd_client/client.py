@@ -13,7 +13,7 @@ from .attached_run import AttachedRun
 from .client_base import ClientBase
 from .conversation import Conversation
 from .errors import error_from_rpc
-from .inputs import BusyPolicyLike, InputLike, StateLike, TimeLike, TTLLike, build_init
+from .inputs import BusyPolicyLike, InputLike, PatchLike, StateLike, TimeLike, TTLLike, build_init
 from .retrier import Deadline
 from .service_calls import TERMINAL_STATUSES
 from .snapshot_watch import watch_statuses
@@ -67,6 +67,8 @@ class AgentClient(ClientBase[grpc.Channel]):
         busy_policy: Optional[BusyPolicyLike] = None,
         labels: Optional[Mapping[str, str]] = None,
         ttl: Optional[TTLLike] = None,
+        state_patch: Optional[PatchLike] = None,
+        messages_patch: Optional[PatchLike] = None,
         timeout: Optional[float] = None,
     ) -> Conversation:
         """Opens a multi-turn conversation with ``agent``.
@@ -89,6 +91,10 @@ class AgentClient(ClientBase[grpc.Channel]):
         ``list_sessions(labels=...)``; the server deletes it ``ttl`` after its last update
         (``None``: the server's ``--session-ttl``, none by default). Change both later with
         ``update_session``.
+
+        ``state_patch`` / ``messages_patch`` fork from an edited past: RFC 6902 operations on
+        the resumed snapshot's custom state / history, applied before the first turn (see
+        ``build_init``).
         """
         init = build_init(
             agent,
@@ -98,6 +104,8 @@ class AgentClient(ClientBase[grpc.Channel]):
             busy_policy=busy_policy,
             labels=labels,
             ttl=ttl,
+            state_patch=state_patch,
+            messages_patch=messages_patch,
         )
         return Conversation(
             self._stub, init, metadata=self._call_metadata, timeout=timeout, retrier=self._retrier
@@ -114,6 +122,8 @@ class AgentClient(ClientBase[grpc.Channel]):
         busy_policy: Optional[BusyPolicyLike] = None,
         labels: Optional[Mapping[str, str]] = None,
         ttl: Optional[TTLLike] = None,
+        state_patch: Optional[PatchLike] = None,
+        messages_patch: Optional[PatchLike] = None,
         detach: bool = False,
         metadata: Optional[Dict[str, Any]] = None,
         request_id: Optional[str] = None,
@@ -122,7 +132,7 @@ class AgentClient(ClientBase[grpc.Channel]):
         """Runs one turn and returns its ``AgentOutput`` (in-band failures are returned with
         ``finish_reason`` FAILED, not raised). ``detach=True`` returns at once with the
         pending snapshot ID. ``metadata`` goes on the input message. ``busy_policy``,
-        ``labels`` and ``ttl`` as in ``chat``. ``request_id`` is the input's idempotency key
+        ``labels``, ``ttl``, ``state_patch`` and ``messages_patch`` as in ``chat``. ``request_id`` is the input's idempotency key
         (default: a new UUID): every retry sends the same one, so the server runs the turn
         once; a later ``run`` with the same ID and input returns the same output.
         ``timeout`` bounds the call with all its retries."""
@@ -137,6 +147,8 @@ class AgentClient(ClientBase[grpc.Channel]):
             busy_policy=busy_policy,
             labels=labels,
             ttl=ttl,
+            state_patch=state_patch,
+            messages_patch=messages_patch,
             request_id=request_id,
         )
         return self._unary(call, timeout)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from google.protobuf import duration_pb2, json_format, timestamp_pb2
 
@@ -15,15 +15,22 @@ from .json_values import dict_to_struct
 __all__ = [
     "BusyPolicyLike",
     "InputLike",
+    "PatchLike",
     "StateLike",
     "TTLLike",
     "TimeLike",
     "build_init",
     "build_input",
     "new_request_id",
+    "patch_operations",
     "to_duration",
     "to_timestamp",
 ]
+
+#: What ``state_patch=`` / ``messages_patch=`` accept: RFC 6902 operations as dicts
+#: (``op``, ``path``, ``value``, ``from``) or ``agentd.v1.JsonPatchOperation`` messages.
+PatchLike = Sequence[Union[Mapping[str, Any], agent_pb2.JsonPatchOperation]]
+
 
 #: What ``send`` / ``run`` accept: a user text, a ``Message``, or a full ``AgentInput``.
 InputLike = Union[str, content_pb2.Message, agent_pb2.AgentInput]
@@ -125,11 +132,21 @@ def build_init(
     busy_policy: Optional[BusyPolicyLike] = None,
     labels: Optional[Mapping[str, str]] = None,
     ttl: Optional[TTLLike] = None,
+    state_patch: Optional[PatchLike] = None,
+    messages_patch: Optional[PatchLike] = None,
 ) -> agent_pb2.AgentInit:
     """Returns the ``AgentInit`` for ``agent`` with the given conversation source and busy
     policy (what the call does when another invocation holds the session), and the
     ``labels`` and idle time-to-live ``ttl`` of a NEW session (``None``: no labels, the
     server's ``--session-ttl``).
+
+    ``state_patch`` forks from an edited past: RFC 6902 operations (dicts such as
+    ``{"op": "replace", "path": "/notes/0", "value": "x"}``, or ``JsonPatchOperation``
+    messages) on the custom state of the resumed snapshot (``session_id`` or
+    ``snapshot_id``), applied before the first turn runs; the server checks the result
+    against the agent's state schema (INVALID_ARGUMENT naming the path) and notes the edit
+    on the first new snapshot (``Snapshot.edit``). ``messages_patch`` does the same on the
+    history in its proto-JSON form (as ``get_snapshot`` shows it).
 
     Passes the sources, labels and ttl through unvalidated: the server owns the rules (state
     on a server-managed agent is FAILED_PRECONDITION, state with an ID is INVALID_ARGUMENT,
@@ -154,7 +171,29 @@ def build_init(
         init.labels.update(labels)
     if ttl is not None:
         init.ttl.CopyFrom(to_duration(ttl))
+    init.state_patch.extend(patch_operations(state_patch))
+    init.messages_patch.extend(patch_operations(messages_patch))
     return init
+
+
+def patch_operations(patch: Optional[PatchLike]) -> List[agent_pb2.JsonPatchOperation]:
+    """``patch`` as ``JsonPatchOperation`` messages (``None``: none). A dict needs ``op`` and
+    ``path``; ``value`` is any JSON value, ``from`` the source of ``move``/``copy``. Raises
+    ``ValueError`` for a dict without ``op`` or ``path``."""
+    out: List[agent_pb2.JsonPatchOperation] = []
+    for operation in patch or ():
+        if isinstance(operation, agent_pb2.JsonPatchOperation):
+            out.append(operation)
+            continue
+        if "op" not in operation or "path" not in operation:
+            raise ValueError(f"a patch operation needs 'op' and 'path': {dict(operation)!r}")
+        op = agent_pb2.JsonPatchOperation(op=operation["op"], path=operation["path"])
+        if "value" in operation:
+            json_format.ParseDict(operation["value"], op.value)
+        if operation.get("from"):
+            setattr(op, "from", operation["from"])
+        out.append(op)
+    return out
 
 
 def new_request_id() -> str:

@@ -19,6 +19,7 @@ from .errors import TurnFailedError
 from .inputs import (
     BusyPolicyLike,
     InputLike,
+    PatchLike,
     StateLike,
     TimeLike,
     TTLLike,
@@ -85,6 +86,8 @@ def run_call(
     busy_policy: Optional[BusyPolicyLike] = None,
     labels: Optional[Mapping[str, str]] = None,
     ttl: Optional[TTLLike] = None,
+    state_patch: Optional[PatchLike] = None,
+    messages_patch: Optional[PatchLike] = None,
     request_id: Optional[str] = None,
 ) -> UnaryCall:
     """``Run``: one turn; returns the ``AgentOutput``. The input carries ``request_id`` (else
@@ -98,6 +101,8 @@ def run_call(
             busy_policy=busy_policy,
             labels=labels,
             ttl=ttl,
+            state_patch=state_patch,
+            messages_patch=messages_patch,
         ),
         input=build_input(input, metadata=metadata, detach=detach, request_id=request_id),
     )

@@ -322,7 +322,11 @@ type Snapshot struct {
 	// Model tokens the turn that wrote this snapshot used (for a background
 	// snapshot: every turn of the detached work). Unset when no model call of
 	// the turn reported usage.
-	Usage         *Usage `protobuf:"bytes,12,opt,name=usage,proto3" json:"usage,omitempty"`
+	Usage *Usage `protobuf:"bytes,12,opt,name=usage,proto3" json:"usage,omitempty"`
+	// Set when this snapshot's turn ran from an edited copy of its parent's
+	// state (AgentInit.state_patch / messages_patch): who edited and how. The
+	// parent itself is unchanged.
+	Edit          *SnapshotEdit `protobuf:"bytes,13,opt,name=edit,proto3" json:"edit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -441,6 +445,86 @@ func (x *Snapshot) GetUsage() *Usage {
 	return nil
 }
 
+func (x *Snapshot) GetEdit() *SnapshotEdit {
+	if x != nil {
+		return x.Edit
+	}
+	return nil
+}
+
+// SnapshotEdit notes a fork from an edited past.
+type SnapshotEdit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The authenticated subject that sent the edit ("anonymous" without auth).
+	EditedBy string `protobuf:"bytes,1,opt,name=edited_by,json=editedBy,proto3" json:"edited_by,omitempty"`
+	// The tenant the caller acted for (empty for the anonymous owner).
+	Tenant string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// AgentInit.state_patch as sent: a JSON array of RFC 6902 operations.
+	StatePatch *structpb.ListValue `protobuf:"bytes,3,opt,name=state_patch,json=statePatch,proto3" json:"state_patch,omitempty"`
+	// AgentInit.messages_patch as sent: a JSON array of RFC 6902 operations.
+	MessagesPatch *structpb.ListValue `protobuf:"bytes,4,opt,name=messages_patch,json=messagesPatch,proto3" json:"messages_patch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotEdit) Reset() {
+	*x = SnapshotEdit{}
+	mi := &file_agentd_v1_state_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotEdit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotEdit) ProtoMessage() {}
+
+func (x *SnapshotEdit) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_state_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotEdit.ProtoReflect.Descriptor instead.
+func (*SnapshotEdit) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_state_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SnapshotEdit) GetEditedBy() string {
+	if x != nil {
+		return x.EditedBy
+	}
+	return ""
+}
+
+func (x *SnapshotEdit) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SnapshotEdit) GetStatePatch() *structpb.ListValue {
+	if x != nil {
+		return x.StatePatch
+	}
+	return nil
+}
+
+func (x *SnapshotEdit) GetMessagesPatch() *structpb.ListValue {
+	if x != nil {
+		return x.MessagesPatch
+	}
+	return nil
+}
+
 // Usage counts model tokens, as the model provider reported them (the offline
 // echo model reports deterministic word counts; see the README).
 type Usage struct {
@@ -457,7 +541,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_agentd_v1_state_proto_msgTypes[3]
+	mi := &file_agentd_v1_state_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +553,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_state_proto_msgTypes[3]
+	mi := &file_agentd_v1_state_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +566,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_agentd_v1_state_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -521,7 +605,7 @@ const file_agentd_v1_state_proto_rawDesc = "" +
 	"AgentError\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x121\n" +
-	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\xb0\x04\n" +
+	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\xdd\x04\n" +
 	"\bSnapshot\x12\x1f\n" +
 	"\vsnapshot_id\x18\x01 \x01(\tR\n" +
 	"snapshotId\x12\x1d\n" +
@@ -540,7 +624,14 @@ const file_agentd_v1_state_proto_rawDesc = "" +
 	"\x05error\x18\n" +
 	" \x01(\v2\x15.agentd.v1.AgentErrorR\x05error\x12-\n" +
 	"\x05state\x18\v \x01(\v2\x17.agentd.v1.SessionStateR\x05state\x12&\n" +
-	"\x05usage\x18\f \x01(\v2\x10.agentd.v1.UsageR\x05usage\"r\n" +
+	"\x05usage\x18\f \x01(\v2\x10.agentd.v1.UsageR\x05usage\x12+\n" +
+	"\x04edit\x18\r \x01(\v2\x17.agentd.v1.SnapshotEditR\x04edit\"\xc3\x01\n" +
+	"\fSnapshotEdit\x12\x1b\n" +
+	"\tedited_by\x18\x01 \x01(\tR\beditedBy\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12;\n" +
+	"\vstate_patch\x18\x03 \x01(\v2\x1a.google.protobuf.ListValueR\n" +
+	"statePatch\x12A\n" +
+	"\x0emessages_patch\x18\x04 \x01(\v2\x1a.google.protobuf.ListValueR\rmessagesPatch\"r\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12!\n" +
@@ -577,38 +668,43 @@ func file_agentd_v1_state_proto_rawDescGZIP() []byte {
 }
 
 var file_agentd_v1_state_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agentd_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_agentd_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_agentd_v1_state_proto_goTypes = []any{
 	(SnapshotStatus)(0),           // 0: agentd.v1.SnapshotStatus
 	(FinishReason)(0),             // 1: agentd.v1.FinishReason
 	(*SessionState)(nil),          // 2: agentd.v1.SessionState
 	(*AgentError)(nil),            // 3: agentd.v1.AgentError
 	(*Snapshot)(nil),              // 4: agentd.v1.Snapshot
-	(*Usage)(nil),                 // 5: agentd.v1.Usage
-	(*Message)(nil),               // 6: agentd.v1.Message
-	(*structpb.Value)(nil),        // 7: google.protobuf.Value
-	(*Artifact)(nil),              // 8: agentd.v1.Artifact
-	(*structpb.Struct)(nil),       // 9: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*SnapshotEdit)(nil),          // 5: agentd.v1.SnapshotEdit
+	(*Usage)(nil),                 // 6: agentd.v1.Usage
+	(*Message)(nil),               // 7: agentd.v1.Message
+	(*structpb.Value)(nil),        // 8: google.protobuf.Value
+	(*Artifact)(nil),              // 9: agentd.v1.Artifact
+	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*structpb.ListValue)(nil),    // 12: google.protobuf.ListValue
 }
 var file_agentd_v1_state_proto_depIdxs = []int32{
-	6,  // 0: agentd.v1.SessionState.messages:type_name -> agentd.v1.Message
-	7,  // 1: agentd.v1.SessionState.custom:type_name -> google.protobuf.Value
-	8,  // 2: agentd.v1.SessionState.artifacts:type_name -> agentd.v1.Artifact
-	9,  // 3: agentd.v1.AgentError.details:type_name -> google.protobuf.Struct
-	10, // 4: agentd.v1.Snapshot.created_at:type_name -> google.protobuf.Timestamp
-	10, // 5: agentd.v1.Snapshot.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 6: agentd.v1.Snapshot.heartbeat_at:type_name -> google.protobuf.Timestamp
+	7,  // 0: agentd.v1.SessionState.messages:type_name -> agentd.v1.Message
+	8,  // 1: agentd.v1.SessionState.custom:type_name -> google.protobuf.Value
+	9,  // 2: agentd.v1.SessionState.artifacts:type_name -> agentd.v1.Artifact
+	10, // 3: agentd.v1.AgentError.details:type_name -> google.protobuf.Struct
+	11, // 4: agentd.v1.Snapshot.created_at:type_name -> google.protobuf.Timestamp
+	11, // 5: agentd.v1.Snapshot.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 6: agentd.v1.Snapshot.heartbeat_at:type_name -> google.protobuf.Timestamp
 	0,  // 7: agentd.v1.Snapshot.status:type_name -> agentd.v1.SnapshotStatus
 	1,  // 8: agentd.v1.Snapshot.finish_reason:type_name -> agentd.v1.FinishReason
 	3,  // 9: agentd.v1.Snapshot.error:type_name -> agentd.v1.AgentError
 	2,  // 10: agentd.v1.Snapshot.state:type_name -> agentd.v1.SessionState
-	5,  // 11: agentd.v1.Snapshot.usage:type_name -> agentd.v1.Usage
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	6,  // 11: agentd.v1.Snapshot.usage:type_name -> agentd.v1.Usage
+	5,  // 12: agentd.v1.Snapshot.edit:type_name -> agentd.v1.SnapshotEdit
+	12, // 13: agentd.v1.SnapshotEdit.state_patch:type_name -> google.protobuf.ListValue
+	12, // 14: agentd.v1.SnapshotEdit.messages_patch:type_name -> google.protobuf.ListValue
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_state_proto_init() }
@@ -623,7 +719,7 @@ func file_agentd_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentd_v1_state_proto_rawDesc), len(file_agentd_v1_state_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

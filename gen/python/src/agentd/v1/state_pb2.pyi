@@ -73,7 +73,7 @@ class AgentError(_message.Message):
     def __init__(self, status: _Optional[str] = ..., message: _Optional[str] = ..., details: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class Snapshot(_message.Message):
-    __slots__ = ("snapshot_id", "session_id", "parent_id", "turn_index", "created_at", "updated_at", "heartbeat_at", "status", "finish_reason", "error", "state", "usage")
+    __slots__ = ("snapshot_id", "session_id", "parent_id", "turn_index", "created_at", "updated_at", "heartbeat_at", "status", "finish_reason", "error", "state", "usage", "edit")
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -86,6 +86,7 @@ class Snapshot(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    EDIT_FIELD_NUMBER: _ClassVar[int]
     snapshot_id: str
     session_id: str
     parent_id: str
@@ -98,7 +99,20 @@ class Snapshot(_message.Message):
     error: AgentError
     state: SessionState
     usage: Usage
-    def __init__(self, snapshot_id: _Optional[str] = ..., session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., turn_index: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[SnapshotStatus, str]] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., error: _Optional[_Union[AgentError, _Mapping]] = ..., state: _Optional[_Union[SessionState, _Mapping]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
+    edit: SnapshotEdit
+    def __init__(self, snapshot_id: _Optional[str] = ..., session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., turn_index: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[SnapshotStatus, str]] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., error: _Optional[_Union[AgentError, _Mapping]] = ..., state: _Optional[_Union[SessionState, _Mapping]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., edit: _Optional[_Union[SnapshotEdit, _Mapping]] = ...) -> None: ...
+
+class SnapshotEdit(_message.Message):
+    __slots__ = ("edited_by", "tenant", "state_patch", "messages_patch")
+    EDITED_BY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    STATE_PATCH_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_PATCH_FIELD_NUMBER: _ClassVar[int]
+    edited_by: str
+    tenant: str
+    state_patch: _struct_pb2.ListValue
+    messages_patch: _struct_pb2.ListValue
+    def __init__(self, edited_by: _Optional[str] = ..., tenant: _Optional[str] = ..., state_patch: _Optional[_Union[_struct_pb2.ListValue, _Mapping]] = ..., messages_patch: _Optional[_Union[_struct_pb2.ListValue, _Mapping]] = ...) -> None: ...
 
 class Usage(_message.Message):
     __slots__ = ("input_tokens", "output_tokens", "total_tokens")
