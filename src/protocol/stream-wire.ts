@@ -25,6 +25,7 @@ import {
 import { finishReasonFromWire, finishReasonToWire, roleFromWire, roleToWire } from "./enum-wire.js";
 import { optionalString, valueFromWire, valueToWire } from "./json-wire.js";
 import { agentErrorFromWire, agentErrorToWire, sessionStateFromWire, sessionStateToWire } from "./state-wire.js";
+import { inputAckFromWire, inputAckToWire } from "./input-ack-wire.js";
 import { usageFieldFromWire, usageFieldToWire, usageToWire } from "./usage-wire.js";
 
 const PATCH_OPS: ReadonlySet<string> = new Set(["add", "remove", "replace", "move", "copy", "test"]);
@@ -112,6 +113,7 @@ export function streamChunkToWire(chunk: AgentStreamChunk): WireAgentStreamChunk
     artifact: chunk.artifact ? artifactToWire(chunk.artifact) : undefined,
     turnEnd: chunk.turnEnd ? turnEndToWire(chunk.turnEnd) : undefined,
     takeover: chunk.takeover ? create(TakeoverSchema, chunk.takeover) : undefined,
+    inputAck: chunk.inputAck ? inputAckToWire(chunk.inputAck) : undefined,
     sequence: chunk.sequence ?? 0,
   });
 }
@@ -126,6 +128,7 @@ export function streamChunkFromWire(chunk: WireAgentStreamChunk): AgentStreamChu
     ...(chunk.takeover
       ? { takeover: { supersededAfter: chunk.takeover.supersededAfter, turnIndex: chunk.takeover.turnIndex } }
       : {}),
+    ...(chunk.inputAck ? { inputAck: inputAckFromWire(chunk.inputAck) } : {}),
     ...(chunk.sequence ? { sequence: chunk.sequence } : {}),
   };
 }
