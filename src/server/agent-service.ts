@@ -130,7 +130,8 @@ export function agentServiceRoutes(
       async sendInvocationInput(request, ctx) {
         annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId });
         const agent = registry.get(request.agent);
-        if (!request.input) throw new AgentError("INVALID_ARGUMENT", "input is required: cancel, or steer with a message");
+        if (!request.input)
+          throw new AgentError("INVALID_ARGUMENT", "input is required: cancel, or steer with a message");
         const ack = await agent.sendInput(request.snapshotId, agentInputFromWire(request.input), callerOf(ctx));
         return create(SendInvocationInputResponseSchema, { ack: inputAckToWire(ack) });
       },
