@@ -47,6 +47,22 @@ describe("cancel a running turn", () => {
     expect(snapshotTexts(snapshot)).toEqual(["hello", "reply: hello"]);
   });
 
+  it("cancels a turn whose input was sent just before the cancel, even if it had not begun", async () => {
+    const chat = new WireChat(agentd.client, {
+      init: { agent: "slow-start" },
+      input: textInput("slow at once") as AgentInput,
+    });
+    chat.send({ input: cancel("early-cancel") });
+    const turn = await chat.nextTurn();
+    expect(turn.turnEnd.finishReason).toBe(FinishReason.ABORTED);
+    expect(acks(turn.chunks)).toEqual([
+      expect.objectContaining({ requestId: "early-cancel", result: InputAckResult.CANCELLED, turnIndex: 0 }),
+    ]);
+    chat.sendText("then this");
+    expect(chunksText((await chat.nextTurn()).chunks)).toBe("reply: then this");
+    await chat.finish();
+  });
+
   it("answers NOTHING_TO_CANCEL when no turn runs, and the stream goes on", async () => {
     const chat = new WireChat(agentd.client, { init: { agent: "slow" }, input: textInput("one") as AgentInput });
     await chat.nextTurn();

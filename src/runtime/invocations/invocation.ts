@@ -179,7 +179,7 @@ export class Invocation<S> implements AgentConnection<S> {
     steer: AgentInput | undefined,
     requestId: string | undefined,
   ): InputAck {
-    if (control === "cancel") return this.control.cancel(requestId || undefined);
+    if (control === "cancel") return this.control.cancel(requestId || undefined, this.turnInputs.size > 0);
     const input = steer!;
     const turnIndex = this.control.steer(input, this.turnInputs.size > 0);
     if (turnIndex !== undefined)
@@ -219,7 +219,11 @@ export class Invocation<S> implements AgentConnection<S> {
     return {
       inputs: this.progress.pulled(this.control.inputs(this.turnInputs), () => this.runner.turnIndex),
       beginTurn: (turnIndex, input) => this.turns.beginTurn(turnIndex, input),
-      answered: (input) => this.turns.answered(input),
+      answered: async (input) => {
+        const answered = await this.turns.answered(input);
+        if (answered) this.control.skipped();
+        return answered;
+      },
       endTurn: (turn, finishReason) => this.turns.endTurn(turn, finishReason),
       failTurn: (turn, error) => this.turns.failTurn(turn, error),
       cancelled: () => this.turns.cancelled(),

@@ -30,6 +30,10 @@ export class TurnControl {
   /** Steers a turn did not take: the next turns' inputs, before the channel's. */
   private readonly requeued: AgentInput[] = [];
   private lastCancelled = false;
+  /** A turn input was taken from the queue and its turn has not begun yet. */
+  private starting = false;
+  /** A cancel that arrived while the next turn was about to begin (its request ID, or ""). */
+  private cancelOnBegin: string | undefined;
 
   /** `emit`: streams an ack chunk behind the chunks before it. */
   constructor(private readonly emit: (chunk: AgentStreamChunk) => void) {}
@@ -46,7 +50,11 @@ export class TurnControl {
         return {
           next: () => {
             const steer = this.requeued.shift();
-            return steer ? Promise.resolve({ done: false, value: steer }) : source.next();
+            const next = steer ? Promise.resolve({ done: false, value: steer }) : source.next();
+            return next.then((result) => {
+              this.starting = result.done !== true;
+              return result;
+            });
           },
           return: () => source.return?.() ?? Promise.resolve({ done: true, value: undefined }),
         };
@@ -61,6 +69,7 @@ export class TurnControl {
 
   /** Starts turn `index`: its signal fires on a cancel input or when `work` aborts. */
   begin(index: number, work: AbortSignal): AbortSignal {
+    this.starting = false;
     const abort = new AbortController();
     const forward = (): void => abort.abort(work.reason);
     if (work.aborted) forward();
@@ -72,12 +81,32 @@ export class TurnControl {
       steers: [],
       cancelled: false,
     };
+    const early = this.cancelOnBegin;
+    if (early !== undefined) {
+      this.cancelOnBegin = undefined;
+      this.cancel(early || undefined, false);
+    }
     return abort.signal;
   }
 
-  /** A cancel input: aborts the running turn (ack `cancelled`), or acks `nothing_to_cancel`. */
-  cancel(requestId: string | undefined): InputAck {
+  /** The input taken from the queue was answered without a turn (a retry of a committed one). */
+  skipped(): void {
+    this.starting = false;
+  }
+
+  /**
+   * A cancel input: aborts the running turn (ack `cancelled`). With no turn
+   * running, when an input is about to start its turn (`inputWaiting`: one
+   * is queued, or one was taken and its turn has not begun) that turn is
+   * cancelled as it begins (acked then; the returned ack has no turn index);
+   * otherwise acks `nothing_to_cancel`.
+   */
+  cancel(requestId: string | undefined, inputWaiting: boolean): InputAck {
     const turn = this.running;
+    if (!turn && (this.starting || inputWaiting) && this.cancelOnBegin === undefined) {
+      this.cancelOnBegin = requestId ?? "";
+      return { result: "cancelled", ...(requestId ? { requestId } : {}) };
+    }
     if (!turn || turn.abort.signal.aborted) return this.ack({ result: "nothing_to_cancel" }, requestId);
     turn.cancelled = true;
     turn.abort.abort(new AgentError("ABORTED", `turn ${turn.index} was cancelled by a cancel input`));
