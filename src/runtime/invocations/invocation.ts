@@ -325,6 +325,7 @@ export class Invocation<S> implements AgentConnection<S> {
           records: this.target.records,
           work: this.work,
           agent: this.target.name,
+          controls: (input) => this.sendControl(input),
           ...(this.target.events ? { events: this.target.events } : {}),
         }),
     );
