@@ -1,12 +1,14 @@
 """Cancel and steer a running turn (issue 41) against a real agentd serving the fixture agents
 ``slow``, ``steerable`` (test/fixtures/turn-control-agents.ts)."""
 
+import asyncio
 import time
 
 import pytest
 
 from agentd.v1 import agent_pb2, state_pb2
 from agentd_client import AgentClient, FailedPreconditionError
+from agentd_client.aio import AsyncAgentClient
 from agentd_client.json_values import message_text
 
 
@@ -91,3 +93,29 @@ def test_send_invocation_input_cancels_detached_work(client: AgentClient):
     detached = conversation.detach()
     ack = client.send_invocation_input("slow", detached.snapshot_id, agent_pb2.AgentInput(cancel=True))
     assert ack.result == agent_pb2.INPUT_ACK_RESULT_CANCELLED
+
+
+def test_async_cancel_and_steer(agentd_address: str):
+    async def scenario():
+        async with AsyncAgentClient(agentd_address) as client:
+            conversation = client.chat("steerable")
+            turn = await conversation.send('call wait {"ms":800}')
+            async for chunk in turn:
+                if has_tool_request(chunk):
+                    break
+            steered = await conversation.steer("mention pears")
+            await turn.wait()
+            slow = client.chat("slow")
+            long = await slow.send("slow story")
+            async for _ in long:
+                break
+            ack = await long.cancel()
+            end = await long.wait()
+            await slow.output()
+            await conversation.output()
+            return steered, turn.text, ack, end
+
+    steered, text, ack, end = asyncio.run(scenario())
+    assert steered.ack.result == agent_pb2.INPUT_ACK_RESULT_STEERED and "scripted: mention pears" in text
+    assert ack.result == agent_pb2.INPUT_ACK_RESULT_CANCELLED
+    assert end.finish_reason == state_pb2.FINISH_REASON_ABORTED
