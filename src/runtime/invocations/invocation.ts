@@ -144,7 +144,7 @@ export class Invocation<S> implements AgentConnection<S> {
     }
     const admitted = admitInput(input, { queued: this.turnInputs.size, maxQueued: this.target.maxQueuedInputs });
     if (admitted.control) {
-      this.applyControl(admitted.control, admitted.turn, input.requestId);
+      this.control.apply(admitted.control, admitted.turn, input.requestId, this.turnInputs);
       return;
     }
     // Checked before queuing: a detach the store cannot support queues nothing.
@@ -170,27 +170,7 @@ export class Invocation<S> implements AgentConnection<S> {
       throw new AgentError("FAILED_PRECONDITION", "the invocation has completed; read its output");
     const admitted = admitInput(input, { queued: this.turnInputs.size, maxQueued: this.target.maxQueuedInputs });
     if (!admitted.control) throw new AgentError("INVALID_ARGUMENT", "set input.cancel, or input.steer with a message");
-    return this.applyControl(admitted.control, admitted.turn, input.requestId);
-  }
-
-  /** Cancels or steers; the ack (for a steer kept for the running turn: `steered`, streamed once the turn takes it). */
-  private applyControl(
-    control: "cancel" | "steer",
-    steer: AgentInput | undefined,
-    requestId: string | undefined,
-  ): InputAck {
-    if (control === "cancel") return this.control.cancel(requestId || undefined, this.turnInputs.size > 0);
-    const input = steer!;
-    const turnIndex = this.control.steer(input, this.turnInputs.size > 0);
-    if (turnIndex !== undefined)
-      return { result: "steered", turnIndex, ...(input.requestId ? { requestId: input.requestId } : {}) };
-    if (!this.turnInputs.isClosed) this.turnInputs.push(input);
-    else if (!this.control.requeue(input))
-      throw new AgentError(
-        "FAILED_PRECONDITION",
-        "no turn is running and the invocation takes no more input: send the message as a new turn in a new call",
-      );
-    return this.control.queued(input);
+    return this.control.apply(admitted.control, admitted.turn, input.requestId, this.turnInputs);
   }
 
   sendText(text: string, metadata?: Record<string, unknown>): void {

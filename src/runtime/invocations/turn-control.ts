@@ -1,6 +1,7 @@
 import { AgentError } from "../../errors/agent-error.js";
 import type { AgentInput, AgentStreamChunk, InputAck } from "../../types/agent-io.js";
 import type { Message } from "../../types/content.js";
+import type { AsyncChannel } from "../../protocol/async-channel.js";
 
 /** The turn a {@link TurnControl} can still cancel or steer. */
 interface RunningTurn {
@@ -62,6 +63,32 @@ export class TurnControl {
     };
   }
 
+  /**
+   * Handles a control input as it arrives; returns its ack (for a steer kept
+   * for the running turn: `steered`, streamed once the turn takes it). A
+   * steer no turn can take is queued on `queue` (or, once `queue` is closed,
+   * after the running turn); with neither, FAILED_PRECONDITION.
+   */
+  apply(
+    control: "cancel" | "steer",
+    steer: AgentInput | undefined,
+    requestId: string | undefined,
+    queue: AsyncChannel<AgentInput>,
+  ): InputAck {
+    if (control === "cancel") return this.cancel(requestId || undefined, queue.size > 0);
+    const input = steer!;
+    const turnIndex = this.steer(input, queue.size > 0);
+    if (turnIndex !== undefined)
+      return { result: "steered", turnIndex, ...(input.requestId ? { requestId: input.requestId } : {}) };
+    if (!queue.isClosed) queue.push(input);
+    else if (!this.requeue(input))
+      throw new AgentError(
+        "FAILED_PRECONDITION",
+        "no turn is running and the invocation takes no more input: send the message as a new turn in a new call",
+      );
+    return this.queued(input);
+  }
+
   /** The steers waiting to run as turns (what detach records before the queued inputs). */
   get queuedSteers(): readonly AgentInput[] {
     return this.requeued;
@@ -120,7 +147,7 @@ export class TurnControl {
    * and acks `queued`). `queuedBehind`: inputs already wait for their turn
    * (the steer then queues behind them, keeping the order of sending).
    */
-  steer(input: AgentInput, queuedBehind: boolean): number | undefined {
+  private steer(input: AgentInput, queuedBehind: boolean): number | undefined {
     const turn = this.running;
     if (!turn || turn.abort.signal.aborted || queuedBehind || this.requeued.length > 0) return undefined;
     turn.steers.push(input);
@@ -132,14 +159,14 @@ export class TurnControl {
    * closed (detached work); false when no turn is running (nothing would
    * ever take it).
    */
-  requeue(input: AgentInput): boolean {
+  private requeue(input: AgentInput): boolean {
     if (!this.running) return false;
     this.requeued.push(input);
     return true;
   }
 
   /** Acks a steer that the caller queued as a turn input. */
-  queued(input: AgentInput): InputAck {
+  private queued(input: AgentInput): InputAck {
     return this.ack({ result: "queued" }, input.requestId);
   }
 
