@@ -4,6 +4,7 @@ import {
   agentInfoFromWire,
   agentInitToWire,
   agentOutputFromWire,
+  inputAckFromWire,
   durationFromMs,
   sessionFromWire,
   snapshotFromWire,
@@ -11,7 +12,7 @@ import {
 } from "../protocol/index.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { SessionInfo } from "../types/session-info.js";
-import type { AgentDescriptor, AgentOutput } from "../types/agent-io.js";
+import type { AgentDescriptor, AgentInput, AgentOutput, InputAck } from "../types/agent-io.js";
 import type { AgentInit } from "../types/session-state.js";
 import { isTerminalStatus, type SessionSnapshot, type SnapshotStatus } from "../types/snapshot.js";
 import { clientError, toClientError, chatNeedsHttp2, halfDuplexReason } from "./client-errors.js";
@@ -278,6 +279,31 @@ export class AgentClient {
       const status = snapshotStatusFromWire(response.status);
       if (!status) throw clientError(Code.DataLoss, "the Abort response carried no status");
       return status;
+    });
+  }
+
+  /**
+   * Sends a control input to detached work (its pending `snapshotId`): cancel
+   * its running turn (`{ cancel: true }`; the work goes on with its next
+   * input, or ends), or steer it (`{ steer: true, message }`, or pass a
+   * string). Resolves with the server's ack. Sent once, never retried (a
+   * retried cancel could stop a later turn): on a transport failure, check
+   * the work's stream (`attach`) for the ack.
+   */
+  async sendInvocationInput(
+    agent: string,
+    snapshotId: string,
+    input: AgentInput | string,
+    options?: CallOptions,
+  ): Promise<InputAck> {
+    return call(async () => {
+      const normalized: AgentInput = typeof input === "string" ? { ...normalizeInput(input), steer: true } : input;
+      const response = await this.rpc.sendInvocationInput(
+        { agent, snapshotId, input: encodeInput(normalized) },
+        options,
+      );
+      if (!response.ack) throw clientError(Code.DataLoss, "the SendInvocationInput response carried no ack");
+      return inputAckFromWire(response.ack);
     });
   }
 

@@ -5,7 +5,7 @@ import type { AgentService, ChatRequestSchema } from "../../gen/ts/agentd/v1/age
 import { AsyncChannel } from "../protocol/async-channel.js";
 import { applyCustomPatch } from "../protocol/custom-patch-stream.js";
 import { agentInitToWire, agentInputToWire, agentOutputFromWire, streamChunkFromWire } from "../protocol/index.js";
-import type { AgentInput, AgentOutput, AgentStreamChunk } from "../types/agent-io.js";
+import type { AgentInput, AgentOutput, AgentStreamChunk, InputAck } from "../types/agent-io.js";
 import { userText } from "../types/content.js";
 import type { AgentInit, SessionState } from "../types/session-state.js";
 import { chatError, clientError, toClientError } from "./client-errors.js";
@@ -13,6 +13,7 @@ import { newRequestId } from "./request-id.js";
 import { Retrier, type RetryBudget } from "./retrier.js";
 import { INCOMPLETE_STREAM } from "./retryable-error.js";
 import { Turn } from "./turn.js";
+import { ControlAcks } from "./control-acks.js";
 
 type ChatRequestInit = MessageInitShape<typeof ChatRequestSchema>;
 
@@ -22,6 +23,15 @@ interface Outstanding {
   wire: WireAgentInput;
   /** Its turn; none for a detach input. */
   turn: Turn | undefined;
+  /** Sent as a steer and not yet answered: its turn exists only if the server queues it. */
+  steer?: boolean;
+}
+
+/** What became of a steer: `ack.result` is `steered` (the running turn took it) or `queued` (it runs as `turn`). */
+export interface SteerResult {
+  ack: InputAck;
+  /** The turn the steer runs as, when it was queued. */
+  turn?: Turn;
 }
 
 /** What `conversation.send()` and `detach()` accept: a user text, or a full input. */
@@ -33,6 +43,8 @@ export type ConversationInput = string | AgentInput;
  *
  * - `send()` queues an input and returns its {@link Turn} at once; several
  *   sends may be queued before any is read. Turns end in order.
+ * - `turn.cancel()` stops the running turn and keeps the conversation;
+ *   `steer()` adds a message to the running turn (or runs it next).
  * - `custom` is the live custom state: every custom-state patch the server
  *   streams is applied as it arrives (the first patch of each turn replaces the
  *   whole document), so after `await turn` it equals the turn-end snapshot's
@@ -63,6 +75,8 @@ export class Conversation<S = unknown> {
   readonly agent: string;
   private requests = new AsyncChannel<ChatRequestInit>();
   private readonly outstanding: Outstanding[] = [];
+  /** Cancel and steer inputs waiting for their InputAck. */
+  private readonly acks = new ControlAcks();
   private readonly controller = new AbortController();
   private readonly source: AgentInit<S>;
   /** Whether the current attempt delivered anything (a reopened Chat refused ABORTED before that met its own old invocation). */
@@ -160,10 +174,39 @@ export class Conversation<S = unknown> {
       throw clientError(Code.InvalidArgument, "send() cannot detach: call conversation.detach(input) instead");
     this.assertOpen("send");
     const wire = encodeInput(normalized);
-    const turn = new Turn(wire.requestId);
+    const turn = new Turn(wire.requestId, (t) => this.cancelTurn(t));
     this.outstanding.push({ wire, turn });
     this.requests.push({ input: wire });
     return turn;
+  }
+
+  /**
+   * Steers the running turn with a message (a string is a user text): the
+   * server hands it to that turn (prompt agents add it before their next
+   * model call; custom agents read it with `turn.takeSteering()`), else it
+   * runs as the next turn. Resolves once the server answered: `steered`, or
+   * `queued` with the {@link Turn} it runs as. Never lost and never run
+   * twice: it is sent once with its request ID; if the connection breaks
+   * before the answer it rejects with `Code.Unavailable` (a steered turn
+   * that had not ended is retried without it). Rejects with
+   * `Code.InvalidArgument` for an input without a message, or with resume or
+   * detach, and `Code.FailedPrecondition` once input is closed.
+   */
+  steer(input: ConversationInput): Promise<SteerResult> {
+    const normalized = normalizeInput(input);
+    if (!normalized.message || normalized.detach || normalized.resume)
+      return Promise.reject(clientError(Code.InvalidArgument, "steer() takes a message only (no resume, no detach)"));
+    try {
+      this.assertOpen("steer");
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const wire = encodeInput({ ...normalized, steer: false });
+    const turn = new Turn(wire.requestId, (t) => this.cancelTurn(t));
+    this.outstanding.push({ wire, turn, steer: true });
+    const answered = this.acks.expect(wire.requestId);
+    this.requests.push({ input: { ...wire, steer: true } });
+    return answered.then((ack) => (ack.result === "queued" ? { ack, turn } : { ack }));
   }
 
   /**
@@ -209,6 +252,47 @@ export class Conversation<S = unknown> {
     this.controller.abort();
   }
 
+  /** `turn.cancel()`: a cancel input for the running turn, answered by its ack. */
+  private cancelTurn(turn: Turn): Promise<InputAck> {
+    if (this.outstanding[0]?.turn !== turn || this.outstanding[0].steer)
+      return Promise.reject(
+        clientError(
+          Code.FailedPrecondition,
+          "only the running turn (the oldest that has not ended) can be cancelled; this one is queued behind it",
+        ),
+      );
+    try {
+      this.assertOpen("cancel");
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const wire = encodeInput({ cancel: true });
+    const answered = this.acks.expect(wire.requestId);
+    this.requests.push({ input: wire });
+    return answered;
+  }
+
+  /** An InputAck: a steer's fate settles its outstanding entry (dropped when a turn took it), then its caller's promise. */
+  private onAck(ack: InputAck): void {
+    const index = this.outstanding.findIndex((o) => o.steer && o.wire.requestId === ack.requestId);
+    if (index >= 0) {
+      if (ack.result === "queued") this.outstanding[index]!.steer = false;
+      else this.outstanding.splice(index, 1);
+    }
+    this.acks.settle(ack);
+  }
+
+  /** Before a reconnect: unanswered control inputs are not re-sent; their callers learn it. */
+  private dropUnansweredControls(): void {
+    const gone = clientError(
+      Code.Unavailable,
+      "the connection broke before the server answered this control input; it may or may not have taken effect (it is not re-sent)",
+    );
+    for (let i = this.outstanding.length - 1; i >= 0; i--)
+      if (this.outstanding[i]!.steer) this.outstanding.splice(i, 1);
+    this.acks.failAll(gone);
+  }
+
   private assertOpen(what: string): void {
     if (this.failure) throw this.failure;
     if (this.inputClosed) {
@@ -250,6 +334,7 @@ export class Conversation<S = unknown> {
   private async attempt(init: ChatRequestInit["init"], budget: RetryBudget): Promise<AgentOutput<S>> {
     const requests = new AsyncChannel<ChatRequestInit>();
     this.requests = requests;
+    this.dropUnansweredControls();
     requests.push({ init });
     for (const { wire } of this.outstanding) requests.push({ input: wire });
     if (this.inputClosed) requests.close();
@@ -281,6 +366,13 @@ export class Conversation<S = unknown> {
   }
 
   private onChunk(chunk: AgentStreamChunk, budget: RetryBudget): void {
+    if (chunk.inputAck) {
+      // Not part of any turn's chunks (and never re-sent after a reconnect: not counted in `delivered`).
+      budget.progress();
+      this.progressed = true;
+      this.onAck(chunk.inputAck);
+      return;
+    }
     const entry = this.outstanding[0];
     if (!chunk.turnEnd && this.skip > 0) {
       this.skip--; // delivered before the reconnect
@@ -326,6 +418,7 @@ export class Conversation<S = unknown> {
             `the invocation ended (finishReason "${output.finishReason}") before this turn ran; see conversation.output()`,
           );
     for (const { turn } of this.outstanding.splice(0)) turn?.fail(reason);
+    this.acks.failAll(reason);
     this.resolveOutput(output);
   }
 
@@ -336,6 +429,7 @@ export class Conversation<S = unknown> {
     this.failure = err;
     this.closeInput();
     for (const { turn } of this.outstanding.splice(0)) turn?.fail(err);
+    this.acks.failAll(err);
     this.rejectOutput(err);
   }
 }

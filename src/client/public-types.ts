@@ -8,6 +8,8 @@ export type {
   AgentInput,
   AgentOutput,
   AgentStreamChunk,
+  InputAck,
+  InputAckResult,
   JsonPatchOperation,
   ModelChunk,
   StateManagement,

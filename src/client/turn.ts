@@ -1,5 +1,5 @@
 import type { ConnectError } from "@connectrpc/connect";
-import type { AgentStreamChunk, TurnEnd } from "../types/agent-io.js";
+import type { AgentStreamChunk, InputAck, TurnEnd } from "../types/agent-io.js";
 import { ChunkLog } from "./chunk-log.js";
 
 /**
@@ -28,7 +28,10 @@ export class Turn implements AsyncIterable<AgentStreamChunk>, PromiseLike<TurnEn
    * Created by the conversation; not meant to be constructed by callers.
    * `requestId` is the input's idempotency key (re-sent with it after a reconnect).
    */
-  constructor(readonly requestId = "") {
+  constructor(
+    readonly requestId = "",
+    private readonly canceller?: (turn: Turn) => Promise<InputAck>,
+  ) {
     this.end = new Promise<TurnEnd>((resolve, reject) => {
       this.resolveEnd = resolve;
       this.rejectEnd = reject;
@@ -52,6 +55,24 @@ export class Turn implements AsyncIterable<AgentStreamChunk>, PromiseLike<TurnEn
     onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
   ): Promise<R1 | R2> {
     return this.end.then(onfulfilled, onrejected);
+  }
+
+  /**
+   * Cancels this turn while it runs, keeping the conversation: the server
+   * aborts it (its TurnEnd says `finishReason: "aborted"`, nothing of it is
+   * written) and the conversation goes on with the next input. Resolves with
+   * the server's ack: `cancelled` (with the turn index), or
+   * `nothing_to_cancel` when the turn had already ended (answered locally when
+   * its TurnEnd had arrived). Sent once with its own request ID and never
+   * re-sent after a reconnect (it then rejects with `Code.Unavailable`: the
+   * turn may or may not have been cancelled; the turn itself is retried as
+   * usual). Rejects with `Code.FailedPrecondition` for a turn queued behind
+   * another (only the running turn can be cancelled) or a closed conversation.
+   */
+  cancel(): Promise<InputAck> {
+    if (this.log.done) return Promise.resolve({ result: "nothing_to_cancel" });
+    if (!this.canceller) return Promise.reject(new Error("this turn belongs to no conversation"));
+    return this.canceller(this);
   }
 
   /** The concatenated text of the turn's model chunks, once the turn ended. */

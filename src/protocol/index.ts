@@ -14,6 +14,7 @@ export * from "./state-wire.js";
 export * from "./stream-wire.js";
 export * from "./session-wire.js";
 export * from "./usage-wire.js";
+export * from "./input-ack-wire.js";
 export * from "./status-codes.js";
 export * from "./custom-patch-stream.js";
 export * from "./async-channel.js";

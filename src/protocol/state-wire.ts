@@ -117,6 +117,8 @@ export function agentInputToWire(input: AgentInput): WireAgentInput {
     ...(input.resume ? { resume: toolResumeToWire(input.resume) } : {}),
     detach: input.detach ?? false,
     ...(input.requestId ? { requestId: input.requestId } : {}),
+    cancel: input.cancel ?? false,
+    steer: input.steer ?? false,
   });
 }
 
@@ -127,6 +129,8 @@ export function agentInputFromWire(input: WireAgentInput): AgentInput {
     ...(input.resume ? { resume: toolResumeFromWire(input.resume) } : {}),
     ...(input.detach ? { detach: true } : {}),
     ...(input.requestId ? { requestId: input.requestId } : {}),
+    ...(input.cancel ? { cancel: true } : {}),
+    ...(input.steer ? { steer: true } : {}),
   };
 }
 

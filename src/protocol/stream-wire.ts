@@ -22,6 +22,7 @@ import {
 import { finishReasonFromWire, finishReasonToWire, roleFromWire, roleToWire } from "./enum-wire.js";
 import { optionalString } from "./json-wire.js";
 import { agentErrorFromWire, agentErrorToWire, sessionStateFromWire, sessionStateToWire } from "./state-wire.js";
+import { inputAckFromWire, inputAckToWire } from "./input-ack-wire.js";
 import { usageFieldFromWire, usageFieldToWire, usageToWire } from "./usage-wire.js";
 
 import { patchOperationFromWire, patchOperationToWire } from "./patch-wire.js";
@@ -77,6 +78,7 @@ export function streamChunkToWire(chunk: AgentStreamChunk): WireAgentStreamChunk
     artifact: chunk.artifact ? artifactToWire(chunk.artifact) : undefined,
     turnEnd: chunk.turnEnd ? turnEndToWire(chunk.turnEnd) : undefined,
     takeover: chunk.takeover ? create(TakeoverSchema, chunk.takeover) : undefined,
+    inputAck: chunk.inputAck ? inputAckToWire(chunk.inputAck) : undefined,
     sequence: chunk.sequence ?? 0,
   });
 }
@@ -91,6 +93,7 @@ export function streamChunkFromWire(chunk: WireAgentStreamChunk): AgentStreamChu
     ...(chunk.takeover
       ? { takeover: { supersededAfter: chunk.takeover.supersededAfter, turnIndex: chunk.takeover.turnIndex } }
       : {}),
+    ...(chunk.inputAck ? { inputAck: inputAckFromWire(chunk.inputAck) } : {}),
     ...(chunk.sequence ? { sequence: chunk.sequence } : {}),
   };
 }

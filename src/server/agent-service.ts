@@ -13,6 +13,7 @@ import {
   ListSnapshotsResponseSchema,
   RunResponseSchema,
   RunStreamResponseSchema,
+  SendInvocationInputResponseSchema,
   WatchSnapshotResponseSchema,
 } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import type { AgentInit as WireAgentInit, AgentInput as WireAgentInput } from "../../gen/ts/agentd/v1/agent_pb.js";
@@ -28,6 +29,8 @@ import { PageTokens } from "./page-tokens.js";
 import {
   agentInfoToWire,
   agentInitFromWire,
+  agentInputFromWire,
+  inputAckToWire,
   agentOutputToWire,
   optionalString,
   snapshotStatusToWire,
@@ -127,6 +130,15 @@ export function agentServiceRoutes(
         const agent = registry.get(request.agent);
         const status = await agent.abort(request.snapshotId, callerOf(ctx));
         return create(AbortResponseSchema, { snapshotId: request.snapshotId, status: snapshotStatusToWire(status) });
+      },
+
+      async sendInvocationInput(request, ctx) {
+        annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId });
+        const agent = registry.get(request.agent);
+        if (!request.input)
+          throw new AgentError("INVALID_ARGUMENT", "input is required: cancel, or steer with a message");
+        const ack = await agent.sendInput(request.snapshotId, agentInputFromWire(request.input), callerOf(ctx));
+        return create(SendInvocationInputResponseSchema, { ack: inputAckToWire(ack) });
       },
 
       async *attachInvocation(request, ctx) {

@@ -53,6 +53,8 @@ type ToolOutcome = { output: unknown } | { interrupt: Record<string, unknown> | 
  * continues it after {@link planResume} validated it. A model request for an
  * unknown tool or with input failing the tool's schema is answered with
  * `{ error }` so the model can correct itself; a tool that throws fails the turn.
+ * Before each model call it takes the turn's steer inputs (`turn.takeSteering()`):
+ * a steer sent during a tool round is in the history the next call sees.
  */
 export async function runToolLoop<S>(
   input: AgentInput,
@@ -106,6 +108,8 @@ class ToolLoop<S> {
       if (this.ctx.turn.continued) rounds = toolRoundsSinceLastUserMessage(history);
     }
     for (;;) {
+      // Steer inputs sent while the turn runs join the history before the model is called.
+      this.ctx.turn.takeSteering?.();
       const index = this.streamIndex++;
       const sent = await this.modelHistory();
       const response = await this.settings.model.generate(

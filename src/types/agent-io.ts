@@ -27,6 +27,31 @@ export interface AgentInput {
    * clients set a random UUID when it is absent.
    */
   requestId?: string;
+  /**
+   * Control input: cancel the turn in flight and keep the conversation (its
+   * abort signals fire, its TurnEnd says `aborted`, nothing of it is written).
+   * Carries nothing else; answered by an {@link InputAck} chunk.
+   */
+  cancel?: boolean;
+  /**
+   * Control input: this input's message steers the turn in flight (prompt
+   * agents add it before their next model call, custom agents read it with
+   * `turn.takeSteering()`); when no turn takes it, it runs as the next turn.
+   * Answered by an {@link InputAck} chunk.
+   */
+  steer?: boolean;
+}
+
+/** What became of a control input (cancel or steer). Mirrors `agentd.v1.InputAckResult`. */
+export type InputAckResult = "cancelled" | "nothing_to_cancel" | "steered" | "queued";
+
+/** Answers a control input (cancel or steer). Mirrors `agentd.v1.InputAck`. */
+export interface InputAck {
+  /** The control input's request ID, if it had one. */
+  requestId?: string;
+  result: InputAckResult;
+  /** The turn the input reached (cancelled or steered), or for `queued` the turn it runs as when known. */
+  turnIndex?: number;
 }
 
 /** True when `input` resumes an interrupted turn (its resume has at least one respond or restart part). */
@@ -70,6 +95,8 @@ export interface AgentStreamChunk {
   turnEnd?: TurnEnd;
   /** Only in the stream of detached work: another instance took the work over here (see {@link Takeover}). */
   takeover?: Takeover;
+  /** Answers a control input (cancel or steer) of the conversation. */
+  inputAck?: InputAck;
   /**
    * The chunk's position in its invocation's stream: 1 for the first chunk,
    * then one more per chunk (no gaps). Set by the runtime on every chunk it

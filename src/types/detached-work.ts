@@ -1,4 +1,5 @@
-import type { AgentInput } from "./agent-io.js";
+import type { AgentInput, InputAck } from "./agent-io.js";
+import type { Message } from "./content.js";
 import type { SessionState } from "./session-state.js";
 
 /** Who ran one part of detached work. */
@@ -55,4 +56,22 @@ export interface DetachedWork {
    * parent's state (a fork from an edited past).
    */
   initialState?: SessionState<unknown>;
+  /**
+   * Control inputs posted by other instances (`SendInvocationInput`), oldest
+   * first (the last 16): the worker applies each at its next row write and
+   * sets its `ack`.
+   */
+  controls?: PostedControl[];
+}
+
+/** A control input (cancel, or steer with a message) posted on a pending row for the instance running the work. */
+export interface PostedControl {
+  requestId: string;
+  cancel?: boolean;
+  /** The steer's message. */
+  steer?: Message;
+  /** Epoch ms when it was posted. */
+  postedAt: number;
+  /** Set by the worker once it applied the input. */
+  ack?: InputAck;
 }

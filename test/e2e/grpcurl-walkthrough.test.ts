@@ -165,3 +165,21 @@ describe("the README's session lifecycle commands, verbatim, against npm start",
     expect(JSON.parse(await sh(remove!, { SESSION_ID: sessionId }))).toEqual({});
   });
 });
+
+describe("the README's cancel-and-steer Chat, verbatim, against npm start", () => {
+  const block = readmeShellBlocks("Resume, branch, and client-managed state").find((b) => b.includes('"cancel": true'));
+
+  it("cancels the slow first turn, runs the next, and queues the late steer as a turn", async () => {
+    expect(block).toBeDefined();
+    const messages = jsonMessages(await sh(block!));
+    const chunks = messages.flatMap((m) => (m.chunk ? [m.chunk] : []));
+    const acks = chunks.flatMap((c) => (c.inputAck ? [c.inputAck] : []));
+    expect(acks).toEqual([
+      { requestId: "cancel-1", result: "INPUT_ACK_RESULT_CANCELLED" },
+      { requestId: "steer-1", result: "INPUT_ACK_RESULT_QUEUED" },
+    ]);
+    const ends = chunks.flatMap((c) => (c.turnEnd ? [c.turnEnd.finishReason] : []));
+    expect(ends).toEqual(["FINISH_REASON_ABORTED", "FINISH_REASON_STOP", "FINISH_REASON_STOP"]);
+    expect(messages.at(-1)!.output.message.content[0].text).toBe("echo: and in French");
+  });
+});

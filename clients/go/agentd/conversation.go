@@ -65,8 +65,10 @@ type Conversation struct {
 	sessionID  string
 	snapshotID string
 	state      *agentdv1.SessionState
-	resumeID   string // the session a reconnect resumes, once the server named it
-	unstored   bool   // a TurnEnd without a snapshot arrived: client-managed
+	resumeID   string                        // the session a reconnect resumes, once the server named it
+	unstored   bool                          // a TurnEnd without a snapshot arrived: client-managed
+	acks       map[string]*agentdv1.InputAck // control-input acks not yet picked up, by request ID
+	epoch      int                           // streams reopened: a control input sent on an earlier one is lost
 }
 
 // Chat opens a conversation with agent, continuing the conversation chosen by

@@ -57,6 +57,12 @@ func (c *Conversation) receive() {
 func (c *Conversation) dispatch(chunk *agentdv1.AgentStreamChunk) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if ack := chunk.GetInputAck(); ack != nil {
+		// Answers a control input; part of no turn.
+		c.attempt, c.reopened = 1, false
+		c.ackLocked(ack)
+		return
+	}
 	end := chunk.GetTurnEnd()
 	if end != nil && end.GetSnapshotId() != "" {
 		c.snapshotID = end.GetSnapshotId()

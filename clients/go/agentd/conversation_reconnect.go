@@ -43,6 +43,7 @@ func (c *Conversation) reconnect(err error) bool {
 	c.stream = c.client.rpc.Chat(c.ctx)
 	c.mu.Lock()
 	c.init = c.reconnectInitLocked()
+	c.dropControlsLocked()
 	pending := make([]*agentdv1.AgentInput, 0, len(c.turns)+1)
 	for _, t := range c.turns {
 		// The re-sent turn starts over: drop the chunks already delivered.
@@ -85,7 +86,7 @@ func (c *Conversation) reconnectInitLocked() *agentdv1.AgentInit {
 func (c *Conversation) skip(chunk *agentdv1.AgentStreamChunk) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.turns) == 0 || chunk.GetTurnEnd() != nil {
+	if len(c.turns) == 0 || chunk.GetTurnEnd() != nil || chunk.GetInputAck() != nil {
 		return false
 	}
 	t := c.turns[0]

@@ -22,7 +22,8 @@ type Turn struct {
 	end       *agentdv1.TurnEnd
 	done      bool
 	err       error
-	skip      int // chunks of a re-sent run to drop: they were delivered
+	skip      int  // chunks of a re-sent run to drop: they were delivered
+	steer     bool // sent as a steer, not yet answered: a turn only if the server queues it
 }
 
 // Chunks iterates over the turn's chunks as they arrive (model chunks, custom

@@ -2,7 +2,7 @@ import { uuidv7 } from "../../../stores/uuid-v7.js";
 import type { ZodType } from "zod";
 import { AgentError } from "../../errors/agent-error.js";
 import { builtinModelResolver, type ModelResolver } from "../../models/model-resolver.js";
-import type { AgentDescriptor, AgentInput, AgentOutput } from "../../types/agent-io.js";
+import type { AgentDescriptor, AgentInput, AgentOutput, InputAck } from "../../types/agent-io.js";
 import { userText } from "../../types/content.js";
 import type { AgentInit } from "../../types/session-state.js";
 import type { SessionSnapshot, SnapshotStatus } from "../../types/snapshot.js";
@@ -17,6 +17,7 @@ import { resolveInit, type InitTarget } from "../sessions/init-resolver.js";
 import { Invocation, type InvocationOptions, type InvocationTarget } from "../invocations/invocation.js";
 import * as snapshots from "../sessions/snapshot-access.js";
 import { DEFAULT_LIVENESS, type LivenessSettings } from "../sessions/snapshot-liveness.js";
+import { sendDetachedInput } from "../background/detached-input.js";
 import { attachInvocation, type AttachedItem } from "../invocations/invocation-attach.js";
 import type { ClientTransforms } from "./state-transform.js";
 import type { RuntimeEvents } from "../invocations/runtime-events.js";
@@ -290,6 +291,14 @@ export class Agent<S = unknown> {
    */
   takeOver(head: SessionHead, row: SnapshotRecord<S>): Promise<boolean> {
     return takeOverWork(this.runtimeConfig(), head, row);
+  }
+
+  /**
+   * Sends a control input (cancel, or steer with a message) to the detached
+   * work of `snapshotId` running in this process; see {@link sendDetachedInput}.
+   */
+  sendInput(snapshotId: string, input: AgentInput, options: snapshots.SnapshotReadOptions = {}): Promise<InputAck> {
+    return sendDetachedInput(this.runtimeConfig(), snapshotId, input, options.storeContext);
   }
 
   /** Flips a pending snapshot to aborted; resolves to the resulting status. */

@@ -1,3 +1,5 @@
+import { DetachedControls } from "./detached-controls.js";
+
 /** A unit of detached work the process may have to stop at shutdown. */
 export interface BackgroundTask {
   /** Resolves when the work has ended (finalized or left pending). */
@@ -12,6 +14,8 @@ export interface BackgroundTask {
  */
 export class BackgroundWork {
   private readonly tasks = new Set<BackgroundTask>();
+  /** The running detached work that control inputs (cancel, steer) can reach, by pending snapshot ID. */
+  readonly controls = new DetachedControls();
 
   /** Tracks a task until its `done` settles. */
   track(task: BackgroundTask): void {

@@ -17,6 +17,8 @@ import type { RuntimeEvents } from "../invocations/runtime-events.js";
 import { DetachedChunks, type SequencedChunk } from "./detached-chunks.js";
 import type { DetachedWork } from "../../types/detached-work.js";
 import type { TurnRequest } from "../sessions/turn-request.js";
+import type { AgentInput, InputAck } from "../../types/agent-io.js";
+import { ControlInbox } from "./control-inbox.js";
 
 type StateFields<S> = ReturnType<typeof stateFieldsFor<S>>;
 
@@ -43,6 +45,8 @@ export interface DetachedRunOptions<S> {
   /** The agent's name (for events). */
   agent: string;
   events?: RuntimeEvents;
+  /** Applies a control input posted on the row by another instance (see {@link ControlInbox}). */
+  controls?: (input: AgentInput) => InputAck;
   /** This run's invocation ID: the run recorded in the row's work, fencing every later row write. */
   invocationId: string;
   /**
@@ -91,6 +95,8 @@ export class DetachedRun<S> implements BackgroundTask {
   private usage: Usage | undefined;
   /** When a write to the row last confirmed that it is still this run's (epoch ms). */
   private confirmedAt = Date.now();
+  /** Control inputs other instances post on the row. */
+  private inbox: ControlInbox<S> | undefined;
 
   constructor(options: DetachedRunOptions<S>) {
     this.o = options;
@@ -112,6 +118,14 @@ export class DetachedRun<S> implements BackgroundTask {
     );
     this.pendingId.then(
       (id) => {
+        if (options.controls)
+          this.inbox = new ControlInbox(
+            options.controls,
+            options.store,
+            id,
+            (row) => this.holds(row),
+            options.storeContext,
+          );
         this.startHeartbeat(id);
         void this.watchForAbort(id);
       },
@@ -189,8 +203,10 @@ export class DetachedRun<S> implements BackgroundTask {
         this.o.storeContext,
       )
       .catch(() => undefined);
-    if (written) this.confirmedAt = Date.now();
-    else if (written === null) await this.stopIfTakenOver(id);
+    if (written) {
+      this.confirmedAt = Date.now();
+      this.inbox?.observe(written);
+    } else if (written === null) await this.stopIfTakenOver(id);
   }
 
   /** True when `row` is (still) this run's: its last recorded run is this one (rows without work: always). */
@@ -371,8 +387,9 @@ export class DetachedRun<S> implements BackgroundTask {
         )
         .then(
           (row) => {
-            if (row) this.confirmedAt = Date.now();
-            else void this.stopIfTakenOver(id);
+            if (!row) return void this.stopIfTakenOver(id);
+            this.confirmedAt = Date.now();
+            this.inbox?.observe(row);
           },
           () => {},
         );

@@ -12,9 +12,11 @@ export interface AdmissionState {
 
 /** An input the invocation accepted: the turn input to queue (if any) and whether it detaches. */
 export interface AdmittedInput {
-  /** The message and/or tool resume that starts a turn; absent for a bare detach. */
+  /** The message and/or tool resume that starts a turn; absent for a bare detach (and for a control input). */
   turn?: AgentInput;
   detach: boolean;
+  /** A control input, handled as it arrives: `cancel`, or `steer` (its message is `turn`). */
+  control?: "cancel" | "steer";
 }
 
 /**
@@ -25,6 +27,7 @@ export interface AdmittedInput {
  * turn input would queue past `state.maxQueued`.
  */
 export function admitInput(input: AgentInput, state: AdmissionState): AdmittedInput {
+  if (input.cancel || input.steer) return admitControl(input);
   const resuming = hasResume(input);
   if (!input.message && !resuming && !input.detach) {
     throw new AgentError("INVALID_ARGUMENT", "input is empty: set message, resume or detach");
@@ -48,4 +51,31 @@ export function admitInput(input: AgentInput, state: AdmissionState): AdmittedIn
   };
   if (requestId) turn.requestId = requestId;
   return { turn, detach };
+}
+
+/**
+ * A control input: `cancel` alone (no message, resume, detach or steer), or
+ * `steer` with a message with content (no resume or detach). Throws
+ * INVALID_ARGUMENT naming what is wrong. A steer's `turn` keeps its request ID.
+ */
+function admitControl(input: AgentInput): AdmittedInput {
+  const requestId = validRequestId(input.requestId);
+  if (input.cancel) {
+    if (input.steer || input.message || hasResume(input) || input.detach)
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        "input.cancel carries nothing else: send message, resume, steer or detach in another input",
+      );
+    return { detach: false, control: "cancel" };
+  }
+  if (!input.message || input.message.content.length === 0)
+    throw new AgentError("INVALID_ARGUMENT", "input.steer needs input.message with at least one content part");
+  if (hasResume(input) || input.detach)
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      "input.steer carries a message only: send resume or detach in another input",
+    );
+  const turn: AgentInput = { message: input.message };
+  if (requestId) turn.requestId = requestId;
+  return { turn, detach: false, control: "steer" };
 }

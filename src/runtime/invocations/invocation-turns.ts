@@ -1,6 +1,7 @@
 import { uuidv7 } from "../../../stores/uuid-v7.js";
 import { AgentError } from "../../errors/agent-error.js";
 import type { AgentInput, AgentStreamChunk, TurnEnd } from "../../types/agent-io.js";
+import type { Message } from "../../types/content.js";
 import type { SessionState } from "../../types/session-state.js";
 import type { FinishReason } from "../../types/snapshot.js";
 import { addUsage, type Usage } from "../../types/usage.js";
@@ -15,6 +16,7 @@ import type { TurnEvent } from "./runtime-events.js";
 import type { SessionClaim } from "../sessions/session-claim.js";
 import type { SessionRunner } from "../sessions/session-runner.js";
 import type { TurnCommits } from "../sessions/turn-commits.js";
+import type { TurnControl } from "./turn-control.js";
 import { turnRequestOf, type TurnRequest } from "../sessions/turn-request.js";
 
 /** The parts of an invocation its turn bookkeeping works with (see {@link InvocationTurns}). */
@@ -31,6 +33,8 @@ export interface InvocationTurnsParts<S> {
   readonly runner: SessionRunner<S>;
   readonly telemetry: InvocationTelemetry;
   readonly progress: InputProgress;
+  /** Cancel and steer inputs of the running turn. */
+  readonly control: TurnControl;
   /** The detached run, once the invocation detached. */
   detachedRun(): DetachedRun<S> | undefined;
   /** Ends the invocation with an RPC-level error (a request ID reused for a different input). */
@@ -99,7 +103,8 @@ export class InvocationTurns<S> {
     if (snapshotId) turn.snapshotId = snapshotId;
     if (parentId) turn.parentId = parentId;
     turn.turnIndex = turnIndex;
-    turn.signal = work.signal;
+    turn.signal = this.parts.control.begin(turnIndex, work.signal);
+    turn.takeSteering = () => this.takeSteering();
     turn.checkpoint = () => this.checkpointTurn(turnIndex);
     if (this.continuing) turn.continued = true;
     this.continuing = false;
@@ -118,6 +123,9 @@ export class InvocationTurns<S> {
     await out.drained();
     // Checked after the wait: a cancel (or a chunk transform failing) while this turn's chunks drained commits nothing.
     if (work.signal.aborted) throw AgentError.from(work.signal.reason, "CANCELLED");
+    if (turn.signal.aborted) throw AgentError.from(turn.signal.reason, "ABORTED");
+    // From here the turn commits: a cancel finds nothing to cancel, an untaken steer runs next.
+    this.parts.control.seal();
     let snapshotId: string | undefined;
     const commits = this.parts.commits;
     const usage = telemetry.turnUsage;
@@ -150,9 +158,10 @@ export class InvocationTurns<S> {
 
   /** Ends a failed turn: rolls the session back to the last good state and streams a failed (or aborted) TurnEnd. */
   async failTurn(turn: TurnContext, error: unknown): Promise<void> {
-    const { claim, telemetry, runner, out } = this.parts;
+    const { claim, telemetry, runner, out, control } = this.parts;
+    control.seal();
     if (claim) claim.runningRequestId = undefined;
-    const finishReason = this.stoppedByAbort() ? "aborted" : "failed";
+    const finishReason = this.stoppedByAbort() || this.cancelled() ? "aborted" : "failed";
     this.logTurn(turn, finishReason, undefined);
     const usage = telemetry.turnUsage; // spent even though nothing is written
     telemetry.failTurn(error, finishReason);
@@ -199,6 +208,21 @@ export class InvocationTurns<S> {
     });
     this.parts.progress.turnEnded(out.sequence);
     return true;
+  }
+
+  /**
+   * Whether the turn that just failed was stopped by a cancel input (and the
+   * invocation's work goes on): the turn loop then takes the next input.
+   */
+  cancelled(): boolean {
+    return this.parts.control.sealedByCancel && !this.parts.work.signal.aborted;
+  }
+
+  /** The running turn takes the steer inputs sent to it: their messages join the history (user messages), oldest first. */
+  private takeSteering(): Message[] {
+    const messages = this.parts.control.take();
+    for (const message of messages) this.parts.runner.addMessages(message);
+    return messages;
   }
 
   /** After detach: checkpoints the row mid-turn, once the chunks streamed so far are recorded. */

@@ -1,5 +1,5 @@
 import { AgentError } from "../../errors/agent-error.js";
-import type { AgentInput, AgentOutput, AgentStreamChunk } from "../../types/agent-io.js";
+import type { AgentInput, AgentOutput, AgentStreamChunk, InputAck } from "../../types/agent-io.js";
 import type { Usage } from "../../types/usage.js";
 import { admitInput } from "./input-admission.js";
 import { userText } from "../../types/content.js";
@@ -23,6 +23,7 @@ import type { AdoptedWork } from "../background/work-adoption.js";
 import { InputProgress } from "./input-progress.js";
 import { InvocationStream } from "./invocation-stream.js";
 import { InvocationTurns } from "./invocation-turns.js";
+import { TurnControl } from "./turn-control.js";
 import { turnRequestOf, type TurnRequest } from "../sessions/turn-request.js";
 import { addUsage } from "../../types/usage.js";
 import { snapshotEditOf } from "../sessions/init-edit.js";
@@ -66,6 +67,8 @@ export class Invocation<S> implements AgentConnection<S> {
   private readonly turns: InvocationTurns<S>;
   /** The init patches the invocation started with (part of every input's request fingerprint). */
   private readonly edit: object | undefined;
+  /** Cancel and steer inputs, handled as they arrive. */
+  private readonly control: TurnControl;
 
   /** `adopted`: a takeover; the invocation runs the remaining work of a dead instance's pending row. */
   constructor(
@@ -101,6 +104,7 @@ export class Invocation<S> implements AgentConnection<S> {
     });
     this.outputPromise.catch(() => {}); // observed through output()
     this.progress = new InputProgress(start.nextTurnIndex);
+    this.control = new TurnControl((chunk) => void this.emit(chunk));
     this.initialState = start.state;
     this.runner = new SessionRunner(start.state, target.stateSchema, start.nextTurnIndex, this.lifecycle());
     this.turns = new InvocationTurns({
@@ -114,6 +118,7 @@ export class Invocation<S> implements AgentConnection<S> {
       runner: this.runner,
       telemetry: this.telemetry,
       progress: this.progress,
+      control: this.control,
       detachedRun: () => this.detachedRun,
       failClosed: (err) => this.failClosed(err),
       ...(start.edit ? { edit: start.edit } : {}),
@@ -146,6 +151,10 @@ export class Invocation<S> implements AgentConnection<S> {
       );
     }
     const admitted = admitInput(input, { queued: this.turnInputs.size, maxQueued: this.target.maxQueuedInputs });
+    if (admitted.control) {
+      this.control.apply(admitted.control, admitted.turn, input.requestId, this.turnInputs);
+      return;
+    }
     // Checked before queuing: a detach the store cannot support queues nothing.
     const backgroundStore = admitted.detach
       ? backgroundStoreOf(this.target.name, this.target.store, "detach")
@@ -153,6 +162,23 @@ export class Invocation<S> implements AgentConnection<S> {
     if (admitted.turn) this.turnInputs.push(admitted.turn);
     if (backgroundStore)
       this.startDetach(backgroundStore, undefined, input.requestId ? turnRequestOf(input, this.edit) : undefined);
+  }
+
+  /**
+   * A control input (cancel, or steer with a message), handled as it arrives,
+   * also after detach (`SendInvocationInput`): answered by an InputAck chunk
+   * in the stream (or, after detach, the chunk log). Throws INVALID_ARGUMENT
+   * for a malformed one, RESOURCE_EXHAUSTED when a steer would queue past the
+   * input limit, FAILED_PRECONDITION when the invocation has ended (or a steer
+   * finds no turn running and no more input to come).
+   */
+  sendControl(input: AgentInput): InputAck {
+    if (this.failure) throw this.failure;
+    if (this.settled && !this.detachedRun)
+      throw new AgentError("FAILED_PRECONDITION", "the invocation has completed; read its output");
+    const admitted = admitInput(input, { queued: this.turnInputs.size, maxQueued: this.target.maxQueuedInputs });
+    if (!admitted.control) throw new AgentError("INVALID_ARGUMENT", "set input.cancel, or input.steer with a message");
+    return this.control.apply(admitted.control, admitted.turn, input.requestId, this.turnInputs);
   }
 
   sendText(text: string, metadata?: Record<string, unknown>): void {
@@ -179,11 +205,16 @@ export class Invocation<S> implements AgentConnection<S> {
 
   private lifecycle(): TurnLifecycle {
     return {
-      inputs: this.progress.pulled(this.turnInputs, () => this.runner.turnIndex),
+      inputs: this.progress.pulled(this.control.inputs(this.turnInputs), () => this.runner.turnIndex),
       beginTurn: (turnIndex, input) => this.turns.beginTurn(turnIndex, input),
-      answered: (input) => this.turns.answered(input),
+      answered: async (input) => {
+        const answered = await this.turns.answered(input);
+        if (answered) this.control.skipped();
+        return answered;
+      },
       endTurn: (turn, finishReason) => this.turns.endTurn(turn, finishReason),
       failTurn: (turn, error) => this.turns.failTurn(turn, error),
+      cancelled: () => this.turns.cancelled(),
       runInTurn: (_turn, work) => this.telemetry.runInTurn(work),
     };
   }
@@ -246,7 +277,8 @@ export class Invocation<S> implements AgentConnection<S> {
     // Also with an edit not yet committed: a takeover restarts from the edited state, not the parent's.
     const initial =
       this.commits?.last && !this.commits.pendingEdit ? undefined : (this.initialState as SessionState<unknown>);
-    const work = this.progress.remainingWork(this.turnInputs.queued(), this.options.principal ?? ANONYMOUS, initial);
+    const queued = [...this.control.queuedSteers, ...this.turnInputs.queued()];
+    const work = this.progress.remainingWork(queued, this.options.principal ?? ANONYMOUS, initial);
     return { ...work, instance: this.target.instance };
   }
 
@@ -284,12 +316,15 @@ export class Invocation<S> implements AgentConnection<S> {
           records: this.target.records,
           work: this.work,
           agent: this.target.name,
+          controls: (input) => this.sendControl(input),
           ...(this.target.events ? { events: this.target.events } : {}),
         }),
     );
     this.target.background.track(this.detachedRun);
+    const run = this.detachedRun;
     this.detachedRun.pendingId.then(
       (snapshotId) => {
+        this.target.background.controls.register(snapshotId, (input) => this.sendControl(input), run.done);
         const usage = this.telemetry.usage;
         this.settle({
           sessionId: this.sessionId,

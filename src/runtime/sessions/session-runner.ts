@@ -22,6 +22,11 @@ export interface TurnLifecycle {
   /** Streams a failed TurnEnd and rolls the session back to the last good state; nothing is persisted. `error` is why. */
   failTurn(turn: TurnContext, error?: unknown): Promise<void>;
   /**
+   * Optional: after `failTurn`, true when the turn was stopped by a cancel
+   * input: the loop then goes on with the next input instead of rethrowing.
+   */
+  cancelled?(turn: TurnContext): boolean;
+  /**
    * Optional: runs one turn's work (the turn function and the turn end) in
    * the turn's telemetry context, so the spans it makes are the turn's children.
    */
@@ -33,7 +38,8 @@ export interface TurnLifecycle {
  * input's message is added to the history first), except for inputs the
  * lifecycle answered already (retries of committed turns); after each successful turn
  * the snapshot is written and TurnEnd streamed. A throwing turn streams a failed
- * TurnEnd, writes nothing, and `run` rethrows.
+ * TurnEnd, writes nothing, and `run` rethrows; a turn stopped by a cancel input
+ * streams an aborted TurnEnd, writes nothing, and the loop takes the next input.
  */
 export class SessionRunner<S = unknown> extends Session<S> {
   /** Index of the next (or current) turn. */
@@ -57,18 +63,20 @@ export class SessionRunner<S = unknown> extends Session<S> {
       if (input.requestId && this.lifecycle.answered && (await this.lifecycle.answered(input))) continue;
       const turn = this.lifecycle.beginTurn(this.turnIndex, input);
       if (input.message) this.addMessages(input.message);
-      const work = async (): Promise<void> => {
+      const work = async (): Promise<boolean> => {
         try {
           const result = await fn(input, turn);
           await this.flushCustomEvents();
           await this.lifecycle.endTurn(turn, result?.finishReason ?? "stop");
+          return true;
         } catch (err) {
           await this.lifecycle.failTurn(turn, err);
+          if (this.lifecycle.cancelled?.(turn)) return false;
           throw err;
         }
       };
-      await (this.lifecycle.runInTurn ? this.lifecycle.runInTurn(turn, work) : work());
-      this.turnIndex++;
+      // A cancelled turn wrote nothing: the next turn takes its index.
+      if (await (this.lifecycle.runInTurn ? this.lifecycle.runInTurn(turn, work) : work())) this.turnIndex++;
     }
   }
 

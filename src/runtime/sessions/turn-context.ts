@@ -28,6 +28,17 @@ export interface TurnContext {
    * carries no message.
    */
   continued?: boolean;
+  /**
+   * Takes the steer inputs sent to this turn since the last call (a client's
+   * `steer: true` input while the turn runs): their messages are added to the
+   * session history as they are (user messages, at this point of the turn)
+   * and returned, oldest first; each is acknowledged to the client as
+   * `steered`. Call it between steps, e.g. before each model call (the tool
+   * loop of prompt agents does). Steers the turn never takes run as the next
+   * turn instead: a steer is never dropped. Empty when none is waiting, and
+   * absent where the runtime offers no steering (a turn context built by hand).
+   */
+  takeSteering?(): Message[];
 }
 
 /** What a custom agent returns: overrides of the output's message, artifacts or finish reason. */

@@ -55,8 +55,10 @@ from .retrier import ClientStats
 from .retry_policy import DEFAULT_RETRY, RETRYABLE_CODES, RetryEvent, RetryPolicy
 from .security import PEMSource, TLSConfig, TLSLike, TokenLike
 from .turn import Turn, TurnRecord
+from .turn_control import SteerResult
 
 __all__ = [
+    "SteerResult",
     "AgentClient",
     "AttachedRun",
     "Conversation",

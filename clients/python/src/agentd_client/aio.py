@@ -19,7 +19,7 @@ from .aio_conversation import AsyncConversation, AsyncTurn
 from .attached_run import AsyncAttachedRun
 from .client_base import ClientBase
 from .errors import error_from_rpc
-from .inputs import BusyPolicyLike, InputLike, PatchLike, StateLike, TimeLike, TTLLike, build_init
+from .inputs import BusyPolicyLike, InputLike, PatchLike, StateLike, TimeLike, TTLLike, build_init, build_input
 from .retrier import Deadline
 from .snapshot_watch import watch_statuses_async
 
@@ -239,6 +239,27 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
     ) -> agent_service_pb2.AbortResponse:
         """Aborts a pending snapshot; ``status`` is ABORTED or the existing terminal status."""
         return await self._unary(calls.abort_call(agent, snapshot_id), timeout)
+
+    async def send_invocation_input(
+        self,
+        agent: str,
+        snapshot_id: str,
+        input: agent_pb2.AgentInput,
+        *,
+        timeout: Optional[float] = None,
+    ) -> agent_pb2.InputAck:
+        """Sends a control input to detached work (as ``AgentClient.send_invocation_input``):
+        sent once, never retried."""
+        request = agent_service_pb2.SendInvocationInputRequest(
+            agent=agent, snapshot_id=snapshot_id, input=build_input(input)
+        )
+        try:
+            response = await self._stub.SendInvocationInput(
+                request, metadata=self._call_metadata(), timeout=self._call_timeout(timeout)
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return response.ack
 
     def attach(
         self, agent: str, snapshot_id: str, *, after_sequence: int = 0, timeout: Optional[float] = None

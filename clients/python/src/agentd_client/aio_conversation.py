@@ -17,6 +17,7 @@ from .errors import AgentdError, error_from_rpc
 from .inputs import InputLike, build_input
 from .retrier import Retrier
 from .turn import TurnRecord
+from .turn_control import SteerResult, cancel_input, steer_inputs
 
 __all__ = ["AsyncConversation", "AsyncTurn"]
 
@@ -45,6 +46,11 @@ class AsyncTurn(TurnRecord):
         async for _ in self:
             pass
         return self.turn_end
+
+    async def cancel(self) -> agent_pb2.InputAck:
+        """Cancels this turn while it runs, keeping the conversation; same guarantees as the
+        synchronous :meth:`~agentd_client.Turn.cancel`."""
+        return await self._conversation._cancel(self)
 
 
 class AsyncConversation(ConversationCore):
@@ -93,6 +99,39 @@ class AsyncConversation(ConversationCore):
             self._pending.append(turn)
             await self._write(turn._input)
         return turn
+
+    async def steer(self, input: InputLike, *, request_id: Optional[str] = None) -> SteerResult:
+        """Steers the running turn; same guarantees as the synchronous
+        :meth:`~agentd_client.Conversation.steer` (the queued turn is an :class:`AsyncTurn`)."""
+        self._ensure_accepting_input()
+        wire, plain = steer_inputs(input, request_id)
+        turn = AsyncTurn(self)
+        turn._input = plain
+        turn._steer = True
+        async with self._write_lock:
+            self._pending.append(turn)
+            epoch = self._controls.epoch
+            await self._write(wire)
+        ack = await self._await_ack(wire.request_id, epoch)
+        return SteerResult(ack, turn if ack.result == agent_pb2.INPUT_ACK_RESULT_QUEUED else None)
+
+    async def _cancel(self, turn: AsyncTurn) -> agent_pb2.InputAck:
+        if turn.done:
+            return agent_pb2.InputAck(result=agent_pb2.INPUT_ACK_RESULT_NOTHING_TO_CANCEL)
+        self._check_cancellable(turn)
+        input = cancel_input()
+        async with self._write_lock:
+            epoch = self._controls.epoch
+            await self._write(input)
+        return await self._await_ack(input.request_id, epoch)
+
+    async def _await_ack(self, request_id: str, epoch: int) -> agent_pb2.InputAck:
+        """Reads the stream until the ack of ``request_id`` arrives."""
+        while True:
+            ack = self._take_ack(request_id, epoch)
+            if ack is not None:
+                return ack
+            await self._read_next()
 
     async def detach(
         self,

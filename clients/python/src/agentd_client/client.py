@@ -13,7 +13,7 @@ from .attached_run import AttachedRun
 from .client_base import ClientBase
 from .conversation import Conversation
 from .errors import error_from_rpc
-from .inputs import BusyPolicyLike, InputLike, PatchLike, StateLike, TimeLike, TTLLike, build_init
+from .inputs import BusyPolicyLike, InputLike, PatchLike, StateLike, TimeLike, TTLLike, build_init, build_input
 from .retrier import Deadline
 from .service_calls import TERMINAL_STATUSES
 from .snapshot_watch import watch_statuses
@@ -262,6 +262,31 @@ class AgentClient(ClientBase[grpc.Channel]):
         """Aborts a pending (detached) snapshot. The response's ``status`` is
         SNAPSHOT_STATUS_ABORTED on success, or the snapshot's existing terminal status."""
         return self._unary(calls.abort_call(agent, snapshot_id), timeout)
+
+    def send_invocation_input(
+        self,
+        agent: str,
+        snapshot_id: str,
+        input: agent_pb2.AgentInput,
+        *,
+        timeout: Optional[float] = None,
+    ) -> agent_pb2.InputAck:
+        """Sends a control input to detached work (its pending ``snapshot_id``):
+        ``AgentInput(cancel=True)`` cancels its running turn (the work goes on with its next
+        input, or ends); ``steer=True`` with a message steers it. Returns the server's
+        ``InputAck``. Sent once and never retried (a retried cancel could stop a later turn).
+        Raises ``NotFoundError`` for an unknown snapshot, ``FailedPreconditionError`` when the
+        work has ended or runs on another server instance."""
+        request = agent_service_pb2.SendInvocationInputRequest(
+            agent=agent, snapshot_id=snapshot_id, input=build_input(input)
+        )
+        try:
+            response = self._stub.SendInvocationInput(
+                request, metadata=self._call_metadata(), timeout=self._call_timeout(timeout)
+            )
+        except grpc.RpcError as err:
+            raise error_from_rpc(err) from err
+        return response.ack
 
     def attach(
         self, agent: str, snapshot_id: str, *, after_sequence: int = 0, timeout: Optional[float] = None

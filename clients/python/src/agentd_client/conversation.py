@@ -16,6 +16,7 @@ from .inputs import InputLike, build_input
 from .request_queue import RequestQueue
 from .retrier import Retrier
 from .turn import Turn
+from .turn_control import SteerResult, cancel_input, steer_inputs
 
 __all__ = ["Conversation"]
 
@@ -72,6 +73,39 @@ class Conversation(ConversationCore):
         self._pending.append(turn)
         self._requests.put(agent_service_pb2.ChatRequest(input=turn._input))
         return turn
+
+    def steer(self, input: InputLike, *, request_id: Optional[str] = None) -> SteerResult:
+        """Steers the running turn with ``input``'s message (a user text, ``Message`` or
+        ``AgentInput``): prompt agents add it before their next model call, custom agents read
+        it from their turn context; when no turn takes it, it runs as the next turn (never
+        dropped). Reads the stream until the server answers and returns a
+        :class:`SteerResult`: the ``InputAck`` and, when queued, the :class:`Turn` it runs as.
+        Sent once and never re-sent: ``UnavailableError`` if the stream broke first.
+        ``InvalidArgumentError`` without a message (or with resume or detach)."""
+        self._ensure_accepting_input()
+        wire, plain = steer_inputs(input, request_id)
+        turn = Turn(self)
+        turn._input = plain
+        turn._steer = True
+        self._pending.append(turn)
+        ack = self._send_control(wire)
+        return SteerResult(ack, turn if ack.result == agent_pb2.INPUT_ACK_RESULT_QUEUED else None)
+
+    def _cancel(self, turn: Turn) -> agent_pb2.InputAck:
+        if turn.done:
+            return agent_pb2.InputAck(result=agent_pb2.INPUT_ACK_RESULT_NOTHING_TO_CANCEL)
+        self._check_cancellable(turn)
+        return self._send_control(cancel_input())
+
+    def _send_control(self, input: agent_pb2.AgentInput) -> agent_pb2.InputAck:
+        """Sends a control input and reads the stream until its ack arrives."""
+        epoch = self._controls.epoch
+        self._requests.put(agent_service_pb2.ChatRequest(input=input))
+        while True:
+            ack = self._take_ack(input.request_id, epoch)
+            if ack is not None:
+                return ack
+            self._read_next()
 
     def detach(
         self,

@@ -10,10 +10,18 @@ import grpc
 from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
 from .custom_state import CustomState
-from .errors import AgentdError, CancelledError, ConversationClosedError, CustomPatchError, InternalError
+from .errors import (
+    AgentdError,
+    CancelledError,
+    ConversationClosedError,
+    CustomPatchError,
+    FailedPreconditionError,
+    InternalError,
+)
 from .json_values import state_custom
 from .retrier import Deadline, Retrier
 from .turn import TurnRecord
+from .turn_control import ControlAcks
 
 __all__ = ["ConversationCore"]
 
@@ -71,6 +79,8 @@ class ConversationCore:
         self._output: Optional[agent_pb2.AgentOutput] = None
         self._error: Optional[AgentdError] = None
         self._input_closed = False
+        #: Acks of cancel and steer inputs, by request ID.
+        self._controls = ControlAcks()
 
     @property
     def custom(self) -> Any:
@@ -151,7 +161,12 @@ class ConversationCore:
         return self._retrier.plan("Chat", self._failures, error, self._deadline, retryable=retryable)
 
     def _begin_reconnect(self) -> None:
-        """Drops, from the new stream, as many chunks of the turn in flight as it delivered."""
+        """Drops, from the new stream, as many chunks of the turn in flight as it delivered;
+        forgets the control inputs of the broken stream (unanswered steers leave the turns)."""
+        self._controls.reopened()
+        for turn in [t for t in self._pending if t._steer]:
+            self._pending.remove(turn)
+            turn._finish()
         self._skip = self._pending[0]._received if self._pending else 0
         self._reopened = True
         self._progressed = False
@@ -180,8 +195,49 @@ class ConversationCore:
                 "detach() was called); start a new one with client.chat()"
             )
 
+    def _check_cancellable(self, turn: TurnRecord) -> None:
+        """Raises unless ``turn`` is the running one (the oldest pending, not a steer)."""
+        self._ensure_accepting_input()
+        if not self._pending or self._pending[0] is not turn or turn._steer:
+            raise FailedPreconditionError(
+                "only the running turn (the oldest that has not ended) can be cancelled; "
+                "this one is queued behind it"
+            )
+
+    def _take_ack(self, request_id: str, epoch: int) -> Optional[agent_pb2.InputAck]:
+        """The ack of a control input once it arrived (None while waiting); raises when its
+        stream was replaced or the conversation ended first."""
+        ack = self._controls.take(request_id, epoch)
+        if ack is not None:
+            return ack
+        if self._error is not None:
+            raise self._error
+        if self._output is not None:
+            raise ConversationClosedError(
+                f"the conversation with {self.agent!r} ended before the control input was answered"
+            )
+        return None
+
+    def _on_ack(self, ack: agent_pb2.InputAck) -> None:
+        """A steer's fate settles its tentative turn (dropped when the running turn took it,
+        kept as a turn when queued); the ack waits for its caller."""
+        for turn in self._pending:
+            if turn._steer and turn._input is not None and turn._input.request_id == ack.request_id:
+                if ack.result == agent_pb2.INPUT_ACK_RESULT_QUEUED:
+                    turn._steer = False
+                else:
+                    self._pending.remove(turn)
+                break
+        self._controls.record(ack)
+
     def _route(self, response: agent_service_pb2.ChatResponse) -> None:
         patch_error: Optional[CustomPatchError] = None
+        if response.HasField("chunk") and response.chunk.HasField("input_ack"):
+            # Answers a control input: part of no turn, never re-sent by a reconnect.
+            self._failures = 0
+            self._progressed = True
+            self._on_ack(response.chunk.input_ack)
+            return
         if response.HasField("chunk"):
             chunk = response.chunk
             if self._skip and not chunk.HasField("turn_end"):

@@ -34,6 +34,8 @@ class TurnRecord:
         self._input: Optional[agent_pb2.AgentInput] = None
         #: Chunks received so far (a reconnect drops that many of the re-sent turn's chunks).
         self._received = 0
+        #: Sent as a steer and not yet answered: a turn only if the server queues it.
+        self._steer = False
 
     @property
     def done(self) -> bool:
@@ -118,6 +120,20 @@ class Turn(TurnRecord):
             if self._done:
                 return
             self._conversation._read_next()
+
+    def cancel(self) -> agent_pb2.InputAck:
+        """Cancels this turn while it runs and keeps the conversation: the server aborts it
+        (its TurnEnd says FINISH_REASON_ABORTED, nothing of it is written) and goes on with the
+        next input. Returns the server's ``InputAck``: INPUT_ACK_RESULT_CANCELLED with the turn
+        index, or INPUT_ACK_RESULT_NOTHING_TO_CANCEL when the turn had already ended (answered
+        without a request when its TurnEnd had arrived). Reads the stream until the ack arrives
+        (chunks read meanwhile are buffered for their turns).
+
+        Sent once with its own request ID and never re-sent by a reconnect (a re-sent cancel
+        could stop a later turn): ``UnavailableError`` if the stream broke first.
+        ``FailedPreconditionError`` for a turn queued behind another (only the running turn
+        can be cancelled); ``ConversationClosedError`` once the conversation takes no input."""
+        return self._conversation._cancel(self)
 
     def texts(self) -> Iterator[str]:
         """Yields the text of each model chunk as it arrives (for printing as it streams)."""

@@ -1,0 +1,208 @@
+import { AgentError } from "../../errors/agent-error.js";
+import type { AgentInput, AgentStreamChunk, InputAck } from "../../types/agent-io.js";
+import type { Message } from "../../types/content.js";
+import type { AsyncChannel } from "../../protocol/async-channel.js";
+
+/** The turn a {@link TurnControl} can still cancel or steer. */
+interface RunningTurn {
+  readonly index: number;
+  /** Fires on a cancel input, and when the invocation's work aborts. */
+  readonly abort: AbortController;
+  /** Removes the listener that forwards the work's abort. */
+  readonly release: () => void;
+  /** Steer inputs waiting for the turn to take them (`takeSteering`). */
+  readonly steers: AgentInput[];
+  /** Set by a cancel input. */
+  cancelled: boolean;
+}
+
+/**
+ * Control inputs of one invocation, handled as they arrive rather than
+ * queued behind the running turn: a cancel aborts the running turn's own
+ * signal (the invocation goes on with its next input); a steer waits for the
+ * running turn to take it (`takeSteering`, e.g. before the tool loop's next
+ * model call), and when the turn ends without taking it, it runs as the next
+ * turn (before inputs queued after it). Every control input is answered by
+ * an InputAck chunk. A turn stops being cancellable or steerable once it is
+ * sealed (its end is decided: committing or failing).
+ */
+export class TurnControl {
+  private running: RunningTurn | undefined;
+  /** Steers a turn did not take: the next turns' inputs, before the channel's. */
+  private readonly requeued: AgentInput[] = [];
+  private lastCancelled = false;
+  /** A turn input was taken from the queue and its turn has not begun yet. */
+  private starting = false;
+  /** A cancel that arrived while the next turn was about to begin (its request ID, or ""). */
+  private cancelOnBegin: string | undefined;
+
+  /** `emit`: streams an ack chunk behind the chunks before it. */
+  constructor(private readonly emit: (chunk: AgentStreamChunk) => void) {}
+
+  /**
+   * The turn inputs: the requeued steers first, then `channel`'s. Requeueing
+   * happens while a turn ends, before the turn loop asks for the next input,
+   * so a steer is never left behind a closed channel.
+   */
+  inputs(channel: AsyncIterable<AgentInput>): AsyncIterable<AgentInput> {
+    return {
+      [Symbol.asyncIterator]: () => {
+        const source = channel[Symbol.asyncIterator]();
+        return {
+          next: () => {
+            const steer = this.requeued.shift();
+            const next = steer ? Promise.resolve({ done: false, value: steer }) : source.next();
+            return next.then((result) => {
+              this.starting = result.done !== true;
+              return result;
+            });
+          },
+          return: () => source.return?.() ?? Promise.resolve({ done: true, value: undefined }),
+        };
+      },
+    };
+  }
+
+  /**
+   * Handles a control input as it arrives; returns its ack (for a steer kept
+   * for the running turn: `steered`, streamed once the turn takes it). A
+   * steer no turn can take is queued on `queue` (or, once `queue` is closed,
+   * after the running turn); with neither, FAILED_PRECONDITION.
+   */
+  apply(
+    control: "cancel" | "steer",
+    steer: AgentInput | undefined,
+    requestId: string | undefined,
+    queue: AsyncChannel<AgentInput>,
+  ): InputAck {
+    if (control === "cancel") return this.cancel(requestId || undefined, queue.size > 0);
+    const input = steer!;
+    const turnIndex = this.steer(input, queue.size > 0);
+    if (turnIndex !== undefined)
+      return { result: "steered", turnIndex, ...(input.requestId ? { requestId: input.requestId } : {}) };
+    if (!queue.isClosed) queue.push(input);
+    else if (!this.requeue(input))
+      throw new AgentError(
+        "FAILED_PRECONDITION",
+        "no turn is running and the invocation takes no more input: send the message as a new turn in a new call",
+      );
+    return this.queued(input);
+  }
+
+  /** The steers waiting to run as turns (what detach records before the queued inputs). */
+  get queuedSteers(): readonly AgentInput[] {
+    return this.requeued;
+  }
+
+  /** Starts turn `index`: its signal fires on a cancel input or when `work` aborts. */
+  begin(index: number, work: AbortSignal): AbortSignal {
+    this.starting = false;
+    const abort = new AbortController();
+    const forward = (): void => abort.abort(work.reason);
+    if (work.aborted) forward();
+    else work.addEventListener("abort", forward, { once: true });
+    this.running = {
+      index,
+      abort,
+      release: () => work.removeEventListener("abort", forward),
+      steers: [],
+      cancelled: false,
+    };
+    const early = this.cancelOnBegin;
+    if (early !== undefined) {
+      this.cancelOnBegin = undefined;
+      this.cancel(early || undefined, false);
+    }
+    return abort.signal;
+  }
+
+  /** The input taken from the queue was answered without a turn (a retry of a committed one). */
+  skipped(): void {
+    this.starting = false;
+  }
+
+  /**
+   * A cancel input: aborts the running turn (ack `cancelled`). With no turn
+   * running, when an input is about to start its turn (`inputWaiting`: one
+   * is queued, or one was taken and its turn has not begun) that turn is
+   * cancelled as it begins (acked then; the returned ack has no turn index);
+   * otherwise acks `nothing_to_cancel`.
+   */
+  cancel(requestId: string | undefined, inputWaiting: boolean): InputAck {
+    const turn = this.running;
+    if (!turn && (this.starting || inputWaiting) && this.cancelOnBegin === undefined) {
+      this.cancelOnBegin = requestId ?? "";
+      return { result: "cancelled", ...(requestId ? { requestId } : {}) };
+    }
+    if (!turn || turn.abort.signal.aborted) return this.ack({ result: "nothing_to_cancel" }, requestId);
+    turn.cancelled = true;
+    turn.abort.abort(new AgentError("ABORTED", `turn ${turn.index} was cancelled by a cancel input`));
+    return this.ack({ result: "cancelled", turnIndex: turn.index }, requestId);
+  }
+
+  /**
+   * A steer input (`input` holds its message): kept for the running turn
+   * (returns its index; acked once taken, or once requeued), or undefined
+   * when no turn can take it (the caller queues it as a turn input
+   * and acks `queued`). `queuedBehind`: inputs already wait for their turn
+   * (the steer then queues behind them, keeping the order of sending).
+   */
+  private steer(input: AgentInput, queuedBehind: boolean): number | undefined {
+    const turn = this.running;
+    if (!turn || turn.abort.signal.aborted || queuedBehind || this.requeued.length > 0) return undefined;
+    turn.steers.push(input);
+    return turn.index;
+  }
+
+  /**
+   * Queues a steer to run after the running turn, when the input channel is
+   * closed (detached work); false when no turn is running (nothing would
+   * ever take it).
+   */
+  private requeue(input: AgentInput): boolean {
+    if (!this.running) return false;
+    this.requeued.push(input);
+    return true;
+  }
+
+  /** Acks a steer that the caller queued as a turn input. */
+  private queued(input: AgentInput): InputAck {
+    return this.ack({ result: "queued" }, input.requestId);
+  }
+
+  /** The running turn takes its waiting steers (acked `steered`), oldest first; their messages. */
+  take(): Message[] {
+    const turn = this.running;
+    if (!turn || turn.steers.length === 0 || turn.abort.signal.aborted) return [];
+    const taken = turn.steers.splice(0);
+    for (const steer of taken) this.ack({ result: "steered", turnIndex: turn.index }, steer.requestId);
+    return taken.map((steer) => steer.message!);
+  }
+
+  /**
+   * The running turn's end is decided: later cancels find nothing to cancel,
+   * and the steers it did not take run as the next turns (acked `queued`).
+   */
+  seal(): void {
+    const turn = this.running;
+    if (!turn) return;
+    this.running = undefined;
+    turn.release();
+    for (const steer of turn.steers.splice(0)) {
+      this.requeued.push(steer);
+      this.queued(steer);
+    }
+    this.lastCancelled = turn.cancelled;
+  }
+
+  /** Whether the last sealed turn had been stopped by a cancel input. */
+  get sealedByCancel(): boolean {
+    return this.lastCancelled;
+  }
+
+  private ack(ack: InputAck, requestId: string | undefined): InputAck {
+    if (requestId) ack.requestId = requestId;
+    this.emit({ inputAck: { ...ack } });
+    return ack;
+  }
+}
