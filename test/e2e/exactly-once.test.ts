@@ -93,6 +93,19 @@ function describeExactlyOnce(storeName: string, storeArgs: string[]): void {
       expect(await replies(sessionId)).toHaveLength(2);
     });
 
+    it("a Run retried from an earlier snapshot answers the committed child's snapshot, not the branch point", async () => {
+      const sessionId = await newSession();
+      const { snapshot } = await agentd.client.getSnapshot({ agent: AGENT, sessionId });
+      await agentd.client.run({ init: { agent: AGENT, sessionId }, input: textInput("moves the head on") });
+      const id = randomUUID();
+      const from = { agent: AGENT, snapshotId: snapshot!.snapshotId };
+      const first = await agentd.client.run({ init: from, input: input("a branch", id) });
+      const retry = await agentd.client.run({ init: from, input: input("a branch", id) });
+      expect(first.output!.snapshotId).not.toBe(snapshot!.snapshotId);
+      expect(retry.output).toEqual(first.output);
+      expect(await turnCount(sessionId)).toBe(3);
+    });
+
     it("a RunStream retry streams the committed TurnEnd alone (no model chunks) and the same output", async () => {
       const sessionId = await newSession();
       const id = randomUUID();

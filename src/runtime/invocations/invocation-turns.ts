@@ -4,6 +4,7 @@ import type { AgentInput, AgentStreamChunk, TurnEnd } from "../../types/agent-io
 import type { Message } from "../../types/content.js";
 import type { SessionState } from "../../types/session-state.js";
 import type { FinishReason } from "../../types/snapshot.js";
+import type { SnapshotRecord } from "../../../stores/snapshot-store.js";
 import { addUsage, type Usage } from "../../types/usage.js";
 import type { TurnContext } from "../agents/agent-function.js";
 import type { DetachedRun } from "../background/detached-run.js";
@@ -18,6 +19,7 @@ import type { SessionRunner } from "../sessions/session-runner.js";
 import type { TurnCommits } from "../sessions/turn-commits.js";
 import type { TurnControl } from "./turn-control.js";
 import { turnRequestOf, type TurnRequest } from "../sessions/turn-request.js";
+import { loadRecordState } from "../sessions/session-lookup.js";
 
 /** The parts of an invocation its turn bookkeeping works with (see {@link InvocationTurns}). */
 export interface InvocationTurnsParts<S> {
@@ -61,6 +63,8 @@ export class InvocationTurns<S> {
   private turnRequest: TurnRequest | undefined;
   /** The tokens of the committed turns answered again (retries). */
   private replayedUsage: Usage | undefined;
+  /** The record of the last turn answered again, while no later turn committed. */
+  private replayed: SnapshotRecord<S> | undefined;
   /** Takeover of a turn cut after a checkpoint: the next turn continues it (`TurnContext.continued`). */
   continuing = false;
 
@@ -87,6 +91,25 @@ export class InvocationTurns<S> {
   /** The tokens of the committed turns this invocation answered again, if any. */
   get answeredUsage(): Usage | undefined {
     return this.replayedUsage;
+  }
+
+  /**
+   * The snapshot of the last turn this invocation answered again (a retry of
+   * a committed input), unless a turn committed after it: the output's, so a
+   * retried Run answers what its first attempt did, also when the session
+   * moved on since.
+   */
+  get answeredSnapshotId(): string | undefined {
+    return this.replayed?.snapshotId;
+  }
+
+  /** The state of the turn {@link answeredSnapshotId} names (one chain read), or undefined. */
+  async answeredState(): Promise<SessionState<S> | undefined> {
+    const record = this.replayed;
+    const store = this.parts.target.store;
+    if (!record || !store) return undefined;
+    const state = await loadRecordState(store, record, this.parts.options.storeContext);
+    return state && { ...state, sessionId: record.sessionId };
   }
 
   /** Reserves the turn's identity (snapshot ID before detach, parent, index) and starts its span. */
@@ -145,6 +168,7 @@ export class InvocationTurns<S> {
       if (claim) claim.runningRequestId = undefined;
       runner.markUnchanged();
       snapshotId = turn.snapshotId;
+      this.replayed = undefined;
     }
     this.good = runner.snapshotState();
     this.finish = finishReason;
@@ -203,6 +227,7 @@ export class InvocationTurns<S> {
     const finishReason = record.finishReason ?? "stop";
     this.finish = finishReason;
     this.replayedUsage = addUsage(this.replayedUsage, record.usage);
+    this.replayed = record;
     await this.emit({
       turnEnd: turnEndOf(record.snapshotId, finishReason, record.turnIndex, sessionId, record.usage),
     });

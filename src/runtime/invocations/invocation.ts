@@ -413,18 +413,25 @@ export class Invocation<S> implements AgentConnection<S> {
     // turn (init without input, or a first turn that failed) created nothing:
     // it returns no session ID rather than one that reads NOT_FOUND.
     const createdNothing = this.target.store !== undefined && this.startsSession && !this.commits?.last;
+    // A retry answered last (no turn ran after it): the output is that turn's, as its first attempt answered.
+    const answered = error ? undefined : await this.turns.answeredState();
     return shapeOutput({
-      state: error ? this.turns.lastGood : this.runner.snapshotState(),
+      state: error ? this.turns.lastGood : (answered ?? this.runner.snapshotState()),
       serverManaged: this.target.store !== undefined,
       stateTransform: this.target.transforms.state,
       transformContext: this.transformContext(),
-      result,
+      result: answered ? undefined : result,
       error,
       sessionId: createdNothing ? "" : this.sessionId,
-      ...(this.commits?.last ? { snapshotId: this.commits.last.snapshotId } : {}),
+      ...(this.outputSnapshotId() ? { snapshotId: this.outputSnapshotId() } : {}),
       finishReason: this.turns.lastFinish,
       ...(this.outputUsage() ? { usage: this.outputUsage() } : {}),
     });
+  }
+
+  /** The output's snapshot: the last turn committed, or answered again by a retry after it. */
+  private outputSnapshotId(): string | undefined {
+    return this.turns.answeredSnapshotId ?? this.commits?.last?.snapshotId;
   }
 
   /** The tokens the output reports: the turns run, plus those of the committed turns answered again. */
