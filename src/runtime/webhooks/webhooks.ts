@@ -1,0 +1,52 @@
+import { AgentError } from "../../errors/agent-error.js";
+import type { SessionStore } from "../../../stores/snapshot-store.js";
+import { hasWebhookOutbox, type WebhookOutbox } from "../../../stores/webhook-outbox.js";
+import type { SettledHook } from "../background/work-takeover.js";
+import { WebhookDispatcher, type DispatchEvents } from "./webhook-dispatcher.js";
+import { displayUrl } from "./webhook-event.js";
+import { WEBHOOK_DEFAULTS, type WebhookSettings } from "./webhook-settings.js";
+import { WebhookRelay, webhookStore, type RelayEvents } from "./webhook-store.js";
+
+/** Webhook delivery as `agentd serve` runs it (see {@link startWebhooks}). */
+export interface Webhooks {
+  /** The store to give the registry: its `updateRecord` marks and relays ended work. */
+  store: SessionStore;
+  /** The outbox (ListWebhookDeliveries reads it). */
+  outbox: WebhookOutbox;
+  /** The takeover pass's hook: relays the events of workers that died after ending their work. */
+  settled: SettledHook;
+  /** Starts delivering. */
+  start(): void;
+  /** Stops delivering and waits for running attempts. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Sets up webhooks on `store` (`raw` is the store itself, `store` the one
+ * the registry uses, e.g. traced): fails FAILED_PRECONDITION when the store
+ * keeps no webhook outbox. Settings not given take {@link WEBHOOK_DEFAULTS}.
+ */
+export function startWebhooks(
+  raw: SessionStore,
+  store: SessionStore,
+  settings: Pick<WebhookSettings, "url" | "keys"> & Partial<WebhookSettings>,
+  instance: string,
+  events: DispatchEvents & RelayEvents = {},
+): Webhooks {
+  if (!hasWebhookOutbox(raw))
+    throw new AgentError(
+      "FAILED_PRECONDITION",
+      "--webhook-url needs a store with a webhook outbox (memory:, file: and mongodb:// have one); this store has none",
+    );
+  const full: WebhookSettings = { ...WEBHOOK_DEFAULTS, ...settings };
+  const outbox = raw.webhookOutbox();
+  const dispatcher = new WebhookDispatcher(outbox, full, instance, events);
+  const relay = new WebhookRelay(outbox, displayUrl(full.url), events, () => dispatcher.wake());
+  return {
+    store: webhookStore(store, relay),
+    outbox,
+    settled: (s, head, row, liveness) => relay.settled(s, head, row, liveness),
+    start: () => dispatcher.start(),
+    stop: () => dispatcher.stop(),
+  };
+}
