@@ -7,6 +7,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { WebhookDeliveryState } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { freePort } from "../harness/caller-trace.js";
 import { sharedStores, type SharedStore } from "../harness/shared-stores.js";
 import { until } from "../harness/until.js";
 import { startWebhookReceiver, verifyWebhook, type WebhookReceiver } from "../harness/webhook-receiver.js";
@@ -46,10 +47,14 @@ async function detachedJob(agentd: AgentdProcess, text = "background job"): Prom
 describe("webhooks on one instance", () => {
   let receiver: WebhookReceiver;
   let agentd: AgentdProcess;
+  let metricsPort: number;
   const secrets = [newSecret(), newSecret()];
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
-    agentd = await startAgentd({ args: webhookArgs(receiver.url, await secretFile(...secrets)) });
+    metricsPort = await freePort();
+    agentd = await startAgentd({
+      args: [...webhookArgs(receiver.url, await secretFile(...secrets)), "--metrics-port", String(metricsPort)],
+    });
   });
   afterAll(async () => {
     await agentd?.stop();
@@ -92,6 +97,20 @@ describe("webhooks on one instance", () => {
     expect(both[1]!.body).toBe(both[0]!.body);
     for (const d of both) verifyWebhook(secrets[0]!, d);
     expect(agentd.logs()).not.toContain("receiver says no");
+  });
+
+  it("counts deliveries and retries and reports the outbox lag as metrics", async () => {
+    receiver.answers.push(503);
+    await detachedJob(agentd);
+    await until("two attempts", () => receiver.received.length >= 2, { timeoutMs: 15_000 });
+    const text = await until("the counters", async () => {
+      const body = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return /^agentd_webhook_retries(_total)?\{[^}]*\} [1-9]/m.test(body) && body;
+    });
+    expect(text).toMatch(
+      /^agentd_webhook_deliveries(_total)?\{[^}]*agentd_webhook_type="invocation\.completed"[^}]*\} [1-9]/m,
+    );
+    expect(text).toMatch(/^agentd_webhook_outbox_lag(_seconds)?(\{[^}]*\})? \d/m);
   });
 
   it("with two secrets (rotation) each one verifies the delivery on its own", async () => {
