@@ -99,6 +99,42 @@ describe("webhooks on one instance", () => {
     expect(agentd.logs()).not.toContain("receiver says no");
   });
 
+  it("a redirect is not followed: the attempt fails and is retried at the configured URL", async () => {
+    const elsewhere = await startWebhookReceiver();
+    try {
+      receiver.redirectTo = elsewhere.url;
+      receiver.answers.push(302);
+      const snapshotId = await detachedJob(agentd);
+      const both = await until("the retry", () => receiver.received.length >= 2 && receiver.received, {
+        timeoutMs: 15_000,
+      });
+      expect(both.map((d) => [d.headers["webhook-id"], d.answered])).toEqual([
+        [`msg_${snapshotId}`, 302],
+        [`msg_${snapshotId}`, 204],
+      ]);
+      expect(elsewhere.received).toEqual([]);
+    } finally {
+      receiver.redirectTo = undefined;
+      await elsewhere.close();
+    }
+  });
+
+  it("an attempt the receiver never answers is cut by --webhook-timeout and retried", async () => {
+    receiver.answers.push(0);
+    const snapshotId = await detachedJob(agentd);
+    const both = await until("the retry", () => receiver.received.length >= 2 && receiver.received, {
+      timeoutMs: 15_000,
+    });
+    expect(both.map((d) => [d.headers["webhook-id"], d.answered])).toEqual([
+      [`msg_${snapshotId}`, 0],
+      [`msg_${snapshotId}`, 204],
+    ]);
+    const log = await agentd.logLine(
+      (l) => l.msg === "webhook attempt failed; retrying" && l.webhookId === `msg_${snapshotId}`,
+    );
+    expect(log.error).toBe("timed out after 1000 ms");
+  });
+
   it("counts deliveries and retries and reports the outbox lag as metrics", async () => {
     receiver.answers.push(503);
     await detachedJob(agentd);

@@ -17,8 +17,10 @@ export interface WebhookReceiver {
   port: number;
   /** Every request so far, in arrival order. */
   received: ReceivedWebhook[];
-  /** The status of the next answers, one per request, then 204 (e.g. `[503]`: one 503, then successes). */
+  /** The status of the next answers, one per request, then 204 (e.g. `[503]`: one 503, then successes); 0: never answer. */
   answers: number[];
+  /** The `location` of 3xx answers. */
+  redirectTo?: string;
   close(): Promise<void>;
 }
 
@@ -32,7 +34,12 @@ export async function startWebhookReceiver(port = 0): Promise<WebhookReceiver> {
     req.on("end", () => {
       const answered = receiver.answers!.shift() ?? 204;
       received.push({ headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), answered });
-      res.writeHead(answered).end(answered >= 300 ? "receiver says no (a body agentd must not log)" : undefined);
+      if (answered === 0) return; // hangs: the sender's timeout must cut the attempt
+      const location =
+        answered >= 300 && answered < 400 && receiver.redirectTo ? { location: receiver.redirectTo } : {};
+      res
+        .writeHead(answered, location)
+        .end(answered >= 300 ? "receiver says no (a body agentd must not log)" : undefined);
     });
   });
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
@@ -40,7 +47,11 @@ export async function startWebhookReceiver(port = 0): Promise<WebhookReceiver> {
   return Object.assign(receiver, {
     url: `http://127.0.0.1:${bound}/hook`,
     port: bound,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   }) as WebhookReceiver;
 }
 
