@@ -85,7 +85,7 @@ export async function startServe(
     // With telemetry on, every store operation gets a span and a duration.
     const servedStore = telemetry ? traceSessionStore(store, storeKind(config.store)) : store;
     webhooks = config.webhook
-      ? setUpWebhooks(config.webhook, store, servedStore, config.instanceId, logger)
+      ? setUpWebhooks(config.webhook, store, servedStore, config.instanceId, logger, modules.webhookEndpoint)
       : undefined;
     const registry = new AgentRegistry({
       telemetry: telemetry !== undefined,

@@ -3,6 +3,7 @@ import type { SessionStore } from "../../stores/snapshot-store.js";
 import { defaultInstanceId } from "../runtime/background/instance-id.js";
 import { readWebhookSecrets } from "../runtime/webhooks/webhook-secrets.js";
 import { startWebhooks, type Webhooks } from "../runtime/webhooks/webhooks.js";
+import type { WebhookEndpointHook } from "../runtime/webhooks/webhook-endpoints.js";
 import type { WebhookConfig } from "./webhook-args.js";
 
 /**
@@ -17,6 +18,7 @@ export function setUpWebhooks(
   served: SessionStore,
   instanceId: string | undefined,
   logger: Logger,
+  endpointHook?: WebhookEndpointHook,
 ): Webhooks {
   const keys = readWebhookSecrets(config.secretFile);
   const log = logger.child({ component: "webhooks" });
@@ -49,5 +51,6 @@ export function setUpWebhooks(
         ),
       passFailed: (err) => log.warn({ err }, "webhook delivery pass failed"),
     },
+    endpointHook,
   );
 }

@@ -7,6 +7,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { WebhookDeliveryState } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { clientWithToken, writeTokensFile } from "../harness/auth-clients.js";
 import { freePort } from "../harness/caller-trace.js";
 import { sharedStores, type SharedStore } from "../harness/shared-stores.js";
 import { until } from "../harness/until.js";
@@ -34,9 +35,10 @@ const webhookArgs = (url: string, file: string): string[] => [
   "1s",
 ];
 
-/** Runs a detached job on `agentd` and returns its snapshot ID (the row that ends). */
-async function detachedJob(agentd: AgentdProcess, text = "background job"): Promise<string> {
-  const res = await agentServiceClient(agentd.baseUrl, "grpc").run({
+/** Runs a detached job on `agentd` (as the caller of `token`, if given) and returns its snapshot ID (the row that ends). */
+async function detachedJob(agentd: AgentdProcess, text = "background job", token?: string): Promise<string> {
+  const client = token ? clientWithToken(agentd.baseUrl, token) : agentServiceClient(agentd.baseUrl, "grpc");
+  const res = await client.run({
     init: { agent: "assistant" },
     input: { ...textInput(text, { echoDelayMs: 30 }), detach: true },
   });
@@ -181,6 +183,45 @@ describe("webhooks on one instance", () => {
     for (const secret of secrets) {
       expect(agentd.logs()).not.toContain(secret);
       expect(agentd.logs()).not.toContain(secret.slice("whsec_".length));
+    }
+  });
+});
+
+describe("per-tenant webhook endpoints (an agents module's webhookEndpoint)", () => {
+  it("a tenant the hook names gets its events at its own endpoint, signed with its own secret; the others at --webhook-url; each lists only its own", async () => {
+    const [serverReceiver, acmeReceiver] = await Promise.all([startWebhookReceiver(), startWebhookReceiver()]);
+    const [serverSecret, acmeSecret] = [newSecret(), newSecret()];
+    const tokens = writeTokensFile(["tok-acme-0123456789abcdef acme", "tok-globex-0123456789abcdef globex"]);
+    const agentd = await startAgentd({
+      args: [
+        "test/fixtures/webhook-endpoints.ts",
+        "--auth-tokens",
+        tokens,
+        ...webhookArgs(serverReceiver.url, await secretFile(serverSecret)),
+      ],
+      env: { ACME_WEBHOOK_URL: acmeReceiver.url, ACME_WEBHOOK_SECRET: acmeSecret },
+    });
+    try {
+      const acmeJob = await detachedJob(agentd, "for acme", "tok-acme-0123456789abcdef");
+      const globexJob = await detachedJob(agentd, "for globex", "tok-globex-0123456789abcdef");
+      const [toAcme] = await until("acme's delivery", () => acmeReceiver.received.length > 0 && acmeReceiver.received);
+      const [toServer] = await until(
+        "globex's delivery",
+        () => serverReceiver.received.length > 0 && serverReceiver.received,
+      );
+      expect([toAcme!.headers["webhook-id"], toServer!.headers["webhook-id"]]).toEqual([
+        `msg_${acmeJob}`,
+        `msg_${globexJob}`,
+      ]);
+      expect((verifyWebhook(acmeSecret, toAcme!) as { data: { tenant: string } }).data.tenant).toBe("acme");
+      expect(() => verifyWebhook(serverSecret, toAcme!)).toThrow();
+      expect((verifyWebhook(serverSecret, toServer!) as { data: { tenant: string } }).data.tenant).toBe("globex");
+      const listed = await clientWithToken(agentd.baseUrl, "tok-acme-0123456789abcdef").listWebhookDeliveries({});
+      expect(listed.deliveries.map((d) => [d.snapshotId, d.url])).toEqual([[acmeJob, acmeReceiver.url]]);
+      expect(agentd.logs()).not.toContain(acmeSecret);
+    } finally {
+      await agentd.stop();
+      await Promise.all([serverReceiver.close(), acmeReceiver.close()]);
     }
   });
 });

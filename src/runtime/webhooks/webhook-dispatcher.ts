@@ -3,6 +3,7 @@ import type { WebhookEvent, WebhookOutbox } from "../../../stores/webhook-outbox
 import { startPeriodicTask } from "../background/periodic-task.js";
 import { agentdTracer } from "../telemetry/telemetry.js";
 import { reportOutboxLag, webhookInstruments } from "./webhook-metrics.js";
+import type { WebhookEndpoints } from "./webhook-endpoints.js";
 import { sendWebhook, type SendOutcome } from "./webhook-sender.js";
 import { backoffMs, type WebhookSettings } from "./webhook-settings.js";
 import { signWebhook } from "./webhook-signature.js";
@@ -40,6 +41,7 @@ export class WebhookDispatcher {
   constructor(
     private readonly outbox: WebhookOutbox,
     private readonly settings: WebhookSettings,
+    private readonly endpoints: WebhookEndpoints,
     private readonly instance: string,
     private readonly events: DispatchEvents = {},
   ) {}
@@ -121,16 +123,23 @@ export class WebhookDispatcher {
     }
   }
 
-  private post(event: WebhookEvent): Promise<SendOutcome> {
+  /** One signed POST to the tenant's endpoint as it is now; an endpoint that cannot be resolved fails the attempt. */
+  private async post(event: WebhookEvent): Promise<SendOutcome> {
+    let endpoint;
+    try {
+      endpoint = await this.endpoints.resolve(event.tenant);
+    } catch (err) {
+      return { ok: false, error: (err as Error).message };
+    }
     const timestamp = Math.floor(Date.now() / 1000);
     const headers = {
       "content-type": "application/json",
       "user-agent": "agentd-webhooks",
       "webhook-id": event.id,
       "webhook-timestamp": String(timestamp),
-      "webhook-signature": signWebhook(this.settings.keys, event.id, timestamp, event.body),
+      "webhook-signature": signWebhook(endpoint.keys, event.id, timestamp, event.body),
     };
-    return sendWebhook(this.settings.url, headers, event.body, this.settings);
+    return sendWebhook(endpoint.url, headers, event.body, this.settings);
   }
 
   private async record(event: WebhookEvent, outcome: SendOutcome): Promise<void> {

@@ -8,6 +8,7 @@ import type {
 } from "../../../stores/snapshot-store.js";
 import type { WebhookOutbox } from "../../../stores/webhook-outbox.js";
 import { effectiveStatus, type LivenessSettings } from "../sessions/snapshot-liveness.js";
+import type { WebhookEndpoints } from "./webhook-endpoints.js";
 import { markOf, webhookEventOf, webhookIdOf } from "./webhook-event.js";
 
 /** What the relay reports (for logs): an event put into the outbox, or a relay that failed (retried later). */
@@ -28,7 +29,7 @@ export interface RelayEvents {
 export class WebhookRelay {
   constructor(
     private readonly outbox: WebhookOutbox,
-    private readonly url: string,
+    private readonly endpoints: WebhookEndpoints,
     private readonly events: RelayEvents = {},
     private readonly wake: () => void = () => {},
   ) {}
@@ -42,7 +43,11 @@ export class WebhookRelay {
       try {
         const head: SessionHead | undefined = await store.getHead(record.sessionId, ctx);
         const tenant = head?.owner ?? ctx?.tenant ?? "";
-        const event = webhookEventOf({ ...record, webhook: mark }, head, tenant, this.url);
+        const url = await this.endpoints.resolve(tenant).then(
+          (endpoint) => endpoint.display,
+          () => "", // the hook fails now: each attempt resolves the endpoint again
+        );
+        const event = webhookEventOf({ ...record, webhook: mark }, head, tenant, url);
         if (await this.outbox.put(event)) {
           this.events.queued?.(event.id);
           this.wake();

@@ -4,6 +4,7 @@ import { hasWebhookOutbox, type WebhookOutbox } from "../../../stores/webhook-ou
 import type { SettledHook } from "../background/work-takeover.js";
 import { WebhookDispatcher, type DispatchEvents } from "./webhook-dispatcher.js";
 import { displayUrl } from "./webhook-event.js";
+import { WebhookEndpoints, type WebhookEndpointHook } from "./webhook-endpoints.js";
 import { WEBHOOK_DEFAULTS, type WebhookSettings } from "./webhook-settings.js";
 import { WebhookRelay, webhookStore, type RelayEvents } from "./webhook-store.js";
 
@@ -25,6 +26,8 @@ export interface Webhooks {
  * Sets up webhooks on `store` (`raw` is the store itself, `store` the one
  * the registry uses, e.g. traced): fails FAILED_PRECONDITION when the store
  * keeps no webhook outbox. Settings not given take {@link WEBHOOK_DEFAULTS}.
+ * `endpointHook` (an agents module's `webhookEndpoint`) names tenants' own
+ * endpoints; the others' events go to `settings.url`.
  */
 export function startWebhooks(
   raw: SessionStore,
@@ -32,6 +35,7 @@ export function startWebhooks(
   settings: Pick<WebhookSettings, "url" | "keys"> & Partial<WebhookSettings>,
   instance: string,
   events: DispatchEvents & RelayEvents = {},
+  endpointHook?: WebhookEndpointHook,
 ): Webhooks {
   if (!hasWebhookOutbox(raw))
     throw new AgentError(
@@ -40,8 +44,12 @@ export function startWebhooks(
     );
   const full: WebhookSettings = { ...WEBHOOK_DEFAULTS, ...settings };
   const outbox = raw.webhookOutbox();
-  const dispatcher = new WebhookDispatcher(outbox, full, instance, events);
-  const relay = new WebhookRelay(outbox, displayUrl(full.url), events, () => dispatcher.wake());
+  const endpoints = new WebhookEndpoints(
+    { url: full.url, display: displayUrl(full.url), keys: full.keys },
+    endpointHook,
+  );
+  const dispatcher = new WebhookDispatcher(outbox, full, endpoints, instance, events);
+  const relay = new WebhookRelay(outbox, endpoints, events, () => dispatcher.wake());
   return {
     store: webhookStore(store, relay),
     outbox,
