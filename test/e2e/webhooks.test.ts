@@ -101,6 +101,28 @@ describe("webhooks on one instance", () => {
     expect(agentd.logs()).not.toContain("receiver says no");
   });
 
+  it("deleting a session announces session.deleted with its agent, labels and head snapshot", async () => {
+    const client = agentServiceClient(agentd.baseUrl, "grpc");
+    const { output } = await client.run({
+      init: { agent: "assistant", labels: { team: "blue" } },
+      input: textInput("hi"),
+    });
+    expect((await client.deleteSession({ sessionId: output!.sessionId })).deleted).toBe(true);
+    const [delivery] = await until("the delivery", () => receiver.received.length > 0 && receiver.received);
+    const payload = verifyWebhook(secrets[0]!, delivery!) as { type: string; data: Record<string, unknown> };
+    expect(delivery!.headers["webhook-id"]).toBe(`msg_${output!.sessionId}_deleted`);
+    expect([payload.type, payload.data]).toEqual([
+      "session.deleted",
+      expect.objectContaining({
+        agent: "assistant",
+        session_id: output!.sessionId,
+        snapshot_id: output!.snapshotId,
+        status: "deleted",
+        labels: { team: "blue" },
+      }),
+    ]);
+  });
+
   it("a redirect is not followed: the attempt fails and is retried at the configured URL", async () => {
     const elsewhere = await startWebhookReceiver();
     try {

@@ -44,6 +44,7 @@ export class WebhookDispatcher {
     private readonly endpoints: WebhookEndpoints,
     private readonly instance: string,
     private readonly events: DispatchEvents = {},
+    private readonly hold: (event: WebhookEvent) => Promise<string | undefined> = async () => undefined,
   ) {}
 
   /** The lease of a claim: the attempt's timeout plus a margin. */
@@ -127,6 +128,8 @@ export class WebhookDispatcher {
   private async post(event: WebhookEvent): Promise<SendOutcome> {
     let endpoint;
     try {
+      const held = await this.hold(event);
+      if (held) return { ok: false, error: held };
       endpoint = await this.endpoints.resolve(event.tenant);
     } catch (err) {
       return { ok: false, error: (err as Error).message };

@@ -9,6 +9,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "invocation.aborted",
   "invocation.interrupted",
   "invocation.expired",
+  "session.deleted",
 ] as const;
 
 /** The event type of detached work that ended with `status` and `finishReason`. */
@@ -81,6 +82,48 @@ export function webhookEventOf<S>(
     state: "pending",
     attempts: 0,
     nextAttemptAt: mark.at,
+  };
+}
+
+/**
+ * The outbox event of deleting the session of `head` (queued just before the
+ * deletion; see `WebhookRelay.sessionDeleted`): the payload's `snapshot_id`
+ * is the session's head snapshot, `status` is `deleted`, `usage` the
+ * session's totals.
+ */
+export function sessionDeletedEventOf(head: SessionHead, url: string, now: number): WebhookEvent {
+  const type = "session.deleted";
+  const data = {
+    agent: head.agent,
+    session_id: head.sessionId,
+    snapshot_id: head.headSnapshotId,
+    status: "deleted",
+    finish_reason: "",
+    error: null,
+    usage: head.usage
+      ? {
+          input_tokens: head.usage.inputTokens,
+          output_tokens: head.usage.outputTokens,
+          total_tokens: head.usage.totalTokens,
+        }
+      : null,
+    tenant: head.owner,
+    labels: head.labels ?? {},
+  };
+  return {
+    id: `msg_${head.sessionId}_deleted`,
+    type,
+    tenant: head.owner,
+    agent: head.agent,
+    sessionId: head.sessionId,
+    snapshotId: head.headSnapshotId,
+    createdAt: now,
+    body: JSON.stringify({ type, timestamp: new Date(now).toISOString(), data }),
+    url,
+    state: "pending",
+    attempts: 0,
+    // Due a moment after the deletion it precedes; the dispatcher also holds it while the head exists.
+    nextAttemptAt: now + 1_000,
   };
 }
 

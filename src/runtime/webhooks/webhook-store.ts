@@ -9,7 +9,7 @@ import type {
 import type { WebhookOutbox } from "../../../stores/webhook-outbox.js";
 import { effectiveStatus, type LivenessSettings } from "../sessions/snapshot-liveness.js";
 import type { WebhookEndpoints } from "./webhook-endpoints.js";
-import { markOf, webhookEventOf, webhookIdOf } from "./webhook-event.js";
+import { markOf, sessionDeletedEventOf, webhookEventOf, webhookIdOf } from "./webhook-event.js";
 
 /** What the relay reports (for logs): an event put into the outbox, or a relay that failed (retried later). */
 export interface RelayEvents {
@@ -63,6 +63,22 @@ export class WebhookRelay {
   }
 
   /**
+   * Queues the `session.deleted` event of `head` just before its deletion
+   * (so a process dying in between loses nothing); the dispatcher holds it
+   * while the session's head still exists (a deletion that failed), and gives
+   * up on it after the retry period. Rejects with the store's error (the
+   * deletion then does not happen).
+   */
+  async sessionDeleted(head: SessionHead): Promise<void> {
+    const url = await this.endpoints.resolve(head.owner).then(
+      (endpoint) => endpoint.display,
+      () => "",
+    );
+    const event = sessionDeletedEventOf(head, url, Date.now());
+    if (await this.outbox.put(event)) this.events.queued?.(event.id);
+  }
+
+  /**
    * The takeover pass's hook for a head whose lapsed lease it is about to
    * drop (its row is no longer pending, or reads as expired): relays the
    * row's mark, after writing an `invocation.expired` mark on a detached row
@@ -98,7 +114,8 @@ export class WebhookRelay {
  * row's webhook mark in that same write, and once written the event is
  * relayed to the outbox before `updateRecord` resolves (a relay failure
  * rejects it: the caller's lease then stays and the takeover pass relays
- * later). Every other method is the store's own.
+ * later). `deleteSession` queues the session's `session.deleted` event
+ * first. Every other method is the store's own.
  */
 export function webhookStore<S, T extends SessionStore<S>>(store: T, relay: WebhookRelay): T {
   const updateRecord = async (
@@ -116,9 +133,15 @@ export function webhookStore<S, T extends SessionStore<S>>(store: T, relay: Webh
     if (row?.webhook && row.status !== "pending") await relay.relay(store, row, ctx);
     return row;
   };
+  const deleteSession = async (sessionId: string, ctx?: StoreCallContext): Promise<boolean> => {
+    const head = await store.getHead(sessionId, ctx);
+    if (head) await relay.sessionDeleted(head);
+    return store.deleteSession!(sessionId, ctx);
+  };
   return new Proxy(store, {
     get(target, property, receiver) {
       if (property === "updateRecord") return updateRecord;
+      if (property === "deleteSession" && typeof target.deleteSession === "function") return deleteSession;
       const value: unknown = Reflect.get(target, property, receiver);
       return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },

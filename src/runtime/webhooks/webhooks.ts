@@ -1,6 +1,6 @@
 import { AgentError } from "../../errors/agent-error.js";
 import type { SessionStore } from "../../../stores/snapshot-store.js";
-import { hasWebhookOutbox, type WebhookOutbox } from "../../../stores/webhook-outbox.js";
+import { hasWebhookOutbox, type WebhookEvent, type WebhookOutbox } from "../../../stores/webhook-outbox.js";
 import type { SettledHook } from "../background/work-takeover.js";
 import { WebhookDispatcher, type DispatchEvents } from "./webhook-dispatcher.js";
 import { displayUrl } from "./webhook-event.js";
@@ -48,7 +48,12 @@ export function startWebhooks(
     { url: full.url, display: displayUrl(full.url), keys: full.keys },
     endpointHook,
   );
-  const dispatcher = new WebhookDispatcher(outbox, full, endpoints, instance, events);
+  // A session.deleted event waits until its session's head is gone (the deletion it precedes completed).
+  const hold = async (event: WebhookEvent): Promise<string | undefined> =>
+    event.type === "session.deleted" && (await raw.getHead(event.sessionId, { tenant: event.tenant }))
+      ? "held: the session still exists (its deletion has not completed)"
+      : undefined;
+  const dispatcher = new WebhookDispatcher(outbox, full, endpoints, instance, events, hold);
   const relay = new WebhookRelay(outbox, endpoints, events, () => dispatcher.wake());
   return {
     store: webhookStore(store, relay),
