@@ -63,6 +63,23 @@ export class WebhookRelay {
   }
 
   /**
+   * Keeps relaying `record`'s event in the background after {@link relay}
+   * failed (the ending write is done, so its caller is not failed): every
+   * 5 s, doubling up to 5 min, 12 tries (about half an hour). Should the
+   * process die meanwhile while the worker's lease is still on the head, the
+   * takeover pass relays it; once the lease is released, it is lost with the
+   * process (logged by `relayFailed`).
+   */
+  later<S>(store: SessionStore<S>, record: SnapshotRecord<S>, ctx: StoreCallContext | undefined, attempt = 0): void {
+    if (attempt >= 12) return;
+    const timer = setTimeout(
+      () => void this.relay(store, record, ctx).catch(() => this.later(store, record, ctx, attempt + 1)),
+      Math.min(300_000, 5_000 * 2 ** attempt),
+    );
+    timer.unref();
+  }
+
+  /**
    * Queues the `session.deleted` event of `head` just before its deletion
    * (so a process dying in between loses nothing); the dispatcher holds it
    * while the session's head still exists (a deletion that failed), and gives
@@ -112,9 +129,8 @@ export class WebhookRelay {
  * `store` with webhook marks: every `updateRecord` that ends detached work
  * (a pending row with work turning completed, failed or aborted) writes the
  * row's webhook mark in that same write, and once written the event is
- * relayed to the outbox before `updateRecord` resolves (a relay failure
- * rejects it: the caller's lease then stays and the takeover pass relays
- * later). `deleteSession` queues the session's `session.deleted` event
+ * relayed to the outbox before `updateRecord` resolves (a relay that fails
+ * is retried in the background: see {@link WebhookRelay.later}). `deleteSession` queues the session's `session.deleted` event
  * first. Every other method is the store's own.
  */
 export function webhookStore<S, T extends SessionStore<S>>(store: T, relay: WebhookRelay): T {
@@ -130,7 +146,8 @@ export function webhookStore<S, T extends SessionStore<S>>(store: T, relay: Webh
       return mark ? { ...next, webhook: mark } : next;
     };
     const row = await store.updateRecord(snapshotId, marking, ctx);
-    if (row?.webhook && row.status !== "pending") await relay.relay(store, row, ctx);
+    if (row?.webhook && row.status !== "pending")
+      await relay.relay(store, row, ctx).catch(() => relay.later(store, row, ctx));
     return row;
   };
   const deleteSession = async (sessionId: string, ctx?: StoreCallContext): Promise<boolean> => {
