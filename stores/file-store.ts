@@ -1,3 +1,5 @@
+import { FileWebhookOutbox } from "./file/webhook-outbox.js";
+import type { WebhookOutbox } from "./webhook-outbox.js";
 import { constants, existsSync, mkdirSync } from "node:fs";
 import { access } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -86,6 +88,7 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   private readonly preparedBases = new Set<string>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private readonly chunkLogs: FileChunkLogs;
+  private webhooks: FileWebhookOutbox | undefined;
   /** The sweep run when the store opened (tests, diagnostics); never rejects. */
   readonly debrisSwept: Promise<DebrisSweepResult>;
 
@@ -137,6 +140,11 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
   }
 
   /** Health probe: the store directory exists and is writable. */
+  /** The webhook outbox in `<dir>/webhooks/`, shared by every process using the directory (see `FileWebhookOutbox`). */
+  webhookOutbox(): WebhookOutbox {
+    return (this.webhooks ??= new FileWebhookOutbox(this.root));
+  }
+
   async ping(): Promise<void> {
     try {
       await access(this.root, constants.W_OK);

@@ -1,3 +1,5 @@
+import { MemoryWebhookOutbox } from "./memory-webhook-outbox.js";
+import type { WebhookOutbox } from "./webhook-outbox.js";
 import type { ChunkLog, ChunkLogKey, StoredChunk } from "./chunk-log.js";
 import { deepFreeze } from "./ledger/frozen-value.js";
 import { MemoryChunkLogs } from "./memory-chunk-log.js";
@@ -51,6 +53,12 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
   private readonly bySession = new Map<string, SnapshotRecord<S>[]>();
   private readonly subscribers = new StatusSubscribers();
   private readonly chunkLogs = new MemoryChunkLogs();
+  private readonly webhooks = new MemoryWebhookOutbox();
+
+  /** The webhook outbox of this process (see `WebhookOutbox`; lost with the process, like the sessions). */
+  webhookOutbox(): WebhookOutbox {
+    return this.webhooks;
+  }
 
   /** The session's head (frozen), or undefined. */
   async getHead(sessionId: string, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {

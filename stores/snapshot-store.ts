@@ -184,6 +184,22 @@ export interface SnapshotRecord<S = unknown> extends Omit<SessionSnapshot<S>, "s
   requestId?: string;
   /** SHA-256 (hex) of that input's canonical JSON without its request ID: tells a retry from a reused ID. */
   requestFingerprint?: string;
+  /**
+   * Set (with `--webhook-url`) by the write that ended the row's detached
+   * work, in that same write: the webhook event it owes. Stored and returned
+   * as its JSON, like `work`; never sent to clients.
+   */
+  webhook?: RecordWebhookMark;
+}
+
+/** The webhook event a record owes (see {@link SnapshotRecord.webhook}). */
+export interface RecordWebhookMark {
+  /** The event's `webhook-id`. */
+  id: string;
+  /** The event type, e.g. `invocation.completed`. */
+  type: string;
+  /** When the work ended (epoch ms). */
+  at: number;
 }
 
 /** A page request for {@link SessionStore.listRecords}. */

@@ -9,6 +9,7 @@ require (
 	connectrpc.com/otelconnect v0.12.0
 	github.com/agentd-dev/agentd/gen/go v0.1.0
 	github.com/evanphx/json-patch/v5 v5.9.11
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0

@@ -4,6 +4,7 @@ import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from "../server/conn
 import { DEFAULT_GRACE_MS, DEFAULT_MAX_MESSAGE_BYTES } from "../server/server.js";
 import type { BusyPolicy } from "../types/session-state.js";
 import { fairShareConfig, FAIR_SHARE_OPTIONS, FAIR_SHARE_USAGE, type FairShareConfig } from "./fair-share-args.js";
+import { webhookConfig, WEBHOOK_OPTIONS, WEBHOOK_USAGE, type WebhookConfig } from "./webhook-args.js";
 
 /** Everything `agentd serve` is configured with. */
 export interface ServeConfig {
@@ -72,6 +73,8 @@ export interface ServeConfig {
   pageTokenSecretFile?: string;
   /** `--inspector`: serve the inspector (a browser UI, a client of the API) at /inspector/ on the same port. */
   inspector: boolean;
+  /** The webhook flags, when `--webhook-url` is given. */
+  webhook?: WebhookConfig;
 }
 
 /** The security flags of `agentd serve`. */
@@ -164,7 +167,7 @@ Options:
   --max-connections <n>       open connections at most; more are closed at once (default ${DEFAULT_CONNECTION_LIMITS.maxConnections})
   --max-concurrent-streams <n>
                               HTTP/2 streams (calls) open at once per connection (default ${DEFAULT_CONNECTION_LIMITS.maxConcurrentStreams})
-${FAIR_SHARE_USAGE}Observability (OpenTelemetry; see "Observability" in the README):
+${FAIR_SHARE_USAGE}${WEBHOOK_USAGE}Observability (OpenTelemetry; see "Observability" in the README):
   --otel                      export traces and metrics by OTLP; also on when OTEL_EXPORTER_OTLP_ENDPOINT
                               is set. Configured by the standard OTEL_* variables (protocol, service
                               name, sampler, batch delay, metric interval, ...)
@@ -278,6 +281,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "metrics-token-file": { type: "string" },
         "page-token-secret-file": { type: "string" },
         ...FAIR_SHARE_OPTIONS,
+        ...WEBHOOK_OPTIONS,
         "auth-tokens": { type: "string" },
         "auth-jwks": { type: "string" },
         "auth-audience": { type: "string" },
@@ -351,6 +355,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     (message) => new UsageError(message),
   );
 
+  const webhook = webhookConfig(values, duration, (message) => new UsageError(message));
+
   return {
     kind: "serve",
     config: {
@@ -408,6 +414,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       ...metricsEndpointFlags(values),
       ...(fairShare ? { fairShare } : {}),
       ...(values["page-token-secret-file"] ? { pageTokenSecretFile: values["page-token-secret-file"] } : {}),
+      ...(webhook ? { webhook } : {}),
     },
   };
 }

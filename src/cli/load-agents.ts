@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { isAgent, type Agent } from "../runtime/agents/agent.js";
 import type { Authenticate } from "../server/auth/authenticator.js";
+import type { WebhookEndpointHook } from "../runtime/webhooks/webhook-endpoints.js";
 
 /** An agents module that cannot be used; the message names the module and the fix. */
 export class AgentModuleError extends Error {
@@ -39,6 +40,8 @@ export interface LoadedModules {
   sources: string[];
   /** Each module's `authenticate` export, in module order. */
   authenticators: Authenticate[];
+  /** The `webhookEndpoint` export (per-tenant webhook endpoints), when a module has one. */
+  webhookEndpoint?: WebhookEndpointHook;
 }
 
 /**
@@ -55,6 +58,7 @@ export async function loadAgentModules(
   const agents: Agent<unknown>[] = [];
   const sources: string[] = [];
   const authenticators: Authenticate[] = [];
+  let webhookEndpoint: WebhookEndpointHook | undefined;
   for (const specifier of specifiers) {
     const looksLikePath = specifier.startsWith(".") || isAbsolute(specifier) || /\.[cm]?[jt]sx?$/.test(specifier);
     let target = specifier;
@@ -80,7 +84,15 @@ export async function loadAgentModules(
         `agents module "${specifier}" exports "authenticate" that is not a function (request) => Principal | null`,
       );
     }
-    if (exported.length === 0 && authenticate === undefined) {
+    const endpointHook = namespace.webhookEndpoint;
+    if (endpointHook !== undefined) {
+      if (typeof endpointHook !== "function" || webhookEndpoint !== undefined)
+        throw new AgentModuleError(
+          `agents module "${specifier}" exports "webhookEndpoint" that is not a function (tenant) => {url, secrets} | undefined, or another module already does`,
+        );
+      webhookEndpoint = endpointHook as WebhookEndpointHook;
+    }
+    if (exported.length === 0 && authenticate === undefined && endpointHook === undefined) {
       throw new AgentModuleError(
         `agents module "${specifier}" exports no agents: export Agent instances (e.g. from defineCustomAgent) as default, an array, or named exports`,
       );
@@ -89,7 +101,7 @@ export async function loadAgentModules(
     sources.push(...exported.map(() => specifier));
     if (authenticate !== undefined) authenticators.push(authenticate as Authenticate);
   }
-  return { agents, sources, authenticators };
+  return { agents, sources, authenticators, ...(webhookEndpoint ? { webhookEndpoint } : {}) };
 }
 
 /**

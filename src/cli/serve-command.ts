@@ -20,6 +20,8 @@ import { CoalescedLogDestination } from "./coalesced-log-destination.js";
 import { setUpSecurity } from "./security-setup.js";
 import { startTelemetry, type TelemetryHandle } from "./telemetry-setup.js";
 import { traceSessionStore } from "../runtime/telemetry/traced-store.js";
+import { setUpWebhooks } from "./webhook-setup.js";
+import type { Webhooks } from "../runtime/webhooks/webhooks.js";
 
 /** A started `agentd serve`: the server plus what shutdown must release. */
 export interface ServeInstance {
@@ -69,6 +71,7 @@ export async function startServe(
   const inspector = config.inspector ? await loadInspectorAssets() : undefined;
   let store: SessionStore | undefined;
   let telemetry: TelemetryHandle | undefined;
+  let webhooks: Webhooks | undefined;
   try {
     telemetry = await startTelemetry(
       {
@@ -81,10 +84,14 @@ export async function startServe(
     );
     store = await openStoreFromUri(config.store, { logger });
     await checkStoreAtStart(store, logger);
+    // With telemetry on, every store operation gets a span and a duration.
+    const servedStore = telemetry ? traceSessionStore(store, storeKind(config.store)) : store;
+    webhooks = config.webhook
+      ? setUpWebhooks(config.webhook, store, servedStore, config.instanceId, logger, modules.webhookEndpoint)
+      : undefined;
     const registry = new AgentRegistry({
       telemetry: telemetry !== undefined,
-      // With telemetry on, every store operation gets a span and a duration.
-      defaultStore: telemetry ? traceSessionStore(store, storeKind(config.store)) : store,
+      defaultStore: webhooks?.store ?? servedStore,
       echoDelayMs: config.echoDelayMs,
       liveness: {
         ...(config.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: config.heartbeatIntervalMs } : {}),
@@ -123,7 +130,10 @@ export async function startServe(
       maxMessageBytes: config.maxMessageBytes,
       corsOrigins: config.corsOrigins,
       ...(config.connectionLimits !== undefined ? { connectionLimits: config.connectionLimits } : {}),
-      registerAgentService: agentServiceRoutes(registry, { pageTokens }),
+      registerAgentService: agentServiceRoutes(registry, {
+        pageTokens,
+        ...(webhooks ? { webhooks: webhooks.outbox } : {}),
+      }),
       ...(config.fairShare ? { fairShare: config.fairShare } : {}),
       auth: security.auth,
       ...(security.tls ? { tls: security.tls } : {}),
@@ -164,8 +174,10 @@ export async function startServe(
     const stopTakeover = config.takeover
       ? registry.startWorkTakeover(({ error }) => {
           if (error) logger.warn({ err: error }, "looking for detached work of dead instances failed");
-        })
+        }, webhooks?.settled)
       : async () => {};
+    webhooks?.start();
+    const openWebhooks = webhooks;
     const openStore = store;
     const openTelemetry = telemetry;
     let stopping: Promise<void> | undefined;
@@ -178,6 +190,7 @@ export async function startServe(
         ]);
         if (cancelled > 0) logger.warn({ cancelled }, "background work cancelled at shutdown (rows stay pending)");
         await stopSweeper();
+        await openWebhooks?.stop();
         await openStore.close?.();
         await openTelemetry?.shutdown();
       })();
@@ -196,6 +209,7 @@ export async function startServe(
     };
     return { server, registry, logger, stop, reload };
   } catch (err) {
+    await webhooks?.stop();
     await store?.close?.().catch(() => undefined);
     await telemetry?.shutdown();
     throw err;

@@ -26,6 +26,8 @@ import { annotateCall } from "./call-log.js";
 import { chatResponses, sendInput } from "./chat-stream.js";
 import { beforeLargeOutput } from "./large-output.js";
 import { PageTokens } from "./page-tokens.js";
+import { listWebhookDeliveries } from "./webhook-deliveries.js";
+import type { WebhookOutbox } from "../../stores/webhook-outbox.js";
 import {
   agentInfoToWire,
   agentInitFromWire,
@@ -220,6 +222,9 @@ export function agentServiceRoutes(
         return create(DeleteSessionResponseSchema, { deleted });
       },
 
+      listWebhookDeliveries: (request, ctx) =>
+        listWebhookDeliveries(options.webhooks, request, callerOf(ctx).storeContext.tenant, pageTokens),
+
       async listAgents() {
         return create(ListAgentsResponseSchema, {
           agents: registry.list().map((a) => agentInfoToWire(a.descriptor())),
@@ -237,6 +242,8 @@ export interface AgentServiceOptions {
    * `PageTokens.fromSecret(...)` (`--page-token-secret-file`).
    */
   pageTokens?: PageTokens;
+  /** The webhook outbox ListWebhookDeliveries reads; unset: webhooks are off (FAILED_PRECONDITION). */
+  webhooks?: WebhookOutbox;
 }
 
 /**

@@ -1,3 +1,5 @@
+import { MongoWebhookOutbox } from "./webhook-outbox.js";
+import type { WebhookOutbox } from "../webhook-outbox.js";
 import { randomUUID } from "node:crypto";
 import { MongoClient, type Db } from "mongodb";
 import { AgentError } from "../../src/errors/agent-error.js";
@@ -100,6 +102,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   private closed = false;
   private readonly orphanScan: OrphanScan;
   private readonly chunkLogs: ChunkCollection;
+  private webhooks: MongoWebhookOutbox | undefined;
   /**
    * One line per consistency setting of the URI (or the given client) that is
    * weaker than the store's default (w other than majority, journal=false,
@@ -181,6 +184,11 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    */
   async ready(): Promise<void> {
     await this.open();
+  }
+
+  /** The webhook outbox in `<prefix>webhook_outbox` (see `MongoWebhookOutbox`). */
+  webhookOutbox(): WebhookOutbox {
+    return (this.webhooks ??= new MongoWebhookOutbox(this.db, this.config.collectionPrefix ?? ""));
   }
 
   /** The driver client the store uses (diagnostics, command monitoring); closing it is the store's job. */

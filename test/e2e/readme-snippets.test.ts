@@ -26,7 +26,9 @@
  *   no `AgentClient`, `client = AgentClient(<server>)` come first.
  */
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -35,6 +37,8 @@ import { agentServiceClient } from "../harness/wire-clients.js";
 import { readmeCodeBlocks, type ReadmeCodeBlock } from "./readme-commands.js";
 
 const README_ADDRESS = "127.0.0.1:50051";
+/** The webhook receivers' port in the README; the test server sends its webhooks to a free port instead. */
+const README_RECEIVER_PORT = 8080;
 const SNIPPETS_DIR = join(REPO_ROOT, ".cache");
 const TSX = join(REPO_ROOT, "node_modules/.bin/tsx");
 const PYTHON = join(REPO_ROOT, ".tools/venv/bin/python");
@@ -63,16 +67,45 @@ const EXPECTED_OUTPUT: Record<string, RegExp[]> = {
   "Sessions: list, label, delete, expire/python": [/ 1\n/],
   "Tracing a call across services/go": [/echo: hello traced trace [0-9a-f]{32}/],
   "Tracing a call across services/python": [/echo: hello traced trace [0-9a-f]{32}/],
+  "Webhooks: background work announces its end/ts": [/^verified invocation\.\w+$/m],
+  "Webhooks: background work announces its end/go": [/^verified msg_[\w-]+$/m],
+  "Webhooks: background work announces its end/python": [/^verified invocation\.\w+$/m],
 };
 
 const blocks = readmeCodeBlocks("ts", "go", "python");
 let server: AgentdProcess;
 let workDir: string;
+let receiverPort: number;
+
+/** A port free now (the Webhooks section's receivers listen on it in turn). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+    probe.on("error", reject);
+  });
+}
 
 beforeAll(async () => {
   mkdirSync(SNIPPETS_DIR, { recursive: true });
   workDir = mkdtempSync(join(SNIPPETS_DIR, "readme-snippets-"));
-  server = await startAgentd();
+  // The Webhooks section's receivers read the secret from AGENTD_WEBHOOK_SECRET (the snippets inherit the environment).
+  const secret = `whsec_${randomBytes(32).toString("base64")}`;
+  const secretFile = join(workDir, "webhook-secrets");
+  writeFileSync(secretFile, `${secret}\n`);
+  process.env.AGENTD_WEBHOOK_SECRET = secret;
+  receiverPort = await freePort();
+  server = await startAgentd({
+    args: [
+      "--webhook-url",
+      `http://127.0.0.1:${receiverPort}/`,
+      "--webhook-secret-file",
+      secretFile,
+      "--webhook-allow-private",
+    ],
+  });
 });
 afterAll(async () => {
   await server?.stop();
@@ -113,7 +146,11 @@ function exec(
 }
 
 function withServerAddress(code: string): string {
-  return code.replaceAll(README_ADDRESS, server.target);
+  return code
+    .replaceAll(README_ADDRESS, server.target)
+    .replaceAll(`127.0.0.1:${README_RECEIVER_PORT}`, `127.0.0.1:${receiverPort}`)
+    .replaceAll(`listen(${README_RECEIVER_PORT},`, `listen(${receiverPort},`)
+    .replaceAll(`("127.0.0.1", ${README_RECEIVER_PORT})`, `("127.0.0.1", ${receiverPort})`);
 }
 
 /** The README's imports of the package, pointed at this checkout's sources. */
@@ -184,6 +221,9 @@ const GO_IMPORTS: [RegExp, string][] = [
   [/\botel\./, '"go.opentelemetry.io/otel"'],
   [/\bpropagation\./, '"go.opentelemetry.io/otel/propagation"'],
   [/\bsdktrace\./, 'sdktrace "go.opentelemetry.io/otel/sdk/trace"'],
+  [/\bhttp\./, '"net/http"'],
+  [/\bio\./, '"io"'],
+  [/\bstandardwebhooks\./, 'standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"'],
 ];
 
 async function runGo(block: ReadmeCodeBlock): Promise<string> {
@@ -197,6 +237,7 @@ async function runGo(block: ReadmeCodeBlock): Promise<string> {
     "require (",
     "\tgithub.com/agentd-dev/agentd/clients/go v0.0.0",
     "\tgithub.com/agentd-dev/agentd/gen/go v0.0.0",
+    "\tgithub.com/standard-webhooks/standard-webhooks/libraries v0.0.1",
     ")",
     "",
     `replace github.com/agentd-dev/agentd/clients/go => ${join(REPO_ROOT, "clients/go")}`,

@@ -10,6 +10,7 @@ import { describeRecords } from "./conformance-records.js";
 import { describeRequests } from "./conformance-requests.js";
 import { describeStatus } from "./conformance-status.js";
 import { describeWriters } from "./conformance-writers.js";
+import { describeWebhookOutbox } from "./conformance-webhooks.js";
 import { describeOwnership } from "./ownership-conformance.js";
 import type { SharedStoreDescriptor } from "./shared-store.js";
 import { checkpointRecord, commitRecord, counterState, pendingRecord, type CounterState } from "./snapshot-factory.js";
@@ -91,6 +92,7 @@ export function runStoreConformance(
     describeLifecycle(fresh);
     describeLeasedHeads(fresh, options);
     describeChunks(fresh, name, options);
+    describeWebhookOutbox(fresh);
   });
 }
 

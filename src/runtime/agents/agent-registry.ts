@@ -11,7 +11,7 @@ import { sessionSettings, type SessionSettingsOptions } from "../sessions/sessio
 import type { SessionSettings } from "../sessions/session-settings.js";
 import { telemetryRegistered } from "../telemetry/telemetry.js";
 import { defaultInstanceId } from "../background/instance-id.js";
-import { startWorkTakeover, type TakeoverReport } from "../background/work-takeover.js";
+import { startWorkTakeover, type SettledHook, type TakeoverReport } from "../background/work-takeover.js";
 
 /** Options of an {@link AgentRegistry}. */
 export interface AgentRegistryOptions {
@@ -123,13 +123,16 @@ export class AgentRegistry {
    * heartbeat TTL and runs, in this process, the remaining inputs of each
    * pending row whose worker died, for the agents registered here. `agentd
    * serve` starts it. Returns a stop function that waits for a running pass.
+   * `settled` runs before a lapsed lease of finished work is dropped (the
+   * webhook relay).
    */
-  startWorkTakeover(report: (outcome: TakeoverReport) => void = () => {}): () => Promise<void> {
+  startWorkTakeover(report: (outcome: TakeoverReport) => void = () => {}, settled?: SettledHook): () => Promise<void> {
     return startWorkTakeover(
       {
         stores: () => this.stores(),
         agent: (name) => this.agents.get(name),
         liveness: this.liveness,
+        ...(settled ? { settled } : {}),
       },
       livenessRecheckMs(this.liveness),
       report,

@@ -19,7 +19,21 @@ export interface TakeoverSource {
   /** The agent of that name served here, or undefined. */
   agent(name: string): TakeoverAgent | undefined;
   liveness: LivenessSettings;
+  /**
+   * Called for a head whose lapsed lease is about to be dropped because its
+   * row's work is over (or expired), before the drop; a rejection keeps the
+   * lease for the next pass (the webhook relay uses it: see `WebhookRelay`).
+   */
+  settled?: SettledHook;
 }
+
+/** See {@link TakeoverSource.settled}. */
+export type SettledHook = (
+  store: SessionStore,
+  head: SessionHead,
+  row: NonNullable<Awaited<ReturnType<SessionStore["getRecord"]>>>,
+  liveness: LivenessSettings,
+) => Promise<void>;
 
 /** What a pass reports when it took work over or failed. */
 export interface TakeoverReport {
@@ -71,6 +85,7 @@ async function visit(source: TakeoverSource, store: SessionStore, head: SessionH
     return agent?.store === store ? agent.takeOver(head, row) : false;
   }
   if (head.lease && head.lease.expiresAt <= now && effectiveStatus(row, source.liveness, now) !== "pending") {
+    await source.settled?.(store, head, row, source.liveness);
     await dropLease(store, head, now, ctx);
   }
   return false;
