@@ -141,7 +141,6 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     this.orphanScan = {
       batch: config.orphanScanBatch ?? DEFAULT_ORPHAN_SCAN_BATCH,
       graceMs: config.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
-      cursors: { records: "", chunks: "", streamChunks: "" },
     };
     this.chunkLogs = new ChunkCollection({
       collection: async () => (await this.open()).c.streamChunks,
