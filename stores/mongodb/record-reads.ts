@@ -82,9 +82,12 @@ export class RecordReads<S> {
 
   /**
    * The chain ending at `snapshotId`: the target, then ONE range query for the
-   * session's records between its nearest checkpoint's turn and its own
-   * (served by the `{sessionId, turnIndex}` index), from which parent links
-   * pick the chain. Only the checkpoint at its start has its chunks read.
+   * parent links of the session's records between its nearest checkpoint's
+   * turn and its own (served by the `{sessionId, turnIndex}` index, `_id` and
+   * `parentId` only), then the chain's records by ID: what moves is the chain
+   * plus a few bytes per other record in the range, however many branches
+   * and however big their state. Only the checkpoint at its start has its
+   * chunks read.
    */
   async chain(snapshotId: string): Promise<SnapshotRecord<S>[] | undefined> {
     const targetDoc = await this.records.findOne({ _id: snapshotId });
@@ -95,12 +98,8 @@ export class RecordReads<S> {
       const loaded = await this.complete(targetDoc);
       return loaded ? [loaded.record] : undefined;
     }
-    const docs = await this.records
-      .find({
-        sessionId: targetDoc.sessionId,
-        turnIndex: { $gte: target.record.checkpointTurn, $lte: targetDoc.turnIndex },
-      })
-      .toArray();
+    const ids = await this.chainIds(targetDoc, target.record.checkpointTurn, target.record.depth);
+    const docs = ids.length > 0 ? await this.records.find({ _id: { $in: ids } }).toArray() : [];
     const byId = new Map<string, RecordDocument>(docs.map((d) => [d._id, d]));
     const candidates = docs.filter((d) => d._id !== snapshotId).map((d) => decodeRecord<S>(d).record);
     candidates.push(target.record);
@@ -114,6 +113,27 @@ export class RecordReads<S> {
       chain[0] = loaded.record;
     }
     return chain;
+  }
+
+  /**
+   * The IDs of the chain's ancestors of `target` (at most `depth` of them):
+   * parent links followed through ONE range query on (sessionId, turnIndex)
+   * that projects only `_id` and `parentId`, so the session's other branches
+   * in the range cost a few bytes each, never their state.
+   */
+  private async chainIds(target: RecordDocument, checkpointTurn: number, depth: number): Promise<string[]> {
+    const links = await this.records
+      .find(
+        { sessionId: target.sessionId, turnIndex: { $gte: checkpointTurn, $lte: target.turnIndex } },
+        { projection: { _id: 1, parentId: 1 } },
+      )
+      .toArray();
+    const parentOf = new Map(links.map((d) => [d._id, d.parentId]));
+    const ids: string[] = [];
+    for (let id = target.parentId; id && ids.length < depth && parentOf.has(id); id = parentOf.get(id) ?? null) {
+      ids.push(id);
+    }
+    return ids;
   }
 
   /** The checkpoint at a chain's start was rewritten while it was read: read the chain by single lookups. */
@@ -133,6 +153,8 @@ export class RecordReads<S> {
     const filter: Filter<RecordDocument> = { sessionId };
     if (page?.pageToken) {
       const after = decodePageToken(page.pageToken);
+      // The range bound outside the $or bounds the index scan: a deep page starts where the last one ended.
+      filter.createdAt = { $lte: after.createdAt };
       filter.$or = [
         { createdAt: { $lt: after.createdAt } },
         { createdAt: after.createdAt, _id: { $lt: after.snapshotId } },

@@ -54,6 +54,8 @@ export async function listHeadsPage(heads: Collection<HeadDocument>, query: Sess
   if (q.updatedAfter !== undefined) and.push({ updatedAt: { $gt: q.updatedAfter } });
   and.push({ $or: [{ expiresAt: null }, { expiresAt: { $gt: q.now } }] } as Filter<HeadDocument>);
   if (q.after) {
+    // The range bound outside the $or bounds the index scan: a deep page starts where the last one ended.
+    and.push({ updatedAt: { $lte: q.after.updatedAt } });
     and.push({
       $or: [
         { updatedAt: { $lt: q.after.updatedAt } },
@@ -75,8 +77,9 @@ export async function listHeadsPage(heads: Collection<HeadDocument>, query: Sess
 /**
  * The heads carrying a lease (valid or lapsed), of every owner, the earliest
  * `lease.expiresAt` first (ties: smaller `_id`), at most `limit`: one query on
- * the sparse `{"lease.expiresAt": 1}` index (`$exists` on it lets MongoDB use
- * a sparse index; the `_id` tie-break is sorted over the leased heads only).
+ * the sparse `{"lease.expiresAt": 1, _id: 1}` index (`$exists` on it lets
+ * MongoDB use a sparse index), which also holds the sort: nothing is sorted
+ * in memory.
  * Heads being deleted are left out (as getHead reads them absent); an expired
  * head not yet removed is listed, as getHead returns it.
  */

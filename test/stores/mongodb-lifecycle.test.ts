@@ -331,8 +331,8 @@ describe("mongodb session lifecycle: expiry", () => {
     const ttl = headIndexes.find((i) => JSON.stringify(i.key) === JSON.stringify({ expireAt: 1 }));
     expect(ttl).toMatchObject({ name: "expire_at_ttl", expireAfterSeconds: 0 });
     expect(headIndexes.find((i) => i.name === "owner_updated")?.key).toEqual({ owner: 1, updatedAt: -1, _id: -1 });
-    expect(headIndexes.find((i) => i.name === "lease_expires_at")).toMatchObject({
-      key: { "lease.expiresAt": 1 },
+    expect(headIndexes.find((i) => i.name === "lease_expires_id")).toMatchObject({
+      key: { "lease.expiresAt": 1, _id: 1 },
       sparse: true,
     });
     expect((await db.collection(`${prefix}checkpoint_chunks`).listIndexes().toArray()).map((i) => i.name)).toContain(
@@ -359,7 +359,7 @@ describe("mongodb session lifecycle: expiry", () => {
     const store = storeOn(prefix, { logger });
     await store.ready();
     const names = (await db.collection(`${prefix}heads`).listIndexes().toArray()).map((i) => i.name).sort();
-    expect(names).toEqual(["_id_", "lease_expires_at", "ops_expire", "owner_updated"]);
+    expect(names).toEqual(["_id_", "lease_expires_id", "ops_expire", "owner_updated"]);
     expect(logger.lines.map((l) => l.message)).toEqual([
       expect.stringMatching(
         /"ops_expire".*not a TTL index.*MongoDB does not remove expired heads by itself\. .*collMod.*expireAfterSeconds: 0/,
@@ -555,9 +555,9 @@ describe("mongodb session lifecycle: leased heads", () => {
     await store.close();
   });
 
-  it("uses an operator's plain (not sparse) index on lease.expiresAt as it is", async () => {
+  it("uses an operator's plain (not sparse) index on lease.expiresAt and _id as it is", async () => {
     const prefix = freshPrefix();
-    await db.collection(`${prefix}heads`).createIndex({ "lease.expiresAt": 1 }, { name: "ops_lease" });
+    await db.collection(`${prefix}heads`).createIndex({ "lease.expiresAt": 1, _id: 1 }, { name: "ops_lease" });
     const store = storeOn(prefix);
     await seedTwo(store, "s1", T0, { lease: { invocationId: "inv-1", expiresAt: Date.now() } });
     expect((await store.listLeasedHeads(10)).map((h) => h.sessionId)).toEqual(["s1"]);

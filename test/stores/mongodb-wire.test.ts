@@ -205,6 +205,53 @@ describe("mongodb store: what the driver sends", () => {
   });
 });
 
+describe("mongodb store: bounded reads", () => {
+  /** A delta record `id` on `parentId` at `turnIndex`, whose delta holds `bytes` of text. */
+  const deltaOf = (id: string, parentId: string, turnIndex: number, depth: number, bytes: number): CounterRecord => ({
+    ...pendingRecord("s1", id, { parentId, turnIndex, createdAt: T0 + turnIndex }),
+    status: "completed",
+    delta: {
+      keepMessages: 0,
+      appendMessages: [],
+      customPatch: [{ op: "replace", path: "/n", value: "x".repeat(bytes) }],
+    },
+    depth,
+    deltaBytes: bytes,
+    checkpointTurn: 0,
+  });
+
+  it("reads a chain without moving the state of the session's other branches in its turn range", async () => {
+    const store = monitoredStore();
+    let head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+    // 20 abandoned branches off the root, 100 KB of state each, then the 2-turn chain read (a few bytes of state).
+    for (let b = 0; b < 20; b++) head = await commitRecord(store, head, deltaOf(`branch${b}`, "root", 1, 1, 100_000));
+    head = await commitRecord(store, head, deltaOf("c1", "root", 1, 1, 10));
+    await commitRecord(store, head, deltaOf("c2", "c1", 2, 2, 10));
+    const log = commandLog(store);
+    const chain = await store.getChain("c2");
+    expect(chain?.map((r) => r.snapshotId)).toEqual(["root", "c1", "c2"]);
+    const moved = log.succeeded
+      .filter((e) => e.commandName === "find")
+      .reduce((sum, e) => sum + JSON.stringify(e.reply).length, 0);
+    expect(moved).toBeLessThan(20_000); // the branches' 2 MB of state stay on the server
+    await store.close();
+  });
+
+  it("bounds a deep page's query by the last page's position (keyset range, no scan from the start)", async () => {
+    const store = monitoredStore();
+    let head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+    for (let t = 1; t <= 5; t++)
+      head = await commitRecord(store, head, deltaOf(`d${t}`, t === 1 ? "root" : `d${t - 1}`, t, t, 10));
+    const first = await store.listRecords("s1", { pageSize: 2, includeState: false });
+    const log = commandLog(store);
+    const second = await store.listRecords("s1", { pageSize: 2, includeState: false, pageToken: first.nextPageToken! });
+    expect(second.records.map((r) => r.snapshotId)).toEqual(["d3", "d2"]);
+    const query = log.named("find").find((e) => e.command.sort !== undefined)!;
+    expect(query.command.filter).toMatchObject({ sessionId: "s1", createdAt: { $lte: T0 + 4 } });
+    await store.close();
+  });
+});
+
 describe("mongodb store: record documents", () => {
   it("keeps the state apart from the metadata, and still reads documents that hold the whole record in body", async () => {
     const prefix = freshPrefix();
@@ -297,7 +344,7 @@ describe("mongodb store: indexes", () => {
       "chunk_session",
       "owner_updated",
       "expire_at_ttl",
-      "lease_expires_at",
+      "lease_expires_id",
       "log_sequence",
       "expire_at_ttl",
       "log_session",
