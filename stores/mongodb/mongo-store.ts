@@ -173,7 +173,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
         const c = storeCollections(this.db, this.config.collectionPrefix ?? "");
         await prepareCollections(this.db, c, (message) => this.config.logger?.warn({ store: "mongodb" }, message));
         const chunks = new CheckpointChunks(c.chunks);
-        return { c, chunks, reads: new RecordReads<S>(c.records, chunks, c.heads) };
+        return { c, chunks, reads: new RecordReads<S>(c.records, chunks, c.heads, this.config.listPageStateBytes) };
       })();
       this.opening = attempt;
       attempt.catch(() => {

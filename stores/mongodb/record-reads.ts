@@ -16,6 +16,12 @@ export interface LoadedRecord<S> {
   chunkedJson?: string;
 }
 
+/** Documents per cursor batch of a listing with state (each can be up to 16 MiB): what one round trip holds in memory. */
+const LIST_BATCH_WITH_STATE = 8;
+
+/** Default byte budget of one listing page's state: a page that reaches it ends early, with a next-page token. */
+export const DEFAULT_PAGE_STATE_BYTES = 64 * 1024 * 1024;
+
 /** How often a read retries when a concurrent rewrite replaced the chunks it was loading. */
 const CHUNK_READ_ATTEMPTS = 5;
 
@@ -31,6 +37,8 @@ export class RecordReads<S> {
     private readonly records: Collection<RecordDocument>,
     private readonly chunks: CheckpointChunks,
     private readonly heads: Collection<HeadDocument>,
+    /** A listing page with state ends early once its records' state reaches this many bytes (at least one record). */
+    private readonly pageStateBytes = DEFAULT_PAGE_STATE_BYTES,
   ) {}
 
   /** The record with this ID (checkpoint joined from its chunks), or undefined (also for a record of a commit that did not land). */
@@ -146,6 +154,11 @@ export class RecordReads<S> {
    * last record's createdAt and ID). With `page.includeState === false` the
    * query projects the state away (no checkpoint or delta is transferred, no
    * chunk is read) and the records come without `checkpoint` and `delta`.
+   * Memory-bounded: documents come in cursor batches (8 at a time with
+   * state), and a page with state ends early, with a next-page token, once
+   * its records' state reaches the byte budget (64 MiB by default; at least
+   * one record per page): a caller asking for 1000 records of 16 MiB gets
+   * them over several pages instead of 16 GiB at once.
    */
   async list(sessionId: string, page?: SnapshotPageRequest): Promise<RecordPage<S>> {
     const size = pageSizeOf(page);
@@ -160,24 +173,37 @@ export class RecordReads<S> {
         { createdAt: after.createdAt, _id: { $lt: after.snapshotId } },
       ];
     }
-    const docs = await this.records
+    const cursor = this.records
       .find(filter, withState ? {} : { projection: { state: 0 } })
       .sort({ createdAt: -1, _id: -1 })
       .limit(size + 1)
-      .toArray();
+      .batchSize(withState ? LIST_BATCH_WITH_STATE : size + 1);
     const records: SnapshotRecord<S>[] = [];
     const heads = new Map<string, HeadTokens>();
-    for (const doc of docs.slice(0, size)) {
-      if (!(await this.visible(doc, heads))) continue;
-      if (!withState) {
-        records.push(decodeRecord<S>(doc, false).record);
-        continue;
+    let bytes = 0;
+    let examined = 0;
+    let last: RecordDocument | undefined;
+    try {
+      for await (const doc of cursor) {
+        // A page full, or (with state) over its byte budget: the next page starts after the last record taken.
+        if (examined >= size || (last && bytes >= this.pageStateBytes)) {
+          return { records, nextPageToken: encodePageToken({ createdAt: last!.createdAt, snapshotId: last!._id }) };
+        }
+        last = doc;
+        examined++;
+        if (!(await this.visible(doc, heads))) continue;
+        if (!withState) {
+          records.push(decodeRecord<S>(doc, false).record);
+          continue;
+        }
+        const loaded = await this.complete(doc);
+        if (!loaded) continue;
+        records.push(loaded.record);
+        bytes += Buffer.byteLength(doc.body) + Buffer.byteLength(doc.state ?? "") + (doc.checkpointChunks?.bytes ?? 0);
       }
-      const loaded = await this.complete(doc);
-      if (loaded) records.push(loaded.record);
+    } finally {
+      await cursor.close();
     }
-    if (docs.length <= size) return { records };
-    const last = docs[size - 1]!;
-    return { records, nextPageToken: encodePageToken({ createdAt: last.createdAt, snapshotId: last._id }) };
+    return { records };
   }
 }

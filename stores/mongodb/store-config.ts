@@ -36,6 +36,12 @@ export interface MongoSessionStoreConfig {
    * sooner (the store is down). Default 30 s; 0 disables the retry.
    */
   failoverWindowMs?: number;
+  /**
+   * A `listRecords` page with state ends early (with a next-page token) once
+   * its records' state reaches this many bytes; at least one record per
+   * page. Default 64 MiB.
+   */
+  listPageStateBytes?: number;
   /** Receives the start-up warnings and the change stream's endings and reopens (a pino logger fits). */
   logger?: StoreLogger;
   /**

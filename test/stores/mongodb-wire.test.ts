@@ -237,6 +237,24 @@ describe("mongodb store: bounded reads", () => {
     await store.close();
   });
 
+  it("ends a listing page with state early once its state reaches the byte budget, and pages on to the rest", async () => {
+    const store = monitoredStore(freshPrefix(), server.uri, { listPageStateBytes: 250_000 });
+    let head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+    for (let t = 1; t <= 5; t++)
+      head = await commitRecord(store, head, deltaOf(`d${t}`, t === 1 ? "root" : `d${t - 1}`, t, t, 100_000));
+    const pages: string[][] = [];
+    for (let token: string | undefined, first = true; first || token; first = false) {
+      const page = await store.listRecords("s1", { pageSize: 50, ...(token ? { pageToken: token } : {}) });
+      pages.push(page.records.map((r) => r.snapshotId));
+      token = page.nextPageToken;
+    }
+    expect(pages).toEqual([
+      ["d5", "d4", "d3"],
+      ["d2", "d1", "root"],
+    ]);
+    await store.close();
+  });
+
   it("bounds a deep page's query by the last page's position (keyset range, no scan from the start)", async () => {
     const store = monitoredStore();
     let head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
