@@ -21,6 +21,12 @@ export const STORE_FORMAT_VERSION = 2;
 export interface StoreCallContext {
   /** Tenant identifier (the session owner); empty or unset for the anonymous owner. */
   tenant?: string;
+  /**
+   * The caller's deadline (epoch ms), when it has one: a store that retries
+   * across a failover (MongoDB) gives up by then. Unset: the store's own
+   * retry budget applies.
+   */
+  deadline?: number;
 }
 
 /** The invocation that holds a session (see the busy-session policy). */

@@ -22,6 +22,7 @@ export class StatusChannel implements AsyncIterable<SnapshotStatus> {
   private readonly queue: SnapshotStatus[] = [];
   private wake: (() => void) | undefined;
   private closed = false;
+  private failure: Error | undefined;
   private readonly onAbort = (): void => this.close();
 
   /**
@@ -55,6 +56,17 @@ export class StatusChannel implements AsyncIterable<SnapshotStatus> {
     return true;
   }
 
+  /**
+   * Ends the iterable with `err` (after the statuses already queued) and
+   * releases the subscription: the store can no longer deliver (e.g. its
+   * change stream failed for good). No-op once closed.
+   */
+  fail(err: Error): void {
+    if (this.closed) return;
+    this.failure = err;
+    this.close();
+  }
+
   /** Ends the iterable and releases the subscription. Idempotent. */
   close(): void {
     if (this.closed) return;
@@ -71,7 +83,10 @@ export class StatusChannel implements AsyncIterable<SnapshotStatus> {
           yield this.queue.shift()!;
           continue;
         }
-        if (this.closed) return;
+        if (this.closed) {
+          if (this.failure) throw this.failure;
+          return;
+        }
         await new Promise<void>((resolve) => {
           this.wake = resolve;
         });

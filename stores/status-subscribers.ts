@@ -50,6 +50,11 @@ export class StatusSubscribers {
     for (const channel of this.byId.get(snapshotId) ?? []) channel.push(observation);
   }
 
+  /** Ends every channel with `err` (see StatusChannel.fail); each one is removed through its owner's `onClose`. */
+  failAll(err: Error): void {
+    for (const set of [...this.byId.values()]) for (const channel of [...set]) channel.fail(err);
+  }
+
   /** Closes every channel (each one's close removes it through its owner's `onClose`). */
   closeAll(): void {
     for (const set of [...this.byId.values()]) for (const channel of [...set]) channel.close();

@@ -12,6 +12,7 @@ import type { FinishReason } from "../types/snapshot.js";
 import { usageOf, type Usage } from "../types/usage.js";
 import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from "./model.js";
 import { mapProviderError } from "./provider-errors.js";
+import { generationCancelled } from "./generation-cancelled.js";
 
 /** Default per-call deadline of hosted models (ms); override with config `timeoutMs`. */
 export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
@@ -98,7 +99,7 @@ export class AiSdkModel implements Model {
         } else if (part.type === "error") {
           failure = part.error;
         } else if (part.type === "abort") {
-          failure = signal.reason ?? new AgentError("CANCELLED", "generation cancelled");
+          failure = generationCancelled(signal);
         }
       }
     } catch (err) {
@@ -112,7 +113,7 @@ export class AiSdkModel implements Model {
         `model "${this.name}" did not answer within ${timeoutMs} ms (set config.timeoutMs to wait longer)`,
       );
     }
-    if (options.signal.aborted) throw new AgentError("CANCELLED", "generation cancelled");
+    if (options.signal.aborted) throw generationCancelled(options.signal);
     if (failure !== undefined) throw mapProviderError(failure, this.name);
     if (content.length === 0) content.push({ text: "" });
     return { message: { role: "model", content }, finishReason, ...(usage ? { usage } : {}) };

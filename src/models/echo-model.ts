@@ -1,7 +1,7 @@
-import { AgentError } from "../errors/agent-error.js";
 import { messageText, type Message } from "../types/content.js";
 import type { Usage } from "../types/usage.js";
 import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from "./model.js";
+import { generationCancelled } from "./generation-cancelled.js";
 
 /** A reply this long (UTF-16 code units) ends its generation in a later event-loop turn (see generate). */
 const LARGE_REPLY_CHARS = 64 * 1024;
@@ -122,7 +122,7 @@ function* pieces(text: string): Generator<string> {
 }
 
 function throwIfAborted(signal: AbortSignal): void {
-  if (signal.aborted) throw new AgentError("CANCELLED", "generation cancelled");
+  if (signal.aborted) throw generationCancelled(signal);
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

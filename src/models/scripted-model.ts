@@ -1,8 +1,8 @@
-import { AgentError } from "../errors/agent-error.js";
 import { messageText, type Message, type Part, type ToolRequest } from "../types/content.js";
 import type { FinishReason } from "../types/snapshot.js";
 import { splitIntoChunks } from "./echo-model.js";
 import { toolRequestsOf, type Model, type ModelCallOptions, type ModelRequest, type ModelResponse } from "./model.js";
+import { generationCancelled } from "./generation-cancelled.js";
 
 /** One scripted answer: text, tool requests (refs are filled in when absent), or both. */
 export interface ScriptedReply {
@@ -100,5 +100,5 @@ export class ScriptedModel implements Model {
 }
 
 function throwIfAborted(signal: AbortSignal): void {
-  if (signal.aborted) throw new AgentError("CANCELLED", "generation cancelled");
+  if (signal.aborted) throw generationCancelled(signal);
 }

@@ -91,7 +91,7 @@ export function agentServiceRoutes(
         annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId, sessionId: request.sessionId });
         const agent = registry.get(request.agent);
         const ref = { snapshotId: optionalString(request.snapshotId), sessionId: optionalString(request.sessionId) };
-        const snapshot = await agent.getSnapshot(ref, callerOf(ctx));
+        const snapshot = await agent.getSnapshot(ref, unaryCallerOf(ctx));
         annotateCall(ctx, { snapshotId: snapshot.snapshotId, sessionId: snapshot.sessionId });
         return create(GetSnapshotResponseSchema, { snapshot: snapshotToWire(snapshot) });
       },
@@ -99,7 +99,7 @@ export function agentServiceRoutes(
       async listSnapshots(request, ctx) {
         annotateCall(ctx, { agent: request.agent, sessionId: request.sessionId });
         const agent = registry.get(request.agent);
-        const caller = callerOf(ctx);
+        const caller = unaryCallerOf(ctx);
         const scope = ["snapshots", caller.principal.tenant, request.agent, request.sessionId];
         const page = await agent.listSnapshots(
           request.sessionId,
@@ -130,7 +130,7 @@ export function agentServiceRoutes(
       async abort(request, ctx) {
         annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId });
         const agent = registry.get(request.agent);
-        const status = await agent.abort(request.snapshotId, callerOf(ctx));
+        const status = await agent.abort(request.snapshotId, unaryCallerOf(ctx));
         return create(AbortResponseSchema, { snapshotId: request.snapshotId, status: snapshotStatusToWire(status) });
       },
 
@@ -165,7 +165,7 @@ export function agentServiceRoutes(
         annotateCall(ctx, { agent: request.agent });
         if (request.pageSize < 0)
           throw new AgentError("INVALID_ARGUMENT", `page_size must not be negative, got ${request.pageSize}`);
-        const { storeContext } = callerOf(ctx);
+        const { storeContext } = unaryCallerOf(ctx);
         const scope = [
           "sessions",
           storeContext.tenant,
@@ -191,7 +191,7 @@ export function agentServiceRoutes(
 
       async getSession(request, ctx) {
         annotateCall(ctx, { sessionId: request.sessionId });
-        const session = await registry.lifecycle.get(request.sessionId, callerOf(ctx).storeContext);
+        const session = await registry.lifecycle.get(request.sessionId, unaryCallerOf(ctx).storeContext);
         annotateCall(ctx, { agent: session.agent });
         return create(GetSessionResponseSchema, { session: sessionToWire(session) });
       },
@@ -207,7 +207,7 @@ export function agentServiceRoutes(
             removeLabels: request.removeLabels,
             ...(request.clearTtl ? { ttlMs: null } : request.ttl ? { ttlMs: durationToMs(request.ttl, "ttl") } : {}),
           },
-          callerOf(ctx).storeContext,
+          unaryCallerOf(ctx).storeContext,
         );
         return create(UpdateSessionResponseSchema, { session: sessionToWire(session) });
       },
@@ -216,7 +216,7 @@ export function agentServiceRoutes(
         annotateCall(ctx, { sessionId: request.sessionId });
         const deleted = await registry.lifecycle.delete(
           request.sessionId,
-          callerOf(ctx).storeContext,
+          unaryCallerOf(ctx).storeContext,
           optionalString(request.requestId),
         );
         return create(DeleteSessionResponseSchema, { deleted });
@@ -280,6 +280,20 @@ async function openConnection(
 function callerOf(ctx: HandlerContext): { principal: Principal; storeContext: { tenant: string }; headers: Headers } {
   const principal = principalOf(ctx);
   return { principal, storeContext: { tenant: principal.tenant }, headers: ctx.requestHeader };
+}
+
+/**
+ * {@link callerOf} for a unary call: its store context also carries the
+ * call's deadline (grpc-timeout, connect-timeout-ms), so the store's retries
+ * across a MongoDB election stop in time for the answer to reach the caller.
+ * Not for invocations: their store context outlives the call (detached work).
+ */
+function unaryCallerOf(ctx: HandlerContext): ReturnType<typeof callerOf> & { storeContext: { deadline?: number } } {
+  const caller = callerOf(ctx);
+  const timeoutMs = ctx.timeoutMs();
+  return timeoutMs === undefined
+    ? caller
+    : { ...caller, storeContext: { ...caller.storeContext, deadline: Date.now() + timeoutMs } };
 }
 
 function requireInput(input: WireAgentInput | undefined): WireAgentInput {

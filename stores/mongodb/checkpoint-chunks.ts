@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Collection } from "mongodb";
+import { isDuplicateKey } from "./mongo-errors.js";
 
 /** Bytes of serialized checkpoint per chunk document (well under MongoDB's 16 MiB document limit). */
 export const CHUNK_BYTES = 8 * 1024 * 1024;
@@ -62,9 +63,17 @@ export function splitCheckpoint(json: string, sessionId: string): ChunkedCheckpo
 export class CheckpointChunks {
   constructor(private readonly collection: Collection<ChunkDocument>) {}
 
-  /** Inserts the chunks (one document per insert, so no batch approaches the wire message limit). */
+  /**
+   * Inserts the chunks (one document per insert, so no batch approaches the
+   * wire message limit). Repeatable: a chunk already stored (a retry after a
+   * lost reply or a failover; a set's IDs are its own random UUID) is skipped.
+   */
   async write(chunked: ChunkedCheckpoint): Promise<void> {
-    for (const doc of chunked.documents) await this.collection.insertOne(doc);
+    for (const doc of chunked.documents) {
+      await this.collection.insertOne(doc).catch((err: unknown) => {
+        if (!isDuplicateKey(err)) throw err;
+      });
+    }
   }
 
   /** The serialized checkpoint, or undefined when the set is incomplete (deleted by a concurrent rewrite). */

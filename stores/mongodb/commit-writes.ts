@@ -13,7 +13,10 @@ import type { StoreCollections } from "./store-collections.js";
 const ignore = (): undefined => undefined;
 
 /**
- * The head compare-and-set; true when it landed. After an error of unknown
+ * The head compare-and-set; true when it landed. `retried`: an earlier
+ * attempt of the same commit (same token) may have landed with its outcome
+ * unknown, so a compare-and-set that finds another version asks whether the
+ * head holds `token` before answering "conflict". After an error of unknown
  * outcome (any transient error but one raised before the command was sent,
  * see isUnsentError) (and after a duplicate key on creation, which a driver retry of
  * a landed insert also gets) it asks the server whether the head holds
@@ -26,10 +29,11 @@ export async function moveHead(
   expectedVersion: number,
   token: string,
   probe: OutcomeProbe,
+  retried = false,
 ): Promise<boolean> {
   try {
     if (await writeHead(c.heads, head, expectedVersion, token)) return true;
-    if (expectedVersion !== 0) return false;
+    if (expectedVersion !== 0 && !retried) return false;
     return (await headWriteLanded(c.heads, head.sessionId, token, probe)) === true;
   } catch (err) {
     if (!isTransientMongoError(err) || isUnsentError(err)) throw err;
@@ -43,7 +47,7 @@ export async function moveHead(
  * its commit token. After an error of unknown outcome, or a duplicate key
  * (which a driver retry of an insert that landed also gets), it asks the
  * server whether the record with this token is stored, and carries on when
- * it is. Otherwise removes the chunks it wrote and throws: ALREADY_EXISTS
+ * it is (so a retry of the same commit, same token, carries on too). Otherwise removes the chunks it wrote and throws: ALREADY_EXISTS
  * for an ID in use, the original error else.
  */
 export async function insertRecord(

@@ -3,9 +3,10 @@ import type { MongoClientOptions } from "mongodb";
 /**
  * Driver defaults the store applies unless the URI (or `clientOptions`) sets
  * them. Server selection waits up to 10 s (the driver's default is 30 s): a
- * call fails UNAVAILABLE instead of hanging while no primary is reachable;
- * writes that must survive a longer failover are retried by the store (see
- * record-update.ts).
+ * call fails UNAVAILABLE instead of hanging while no primary is reachable.
+ * Calls that meet an election are retried by the store (failover-retry.ts):
+ * up to 2 × this for a new primary, inside the failover window (30 s), so an
+ * unplanned election (up to ~12 s) does not reach callers.
  */
 export const DEFAULT_CLIENT_OPTIONS: MongoClientOptions = { serverSelectionTimeoutMS: 10_000 };
 

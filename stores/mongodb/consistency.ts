@@ -26,8 +26,20 @@ export const DEFAULT_WRITE_CONCERN = { w: "majority", journal: true, wtimeoutMS:
  */
 export const DEFAULT_READ_CONCERN = { level: "majority" } as const;
 
-/** The read preference the store uses unless the URI says otherwise: every read from the primary (read-your-writes). */
+/** The read preference of every store read, whatever the URI says (read-your-writes; a URI's other mode is warned about). */
 export const DEFAULT_READ_PREFERENCE: ReadPreferenceMode = "primary";
+
+/**
+ * Read concerns agentd refuses at start, with why: `linearizable` is only
+ * valid for single-document reads on the primary and not in change streams
+ * or aggregations (and every read would wait for a majority round trip);
+ * `snapshot` is only valid inside transactions and snapshot reads, which
+ * agentd does not use (its finds and change streams would fail).
+ */
+const REFUSED_READ_CONCERNS: ReadonlyMap<string, string> = new Map([
+  ["linearizable", "it is not supported by change streams or multi-document reads, which the store relies on"],
+  ["snapshot", "it is only valid inside transactions, which the store does not use"],
+]);
 
 /** The effective write concern, read concern and read preference of a store, and what weakens them. */
 export interface StoreConsistency {
@@ -47,10 +59,13 @@ export type ConsistencyOptions = Pick<MongoClient["options"], "writeConcern" | "
 /**
  * The store's consistency settings for a client: majority + journaled
  * writes, majority reads, primary reads, except where the client's options
- * (in practice the URI: `w`, `journal`, `wtimeoutMS`, `readConcernLevel`,
- * `readPreference`) set them; a weaker explicit setting is honoured and
- * reported in `warnings`. Unacknowledged writes (`w=0`) are refused with
- * INVALID_ARGUMENT: commits are compare-and-set and need the server's answer.
+ * (in practice the URI: `w`, `journal`, `wtimeoutMS`, `readConcernLevel`)
+ * set them; a weaker explicit setting is honoured and reported in
+ * `warnings`. A `readPreference` other than primary is overridden (reads
+ * stay on the primary: read-your-writes) and named in `warnings`.
+ * Unacknowledged writes (`w=0`) are refused with INVALID_ARGUMENT (commits
+ * are compare-and-set and need the server's answer), and so are the read
+ * concerns `linearizable` and `snapshot` (see REFUSED_READ_CONCERNS).
  */
 export function consistencyOf(options: ConsistencyOptions): StoreConsistency {
   const warnings: string[] = [];
@@ -78,6 +93,14 @@ export function consistencyOf(options: ConsistencyOptions): StoreConsistency {
     );
   }
   const level = options.readConcern?.level ?? DEFAULT_READ_CONCERN.level;
+  const refusal = REFUSED_READ_CONCERNS.get(level);
+  if (refusal) {
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `the MongoDB store URI sets readConcernLevel=${level}, which agentd cannot use: ${refusal} ` +
+        "(remove readConcernLevel from the URI: agentd reads with majority)",
+    );
+  }
   if (level === "local" || level === "available") {
     warnings.push(
       `the MongoDB store URI sets readConcernLevel=${level}: reads may return writes a failover later rolls back ` +
@@ -87,15 +110,17 @@ export function consistencyOf(options: ConsistencyOptions): StoreConsistency {
   const mode = options.readPreference?.mode ?? DEFAULT_READ_PREFERENCE;
   if (mode !== "primary") {
     warnings.push(
-      `the MongoDB store URI sets readPreference=${mode}: reads may come from a secondary that has not caught up, so a snapshot just ` +
-        "written can read as NOT_FOUND and updates retry on stale data (agentd's default is primary; remove readPreference from the URI)",
+      `the MongoDB store URI sets readPreference=${mode}, which agentd overrides: every store read goes to the primary ` +
+        "(a secondary that has not caught up would answer a snapshot just written as NOT_FOUND and make compare-and-set writes " +
+        "retry on stale data); remove readPreference from the URI",
     );
   }
   return {
     db: {
       writeConcern: { w, journal, wtimeoutMS },
       readConcern: new ReadConcern(level as ReadConcernLevel),
-      readPreference: options.readPreference ?? DEFAULT_READ_PREFERENCE,
+      // Read-your-writes: commits, leases and updates are compare-and-set on what a read returned.
+      readPreference: DEFAULT_READ_PREFERENCE,
     },
     warnings,
   };

@@ -30,6 +30,8 @@ import type { OutcomeProbe } from "./commit-outcome.js";
 import { insertRecord, moveHead } from "./commit-writes.js";
 import { consistencyOf } from "./consistency.js";
 import { fromHeadDocument, LIVE_HEAD, WITHOUT_TOKENS } from "./head-document.js";
+import { acrossFailover, type FailoverBudget } from "./failover-retry.js";
+import { STATUS_STREAM, StreamHealth } from "./stream-health.js";
 import { guarded } from "./mongo-errors.js";
 import { encodeRecord, nextVersion } from "./record-document.js";
 import { RecordReads } from "./record-reads.js";
@@ -103,6 +105,10 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   private readonly orphanScan: OrphanScan;
   private readonly chunkLogs: ChunkCollection;
   private webhooks: MongoWebhookOutbox | undefined;
+  /** Pending-mark clears of landed commits still in flight: close() lets them land. */
+  private readonly clearing = new Set<Promise<unknown>>();
+  /** Change streams that failed for good: ping fails with their error until a probe opens one again. */
+  private readonly streamHealth = new StreamHealth();
   /**
    * One line per consistency setting of the URI (or the given client) that is
    * weaker than the store's default (w other than majority, journal=false,
@@ -137,11 +143,11 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
         return doc ? { status: doc.status, version: doc.version } : undefined;
       },
       config.logger,
+      this.streamHealth,
     );
     this.orphanScan = {
       batch: config.orphanScanBatch ?? DEFAULT_ORPHAN_SCAN_BATCH,
       graceMs: config.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
-      cursors: { records: "", chunks: "", streamChunks: "" },
     };
     this.chunkLogs = new ChunkCollection({
       collection: async () => (await this.open()).c.streamChunks,
@@ -153,26 +159,35 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     );
   }
 
-  /** The collections, format-checked and indexed once (retried on the next call if that failed). */
+  /**
+   * The collections, format-checked and indexed once (retried on the next
+   * call if that failed, and across an election within the call).
+   */
   private open(): Promise<Opened<S>> {
     if (this.closed)
       return Promise.reject(new AgentError("FAILED_PRECONDITION", "the MongoDB session store is closed"));
+    return acrossFailover(
+      "opening the session store (checking its format, indexes and change-stream support)",
+      this.budget(),
+      () => this.openOnce(),
+    );
+  }
+
+  /** One attempt at preparing the collections, shared by concurrent callers; forgotten when it fails. */
+  private openOnce(): Promise<Opened<S>> {
     if (!this.opening) {
       const attempt = (async () => {
         const c = storeCollections(this.db, this.config.collectionPrefix ?? "");
         await prepareCollections(this.db, c, (message) => this.config.logger?.warn({ store: "mongodb" }, message));
         const chunks = new CheckpointChunks(c.chunks);
-        return { c, chunks, reads: new RecordReads<S>(c.records, chunks, c.heads) };
+        return { c, chunks, reads: new RecordReads<S>(c.records, chunks, c.heads, this.config.listPageStateBytes) };
       })();
       this.opening = attempt;
       attempt.catch(() => {
         if (this.opening === attempt) this.opening = undefined;
       });
     }
-    return guarded(
-      "opening the session store (checking its format, indexes and change-stream support)",
-      () => this.opening!,
-    );
+    return this.opening;
   }
 
   /**
@@ -221,10 +236,13 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     return this.statusStream.eventsReceived;
   }
 
-  /** The session's head, or undefined (also while the session is being deleted). */
-  async getHead(sessionId: string, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {
+  /**
+   * The session's head, or undefined (also while the session is being
+   * deleted). Like every read, retried across an election (failover-retry.ts).
+   */
+  async getHead(sessionId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
     const { c } = await this.open();
-    const doc = await guarded(`reading session ${sessionId}`, () =>
+    const doc = await acrossFailover(`reading session ${sessionId}`, this.budget(ctx), () =>
       c.heads.findOne({ _id: sessionId, ...LIVE_HEAD }, { projection: WITHOUT_TOKENS }),
     );
     return doc ? fromHeadDocument(doc) : undefined;
@@ -240,10 +258,14 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    * `failoverWindowMs`: a commit whose head write landed resolves to the
    * head, one whose write did not land rejects with the original error
    * (UNAVAILABLE); its record stays pending, invisible to every read, until
-   * the sweep deletes it. A record that cannot fit one document fails with
+   * the sweep deletes it. A commit that failed with a transient error is
+   * repeated, same token, across an election (see failover-retry.ts) until
+   * the failover window or the caller's `ctx.deadline`: a write of an
+   * earlier attempt that landed is recognised by its token, never applied
+   * twice. A record that cannot fit one document fails with
    * RESOURCE_EXHAUSTED before anything is written.
    */
-  async commit(commit: HeadCommit<S>, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {
+  async commit(commit: HeadCommit<S>, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
     const head = headToStore(commit);
     const { c, chunks } = await this.open();
     const record = commit.record;
@@ -251,10 +273,13 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     const token = randomUUID();
     const encoded = record ? encodeRecord(record, nextVersion(undefined), false) : undefined;
     if (encoded) Object.assign(encoded.doc, { pending: true, commitToken: token });
-    return guarded(`committing session ${head.sessionId}`, async () => {
-      const probe = this.outcomeProbe();
-      if (encoded) await insertRecord(encoded, c, chunks, probe);
-      if (!(await moveHead(c, head, commit.expectedVersion, token, probe))) {
+    const budget = this.budget(ctx);
+    let attempts = 0;
+    // Each attempt repeats the same writes with the same token: one that landed is recognised, never applied twice.
+    return acrossFailover(`committing session ${head.sessionId}`, budget, async () => {
+      const retried = attempts++ > 0;
+      if (encoded) await insertRecord(encoded, c, chunks, budget);
+      if (!(await moveHead(c, head, commit.expectedVersion, token, budget, retried))) {
         if (encoded) {
           await c.records.deleteOne({ _id: encoded.doc._id, version: encoded.doc.version }).catch(ignore);
           if (encoded.chunks) await chunks.remove(encoded.chunks.ref.set).catch(ignore);
@@ -264,21 +289,26 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
       if (encoded) {
         // Not awaited (no latency for the turn): until it lands, readers check the head (the record is
         // visible either way once the head moved); if it fails, the sweep clears the mark.
-        void c.records
+        // close() waits for it: once the head's recentTokens move on, only the cleared mark shows the record.
+        const clear = c.records
           .updateOne({ _id: encoded.doc._id, commitToken: token }, { $unset: { pending: "" } })
           .catch(ignore);
+        this.clearing.add(clear);
+        void clear.finally(() => this.clearing.delete(clear));
         this.statusStream.deliver(encoded.doc._id, { status: encoded.doc.status, version: encoded.doc.version });
       }
       return head;
     });
   }
 
-  /** How long an unknown outcome is probed for: the failover window, from now. */
-  private outcomeProbe(): OutcomeProbe {
-    return {
-      deadline: Date.now() + (this.config.failoverWindowMs ?? DEFAULT_FAILOVER_WINDOW_MS),
-      closed: () => this.closed,
-    };
+  /**
+   * How long a call retries across a failover (and probes an unknown
+   * outcome): the failover window from now, or the caller's deadline when
+   * that is sooner.
+   */
+  private budget(ctx?: StoreCallContext): FailoverBudget & OutcomeProbe {
+    const window = Date.now() + (this.config.failoverWindowMs ?? DEFAULT_FAILOVER_WINDOW_MS);
+    return { deadline: Math.min(window, ctx?.deadline ?? window), closed: () => this.closed };
   }
 
   /**
@@ -288,49 +318,58 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    */
   async headOfRecord(snapshotId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
     const { reads } = await this.open();
-    const sessionId = await guarded(`reading snapshot ${snapshotId}`, () => reads.sessionIdOf(snapshotId));
+    const sessionId = await acrossFailover(`reading snapshot ${snapshotId}`, this.budget(ctx), () =>
+      reads.sessionIdOf(snapshotId),
+    );
     const head = await this.getHead(sessionId ?? snapshotId, ctx);
     return sessionId === undefined ? undefined : head;
   }
 
   /** The record (checkpoint joined from its chunks), or undefined. */
-  async getRecord(snapshotId: string, _ctx?: StoreCallContext): Promise<SnapshotRecord<S> | undefined> {
+  async getRecord(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | undefined> {
     const { reads } = await this.open();
-    return (await guarded(`reading snapshot ${snapshotId}`, () => reads.load(snapshotId)))?.record;
+    return (await acrossFailover(`reading snapshot ${snapshotId}`, this.budget(ctx), () => reads.load(snapshotId)))
+      ?.record;
   }
 
   /** The chain from the nearest checkpoint: the target, then one range query on (sessionId, turnIndex). */
-  async getChain(snapshotId: string, _ctx?: StoreCallContext): Promise<SnapshotRecord<S>[] | undefined> {
+  async getChain(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S>[] | undefined> {
     const { reads } = await this.open();
-    return guarded(`reading the chain of snapshot ${snapshotId}`, () => reads.chain(snapshotId));
+    return acrossFailover(`reading the chain of snapshot ${snapshotId}`, this.budget(ctx), () =>
+      reads.chain(snapshotId),
+    );
   }
 
   /** The session's records newest first, keyset-paginated. */
-  async listRecords(sessionId: string, page?: SnapshotPageRequest, _ctx?: StoreCallContext): Promise<RecordPage<S>> {
+  async listRecords(sessionId: string, page?: SnapshotPageRequest, ctx?: StoreCallContext): Promise<RecordPage<S>> {
     const { reads } = await this.open();
-    return guarded(`listing the snapshots of session ${sessionId}`, () => reads.list(sessionId, page));
+    return acrossFailover(`listing the snapshots of session ${sessionId}`, this.budget(ctx), () =>
+      reads.list(sessionId, page),
+    );
   }
 
   /**
    * Optimistic read → mutator → conditional `$set` of the changed fields on
    * the record's version, retried (with backoff) on a conflict. `status` is
    * set only when it changes: that is what status subscribers are sent.
-   * Transient failures are retried for `failoverWindowMs` (default 30 s), so
-   * the final write of a detached run survives a replica-set failover.
+   * Transient failures are retried for `failoverWindowMs` (default 30 s; the
+   * caller's `ctx.deadline` when sooner), so the final write of a detached
+   * run survives a replica-set failover.
    */
   async updateRecord(
     snapshotId: string,
     mutator: RecordMutator<S>,
-    _ctx?: StoreCallContext,
+    ctx?: StoreCallContext,
   ): Promise<SnapshotRecord<S> | null> {
     const opened = await this.open();
+    const budget = this.budget(ctx);
     return updateRecordDocument(
       {
         records: opened.c.records,
         chunks: opened.chunks,
         reads: opened.reads,
         maxConflictRetries: this.config.maxConflictRetries ?? 1000,
-        failoverWindowMs: this.config.failoverWindowMs ?? DEFAULT_FAILOVER_WINDOW_MS,
+        failoverWindowMs: Math.max(0, budget.deadline - Date.now()),
         closed: () => this.closed,
         delivered: (id, observation) => this.statusStream.deliver(id, observation),
       },
@@ -351,9 +390,9 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    * (updatedAt, sessionId) over the `{owner, updatedAt: -1, _id: -1}` index;
    * see listHeadsPage.
    */
-  async listHeads(query: SessionQuery, _ctx?: StoreCallContext): Promise<HeadPage> {
+  async listHeads(query: SessionQuery, ctx?: StoreCallContext): Promise<HeadPage> {
     const { c } = await this.open();
-    return guarded("listing sessions", () => listHeadsPage(c.heads, query));
+    return acrossFailover("listing sessions", this.budget(ctx), () => listHeadsPage(c.heads, query));
   }
 
   /**
@@ -364,10 +403,12 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    * deleted are left out, as getHead leaves them out. The context is ignored,
    * as by every other method (one set of collections for every owner).
    */
-  async listLeasedHeads(limit: number, _ctx?: StoreCallContext): Promise<SessionHead[]> {
+  async listLeasedHeads(limit: number, ctx?: StoreCallContext): Promise<SessionHead[]> {
     checkLeasedHeadsLimit(limit);
     const { c } = await this.open();
-    return guarded("listing the leased sessions", () => listLeasedHeadDocuments(c.heads, limit));
+    return acrossFailover("listing the leased sessions", this.budget(ctx), () =>
+      listLeasedHeadDocuments(c.heads, limit),
+    );
   }
 
   /**
@@ -439,20 +480,48 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   /**
    * Health probe: a `ping` command to the server (bounded by the client's
    * server selection timeout). Rejects UNAVAILABLE while the server cannot be
-   * reached, FAILED_PRECONDITION once the store is closed.
+   * reached, and while the status change stream has failed for good (see
+   * StreamHealth) unless a probe stream opens now; FAILED_PRECONDITION once
+   * the store is closed.
    */
   async ping(): Promise<void> {
     if (this.closed) throw new AgentError("FAILED_PRECONDITION", "the MongoDB session store is closed");
     await guarded("pinging the server", () => this.db.command({ ping: 1 }));
+    const problem = this.streamHealth.problem;
+    if (problem && !(await this.changeStreamOpens())) throw problem;
   }
 
-  /** Ends subscriptions, closes the change stream and (when the store created it) the client. Idempotent. */
+  /** Opens (and closes) a change stream on the records: true when the server establishes it (the failure is over). */
+  private async changeStreamOpens(): Promise<boolean> {
+    try {
+      const { c } = await this.open();
+      const probe = c.records.watch([], { maxAwaitTimeMS: 1 });
+      try {
+        await probe.tryNext();
+      } finally {
+        await probe.close();
+      }
+      this.streamHealth.recovered(STATUS_STREAM);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Ends subscriptions, closes the change stream, lets the commits' pending-mark
+   * clears still in flight land, then closes the client (when the store
+   * created it). Idempotent.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.statusStream.closeAll();
     this.chunkLogs.closeAll();
     this.stopWatchingReconnects();
     this.closed = true;
+    // Only when there are any: a close delayed by a round trip left a status stream's server cursor open
+    // (mongodb-status-stream.test.ts counts them); see the h37b report.
+    if (this.clearing.size > 0) await Promise.allSettled([...this.clearing]);
     if (this.ownsClient) await this.client.close();
   }
 }

@@ -16,6 +16,12 @@ export interface LoadedRecord<S> {
   chunkedJson?: string;
 }
 
+/** Documents per cursor batch of a listing with state (each can be up to 16 MiB): what one round trip holds in memory. */
+const LIST_BATCH_WITH_STATE = 8;
+
+/** Default byte budget of one listing page's state: a page that reaches it ends early, with a next-page token. */
+export const DEFAULT_PAGE_STATE_BYTES = 64 * 1024 * 1024;
+
 /** How often a read retries when a concurrent rewrite replaced the chunks it was loading. */
 const CHUNK_READ_ATTEMPTS = 5;
 
@@ -31,6 +37,8 @@ export class RecordReads<S> {
     private readonly records: Collection<RecordDocument>,
     private readonly chunks: CheckpointChunks,
     private readonly heads: Collection<HeadDocument>,
+    /** A listing page with state ends early once its records' state reaches this many bytes (at least one record). */
+    private readonly pageStateBytes = DEFAULT_PAGE_STATE_BYTES,
   ) {}
 
   /** The record with this ID (checkpoint joined from its chunks), or undefined (also for a record of a commit that did not land). */
@@ -82,9 +90,12 @@ export class RecordReads<S> {
 
   /**
    * The chain ending at `snapshotId`: the target, then ONE range query for the
-   * session's records between its nearest checkpoint's turn and its own
-   * (served by the `{sessionId, turnIndex}` index), from which parent links
-   * pick the chain. Only the checkpoint at its start has its chunks read.
+   * parent links of the session's records between its nearest checkpoint's
+   * turn and its own (served by the `{sessionId, turnIndex}` index, `_id` and
+   * `parentId` only), then the chain's records by ID: what moves is the chain
+   * plus a few bytes per other record in the range, however many branches
+   * and however big their state. Only the checkpoint at its start has its
+   * chunks read.
    */
   async chain(snapshotId: string): Promise<SnapshotRecord<S>[] | undefined> {
     const targetDoc = await this.records.findOne({ _id: snapshotId });
@@ -95,12 +106,8 @@ export class RecordReads<S> {
       const loaded = await this.complete(targetDoc);
       return loaded ? [loaded.record] : undefined;
     }
-    const docs = await this.records
-      .find({
-        sessionId: targetDoc.sessionId,
-        turnIndex: { $gte: target.record.checkpointTurn, $lte: targetDoc.turnIndex },
-      })
-      .toArray();
+    const ids = await this.chainIds(targetDoc, target.record.checkpointTurn, target.record.depth);
+    const docs = ids.length > 0 ? await this.records.find({ _id: { $in: ids } }).toArray() : [];
     const byId = new Map<string, RecordDocument>(docs.map((d) => [d._id, d]));
     const candidates = docs.filter((d) => d._id !== snapshotId).map((d) => decodeRecord<S>(d).record);
     candidates.push(target.record);
@@ -116,6 +123,27 @@ export class RecordReads<S> {
     return chain;
   }
 
+  /**
+   * The IDs of the chain's ancestors of `target` (at most `depth` of them):
+   * parent links followed through ONE range query on (sessionId, turnIndex)
+   * that projects only `_id` and `parentId`, so the session's other branches
+   * in the range cost a few bytes each, never their state.
+   */
+  private async chainIds(target: RecordDocument, checkpointTurn: number, depth: number): Promise<string[]> {
+    const links = await this.records
+      .find(
+        { sessionId: target.sessionId, turnIndex: { $gte: checkpointTurn, $lte: target.turnIndex } },
+        { projection: { _id: 1, parentId: 1 } },
+      )
+      .toArray();
+    const parentOf = new Map(links.map((d) => [d._id, d.parentId]));
+    const ids: string[] = [];
+    for (let id = target.parentId; id && ids.length < depth && parentOf.has(id); id = parentOf.get(id) ?? null) {
+      ids.push(id);
+    }
+    return ids;
+  }
+
   /** The checkpoint at a chain's start was rewritten while it was read: read the chain by single lookups. */
   private async chainAfterRace(snapshotId: string): Promise<SnapshotRecord<S>[] | undefined> {
     return walkChain(async (id) => (await this.load(id))?.record, snapshotId);
@@ -126,6 +154,11 @@ export class RecordReads<S> {
    * last record's createdAt and ID). With `page.includeState === false` the
    * query projects the state away (no checkpoint or delta is transferred, no
    * chunk is read) and the records come without `checkpoint` and `delta`.
+   * Memory-bounded: documents come in cursor batches (8 at a time with
+   * state), and a page with state ends early, with a next-page token, once
+   * its records' state reaches the byte budget (64 MiB by default; at least
+   * one record per page): a caller asking for 1000 records of 16 MiB gets
+   * them over several pages instead of 16 GiB at once.
    */
   async list(sessionId: string, page?: SnapshotPageRequest): Promise<RecordPage<S>> {
     const size = pageSizeOf(page);
@@ -133,29 +166,44 @@ export class RecordReads<S> {
     const filter: Filter<RecordDocument> = { sessionId };
     if (page?.pageToken) {
       const after = decodePageToken(page.pageToken);
+      // The range bound outside the $or bounds the index scan: a deep page starts where the last one ended.
+      filter.createdAt = { $lte: after.createdAt };
       filter.$or = [
         { createdAt: { $lt: after.createdAt } },
         { createdAt: after.createdAt, _id: { $lt: after.snapshotId } },
       ];
     }
-    const docs = await this.records
+    const cursor = this.records
       .find(filter, withState ? {} : { projection: { state: 0 } })
       .sort({ createdAt: -1, _id: -1 })
       .limit(size + 1)
-      .toArray();
+      .batchSize(withState ? LIST_BATCH_WITH_STATE : size + 1);
     const records: SnapshotRecord<S>[] = [];
     const heads = new Map<string, HeadTokens>();
-    for (const doc of docs.slice(0, size)) {
-      if (!(await this.visible(doc, heads))) continue;
-      if (!withState) {
-        records.push(decodeRecord<S>(doc, false).record);
-        continue;
+    let bytes = 0;
+    let examined = 0;
+    let last: RecordDocument | undefined;
+    try {
+      for await (const doc of cursor) {
+        // A page full, or (with state) over its byte budget: the next page starts after the last record taken.
+        if (examined >= size || (last && bytes >= this.pageStateBytes)) {
+          return { records, nextPageToken: encodePageToken({ createdAt: last!.createdAt, snapshotId: last!._id }) };
+        }
+        last = doc;
+        examined++;
+        if (!(await this.visible(doc, heads))) continue;
+        if (!withState) {
+          records.push(decodeRecord<S>(doc, false).record);
+          continue;
+        }
+        const loaded = await this.complete(doc);
+        if (!loaded) continue;
+        records.push(loaded.record);
+        bytes += Buffer.byteLength(doc.body) + Buffer.byteLength(doc.state ?? "") + (doc.checkpointChunks?.bytes ?? 0);
       }
-      const loaded = await this.complete(doc);
-      if (loaded) records.push(loaded.record);
+    } finally {
+      await cursor.close();
     }
-    if (docs.length <= size) return { records };
-    const last = docs[size - 1]!;
-    return { records, nextPageToken: encodePageToken({ createdAt: last.createdAt, snapshotId: last._id }) };
+    return { records };
   }
 }

@@ -14,6 +14,7 @@ import {
 import { isDuplicateKey } from "./mongo-errors.js";
 import type { RecordDocument } from "./record-document.js";
 import type { StoreCollections } from "./store-collections.js";
+import { loadOrphanScanPosition, saveOrphanScanPosition } from "./orphan-scan-position.js";
 
 /**
  * How long a deletion marker may stand before a sweep (or MongoDB's TTL
@@ -53,6 +54,8 @@ export async function listHeadsPage(heads: Collection<HeadDocument>, query: Sess
   if (q.updatedAfter !== undefined) and.push({ updatedAt: { $gt: q.updatedAfter } });
   and.push({ $or: [{ expiresAt: null }, { expiresAt: { $gt: q.now } }] } as Filter<HeadDocument>);
   if (q.after) {
+    // The range bound outside the $or bounds the index scan: a deep page starts where the last one ended.
+    and.push({ updatedAt: { $lte: q.after.updatedAt } });
     and.push({
       $or: [
         { updatedAt: { $lt: q.after.updatedAt } },
@@ -74,8 +77,9 @@ export async function listHeadsPage(heads: Collection<HeadDocument>, query: Sess
 /**
  * The heads carrying a lease (valid or lapsed), of every owner, the earliest
  * `lease.expiresAt` first (ties: smaller `_id`), at most `limit`: one query on
- * the sparse `{"lease.expiresAt": 1}` index (`$exists` on it lets MongoDB use
- * a sparse index; the `_id` tie-break is sorted over the leased heads only).
+ * the sparse `{"lease.expiresAt": 1, _id: 1}` index (`$exists` on it lets
+ * MongoDB use a sparse index), which also holds the sort: nothing is sorted
+ * in memory.
  * Heads being deleted are left out (as getHead reads them absent); an expired
  * head not yet removed is listed, as getHead returns it.
  */
@@ -178,8 +182,6 @@ export interface OrphanScan {
   batch: number;
   /** Records and chunks stored less than this long before `now` are never deleted as orphans. */
   graceMs: number;
-  /** Where the round-robin scan of each collection continues (sessionIds are scanned in ascending order). */
-  cursors: { records: string; chunks: string; streamChunks: string };
 }
 
 /**
@@ -228,24 +230,25 @@ export async function sweepExpiredSessions(c: StoreCollections, now: number, orp
  * a log without a head is always an orphan). Sessions that do have a head
  * get their pending records older than `graceMs` settled (see
  * settlePendingRecords): those of commits that did not land are deleted.
- * A whole collection is covered in (its size / batch) sweeps.
+ * A whole collection is covered in (its size / batch) sweeps. The position
+ * lives in `store_meta` (orphan-scan-position.ts): a restarted instance, or
+ * another instance, continues where the last sweep stopped.
  */
 async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan): Promise<number> {
   if (scan.batch < 1) return 0;
-  const fromRecords = await nextSessionIds(
-    c.records as unknown as Collection<Document>,
-    scan.cursors.records,
-    scan.batch,
-  );
-  scan.cursors.records = fromRecords.cursor;
-  const fromChunks = await nextSessionIds(c.chunks as unknown as Collection<Document>, scan.cursors.chunks, scan.batch);
-  scan.cursors.chunks = fromChunks.cursor;
+  const cursors = await loadOrphanScanPosition(c.meta);
+  const fromRecords = await nextSessionIds(c.records as unknown as Collection<Document>, cursors.records, scan.batch);
+  const fromChunks = await nextSessionIds(c.chunks as unknown as Collection<Document>, cursors.chunks, scan.batch);
   const fromLogs = await nextSessionIds(
     c.streamChunks as unknown as Collection<Document>,
-    scan.cursors.streamChunks,
+    cursors.streamChunks,
     scan.batch,
   );
-  scan.cursors.streamChunks = fromLogs.cursor;
+  await saveOrphanScanPosition(c.meta, {
+    records: fromRecords.cursor,
+    chunks: fromChunks.cursor,
+    streamChunks: fromLogs.cursor,
+  });
   const candidates = [...new Set([...fromRecords.ids, ...fromChunks.ids, ...fromLogs.ids])];
   if (candidates.length === 0) return 0;
   const heads = new Map(

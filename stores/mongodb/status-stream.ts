@@ -4,6 +4,7 @@ import { StatusSubscribers } from "../status-subscribers.js";
 import type { RecordDocument } from "./record-document.js";
 import { classifyChangeEvent, STATUS_PIPELINE } from "./status-events.js";
 import type { StoreLogger } from "./store-logger.js";
+import { STATUS_STREAM, type StreamHealth } from "./stream-health.js";
 import { closedByServer, endingOfError, type StreamEnding } from "./stream-endings.js";
 
 /** Reads a record's current status and version (undefined when it does not exist). */
@@ -72,6 +73,8 @@ export class ChangeStreamMultiplexer {
     private readonly collection: () => Promise<Collection<RecordDocument>>,
     private readonly readStatus: StatusReader,
     private readonly logger?: StoreLogger,
+    /** Told when the stream fails for good (and when it is established again): see StreamHealth. */
+    private readonly health?: StreamHealth,
   ) {}
 
   /** True while a change stream is established on the server (a change written from then on reaches it). */
@@ -177,6 +180,7 @@ export class ChangeStreamMultiplexer {
         if (early === null && stream.closed)
           throw Object.assign(new Error("the server closed the change stream as it opened"), { closedAtOpen: true });
         this.established = true;
+        this.health?.recovered(STATUS_STREAM);
         this.establishedAt = livedFrom = Date.now();
         this.reopenRequest = undefined;
         let cursor = driverCursorOf(stream);
@@ -219,6 +223,9 @@ export class ChangeStreamMultiplexer {
       if (!ending.resume) this.resumeToken = undefined;
       if (livedFrom === 0) failedAttempts++;
       this.ended(ending, failedAttempts);
+      // Failed for good (PERMANENT_AFTER_FAILED_OPENS opens in a row): subscribers hear UNAVAILABLE, health turns NOT_SERVING.
+      const permanent = this.health?.failedOpen(STATUS_STREAM, failedAttempts, ending.reason);
+      if (permanent) this.channels.failAll(permanent);
       if (failedAttempts <= 1) previous = ending;
       delay =
         livedFrom > 0 && Date.now() - livedFrom >= STABLE_STREAM_MS

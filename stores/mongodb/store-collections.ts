@@ -76,13 +76,16 @@ export const STREAM_CHUNK_INDEXES: readonly IndexSpec[] = [
  * first on (updatedAt, _id), the keyset its page tokens point into; the TTL
  * index on `expireAt` lets MongoDB delete expired heads by itself (and serves
  * the sweep's `expireAt <= now` query); the sparse index on
- * `lease.expiresAt` holds only the heads with a lease, in the order
- * `listLeasedHeads` walks (earliest expiry first).
+ * `{lease.expiresAt, _id}` holds only the heads with a lease, in the order
+ * `listLeasedHeads` walks (earliest expiry first, ties by sessionId), so
+ * its sort is read off the index. (Stores created before it also hold a
+ * `lease_expires_at` index on `lease.expiresAt` alone, which can be dropped.)
  */
 export const HEAD_INDEXES: readonly IndexSpec[] = [
   { name: "owner_updated", key: { owner: 1, updatedAt: -1, _id: -1 } },
   { name: "expire_at_ttl", key: { expireAt: 1 }, expireAfterSeconds: 0 },
-  { name: "lease_expires_at", key: { "lease.expiresAt": 1 }, sparse: true },
+  // Covers listLeasedHeads' whole sort (expiry, then _id): no in-memory sort of the leased heads.
+  { name: "lease_expires_id", key: { "lease.expiresAt": 1, _id: 1 }, sparse: true },
 ];
 
 /**

@@ -28,12 +28,20 @@ export interface MongoSessionStoreConfig {
   /** `updateRecord` gives up after this many version conflicts (ABORTED). Default 1000. */
   maxConflictRetries?: number;
   /**
-   * `updateRecord` retries transient failures (no primary, network errors,
-   * step-down, write-concern timeout) for this long before it fails
-   * UNAVAILABLE, so a detached run's final write survives a failover.
-   * Default 30 s; 0 disables the retry.
+   * Commits, reads and `updateRecord` retry transient failures (no primary,
+   * network errors, step-down, write-concern timeout) for this long (or
+   * until the caller's deadline, when sooner) before they fail UNAVAILABLE,
+   * so calls and a detached run's writes ride out an election. A call that
+   * twice in a row finds no server within serverSelectionTimeoutMS fails
+   * sooner (the store is down). Default 30 s; 0 disables the retry.
    */
   failoverWindowMs?: number;
+  /**
+   * A `listRecords` page with state ends early (with a next-page token) once
+   * its records' state reaches this many bytes; at least one record per
+   * page. Default 64 MiB.
+   */
+  listPageStateBytes?: number;
   /** Receives the start-up warnings and the change stream's endings and reopens (a pino logger fits). */
   logger?: StoreLogger;
   /**

@@ -1,13 +1,22 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 
-/** A TCP proxy to `127.0.0.1:targetPort` whose connections can all be reset at once (RST, like a flaky network). */
+/**
+ * A TCP proxy to `127.0.0.1:targetPort` whose connections can all be reset at once (RST, like a flaky
+ * network), or cut for a while: every connection reset and every new one refused (an outage).
+ */
 export class ResettingProxy {
   private readonly sockets = new Set<Socket>();
   private server: Server | undefined;
+  private cut = false;
   port = 0;
 
   async start(targetPort: number): Promise<void> {
     this.server = createServer((client) => {
+      if (this.cut) {
+        client.on("error", () => undefined);
+        client.resetAndDestroy();
+        return;
+      }
       const upstream = connect(targetPort, "127.0.0.1");
       for (const s of [client, upstream]) {
         this.sockets.add(s);
@@ -26,6 +35,14 @@ export class ResettingProxy {
   /** Resets every open connection. */
   reset(): void {
     for (const s of this.sockets) s.resetAndDestroy();
+  }
+
+  /** An outage of `ms`: resets every open connection and refuses new ones until it ends. */
+  async cutFor(ms: number): Promise<void> {
+    this.cut = true;
+    this.reset();
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    this.cut = false;
   }
 
   async close(): Promise<void> {

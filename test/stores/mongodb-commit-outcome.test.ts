@@ -99,7 +99,8 @@ describe("mongodb store: commits and updates of unknown outcome (mongo-java-serv
   it("rejects UNAVAILABLE a commit whose head write failed before it was applied, and leaves the head as it was", async () => {
     const { store } = await open();
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
-    await injectBeforeApply(1, 3); // the record insert passes, the head update (and a driver retry) fail unapplied
+    // The record insert passes; the head update (every retry, through the whole failover window) fails unapplied.
+    await injectBeforeApply(1, 1_000);
     const next = checkpointRecord("s1", "lost", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 });
     await expect(store.commit(commitOf(head, next))).rejects.toMatchObject({ status: "UNAVAILABLE" });
     expect(await store.getHead("s1")).toEqual(head);
@@ -108,7 +109,7 @@ describe("mongodb store: commits and updates of unknown outcome (mongo-java-serv
   it("hides the record of a commit that did not land from every read", async () => {
     const { store, records } = await open();
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
-    await injectBeforeApply(1, 3);
+    await injectBeforeApply(1, 1_000);
     const next = checkpointRecord("s1", "lost", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 });
     await store.commit(commitOf(head, next)).catch(() => undefined);
     await clearFaults();
@@ -123,7 +124,7 @@ describe("mongodb store: commits and updates of unknown outcome (mongo-java-serv
   it("sweeps the record of a commit that did not land although its session has a head", async () => {
     const { store, records } = await open();
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
-    await injectBeforeApply(1, 3);
+    await injectBeforeApply(1, 1_000);
     const next = checkpointRecord("s1", "lost", { parentId: "root", turnIndex: 1, createdAt: T0 + 1 });
     await store.commit(commitOf(head, next)).catch(() => undefined);
     await clearFaults();

@@ -198,13 +198,34 @@ describe("store settings", () => {
     expect(weak.warnings.map((w) => w.split(":")[0])).toEqual([
       "the MongoDB store URI sets w=2",
       "the MongoDB store URI sets readConcernLevel=available",
-      "the MongoDB store URI sets readPreference=nearest",
+      "the MongoDB store URI sets readPreference=nearest, which agentd overrides",
     ]);
     const strong = consistencyOf(
-      new MongoClient("mongodb://h/?w=majority&wtimeoutMS=0&readConcernLevel=linearizable").options,
+      new MongoClient("mongodb://h/?w=majority&wtimeoutMS=0&readConcernLevel=majority").options,
     );
     expect(strong.warnings).toEqual([]);
     expect(strong.db.writeConcern).toEqual({ w: "majority", journal: true, wtimeoutMS: 0 });
+  });
+
+  it("reads from the primary whatever readPreference the URI sets, naming the override in its warning", () => {
+    const settings = consistencyOf(new MongoClient("mongodb://h/?readPreference=secondaryPreferred").options);
+    expect(settings.db.readPreference).toBe("primary");
+    expect(settings.warnings).toEqual([
+      expect.stringMatching(
+        /readPreference=secondaryPreferred, which agentd overrides: every store read goes to the primary/,
+      ),
+    ]);
+  });
+
+  it.each(["linearizable", "snapshot"])("refuses readConcernLevel=%s at start with INVALID_ARGUMENT", (level) => {
+    expect(() => consistencyOf(new MongoClient(`mongodb://h/?readConcernLevel=${level}`).options)).toThrow(
+      expect.objectContaining({
+        status: "INVALID_ARGUMENT",
+        message: expect.stringMatching(
+          new RegExp(`readConcernLevel=${level}, which agentd cannot use: .*remove readConcernLevel`),
+        ),
+      }),
+    );
   });
 
   it("refuses unacknowledged writes (w=0), saying to remove w from the URI", () => {

@@ -138,7 +138,7 @@ describe("mongodb store: what the driver sends", () => {
     await other.close();
   });
 
-  it("weakens write concern, read concern and read preference only as the URI says, and warns at start", async () => {
+  it("weakens write concern and read concern only as the URI says, keeps reads on the primary, and warns at start", async () => {
     const uri = `${server.uri}&w=1&journal=false&readConcernLevel=local&readPreference=secondaryPreferred`;
     const logger = capturingLogger();
     const store = monitoredStore(freshPrefix(), uri, { logger });
@@ -156,7 +156,7 @@ describe("mongodb store: what the driver sends", () => {
     expect(reads.length).toBeGreaterThan(0);
     for (const e of reads) {
       expect(e.command.readConcern).toEqual({ level: "local" });
-      expect(e.command.$readPreference).toEqual({ mode: "secondaryPreferred" });
+      expect(e.command.$readPreference).toBeUndefined(); // primary: the URI's secondaryPreferred is overridden
     }
     await store.close();
   });
@@ -201,6 +201,71 @@ describe("mongodb store: what the driver sends", () => {
       artifacts: [],
       custom: { n: 0 },
     });
+    await store.close();
+  });
+});
+
+describe("mongodb store: bounded reads", () => {
+  /** A delta record `id` on `parentId` at `turnIndex`, whose delta holds `bytes` of text. */
+  const deltaOf = (id: string, parentId: string, turnIndex: number, depth: number, bytes: number): CounterRecord => ({
+    ...pendingRecord("s1", id, { parentId, turnIndex, createdAt: T0 + turnIndex }),
+    status: "completed",
+    delta: {
+      keepMessages: 0,
+      appendMessages: [],
+      customPatch: [{ op: "replace", path: "/n", value: "x".repeat(bytes) }],
+    },
+    depth,
+    deltaBytes: bytes,
+    checkpointTurn: 0,
+  });
+
+  it("reads a chain without moving the state of the session's other branches in its turn range", async () => {
+    const store = monitoredStore();
+    let head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+    // 20 abandoned branches off the root, 100 KB of state each, then the 2-turn chain read (a few bytes of state).
+    for (let b = 0; b < 20; b++) head = await commitRecord(store, head, deltaOf(`branch${b}`, "root", 1, 1, 100_000));
+    head = await commitRecord(store, head, deltaOf("c1", "root", 1, 1, 10));
+    await commitRecord(store, head, deltaOf("c2", "c1", 2, 2, 10));
+    const log = commandLog(store);
+    const chain = await store.getChain("c2");
+    expect(chain?.map((r) => r.snapshotId)).toEqual(["root", "c1", "c2"]);
+    const moved = log.succeeded
+      .filter((e) => e.commandName === "find")
+      .reduce((sum, e) => sum + JSON.stringify(e.reply).length, 0);
+    expect(moved).toBeLessThan(20_000); // the branches' 2 MB of state stay on the server
+    await store.close();
+  });
+
+  it("ends a listing page with state early once its state reaches the byte budget, and pages on to the rest", async () => {
+    const store = monitoredStore(freshPrefix(), server.uri, { listPageStateBytes: 250_000 });
+    let head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+    for (let t = 1; t <= 5; t++)
+      head = await commitRecord(store, head, deltaOf(`d${t}`, t === 1 ? "root" : `d${t - 1}`, t, t, 100_000));
+    const pages: string[][] = [];
+    for (let token: string | undefined, first = true; first || token; first = false) {
+      const page = await store.listRecords("s1", { pageSize: 50, ...(token ? { pageToken: token } : {}) });
+      pages.push(page.records.map((r) => r.snapshotId));
+      token = page.nextPageToken;
+    }
+    expect(pages).toEqual([
+      ["d5", "d4", "d3"],
+      ["d2", "d1", "root"],
+    ]);
+    await store.close();
+  });
+
+  it("bounds a deep page's query by the last page's position (keyset range, no scan from the start)", async () => {
+    const store = monitoredStore();
+    let head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
+    for (let t = 1; t <= 5; t++)
+      head = await commitRecord(store, head, deltaOf(`d${t}`, t === 1 ? "root" : `d${t - 1}`, t, t, 10));
+    const first = await store.listRecords("s1", { pageSize: 2, includeState: false });
+    const log = commandLog(store);
+    const second = await store.listRecords("s1", { pageSize: 2, includeState: false, pageToken: first.nextPageToken! });
+    expect(second.records.map((r) => r.snapshotId)).toEqual(["d3", "d2"]);
+    const query = log.named("find").find((e) => e.command.sort !== undefined)!;
+    expect(query.command.filter).toMatchObject({ sessionId: "s1", createdAt: { $lte: T0 + 4 } });
     await store.close();
   });
 });
@@ -297,7 +362,7 @@ describe("mongodb store: indexes", () => {
       "chunk_session",
       "owner_updated",
       "expire_at_ttl",
-      "lease_expires_at",
+      "lease_expires_id",
       "log_sequence",
       "expire_at_ttl",
       "log_session",

@@ -88,7 +88,9 @@ function sameCollections(store: Store): Store {
 async function documentCounts(prefix: string): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const { name } of await db.listCollections({}, { nameOnly: true }).toArray()) {
-    if (name.startsWith(prefix)) counts[name.slice(prefix.length)] = await db.collection(name).countDocuments();
+    // store_meta's orphan-pass position (written by the first sweep) is bookkeeping, not session data.
+    const filter = name === `${prefix}store_meta` ? { _id: { $ne: "orphan_scan" as never } } : {};
+    if (name.startsWith(prefix)) counts[name.slice(prefix.length)] = await db.collection(name).countDocuments(filter);
   }
   return counts;
 }

@@ -22,6 +22,12 @@ import { ControlInbox } from "./control-inbox.js";
 
 type StateFields<S> = ReturnType<typeof stateFieldsFor<S>>;
 
+/** Pause before retrying a chunk write during a store outage: 100 ms doubling to 2 s, never past `until`. */
+function outagePause(attempt: number, until: number): Promise<void> {
+  const ms = Math.min(2_000, 100 * 2 ** Math.min(attempt, 5), Math.max(0, until - Date.now()));
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 /** What a detached run needs from its invocation. */
 export interface DetachedRunOptions<S> {
   store: SessionStore<S> & SnapshotSubscriber;
@@ -237,13 +243,32 @@ export class DetachedRun<S> implements BackgroundTask {
   }
 
   /**
-   * Records a chunk streamed after detach; resolves once it is durable.
-   * Rejects with the store's error, or ABORTED when the row turns out to be
-   * another run's: after more than half a TTL without a confirmed row write
-   * (the process stalled), the row is read first, so a worker that wakes up
-   * after a takeover does not append to the new run's stream.
+   * Records a chunk streamed after detach; resolves once it is durable. A
+   * store outage (UNAVAILABLE) shorter than the heartbeat lease does not stop
+   * the work: the write is retried with backoff (the model waits, the chunks
+   * stay in order) until the lease this run last confirmed would lapse, then
+   * rejects with the store's UNAVAILABLE. A retried append that finds its
+   * chunk stored (its earlier attempt landed) counts as done. Rejects
+   * ABORTED when the row turns out to be another run's: after more than
+   * half a TTL without a confirmed row write (the process stalled), the row
+   * is read first, so a worker that wakes up after a takeover does not
+   * append to the new run's stream.
    */
   async recordChunk(chunk: SequencedChunk): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.recordChunkOnce(chunk);
+      } catch (err) {
+        const error = AgentError.from(err);
+        if (attempt > 0 && error.status === "ALREADY_EXISTS") return;
+        const leaseEnds = this.confirmedAt + this.o.liveness.heartbeatTtlMs;
+        if (error.status !== "UNAVAILABLE" || this.o.work.signal.aborted || Date.now() >= leaseEnds) throw error;
+        await outagePause(attempt, leaseEnds);
+      }
+    }
+  }
+
+  private async recordChunkOnce(chunk: SequencedChunk): Promise<void> {
     if (Date.now() - this.confirmedAt > this.o.liveness.heartbeatTtlMs / 2) {
       const id = await this.pendingId;
       const taken = this.takenOverError(id, await this.o.store.getRecord(id, this.o.storeContext));

@@ -12,6 +12,7 @@ import {
 import type { ClaimIdentity } from "./claim-settings.js";
 import { movedHead, withoutVersion } from "./session-head-edits.js";
 import { busyError, lineFullError, throwIfAborted } from "./busy-session-errors.js";
+import { claimConflictPause } from "./claim-backoff.js";
 
 export { DEFAULT_CLAIM_SETTINGS } from "./claim-settings.js";
 export type { ClaimIdentity, ClaimSettings, NewSessionFields } from "./claim-settings.js";
@@ -80,6 +81,7 @@ export class SessionClaim<S> {
   async acquire(policy: BusyPolicy, signal?: AbortSignal): Promise<SessionHead> {
     const local = LocalClaims.of(this.id.store);
     let queued = false;
+    let conflicts = 0; // lost compare-and-sets: each one pauses a little longer (claim-backoff.ts)
     try {
       for (let attempt = 0; ; attempt++) {
         throwIfAborted(signal, this.id.sessionId);
@@ -96,6 +98,7 @@ export class SessionClaim<S> {
           policy !== "enqueue" || (others.length === 0 ? true : waiters[0]?.invocationId === this.id.invocationId);
         if (!holder && myTurn) {
           if (await this.writeHead(head, { lease: this.freshLease(), waiters: others })) return this.started(local);
+          await claimConflictPause(++conflicts);
           continue;
         }
         if (holder && policy === "reject" && !this.retries(head, holder, local)) {
@@ -106,6 +109,7 @@ export class SessionClaim<S> {
             local.interrupt(this.id.sessionId, holder.invocationId, this.id.invocationId);
             return this.started(local);
           }
+          await claimConflictPause(++conflicts);
           continue;
         }
         // ENQUEUE: join (or stay in) the line, refreshing our entry before it expires.
@@ -115,7 +119,10 @@ export class SessionClaim<S> {
           }
           const entry = { invocationId: this.id.invocationId, expiresAt: now + this.id.settings.leaseTtlMs };
           const line = mine ? waiters.map((w) => (w === mine ? entry : w)) : [...waiters, entry];
-          if (!(await this.writeHead(head, { ...(head.lease ? { lease: head.lease } : {}), waiters: line }))) continue;
+          if (!(await this.writeHead(head, { ...(head.lease ? { lease: head.lease } : {}), waiters: line }))) {
+            await claimConflictPause(++conflicts);
+            continue;
+          }
           queued = true;
           if (!holder) continue; // free but not our turn yet: re-check at once
         }

@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * ReplicaSetRole}), change streams that end as a real server ends them ({@link
  * ChangeStreamCursors}), createIndexes conflicts ({@link IndexConflicts}), the standalone answer
  * to {@code $changeStream} (error 40573) when change streams are off, and injected write-concern
- * errors. Every answer has the shape a real mongod sends, so the driver parses it as it would in
+ * errors; reads never see a half-applied write ({@link WholeDocumentReads}). Every answer has the shape a real mongod sends, so the driver parses it as it would in
  * production.
  *
  * <p>{@code replSetStepDown} is answered as a one-member replica set would: the node is not primary for
@@ -28,6 +28,7 @@ final class AgentdTestBackend extends MemoryBackend {
   private final ReplicaSetRole role;
   private final boolean changeStreams;
   private final ChangeStreamCursors streams = new ChangeStreamCursors();
+  private final WholeDocumentReads reads = new WholeDocumentReads();
   private final AtomicInteger writeConcernErrors = new AtomicInteger();
   private volatile int writeConcernErrorCode = 64;
   private final AtomicInteger writeConcernSkips = new AtomicInteger();
@@ -69,31 +70,31 @@ final class AgentdTestBackend extends MemoryBackend {
         writeErrors.set((int) ServerReplies.number(query, "count", 1));
         return ServerReplies.ok(new Document());
       case "aggregate":
-        return aggregate(channel, database, command, query);
+        return reads.read(() -> aggregate(channel, database, command, query));
       case "getmore":
-        return getMore(channel, database, command, query);
+        return reads.read(() -> getMore(channel, database, command, query));
       case "killcursors":
         return killCursors(channel, database, command, query);
       case "insert":
       case "update":
       case "delete":
       case "findandmodify":
-        return write(channel, database, command, query);
+        return reads.write(() -> write(channel, database, command, query));
       case "createindexes":
-        return createIndexes(channel, database, command, query);
+        return reads.write(() -> createIndexes(channel, database, command, query));
       case "find":
       case "count":
       case "distinct":
       case "listindexes":
         if (role.steppedDown() && !secondaryOk(query)) return ReplicaSetRole.notPrimaryNoSecondaryOk();
-        return super.handleCommand(channel, database, command, query);
+        return reads.read(() -> super.handleCommand(channel, database, command, query));
       case "drop": {
-        Document reply = super.handleCommand(channel, database, command, query);
+        Document reply = reads.write(() -> super.handleCommand(channel, database, command, query));
         streams.invalidate(database + "." + query.get(command));
         return reply;
       }
       case "dropdatabase": {
-        Document reply = super.handleCommand(channel, database, command, query);
+        Document reply = reads.write(() -> super.handleCommand(channel, database, command, query));
         streams.invalidate(database + ".");
         return reply;
       }
