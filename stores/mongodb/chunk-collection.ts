@@ -5,6 +5,7 @@ import type { ChunkLog, ChunkLogKey, StoredChunk } from "../chunk-log.js";
 import type { StoreCallContext } from "../snapshot-store.js";
 import { WakeChannel } from "../wake-channel.js";
 import { ChunkStream, type ChunkStreamSource } from "./chunk-stream.js";
+import { expireAtOf, KEEP_SEQUENCE, keepLog, keptLater, TTL_BACKSTOP_MS } from "./chunk-retention.js";
 import { guarded, isDuplicateKey } from "./mongo-errors.js";
 import { MAX_DOCUMENT_BYTES } from "./record-document.js";
 
@@ -20,7 +21,9 @@ export interface StreamChunkDocument {
    * on the server.
    */
   chunk: string;
-  /** The log's keep-until time (this chunk's append, or the last keepChunks); the TTL index removes the chunk after it. */
+  /** The keep-until time of this chunk's append (written once; `keepChunks` moves the log's on its keep document). */
+  keepUntil?: Date;
+  /** The TTL field, written once: `keepUntil` plus the backstop ({@link TTL_BACKSTOP_MS}). */
   expireAt: Date;
 }
 
@@ -55,13 +58,14 @@ function tooLarge(key: ChunkLogKey, sequence: number, bytes: number): AgentError
  * write concern (majority, journaled), so the chunks are durable when it
  * resolves; a chunk over 16 MiB as a document fails RESOURCE_EXHAUSTED before
  * anything is written; a sequence already stored fails ALREADY_EXISTS.
- * A log's keep-until time is the latest `expireAt` of its chunks: appends
- * give their chunks theirs, `keepChunks` sets every chunk's (`updateMany`).
- * `sweepChunks` deletes whole logs whose every chunk's `expireAt` ≤ now. The
- * TTL index is a backstop for deployments nobody sweeps: MongoDB removes
- * documents one by one, so for a log whose writer died between keepChunks
- * calls it may remove the oldest chunks up to that interval before the
- * newest. Each watcher runs its own change stream (see {@link ChunkStream});
+ * Each chunk carries its append's keep-until (`keepUntil`, written once);
+ * `keepChunks` writes one document per log, its keep document (see
+ * chunk-retention.ts), never a chunk: a heartbeat costs one write whatever
+ * the log's length. A log's keep-until is its keep document's, or a later
+ * one of a chunk appended after it. `sweepChunks` deletes whole logs whose
+ * keep-until ≤ now. The TTL index on `expireAt` (keep-until plus a 30-day
+ * backstop, written once) removes what nobody sweeps, document by document.
+ * Each watcher runs its own change stream (see {@link ChunkStream});
  * `readChunks` waits for the baseline of this instance's watchers of the same
  * log, so "watch, then read" misses no append.
  */
@@ -77,7 +81,7 @@ export class ChunkCollection implements ChunkLog {
     this.source = { ...source, lastSequence: (key) => this.lastSequence(key) };
   }
 
-  /** Inserts the chunks (ordered) with `expireAt` = `keepUntil`; this instance's watchers wake at once. */
+  /** Inserts the chunks (ordered) with their `keepUntil` (and TTL `expireAt`); this instance's watchers wake at once. */
   async appendChunks(
     key: ChunkLogKey,
     chunks: readonly StoredChunk[],
@@ -85,13 +89,15 @@ export class ChunkCollection implements ChunkLog {
     _ctx?: StoreCallContext,
   ): Promise<void> {
     const json = checkAppend(key, chunks, keepUntil);
-    const expireAt = new Date(keepUntil);
+    const expireAt = expireAtOf(keepUntil);
+    const keep = new Date(keepUntil);
     // With its _id (17 bytes), which the driver would otherwise add after this size check.
     const docs: StreamChunkDocument[] = chunks.map((stored, i) => ({
       _id: new ObjectId(),
       ...logFilter(key),
       sequence: stored.sequence,
       chunk: json[i]!,
+      keepUntil: keep,
       expireAt,
     }));
     for (const doc of docs) {
@@ -156,19 +162,17 @@ export class ChunkCollection implements ChunkLog {
     checkChunkLogKey(key, "hasChunks");
     const collection = await this.source.collection();
     const found = await guarded(`reading the chunk log of snapshot ${key.snapshotId}`, () =>
-      collection.findOne(logFilter(key), { projection: { _id: 1 } }),
+      collection.findOne({ ...logFilter(key), sequence: { $gt: KEEP_SEQUENCE } }, { projection: { _id: 1 } }),
     );
     return found !== null;
   }
 
-  /** Sets `expireAt` of every chunk of the log (`updateMany`). */
+  /** Sets the log's keep-until on its keep document: one read and one write, no chunk rewritten (see chunk-retention.ts). */
   async keepChunks(key: ChunkLogKey, keepUntil: number, _ctx?: StoreCallContext): Promise<void> {
     checkChunkLogKey(key, "keepChunks");
     checkKeepUntil(keepUntil, "keepChunks");
     const collection = await this.source.collection();
-    await guarded(`keeping the chunk log of snapshot ${key.snapshotId}`, () =>
-      collection.updateMany(logFilter(key), { $set: { expireAt: new Date(keepUntil) } }),
-    );
+    await guarded(`keeping the chunk log of snapshot ${key.snapshotId}`, () => keepLog(collection, key, keepUntil));
   }
 
   /** A change stream of its own per watcher (see ChunkStream), closed when `signal` aborts. */
@@ -192,14 +196,16 @@ export class ChunkCollection implements ChunkLog {
   }
 
   /**
-   * Deletes every log all of whose chunks have `expireAt` ≤ `now`, whole
-   * (`deleteMany` by snapshotId), walking the snapshot IDs with expired
-   * chunks in batches; a log one of whose chunks is kept longer stays.
+   * Deletes every log whose keep-until is ≤ `now`, whole (`deleteMany` by
+   * snapshotId), walking the snapshot IDs with documents kept no later than
+   * `now` in batches (the TTL index, offset by the backstop), then checking
+   * each log's keep document and later chunks ({@link keptLater}).
    */
   async sweepChunks(now: number, _ctx?: StoreCallContext): Promise<number> {
     checkNow(now, "sweepChunks");
     const collection = await this.source.collection();
     const cutoff = new Date(now);
+    const expiredBy = new Date(now + TTL_BACKSTOP_MS);
     return guarded("sweeping chunk logs", async () => {
       let removed = 0;
       let after = "";
@@ -207,7 +213,7 @@ export class ChunkCollection implements ChunkLog {
         const ids = (
           await collection
             .aggregate<{ _id: string }>([
-              { $match: { expireAt: { $lte: cutoff }, snapshotId: { $gt: after } } },
+              { $match: { expireAt: { $lte: expiredBy }, snapshotId: { $gt: after } } },
               { $group: { _id: "$snapshotId" } },
               { $sort: { _id: 1 } },
               { $limit: SWEEP_BATCH },
@@ -215,7 +221,7 @@ export class ChunkCollection implements ChunkLog {
             .toArray()
         ).map((d) => d._id);
         for (const snapshotId of ids) {
-          if (await collection.findOne({ snapshotId, expireAt: { $gt: cutoff } }, { projection: { _id: 1 } })) continue;
+          if (await keptLater(collection, snapshotId, cutoff)) continue;
           if ((await collection.deleteMany({ snapshotId })).deletedCount > 0) removed++;
         }
         if (ids.length < SWEEP_BATCH) return removed;

@@ -188,14 +188,14 @@ describe("mongodb chunk collection: what reads fetch", () => {
     }
   });
 
-  it("checks a sweep candidate for a kept chunk fetching only a document ID", async () => {
+  it("checks a sweep candidate fetching only its keep document's times and a kept chunk's ID", async () => {
     const prefix = freshPrefix();
     const store = monitoredStore(prefix);
     const K = Date.now() + HOUR;
     await store.appendChunks(BG, [chunk(1)], K);
     const log = commandLog(store);
     expect(await store.sweepChunks(K)).toBe(1);
-    expect(projections(log, prefix)).toEqual([{ _id: 1 }]);
+    expect(projections(log, prefix)).toEqual([{ _id: 0, keepUntil: 1, keptThrough: 1 }, { _id: 1 }]);
   });
 });
 
