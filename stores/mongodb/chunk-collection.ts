@@ -4,7 +4,8 @@ import { checkAppend, checkChunkLogKey, checkKeepUntil, checkNow, checkRead } fr
 import type { ChunkLog, ChunkLogKey, StoredChunk } from "../chunk-log.js";
 import type { StoreCallContext } from "../snapshot-store.js";
 import { WakeChannel } from "../wake-channel.js";
-import { ChunkStream, type ChunkStreamSource } from "./chunk-stream.js";
+import { ChunkWatchers, type ChunkStreamSource } from "./chunk-stream.js";
+import { CoalescedReads } from "./coalesced-reads.js";
 import { expireAtOf, KEEP_SEQUENCE, keepLog, keptLater, TTL_BACKSTOP_MS } from "./chunk-retention.js";
 import { guarded, isDuplicateKey } from "./mongo-errors.js";
 import { MAX_DOCUMENT_BYTES } from "./record-document.js";
@@ -65,20 +66,19 @@ function tooLarge(key: ChunkLogKey, sequence: number, bytes: number): AgentError
  * one of a chunk appended after it. `sweepChunks` deletes whole logs whose
  * keep-until ≤ now. The TTL index on `expireAt` (keep-until plus a 30-day
  * backstop, written once) removes what nobody sweeps, document by document.
- * Each watcher runs its own change stream (see {@link ChunkStream});
- * `readChunks` waits for the baseline of this instance's watchers of the same
- * log, so "watch, then read" misses no append.
+ * Every watcher of this instance is served by one change stream on the
+ * collection (see {@link ChunkWatchers}); `readChunks` waits for the baseline
+ * of this instance's watchers of the same log, so "watch, then read" misses
+ * no append, and identical reads queued together (N followers of one log
+ * woken by one append) are sent once.
  */
 export class ChunkCollection implements ChunkLog {
-  /** This instance's watchers by log, each with the channel it wakes. */
-  private readonly streams = new Map<string, Map<ChunkStream, WakeChannel>>();
-  private readonly source: ChunkStreamSource;
-  /** Watchers whose stream loop has not finished yet (stopped ones included until their stream is closed). */
-  private running = 0;
+  private readonly watchers: ChunkWatchers;
+  private readonly chunkReads = new CoalescedReads<StoredChunk[]>();
 
   /** `source`: what the watchers need of the store (the collection, the no-change-streams error, the logger). */
-  constructor(source: Omit<ChunkStreamSource, "lastSequence">) {
-    this.source = { ...source, lastSequence: (key) => this.lastSequence(key) };
+  constructor(private readonly source: ChunkStreamSource) {
+    this.watchers = new ChunkWatchers(source);
   }
 
   /** Inserts the chunks (ordered) with their `keepUntil` (and TTL `expireAt`); this instance's watchers wake at once. */
@@ -118,8 +118,7 @@ export class ChunkCollection implements ChunkLog {
         );
       }
     });
-    const last = docs[docs.length - 1]!.sequence;
-    for (const stream of this.streams.get(watchKey(key))?.keys() ?? []) stream.offer(last);
+    this.watchers.offer(key, docs[docs.length - 1]!.sequence);
   }
 
   /** One indexed query on (snapshotId, sequence), after this instance's watchers of the log know their baseline. */
@@ -131,7 +130,15 @@ export class ChunkCollection implements ChunkLog {
   ): Promise<StoredChunk[]> {
     checkRead(key, afterSequence, limit);
     if (limit === 0) return []; // (a MongoDB limit of 0 means none)
-    await Promise.all([...(this.streams.get(watchKey(key))?.keys() ?? [])].map((stream) => stream.baseline));
+    const read = await this.chunkReads.run(`${watchKey(key)}\0${afterSequence}\0${limit}`, () =>
+      this.queryChunks(key, afterSequence, limit),
+    );
+    return [...read];
+  }
+
+  /** The query of {@link readChunks}, once this instance's watchers of the log know their baseline. */
+  private async queryChunks(key: ChunkLogKey, afterSequence: number, limit: number): Promise<StoredChunk[]> {
+    await Promise.all(this.watchers.of(key).map((watcher) => watcher.baseline));
     const collection = await this.source.collection();
     const docs = await guarded(`reading the chunk log of snapshot ${key.snapshotId}`, () =>
       collection
@@ -175,23 +182,13 @@ export class ChunkCollection implements ChunkLog {
     await guarded(`keeping the chunk log of snapshot ${key.snapshotId}`, () => keepLog(collection, key, keepUntil));
   }
 
-  /** A change stream of its own per watcher (see ChunkStream), closed when `signal` aborts. */
+  /** A watcher served by the instance's one chunk change stream (see {@link ChunkWatchers}), removed when `signal` aborts. */
   watchChunks(key: ChunkLogKey, signal: AbortSignal, _ctx?: StoreCallContext): AsyncIterable<void> {
     checkChunkLogKey(key, "watchChunks");
-    const id = watchKey(key);
     if (signal.aborted) return new WakeChannel(signal, () => undefined);
-    const channel: WakeChannel = new WakeChannel(signal, () => {
-      stream.stop();
-      const open = this.streams.get(id);
-      open?.delete(stream);
-      if (open?.size === 0) this.streams.delete(id);
-    });
-    const stream = new ChunkStream(key, channel, this.source);
-    this.running++;
-    void stream.done.finally(() => this.running--);
-    let open = this.streams.get(id);
-    if (!open) this.streams.set(id, (open = new Map()));
-    open.set(stream, channel);
+    // onClose never runs inside WakeChannel's constructor, so `watcher` is set by then.
+    const channel: WakeChannel = new WakeChannel(signal, () => this.watchers.remove(watcher));
+    const watcher = this.watchers.add(key, channel);
     return channel;
   }
 
@@ -230,26 +227,23 @@ export class ChunkCollection implements ChunkLog {
     });
   }
 
-  /** Watchers whose change stream is established and caught up. */
+  /** Watchers caught up on an established change stream. */
   get openStreams(): number {
-    let n = 0;
-    for (const open of this.streams.values()) for (const stream of open.keys()) if (stream.isOpen) n++;
-    return n;
+    return this.watchers.open;
   }
 
-  /** Watchers whose stream loop still runs (holding, opening or closing a change stream); 0 once all have ended. */
+  /** Watchers still registered, plus 1 while the shared change stream is open or closing; 0 once all have ended. */
   get watcherCount(): number {
-    return this.running;
+    return this.watchers.size + (this.watchers.stream.isRunning ? 1 : 0);
   }
 
-  /** Ends every watcher: its iterable ends and its stream closes. */
+  /** The instance's one chunk change stream (diagnostics, tests). */
+  get changeStream(): ChunkWatchers["stream"] {
+    return this.watchers.stream;
+  }
+
+  /** Ends every watcher: its iterable ends, and the change stream closes. */
   closeAll(): void {
-    for (const open of [...this.streams.values()]) for (const channel of [...open.values()]) channel.close();
-  }
-
-  private async lastSequence(key: ChunkLogKey): Promise<number> {
-    const collection = await this.source.collection();
-    const last = await collection.findOne(logFilter(key), { sort: { sequence: -1 }, projection: { sequence: 1 } });
-    return last?.sequence ?? 0;
+    this.watchers.closeAll();
   }
 }

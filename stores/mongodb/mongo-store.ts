@@ -142,6 +142,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     };
     this.chunkLogs = new ChunkCollection({
       collection: async () => (await this.open()).c.streamChunks,
+      client: this.client,
       unsupported: (err) => changeStreamsUnsupported(this.db, (err as Error).message, err),
       ...(config.logger ? { logger: config.logger } : {}),
     });

@@ -281,7 +281,7 @@ describe("mongodb chunk logs: watchers", () => {
       });
       await eventually(() => logger.lines.some((l) => l.message === "MongoDB chunk change stream ended; reopening it"));
       expect(logger.lines.find((l) => l.message.startsWith("MongoDB chunk change stream"))?.fields).toMatchObject({
-        snapshotId: "bg",
+        watchedLogs: 1,
         reason: "the server closed the change stream's cursor",
         resume: false,
       });
