@@ -97,6 +97,8 @@ export class ChangeStreamHub {
   private openCount = 0;
   private ending: HubEnding | undefined;
   private stopWaiting: (() => void) | undefined;
+  /** Loops started and not yet finished (a stopped one finishes once its stream is closed). */
+  private loops = 0;
   /** Settles once the current loop has closed its stream. */
   private loop: Promise<void> = Promise.resolve();
 
@@ -110,9 +112,9 @@ export class ChangeStreamHub {
     return this.established;
   }
 
-  /** True while the hub runs (holding, opening or closing a stream). */
+  /** True while the hub's loop runs (holding, opening or closing a stream); false once a stopped hub has closed it. */
   get isRunning(): boolean {
-    return this.running;
+    return this.loops > 0;
   }
 
   /** Change streams this hub opened (aggregates sent, reopens and driver resumes included). */
@@ -141,7 +143,8 @@ export class ChangeStreamHub {
     this.running = true;
     const generation = ++this.generation;
     const previous = this.loop;
-    this.loop = previous.then(() => this.run(generation));
+    this.loops++;
+    this.loop = previous.then(() => this.run(generation)).finally(() => this.loops--);
   }
 
   /** Stops the stream and closes it (idempotent); a later {@link start} opens a new one from now. */
@@ -189,7 +192,7 @@ export class ChangeStreamHub {
           ...(this.token ? { resumeAfter: this.token } : {}),
         });
         let start: StreamStart;
-        stream.on("init", (response: { operationTime?: Timestamp }) => (start = response.operationTime));
+        onStreamStart(stream, (at) => (start = at));
         this.stream = stream;
         this.openCount++;
         const early = await stream.tryNext(); // sends the aggregate: the stream is now established
@@ -217,7 +220,8 @@ export class ChangeStreamHub {
             this.openCount++;
             this.reopenCount++;
             this.establishedAt = Date.now();
-            await this.subscriber.established(start); // the resumed cursor's "init" set it anew
+            start = resumedStart(stream) ?? start; // a resume from a token keeps the first start (older: still gapless)
+            await this.subscriber.established(start);
           }
           if (change) ending = this.consume(change);
           else if (stream.closed) ending = closedByServer();
@@ -296,6 +300,27 @@ export class ChangeStreamHub {
   }
 }
 
+/** The driver's cursor behind a stream, as far as the start time goes. */
+interface StartingCursor {
+  once?(event: "init", listener: (response: { operationTime?: Timestamp }) => void): void;
+  startAtOperationTime?: Timestamp | null;
+}
+
+/**
+ * Calls `set` with the operationTime of the server's answer to the stream's
+ * aggregate, once the stream sends it (the driver's cursor emits the answer
+ * as "init"; the ChangeStream does not forward it). Attach before the first
+ * `tryNext`.
+ */
+export function onStreamStart(stream: ChangeStream<Document, Document>, set: (start: StreamStart) => void): void {
+  (driverCursorOf(stream) as StartingCursor | undefined)?.once?.("init", (response) => set(response.operationTime));
+}
+
+/** The start of a cursor the driver opened by itself to resume a stream (known when it resumed from a time, not a token). */
+export function resumedStart(stream: ChangeStream<Document, Document>): StreamStart {
+  return (driverCursorOf(stream) as StartingCursor | undefined)?.startAtOperationTime ?? undefined;
+}
+
 function closedAtOpen(): Error {
   return Object.assign(new Error("the server closed the change stream as it opened"), { closedAtOpen: true });
 }
@@ -306,7 +331,8 @@ function closedAtOpen(): Error {
  * = `start` (with the store's majority level): the server answers once its
  * majority snapshot has reached the stream's start, so a write the stream
  * starts after is in what the read sees. Without a start (a server that sent
- * no operationTime) the read runs as it is.
+ * no operationTime), or on a deployment without sessions (the driver refuses
+ * the session: MongoCompatibilityError), the read runs without one.
  */
 export async function readAfter<T>(
   client: MongoClient,
@@ -318,6 +344,9 @@ export async function readAfter<T>(
   try {
     session.advanceOperationTime(start);
     return await read(session);
+  } catch (err) {
+    if ((err as { name?: unknown } | undefined)?.name !== "MongoCompatibilityError") throw err;
+    return read(undefined);
   } finally {
     await session.endSession().catch(() => undefined);
   }

@@ -130,16 +130,24 @@ export class ChunkCollection implements ChunkLog {
   ): Promise<StoredChunk[]> {
     checkRead(key, afterSequence, limit);
     if (limit === 0) return []; // (a MongoDB limit of 0 means none)
-    const read = await this.chunkReads.run(`${watchKey(key)}\0${afterSequence}\0${limit}`, () =>
-      this.queryChunks(key, afterSequence, limit),
+    const read = await this.chunkReads.run(
+      `${watchKey(key)}\0${afterSequence}\0${limit}`,
+      (sending) => this.queryChunks(key, afterSequence, limit, sending),
+      true,
     );
     return [...read];
   }
 
   /** The query of {@link readChunks}, once this instance's watchers of the log know their baseline. */
-  private async queryChunks(key: ChunkLogKey, afterSequence: number, limit: number): Promise<StoredChunk[]> {
+  private async queryChunks(
+    key: ChunkLogKey,
+    afterSequence: number,
+    limit: number,
+    sending: () => void,
+  ): Promise<StoredChunk[]> {
     await Promise.all(this.watchers.of(key).map((watcher) => watcher.baseline));
     const collection = await this.source.collection();
+    sending();
     const docs = await guarded(`reading the chunk log of snapshot ${key.snapshotId}`, () =>
       collection
         .find(
@@ -232,9 +240,10 @@ export class ChunkCollection implements ChunkLog {
     return this.watchers.open;
   }
 
-  /** Watchers still registered, plus 1 while the shared change stream is open or closing; 0 once all have ended. */
+  /** Watchers still registered (1 while none is but the change stream is still closing); 0 once all have ended. */
   get watcherCount(): number {
-    return this.watchers.size + (this.watchers.stream.isRunning ? 1 : 0);
+    const registered = this.watchers.size;
+    return registered > 0 ? registered : this.watchers.stream.isRunning ? 1 : 0;
   }
 
   /** The instance's one chunk change stream (diagnostics, tests). */

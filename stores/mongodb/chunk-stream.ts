@@ -191,10 +191,16 @@ export class ChunkWatchers {
   /** The log's highest stored sequence (0 when none), one read for all callers queued before it is sent. */
   private lastSequence(key: ChunkLogKey, start: StreamStart): Promise<number> {
     const id = `${logId(key)}\0${start ? start.toString() : ""}`;
-    return this.lastReads.run(id, async () => {
-      const collection = await this.source.collection();
-      return readAfter(this.source.client, start, (session) => lastSequenceOf(collection, key, session));
-    });
+    // Not deferred: a baseline read must not be overtaken by an append made after the watch call.
+    return this.lastReads.run(
+      id,
+      async (sending) => {
+        const collection = await this.source.collection();
+        sending();
+        return readAfter(this.source.client, start, (session) => lastSequenceOf(collection, key, session));
+      },
+      false,
+    );
   }
 
   /** After the stream (re)opened from `start`: one read per watched log, offered to its watchers. */

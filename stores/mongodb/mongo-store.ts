@@ -22,6 +22,7 @@ import type {
 import { StatusChannel } from "../status-channel.js";
 import { changeStreamsUnsupported } from "./change-stream-support.js";
 import { CheckpointChunks } from "./checkpoint-chunks.js";
+import { readAfter } from "./change-stream-hub.js";
 import { ChunkCollection } from "./chunk-collection.js";
 import { clientOptionsFor, driverUri, uriDatabase } from "./connection-settings.js";
 import type { OutcomeProbe } from "./commit-outcome.js";
@@ -128,9 +129,11 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     );
     this.statusStream = new ChangeStreamMultiplexer(
       async () => (await this.open()).c.records,
-      async (id) => {
+      async (id, start) => {
         const { c } = await this.open();
-        const doc = await c.records.findOne({ _id: id }, { projection: { status: 1, version: 1 } });
+        const doc = await readAfter(this.client, start, (session) =>
+          c.records.findOne({ _id: id }, { projection: { status: 1, version: 1 }, ...(session ? { session } : {}) }),
+        );
         return doc ? { status: doc.status, version: doc.version } : undefined;
       },
       config.logger,
