@@ -45,7 +45,10 @@ export class MongoWireTap {
   /** Starts a tap on a free loopback port forwarding to `targetPort` on 127.0.0.1. */
   static async start(targetPort: number): Promise<MongoWireTap> {
     const accept: { to?: MongoWireTap } = {};
-    const server = createServer((client) => accept.to?.accept(client, targetPort) ?? client.destroy());
+    const server = createServer((client) => {
+      if (accept.to) accept.to.accept(client, targetPort);
+      else client.destroy();
+    });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     accept.to = new MongoWireTap(server, (server.address() as { port: number }).port);
     return accept.to;
