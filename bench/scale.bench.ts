@@ -40,6 +40,7 @@ const WINDOW_S = Number(process.env.WINDOW_S ?? 10);
 const HEARTBEAT_MS = Number(process.env.HEARTBEAT_MS ?? 1000);
 const CLI = process.env.BENCH_CLI === "source" ? "source" : "built";
 const ECHO_DELAY_MS = 100;
+const STREAMS_PER_CONNECTION = 50;
 
 interface Instance {
   tap: MongoWireTap;
@@ -60,7 +61,7 @@ async function startInstance(mongo: MongoJavaServer, i: number, database: string
 
 /** Starts `JOBS` detached jobs lasting at least the window, round-robin over the instances. */
 async function startJobs(instances: Instance[]): Promise<string[]> {
-  const words = Array.from({ length: Math.ceil(((WINDOW_S + 60) * 1000) / ECHO_DELAY_MS) }, (_, i) => `w${i}`);
+  const words = Array.from({ length: Math.ceil(((WINDOW_S + 240) * 1000) / ECHO_DELAY_MS) }, (_, i) => `w${i}`);
   const jobs: string[] = [];
   for (let j = 0; j < JOBS; j++) {
     const { output } = await instances[j % instances.length]!.client.run({
@@ -89,22 +90,27 @@ async function follow(instances: Instance[], jobs: string[], perInstance: number
     }
   };
   instances.forEach((instance, i) => {
+    // One HTTP/2 connection per STREAMS_PER_CONNECTION followers (a server allows 100 concurrent streams per connection).
+    const clients = Array.from({ length: Math.ceil(perInstance / STREAMS_PER_CONNECTION) }, () =>
+      createClient(AgentService, createGrpcTransport({ baseUrl: instance.server.baseUrl })),
+    );
     for (let w = 0; w < perInstance; w++) {
+      const client = clients[Math.floor(w / STREAMS_PER_CONNECTION)]!;
       const snapshotId = jobs[(w + i) % jobs.length]!;
       const options = { signal: controller.signal, timeoutMs: 0 };
       streams.push(
         consume(
           w % 4 === 3
-            ? instance.client.watchSnapshot({ agent: "assistant", snapshotId }, options)
-            : instance.client.attachInvocation({ agent: "assistant", snapshotId }, options),
+            ? client.watchSnapshot({ agent: "assistant", snapshotId }, options)
+            : client.attachInvocation({ agent: "assistant", snapshotId }, options),
         ),
       );
     }
   });
   const total = instances.length * perInstance;
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + 300_000;
   while (answered < total) {
-    if (Date.now() > deadline) throw new Error(`only ${answered} of ${total} followers answered within 120 s`);
+    if (Date.now() > deadline) throw new Error(`only ${answered} of ${total} followers answered within 300 s`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return async () => {
