@@ -17,8 +17,10 @@
  * documents, update/delete statements: one oplog entry each, as every update
  * matches one document), heartbeat writes (updates of snapshots rows and of
  * chunk keep documents) per heartbeat; and, once, the commands and write
- * statements of one ordinary turn (a Run on a session, memory of the jobs
- * aside).
+ * statements of one ordinary turn (a Run on an existing session, measured
+ * before the jobs start). "heartbeat writes/heartbeat" counts every update of
+ * a snapshots row and of a chunk keep document in the window over the
+ * heartbeats due: an overloaded host adds takeover and status writes to it.
  *
  * Not a test: nothing is asserted. Environment: INSTANCES (default 2),
  * WATCHERS (per instance, comma-separated runs; default 10,50), JOBS
@@ -146,6 +148,7 @@ async function run(mongo: MongoJavaServer, perInstance: number): Promise<void> {
   const database = `agentd_scale_${perInstance}_${Date.now()}`;
   const instances = await Promise.all(Array.from({ length: INSTANCES }, (_, i) => startInstance(mongo, i, database)));
   try {
+    const turn = await oneTurn(instances[0]!); // before any job: only the turn's own traffic
     const jobs = await startJobs(instances);
     const stop = await follow(instances, jobs, perInstance);
     const streamsAtSetup = instances.map((instance) => instance.tap.snapshot.changeStreams);
@@ -153,7 +156,6 @@ async function run(mongo: MongoJavaServer, perInstance: number): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, WINDOW_S * 1000));
     const window = instances.map((instance) => instance.tap.snapshot);
     await stop();
-    const turn = await oneTurn(instances[0]!);
     const perMinute = (n: number): string => ((n * 60) / WINDOW_S).toFixed(0);
     console.log(
       `\n${INSTANCES} instances × ${perInstance} watchers (${JOBS} jobs, heartbeat ${HEARTBEAT_MS} ms, window ${WINDOW_S} s):`,
@@ -174,7 +176,9 @@ async function run(mongo: MongoJavaServer, perInstance: number): Promise<void> {
     });
     const top = [...window[0]!.commands].sort((a, b) => b[1] - a[1]).slice(0, 8);
     console.log(`instance 0 commands in the window: ${top.map(([k, v]) => `${k}=${v}`).join(", ")}`);
-    console.log(`one ordinary turn (instance 0): ${turn.commands} commands, ${turn.writes} write statements`);
+    console.log(
+      `one ordinary turn (instance 0, before the jobs): ${turn.commands} commands, ${turn.writes} write statements`,
+    );
   } finally {
     await Promise.all(instances.map(async (instance) => (await instance.server.stop(), await instance.tap.close())));
   }
