@@ -41,9 +41,12 @@ describe("mongodb coordination of one instance with 200 followers of 10 jobs", (
 
   it(
     "opens at most 6 change streams and 20 connections, and its heartbeats rewrite no chunk",
-    { timeout: 120_000 },
+    { timeout: 180_000 },
     async () => {
       const client = agentServiceClient(agentd.baseUrl, "grpc");
+      // One HTTP/2 connection per 50 followers: a server allows 100 concurrent streams per connection.
+      const followerClients = Array.from({ length: 4 }, () => agentServiceClient(agentd.baseUrl, "grpc"));
+      const clientOf = (i: number): typeof client => followerClients[i % followerClients.length]!;
       const words = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ");
       const jobs: string[] = [];
       for (let i = 0; i < JOBS; i++) {
@@ -70,20 +73,26 @@ describe("mongodb coordination of one instance with 200 followers of 10 jobs", (
       const followers = [
         ...Array.from({ length: ATTACHERS }, (_, i) =>
           follow(
-            client.attachInvocation({ agent: "assistant", snapshotId: jobs[i % JOBS]! }, { signal: controller.signal }),
+            clientOf(i).attachInvocation(
+              { agent: "assistant", snapshotId: jobs[i % JOBS]! },
+              { signal: controller.signal },
+            ),
             () => attached++,
           ),
         ),
         ...Array.from({ length: WATCHERS }, (_, i) =>
           follow(
-            client.watchSnapshot({ agent: "assistant", snapshotId: jobs[i % JOBS]! }, { signal: controller.signal }),
+            clientOf(i).watchSnapshot(
+              { agent: "assistant", snapshotId: jobs[i % JOBS]! },
+              { signal: controller.signal },
+            ),
             () => watching++,
           ),
         ),
       ];
       try {
         await until("every follower has its first answer", () => attached === ATTACHERS && watching === WATCHERS, {
-          timeoutMs: 60_000,
+          timeoutMs: 90_000,
         });
         await new Promise((resolve) => setTimeout(resolve, 3_000)); // several heartbeats of every job
         const counts = tap.snapshot;
