@@ -4,7 +4,9 @@ import { checkAppend, checkChunkLogKey, checkKeepUntil, checkNow, checkRead } fr
 import type { ChunkLog, ChunkLogKey, StoredChunk } from "../chunk-log.js";
 import type { StoreCallContext } from "../snapshot-store.js";
 import { WakeChannel } from "../wake-channel.js";
-import { ChunkStream, type ChunkStreamSource } from "./chunk-stream.js";
+import { ChunkWatchers, type ChunkStreamSource } from "./chunk-stream.js";
+import { CoalescedReads } from "./coalesced-reads.js";
+import { expireAtOf, KEEP_SEQUENCE, keepLog, keptLater, TTL_BACKSTOP_MS } from "./chunk-retention.js";
 import { guarded, isDuplicateKey } from "./mongo-errors.js";
 import { MAX_DOCUMENT_BYTES } from "./record-document.js";
 
@@ -20,7 +22,9 @@ export interface StreamChunkDocument {
    * on the server.
    */
   chunk: string;
-  /** The log's keep-until time (this chunk's append, or the last keepChunks); the TTL index removes the chunk after it. */
+  /** The keep-until time of this chunk's append (written once; `keepChunks` moves the log's on its keep document). */
+  keepUntil?: Date;
+  /** The TTL field, written once: `keepUntil` plus the backstop ({@link TTL_BACKSTOP_MS}). */
   expireAt: Date;
 }
 
@@ -55,29 +59,29 @@ function tooLarge(key: ChunkLogKey, sequence: number, bytes: number): AgentError
  * write concern (majority, journaled), so the chunks are durable when it
  * resolves; a chunk over 16 MiB as a document fails RESOURCE_EXHAUSTED before
  * anything is written; a sequence already stored fails ALREADY_EXISTS.
- * A log's keep-until time is the latest `expireAt` of its chunks: appends
- * give their chunks theirs, `keepChunks` sets every chunk's (`updateMany`).
- * `sweepChunks` deletes whole logs whose every chunk's `expireAt` ≤ now. The
- * TTL index is a backstop for deployments nobody sweeps: MongoDB removes
- * documents one by one, so for a log whose writer died between keepChunks
- * calls it may remove the oldest chunks up to that interval before the
- * newest. Each watcher runs its own change stream (see {@link ChunkStream});
- * `readChunks` waits for the baseline of this instance's watchers of the same
- * log, so "watch, then read" misses no append.
+ * Each chunk carries its append's keep-until (`keepUntil`, written once);
+ * `keepChunks` writes one document per log, its keep document (see
+ * chunk-retention.ts), never a chunk: a heartbeat costs one write whatever
+ * the log's length. A log's keep-until is its keep document's, or a later
+ * one of a chunk appended after it. `sweepChunks` deletes whole logs whose
+ * keep-until ≤ now. The TTL index on `expireAt` (keep-until plus a 30-day
+ * backstop, written once) removes what nobody sweeps, document by document.
+ * Every watcher of this instance is served by one change stream on the
+ * collection (see {@link ChunkWatchers}); `readChunks` waits for the baseline
+ * of this instance's watchers of the same log, so "watch, then read" misses
+ * no append, and identical reads queued together (N followers of one log
+ * woken by one append) are sent once.
  */
 export class ChunkCollection implements ChunkLog {
-  /** This instance's watchers by log, each with the channel it wakes. */
-  private readonly streams = new Map<string, Map<ChunkStream, WakeChannel>>();
-  private readonly source: ChunkStreamSource;
-  /** Watchers whose stream loop has not finished yet (stopped ones included until their stream is closed). */
-  private running = 0;
+  private readonly watchers: ChunkWatchers;
+  private readonly chunkReads = new CoalescedReads<StoredChunk[]>();
 
   /** `source`: what the watchers need of the store (the collection, the no-change-streams error, the logger). */
-  constructor(source: Omit<ChunkStreamSource, "lastSequence">) {
-    this.source = { ...source, lastSequence: (key) => this.lastSequence(key) };
+  constructor(private readonly source: ChunkStreamSource) {
+    this.watchers = new ChunkWatchers(source);
   }
 
-  /** Inserts the chunks (ordered) with `expireAt` = `keepUntil`; this instance's watchers wake at once. */
+  /** Inserts the chunks (ordered) with their `keepUntil` (and TTL `expireAt`); this instance's watchers wake at once. */
   async appendChunks(
     key: ChunkLogKey,
     chunks: readonly StoredChunk[],
@@ -85,13 +89,15 @@ export class ChunkCollection implements ChunkLog {
     _ctx?: StoreCallContext,
   ): Promise<void> {
     const json = checkAppend(key, chunks, keepUntil);
-    const expireAt = new Date(keepUntil);
+    const expireAt = expireAtOf(keepUntil);
+    const keep = new Date(keepUntil);
     // With its _id (17 bytes), which the driver would otherwise add after this size check.
     const docs: StreamChunkDocument[] = chunks.map((stored, i) => ({
       _id: new ObjectId(),
       ...logFilter(key),
       sequence: stored.sequence,
       chunk: json[i]!,
+      keepUntil: keep,
       expireAt,
     }));
     for (const doc of docs) {
@@ -112,8 +118,7 @@ export class ChunkCollection implements ChunkLog {
         );
       }
     });
-    const last = docs[docs.length - 1]!.sequence;
-    for (const stream of this.streams.get(watchKey(key))?.keys() ?? []) stream.offer(last);
+    this.watchers.offer(key, docs[docs.length - 1]!.sequence);
   }
 
   /** One indexed query on (snapshotId, sequence), after this instance's watchers of the log know their baseline. */
@@ -125,8 +130,24 @@ export class ChunkCollection implements ChunkLog {
   ): Promise<StoredChunk[]> {
     checkRead(key, afterSequence, limit);
     if (limit === 0) return []; // (a MongoDB limit of 0 means none)
-    await Promise.all([...(this.streams.get(watchKey(key))?.keys() ?? [])].map((stream) => stream.baseline));
+    const read = await this.chunkReads.run(
+      `${watchKey(key)}\0${afterSequence}\0${limit}`,
+      (sending) => this.queryChunks(key, afterSequence, limit, sending),
+      true,
+    );
+    return [...read];
+  }
+
+  /** The query of {@link readChunks}, once this instance's watchers of the log know their baseline. */
+  private async queryChunks(
+    key: ChunkLogKey,
+    afterSequence: number,
+    limit: number,
+    sending: () => void,
+  ): Promise<StoredChunk[]> {
+    await Promise.all(this.watchers.of(key).map((watcher) => watcher.baseline));
     const collection = await this.source.collection();
+    sending();
     const docs = await guarded(`reading the chunk log of snapshot ${key.snapshotId}`, () =>
       collection
         .find(
@@ -156,50 +177,40 @@ export class ChunkCollection implements ChunkLog {
     checkChunkLogKey(key, "hasChunks");
     const collection = await this.source.collection();
     const found = await guarded(`reading the chunk log of snapshot ${key.snapshotId}`, () =>
-      collection.findOne(logFilter(key), { projection: { _id: 1 } }),
+      collection.findOne({ ...logFilter(key), sequence: { $gt: KEEP_SEQUENCE } }, { projection: { _id: 1 } }),
     );
     return found !== null;
   }
 
-  /** Sets `expireAt` of every chunk of the log (`updateMany`). */
+  /** Sets the log's keep-until on its keep document: one read and one write, no chunk rewritten (see chunk-retention.ts). */
   async keepChunks(key: ChunkLogKey, keepUntil: number, _ctx?: StoreCallContext): Promise<void> {
     checkChunkLogKey(key, "keepChunks");
     checkKeepUntil(keepUntil, "keepChunks");
     const collection = await this.source.collection();
-    await guarded(`keeping the chunk log of snapshot ${key.snapshotId}`, () =>
-      collection.updateMany(logFilter(key), { $set: { expireAt: new Date(keepUntil) } }),
-    );
+    await guarded(`keeping the chunk log of snapshot ${key.snapshotId}`, () => keepLog(collection, key, keepUntil));
   }
 
-  /** A change stream of its own per watcher (see ChunkStream), closed when `signal` aborts. */
+  /** A watcher served by the instance's one chunk change stream (see {@link ChunkWatchers}), removed when `signal` aborts. */
   watchChunks(key: ChunkLogKey, signal: AbortSignal, _ctx?: StoreCallContext): AsyncIterable<void> {
     checkChunkLogKey(key, "watchChunks");
-    const id = watchKey(key);
     if (signal.aborted) return new WakeChannel(signal, () => undefined);
-    const channel: WakeChannel = new WakeChannel(signal, () => {
-      stream.stop();
-      const open = this.streams.get(id);
-      open?.delete(stream);
-      if (open?.size === 0) this.streams.delete(id);
-    });
-    const stream = new ChunkStream(key, channel, this.source);
-    this.running++;
-    void stream.done.finally(() => this.running--);
-    let open = this.streams.get(id);
-    if (!open) this.streams.set(id, (open = new Map()));
-    open.set(stream, channel);
+    // onClose never runs inside WakeChannel's constructor, so `watcher` is set by then.
+    const channel: WakeChannel = new WakeChannel(signal, () => this.watchers.remove(watcher));
+    const watcher = this.watchers.add(key, channel);
     return channel;
   }
 
   /**
-   * Deletes every log all of whose chunks have `expireAt` ≤ `now`, whole
-   * (`deleteMany` by snapshotId), walking the snapshot IDs with expired
-   * chunks in batches; a log one of whose chunks is kept longer stays.
+   * Deletes every log whose keep-until is ≤ `now`, whole (`deleteMany` by
+   * snapshotId), walking the snapshot IDs with documents kept no later than
+   * `now` in batches (the TTL index, offset by the backstop), then checking
+   * each log's keep document and later chunks ({@link keptLater}).
    */
   async sweepChunks(now: number, _ctx?: StoreCallContext): Promise<number> {
     checkNow(now, "sweepChunks");
     const collection = await this.source.collection();
     const cutoff = new Date(now);
+    const expiredBy = new Date(now + TTL_BACKSTOP_MS);
     return guarded("sweeping chunk logs", async () => {
       let removed = 0;
       let after = "";
@@ -207,7 +218,7 @@ export class ChunkCollection implements ChunkLog {
         const ids = (
           await collection
             .aggregate<{ _id: string }>([
-              { $match: { expireAt: { $lte: cutoff }, snapshotId: { $gt: after } } },
+              { $match: { expireAt: { $lte: expiredBy }, snapshotId: { $gt: after } } },
               { $group: { _id: "$snapshotId" } },
               { $sort: { _id: 1 } },
               { $limit: SWEEP_BATCH },
@@ -215,7 +226,7 @@ export class ChunkCollection implements ChunkLog {
             .toArray()
         ).map((d) => d._id);
         for (const snapshotId of ids) {
-          if (await collection.findOne({ snapshotId, expireAt: { $gt: cutoff } }, { projection: { _id: 1 } })) continue;
+          if (await keptLater(collection, snapshotId, cutoff)) continue;
           if ((await collection.deleteMany({ snapshotId })).deletedCount > 0) removed++;
         }
         if (ids.length < SWEEP_BATCH) return removed;
@@ -224,26 +235,24 @@ export class ChunkCollection implements ChunkLog {
     });
   }
 
-  /** Watchers whose change stream is established and caught up. */
+  /** Watchers caught up on an established change stream. */
   get openStreams(): number {
-    let n = 0;
-    for (const open of this.streams.values()) for (const stream of open.keys()) if (stream.isOpen) n++;
-    return n;
+    return this.watchers.open;
   }
 
-  /** Watchers whose stream loop still runs (holding, opening or closing a change stream); 0 once all have ended. */
+  /** Watchers still registered (1 while none is but the change stream is still closing); 0 once all have ended. */
   get watcherCount(): number {
-    return this.running;
+    const registered = this.watchers.size;
+    return registered > 0 ? registered : this.watchers.stream.isRunning ? 1 : 0;
   }
 
-  /** Ends every watcher: its iterable ends and its stream closes. */
+  /** The instance's one chunk change stream (diagnostics, tests). */
+  get changeStream(): ChunkWatchers["stream"] {
+    return this.watchers.stream;
+  }
+
+  /** Ends every watcher: its iterable ends, and the change stream closes. */
   closeAll(): void {
-    for (const open of [...this.streams.values()]) for (const channel of [...open.values()]) channel.close();
-  }
-
-  private async lastSequence(key: ChunkLogKey): Promise<number> {
-    const collection = await this.source.collection();
-    const last = await collection.findOne(logFilter(key), { sort: { sequence: -1 }, projection: { sequence: 1 } });
-    return last?.sequence ?? 0;
+    this.watchers.closeAll();
   }
 }

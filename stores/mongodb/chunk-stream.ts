@@ -1,225 +1,245 @@
-import type { ChangeStream, Collection, Document, ResumeToken } from "mongodb";
-import { AgentError } from "../../src/errors/agent-error.js";
+import type { ClientSession, Collection, Document, MongoClient } from "mongodb";
+import type { AgentError } from "../../src/errors/agent-error.js";
 import type { ChunkLogKey } from "../chunk-log.js";
 import type { WakeChannel } from "../wake-channel.js";
-import { isChangeStreamUnsupported } from "./change-stream-support.js";
+import { ChangeStreamHub, readAfter, type StreamStart } from "./change-stream-hub.js";
 import type { StreamChunkDocument } from "./chunk-collection.js";
+import { KEEP_SEQUENCE } from "./chunk-retention.js";
+import { CoalescedReads } from "./coalesced-reads.js";
 import type { StoreLogger } from "./store-logger.js";
-import { closedByServer, endingOfError, endingOfEvent, TERMINAL_EVENTS, type StreamEnding } from "./stream-endings.js";
-
-/** Pause after an empty getMore batch (a server that answers getMore at once, like mongo-java-server, is polled ~40 times a second). */
-const IDLE_PAUSE_MS = 25;
-/** First pause before reopening an ended stream; doubled (up to {@link MAX_REOPEN_DELAY_MS}) while streams keep ending young. */
-const MIN_REOPEN_DELAY_MS = 50;
-const MAX_REOPEN_DELAY_MS = 2_000;
-/** A stream that lived this long ended "normally": the next reopen starts at the shortest pause again. */
-const STABLE_STREAM_MS = 5_000;
+import { TERMINAL_EVENTS } from "./stream-endings.js";
 
 /**
- * The server-side filter of a chunk watcher's change stream: inserts of its
- * log's chunks (only their sequence is sent, never a chunk), and the events
- * after which the server ends the stream (so the watcher knows to reopen).
+ * The server-side filter of the chunk collection's one change stream:
+ * inserts of chunks of any log (only their log and sequence are sent, never
+ * a chunk; a log's keep document, sequence 0, never), and the events after
+ * which the server ends the stream.
  */
-export function chunkInsertPipeline(key: ChunkLogKey): Document[] {
-  return [
-    {
-      $match: {
-        $or: [
-          {
-            operationType: "insert",
-            "fullDocument.snapshotId": key.snapshotId,
-            "fullDocument.sessionId": key.sessionId,
-          },
-          { operationType: { $in: [...TERMINAL_EVENTS] } },
-        ],
-      },
+export const CHUNK_INSERT_PIPELINE: Document[] = [
+  {
+    $match: {
+      $or: [
+        { operationType: "insert", "fullDocument.sequence": { $ne: KEEP_SEQUENCE } },
+        { operationType: { $in: [...TERMINAL_EVENTS] } },
+      ],
     },
-    { $project: { operationType: 1, "fullDocument.sequence": 1 } },
-  ];
-}
+  },
+  {
+    $project: {
+      operationType: 1,
+      "fullDocument.snapshotId": 1,
+      "fullDocument.sessionId": 1,
+      "fullDocument.sequence": 1,
+    },
+  },
+];
 
-/** What a {@link ChunkStream} needs of the store. */
+/** What the chunk watchers need of the store. */
 export interface ChunkStreamSource {
   /** The chunk collection, once the store is open (rejects with the store's opening error). */
   collection(): Promise<Collection<StreamChunkDocument>>;
-  /** The log's highest stored sequence; 0 when it has none. */
-  lastSequence(key: ChunkLogKey): Promise<number>;
+  /** The store's client (the sessions of reads made at a stream's start time). */
+  client: MongoClient;
   /** The FAILED_PRECONDITION error for a deployment that cannot run change streams. */
   unsupported(err: unknown): AgentError;
   logger?: StoreLogger;
 }
 
-/** The driver's cursor behind a change stream: a new object means the driver resumed the stream by itself (see status-stream.ts). */
-function driverCursorOf(stream: ChangeStream<StreamChunkDocument, Document>): unknown {
-  return (stream as unknown as { cursor?: unknown }).cursor;
-}
+const logId = (key: ChunkLogKey): string => `${key.sessionId}\0${key.snapshotId}`;
 
-/**
- * One `watchChunks` watcher: its own change stream on the chunk collection,
- * filtered on the server to inserts of its log ({@link chunkInsertPipeline}),
- * waking its channel once per sequence higher than any it has seen.
- *
- * Before the call returns, the log's highest sequence is read (the
- * {@link ChunkStream.baseline}): appends up to it are "before the call" and
- * never wake. The stream opens once that is known; once the server has
- * established it, the highest sequence is read again and a higher one wakes
- * (an append between the baseline and the stream has no event), and so
- * after every reopen. The stream is reopened however it ends (an error, from
- * its resume token only when transient; an invalidating event; a cursor the
- * server closed; a resume the driver made by itself), with a growing pause
- * while reopens keep failing. A deployment without change streams (or a store
- * that cannot open) fails the channel with FAILED_PRECONDITION. In-process
- * appends are {@link offer}ed directly, so they wake without the round trip.
- */
-export class ChunkStream {
+/** One `watchChunks` call: wakes its channel once per sequence higher than any it has seen. */
+export class ChunkWatcher {
   /** Highest sequence seen (at the baseline, in an event, or offered). */
   private seen = 0;
-  private stream: ChangeStream<StreamChunkDocument, Document> | undefined;
-  private established = false;
-  private stopped = false;
-  private stopWaiting: (() => void) | undefined;
-  /** Settles once the log's highest sequence at the call is known (or could not be read). */
+  /** True once the log's highest sequence at the call is known (or could not be read). */
+  private known = false;
+  /** Highest sequence offered before the baseline was known. */
+  private early = 0;
+  /** Settles once the baseline is known (see {@link known}). */
   readonly baseline: Promise<void>;
-  /** Settles once the watcher has stopped and closed its stream. */
-  readonly done: Promise<void>;
 
   constructor(
-    private readonly key: ChunkLogKey,
-    private readonly channel: WakeChannel,
-    private readonly source: ChunkStreamSource,
+    readonly key: ChunkLogKey,
+    readonly channel: WakeChannel,
+    baseline: Promise<number>,
   ) {
-    this.baseline = source.lastSequence(key).then(
-      (sequence) => {
-        this.seen = Math.max(this.seen, sequence);
-      },
-      () => undefined, // unknown: the catch-up read after the stream opens wakes for whatever is there
+    this.baseline = baseline.then(
+      (sequence) => this.settle(sequence),
+      () => this.settle(0), // unknown: the next event or catch-up read wakes for whatever is there
     );
-    this.done = this.run();
   }
 
-  /** True while its change stream is established and caught up (a later insert reaches it). */
-  get isOpen(): boolean {
-    return this.established;
+  /** True once its baseline is known (a later append then wakes it). */
+  get caughtUp(): boolean {
+    return this.known;
   }
 
-  /** Wakes the channel when `sequence` is higher than any seen so far. */
+  /** Wakes the channel when `sequence` is higher than any seen (held until the baseline is known). */
   offer(sequence: number): void {
+    if (!this.known) {
+      this.early = Math.max(this.early, sequence);
+      return;
+    }
     if (sequence <= this.seen) return;
     this.seen = sequence;
     this.channel.wake();
   }
 
-  /** Stops the watcher and closes its stream (see {@link done}). Idempotent. */
-  stop(): void {
-    this.stopped = true;
-    this.established = false;
-    this.stopWaiting?.();
-    void this.stream?.close().catch(() => undefined);
-  }
-
-  private async run(): Promise<void> {
-    await this.baseline;
-    let delay = MIN_REOPEN_DELAY_MS;
-    let failedAttempts = 0;
-    let token: ResumeToken | undefined;
-    while (!this.stopped) {
-      let ending: StreamEnding | undefined;
-      let stream: ChangeStream<StreamChunkDocument, Document> | undefined;
-      let livedFrom = 0;
-      try {
-        const collection = await this.source.collection();
-        if (this.stopped) return;
-        stream = collection.watch<StreamChunkDocument, Document>(chunkInsertPipeline(this.key), {
-          maxAwaitTimeMS: 1000,
-          ...(token ? { resumeAfter: token } : {}),
-        });
-        this.stream = stream;
-        const early = await stream.tryNext(); // sends the aggregate: the stream is now established
-        if (this.stopped) return;
-        if (early === null && stream.closed) throw closedAtOpen();
-        this.offer(await this.source.lastSequence(this.key)); // catch up: appends before the stream had no event
-        if (this.stopped) return;
-        this.established = true;
-        livedFrom = Date.now();
-        failedAttempts = 0;
-        let cursor = driverCursorOf(stream);
-        if (early) ending = this.consume(early);
-        token = stream.resumeToken ?? token;
-        while (!this.stopped && !ending) {
-          const change = await stream.tryNext();
-          token = stream.resumeToken ?? token;
-          if (driverCursorOf(stream) !== cursor) {
-            cursor = driverCursorOf(stream);
-            this.offer(await this.source.lastSequence(this.key)); // resumed by the driver: catch up again
-          }
-          if (change) ending = this.consume(change);
-          else if (stream.closed) ending = closedByServer();
-          else await this.pause(IDLE_PAUSE_MS);
-        }
-      } catch (err) {
-        if (this.stopped) return;
-        const fatal = this.fatalError(err);
-        if (fatal) {
-          this.channel.fail(fatal);
-          return;
-        }
-        ending = (err as { closedAtOpen?: boolean }).closedAtOpen
-          ? { reason: (err as Error).message, resume: false }
-          : endingOfError(err);
-      } finally {
-        this.established = false;
-        if (this.stream === stream) this.stream = undefined;
-        await stream?.close().catch(() => undefined);
-      }
-      if (this.stopped || !ending) return;
-      if (!ending.resume) token = undefined;
-      if (livedFrom === 0) failedAttempts++;
-      if (failedAttempts <= 1) {
-        this.source.logger?.warn(
-          { snapshotId: this.key.snapshotId, reason: ending.reason, resume: ending.resume },
-          failedAttempts === 1
-            ? "MongoDB chunk change stream could not be opened; retrying"
-            : "MongoDB chunk change stream ended; reopening it",
-        );
-      }
-      delay =
-        livedFrom > 0 && Date.now() - livedFrom >= STABLE_STREAM_MS
-          ? MIN_REOPEN_DELAY_MS
-          : Math.min(delay * 2, MAX_REOPEN_DELAY_MS);
-      await this.pause(delay);
-    }
-  }
-
-  /** The error that ends the watch for good: the store cannot open (another format, no change streams). */
-  private fatalError(err: unknown): AgentError | undefined {
-    if (err instanceof AgentError && err.status === "FAILED_PRECONDITION") return err;
-    if (isChangeStreamUnsupported(err)) return this.source.unsupported(err);
-    return undefined;
-  }
-
-  /** Handles one change event; returns the stream's ending when the event ends it. */
-  private consume(change: Document): StreamEnding | undefined {
-    const ending = endingOfEvent(change);
-    if (ending) return ending;
-    const sequence = (change.fullDocument as { sequence?: unknown } | undefined)?.sequence;
-    if (change.operationType !== "insert") return undefined;
-    if (typeof sequence === "number") this.offer(sequence);
-    else this.channel.wake(); // an insert of the log without its sequence: wake anyway
-    return undefined;
-  }
-
-  private pause(ms: number): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.stopWaiting = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+  private settle(sequence: number): void {
+    this.seen = Math.max(this.seen, sequence);
+    this.known = true;
+    if (this.early > 0) this.offer(this.early);
   }
 }
 
-function closedAtOpen(): Error {
-  return Object.assign(new Error("the server closed the change stream as it opened"), { closedAtOpen: true });
+/**
+ * Every chunk watcher of a store instance, served by one change stream on
+ * the chunk collection ({@link ChangeStreamHub}, filtered to chunk inserts:
+ * {@link CHUNK_INSERT_PIPELINE}) whatever the number of watchers or logs.
+ *
+ * Before `watchChunks` returns, the watcher's baseline read is queued: the
+ * log's highest sequence, read once for every watcher of that log added
+ * before the read is sent ({@link CoalescedReads}); appends up to it are
+ * "before the call" and never wake it. Each insert event wakes the watchers
+ * of its log whose baseline is below its sequence (an event before the
+ * baseline is known is held until then). After the stream opens, reopens or
+ * is resumed by the driver, each watched log's highest sequence is read once
+ * at a time no earlier than the stream's start ({@link readAfter}) and offered
+ * to its watchers, so an append between a baseline and the stream wakes them.
+ * In-process appends are {@link offer}ed directly. A deployment without
+ * change streams fails every channel with FAILED_PRECONDITION.
+ */
+export class ChunkWatchers {
+  private readonly byLog = new Map<string, Set<ChunkWatcher>>();
+  private readonly lastReads = new CoalescedReads<number>();
+  private readonly hub: ChangeStreamHub;
+
+  constructor(private readonly source: ChunkStreamSource) {
+    this.hub = new ChangeStreamHub(
+      {
+        collection: () => source.collection() as unknown as Promise<Collection<Document>>,
+        pipeline: CHUNK_INSERT_PIPELINE,
+        label: "chunk",
+        fields: () => ({ watchedLogs: this.byLog.size, watchers: this.size }),
+        unsupported: source.unsupported,
+        ...(source.logger ? { logger: source.logger } : {}),
+      },
+      {
+        established: (start) => this.catchUp(start),
+        event: (change) => this.event(change),
+        failed: (err) => this.failAll(err),
+      },
+    );
+  }
+
+  /** The shared change stream (diagnostics, tests). */
+  get stream(): ChangeStreamHub {
+    return this.hub;
+  }
+
+  /** Registered watchers. */
+  get size(): number {
+    let n = 0;
+    for (const set of this.byLog.values()) n += set.size;
+    return n;
+  }
+
+  /** Watchers caught up on an established stream (a later append reaches them). */
+  get open(): number {
+    if (!this.hub.isOpen) return 0;
+    let n = 0;
+    for (const set of this.byLog.values()) for (const watcher of set) if (watcher.caughtUp) n++;
+    return n;
+  }
+
+  /** The watchers of `key`'s log. */
+  of(key: ChunkLogKey): readonly ChunkWatcher[] {
+    return [...(this.byLog.get(logId(key)) ?? [])];
+  }
+
+  /** Registers a watcher of `key` waking `channel`; starts the stream when it is the first. */
+  add(key: ChunkLogKey, channel: WakeChannel): ChunkWatcher {
+    const watcher = new ChunkWatcher(key, channel, this.lastSequence(key, undefined));
+    const id = logId(key);
+    let set = this.byLog.get(id);
+    if (!set) this.byLog.set(id, (set = new Set()));
+    set.add(watcher);
+    this.hub.start();
+    return watcher;
+  }
+
+  /** Unregisters a watcher; stops the stream when none remain. */
+  remove(watcher: ChunkWatcher): void {
+    const id = logId(watcher.key);
+    const set = this.byLog.get(id);
+    if (!set?.delete(watcher)) return;
+    if (set.size === 0) this.byLog.delete(id);
+    if (this.byLog.size === 0) this.hub.stop();
+  }
+
+  /** Wakes the watchers of `key`'s log for `sequence` (an append by this instance). */
+  offer(key: ChunkLogKey, sequence: number): void {
+    for (const watcher of this.byLog.get(logId(key)) ?? []) watcher.offer(sequence);
+  }
+
+  /** Ends every watcher's channel. */
+  closeAll(): void {
+    for (const set of [...this.byLog.values()]) for (const watcher of [...set]) watcher.channel.close();
+    this.hub.stop();
+  }
+
+  /** The log's highest stored sequence (0 when none), one read for all callers queued before it is sent. */
+  private lastSequence(key: ChunkLogKey, start: StreamStart): Promise<number> {
+    const id = `${logId(key)}\0${start ? start.toString() : ""}`;
+    // Not deferred: a baseline read must not be overtaken by an append made after the watch call.
+    return this.lastReads.run(
+      id,
+      async (sending) => {
+        const collection = await this.source.collection();
+        sending();
+        return readAfter(this.source.client, start, (session) => lastSequenceOf(collection, key, session));
+      },
+      false,
+    );
+  }
+
+  /** After the stream (re)opened from `start`: one read per watched log, offered to its watchers. */
+  private async catchUp(start: StreamStart): Promise<void> {
+    const logs = [...this.byLog.values()].map((set) => [...set][0]!.key);
+    await Promise.all(
+      logs.map(async (key) => {
+        try {
+          this.offer(key, await this.lastSequence(key, start));
+        } catch {
+          // unreachable: the reopen after reconnecting reads again
+        }
+      }),
+    );
+  }
+
+  private event(change: Document): void {
+    if (change.operationType !== "insert") return;
+    const doc = change.fullDocument as Partial<StreamChunkDocument> | undefined;
+    if (typeof doc?.snapshotId !== "string" || typeof doc.sessionId !== "string") return;
+    const key = { snapshotId: doc.snapshotId, sessionId: doc.sessionId };
+    if (typeof doc.sequence === "number") this.offer(key, doc.sequence);
+    else for (const watcher of this.byLog.get(logId(key)) ?? []) watcher.channel.wake(); // no sequence: wake anyway
+  }
+
+  private failAll(err: AgentError): void {
+    for (const set of [...this.byLog.values()]) for (const watcher of [...set]) watcher.channel.fail(err);
+  }
+}
+
+/** The log's highest chunk sequence (0 when it has none): one indexed query returning only the sequence. */
+async function lastSequenceOf(
+  collection: Collection<StreamChunkDocument>,
+  key: ChunkLogKey,
+  session: ClientSession | undefined,
+): Promise<number> {
+  const last = await collection.findOne(
+    { snapshotId: key.snapshotId, sessionId: key.sessionId },
+    { sort: { sequence: -1 }, projection: { sequence: 1 }, ...(session ? { session } : {}) },
+  );
+  return last?.sequence ?? 0;
 }

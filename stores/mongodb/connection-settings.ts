@@ -10,6 +10,16 @@ import type { MongoClientOptions } from "mongodb";
  */
 export const DEFAULT_CLIENT_OPTIONS: MongoClientOptions = { serverSelectionTimeoutMS: 10_000 };
 
+/**
+ * The connection pool's size unless the URI sets `maxPoolSize` (the driver's
+ * default is 100): every watcher of an instance shares its two change streams
+ * (status, chunks), whose getMores hold one connection each while they wait,
+ * so the other operations (commits, reads, heartbeats) are short and 16
+ * connections serve hundreds of followers; a burst waits for a connection
+ * instead of opening up to 100 (see docs/stores.md, "Sizing").
+ */
+export const DEFAULT_MAX_POOL_SIZE = 16;
+
 /** The parts of a connection string: everything before the path, the path's database (decoded), the query. */
 interface UriParts {
   /** `mongodb://user:pass@host1,host2` (scheme, credentials, hosts). */
@@ -48,7 +58,8 @@ export function clientOptionsFor(uri: string, clientOptions?: MongoClientOptions
   const defaults = Object.fromEntries(
     Object.entries(DEFAULT_CLIENT_OPTIONS).filter(([key]) => !inUri.has(key.toLowerCase())),
   );
-  return { ...defaults, ...clientOptions };
+  const pool = inUri.has("maxpoolsize") ? {} : { maxPoolSize: DEFAULT_MAX_POOL_SIZE };
+  return { ...defaults, ...pool, ...clientOptions };
 }
 
 /** The database named by the connection string's path (`mongodb://host/<database>`), or undefined. */

@@ -24,6 +24,7 @@ import type {
 import { StatusChannel } from "../status-channel.js";
 import { changeStreamsUnsupported } from "./change-stream-support.js";
 import { CheckpointChunks } from "./checkpoint-chunks.js";
+import { readAfter } from "./change-stream-hub.js";
 import { ChunkCollection } from "./chunk-collection.js";
 import { clientOptionsFor, driverUri, uriDatabase } from "./connection-settings.js";
 import type { OutcomeProbe } from "./commit-outcome.js";
@@ -137,9 +138,11 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     );
     this.statusStream = new ChangeStreamMultiplexer(
       async () => (await this.open()).c.records,
-      async (id) => {
+      async (id, start) => {
         const { c } = await this.open();
-        const doc = await c.records.findOne({ _id: id }, { projection: { status: 1, version: 1 } });
+        const doc = await readAfter(this.client, start, (session) =>
+          c.records.findOne({ _id: id }, { projection: { status: 1, version: 1 }, ...(session ? { session } : {}) }),
+        );
         return doc ? { status: doc.status, version: doc.version } : undefined;
       },
       config.logger,
@@ -151,6 +154,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     };
     this.chunkLogs = new ChunkCollection({
       collection: async () => (await this.open()).c.streamChunks,
+      client: this.client,
       unsupported: (err) => changeStreamsUnsupported(this.db, (err as Error).message, err),
       ...(config.logger ? { logger: config.logger } : {}),
     });
@@ -432,7 +436,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     return guarded("sweeping expired sessions", () => sweepExpiredSessions(c, now, this.orphanScan));
   }
 
-  /** One ordered insertMany, expireAt = keepUntil (see `ChunkLog.appendChunks`, `ChunkCollection`). */
+  /** One ordered insertMany, each chunk with its keepUntil (see `ChunkLog.appendChunks`, `ChunkCollection`). */
   appendChunks(
     key: ChunkLogKey,
     chunks: readonly StoredChunk[],
@@ -452,12 +456,12 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     return this.chunkLogs.hasChunks(key, ctx);
   }
 
-  /** Sets every chunk's expireAt (see `ChunkLog.keepChunks`). */
+  /** One write to the log's keep document, never a chunk (see `ChunkLog.keepChunks`, chunk-retention.ts). */
   keepChunks(key: ChunkLogKey, keepUntil: number, ctx?: StoreCallContext): Promise<void> {
     return this.chunkLogs.keepChunks(key, keepUntil, ctx);
   }
 
-  /** A change stream per watcher, filtered to the log's inserts (see `ChunkLog.watchChunks`, `ChunkStream`). */
+  /** Served by the instance's one chunk change stream (see `ChunkLog.watchChunks`, `ChunkWatchers`). */
   watchChunks(key: ChunkLogKey, signal: AbortSignal, ctx?: StoreCallContext): AsyncIterable<void> {
     return this.chunkLogs.watchChunks(key, signal, ctx);
   }
@@ -467,12 +471,12 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     return this.chunkLogs.sweepChunks(now, ctx);
   }
 
-  /** Chunk watchers whose change stream is established and caught up (tests, diagnostics). */
+  /** Chunk watchers caught up on the instance's established chunk change stream (tests, diagnostics). */
   get chunkStreamsOpen(): number {
     return this.chunkLogs.openStreams;
   }
 
-  /** Chunk watchers still holding (or opening, or closing) a change stream; 0 once all have ended. */
+  /** Chunk watchers still registered (1 while none is but the chunk change stream is closing); 0 once all have ended. */
   get chunkWatcherCount(): number {
     return this.chunkLogs.watcherCount;
   }

@@ -1,14 +1,19 @@
-import type { ChangeStream, Collection, Document, ResumeToken } from "mongodb";
+import type { ChangeStream, Collection, Document, ResumeToken, Timestamp } from "mongodb";
 import type { StatusChannel, StatusObservation } from "../status-channel.js";
 import { StatusSubscribers } from "../status-subscribers.js";
+import { onStreamStart, resumedStart } from "./change-stream-hub.js";
 import type { RecordDocument } from "./record-document.js";
 import { classifyChangeEvent, STATUS_PIPELINE } from "./status-events.js";
 import type { StoreLogger } from "./store-logger.js";
 import { STATUS_STREAM, type StreamHealth } from "./stream-health.js";
 import { closedByServer, endingOfError, type StreamEnding } from "./stream-endings.js";
 
-/** Reads a record's current status and version (undefined when it does not exist). */
-export type StatusReader = (snapshotId: string) => Promise<StatusObservation | undefined>;
+/**
+ * Reads a record's current status and version (undefined when it does not
+ * exist); with `start` (a change stream's start time), at a time no earlier
+ * than it (`afterClusterTime`), so no change the stream starts after is missed.
+ */
+export type StatusReader = (snapshotId: string, start?: Timestamp) => Promise<StatusObservation | undefined>;
 
 /** Pause after an empty getMore batch (bounds the extra delivery latency). */
 const IDLE_PAUSE_MS = 25;
@@ -68,6 +73,8 @@ export class ChangeStreamMultiplexer {
   private eventCount = 0;
   private reopenRequest: string | undefined;
   private ending: StreamEndingReport | undefined;
+  /** The cluster time the current stream started after (undefined: the server sent none). */
+  private streamStart: Timestamp | undefined;
 
   constructor(
     private readonly collection: () => Promise<Collection<RecordDocument>>,
@@ -173,6 +180,8 @@ export class ChangeStreamMultiplexer {
           maxAwaitTimeMS: 1000,
           ...(this.resumeToken ? { resumeAfter: this.resumeToken } : {}),
         });
+        // The cluster time the stream (or the driver's resume of it) starts after: re-reads are made at it.
+        onStreamStart(stream as unknown as ChangeStream<Document, Document>, (at) => (this.streamStart = at));
         this.stream = stream;
         this.established = false;
         const early = await stream.tryNext(); // sends the aggregate: the stream is now established
@@ -186,7 +195,7 @@ export class ChangeStreamMultiplexer {
         let cursor = driverCursorOf(stream);
         if (opened++ > 0) this.reopened(previous, failedAttempts);
         failedAttempts = 0;
-        await Promise.all([...this.channels.ids()].map((id) => this.reread(id)));
+        await Promise.all([...this.channels.ids()].map((id) => this.reread(id, this.streamStart)));
         if (early) ending = this.consume(early);
         this.resumeToken = stream.resumeToken ?? this.resumeToken;
         while (this.live(generation) && !ending) {
@@ -201,6 +210,7 @@ export class ChangeStreamMultiplexer {
           this.resumeToken = stream.resumeToken ?? this.resumeToken;
           if (driverCursorOf(stream) !== cursor) {
             cursor = driverCursorOf(stream);
+            this.streamStart = resumedStart(stream as unknown as ChangeStream<Document, Document>) ?? this.streamStart;
             await this.resumedByDriver();
           }
           if (change) ending = this.consume(change);
@@ -278,7 +288,7 @@ export class ChangeStreamMultiplexer {
       { reopens: this.reopenCount, resumed: this.resumeToken !== undefined, rereading: this.channels.size },
       "MongoDB change stream resumed by the driver after an error; re-reading the subscribed snapshots",
     );
-    await Promise.all([...this.channels.ids()].map((id) => this.reread(id)));
+    await Promise.all([...this.channels.ids()].map((id) => this.reread(id, this.streamStart)));
   }
 
   private reopened(after: StreamEnding | undefined, failedAttempts: number): void {
@@ -295,9 +305,9 @@ export class ChangeStreamMultiplexer {
     );
   }
 
-  private async reread(snapshotId: string): Promise<void> {
+  private async reread(snapshotId: string, start?: Timestamp): Promise<void> {
     try {
-      const observation = await this.readStatus(snapshotId);
+      const observation = await this.readStatus(snapshotId, start);
       if (observation) this.deliver(snapshotId, observation);
     } catch {
       // server unreachable: the reopen after reconnecting re-reads again

@@ -188,14 +188,14 @@ describe("mongodb chunk collection: what reads fetch", () => {
     }
   });
 
-  it("checks a sweep candidate for a kept chunk fetching only a document ID", async () => {
+  it("checks a sweep candidate fetching only its keep document's times and a kept chunk's ID", async () => {
     const prefix = freshPrefix();
     const store = monitoredStore(prefix);
     const K = Date.now() + HOUR;
     await store.appendChunks(BG, [chunk(1)], K);
     const log = commandLog(store);
     expect(await store.sweepChunks(K)).toBe(1);
-    expect(projections(log, prefix)).toEqual([{ _id: 1 }]);
+    expect(projections(log, prefix)).toEqual([{ _id: 0, keepUntil: 1, keptThrough: 1 }, { _id: 1 }]);
   });
 });
 
@@ -248,11 +248,11 @@ describe("mongodb chunk collection: in-process wake-ups", () => {
   it("wakes every watcher of a log in this instance at the append, before their change streams open", async () => {
     const store = storeOn();
     await store.ready();
-    const hold = holdStreamOpening(store, 2, 2);
+    const hold = holdStreamOpening(store, 1, 1); // one baseline read and one stream for both watchers
     const first = startWatch(store, BG);
     const second = startWatch(store, BG);
     try {
-      await eventually(() => hold.held() === 2);
+      await eventually(() => hold.held() === 1);
       await store.appendChunks(BG, [chunk(1)], Date.now() + HOUR);
       await first.untilWakes(1);
       await second.untilWakes(1);
@@ -265,11 +265,11 @@ describe("mongodb chunk collection: in-process wake-ups", () => {
   it("keeps waking a watcher at the append after another watcher of the same log stopped", async () => {
     const store = storeOn();
     await store.ready();
-    const hold = holdStreamOpening(store, 2, 2);
+    const hold = holdStreamOpening(store, 1, 1); // one baseline read and one stream for both watchers
     const leaving = startWatch(store, BG);
     const staying = startWatch(store, BG);
     try {
-      await eventually(() => hold.held() === 2);
+      await eventually(() => hold.held() === 1);
       await leaving.stop();
       await store.appendChunks(BG, [chunk(1)], Date.now() + HOUR);
       await staying.untilWakes(1);

@@ -191,7 +191,7 @@ describe("mongodb chunk stream: reopening", () => {
       const lines = logger.lines.filter((l) => l.message.startsWith("MongoDB chunk change stream"));
       expect(lines.map((l) => l.message)).toEqual([OPEN_FAILED]);
       expect(lines[0]!.fields).toMatchObject({
-        snapshotId: "bg",
+        watchedLogs: 1,
         resume: true,
         reason: expect.stringMatching(/^transient error: /),
       });

@@ -1,6 +1,7 @@
 import { BSON } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
+import { TTL_BACKSTOP_MS } from "../../stores/mongodb/chunk-retention.js";
 import type { ChunkStreamSource } from "../../stores/mongodb/chunk-stream.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
@@ -21,7 +22,7 @@ const storeOn = mongo.storeOn;
 const BG = { sessionId: "s1", snapshotId: "bg" };
 
 describe("mongodb chunk logs: documents and indexes", () => {
-  it("stores one document per chunk (its JSON as a string, expireAt = keepUntil); keepChunks sets every chunk's expireAt", async () => {
+  it("stores one document per chunk (its JSON as a string, its append's keepUntil, expireAt 30 days later)", async () => {
     const prefix = freshPrefix();
     const store = storeOn(prefix);
     const K = Date.now() + HOUR;
@@ -38,12 +39,40 @@ describe("mongodb chunk logs: documents and indexes", () => {
         sessionId: "s1",
         sequence: c.sequence,
         chunk: JSON.stringify(c.chunk),
-        expireAt: new Date(c.sequence === 3 ? K + 1 : K),
+        keepUntil: new Date(c.sequence === 3 ? K + 1 : K),
+        expireAt: new Date((c.sequence === 3 ? K + 1 : K) + TTL_BACKSTOP_MS),
       })),
     );
+  });
+
+  it("keepChunks writes one keep document for the log and rewrites no chunk", async () => {
+    const prefix = freshPrefix();
+    const store = storeOn(prefix);
+    const K = Date.now() + HOUR;
+    await store.appendChunks(BG, chunks(1, 3), K);
+    const collection = mongo.db.collection(`${prefix}stream_chunks`);
+    const before = await collection
+      .find({ sequence: { $gt: 0 } })
+      .sort({ sequence: 1 })
+      .toArray();
     await store.keepChunks(BG, K + 50);
-    const kept = await mongo.db.collection(`${prefix}stream_chunks`).distinct("expireAt", {});
-    expect(kept).toEqual([new Date(K + 50)]);
+    await store.keepChunks(BG, K + 60);
+    expect(
+      await collection
+        .find({ sequence: { $gt: 0 } })
+        .sort({ sequence: 1 })
+        .toArray(),
+    ).toEqual(before);
+    expect(await collection.find({ sequence: 0 }, { projection: { _id: 0 } }).toArray()).toEqual([
+      {
+        snapshotId: "bg",
+        sequence: 0,
+        sessionId: "s1",
+        keepUntil: new Date(K + 60),
+        keptThrough: 3,
+        expireAt: new Date(K + 60 + TTL_BACKSTOP_MS),
+      },
+    ]);
   });
 
   it("creates a unique index on (snapshotId, sequence), a TTL index on expireAt (expireAfterSeconds 0) and one on sessionId", async () => {
@@ -252,7 +281,7 @@ describe("mongodb chunk logs: watchers", () => {
       });
       await eventually(() => logger.lines.some((l) => l.message === "MongoDB chunk change stream ended; reopening it"));
       expect(logger.lines.find((l) => l.message.startsWith("MongoDB chunk change stream"))?.fields).toMatchObject({
-        snapshotId: "bg",
+        watchedLogs: 1,
         reason: "the server closed the change stream's cursor",
         resume: false,
       });

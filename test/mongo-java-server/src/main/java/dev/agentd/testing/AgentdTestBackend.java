@@ -1,8 +1,10 @@
 package dev.agentd.testing;
 
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
+import de.bwaldvogel.mongo.bson.BsonTimestamp;
 import de.bwaldvogel.mongo.bson.Document;
 import io.netty.channel.Channel;
+import java.time.Instant;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -117,11 +119,15 @@ final class AgentdTestBackend extends MemoryBackend {
       return ServerReplies.error(40573, "Location40573", "The $changeStream stage is only supported on replica sets");
     }
     if (streams.resumeFails(stage)) return ChangeStreamCursors.oversizedEventError();
+    // A real replica set answers with the cluster time the stream starts after: a read with
+    // afterClusterTime at it sees every write the stream does not deliver (agentd's catch-up reads).
+    BsonTimestamp startedAt = new BsonTimestamp(Instant.now(), 1);
     Document reply = super.handleCommand(channel, database, command, query);
     Object cursor = reply.get("cursor");
     if (cursor instanceof Document) {
       long id = ServerReplies.number((Document) cursor, "id", 0);
       streams.opened(id, ChangeStreamCursors.namespaceOf(database, query), stage);
+      if (role.isReplicaSet()) reply.put("operationTime", startedAt);
     }
     return reply;
   }
