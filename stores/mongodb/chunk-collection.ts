@@ -118,7 +118,7 @@ export class ChunkCollection implements ChunkLog {
         );
       }
     });
-    this.watchers.offer(key, docs[docs.length - 1]!.sequence);
+    this.watchers.appended(key, docs[docs.length - 1]!.sequence);
   }
 
   /** One indexed query on (snapshotId, sequence), after this instance's watchers of the log know their baseline. */

@@ -55,6 +55,8 @@ export class ChunkWatcher {
   private known = false;
   /** Highest sequence offered before the baseline was known. */
   private early = 0;
+  /** Highest sequence this instance appended after the call, before the baseline was known. */
+  private earlyAppend = 0;
   /** Settles once the baseline is known (see {@link known}). */
   readonly baseline: Promise<void>;
 
@@ -85,9 +87,24 @@ export class ChunkWatcher {
     this.channel.wake();
   }
 
+  /**
+   * An append this instance made after the call: wakes the channel even when
+   * the baseline read, sent first, was served after the append landed (and so
+   * already counts it).
+   */
+  appended(sequence: number): void {
+    if (this.known) return this.offer(sequence);
+    this.earlyAppend = Math.max(this.earlyAppend, sequence);
+  }
+
   private settle(sequence: number): void {
     this.seen = Math.max(this.seen, sequence);
     this.known = true;
+    if (this.earlyAppend > 0) {
+      this.seen = Math.max(this.seen, this.earlyAppend, this.early);
+      this.channel.wake();
+      return;
+    }
     if (this.early > 0) this.offer(this.early);
   }
 }
@@ -177,9 +194,14 @@ export class ChunkWatchers {
     if (this.byLog.size === 0) this.hub.stop();
   }
 
-  /** Wakes the watchers of `key`'s log for `sequence` (an append by this instance). */
+  /** Wakes the watchers of `key`'s log for `sequence` (an event, or a catch-up read). */
   offer(key: ChunkLogKey, sequence: number): void {
     for (const watcher of this.byLog.get(logId(key)) ?? []) watcher.offer(sequence);
+  }
+
+  /** Wakes the watchers of `key`'s log for an append by this instance, made after they were added. */
+  appended(key: ChunkLogKey, sequence: number): void {
+    for (const watcher of this.byLog.get(logId(key)) ?? []) watcher.appended(sequence);
   }
 
   /** Ends every watcher's channel. */

@@ -32,9 +32,11 @@ export class ResettingProxy {
     this.port = (this.server.address() as { port: number }).port;
   }
 
-  /** Resets every open connection. */
-  reset(): void {
+  /** Resets every open connection; returns how many there were. */
+  reset(): number {
+    const open = this.sockets.size;
     for (const s of this.sockets) s.resetAndDestroy();
+    return open;
   }
 
   /** An outage of `ms`: resets every open connection and refuses new ones until it ends. */

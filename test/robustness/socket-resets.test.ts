@@ -26,11 +26,14 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("MongoDB connection resets", (
     await stopMongo?.();
   });
 
-  it("fails calls cut by a reset with UNAVAILABLE (never INTERNAL)", async () => {
+  // A call cut by a reset is retried by the store within its failover window (issue 37), so it
+  // mostly answers ok; one that cannot recover in time is UNAVAILABLE. Never INTERNAL.
+  it("answers calls cut by a reset with their result (retried) or UNAVAILABLE, never INTERNAL", async () => {
     const client = agentServiceClient(agentd.baseUrl, "grpc");
     const { output } = await client.run({ init: { agent: "assistant" }, input: textInput("before the resets") });
     const sessionId = output!.sessionId;
     const outcomes: string[] = [];
+    let connectionsReset = 0;
     for (let i = 0; i < 30; i++) {
       const calls = [
         outcomeOf(client.run({ init: { agent: "assistant" }, input: textInput(`new ${i}`) })),
@@ -38,11 +41,12 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("MongoDB connection resets", (
         outcomeOf(client.listSnapshots({ agent: "assistant", sessionId })),
       ];
       await new Promise((r) => setTimeout(r, i % 4));
-      proxy.reset();
+      connectionsReset += proxy.reset();
       outcomes.push(...(await Promise.all(calls)));
     }
     const unexpected = outcomes.filter((o) => o !== "ok" && o !== "unavailable");
     expect(unexpected).toEqual([]);
-    expect(outcomes).toContain("unavailable"); // the resets did cut calls
+    expect(outcomes).toHaveLength(90);
+    expect(connectionsReset).toBeGreaterThan(30); // the resets cut the store's live connections
   }, 30_000);
 });
