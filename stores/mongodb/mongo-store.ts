@@ -20,6 +20,7 @@ import type {
   SnapshotRecord,
   SnapshotSubscriber,
   StoreCallContext,
+  ExpireHook,
 } from "../snapshot-store.js";
 import { StatusChannel } from "../status-channel.js";
 import { changeStreamsUnsupported } from "./change-stream-support.js";
@@ -430,10 +431,10 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    * runs one bounded step of the orphan pass for sessions whose head MongoDB's
    * TTL index removed first; see sweepExpiredSessions.
    */
-  async sweepExpired(now: number, _ctx?: StoreCallContext): Promise<number> {
+  async sweepExpired(now: number, _ctx?: StoreCallContext, beforeExpire?: ExpireHook): Promise<number> {
     checkNow(now, "sweepExpired");
     const { c } = await this.open();
-    return guarded("sweeping expired sessions", () => sweepExpiredSessions(c, now, this.orphanScan));
+    return guarded("sweeping expired sessions", () => sweepExpiredSessions(c, now, this.orphanScan, beforeExpire));
   }
 
   /** One ordered insertMany, each chunk with its keepUntil (see `ChunkLog.appendChunks`, `ChunkCollection`). */
