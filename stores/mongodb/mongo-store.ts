@@ -182,7 +182,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   private openOnce(): Promise<Opened<S>> {
     if (!this.opening) {
       const attempt = (async () => {
-        const c = storeCollections(this.db, this.config.collectionPrefix ?? "");
+        const c = storeCollections(this.db, this.config.collectionPrefix ?? "", this.config.ttlGraceMs ?? 0);
         await prepareCollections(this.db, c, (message) => this.config.logger?.warn({ store: "mongodb" }, message));
         const chunks = new CheckpointChunks(c.chunks);
         return { c, chunks, reads: new RecordReads<S>(c.records, chunks, c.heads, this.config.listPageStateBytes) };

@@ -198,8 +198,7 @@ export async function sweepExpiredSessions(
   orphans: OrphanScan,
   beforeExpire?: ExpireHook,
 ): Promise<number> {
-  const cutoff = new Date(now);
-  const expired = { expireAt: { $lte: cutoff } };
+  const expired = expiredHeads(now, c.ttlGraceMs);
   const seen = new Set<string>();
   let removed = 0;
   for (;;) {
@@ -222,6 +221,25 @@ export async function sweepExpiredSessions(
     if (batch.length < SWEEP_BATCH) break;
   }
   return removed + (await sweepOrphans(c, now, orphans));
+}
+
+/**
+ * The heads expired at `now`: `expireAt <= now` (heads written without a
+ * grace, deletion markers), or, with `ttlGraceMs`, live heads whose
+ * `expireAt` is within the grace and whose `expiresAt` has passed (the
+ * range on `expireAt` keeps the query on the TTL index; beyond the expired
+ * heads it examines only heads written without the grace that expire
+ * within it).
+ */
+function expiredHeads(now: number, ttlGraceMs: number): Filter<HeadDocument> {
+  const cutoff = new Date(now);
+  if (ttlGraceMs <= 0) return { expireAt: { $lte: cutoff } };
+  return {
+    $or: [
+      { expireAt: { $lte: cutoff } },
+      { expireAt: { $lte: new Date(now + ttlGraceMs) }, expiresAt: { $lte: now }, deletingAt: { $exists: false } },
+    ],
+  } as Filter<HeadDocument>;
 }
 
 /**
