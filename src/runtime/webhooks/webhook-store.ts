@@ -177,8 +177,8 @@ export function webhookStore<S, T extends SessionStore<S>>(store: T, relay: Webh
   };
   const sweepExpired = (now: number, ctx?: StoreCallContext, beforeExpire?: ExpireHook): Promise<number> =>
     store.sweepExpired!(now, ctx, async (head) => {
-      await beforeExpire?.(head);
       await relay.sessionExpired(head);
+      await beforeExpire?.(head);
     });
   return new Proxy(store, {
     get(target, property, receiver) {
