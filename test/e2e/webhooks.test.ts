@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { MongoClient } from "mongodb";
+import { mongoConfigFromUri } from "../../stores/store-from-uri.js";
 import { WebhookDeliveryState } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
@@ -369,6 +371,31 @@ describe.each(Object.keys(sharedStores))("webhooks on a shared %s store", (kind)
       await receiver.close();
     }
   });
+
+  it.runIf(kind === "mongodb")(
+    "with webhooks on, MongoDB's TTL index removes a head only an hour after it expires (the sweep expires it first)",
+    async () => {
+      const agentd = await startAgentd({
+        args: ["--store", shared.uri, ...webhookArgs("http://127.0.0.1:1/hook", await secretFile(newSecret()))],
+      });
+      const { uri, database, collectionPrefix } = mongoConfigFromUri(shared.uri);
+      const mongo = new MongoClient(uri);
+      try {
+        const { output } = await agentServiceClient(agentd.baseUrl, "grpc").run({
+          init: { agent: "assistant", ttl: { seconds: 600n } },
+          input: textInput("hi"),
+        });
+        const head = await mongo
+          .db(database)
+          .collection(`${collectionPrefix}heads`)
+          .findOne({ _id: output!.sessionId as never });
+        expect((head!.expireAt as Date).getTime() - (head!.expiresAt as number)).toBe(3600_000);
+      } finally {
+        await mongo.close();
+        await agentd.stop();
+      }
+    },
+  );
 
   it("two instances sweeping the same expired sessions announce each expiry exactly once between them", async () => {
     const file = await secretFile(newSecret());
