@@ -43,6 +43,7 @@ import type {
   SnapshotRecord,
   SnapshotSubscriber,
   StoreCallContext,
+  ExpireHook,
 } from "./snapshot-store.js";
 
 export type { FileSessionStoreOptions };
@@ -383,14 +384,16 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
    * re-checked under its lock (a session written meanwhile stays). With
    * `ctx`: this call's directory only; without (and with a `pathPrefix`):
    * the store directory and every tenant prefix directory below it. Resolves
-   * to how many expired sessions were deleted. Cost: reads the end of every
+   * to how many expired sessions were deleted. `beforeExpire` sees each
+   * expired head before its deletion (see `SessionStore.sweepExpired`). Cost: reads the end of every
    * session log, O(sessions). The store runs no sweeper of its own: the owner
    * calls this at open and periodically.
    */
-  async sweepExpired(now: number, ctx?: StoreCallContext): Promise<number> {
+  async sweepExpired(now: number, ctx?: StoreCallContext, beforeExpire?: ExpireHook): Promise<number> {
     checkNow(now, "sweepExpired");
     let removed = 0;
-    for (const layout of await this.sweepLayouts(ctx)) removed += await sweepExpiredSessions(this.logs, layout, now);
+    for (const layout of await this.sweepLayouts(ctx))
+      removed += await sweepExpiredSessions(this.logs, layout, now, beforeExpire);
     return removed;
   }
 

@@ -20,6 +20,7 @@ import type {
   SnapshotRecord,
   SnapshotSubscriber,
   StoreCallContext,
+  ExpireHook,
 } from "./snapshot-store.js";
 import type { SnapshotStatus } from "../src/types/snapshot.js";
 import { AgentError } from "../src/errors/agent-error.js";
@@ -168,11 +169,16 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
     return earliestLeases(this.heads.values(), limit);
   }
 
-  /** Deletes every session whose expiresAt <= now; resolves to how many. */
-  async sweepExpired(now: number, _ctx?: StoreCallContext): Promise<number> {
+  /** Deletes every session whose expiresAt <= now, each after `beforeExpire` (see `SessionStore.sweepExpired`); resolves to how many. */
+  async sweepExpired(now: number, _ctx?: StoreCallContext, beforeExpire?: ExpireHook): Promise<number> {
     let removed = 0;
-    for (const head of [...this.heads.values()])
-      if (isExpired(head, now) && this.removeSession(head.sessionId)) removed++;
+    for (const head of [...this.heads.values()]) {
+      if (!isExpired(head, now)) continue;
+      if (beforeExpire) await beforeExpire(head);
+      const current = this.heads.get(head.sessionId);
+      if (current && !isExpired(current, now)) continue; // written meanwhile: it stays
+      if (this.removeSession(head.sessionId)) removed++;
+    }
     return removed;
   }
 

@@ -362,8 +362,15 @@ export interface SessionStore<S = unknown> {
    * read (as `sweepExpired`); memory, a scan of the heads. Optional.
    */
   listLeasedHeads?(limit: number, ctx?: StoreCallContext): Promise<SessionHead[]>;
-  /** Deletes (as deleteSession) every session whose expiresAt <= now; resolves to how many. */
-  sweepExpired?(now: number, ctx?: StoreCallContext): Promise<number>;
+  /**
+   * Deletes (as deleteSession) every session whose expiresAt <= now; resolves
+   * to how many. With `beforeExpire`, each expired session's head is passed
+   * to it before that session is deleted (webhooks queue `session.expired`
+   * there); when it rejects, the sweep rejects and the session stays for the
+   * next sweep. A session written between the hook and the deletion stays
+   * (the hook may then have seen a head that did not expire).
+   */
+  sweepExpired?(now: number, ctx?: StoreCallContext, beforeExpire?: ExpireHook): Promise<number>;
   /**
    * Optional health probe: resolves when the store can serve requests now,
    * rejects (preferably with an AgentError UNAVAILABLE) when it cannot (the
@@ -394,6 +401,9 @@ export function isSnapshotSubscriber<S>(
 ): store is SessionStore<S> & SnapshotSubscriber {
   return typeof (store as Partial<SnapshotSubscriber> | undefined)?.subscribeStatus === "function";
 }
+
+/** Called by `sweepExpired` with the head of an expired session before that session is deleted. */
+export type ExpireHook = (head: SessionHead) => Promise<void>;
 
 /** A store with the session lifecycle methods (list, delete, expire). */
 export type SessionLifecycleStore<S = unknown> = SessionStore<S> &

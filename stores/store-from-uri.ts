@@ -14,6 +14,8 @@ export interface OpenStoreOptions {
    * change stream's endings and reopens.
    */
   logger?: StoreLogger;
+  /** MongoDB: the store's `ttlGraceMs` (how long after expiry the TTL index may remove a head by itself). */
+  ttlGraceMs?: number;
 }
 
 /**
@@ -46,6 +48,7 @@ export async function openStoreFromUri(uri: string, options: OpenStoreOptions = 
     return new MongoSessionStore({
       ...mongoConfigFromUri(trimmed),
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.ttlGraceMs !== undefined ? { ttlGraceMs: options.ttlGraceMs } : {}),
     });
   }
   throw new AgentError(

@@ -22,6 +22,7 @@ import { startTelemetry, type TelemetryHandle } from "./telemetry-setup.js";
 import { traceSessionStore } from "../runtime/telemetry/traced-store.js";
 import { setUpWebhooks } from "./webhook-setup.js";
 import type { Webhooks } from "../runtime/webhooks/webhooks.js";
+import { WEBHOOK_SESSION_TTL_GRACE_MS } from "../runtime/webhooks/webhook-settings.js";
 
 /** A started `agentd serve`: the server plus what shutdown must release. */
 export interface ServeInstance {
@@ -82,7 +83,11 @@ export async function startServe(
       },
       logger,
     );
-    store = await openStoreFromUri(config.store, { logger });
+    // With webhooks on, agentd's sweep (which queues session.expired) expires sessions before MongoDB's TTL index.
+    store = await openStoreFromUri(config.store, {
+      logger,
+      ...(config.webhook ? { ttlGraceMs: WEBHOOK_SESSION_TTL_GRACE_MS } : {}),
+    });
     await checkStoreAtStart(store, logger);
     // With telemetry on, every store operation gets a span and a duration.
     const servedStore = telemetry ? traceSessionStore(store, storeKind(config.store)) : store;

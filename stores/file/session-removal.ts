@@ -1,7 +1,7 @@
 import { rm, stat } from "node:fs/promises";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { isExpired } from "../session-query.js";
-import type { SessionHead } from "../snapshot-store.js";
+import type { ExpireHook, SessionHead } from "../snapshot-store.js";
 import { findStoreDirectories, readAllHeads } from "./session-files.js";
 import type { SessionLogs } from "./session-logs.js";
 import { ensureStoreFormat } from "./store-format.js";
@@ -63,13 +63,19 @@ export async function tenantLayouts(root: string): Promise<StoreLayout[]> {
 
 /**
  * Deletes every session of `layout` whose expiresAt <= now, each re-checked
- * under its lock (a session written meanwhile stays). Resolves to how many
- * were deleted.
+ * under its lock (a session written meanwhile stays), after `beforeExpire`
+ * saw its head. Resolves to how many were deleted.
  */
-export async function sweepExpiredSessions(logs: SessionLogs, layout: StoreLayout, now: number): Promise<number> {
+export async function sweepExpiredSessions(
+  logs: SessionLogs,
+  layout: StoreLayout,
+  now: number,
+  beforeExpire?: ExpireHook,
+): Promise<number> {
   let removed = 0;
   for (const { key, head } of await readAllHeads(layout, logs, { skipCorrupt: true })) {
     if (!isExpired(head, now)) continue;
+    if (beforeExpire) await beforeExpire(head);
     if (await removeSession(logs, layout, key, (h) => h !== undefined && isExpired(h, now))) removed++;
   }
   return removed;

@@ -32,7 +32,7 @@ export async function moveHead(
   retried = false,
 ): Promise<boolean> {
   try {
-    if (await writeHead(c.heads, head, expectedVersion, token)) return true;
+    if (await writeHead(c.heads, head, expectedVersion, token, c.ttlGraceMs)) return true;
     if (expectedVersion !== 0 && !retried) return false;
     return (await headWriteLanded(c.heads, head.sessionId, token, probe)) === true;
   } catch (err) {

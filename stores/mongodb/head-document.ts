@@ -14,7 +14,8 @@ import { isDuplicateKey } from "./mongo-errors.js";
  *   problem and needs no `$expr`.
  * - `expiresAt` (epoch ms) is also stored as the BSON Date `expireAt`, the
  *   field of the TTL index (`expireAfterSeconds: 0`), so MongoDB removes an
- *   expired head by itself even when no agentd sweeps.
+ *   expired head by itself even when no agentd sweeps (`expireAt` is later
+ *   by the store's `ttlGraceMs`, when set, so that a sweep comes first).
  *
  * `deletingAt` marks a head whose session `deleteSession` is removing (see
  * there): every read treats such a document as absent, and its `version` is
@@ -88,12 +89,12 @@ export function fromHeadDocument(doc: HeadDocument): SessionHead {
   return head;
 }
 
-/** The head's fields as stored (no `_id`, no undefined values, which the driver would store as null). */
-function storedFields(head: SessionHead): Omit<HeadDocument, "_id"> {
+/** The head's fields as stored (no `_id`, no undefined values, which the driver would store as null); `expireAt` is `ttlGraceMs` after `expiresAt`. */
+function storedFields(head: SessionHead, ttlGraceMs: number): Omit<HeadDocument, "_id"> {
   const { sessionId: _sessionId, labels, ...rest } = head;
   const fields = JSON.parse(JSON.stringify(rest)) as Omit<HeadDocument, "_id">;
   if (labels) fields.labelPairs = Object.entries(labels).map(([key, value]) => labelPair(key, value));
-  if (typeof head.expiresAt === "number") fields.expireAt = new Date(head.expiresAt);
+  if (typeof head.expiresAt === "number") fields.expireAt = new Date(head.expiresAt + ttlGraceMs);
   return fields;
 }
 
@@ -110,8 +111,9 @@ export async function writeHead(
   head: SessionHead,
   expectedVersion: number,
   token: string,
+  ttlGraceMs = 0,
 ): Promise<boolean> {
-  const fields = storedFields(head);
+  const fields = storedFields(head, ttlGraceMs);
   if (expectedVersion === 0) {
     try {
       await heads.insertOne({ _id: head.sessionId, ...fields, recentTokens: [token] });

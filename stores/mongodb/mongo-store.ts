@@ -20,6 +20,7 @@ import type {
   SnapshotRecord,
   SnapshotSubscriber,
   StoreCallContext,
+  ExpireHook,
 } from "../snapshot-store.js";
 import { StatusChannel } from "../status-channel.js";
 import { changeStreamsUnsupported } from "./change-stream-support.js";
@@ -181,7 +182,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   private openOnce(): Promise<Opened<S>> {
     if (!this.opening) {
       const attempt = (async () => {
-        const c = storeCollections(this.db, this.config.collectionPrefix ?? "");
+        const c = storeCollections(this.db, this.config.collectionPrefix ?? "", this.config.ttlGraceMs ?? 0);
         await prepareCollections(this.db, c, (message) => this.config.logger?.warn({ store: "mongodb" }, message));
         const chunks = new CheckpointChunks(c.chunks);
         return { c, chunks, reads: new RecordReads<S>(c.records, chunks, c.heads, this.config.listPageStateBytes) };
@@ -430,10 +431,10 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    * runs one bounded step of the orphan pass for sessions whose head MongoDB's
    * TTL index removed first; see sweepExpiredSessions.
    */
-  async sweepExpired(now: number, _ctx?: StoreCallContext): Promise<number> {
+  async sweepExpired(now: number, _ctx?: StoreCallContext, beforeExpire?: ExpireHook): Promise<number> {
     checkNow(now, "sweepExpired");
     const { c } = await this.open();
-    return guarded("sweeping expired sessions", () => sweepExpiredSessions(c, now, this.orphanScan));
+    return guarded("sweeping expired sessions", () => sweepExpiredSessions(c, now, this.orphanScan, beforeExpire));
   }
 
   /** One ordered insertMany, each chunk with its keepUntil (see `ChunkLog.appendChunks`, `ChunkCollection`). */

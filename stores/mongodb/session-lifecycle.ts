@@ -1,6 +1,6 @@
 import type { Collection, Document, Filter } from "mongodb";
 import { checkSessionQuery, encodeHeadPageToken } from "../session-query.js";
-import type { HeadPage, SessionHead, SessionQuery } from "../snapshot-store.js";
+import type { ExpireHook, HeadPage, SessionHead, SessionQuery } from "../snapshot-store.js";
 import type { ChunkDocument } from "./checkpoint-chunks.js";
 import { pendingRecordCommitted, type HeadTokens } from "./commit-outcome.js";
 import {
@@ -192,28 +192,54 @@ export interface OrphanScan {
  * of expired sessions removed (heads, plus orphaned sessions whose head
  * MongoDB's TTL monitor had removed first).
  */
-export async function sweepExpiredSessions(c: StoreCollections, now: number, orphans: OrphanScan): Promise<number> {
-  const cutoff = new Date(now);
-  const expired = { expireAt: { $lte: cutoff } };
+export async function sweepExpiredSessions(
+  c: StoreCollections,
+  now: number,
+  orphans: OrphanScan,
+  beforeExpire?: ExpireHook,
+): Promise<number> {
+  const expired = expiredHeads(now, c.ttlGraceMs);
   const seen = new Set<string>();
   let removed = 0;
   for (;;) {
     const batch = await c.heads
-      .find(expired, { projection: { _id: 1 } })
+      .find(expired, { projection: beforeExpire ? WITHOUT_TOKENS : { _id: 1 } })
       .sort({ expireAt: 1 })
       .limit(SWEEP_BATCH)
       .toArray();
-    const fresh = batch.map((d) => d._id).filter((id) => !seen.has(id));
+    const fresh = batch.filter((d) => !seen.has(d._id));
     if (fresh.length === 0) break;
     for (let i = 0; i < fresh.length; i += SWEEP_CONCURRENCY) {
       const slice = fresh.slice(i, i + SWEEP_CONCURRENCY);
-      for (const id of slice) seen.add(id);
-      const results = await Promise.all(slice.map((id) => removeSession(c, id, expired)));
+      for (const doc of slice) seen.add(doc._id);
+      // A live head's hook runs before its deletion (a deletion marker's session is being deleted already).
+      if (beforeExpire)
+        for (const doc of slice) if (doc.deletingAt === undefined) await beforeExpire(fromHeadDocument(doc));
+      const results = await Promise.all(slice.map((doc) => removeSession(c, doc._id, expired)));
       removed += results.filter((r) => r.headRemoved).length;
     }
     if (batch.length < SWEEP_BATCH) break;
   }
   return removed + (await sweepOrphans(c, now, orphans));
+}
+
+/**
+ * The heads expired at `now`: `expireAt <= now` (heads written without a
+ * grace, deletion markers), or, with `ttlGraceMs`, live heads whose
+ * `expireAt` is within the grace and whose `expiresAt` has passed (the
+ * range on `expireAt` keeps the query on the TTL index; beyond the expired
+ * heads it examines only heads written without the grace that expire
+ * within it).
+ */
+function expiredHeads(now: number, ttlGraceMs: number): Filter<HeadDocument> {
+  const cutoff = new Date(now);
+  if (ttlGraceMs <= 0) return { expireAt: { $lte: cutoff } };
+  return {
+    $or: [
+      { expireAt: { $lte: cutoff } },
+      { expireAt: { $lte: new Date(now + ttlGraceMs) }, expiresAt: { $lte: now }, deletingAt: { $exists: false } },
+    ],
+  } as Filter<HeadDocument>;
 }
 
 /**

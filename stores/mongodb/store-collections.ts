@@ -24,11 +24,14 @@ export interface StoreCollections {
   /** The chunk logs of detached work (see ChunkCollection). */
   streamChunks: Collection<StreamChunkDocument>;
   meta: Collection<FormatDocument>;
+  /** The store's `ttlGraceMs` (0 without): heads' `expireAt` is `expiresAt` plus this. */
+  ttlGraceMs: number;
 }
 
-/** The collections of `prefix` in `db` (nothing is sent to the server). */
-export function storeCollections(db: Db, prefix: string): StoreCollections {
+/** The collections of `prefix` in `db` (nothing is sent to the server); heads expire `ttlGraceMs` late in the TTL index. */
+export function storeCollections(db: Db, prefix: string, ttlGraceMs = 0): StoreCollections {
   return {
+    ttlGraceMs,
     heads: db.collection<HeadDocument>(`${prefix}heads`),
     records: db.collection<RecordDocument>(`${prefix}snapshots`),
     chunks: db.collection<ChunkDocument>(`${prefix}checkpoint_chunks`),

@@ -57,4 +57,15 @@ export interface MongoSessionStoreConfig {
    * head; also covers clock skew between instances). Default 10 minutes.
    */
   orphanGraceMs?: number;
+  /**
+   * How long after a session expires MongoDB's TTL index may remove its head
+   * by itself: heads are written with `expireAt` = `expiresAt` plus this, and
+   * `sweepExpired` still deletes a session once `expiresAt` has passed. So an
+   * agentd sweep, not the TTL monitor, expires sessions (what `session.expired`
+   * webhooks need: the sweep queues the event before it deletes); the TTL index
+   * stays a backstop for when no agentd sweeps for this long. Heads written
+   * before keep their `expireAt`. Default 0 (the TTL index fires at expiry);
+   * `agentd serve` sets 1 hour when webhooks are on.
+   */
+  ttlGraceMs?: number;
 }

@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { MongoClient } from "mongodb";
+import { mongoConfigFromUri } from "../../stores/store-from-uri.js";
 import { WebhookDeliveryState } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
@@ -331,6 +333,93 @@ describe.each(Object.keys(sharedStores))("webhooks on a shared %s store", (kind)
       expect((verifyWebhook(secret, delivery!) as { data: { snapshot_id: string } }).data.snapshot_id).toBe(snapshotId);
     } finally {
       await second.stop();
+      await receiver.close();
+    }
+  });
+
+  it("a session that expires (--session-ttl) is announced once as session.expired, signed, with its agent and labels", async () => {
+    const secret = newSecret();
+    const receiver = await startWebhookReceiver();
+    const agentd = await startAgentd({
+      args: ["--store", shared.uri, ...webhookArgs(receiver.url, await secretFile(secret)), "--session-ttl", "1s"],
+    });
+    try {
+      const { output } = await agentServiceClient(agentd.baseUrl, "grpc").run({
+        init: { agent: "assistant", labels: { team: "blue" } },
+        input: textInput("hi"),
+      });
+      const [delivery] = await until("the delivery", () => receiver.received.length > 0 && receiver.received, {
+        timeoutMs: 15_000,
+      });
+      const payload = verifyWebhook(secret, delivery!) as { type: string; data: Record<string, unknown> };
+      expect(delivery!.headers["webhook-id"]).toBe(`msg_${output!.sessionId}_expired`);
+      expect([payload.type, payload.data]).toEqual([
+        "session.expired",
+        expect.objectContaining({
+          agent: "assistant",
+          session_id: output!.sessionId,
+          snapshot_id: output!.snapshotId,
+          status: "expired",
+          tenant: "",
+          labels: { team: "blue" },
+        }),
+      ]);
+      await new Promise((r) => setTimeout(r, 1500)); // later sweeps find nothing more to announce
+      expect(receiver.received).toHaveLength(1);
+    } finally {
+      await agentd.stop();
+      await receiver.close();
+    }
+  });
+
+  it.runIf(kind === "mongodb")(
+    "with webhooks on, MongoDB's TTL index removes a head only an hour after it expires (the sweep expires it first)",
+    async () => {
+      const agentd = await startAgentd({
+        args: ["--store", shared.uri, ...webhookArgs("http://127.0.0.1:1/hook", await secretFile(newSecret()))],
+      });
+      const { uri, database, collectionPrefix } = mongoConfigFromUri(shared.uri);
+      const mongo = new MongoClient(uri);
+      try {
+        const { output } = await agentServiceClient(agentd.baseUrl, "grpc").run({
+          init: { agent: "assistant", ttl: { seconds: 600n } },
+          input: textInput("hi"),
+        });
+        const head = await mongo
+          .db(database)
+          .collection(`${collectionPrefix}heads`)
+          .findOne({ _id: output!.sessionId as never });
+        expect((head!.expireAt as Date).getTime() - (head!.expiresAt as number)).toBe(3600_000);
+      } finally {
+        await mongo.close();
+        await agentd.stop();
+      }
+    },
+  );
+
+  it("two instances sweeping the same expired sessions announce each expiry exactly once between them", async () => {
+    const file = await secretFile(newSecret());
+    const receiver = await startWebhookReceiver();
+    const instances = await Promise.all(
+      ["A", "B"].map((id) =>
+        startAgentd({
+          args: ["--store", shared.uri, ...webhookArgs(receiver.url, file), "--instance-id", id, "--session-ttl", "1s"],
+        }),
+      ),
+    );
+    try {
+      const sessions = await Promise.all(
+        Array.from({ length: 4 }, async (_, i) => {
+          const client = agentServiceClient(instances[i % 2]!.baseUrl, "grpc");
+          return (await client.run({ init: { agent: "assistant" }, input: textInput(`hi ${i}`) })).output!.sessionId;
+        }),
+      );
+      await until("four deliveries", () => receiver.received.length >= 4, { timeoutMs: 20_000 });
+      await new Promise((r) => setTimeout(r, 1500)); // a second delivery would come within a poll or two
+      const delivered = receiver.received.map((d) => String(d.headers["webhook-id"]));
+      expect(delivered.sort()).toEqual(sessions.map((id) => `msg_${id}_expired`).sort());
+    } finally {
+      await Promise.all(instances.map((a) => a.stop()));
       await receiver.close();
     }
   });

@@ -8,7 +8,7 @@ import { hasWebhookOutbox } from "../../stores/webhook-outbox.js";
 import { takeOverDeadWork } from "../../src/runtime/background/work-takeover.js";
 import { startWebhooks } from "../../src/runtime/webhooks/webhooks.js";
 import type { DetachedWork } from "../../src/types/detached-work.js";
-import { commitOf, pendingRecord } from "../stores/snapshot-factory.js";
+import { checkpointRecord, commitOf, pendingRecord } from "../stores/snapshot-factory.js";
 import { FAST } from "./takeover-fixtures.js";
 
 const LIVENESS = { ...FAST, chunkRetentionMs: 60_000 };
@@ -96,6 +96,23 @@ describe("the webhook relay of work whose worker died", () => {
     expect(ended?.webhook).toMatchObject({ id: "msg_r1", type: "invocation.failed" });
     expect((await webhooks.outbox.get("msg_r1"))?.type).toBe("invocation.failed");
     expect(hasWebhookOutbox(webhooks.store)).toBe(true);
+    await store.close();
+  });
+
+  it("the wrapped store's sweep queues session.expired before deleting; a sweep dying in between leaves the session, and the next one queues the same event once", async () => {
+    const store = new FileSessionStore(await mkdtemp(join(tmpdir(), "agentd-relay-")));
+    const first = commitOf(undefined, checkpointRecord("s1", "r0", { createdAt: 1000 }));
+    await store.commit({ ...first, head: { ...first.head, ttlMs: 50, labels: { team: "blue" } } });
+    const webhooks = webhooksOn(store);
+    const dying = webhooks.store.sweepExpired!(1050, undefined, () => Promise.reject(new Error("killed")));
+    await expect(dying).rejects.toThrow("killed");
+    expect(await store.getHead("s1")).toBeDefined();
+    const queued = await webhooks.outbox.get("msg_s1_expired");
+    expect(queued).toMatchObject({ type: "session.expired", sessionId: "s1", snapshotId: "r0" });
+    expect(JSON.parse(queued!.body)).toMatchObject({ data: { status: "expired", labels: { team: "blue" } } });
+    expect(await webhooks.store.sweepExpired!(1050)).toBe(1);
+    expect(await store.getHead("s1")).toBeUndefined();
+    expect(await webhooks.outbox.get("msg_s1_expired")).toEqual(queued);
     await store.close();
   });
 

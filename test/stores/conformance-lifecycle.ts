@@ -307,6 +307,33 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
         if (footprint) expect(await footprint()).toEqual(baseline);
       });
 
+      it("sweepExpired hands each expired head to beforeExpire while the session still exists, then deletes it", async () => {
+        const { store } = await lifecycleStore(fresh);
+        const U = T0 + 1000;
+        await seed(store, "forever", { at: U });
+        const short = await seed(store, "short", { at: U, ttlMs: 50, labels: { team: "blue" } });
+        const seen: [SessionHead, SessionHead | undefined][] = [];
+        const removed = await store.sweepExpired(U + 50, undefined, async (head) => {
+          await sleep(20); // the deletion waits for the hook
+          seen.push([head, await store.getHead(head.sessionId)]);
+        });
+        expect(removed).toBe(1);
+        expect(seen).toEqual([[short.head, short.head]]);
+        expect(await store.getHead("short")).toBeUndefined();
+      });
+
+      it("sweepExpired rejects and keeps the session when beforeExpire rejects; the next sweep hands it over again", async () => {
+        const { store } = await lifecycleStore(fresh);
+        const U = T0 + 1000;
+        const short = await seed(store, "short", { at: U, ttlMs: 50 });
+        const failing = store.sweepExpired(U + 50, undefined, () => Promise.reject(new Error("outbox down")));
+        await expect(failing).rejects.toThrow("outbox down");
+        expect(await store.getHead("short")).toEqual(short.head);
+        const seen: string[] = [];
+        expect(await store.sweepExpired(U + 50, undefined, async (head) => void seen.push(head.sessionId))).toBe(1);
+        expect(seen).toEqual(["short"]);
+      });
+
       it("moves expiresAt with every head write, so an active session is not swept", async () => {
         const { store } = await lifecycleStore(fresh);
         const U = T0 + 1000;

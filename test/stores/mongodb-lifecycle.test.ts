@@ -352,6 +352,24 @@ describe("mongodb session lifecycle: expiry", () => {
     await store.close();
   });
 
+  it("with ttlGraceMs the TTL index's expireAt is the grace after expiresAt, and sweepExpired still deletes at expiresAt", async () => {
+    const prefix = freshPrefix();
+    const before = storeOn(prefix); // a head written without the grace
+    await seedTwo(before, "old", T0, { ttlMs: 5_000 });
+    await seedTwo(before, "old-later", T0, { ttlMs: 10_000 });
+    await before.close();
+    const store = storeOn(prefix, { ttlGraceMs: 60_000 });
+    await seedTwo(store, "graced", T0, { ttlMs: 5_000 });
+    await seedTwo(store, "graced-later", T0, { ttlMs: 10_000 });
+    const heads = db.collection(`${prefix}heads`);
+    expect((await heads.findOne({ _id: "graced" as never }))!.expireAt).toEqual(new Date(T0 + 1 + 5_000 + 60_000));
+    expect(await store.sweepExpired(T0 + 5_000)).toBe(0);
+    expect(await store.sweepExpired(T0 + 1 + 5_000)).toBe(2);
+    expect((await heads.find({}).toArray()).map((d) => d._id).sort()).toEqual(["graced-later", "old-later"]);
+    expect(await store.sweepExpired(T0 + 1 + 10_000)).toBe(2);
+    await store.close();
+  });
+
   it("uses an operator's plain index on expireAt as it is and warns that MongoDB will not expire heads by itself", async () => {
     const prefix = freshPrefix();
     await db.collection(`${prefix}heads`).createIndex({ expireAt: 1 }, { name: "ops_expire" });

@@ -10,6 +10,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "invocation.interrupted",
   "invocation.expired",
   "session.deleted",
+  "session.expired",
 ] as const;
 
 /** The event type of detached work that ended with `status` and `finishReason`. */
@@ -92,12 +93,27 @@ export function webhookEventOf<S>(
  * session's totals.
  */
 export function sessionDeletedEventOf(head: SessionHead, url: string, now: number): WebhookEvent {
-  const type = "session.deleted";
+  return sessionEndedEventOf(head, "deleted", url, now);
+}
+
+/**
+ * The outbox event of the session of `head` expiring (queued by the sweep
+ * just before it deletes the session): as {@link sessionDeletedEventOf} with
+ * type `session.expired` and `status` `expired`; its ID is one per session
+ * (`msg_<sessionId>_expired`), so instances sweeping at once queue one event.
+ */
+export function sessionExpiredEventOf(head: SessionHead, url: string, now: number): WebhookEvent {
+  return sessionEndedEventOf(head, "expired", url, now);
+}
+
+/** The `session.<end>` event of the session of `head`. */
+function sessionEndedEventOf(head: SessionHead, end: "deleted" | "expired", url: string, now: number): WebhookEvent {
+  const type = `session.${end}`;
   const data = {
     agent: head.agent,
     session_id: head.sessionId,
     snapshot_id: head.headSnapshotId,
-    status: "deleted",
+    status: end,
     finish_reason: "",
     error: null,
     usage: head.usage
@@ -111,7 +127,7 @@ export function sessionDeletedEventOf(head: SessionHead, url: string, now: numbe
     labels: head.labels ?? {},
   };
   return {
-    id: `msg_${head.sessionId}_deleted`,
+    id: `msg_${head.sessionId}_${end}`,
     type,
     tenant: head.owner,
     agent: head.agent,

@@ -32,6 +32,13 @@ export const WEBHOOK_DEFAULTS = {
 } as const satisfies Omit<WebhookSettings, "url" | "keys">;
 
 /**
+ * With webhooks on, how long after a session expires MongoDB's TTL index may
+ * remove its head by itself (the store's `ttlGraceMs`): agentd's sweep, which
+ * queues `session.expired` before deleting, comes first.
+ */
+export const WEBHOOK_SESSION_TTL_GRACE_MS = 3600_000;
+
+/**
  * The backoff before attempt `attempts + 1` (exponential with full jitter):
  * uniformly random in [0, min(max, base × 2^(attempts-1))].
  */

@@ -1,4 +1,5 @@
 import type {
+  ExpireHook,
   RecordMutator,
   RecordWebhookMark,
   SessionHead,
@@ -6,10 +7,10 @@ import type {
   SnapshotRecord,
   StoreCallContext,
 } from "../../../stores/snapshot-store.js";
-import type { WebhookOutbox } from "../../../stores/webhook-outbox.js";
+import type { WebhookEvent, WebhookOutbox } from "../../../stores/webhook-outbox.js";
 import { effectiveStatus, type LivenessSettings } from "../sessions/snapshot-liveness.js";
 import type { WebhookEndpoints } from "./webhook-endpoints.js";
-import { markOf, sessionDeletedEventOf, webhookEventOf, webhookIdOf } from "./webhook-event.js";
+import { markOf, sessionDeletedEventOf, sessionExpiredEventOf, webhookEventOf, webhookIdOf } from "./webhook-event.js";
 
 /** What the relay reports (for logs): an event put into the outbox, or a relay that failed (retried later). */
 export interface RelayEvents {
@@ -87,11 +88,29 @@ export class WebhookRelay {
    * deletion then does not happen).
    */
   async sessionDeleted(head: SessionHead): Promise<void> {
+    await this.queue(head, sessionDeletedEventOf);
+  }
+
+  /**
+   * Queues the `session.expired` event of `head` just before the sweep
+   * deletes its session (idempotent by the session's ID: concurrent sweeps
+   * and a sweep repeated after a crash queue one event); held like
+   * `session.deleted` while the head exists. Rejects with the store's error
+   * (the sweep then fails and the session stays for the next one).
+   */
+  async sessionExpired(head: SessionHead): Promise<void> {
+    await this.queue(head, sessionExpiredEventOf);
+  }
+
+  private async queue(
+    head: SessionHead,
+    eventOf: (head: SessionHead, url: string, now: number) => WebhookEvent,
+  ): Promise<void> {
     const url = await this.endpoints.resolve(head.owner).then(
       (endpoint) => endpoint.display,
       () => "",
     );
-    const event = sessionDeletedEventOf(head, url, Date.now());
+    const event = eventOf(head, url, Date.now());
     if (await this.outbox.put(event)) this.events.queued?.(event.id);
   }
 
@@ -131,7 +150,8 @@ export class WebhookRelay {
  * row's webhook mark in that same write, and once written the event is
  * relayed to the outbox before `updateRecord` resolves (a relay that fails
  * is retried in the background: see {@link WebhookRelay.later}). `deleteSession` queues the session's `session.deleted` event
- * first. Every other method is the store's own.
+ * first, `sweepExpired` each expired session's `session.expired` event before
+ * deleting it. Every other method is the store's own.
  */
 export function webhookStore<S, T extends SessionStore<S>>(store: T, relay: WebhookRelay): T {
   const updateRecord = async (
@@ -155,10 +175,16 @@ export function webhookStore<S, T extends SessionStore<S>>(store: T, relay: Webh
     if (head) await relay.sessionDeleted(head);
     return store.deleteSession!(sessionId, ctx);
   };
+  const sweepExpired = (now: number, ctx?: StoreCallContext, beforeExpire?: ExpireHook): Promise<number> =>
+    store.sweepExpired!(now, ctx, async (head) => {
+      await relay.sessionExpired(head);
+      await beforeExpire?.(head);
+    });
   return new Proxy(store, {
     get(target, property, receiver) {
       if (property === "updateRecord") return updateRecord;
       if (property === "deleteSession" && typeof target.deleteSession === "function") return deleteSession;
+      if (property === "sweepExpired" && typeof target.sweepExpired === "function") return sweepExpired;
       const value: unknown = Reflect.get(target, property, receiver);
       return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },

@@ -48,9 +48,10 @@ export function startWebhooks(
     { url: full.url, display: displayUrl(full.url), keys: full.keys },
     endpointHook,
   );
-  // A session.deleted event waits until its session's head is gone (the deletion it precedes completed).
+  // A session.deleted or session.expired event waits until its session's head is gone (the deletion it precedes completed).
   const hold = async (event: WebhookEvent): Promise<string | undefined> =>
-    event.type === "session.deleted" && (await raw.getHead(event.sessionId, { tenant: event.tenant }))
+    (event.type === "session.deleted" || event.type === "session.expired") &&
+    (await raw.getHead(event.sessionId, { tenant: event.tenant }))
       ? "held: the session still exists (its deletion has not completed)"
       : undefined;
   const dispatcher = new WebhookDispatcher(outbox, full, endpoints, instance, events, hold);
