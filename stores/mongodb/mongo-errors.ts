@@ -74,6 +74,10 @@ export function isTransientMongoError(err: unknown): boolean {
     /^(ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ECONNABORTED)$/.test(e.code)
   )
     return true;
+  // A bulk write (insertMany) wraps the driver error that stopped it in a MongoBulkWriteError,
+  // which keeps it as errorResponse: a connection reset mid-insertMany is transient like any other.
+  const inner = (err as { errorResponse?: unknown }).errorResponse;
+  if (inner instanceof Error && inner !== err && isTransientMongoError(inner)) return true;
   if (e.cause && e.cause !== err) return isTransientMongoError(e.cause);
   return false;
 }

@@ -1,5 +1,12 @@
 import { EventEmitter } from "node:events";
-import { MongoClient, MongoNetworkError, MongoServerError, type Collection, type Document } from "mongodb";
+import {
+  MongoBulkWriteError,
+  MongoClient,
+  MongoNetworkError,
+  MongoServerError,
+  type Collection,
+  type Document,
+} from "mongodb";
 import { describe, expect, it, vi } from "vitest";
 import {
   assertChangeStreams,
@@ -283,6 +290,13 @@ describe("store settings", () => {
       expect([code, isTransientMongoError(Object.assign(new Error(code), { code }))]).toEqual([code, true]);
     for (const code of ["ECONNRESET_X", "X_EPIPE", "EACCES"])
       expect([code, isTransientMongoError(Object.assign(new Error(code), { code }))]).toEqual([code, false]);
+  });
+
+  it("treats an insertMany cut by a connection reset (a MongoBulkWriteError around a network error) as transient", () => {
+    const cut = new MongoBulkWriteError(new MongoNetworkError("connect ECONNRESET 127.0.0.1:1"), {} as never);
+    expect(mongoError(cut, "appending chunks").status).toBe("UNAVAILABLE");
+    const rejected = new MongoBulkWriteError(serverError(2, "bad value"), {} as never);
+    expect(mongoError(rejected, "appending chunks").status).toBe("INTERNAL");
   });
 
   it("classifies a wrapping error by its cause, and stops at an error that is its own cause", () => {
