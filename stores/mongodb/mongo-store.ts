@@ -33,7 +33,7 @@ import { insertRecord, moveHead } from "./commit-writes.js";
 import { consistencyOf } from "./consistency.js";
 import { fromHeadDocument, LIVE_HEAD, WITHOUT_TOKENS } from "./head-document.js";
 import { acrossFailover, type FailoverBudget } from "./failover-retry.js";
-import { STATUS_STREAM, StreamHealth } from "./stream-health.js";
+import { StreamHealth } from "./stream-health.js";
 import { guarded } from "./mongo-errors.js";
 import { encodeRecord, nextVersion } from "./record-document.js";
 import { RecordReads } from "./record-reads.js";
@@ -493,24 +493,8 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     if (this.closed) throw new AgentError("FAILED_PRECONDITION", "the MongoDB session store is closed");
     await guarded("pinging the server", () => this.db.command({ ping: 1 }));
     const problem = this.streamHealth.problem;
-    if (problem && !(await this.changeStreamOpens())) throw problem;
-  }
-
-  /** Opens (and closes) a change stream on the records: true when the server establishes it (the failure is over). */
-  private async changeStreamOpens(): Promise<boolean> {
-    try {
-      const { c } = await this.open();
-      const probe = c.records.watch([], { maxAwaitTimeMS: 1 });
-      try {
-        await probe.tryNext();
-      } finally {
-        await probe.close();
-      }
-      this.streamHealth.recovered(STATUS_STREAM);
-      return true;
-    } catch {
-      return false;
-    }
+    if (problem && !(await this.streamHealth.probeStatusStream(async () => (await this.open()).c.records)))
+      throw problem;
   }
 
   /**

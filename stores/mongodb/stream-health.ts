@@ -1,3 +1,4 @@
+import type { Collection, Document } from "mongodb";
 import { AgentError } from "../../src/errors/agent-error.js";
 
 /**
@@ -46,5 +47,25 @@ export class StreamHealth {
   /** The first recorded failure, or undefined while every stream is healthy. */
   get problem(): AgentError | undefined {
     return this.problems.values().next().value;
+  }
+
+  /**
+   * Opens (and closes) a change stream on `records`: when the server
+   * establishes it, the status stream's failure is over ({@link recovered})
+   * and it resolves true; false while streams still cannot open.
+   */
+  async probeStatusStream<T extends Document>(records: () => Promise<Collection<T>>): Promise<boolean> {
+    try {
+      const probe = (await records()).watch([], { maxAwaitTimeMS: 1 });
+      try {
+        await probe.tryNext();
+      } finally {
+        await probe.close();
+      }
+      this.recovered(STATUS_STREAM);
+      return true;
+    } catch {
+      return false;
+    }
   }
 }

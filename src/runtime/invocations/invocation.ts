@@ -415,6 +415,7 @@ export class Invocation<S> implements AgentConnection<S> {
     const createdNothing = this.target.store !== undefined && this.startsSession && !this.commits?.last;
     // A retry answered last (no turn ran after it): the output is that turn's, as its first attempt answered.
     const answered = error ? undefined : await this.turns.answeredState();
+    const snapshotId = this.turns.answeredSnapshotId ?? this.commits?.last?.snapshotId;
     return shapeOutput({
       state: error ? this.turns.lastGood : (answered ?? this.runner.snapshotState()),
       serverManaged: this.target.store !== undefined,
@@ -423,15 +424,10 @@ export class Invocation<S> implements AgentConnection<S> {
       result: answered ? undefined : result,
       error,
       sessionId: createdNothing ? "" : this.sessionId,
-      ...(this.outputSnapshotId() ? { snapshotId: this.outputSnapshotId() } : {}),
+      ...(snapshotId ? { snapshotId } : {}),
       finishReason: this.turns.lastFinish,
       ...(this.outputUsage() ? { usage: this.outputUsage() } : {}),
     });
-  }
-
-  /** The output's snapshot: the last turn committed, or answered again by a retry after it. */
-  private outputSnapshotId(): string | undefined {
-    return this.turns.answeredSnapshotId ?? this.commits?.last?.snapshotId;
   }
 
   /** The tokens the output reports: the turns run, plus those of the committed turns answered again. */
