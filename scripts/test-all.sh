@@ -1,37 +1,41 @@
 #!/usr/bin/env bash
-# The test command (`npm test`): every check and every test suite, in order.
+# The test command (`npm test`): every check and every test suite. Every step
+# runs even when one before it failed; the run ends with a summary table (step,
+# result, seconds) and exits 1 when any step failed (scripts/run-steps.sh).
 # Installs the pinned tools it needs first (idempotent, fast once installed).
-set -euo pipefail
+#
+# The Go and Python client suites run in the background beside the checks and
+# the TypeScript suite (their output is printed whole when they end).
+#   npm test -- <vitest arguments>   passes the arguments to `vitest run`
+#   TEST_STEPS=typecheck,lint npm test   runs only the named steps
+set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
+source scripts/run-steps.sh
 
-step() { printf '\n=== %s\n' "$*"; }
+go_tests() {
+  cd clients/go
+  go vet ./...
+  go test -count=1 ./...
+}
 
-step "tools"
-bash scripts/install-tools.sh
-bash scripts/setup-python.sh
-bash scripts/install-chromium.sh
-npx tsx -e 'import("./test/harness/mongo-java-server.ts").then((m) => m.buildMongoJavaServer())'
+mongo_java_server() {
+  npx tsx -e 'import("./test/harness/mongo-java-server.ts").then((m) => m.buildMongoJavaServer())'
+}
 
-step "proto lint and generated code"
-npx buf lint
-bash scripts/check-proto-breaking.sh
-bash scripts/check-generated.sh
-
-step "typecheck"
-npx tsc --noEmit
-
-step "lint (typescript-eslint, the layer rule of scripts/architecture-layers.mjs) and formatting (Prettier)"
-npm run lint
-
-step "build (the npm package: dist/ with type declarations)"
-npm run build
-
-step "TypeScript tests (unit, store conformance, end-to-end)"
-npx vitest run
-
-step "Go client tests"
-(cd clients/go && go vet ./... && go test -count=1 ./...)
-
-step "Python client tests"
-.tools/venv/bin/python -m pytest -q clients/python
+# Needs only Go and node_modules (its servers run from source through tsx).
+start_step go "Go client tests (go vet, go test)" go_tests
+run_step tools "tools: protoc plugins and grpcurl (scripts/install-tools.sh)" bash scripts/install-tools.sh
+run_step python-env "tools: Python venv with the Python client (scripts/setup-python.sh)" bash scripts/setup-python.sh
+start_step python "Python client tests (pytest)" .tools/venv/bin/python -m pytest -q clients/python
+run_step chromium "tools: Chromium for the inspector's browser tests (scripts/install-chromium.sh)" \
+  bash scripts/install-chromium.sh
+run_step mongo-java-server "tools: the mongo-java-server launcher (Maven)" mongo_java_server
+run_step buf-lint "proto lint (buf lint)" npx buf lint
+run_step proto-breaking "wire contract (scripts/check-proto-breaking.sh)" bash scripts/check-proto-breaking.sh
+run_step generated "generated code is current (scripts/check-generated.sh)" bash scripts/check-generated.sh
+run_step typecheck "typecheck (tsc --noEmit)" npx tsc --noEmit
+run_step lint "lint (typescript-eslint, the layer rule, Prettier)" npm run lint
+run_step build "build (the npm package: dist/ with type declarations)" npm run build
+run_step typescript "TypeScript tests (vitest: unit, store conformance, end-to-end)" npx vitest run "$@"
+steps_summary
