@@ -417,12 +417,11 @@ describe("file store failures", () => {
     const layout = new StoreLayout(first.directory);
     await writeFile(layout.lockPathOfKey(sessionKey("s1")), JSON.stringify({ pid: await deadPid(), token: "left" }));
     const store = open(dir, { lockStaleMs: 10 * 60_000 });
-    const started = Date.now();
+    // Waiting out lockStaleMs (10 min) instead of noticing the dead holder would time the test out.
     await commitRecord(store, head, checkpointRecord("s1", "snap-2", { parentId: "snap-1", createdAt: T0 + 1 }));
     expect(await store.updateRecord("snap-1", (e) => ({ ...e, status: "aborted" }))).toMatchObject({
       status: "aborted",
     });
-    expect(Date.now() - started).toBeLessThan(5_000);
     await store.close();
     expect((await readdir(layout.sessionsDir)).filter((f) => f.includes("lock"))).toEqual([]);
   });
