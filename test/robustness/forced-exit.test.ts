@@ -32,10 +32,10 @@ describe("SIGTERM while something never ends", () => {
       const stream = client.runStream({ init: { agent: "stuck" }, input: textInput("hello") }, { timeoutMs: 50_000 });
       const first = await stream[Symbol.asyncIterator]().next(); // the turn is running
       expect(first.done).toBe(false);
-      const signalled = performance.now();
       const code = await server.stop("SIGTERM", 40_000);
-      expect(code).toBe(0); // drained (the stuck turn abandoned), not killed by the harness
-      expect(performance.now() - signalled).toBeLessThan(DRAIN_MS + FORCED_EXIT_MARGIN_MS);
+      // 0: drained (the stuck turn abandoned); the forced exit after the margin exits 1 (below), the
+      // harness's SIGKILL at 40 s leaves no code.
+      expect(code).toBe(0);
     },
   );
 
@@ -52,10 +52,8 @@ describe("SIGTERM while something never ends", () => {
         { timeoutMs: 50_000 },
       );
       expect(output?.snapshotId).toBeTruthy(); // the work runs in the background now
-      const signalled = performance.now();
       const code = await server.stop("SIGTERM", 40_000);
-      expect(code).toBe(0);
-      expect(performance.now() - signalled).toBeLessThan(DRAIN_MS + FORCED_EXIT_MARGIN_MS);
+      expect(code).toBe(0); // drained, not the forced exit (1) nor the harness's SIGKILL
     },
   );
 
@@ -93,8 +91,9 @@ describe("SIGTERM while something never ends", () => {
         const code = await server.stop("SIGTERM", 60_000);
         const exitMs = performance.now() - signalled;
         expect(code).toBe(1);
+        // Not before the margin; exit code 1 and the log line tell the forced exit from the harness's
+        // SIGKILL at 60 s (the exporters would wait that long).
         expect(exitMs).toBeGreaterThanOrEqual(DRAIN_MS + FORCED_EXIT_MARGIN_MS - 100);
-        expect(exitMs).toBeLessThan(DRAIN_MS + FORCED_EXIT_MARGIN_MS + 10_000);
         expect(server.logs()).toMatch(/shutdown did not finish/);
       },
     );

@@ -32,12 +32,11 @@ describe("resume by session after a crash during detached work", () => {
       const statusOf = async () => (await read()).snapshot?.status;
       await until("the dead worker's row to read expired", async () => (await statusOf()) === SnapshotStatus.EXPIRED);
 
-      const started = Date.now();
+      // Not held up by the dead worker's lease: the default busy policy (REJECT) would fail ABORTED.
       const { output } = await client.run({
         init: { agent: "assistant", sessionId },
         input: textInput("after the crash"),
       });
-      expect(Date.now() - started).toBeLessThan(3_000); // not held up by the dead worker's lease
       expect(output?.finishReason).toBe(FinishReason.STOP);
       expect(output?.sessionId).toBe(sessionId);
       const resumed = (await client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId })).snapshot;

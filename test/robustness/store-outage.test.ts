@@ -50,38 +50,36 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("MongoDB store outages", () =>
     expect((await health.check({ service: "" })).status).toBe(Serving.SERVING);
 
     await mongo.stop();
-    const stoppedAt = Date.now();
     const coldClient = agentServiceClient(cold.baseUrl, "grpc");
+    // Each call fails after two server selections of the URI's serverSelectionTimeoutMS=500 (about
+    // 1 s); with the store's 10 s default it would take 20 s and end DEADLINE_EXCEEDED at this deadline.
+    const options = { timeoutMs: 8_000 };
     const calls: [string, () => Promise<unknown>][] = [
-      ["GetSnapshot (cold server)", () => coldClient.getSnapshot({ agent: "assistant", sessionId })],
-      ["Run (cold server)", () => coldClient.run({ init: { agent: "assistant" }, input: textInput("x") })],
-      ["Run (new session)", () => client.run({ init: { agent: "assistant" }, input: textInput("x") })],
-      ["Run (resume)", () => client.run({ init: { agent: "assistant", sessionId }, input: textInput("x") })],
-      ["GetSnapshot", () => client.getSnapshot({ agent: "assistant", sessionId })],
-      ["ListSnapshots", () => client.listSnapshots({ agent: "assistant", sessionId })],
+      ["GetSnapshot (cold server)", () => coldClient.getSnapshot({ agent: "assistant", sessionId }, options)],
+      ["Run (cold server)", () => coldClient.run({ init: { agent: "assistant" }, input: textInput("x") }, options)],
+      ["Run (new session)", () => client.run({ init: { agent: "assistant" }, input: textInput("x") }, options)],
+      ["Run (resume)", () => client.run({ init: { agent: "assistant", sessionId }, input: textInput("x") }, options)],
+      ["GetSnapshot", () => client.getSnapshot({ agent: "assistant", sessionId }, options)],
+      ["ListSnapshots", () => client.listSnapshots({ agent: "assistant", sessionId }, options)],
     ];
     for (const [name, call] of calls) {
-      const started = Date.now();
       expect([name, await outcomeOf(call())]).toEqual([name, "unavailable"]);
-      // serverSelectionTimeoutMS=500 from the URI, not the store's 10 s default.
-      expect(Date.now() - started).toBeLessThan(2_000);
     }
     // The health probe (every 2 s, 500 ms server selection) notices the outage.
-    await until("NOT_SERVING", 5_000, async () =>
+    await until("NOT_SERVING", 30_000, async () =>
       (await health.check({ service: "" })).status === Serving.NOT_SERVING ? true : undefined,
     );
     expect((await health.check({ service: "agentd.v1.AgentService" })).status).toBe(Serving.NOT_SERVING);
-    expect(Date.now() - stoppedAt).toBeLessThan(5_000);
 
     await mongo.restart(); // empty again
-    await until("SERVING", 6_000, async () =>
+    await until("SERVING", 30_000, async () =>
       (await health.check({ service: "" })).status === Serving.SERVING ? true : undefined,
     );
-    const again = await until("a Run to succeed", 5_000, () =>
+    const again = await until("a Run to succeed", 30_000, () =>
       client.run({ init: { agent: "assistant" }, input: textInput("after the outage") }),
     );
     expect(again.output?.sessionId).toBeTruthy();
     const read = await client.getSnapshot({ agent: "assistant", sessionId: again.output!.sessionId });
     expect(read.snapshot?.snapshotId).toBe(again.output!.snapshotId);
-  }, 30_000);
+  }, 180_000);
 });

@@ -34,32 +34,23 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("WatchSnapshot when MongoDB co
   it("ends NOT_FOUND soon after the record document is deleted", async () => {
     const client = agentServiceClient(agentd.baseUrl, "grpc");
     const db = new MongoClient(`mongodb://127.0.0.1:${mongo.port}/?directConnection=true`);
-    const {
-      statuses,
-      error,
-      actedAt: deletedAt,
-    } = await watchDetachedWork(client, 8_000, async (snapshotId) => {
+    const { statuses, error } = await watchDetachedWork(client, 8_000, async (snapshotId) => {
       expect(
         (await db.db("agentd").collection<{ _id: string }>("snapshots").deleteOne({ _id: snapshotId })).deletedCount,
       ).toBe(1);
     }).finally(() => db.close());
     expect(statuses).toEqual([SnapshotStatus.PENDING]);
+    // NOT_FOUND from the re-check (every TTL/4 = 500 ms), not DEADLINE_EXCEEDED at the call's 8 s.
     expect(error?.code).toBe(Code.NotFound);
-    expect(Date.now() - deletedAt).toBeLessThan(2_000); // re-checked every TTL/4 = 500 ms
   });
 
   it("ends (NOT_FOUND once the database answers again) instead of hanging to the deadline", async () => {
     const client = agentServiceClient(agentd.baseUrl, "grpc");
-    const {
-      snapshotId,
-      statuses,
-      error,
-      actedAt: restartedAt,
-    } = await watchDetachedWork(client, 15_000, () => mongo.restart());
+    const { snapshotId, statuses, error } = await watchDetachedWork(client, 15_000, () => mongo.restart());
     expect(statuses).toEqual([SnapshotStatus.PENDING]);
-    // During the outage the re-check may fail UNAVAILABLE (retryable); once the empty database answers it is NOT_FOUND.
+    // During the outage the re-check may fail UNAVAILABLE (retryable); once the empty database answers it is
+    // NOT_FOUND; hanging would end DEADLINE_EXCEEDED at the call's 15 s.
     expect([Code.NotFound, Code.Unavailable]).toContain(error?.code);
-    expect(Date.now() - restartedAt).toBeLessThan(3_000);
     // A new watch (what a client retrying UNAVAILABLE does) gets NOT_FOUND once the driver has reconnected.
     let code: Code | undefined;
     for (const deadline = Date.now() + 5_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {

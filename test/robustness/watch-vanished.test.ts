@@ -25,14 +25,12 @@ describe("WatchSnapshot when its record disappears", () => {
     });
     try {
       const client = agentServiceClient(agentd.baseUrl, "grpc");
-      const {
-        statuses,
-        error,
-        actedAt: deletedAt,
-      } = await watchDetachedWork(client, 8_000, async (snapshotId) => unlink(await logHolding(dir, snapshotId)));
+      const { statuses, error } = await watchDetachedWork(client, 8_000, async (snapshotId) =>
+        unlink(await logHolding(dir, snapshotId)),
+      );
       expect(statuses).toEqual([SnapshotStatus.PENDING]);
+      // NOT_FOUND from the re-check (every TTL/4 = 150 ms), not DEADLINE_EXCEEDED at the call's 8 s.
       expect(error?.code).toBe(Code.NotFound);
-      expect(Date.now() - deletedAt).toBeLessThan(1_500); // the re-check runs every TTL/4 = 150 ms
     } finally {
       await agentd.stop("SIGKILL"); // the detached work would run on for seconds; it is not what this test is about
     }

@@ -15,19 +15,20 @@ const gatedRun = (text: string) => ({ init: { agent: "gated" }, input: textInput
 const answerText = (res: { output?: { message?: { content: { kind: { value?: unknown } }[] } } }) =>
   res.output?.message?.content.map((p) => String(p.kind.value)).join("");
 
+/** A drain grace period longer than the test's timeout: a close that waited for it would fail the test. */
+const GRACE_PAST_THE_TEST_MS = 10 * 60_000;
+
 describe("graceful shutdown", () => {
   it("lets an in-flight gRPC call finish before close resolves", async () => {
     const server = await startTestServer({ agents: serverTestAgents() });
     const client = createClient(AgentService, createGrpcTransport({ baseUrl: server.url }));
     const call = client.run(gatedRun("grpc in flight"));
     await turnGate.started("grpc in flight");
-    const closing = server.close({ graceMs: 10_000 });
+    const closing = server.close({ graceMs: GRACE_PAST_THE_TEST_MS });
     expect(await server.logLine((l) => l.msg === "agentd draining")).toMatchObject({ inFlight: 1 });
-    const released = Date.now();
     turnGate.release("grpc in flight");
     expect(answerText(await call)).toBe("released: grpc in flight");
-    await closing;
-    expect(Date.now() - released).toBeLessThan(5_000); // closed once the call was done, not at the end of the grace
+    await closing; // once the call was done: waiting for the end of the grace would time the test out
   });
 
   it("lets an in-flight HTTP/1.1 Connect call finish before close resolves", async () => {
@@ -52,9 +53,7 @@ describe("graceful shutdown", () => {
     await turnGate.started("never released");
     const started = Date.now();
     await server.close({ graceMs: 300 });
-    const elapsed = Date.now() - started;
-    expect(elapsed).toBeGreaterThanOrEqual(290);
-    expect(elapsed).toBeLessThan(3000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290); // not before the grace period's end
     expect(received).toHaveLength(1); // the chunk the turn streamed before it was held
     const err = await consumed;
     expect(err).toBeInstanceOf(ConnectError);
@@ -92,8 +91,6 @@ describe("graceful shutdown", () => {
     const server = await startTestServer({ agents: serverTestAgents() });
     const client = createClient(Health, createGrpcTransport({ baseUrl: server.url }));
     await client.check({});
-    const started = Date.now();
-    await server.close({ graceMs: 10_000 });
-    expect(Date.now() - started).toBeLessThan(1000);
+    await server.close({ graceMs: GRACE_PAST_THE_TEST_MS }); // waiting out the grace would time the test out
   });
 });
