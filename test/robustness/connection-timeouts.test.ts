@@ -25,8 +25,13 @@ const HEADERS_MS = 800;
 const IDLE_MS = 600;
 /** Node adds its keepAliveTimeoutBuffer (1 s) to the HTTP/1.1 keep-alive timeout. */
 const KEEP_ALIVE_BUFFER_MS = 1000;
-/** Allowed lateness of a close (timer granularity, the 160 ms header-check interval, a loaded machine). */
-const SLACK_MS = 500;
+/**
+ * How long a test waits for the server to close a connection before it gives up: generous for a
+ * loaded machine, and shorter than every default timeout (10 s first bytes, 30 s headers, 60 s
+ * idle), so a close by a default timer, or none, fails the test. A close is not timed from above:
+ * the lower bounds tell which timer closed it.
+ */
+const GIVE_UP_MS = 8_000;
 /**
  * How long the "quiet stream" tests stay silent: 3x the idle timeout, past
  * HTTP/1.1 keep-alive with Node's buffer, past 2x the headers timeout, and
@@ -76,6 +81,11 @@ function closeTime(socket: net.Socket, since: number, giveUpMs: number): Promise
   });
 }
 
+/** The server closed the connection: `elapsed` is not the Infinity of a test that gave up waiting. */
+function expectClosedByServer(elapsed: number): void {
+  expect(elapsed, `closed by the server within the test's ${GIVE_UP_MS} ms`).toBeLessThan(Infinity);
+}
+
 /** Everything `socket` receives, as latin1 text so far. */
 function collect(socket: net.Socket): () => string {
   let text = "";
@@ -97,10 +107,10 @@ describe("connection timeouts", () => {
   it("closes a connection that sends nothing within the first-bytes timeout", async () => {
     const socket = await connectRaw(server.port);
     const since = performance.now();
-    const elapsed = await closeTime(socket, since, FIRST_BYTES_MS + 3000);
+    const elapsed = await closeTime(socket, since, GIVE_UP_MS);
     console.log(`idle TCP socket closed after ${elapsed.toFixed(0)} ms (first-bytes timeout ${FIRST_BYTES_MS})`);
     expect(elapsed).toBeGreaterThanOrEqual(FIRST_BYTES_MS - 50);
-    expect(elapsed).toBeLessThanOrEqual(FIRST_BYTES_MS + SLACK_MS);
+    expectClosedByServer(elapsed);
   });
 
   it("closes a partial HTTP/2 preface, even one that keeps trickling, at the first-bytes timeout", async () => {
@@ -111,15 +121,17 @@ describe("connection timeouts", () => {
     const trickle = setInterval(() => {
       if (sent < HTTP2_PREFACE.length - 1 && !socket.destroyed) socket.write(HTTP2_PREFACE[sent++]!);
     }, 100);
-    const elapsed = await closeTime(socket, since, FIRST_BYTES_MS + 3000);
+    const elapsed = await closeTime(socket, since, GIVE_UP_MS);
     clearInterval(trickle);
     console.log(
       `partial HTTP/2 preface (${sent} bytes) closed after ${elapsed.toFixed(0)} ms (first-bytes timeout ${FIRST_BYTES_MS})`,
     );
     expect(sent).toBeGreaterThan(0);
-    expect(sent).toBeLessThan(HTTP2_PREFACE.length);
+    // Closed while the bytes still trickled in (the last of 23 goes at 2.3 s): a timer that each byte
+    // restarted would close only after the trickle stopped.
+    expect(sent).toBeLessThan(HTTP2_PREFACE.length - 1);
     expect(elapsed).toBeGreaterThanOrEqual(FIRST_BYTES_MS - 50);
-    expect(elapsed).toBeLessThanOrEqual(FIRST_BYTES_MS + SLACK_MS);
+    expectClosedByServer(elapsed);
   });
 
   it("closes an HTTP/1.1 client trickling header bytes within the headers timeout", async () => {
@@ -133,7 +145,7 @@ describe("connection timeouts", () => {
     const trickle = setInterval(() => {
       if (sent < request.length && !socket.destroyed) socket.write(request[sent++]!);
     }, 100);
-    const elapsed = await closeTime(socket, since, HEADERS_MS + 3000);
+    const elapsed = await closeTime(socket, since, GIVE_UP_MS);
     clearInterval(trickle);
     console.log(
       `trickled HTTP/1.1 headers (${sent} bytes) closed after ${elapsed.toFixed(0)} ms (headers timeout ${HEADERS_MS})`,
@@ -141,7 +153,7 @@ describe("connection timeouts", () => {
     expect(received()).toMatch(/^HTTP\/1\.1 408 /);
     // Handed to HTTP/1.1 at the first byte: the first-bytes timeout (shorter) no longer applies.
     expect(elapsed).toBeGreaterThanOrEqual(HEADERS_MS - 50);
-    expect(elapsed).toBeLessThanOrEqual(HEADERS_MS + SLACK_MS);
+    expectClosedByServer(elapsed);
   });
 
   it("closes an idle HTTP/1.1 keep-alive connection after its request, within the idle timeout", async () => {
@@ -155,12 +167,12 @@ describe("connection timeouts", () => {
     const since = performance.now();
     expect(received()).toMatch(/^HTTP\/1\.1 200 /);
     expect(received()).toMatch(/keep-alive/i);
-    const elapsed = await closeTime(socket, since, IDLE_MS + KEEP_ALIVE_BUFFER_MS + 3000);
+    const elapsed = await closeTime(socket, since, GIVE_UP_MS);
     console.log(
       `idle HTTP/1.1 keep-alive closed after ${elapsed.toFixed(0)} ms (idle timeout ${IDLE_MS} + Node's ${KEEP_ALIVE_BUFFER_MS} ms buffer)`,
     );
     expect(elapsed).toBeGreaterThanOrEqual(IDLE_MS - 50);
-    expect(elapsed).toBeLessThanOrEqual(IDLE_MS + KEEP_ALIVE_BUFFER_MS + SLACK_MS);
+    expectClosedByServer(elapsed);
   });
 
   it("closes an idle HTTP/2 session (one call done, nothing open) within the idle timeout, with GOAWAY", async () => {
@@ -173,13 +185,13 @@ describe("connection timeouts", () => {
     });
     expect(res.grpcStatus).toBe(0);
     const since = performance.now();
-    const elapsed = (await Promise.race([closed, sleep(IDLE_MS + 3000).then(() => Infinity)])) - since;
+    const elapsed = (await Promise.race([closed, sleep(GIVE_UP_MS).then(() => Infinity)])) - since;
     session.destroy();
     console.log(`idle HTTP/2 session closed after ${elapsed.toFixed(0)} ms (idle timeout ${IDLE_MS})`);
     expect(goaway).toBe(true);
     // The server starts the clock when the stream closes, a little before the client reads the end.
     expect(elapsed).toBeGreaterThanOrEqual(IDLE_MS - 200);
-    expect(elapsed).toBeLessThanOrEqual(IDLE_MS + SLACK_MS);
+    expectClosedByServer(elapsed);
   });
 
   it("closes an HTTP/2 session that only sends PINGs (no stream) within the idle timeout", async () => {
@@ -189,11 +201,11 @@ describe("connection timeouts", () => {
     const pinger = setInterval(() => {
       if (!session.closed && !session.destroyed) session.ping(() => {});
     }, 100);
-    const elapsed = (await Promise.race([closed, sleep(IDLE_MS + 3000).then(() => Infinity)])) - since;
+    const elapsed = (await Promise.race([closed, sleep(GIVE_UP_MS).then(() => Infinity)])) - since;
     clearInterval(pinger);
     session.destroy();
     console.log(`HTTP/2 session with only PINGs closed after ${elapsed.toFixed(0)} ms (idle timeout ${IDLE_MS})`);
-    expect(elapsed).toBeLessThanOrEqual(IDLE_MS + SLACK_MS);
+    expectClosedByServer(elapsed);
   });
 
   it("sends no GOAWAY to an HTTP/2 session whose only stream (a Health.Watch) is open but quiet", async () => {
@@ -220,11 +232,11 @@ describe("connection timeouts", () => {
     stream.close();
     const closed = new Promise<number>((resolve) => session.once("close", () => resolve(performance.now())));
     const since = performance.now();
-    const elapsed = (await Promise.race([closed, sleep(IDLE_MS + 3000).then(() => Infinity)])) - since;
+    const elapsed = (await Promise.race([closed, sleep(GIVE_UP_MS).then(() => Infinity)])) - since;
     session.destroy();
     expect(state).toEqual({ goaway: false, sessionClosed: false, streamClosed: false, received: true });
     // Once the stream is gone the session is idle, and goes.
-    expect(elapsed).toBeLessThanOrEqual(IDLE_MS + SLACK_MS);
+    expectClosedByServer(elapsed);
   });
 
   it("keeps an open Chat bidi stream that sits idle for 3x the idle timeout: its next turn completes", async () => {
@@ -279,9 +291,13 @@ describe("long server streams", () => {
 
 describe("--max-connections", () => {
   const MAX = 20;
+  /** Long enough that the over-cap closes come first however slow the machine is. */
+  const CAP_FIRST_BYTES_MS = 3_000;
   let server: AgentdProcess;
   beforeAll(async () => {
-    server = await startAgentd({ args: [...LIMIT_ARGS, "--max-connections", String(MAX)] });
+    server = await startAgentd({
+      args: ["--first-bytes-timeout-ms", String(CAP_FIRST_BYTES_MS), "--max-connections", String(MAX)],
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -292,20 +308,20 @@ describe("--max-connections", () => {
     // Kept as a pause: no event tells a client that the server has accepted its socket, and these
     // sockets must send nothing (their first-bytes timeout is measured). 50 ms lets the accept loop run.
     await sleep(50);
-    const firstCloses = first.map((s) => closeTime(s, performance.now(), FIRST_BYTES_MS + 3000));
-    const extraStarted = performance.now();
+    const since = performance.now();
+    const firstCloses = first.map((s) => closeTime(s, since, GIVE_UP_MS));
     const extra = await Promise.all(Array.from({ length: MAX }, () => connectRaw(server.port).catch(() => undefined)));
-    const extraCloses = await Promise.all(extra.map((s) => (s ? closeTime(s, extraStarted, 300) : Promise.resolve(0))));
-    console.log(`over-cap connections closed after at most ${Math.max(...extraCloses).toFixed(0)} ms`);
-    expect(extraCloses.every((t) => t <= 300)).toBe(true);
-
+    const extraCloses = await Promise.all(extra.map((s) => (s ? closeTime(s, since, GIVE_UP_MS) : Promise.resolve(0))));
     const idleCloses = await Promise.all(firstCloses);
     console.log(
-      `idle connections under the cap closed after ${Math.min(...idleCloses).toFixed(0)}–${Math.max(...idleCloses).toFixed(0)} ms`,
+      `over-cap connections closed after at most ${Math.max(...extraCloses).toFixed(0)} ms, ` +
+        `idle ones under the cap after ${Math.min(...idleCloses).toFixed(0)}–${Math.max(...idleCloses).toFixed(0)} ms`,
     );
-    // The ones under the cap were accepted: open until the first-bytes timeout.
-    expect(Math.min(...idleCloses)).toBeGreaterThanOrEqual(FIRST_BYTES_MS - 150);
-    expect(Math.max(...idleCloses)).toBeLessThanOrEqual(FIRST_BYTES_MS + SLACK_MS);
+    // The ones over the cap were closed at once: before any accepted one reached its first-bytes
+    // timeout (an order of events). The ones under the cap were accepted: open until that timeout.
+    expect(Math.max(...extraCloses)).toBeLessThan(Math.min(...idleCloses));
+    expect(Math.min(...idleCloses)).toBeGreaterThanOrEqual(CAP_FIRST_BYTES_MS - 150);
+    idleCloses.forEach(expectClosedByServer);
 
     const health = createClient(Health, createGrpcTransport({ baseUrl: server.url }));
     expect((await health.check({}, { timeoutMs: 2000 })).status).toBe(Serving.SERVING);
@@ -332,12 +348,12 @@ describe("HTTP/1.1 request timeout (in-process: it has no flag)", () => {
       socket.write(
         "POST /grpc.health.v1.Health/Check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n",
       );
-      const elapsed = await closeTime(socket, since, REQUEST_MS + 3000);
+      const elapsed = await closeTime(socket, since, GIVE_UP_MS);
       console.log(
         `HTTP/1.1 request without its body closed after ${elapsed.toFixed(0)} ms (request timeout ${REQUEST_MS})`,
       );
       expect(received()).toMatch(/^HTTP\/1\.1 408 /);
-      expect(elapsed).toBeLessThanOrEqual(REQUEST_MS + SLACK_MS);
+      expectClosedByServer(elapsed);
 
       // A complete request with a long, quiet response is not.
       const h1 = watchHealth(createClient(Health, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" })));
