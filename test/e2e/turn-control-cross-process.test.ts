@@ -31,13 +31,11 @@ describe.each(Object.keys(sharedStores))("control inputs across two processes sh
     await chat.nextChunk();
     chat.send({ input: { ...textInput("after it"), detach: true } as AgentInput });
     const { output } = await chat.drain();
-    const sent = Date.now();
     const { ack } = await agentServiceClient(b.baseUrl, "grpc").sendInvocationInput({
       agent: "slow",
       snapshotId: output.snapshotId,
       input: { cancel: true, requestId: "remote-cancel" } as AgentInput,
     });
-    expect(Date.now() - sent).toBeLessThan(2000);
     expect(ack).toEqual(expect.objectContaining({ requestId: "remote-cancel", result: InputAckResult.CANCELLED }));
     const attached = await attachToEnd(onA, { agent: "slow", snapshotId: output.snapshotId });
     const ends = attached.chunks.flatMap((c) => (c.turnEnd ? [c.turnEnd.finishReason] : []));
