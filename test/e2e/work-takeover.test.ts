@@ -1,7 +1,7 @@
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ConnectError } from "@connectrpc/connect";
 import type { AgentStreamChunk } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
@@ -14,8 +14,15 @@ import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
 import { attachToEnd, chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
-/** A row silent for 1 s is presumed dead; the survivors look every 250 ms and must take it over within 1 s more. */
-const LIVENESS = ["--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "1000"];
+/**
+ * A row silent for 3 s is presumed dead; the survivors look every 750 ms. A heartbeat every 100 ms:
+ * a live instance on a loaded machine (timers late by a second or more) is not taken for dead.
+ */
+const LIVENESS = ["--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "3000"];
+
+/** Generous deadlines for a takeover (TTL, then the survivors' look) on a loaded machine: a safety net only. */
+const TAKEOVER_WAIT = { timeoutMs: 60_000 };
+vi.setConfig({ testTimeout: 120_000 });
 
 const TOOK_OVER = "took over the detached work of a dead instance";
 
@@ -150,17 +157,23 @@ describe.each(Object.keys(sharedStores))("detached work on a %s store survives t
     const store = await openStoreFromUri(shared.uri);
     try {
       // The tool round is checkpointed; A's model then takes a minute to answer: kill it there.
-      await until("A to checkpoint the tool round", async () => {
-        return (await store.getRecord(output!.snapshotId))?.work?.inTurn === true;
-      });
+      await until(
+        "A to checkpoint the tool round",
+        async () => (await store.getRecord(output!.snapshotId))?.work?.inTurn === true,
+        TAKEOVER_WAIT,
+      );
       await a.stop("SIGKILL");
-      const done = await until("a survivor to complete the work", async () => {
-        const { snapshot } = await agentServiceClient(b.baseUrl, "grpc").getSnapshot({
-          agent: "stamper",
-          snapshotId: output!.snapshotId,
-        });
-        return snapshot?.status === SnapshotStatus.COMPLETED && snapshot;
-      });
+      const done = await until(
+        "a survivor to complete the work",
+        async () => {
+          const { snapshot } = await agentServiceClient(b.baseUrl, "grpc").getSnapshot({
+            agent: "stamper",
+            snapshotId: output!.snapshotId,
+          });
+          return snapshot?.status === SnapshotStatus.COMPLETED && snapshot;
+        },
+        TAKEOVER_WAIT,
+      );
       expect((await readFile(stampLog, "utf8")).trim().split("\n")).toEqual([String(a.proc.pid)]);
       expect(done.state?.messages.map((m) => m.role)).toEqual([Role.USER, Role.MODEL, Role.TOOL, Role.MODEL]);
       expect(snapshotTexts(done).at(-1)).toBe("stamped");
