@@ -4,8 +4,9 @@
 # result, seconds) and exits 1 when any step failed (scripts/run-steps.sh).
 # Installs the pinned tools it needs first (idempotent, fast once installed).
 #
-# The Go and Python client suites run in the background beside the checks and
-# the TypeScript suite (their output is printed whole when they end).
+# The Go and Python client suites, typecheck and lint run in the background
+# beside the other checks and the TypeScript suite (each one's output is
+# printed whole when it is collected).
 #   npm test -- <vitest arguments>   passes the arguments to `vitest run`
 #   TEST_STEPS=typecheck,lint npm test   runs only the named steps
 set -uo pipefail
@@ -23,19 +24,23 @@ mongo_java_server() {
   npx tsx -e 'import("./test/harness/mongo-java-server.ts").then((m) => m.buildMongoJavaServer())'
 }
 
-# Needs only Go and node_modules (its servers run from source through tsx).
+# Steps in the background run beside the others (a 2-core machine spends most of the TypeScript
+# suite waiting on processes and sockets); each waits only for what it needs.
+# The Go suite needs only Go and node_modules (its servers run from source through tsx).
 start_step go "Go client tests (go vet, go test)" go_tests
 run_step tools "tools: protoc plugins and grpcurl (scripts/install-tools.sh)" bash scripts/install-tools.sh
 run_step python-env "tools: Python venv with the Python client (scripts/setup-python.sh)" bash scripts/setup-python.sh
 start_step python "Python client tests (pytest)" .tools/venv/bin/python -m pytest -q clients/python
-run_step chromium "tools: Chromium for the inspector's browser tests (scripts/install-chromium.sh)" \
+start_step chromium "tools: Chromium for the inspector's browser tests (scripts/install-chromium.sh)" \
   bash scripts/install-chromium.sh
-run_step mongo-java-server "tools: the mongo-java-server launcher (Maven)" mongo_java_server
+start_step mongo-java-server "tools: the mongo-java-server launcher (Maven)" mongo_java_server
+start_step typecheck "typecheck (tsc --noEmit)" npx tsc --noEmit
+start_step lint "lint (typescript-eslint, the layer rule, Prettier)" npm run lint
 run_step buf-lint "proto lint (buf lint)" npx buf lint
 run_step proto-breaking "wire contract (scripts/check-proto-breaking.sh)" bash scripts/check-proto-breaking.sh
 run_step generated "generated code is current (scripts/check-generated.sh)" bash scripts/check-generated.sh
-run_step typecheck "typecheck (tsc --noEmit)" npx tsc --noEmit
-run_step lint "lint (typescript-eslint, the layer rule, Prettier)" npm run lint
+# Before the TypeScript suite: its packaging tests rebuild dist/ (npm pack) themselves.
 run_step build "build (the npm package: dist/ with type declarations)" npm run build
+wait_steps chromium mongo-java-server
 run_step typescript "TypeScript tests (vitest: unit, store conformance, end-to-end)" npx vitest run "$@"
 steps_summary
