@@ -3,11 +3,32 @@
 // them, the assets, the single page for every other path under /inspector/
 // (deep links), and the security headers. The page itself is tested in a
 // browser in test/inspector/.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { parseCommandLine } from "../../src/cli/args.js";
-import { INSPECTOR_CSP, type InspectorAssets } from "../../src/server/inspector-route.js";
+import type { InspectorAssets } from "../../src/server/inspector-route.js";
 import { startServer, type RunningServer } from "../../src/server/server.js";
+import { REPO_ROOT } from "../harness/agentd-process.js";
+
+/**
+ * The security headers as docs/inspector.md documents them (not the code's own constant, which
+ * a test could only compare with itself): the policy is the code span after "Content-Security-Policy".
+ */
+function documentedHeaders(): Record<string, string> {
+  const doc = readFileSync(join(REPO_ROOT, "docs/inspector.md"), "utf8");
+  const csp = /\*\*Content-Security-Policy\*\*[^`]*`([^`]+)`/.exec(doc)?.[1];
+  const named = (header: string) => new RegExp("`" + header + ": ([^`]+)`").exec(doc)?.[1];
+  const headers = {
+    "content-security-policy": csp,
+    "x-content-type-options": named("X-Content-Type-Options"),
+    "referrer-policy": named("Referrer-Policy"),
+    "cache-control": named("Cache-Control"),
+  };
+  for (const [name, value] of Object.entries(headers)) expect(value, `${name} in docs/inspector.md`).toBeTruthy();
+  return headers as Record<string, string>;
+}
 
 const ASSETS: InspectorAssets = new Map([
   ["index.html", new TextEncoder().encode("<!doctype html><title>the page</title>")],
@@ -62,13 +83,22 @@ describe("the inspector's route", () => {
     expect((await fetch(`${url}/inspector/assets/other.js`)).status).toBe(404);
   });
 
-  it("sends the CSP, nosniff and no-referrer headers on every answer", async () => {
+  it("sends the documented CSP, nosniff, no-referrer and no-cache headers on every answer", async () => {
+    const documented = documentedHeaders();
+    expect(documented["content-security-policy"]).toContain("script-src 'self';");
+    expect(documented["content-security-policy"]).not.toMatch(/unsafe-inline|unsafe-eval|\*/);
     const { url } = await serve(ASSETS);
-    for (const path of ["/inspector/", "/inspector/assets/inspector.js", "/inspector/assets/missing"]) {
-      const response = await fetch(`${url}${path}`);
-      expect(response.headers.get("content-security-policy")).toBe(INSPECTOR_CSP);
-      expect(response.headers.get("x-content-type-options")).toBe("nosniff");
-      expect(response.headers.get("referrer-policy")).toBe("no-referrer");
+    for (const [path, method] of [
+      ["/inspector/", "GET"],
+      ["/inspector/sessions/a/snapshots/b", "GET"],
+      ["/inspector/assets/inspector.js", "HEAD"],
+      ["/inspector/assets/missing", "GET"],
+      ["/inspector", "GET"],
+      ["/inspector/", "POST"],
+    ] as const) {
+      const response = await fetch(`${url}${path}`, { method, redirect: "manual" });
+      const sent = Object.fromEntries(Object.keys(documented).map((name) => [name, response.headers.get(name)]));
+      expect([path, method, sent]).toEqual([path, method, documented]);
     }
   });
 
