@@ -1,4 +1,12 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
+
+/**
+ * Test files run at once. Most of an end-to-end file's time is spent waiting on the processes
+ * and sockets it drives, so more files than cores (vitest's default, cores - 1, is one file at a
+ * time on a 2-core machine); AGENTD_TEST_WORKERS overrides.
+ */
+const WORKERS = Number(process.env.AGENTD_TEST_WORKERS) || Math.max(3, availableParallelism() + 1);
 
 /** The end-to-end suites that also run with every server on the MongoDB store. */
 const STORE_AGNOSTIC_E2E = [
@@ -22,8 +30,10 @@ const STORE_AGNOSTIC_E2E = [
  */
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Safety nets for a loaded machine, not expectations: a passing test ends at its events.
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    maxWorkers: WORKERS,
     projects: [
       { test: { name: "default", include: ["test/**/*.test.ts"], provide: { e2eExpectedStore: "memory" } } },
       {

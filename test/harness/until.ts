@@ -1,6 +1,6 @@
 /** Options of {@link until}. */
 export interface UntilOptions {
-  /** Give up after this long; default 10 s. */
+  /** Give up after this long; default 30 s (a safety net on a loaded machine: the wait ends at the event). */
   timeoutMs?: number;
   /** Time between probes; default 20 ms. */
   intervalMs?: number;
@@ -18,7 +18,7 @@ export async function until<T>(
   probe: () => T | undefined | false | Promise<T | undefined | false>,
   options: UntilOptions = {},
 ): Promise<T> {
-  const timeoutMs = options.timeoutMs ?? 10_000;
+  const timeoutMs = options.timeoutMs ?? 30_000;
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {

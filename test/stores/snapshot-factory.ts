@@ -147,8 +147,8 @@ export async function readState(
   return stateOfChain(chain);
 }
 
-/** Resolves once `predicate` holds (polled every 10 ms), rejects after `timeoutMs`. */
-export async function eventually(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+/** Resolves once `predicate` holds (polled every 10 ms), rejects after `timeoutMs` (a safety net for a loaded machine). */
+export async function eventually(predicate: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
