@@ -8,13 +8,16 @@ import { defineConfig } from "vitest/config";
  */
 const WORKERS = Number(process.env.AGENTD_TEST_WORKERS) || Math.max(3, availableParallelism() + 1);
 
-/** The end-to-end suites that also run with every server on the MongoDB store. */
+/**
+ * The end-to-end suites that also run with every server on the MongoDB store: those whose
+ * outcome goes through the store. Not client-managed (it never touches the store) nor bad-input
+ * (validation before any store call; the stores' own NOT_FOUND and FAILED_PRECONDITION answers are
+ * in the store conformance suites, which run on MongoDB).
+ */
 const STORE_AGNOSTIC_E2E = [
   "test/e2e/chat.test.ts",
   "test/e2e/run.test.ts",
   "test/e2e/snapshots.test.ts",
-  "test/e2e/client-managed.test.ts",
-  "test/e2e/bad-input.test.ts",
   "test/e2e/background.test.ts",
   "test/e2e/busy-sessions.test.ts",
   "test/e2e/tenant-isolation.test.ts",
