@@ -85,7 +85,7 @@ function run(dir: string, command: string): Promise<Result> {
 describe("the wire-contract check (buf breaking against proto/baseline/agentd-v1.binpb)", () => {
   it("is what the test command runs, and `npm run proto:baseline` moves the baseline", () => {
     expect(readFileSync(join(REPO_ROOT, "scripts/test-all.sh"), "utf8")).toMatch(
-      /^bash scripts\/check-proto-breaking\.sh$/m,
+      /^run_step proto-breaking ".*" bash scripts\/check-proto-breaking\.sh$/m,
     );
     const scripts = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")).scripts;
     expect(scripts["proto:baseline"]).toBe(`${CHECK} --update-baseline`);
