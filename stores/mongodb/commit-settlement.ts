@@ -51,7 +51,7 @@ export class CommitSettlement {
       const { records } = await this.collections();
       await acrossFailover(
         `settling snapshot ${recordId}`,
-        { deadline: Date.now() + SETTLE_WINDOW_MS, closed: () => false },
+        { deadline: Date.now() + SETTLE_WINDOW_MS, closed: this.closed },
         () => records.updateOne({ _id: recordId, commitToken: token }, { $unset: { pending: "" } }),
       );
       this.queue(sessionId, token);

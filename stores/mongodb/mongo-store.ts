@@ -35,7 +35,7 @@ import { consistencyOf } from "./consistency.js";
 import { fromHeadDocument, LIVE_HEAD, WITHOUT_TOKENS } from "./head-document.js";
 import { acrossFailover, type FailoverBudget } from "./failover-retry.js";
 import { StreamHealth } from "./stream-health.js";
-import { guarded } from "./mongo-errors.js";
+import { guarded, isUnsentError } from "./mongo-errors.js";
 import { encodeRecord, nextVersion, type RecordDocument } from "./record-document.js";
 import { RecordReads } from "./record-reads.js";
 import { DEFAULT_FAILOVER_WINDOW_MS, updateRecordDocument } from "./record-update.js";
@@ -290,21 +290,23 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     if (encoded) Object.assign(encoded.doc, { pending: true, commitToken: token });
     const budget = this.budget(ctx);
     let attempts = 0;
-    let headWriteTried = false;
+    // True while a head write of an earlier attempt may have landed unseen (cleared once an attempt learns the outcome).
+    let outcomeUnknown = false;
     // Each attempt repeats the same writes with the same token: one that landed is recognised, never applied twice.
     const committed = acrossFailover(`committing session ${head.sessionId}`, budget, async () => {
       const retried = attempts++ > 0;
       if (encoded) await insertRecord(encoded, c, chunks, budget);
       const settled = this.settlement.take(head.sessionId);
-      headWriteTried = true;
       let landed: boolean;
       try {
         landed = await moveHead(c, head, commit.expectedVersion, token, budget, retried, {
           ...(encoded ? { recordId: encoded.doc._id } : {}),
           settled,
         });
+        outcomeUnknown = false;
       } catch (err) {
         this.settlement.putBack(head.sessionId, settled);
+        if (!isUnsentError(err)) outcomeUnknown = true;
         throw err;
       }
       if (!landed) {
@@ -326,7 +328,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     });
     return committed.catch((err: unknown) => {
       // A head write was sent and its outcome never learnt: the record stays (pending, proven by nothing yet).
-      if (headWriteTried && err instanceof AgentError && err.status === "UNAVAILABLE" && !err.details?.outcome)
+      if (outcomeUnknown && err instanceof AgentError && err.status === "UNAVAILABLE" && !err.details?.outcome)
         throw unknownOutcome(head.sessionId, err);
       throw err;
     });
