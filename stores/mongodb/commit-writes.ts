@@ -1,7 +1,7 @@
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SessionHead } from "../snapshot-store.js";
 import type { CheckpointChunks } from "./checkpoint-chunks.js";
-import { headWriteLanded, recordInsertLanded, type OutcomeProbe } from "./commit-outcome.js";
+import { headWriteOutcome, recordInsertLanded, unknownOutcome, type OutcomeProbe } from "./commit-outcome.js";
 import { writeHead } from "./head-document.js";
 import { isDuplicateKey, isTransientMongoError, isUnsentError } from "./mongo-errors.js";
 import type { EncodedRecord } from "./record-document.js";
@@ -13,15 +13,19 @@ import type { StoreCollections } from "./store-collections.js";
 const ignore = (): undefined => undefined;
 
 /**
- * The head compare-and-set; true when it landed. `retried`: an earlier
- * attempt of the same commit (same token) may have landed with its outcome
- * unknown, so a compare-and-set that finds another version asks whether the
- * head holds `token` before answering "conflict". After an error of unknown
+ * The head compare-and-set; true when it landed, false on a version conflict
+ * (it did not land and never will). `retried`: an earlier attempt of the same
+ * commit (same token) may have landed with its outcome unknown, so a
+ * compare-and-set that finds another version learns the outcome (see
+ * headWriteOutcome) before answering "conflict". After an error of unknown
  * outcome (any transient error but one raised before the command was sent,
- * see isUnsentError) (and after a duplicate key on creation, which a driver retry of
- * a landed insert also gets) it asks the server whether the head holds
- * `token`; the original error is thrown when the write did not land or
- * that cannot be learnt in time.
+ * see isUnsentError), and after a duplicate key on creation (which a driver
+ * retry of a landed insert also gets), it asks the server whether the head
+ * holds `token`: the original error is thrown when it did not land (the
+ * caller may repeat the write), UNAVAILABLE with `details.outcome =
+ * "unknown"` when that cannot be learnt in time, never "conflict".
+ * `recordId`: the record the head write commits (its settled mark also
+ * proves that the write landed); `settled`: see HeadWriteMarks.
  */
 export async function moveHead(
   c: StoreCollections,
@@ -30,16 +34,24 @@ export async function moveHead(
   token: string,
   probe: OutcomeProbe,
   retried = false,
+  marks: { recordId?: string; settled?: readonly string[] } = {},
 ): Promise<boolean> {
+  const outcome = (fence: boolean) => headWriteOutcome(c, head.sessionId, token, probe, marks.recordId, fence);
+  const writeMarks = { commitsRecord: marks.recordId !== undefined, settled: marks.settled ?? [] };
   try {
-    if (await writeHead(c.heads, head, expectedVersion, token, c.ttlGraceMs)) return true;
+    if (await writeHead(c.heads, head, expectedVersion, token, c.ttlGraceMs, writeMarks)) return true;
     if (expectedVersion !== 0 && !retried) return false;
-    return (await headWriteLanded(c.heads, head.sessionId, token, probe)) === true;
   } catch (err) {
     if (!isTransientMongoError(err) || isUnsentError(err)) throw err;
-    if (await headWriteLanded(c.heads, head.sessionId, token, probe)) return true;
+    // Not fenced: the caller repeats this write (same token) next, which is harmless if this one lands late.
+    const known = await outcome(false);
+    if (known === "landed") return true;
+    if (known === "unknown") throw unknownOutcome(head.sessionId, err);
     throw err;
   }
+  const known = await outcome(true);
+  if (known === "unknown") throw unknownOutcome(head.sessionId, undefined);
+  return known === "landed";
 }
 
 /**

@@ -38,14 +38,34 @@ export interface HeadDocument extends Omit<SessionHead, "sessionId" | "labels"> 
    * a reader tells a record of a commit that landed from one that did not
    * (see commit-outcome.ts). Never part of the SessionHead.
    */
-  recentTokens?: string[];
+  recentTokens?: (string | null)[];
+  /**
+   * The commit tokens of the turns whose record may still be marked
+   * `pending` (`{<token>: 1}`): set by the head write that commits the turn
+   * and removed only after the record's mark is cleared (see
+   * commit-settlement.ts). This is the proof a reader and the sweep use to
+   * tell that a pending record's commit landed; unlike `recentTokens` it
+   * never slides out, however many writes follow.
+   */
+  pendingCommits?: Record<string, 1>;
+  /**
+   * Tokens proven never to land (the last {@link FENCED_TOKENS}): a commit
+   * whose outcome was unknown, or the sweep about to delete a pending record,
+   * adds the token here in one conditional update that fails if the token
+   * landed; every head write filters on `fencedTokens: {$ne: token}`, so a
+   * delayed write carrying a fenced token can never land afterwards.
+   */
+  fencedTokens?: string[];
 }
 
-/** How many head-write tokens a head document keeps (`recentTokens`). */
+/** How many head-write tokens a head document keeps (`recentTokens`, a ring indexed by version). */
 export const RECENT_TOKENS = 32;
 
-/** The projection that leaves `recentTokens` out (the reads that return heads do not need them). */
-export const WITHOUT_TOKENS = { recentTokens: 0 } as const;
+/** How many fenced tokens a head document keeps (`fencedTokens`). */
+export const FENCED_TOKENS = 16;
+
+/** The projection that leaves the token bookkeeping out (the reads that return heads do not need it). */
+export const WITHOUT_TOKENS = { recentTokens: 0, pendingCommits: 0, fencedTokens: 0 } as const;
 
 /** The version of a head being deleted: never an `expectedVersion` (those are >= 0), so every CAS on it fails. */
 export const DELETING_VERSION = -1;
@@ -74,7 +94,16 @@ export function labelPair(key: string, value: string): string {
 
 /** The head stored in a document. */
 export function fromHeadDocument(doc: HeadDocument): SessionHead {
-  const { _id, labelPairs, expireAt: _expireAt, deletingAt: _deletingAt, recentTokens: _tokens, ...fields } = doc;
+  const {
+    _id,
+    labelPairs,
+    expireAt: _expireAt,
+    deletingAt: _deletingAt,
+    recentTokens: _tokens,
+    pendingCommits: _pending,
+    fencedTokens: _fenced,
+    ...fields
+  } = doc;
   const head: SessionHead = { sessionId: _id, ...fields };
   if (labelPairs) {
     const labels: Record<string, string> = {};
@@ -98,13 +127,27 @@ function storedFields(head: SessionHead, ttlGraceMs: number): Omit<HeadDocument,
   return fields;
 }
 
+/** What a head write records besides the head's fields. */
+export interface HeadWriteMarks {
+  /** The write commits a turn whose record is marked pending: `pendingCommits.<token>` is set. */
+  commitsRecord?: boolean;
+  /** Tokens of records this instance has settled since: their `pendingCommits` entries are removed. */
+  settled?: readonly string[];
+}
+
+/** The `pendingCommits` path of a token (tokens are UUIDs: no "." or "$"). */
+export function pendingCommitPath(token: string): string {
+  return `pendingCommits.${token}`;
+}
+
 /**
  * Compare-and-set of a head: inserts it when `expectedVersion` is 0 (fails
  * when the session exists, also while it is being deleted), otherwise
- * replaces its fields where the stored version equals `expectedVersion`;
- * either way pushes `token` onto `recentTokens` (keeping the last
- * {@link RECENT_TOKENS}). False on a version conflict; an error may leave
- * the outcome unknown (see commit-outcome.ts).
+ * replaces its fields where the stored version equals `expectedVersion` and
+ * `token` is not fenced; either way writes `token` into its slot of the
+ * `recentTokens` ring (one element, `version % RECENT_TOKENS`) and, for a
+ * turn commit, into `pendingCommits`. False on a version conflict (or a
+ * fenced token); an error may leave the outcome unknown (see commit-outcome.ts).
  */
 export async function writeHead(
   heads: Collection<HeadDocument>,
@@ -112,11 +155,17 @@ export async function writeHead(
   expectedVersion: number,
   token: string,
   ttlGraceMs = 0,
+  marks: HeadWriteMarks = {},
 ): Promise<boolean> {
   const fields = storedFields(head, ttlGraceMs);
   if (expectedVersion === 0) {
     try {
-      await heads.insertOne({ _id: head.sessionId, ...fields, recentTokens: [token] });
+      await heads.insertOne({
+        _id: head.sessionId,
+        ...fields,
+        recentTokens: [token],
+        ...(marks.commitsRecord ? { pendingCommits: { [token]: 1 } } : {}),
+      } as HeadDocument);
       return true;
     } catch (err) {
       if (isDuplicateKey(err)) return false;
@@ -125,10 +174,21 @@ export async function writeHead(
   }
   const unset: Record<string, ""> = {};
   for (const key of OPTIONAL_FIELDS) if (!(key in fields)) unset[key] = "";
-  const push = { recentTokens: { $each: [token], $slice: -RECENT_TOKENS } };
+  for (const settled of marks.settled ?? []) if (settled !== token) unset[pendingCommitPath(settled)] = "";
+  const set: Record<string, unknown> = {
+    ...fields,
+    [`recentTokens.${(expectedVersion + 1) % RECENT_TOKENS}`]: token,
+  };
+  if (marks.commitsRecord) set[pendingCommitPath(token)] = 1;
   const result = await heads.updateOne(
-    { _id: head.sessionId, version: expectedVersion },
-    Object.keys(unset).length > 0 ? { $set: fields, $unset: unset, $push: push } : { $set: fields, $push: push },
+    { _id: head.sessionId, version: expectedVersion, fencedTokens: { $ne: token } },
+    Object.keys(unset).length > 0 ? { $set: set, $unset: unset } : { $set: set },
   );
   return result.matchedCount === 1;
+}
+
+/** True when the head document shows that the head write carrying `token` landed. */
+export function holdsToken(doc: Pick<HeadDocument, "recentTokens" | "pendingCommits"> | null, token: string): boolean {
+  if (!doc) return false;
+  return (doc.recentTokens ?? []).includes(token) || doc.pendingCommits?.[token] === 1;
 }

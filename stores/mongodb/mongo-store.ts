@@ -28,14 +28,15 @@ import { CheckpointChunks } from "./checkpoint-chunks.js";
 import { readAfter } from "./change-stream-hub.js";
 import { ChunkCollection } from "./chunk-collection.js";
 import { clientOptionsFor, driverUri, uriDatabase } from "./connection-settings.js";
-import type { OutcomeProbe } from "./commit-outcome.js";
+import { unknownOutcome, type OutcomeProbe } from "./commit-outcome.js";
+import { CommitSettlement } from "./commit-settlement.js";
 import { insertRecord, moveHead } from "./commit-writes.js";
 import { consistencyOf } from "./consistency.js";
 import { fromHeadDocument, LIVE_HEAD, WITHOUT_TOKENS } from "./head-document.js";
 import { acrossFailover, type FailoverBudget } from "./failover-retry.js";
 import { StreamHealth } from "./stream-health.js";
-import { guarded } from "./mongo-errors.js";
-import { encodeRecord, nextVersion } from "./record-document.js";
+import { guarded, isUnsentError } from "./mongo-errors.js";
+import { encodeRecord, nextVersion, type RecordDocument } from "./record-document.js";
 import { RecordReads } from "./record-reads.js";
 import { DEFAULT_FAILOVER_WINDOW_MS, updateRecordDocument } from "./record-update.js";
 import { watchReconnects } from "./reconnect-watch.js";
@@ -107,8 +108,8 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   private readonly orphanScan: OrphanScan;
   private readonly chunkLogs: ChunkCollection;
   private webhooks: MongoWebhookOutbox | undefined;
-  /** Pending-mark clears of landed commits still in flight: close() lets them land. */
-  private readonly clearing = new Set<Promise<unknown>>();
+  /** Clears the pending marks of landed commits (close() lets those in flight land). */
+  private readonly settlement: CommitSettlement;
   /** Change streams that failed for good: ping fails with their error until a probe opens one again. */
   private readonly streamHealth = new StreamHealth();
   /**
@@ -159,6 +160,11 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
       unsupported: (err) => changeStreamsUnsupported(this.db, (err as Error).message, err),
       ...(config.logger ? { logger: config.logger } : {}),
     });
+    // openOnce, not open: close() flushes the settled tokens after the store counts as closed.
+    this.settlement = new CommitSettlement(
+      async () => (await this.openOnce()).c,
+      () => this.closed,
+    );
     this.stopWatchingReconnects = watchReconnects(this.client, (lostAt) =>
       this.statusStream.requestReopen("the connection to the primary was lost and is back", lostAt),
     );
@@ -185,7 +191,11 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
         const c = storeCollections(this.db, this.config.collectionPrefix ?? "", this.config.ttlGraceMs ?? 0);
         await prepareCollections(this.db, c, (message) => this.config.logger?.warn({ store: "mongodb" }, message));
         const chunks = new CheckpointChunks(c.chunks);
-        return { c, chunks, reads: new RecordReads<S>(c.records, chunks, c.heads, this.config.listPageStateBytes) };
+        const settle = (doc: RecordDocument): void => {
+          if (doc.commitToken !== undefined) this.settlement.settle(doc.sessionId, doc._id, doc.commitToken);
+        };
+        const reads = new RecordReads<S>(c.records, chunks, c.heads, this.config.listPageStateBytes, settle);
+        return { c, chunks, reads };
       })();
       this.opening = attempt;
       attempt.catch(() => {
@@ -280,11 +290,28 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     if (encoded) Object.assign(encoded.doc, { pending: true, commitToken: token });
     const budget = this.budget(ctx);
     let attempts = 0;
+    // True while a head write of an earlier attempt may have landed unseen (cleared once an attempt learns the outcome).
+    let outcomeUnknown = false;
     // Each attempt repeats the same writes with the same token: one that landed is recognised, never applied twice.
-    return acrossFailover(`committing session ${head.sessionId}`, budget, async () => {
+    const committed = acrossFailover(`committing session ${head.sessionId}`, budget, async () => {
       const retried = attempts++ > 0;
       if (encoded) await insertRecord(encoded, c, chunks, budget);
-      if (!(await moveHead(c, head, commit.expectedVersion, token, budget, retried))) {
+      const settled = this.settlement.take(head.sessionId);
+      let landed: boolean;
+      try {
+        landed = await moveHead(c, head, commit.expectedVersion, token, budget, retried, {
+          ...(encoded ? { recordId: encoded.doc._id } : {}),
+          settled,
+        });
+        outcomeUnknown = false;
+      } catch (err) {
+        this.settlement.putBack(head.sessionId, settled);
+        if (!isUnsentError(err)) outcomeUnknown = true;
+        throw err;
+      }
+      if (!landed) {
+        this.settlement.putBack(head.sessionId, settled);
+        // The head write did not land and never will (a conflict, or a token fenced by headWriteOutcome).
         if (encoded) {
           await c.records.deleteOne({ _id: encoded.doc._id, version: encoded.doc.version }).catch(ignore);
           if (encoded.chunks) await chunks.remove(encoded.chunks.ref.set).catch(ignore);
@@ -292,17 +319,18 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
         return undefined;
       }
       if (encoded) {
-        // Not awaited (no latency for the turn): until it lands, readers check the head (the record is
-        // visible either way once the head moved); if it fails, the sweep clears the mark.
-        // close() waits for it: once the head's recentTokens move on, only the cleared mark shows the record.
-        const clear = c.records
-          .updateOne({ _id: encoded.doc._id, commitToken: token }, { $unset: { pending: "" } })
-          .catch(ignore);
-        this.clearing.add(clear);
-        void clear.finally(() => this.clearing.delete(clear));
+        // Not awaited (no latency for the turn): until it lands the head's pendingCommits proves the record
+        // committed to every reader, and a read or the sweep settles it if this never does.
+        this.settlement.settle(head.sessionId, encoded.doc._id, token);
         this.statusStream.deliver(encoded.doc._id, { status: encoded.doc.status, version: encoded.doc.version });
       }
       return head;
+    });
+    return committed.catch((err: unknown) => {
+      // A head write was sent and its outcome never learnt: the record stays (pending, proven by nothing yet).
+      if (outcomeUnknown && err instanceof AgentError && err.status === "UNAVAILABLE" && !err.details?.outcome)
+        throw unknownOutcome(head.sessionId, err);
+      throw err;
     });
   }
 
@@ -508,9 +536,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     this.chunkLogs.closeAll();
     this.stopWatchingReconnects();
     this.closed = true;
-    // Only when there are any: a close delayed by a round trip left a status stream's server cursor open
-    // (mongodb-status-stream.test.ts counts them); see the h37b report.
-    if (this.clearing.size > 0) await Promise.allSettled([...this.clearing]);
+    await this.settlement.flush();
     if (this.ownsClient) await this.client.close();
   }
 }

@@ -30,7 +30,9 @@ const CHUNK_READ_ATTEMPTS = 5;
  * joined back, chains with one range query, and keyset-paginated listings.
  * A record still marked `pending` (its commit's head write not yet known to
  * have landed) is returned only when the session's head shows that it did
- * (see `pendingRecordCommitted`): one extra head read, only for such records.
+ * (see `pendingRecordCommitted`): one extra head read, only for such records;
+ * a read that finds such a record committed hands it to `committedPending`,
+ * which settles it.
  */
 export class RecordReads<S> {
   constructor(
@@ -39,6 +41,8 @@ export class RecordReads<S> {
     private readonly heads: Collection<HeadDocument>,
     /** A listing page with state ends early once its records' state reaches this many bytes (at least one record). */
     private readonly pageStateBytes = DEFAULT_PAGE_STATE_BYTES,
+    /** Called with every pending record a read found committed (the store settles it). */
+    private readonly committedPending: (doc: RecordDocument) => void = () => undefined,
   ) {}
 
   /** The record with this ID (checkpoint joined from its chunks), or undefined (also for a record of a commit that did not land). */
@@ -55,7 +59,9 @@ export class RecordReads<S> {
       head = await readHeadTokens(this.heads, doc.sessionId);
       heads.set(doc.sessionId, head);
     }
-    return pendingRecordCommitted(doc, head);
+    if (!pendingRecordCommitted(doc, head)) return false;
+    this.committedPending(doc);
+    return true;
   }
 
   /** The session ID of record `snapshotId` (a projected read: no state is transferred), or undefined. */

@@ -2,7 +2,6 @@ import type { Collection, Document, Filter } from "mongodb";
 import { checkSessionQuery, encodeHeadPageToken } from "../session-query.js";
 import type { ExpireHook, HeadPage, SessionHead, SessionQuery } from "../snapshot-store.js";
 import type { ChunkDocument } from "./checkpoint-chunks.js";
-import { pendingRecordCommitted, type HeadTokens } from "./commit-outcome.js";
 import {
   DELETING_VERSION,
   fromHeadDocument,
@@ -15,6 +14,7 @@ import { isDuplicateKey } from "./mongo-errors.js";
 import type { RecordDocument } from "./record-document.js";
 import type { StoreCollections } from "./store-collections.js";
 import { loadOrphanScanPosition, saveOrphanScanPosition } from "./orphan-scan-position.js";
+import { settlePendingRecords } from "./pending-records.js";
 
 /**
  * How long a deletion marker may stand before a sweep (or MongoDB's TTL
@@ -280,12 +280,16 @@ async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan):
   const heads = new Map(
     (
       await c.heads
-        .find({ _id: { $in: candidates } }, { projection: { _id: 1, recentTokens: 1, headSnapshotId: 1 } })
+        .find(
+          { _id: { $in: candidates } },
+          { projection: { _id: 1, recentTokens: 1, pendingCommits: 1, headSnapshotId: 1, deletingAt: 1 } },
+        )
         .toArray()
     ).map((d) => [d._id, d] as const),
   );
-  const old = { $or: [{ storedAt: { $lte: new Date(now - scan.graceMs) } }, { storedAt: { $exists: false } }] };
-  await settlePendingRecords(c, heads, old);
+  const cutoff = new Date(now - scan.graceMs);
+  const old = { $or: [{ storedAt: { $lte: cutoff } }, { storedAt: { $exists: false } }] };
+  await settlePendingRecords(c, heads, cutoff);
   let removed = 0;
   for (const sessionId of candidates) {
     if (heads.has(sessionId)) continue;
@@ -301,34 +305,6 @@ async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan):
     if (records.deletedCount + chunks.deletedCount + chunkSets.deletedCount + logs.deletedCount > 0) removed++;
   }
   return removed;
-}
-
-/**
- * The pending records (see `RecordDocument.pending`) older than the grace
- * period of the sessions in `heads` (which do have a head): a record whose
- * commit landed has its mark cleared, one whose commit did not land is
- * deleted with its checkpoint chunks. One query on the sessionId index.
- */
-async function settlePendingRecords(
-  c: StoreCollections,
-  heads: ReadonlyMap<string, HeadTokens & object>,
-  old: Filter<RecordDocument>,
-): Promise<void> {
-  if (heads.size === 0) return;
-  const pending = await c.records
-    .find(
-      { sessionId: { $in: [...heads.keys()] }, pending: true, ...old },
-      { projection: { _id: 1, sessionId: 1, commitToken: 1, checkpointChunks: 1 } },
-    )
-    .toArray();
-  for (const doc of pending) {
-    if (pendingRecordCommitted(doc, heads.get(doc.sessionId) ?? null)) {
-      await c.records.updateOne({ _id: doc._id, commitToken: doc.commitToken }, { $unset: { pending: "" } });
-      continue;
-    }
-    await c.records.deleteOne({ _id: doc._id, pending: true, commitToken: doc.commitToken });
-    if (doc.checkpointChunks) await c.chunks.deleteMany({ set: doc.checkpointChunks.set });
-  }
 }
 
 /**

@@ -23,6 +23,31 @@ export interface WireCounts {
 }
 
 /**
+ * What a {@link MongoWireTap.failpoint} does with one command:
+ *
+ * - `pass` (or undefined): forwarded as usual;
+ * - `cut-before`: never sent; the client's connection is cut (the driver sees a
+ *   network error of a command that was not applied);
+ * - `cut-after`: sent and applied; its reply is dropped and the connection
+ *   cut (a lost reply: the outcome is unknown to the client);
+ * - `hold`: never sent, the connection left hanging (the test kills the client
+ *   process while it waits: a crash before the command was sent);
+ * - `hold-after`: sent and applied, its reply held back for good (a crash
+ *   after the command was applied, before its reply was read).
+ *
+ * {@link MongoWireTap.onFailpoint} is called once the action took effect
+ * (for `cut-after` and `hold-after`: once the server's reply arrived).
+ */
+export type FailAction = "pass" | "cut-before" | "cut-after" | "hold" | "hold-after";
+
+/** A command the tap is about to forward: its name, its collection (or ""), the command document. */
+export interface TappedCommand {
+  name: string;
+  collection: string;
+  command: Document;
+}
+
+/**
  * A TCP proxy between one MongoDB client (an agentd process) and its server
  * that reads the client's side of the MongoDB wire protocol (OP_MSG) and
  * counts connections, commands by name and collection, change streams
@@ -36,6 +61,12 @@ export class MongoWireTap {
   private readonly sockets = new Set<Socket>();
   /** Called with every command the client sends (tests that inspect what was written). */
   listener: ((command: Document) => void) | undefined;
+  /** Decides, per command, whether it passes or fails (see {@link FailAction}); undefined: every command passes. */
+  failpoint: ((command: TappedCommand) => FailAction | undefined) | undefined;
+  /** Closes of the connections a `hold` or `hold-after` left hanging. */
+  private readonly heldConnections = new Set<() => void>();
+  /** Called when a failpoint's action took effect. */
+  onFailpoint: ((command: TappedCommand, action: FailAction) => void) | undefined;
 
   private constructor(
     private readonly server: Server,
@@ -65,6 +96,12 @@ export class MongoWireTap {
     this.counts = { ...MongoWireTap.empty(), openConnections: open, peakConnections: open };
   }
 
+  /** Cuts every connection a `hold` or `hold-after` left hanging (its client sees a network error). */
+  cutHeld(): void {
+    for (const close of this.heldConnections) close();
+    this.heldConnections.clear();
+  }
+
   /** Closes the listener and every proxied connection. */
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
@@ -88,40 +125,60 @@ export class MongoWireTap {
     this.counts.connections++;
     this.counts.openConnections++;
     this.counts.peakConnections = Math.max(this.counts.peakConnections, this.counts.openConnections);
-    let pending: Buffer = Buffer.alloc(0);
-    client.on("data", (data: Buffer) => {
-      upstream.write(data);
-      pending = pending.length === 0 ? data : Buffer.concat([pending, data]);
-      pending = this.readMessages(pending);
-    });
-    upstream.on("data", (data: Buffer) => client.write(data));
+    /** Replies (by the request's ID) to drop, and what to do then. */
+    const lost = new Map<number, { command: TappedCommand; action: FailAction }>();
+    let held = false;
     let closed = false;
     const close = (): void => {
       if (closed) return;
       closed = true;
+      this.heldConnections.delete(close);
       this.counts.openConnections--;
       this.sockets.delete(client);
       this.sockets.delete(upstream);
       client.destroy();
       upstream.destroy();
     };
+    const fromClient = new MessageSplitter((message) => {
+      if (held || closed) return;
+      const tapped = message.readInt32LE(12) === OP_MSG ? this.countMessage(message) : undefined;
+      const action = (tapped && this.failpoint?.(tapped)) ?? "pass";
+      if (action === "pass") {
+        upstream.write(message);
+      } else if (action === "cut-before" || action === "hold") {
+        if (action === "hold") {
+          held = true;
+          this.heldConnections.add(close);
+        } else close();
+        this.onFailpoint?.(tapped!, action);
+      } else {
+        lost.set(message.readInt32LE(4), { command: tapped!, action });
+        upstream.write(message);
+      }
+    });
+    const fromServer = new MessageSplitter((message) => {
+      if (closed) return;
+      const failed = lost.get(message.readInt32LE(8));
+      if (!failed) {
+        if (!held) client.write(message);
+        return;
+      }
+      lost.delete(message.readInt32LE(8));
+      if (failed.action === "cut-after") close();
+      else {
+        held = true;
+        this.heldConnections.add(close);
+      }
+      this.onFailpoint?.(failed.command, failed.action);
+    });
+    client.on("data", (data: Buffer) => fromClient.push(data));
+    upstream.on("data", (data: Buffer) => fromServer.push(data));
     client.on("close", close).on("error", close);
     upstream.on("close", close).on("error", close);
   }
 
-  /** Counts every whole message at the head of `buffer`; returns the rest. */
-  private readMessages(buffer: Buffer): Buffer {
-    let rest: Buffer = buffer;
-    while (rest.length >= 16) {
-      const length = rest.readInt32LE(0);
-      if (rest.length < length) break;
-      if (rest.readInt32LE(12) === OP_MSG) this.countMessage(rest.subarray(0, length));
-      rest = rest.subarray(length);
-    }
-    return rest;
-  }
-
-  private countMessage(message: Buffer): void {
+  /** Counts one OP_MSG; returns its command (undefined for a message without a body section). */
+  private countMessage(message: Buffer): TappedCommand | undefined {
     const end = message.length - ((message.readUInt32LE(16) & CHECKSUM_PRESENT) !== 0 ? 4 : 0);
     let at = 20;
     let command: Document | undefined;
@@ -133,10 +190,11 @@ export class MongoWireTap {
       else sequenced += documentsIn(message.subarray(at + 1, at + 1 + size));
       at += 1 + size;
     }
-    if (command) this.countCommand(command, sequenced);
+    if (!command) return undefined;
+    return this.countCommand(command, sequenced);
   }
 
-  private countCommand(command: Document, sequenced: number): void {
+  private countCommand(command: Document, sequenced: number): TappedCommand {
     const name = Object.keys(command)[0] ?? "?";
     const target = command[name] as unknown;
     const collection = typeof target === "string" ? target : name === "getMore" ? String(command.collection ?? "") : "";
@@ -151,6 +209,25 @@ export class MongoWireTap {
     else if (name === "update") this.counts.writeStatements += statements("updates") + sequenced;
     else if (name === "delete") this.counts.writeStatements += statements("deletes") + sequenced;
     else if (name === "findAndModify") this.counts.writeStatements++;
+    return { name, collection, command };
+  }
+}
+
+/** Cuts a byte stream of MongoDB wire messages into whole messages (each handed to `onMessage`). */
+class MessageSplitter {
+  private pending: Buffer = Buffer.alloc(0);
+
+  constructor(private readonly onMessage: (message: Buffer) => void) {}
+
+  push(data: Buffer): void {
+    this.pending = this.pending.length === 0 ? data : Buffer.concat([this.pending, data]);
+    while (this.pending.length >= 16) {
+      const length = this.pending.readInt32LE(0);
+      if (this.pending.length < length) break;
+      const message = this.pending.subarray(0, length);
+      this.pending = this.pending.subarray(length);
+      this.onMessage(message);
+    }
   }
 }
 

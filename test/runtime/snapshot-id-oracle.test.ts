@@ -139,7 +139,10 @@ describe("the MongoDB store's ownership check", () => {
       const asForeign = commands.splice(0);
       await lookUp(store, newSnapshotId(), "globex");
       expect(asForeign).toEqual(commands);
-      expect(asForeign).toEqual(['q_snapshots {"sessionId":1}', 'q_heads {"recentTokens":0}']);
+      expect(asForeign).toEqual([
+        'q_snapshots {"sessionId":1}',
+        'q_heads {"recentTokens":0,"pendingCommits":0,"fencedTokens":0}',
+      ]);
     } finally {
       await store.close?.();
       await client.close();

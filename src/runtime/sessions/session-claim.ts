@@ -13,6 +13,7 @@ import type { ClaimIdentity } from "./claim-settings.js";
 import { movedHead, withoutVersion } from "./session-head-edits.js";
 import { busyError, lineFullError, throwIfAborted } from "./busy-session-errors.js";
 import { claimConflictPause } from "./claim-backoff.js";
+import { commitWithRecheck } from "./commit-recheck.js";
 
 export { DEFAULT_CLAIM_SETTINGS } from "./claim-settings.js";
 export type { ClaimIdentity, ClaimSettings, NewSessionFields } from "./claim-settings.js";
@@ -188,7 +189,8 @@ export class SessionClaim<S> {
           const entry = { requestId: record.requestId, snapshotId: record.snapshotId, committedAt: now };
           head.requests = withCommittedRequest(known?.requests, entry, this.requestWindow);
         }
-        const stored = await this.id.store.commit(
+        const stored = await commitWithRecheck(
+          this.id.store,
           { expectedVersion: known?.version ?? 0, head, record, token: record.snapshotId },
           this.id.ctx,
         );
