@@ -11,6 +11,7 @@ step "tools"
 bash scripts/install-tools.sh
 bash scripts/setup-python.sh
 bash scripts/install-chromium.sh
+bash scripts/install-postgres.sh
 npx tsx -e 'import("./test/harness/mongo-java-server.ts").then((m) => m.buildMongoJavaServer())'
 
 step "proto lint and generated code"
