@@ -113,7 +113,7 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 /** Usage text printed by `agentd --help`. */
 export const USAGE = `Usage: agentd serve [agents-module ...] [options]
        agentd init [directory]            (create a project that serves and tests one agent; see agentd init --help)
-       agentd upgrade-store <directory>   (convert a file store of an older agentd; see agentd upgrade-store --help)
+       agentd upgrade-store <store>       (convert an older file store, or migrate an SQL store's schema; see --help)
 
 Serves agentd.v1.AgentService (gRPC, gRPC-Web and Connect on one port), with
 grpc.health.v1.Health and server reflection. Each agents module adds the Agent

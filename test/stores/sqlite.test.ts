@@ -1,10 +1,13 @@
+import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteEngine, type SqliteEngineOptions } from "../../stores/sql/sqlite-engine.js";
 import { SQL_SCHEMA_VERSION } from "../../stores/sql/sql-migrations.js";
 import { SqlSessionStore } from "../../stores/sql/sql-store.js";
+import { REPO_ROOT } from "../harness/agentd-process.js";
 import { runStoreConformance } from "./conformance.js";
 import { sqlFootprint } from "./sql-fixtures.js";
 import { checkpointRecord, commitOf, commitRecord, sleep, T0, type CounterState } from "./snapshot-factory.js";
@@ -141,4 +144,47 @@ describe("sqlite store engine", () => {
       expect.objectContaining({ status: "FAILED_PRECONDITION", message: expect.stringContaining(path) }),
     );
   });
+});
+
+describe("agentd upgrade-store on an SQL store (the CLI)", () => {
+  async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    try {
+      const { stdout, stderr } = await promisify(execFile)(
+        `${REPO_ROOT}node_modules/.bin/node`,
+        ["--import", "tsx", "src/cli/main.ts", ...args],
+        { cwd: REPO_ROOT, timeout: 30_000 },
+      );
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const e = err as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  }
+
+  it(
+    "creates the schema of a new sqlite: database, then finds nothing to do; exits 2 for an unreachable PostgreSQL",
+    { timeout: 90_000 },
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), "agentd-sqlite-upgrade-"));
+      try {
+        const path = join(dir, "agentd.db");
+        expect(await runCli(["upgrade-store", `sqlite:${path}`])).toEqual({
+          code: 0,
+          stdout: `agentd: sqlite:${path} is at schema version ${SQL_SCHEMA_VERSION} (was 0)\n`,
+          stderr: "",
+        });
+        expect((await runCli(["upgrade-store", `sqlite:${path}`])).stdout).toBe(
+          `agentd: sqlite:${path} is at schema version ${SQL_SCHEMA_VERSION} (was ${SQL_SCHEMA_VERSION})\n`,
+        );
+        const unreachable = await runCli(["upgrade-store", "postgres://u:pw@127.0.0.1:1/db"]);
+        expect(unreachable.code).toBe(2);
+        expect(unreachable.stderr).toMatch(
+          /^agentd: upgrade-store: postgres store postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/db: /,
+        );
+        expect(unreachable.stderr).not.toContain("pw@");
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
