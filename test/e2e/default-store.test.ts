@@ -77,4 +77,43 @@ describe("the default store", () => {
       snapshot?.state?.messages.map((m) => (m.content[0]?.kind.case === "text" ? m.content[0].kind.value : "")),
     ).toEqual(["first turn", "echo: first turn", "second turn", "echo: second turn", "third turn", "echo: third turn"]);
   });
+
+  it("warns at start when ./.agentd still holds a file store of an earlier release, which stays usable", async () => {
+    const cwd = await mkdtemp(join(tmpdir(), "agentd-default-store-"));
+    dirs.push(cwd);
+    const old = await startAgentd({ cwd, args: ["--store", "file:./.agentd"], viaBin: true });
+    running.push(old);
+    const before = await agentServiceClient(old.baseUrl, "grpc").run({
+      init: { agent: "assistant" },
+      input: textInput("kept in the file store"),
+    });
+    await old.stop();
+    running.splice(running.indexOf(old), 1);
+
+    const now = await serve(cwd);
+    const warning = now.logLines().find((line) => String(line.msg).includes("file store of an earlier agentd"));
+    expect(warning).toMatchObject({
+      level: 40,
+      legacyStore: "file:./.agentd",
+      msg: expect.stringContaining("agentd copy-store file:./.agentd sqlite:./.agentd/agentd.db"),
+    });
+    await now.stop();
+    running.splice(running.indexOf(now), 1);
+
+    // The SQLite file next to it does not disturb the file store.
+    const again = await startAgentd({ cwd, args: ["--store", "file:./.agentd"], viaBin: true });
+    running.push(again);
+    const { snapshot } = await agentServiceClient(again.baseUrl, "grpc").getSnapshot({
+      agent: "assistant",
+      sessionId: before.output!.sessionId,
+    });
+    expect(snapshot?.snapshotId).toBe(before.output!.snapshotId);
+  });
+
+  it("stays quiet on the default store when ./.agentd holds no file store", async () => {
+    const cwd = await mkdtemp(join(tmpdir(), "agentd-default-store-"));
+    dirs.push(cwd);
+    const p = await serve(cwd);
+    expect(p.logLines().some((line) => String(line.msg).includes("earlier agentd"))).toBe(false);
+  });
 });

@@ -43,8 +43,8 @@ async function freePort(): Promise<number> {
  * A real PostgreSQL server for tests: a fresh cluster (initdb, trust
  * authentication, C locale) in a temporary directory, listening on
  * 127.0.0.1 on a free port, run as an unprivileged user when the tests run
- * as root. Durability settings are relaxed (fsync off): the tests kill
- * agentd, never this server.
+ * as root. Durability settings are relaxed (fsync off) unless `durable`:
+ * the tests kill agentd, never this server.
  */
 export class PostgresServer {
   private constructor(
@@ -60,7 +60,7 @@ export class PostgresServer {
   }
 
   /** Creates a cluster and starts the server; resolves once it accepts connections. */
-  static async start(): Promise<PostgresServer> {
+  static async start(options: { durable?: boolean } = {}): Promise<PostgresServer> {
     const bin = postgresBinDir();
     const dir = mkdtempSync(join(tmpdir(), "agentd-postgres-"));
     const user = runAs();
@@ -87,12 +87,7 @@ export class PostgresServer {
         dir,
         "-c",
         "listen_addresses=127.0.0.1",
-        "-c",
-        "fsync=off",
-        "-c",
-        "synchronous_commit=off",
-        "-c",
-        "full_page_writes=off",
+        ...(options.durable ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
         "-c",
         "max_connections=200",
       ],
