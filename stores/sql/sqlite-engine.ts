@@ -203,6 +203,7 @@ export class SqliteEngine implements SqlEngine {
     const waiter = this.replies.get(reply.id);
     if (!waiter) return;
     this.replies.delete(reply.id);
+    if (this.replies.size === 0) this.worker.unref();
     if ("error" in reply) waiter.reject(sqliteError(reply.error, this.path));
     else waiter.resolve(reply.results);
   }
@@ -221,6 +222,7 @@ export class SqliteEngine implements SqlEngine {
     const id = this.nextId++;
     return new Promise<unknown[]>((resolve, reject) => {
       this.replies.set(id, { resolve, reject });
+      if (this.replies.size === 1) this.worker.ref(); // a call in flight keeps the process alive
       this.worker.postMessage({ id, stmts });
     });
   }
