@@ -25,7 +25,11 @@
  *
  * Environment: REPS, SEQ_TURNS (default 1000), LOAD_TURNS (turns per
  * throughput run, default 4000), BENCH_LOG_LEVEL (agentd's --log-level,
- * default info), BENCH_PARTS (comma list of seq,memory,file; default all),
+ * default info), BENCH_PARTS (comma list of seq,memory,file,sqlite,postgres;
+ * default seq,memory,file,sqlite; postgres starts a real PostgreSQL server,
+ * fsync on, as test/harness/postgres-server.ts does), BENCH_REQUEST_IDS (1,
+ * the default: every input carries a request ID as agentd's clients send;
+ * 0: none),
  * BENCH_CPU_PROF=<dir> (agentd runs with --cpu-prof into that directory;
  * summarise with `tsx bench/wire/profile-summary.ts <dir>/*.cpuprofile`),
  * BENCH_TRACING=1 (also runs a third process, agentd on the memory store with
@@ -43,6 +47,7 @@ import { startAgentdProcess, startBareProcess, type ServerProcess } from "./wire
 import { concurrentTurns, sequentialTurns, MESSAGE } from "./wire/wire-load.js";
 import { startOtlpSink, type OtlpSink } from "./wire/otlp-sink.js";
 import { telemetryOffCostMicros } from "./wire/telemetry-off-cost.js";
+import { PostgresServer } from "../test/harness/postgres-server.js";
 
 const REPS = Number(process.env.REPS ?? 5);
 const SEQ_TURNS = Number(process.env.SEQ_TURNS ?? 1000);
@@ -50,7 +55,9 @@ const LOAD_TURNS = Number(process.env.LOAD_TURNS ?? 4000);
 const TURNS_PER_SESSION = 20;
 const CONCURRENCY = [50, 200];
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "info";
-const PARTS = new Set((process.env.BENCH_PARTS ?? "seq,memory,file").split(","));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "seq,memory,file,sqlite").split(","));
+/** The stores that persist (each a part of BENCH_PARTS), in report order. */
+const PERSISTED = ["file", "sqlite", "postgres"] as const;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const TRACING = ["1", "on", "true"].includes(process.env.BENCH_TRACING ?? "");
 const CLI = process.env.BENCH_CLI === "source" ? "source" : "built";
@@ -110,6 +117,7 @@ async function main(): Promise<void> {
     });
   const nodeFlags = CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`] : [];
   const servers: ServerProcess[] = [];
+  let postgres: PostgresServer | undefined;
   const sink = TRACING ? await startOtlpSink() : undefined;
   try {
     const memory = await startAgentdProcess("agentd memory", "memory:", LOG_LEVEL, { nodeFlags, cli: CLI });
@@ -118,10 +126,19 @@ async function main(): Promise<void> {
       ? await startAgentdProcess("agentd traced", "memory:", LOG_LEVEL, { nodeFlags, env: tracingEnv(sink), cli: CLI })
       : undefined;
     if (traced) servers.push(traced);
-    const file = PARTS.has("file")
-      ? await startAgentdProcess("agentd file", `file:${fileDir}`, LOG_LEVEL, { nodeFlags, cli: CLI })
-      : undefined;
-    if (file) servers.push(file);
+    if (PARTS.has("postgres")) postgres = await PostgresServer.start({ durable: true });
+    const uris: Record<(typeof PERSISTED)[number], string> = {
+      file: `file:${join(fileDir, "file")}`,
+      sqlite: `sqlite:${join(fileDir, "sqlite", "agentd.db")}`,
+      postgres: postgres?.uri("bench") ?? "",
+    };
+    const persisted: Array<[string, ServerProcess]> = [];
+    for (const name of PERSISTED) {
+      if (!PARTS.has(name)) continue;
+      const server = await startAgentdProcess(`agentd ${name}`, uris[name], LOG_LEVEL, { nodeFlags, cli: CLI });
+      servers.push(server);
+      persisted.push([name, server]);
+    }
     const bare = await startBareProcess("bare");
     servers.push(bare);
 
@@ -144,18 +161,21 @@ async function main(): Promise<void> {
       p99.bare.push(percentile(bareTimes, 99));
     };
     const memorySeq = sequentialRows("1 stream");
-    const fileSeq = file && PARTS.has("seq") ? sequentialRows("file store") : undefined;
+    const persistedSeq = new Map(
+      PARTS.has("seq") ? persisted.map(([name]) => [name, sequentialRows(`${name} store`)] as const) : [],
+    );
+    const loadStores = ["memory", ...persisted.map(([name]) => name), ...(traced ? ["traced"] : [])];
     const tracedSeq = traced ? sequentialRows("tracing on") : undefined;
     const load = new Map<string, Row>();
-    for (const store of ["memory", "file", ...(traced ? ["traced"] : [])]) {
+    for (const store of loadStores) {
       for (const c of CONCURRENCY) load.set(`${store}/${c}`, row(`turns per server CPU-s, ${store}, ${c} sessions`, 0));
     }
     const wall = new Map<string, Row>();
-    for (const store of ["memory", "file", ...(traced ? ["traced"] : [])]) {
+    for (const store of loadStores) {
       for (const c of CONCURRENCY) wall.set(`${store}/${c}`, row(`(wall turns/s, ${store}, ${c} sessions)`, 0));
     }
     const kernel = new Map<string, Row>();
-    for (const store of ["memory", "file", ...(traced ? ["traced"] : [])]) {
+    for (const store of loadStores) {
       for (const c of CONCURRENCY)
         kernel.set(`${store}/${c}`, row(`(kernel share of CPU, ${store}, ${c} sess.)`, 2, false));
     }
@@ -170,10 +190,10 @@ async function main(): Promise<void> {
           () => sequentialTurns(bare, seqTurns, 50),
         );
         if (counted) addPercentiles(memorySeq, a, b);
-        // The file store and tracing runs are compared with the same repetition's bare run.
-        if (file && fileSeq) {
-          const f = await sequentialTurns(file, seqTurns, 50);
-          if (counted) addPercentiles(fileSeq, f, b);
+        // The persisted stores and tracing runs are compared with the same repetition's bare run.
+        for (const [name, server] of persisted) {
+          const f = await sequentialTurns(server, seqTurns, 50);
+          if (counted) addPercentiles(persistedSeq.get(name)!, f, b);
         }
         if (traced && tracedSeq) {
           const t = await sequentialTurns(traced, seqTurns, 50);
@@ -184,11 +204,11 @@ async function main(): Promise<void> {
         // One bare run per concurrency level, shared by both stores' ratios.
         let bareRun: ReturnType<typeof concurrentTurns> | undefined;
         const bareOnce = () => (bareRun ??= concurrentTurns(bare, c, loadTurns, TURNS_PER_SESSION));
-        const stores = [
+        const stores: Array<readonly [string, ServerProcess | undefined]> = [
           ["memory", PARTS.has("memory") ? memory : undefined],
-          ["file", file],
+          ...persisted,
           ["traced", PARTS.has("memory") ? traced : undefined],
-        ] as const;
+        ];
         for (const [store, server] of stores) {
           if (!server) continue;
           const [a, b] = await pair(rep, () => concurrentTurns(server, c, loadTurns, TURNS_PER_SESSION), bareOnce);
@@ -232,6 +252,7 @@ async function main(): Promise<void> {
   } finally {
     for (const server of servers) await server.stop();
     await sink?.close();
+    await postgres?.stop();
     await rm(fileDir, { recursive: true, force: true });
   }
 }

@@ -24,6 +24,12 @@ mongo_java_server() {
   npx tsx -e 'import("./test/harness/mongo-java-server.ts").then((m) => m.buildMongoJavaServer())'
 }
 
+# Chromium and PostgreSQL both come from apt, which takes one lock: one step installs both, in turn.
+system_packages() {
+  bash scripts/install-chromium.sh
+  bash scripts/install-postgres.sh
+}
+
 # Steps in the background run beside the others (a 2-core machine spends most of the TypeScript
 # suite waiting on processes and sockets); each waits only for what it needs.
 # The Go suite needs only Go and node_modules (its servers run from source through tsx).
@@ -31,8 +37,8 @@ start_step go "Go client tests (go vet, go test)" go_tests
 run_step tools "tools: protoc plugins and grpcurl (scripts/install-tools.sh)" bash scripts/install-tools.sh
 run_step python-env "tools: Python venv with the Python client (scripts/setup-python.sh)" bash scripts/setup-python.sh
 start_step python "Python client tests (pytest)" .tools/venv/bin/python -m pytest -q clients/python
-start_step chromium "tools: Chromium for the inspector's browser tests (scripts/install-chromium.sh)" \
-  bash scripts/install-chromium.sh
+start_step system-packages "tools: Chromium for the inspector's browser tests and PostgreSQL for the SQL store's (apt)" \
+  system_packages
 start_step mongo-java-server "tools: the mongo-java-server launcher (Maven)" mongo_java_server
 start_step typecheck "typecheck (tsc --noEmit)" npx tsc --noEmit
 start_step lint "lint (typescript-eslint, the layer rule, Prettier)" npm run lint
@@ -41,6 +47,6 @@ run_step proto-breaking "wire contract (scripts/check-proto-breaking.sh)" bash s
 run_step generated "generated code is current (scripts/check-generated.sh)" bash scripts/check-generated.sh
 # Before the TypeScript suite: its packaging tests rebuild dist/ (npm pack) themselves.
 run_step build "build (the npm package: dist/ with type declarations)" npm run build
-wait_steps chromium mongo-java-server
+wait_steps system-packages mongo-java-server
 run_step typescript "TypeScript tests (vitest: unit, store conformance, end-to-end)" npx vitest run "$@"
 steps_summary

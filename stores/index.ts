@@ -53,3 +53,7 @@ export { FileSessionStore, type FileSessionStoreOptions } from "./file-store.js"
 export { upgradeFormat2Store, type Format2Upgrade } from "./file/format-2-upgrade.js";
 export { sanitizePathPrefix } from "./file/path-prefix.js";
 export { openStoreFromUri, mongoConfigFromUri } from "./store-from-uri.js";
+export { SqlSessionStore } from "./sql/sql-store.js";
+export { SqliteEngine, type SqliteEngineOptions } from "./sql/sqlite-engine.js";
+export { openSqlStore, isSqlStoreUri } from "./sql/sql-store-uri.js";
+export type { SqlEngine, SqlExecutor, SqlTransaction, SqlChange, SqlDialect } from "./sql/sql-engine.js";

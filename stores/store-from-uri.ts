@@ -5,6 +5,7 @@ import { InMemorySessionStore } from "./memory-store.js";
 import { redactStoreUri } from "./redact-uri.js";
 import type { StoreLogger } from "./mongodb/store-logger.js";
 import type { SessionStore } from "./snapshot-store.js";
+import { isSqlStoreUri, openSqlStore } from "./sql/sql-store-uri.js";
 
 /** Options of {@link openStoreFromUri}. */
 export interface OpenStoreOptions {
@@ -23,11 +24,15 @@ export interface OpenStoreOptions {
  * - `memory:` — {@link InMemorySessionStore};
  * - `file:./dir`, `file:/abs/dir` or `file:///abs/dir` — {@link FileSessionStore}
  *   (relative paths resolve against the current directory);
+ * - `sqlite:./file.db`, `sqlite:/abs/file.db` — SqlSessionStore on SQLite
+ *   (`node:sqlite`; relative paths resolve against the current directory);
+ * - `postgres://…` / `postgresql://…` — SqlSessionStore on PostgreSQL (`pg`;
+ *   `?schema=<name>` keeps the tables in that schema);
  * - `mongodb://…` / `mongodb+srv://…` — MongoSessionStore; the database is the
  *   URI's path (default `agentd`), the query parameter `collectionPrefix` sets the
  *   collection prefix (it is removed before the URI reaches the driver).
- * Anything else fails with INVALID_ARGUMENT. The MongoDB driver is loaded only
- * when a MongoDB URI is opened.
+ * Anything else fails with INVALID_ARGUMENT. The MongoDB and PostgreSQL
+ * drivers and `node:sqlite` are loaded only when such a URI is opened.
  */
 export async function openStoreFromUri(uri: string, options: OpenStoreOptions = {}): Promise<SessionStore> {
   const trimmed = uri.trim();
@@ -43,6 +48,7 @@ export async function openStoreFromUri(uri: string, options: OpenStoreOptions = 
     }
     return new FileSessionStore(resolve(process.cwd(), path));
   }
+  if (isSqlStoreUri(trimmed)) return openSqlStore(trimmed);
   if (trimmed.startsWith("mongodb://") || trimmed.startsWith("mongodb+srv://")) {
     const { MongoSessionStore } = await import("./mongodb/mongo-store.js");
     return new MongoSessionStore({
@@ -53,7 +59,7 @@ export async function openStoreFromUri(uri: string, options: OpenStoreOptions = 
   }
   throw new AgentError(
     "INVALID_ARGUMENT",
-    `unknown store URI "${redactStoreUri(uri)}": use memory:, file:<directory> or mongodb://host[:port]/<database>[?collectionPrefix=<prefix>]`,
+    `unknown store URI "${redactStoreUri(uri)}": use memory:, sqlite:<file>, postgres://user@host/database, file:<directory> or mongodb://host[:port]/<database>[?collectionPrefix=<prefix>]`,
   );
 }
 

@@ -29,6 +29,20 @@ const FIRST = create(ChatRequestSchema, { init: { agent: "assistant" } });
 const INPUT = create(ChatRequestSchema, {
   input: { message: { role: Role.USER, content: [{ kind: { case: "text", value: MESSAGE } }] } },
 });
+/**
+ * BENCH_REQUEST_IDS=1 (the default): every input carries a fresh request ID, as agentd's
+ * clients send them (the server then keeps a window of committed request IDs per session);
+ * 0: none.
+ */
+const REQUEST_IDS = (process.env.BENCH_REQUEST_IDS ?? "1") !== "0";
+let requestCounter = 0;
+/** The input of one turn: {@link INPUT}, with a request ID unless BENCH_REQUEST_IDS=0. */
+function nextInput(): ChatRequest {
+  if (!REQUEST_IDS) return INPUT;
+  return create(ChatRequestSchema, {
+    input: { ...INPUT.input!, requestId: `bench-${process.pid}-${++requestCounter}` },
+  });
+}
 
 /** One open Chat stream of the `assistant` agent, driven turn by turn with {@link MESSAGE}. */
 export class ChatSession {
@@ -48,7 +62,7 @@ export class ChatSession {
    * included.
    */
   async turn(observe?: (response: ChatResponse) => void): Promise<void> {
-    this.requests.push(INPUT);
+    this.requests.push(nextInput());
     let text = "";
     for (;;) {
       const next = await this.responses.next();

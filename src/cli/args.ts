@@ -102,6 +102,9 @@ export class UsageError extends Error {
   }
 }
 
+/** The store when `--store` is not given: an SQLite database in ./.agentd (the stock `sqlite3` shell reads it). */
+export const DEFAULT_STORE = "sqlite:./.agentd/agentd.db";
+
 /** The default port when neither `--port` nor `PORT` is set. */
 export const DEFAULT_PORT = 50051;
 
@@ -110,7 +113,7 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 /** Usage text printed by `agentd --help`. */
 export const USAGE = `Usage: agentd serve [agents-module ...] [options]
        agentd init [directory]            (create a project that serves and tests one agent; see agentd init --help)
-       agentd upgrade-store <directory>   (convert a file store of an older agentd; see agentd upgrade-store --help)
+       agentd upgrade-store <store>       (convert an older file store, or migrate an SQL store's schema; see --help)
 
 Serves agentd.v1.AgentService (gRPC, gRPC-Web and Connect on one port), with
 grpc.health.v1.Health and server reflection. Each agents module adds the Agent
@@ -122,7 +125,8 @@ Through npm, flags go after "--": npm start -- --port 8080
 Options:
   --host <host>               interface to bind (default 127.0.0.1)
   --port <port>               TCP port, 0 = any free port (default $PORT or ${DEFAULT_PORT})
-  --store <uri>               memory: | file:<dir> | mongodb://host/db (default file:./.agentd)
+  --store <uri>               sqlite:<file> | postgres://host/db | memory: | file:<dir> |
+                              mongodb://host/db (default sqlite:./.agentd/agentd.db)
   --prompts <dir>             directory of .prompt files for prompt agents
   --examples, --no-examples   serve the example agents "assistant" and "tasks" (default: only
                               when no agents module and no --prompts is given)
@@ -329,7 +333,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   const port = portSource === undefined || portSource === "" ? DEFAULT_PORT : integer("port", portSource, 0, 65535);
   const host = values.host ?? "127.0.0.1";
   if (host.trim() === "") throw new UsageError("--host must not be empty");
-  const store = values.store ?? "file:./.agentd";
+  const store = values.store ?? DEFAULT_STORE;
   if (store.trim() === "") throw new UsageError("--store must not be empty");
   const busyPolicy = (values["busy-policy"] ?? DEFAULT_SESSION_SETTINGS.busyPolicy) as BusyPolicy;
   if (!["reject", "enqueue", "interrupt"].includes(busyPolicy)) {

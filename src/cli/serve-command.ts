@@ -21,6 +21,7 @@ import { setUpSecurity } from "./security-setup.js";
 import { startTelemetry, type TelemetryHandle } from "./telemetry-setup.js";
 import { traceSessionStore } from "../runtime/telemetry/traced-store.js";
 import { setUpWebhooks } from "./webhook-setup.js";
+import { warnOfLegacyFileStore } from "./legacy-store-hint.js";
 import type { Webhooks } from "../runtime/webhooks/webhooks.js";
 import { WEBHOOK_SESSION_TTL_GRACE_MS } from "../runtime/webhooks/webhook-settings.js";
 
@@ -89,6 +90,7 @@ export async function startServe(
       ...(config.webhook ? { ttlGraceMs: WEBHOOK_SESSION_TTL_GRACE_MS } : {}),
     });
     await checkStoreAtStart(store, logger);
+    warnOfLegacyFileStore(config.store, logger);
     // With telemetry on, every store operation gets a span and a duration.
     const servedStore = telemetry ? traceSessionStore(store, storeKind(config.store)) : store;
     webhooks = config.webhook

@@ -1,12 +1,19 @@
 import { resolve } from "node:path";
 import { upgradeFormat2Store } from "../../stores/file/format-2-upgrade.js";
+import { redactStoreUri } from "../../stores/redact-uri.js";
+import { migrateSchema } from "../../stores/sql/sql-migrations.js";
+import { isSqlStoreUri, openSqlStore } from "../../stores/sql/sql-store-uri.js";
 
 /** Usage of `agentd upgrade-store`. */
 export const UPGRADE_STORE_USAGE = `Usage: agentd upgrade-store <directory | file:directory>
+       agentd upgrade-store <sqlite:file | postgres://…>
 
 Converts a file store written by an older agentd (store format 2) to the format this agentd
 reads (3), in place, with every tenant directory below it. Stop every agentd using the store
 first. Safe to run again if it is interrupted.
+
+For an SQL store (sqlite:, postgres://), applies the schema migrations this agentd brings
+(agentd also applies them when it opens the store), each in its own transaction.
 `;
 
 /** The directory a `file:` store URI or a plain path names. */
@@ -34,6 +41,7 @@ export async function upgradeStoreCommand(args: readonly string[]): Promise<numb
     process.stderr.write(`agentd: upgrade-store takes one store directory\n${UPGRADE_STORE_USAGE}`);
     return 2;
   }
+  if (isSqlStoreUri(args[0]!)) return upgradeSqlStore(args[0]!);
   const dir = storeDirectory(args[0]!);
   try {
     const done = await upgradeFormat2Store(dir);
@@ -45,5 +53,22 @@ export async function upgradeStoreCommand(args: readonly string[]): Promise<numb
   } catch (err) {
     process.stderr.write(`agentd: upgrade-store: ${(err as Error).message}\n`);
     return 2;
+  }
+}
+
+/** Applies the SQL store's pending schema migrations and prints the versions; 2 on failure. */
+async function upgradeSqlStore(uri: string): Promise<number> {
+  let store: Awaited<ReturnType<typeof openSqlStore>> | undefined;
+  try {
+    store = await openSqlStore(uri);
+    const before = await migrateSchema(store.engine);
+    const after = (await store.engine.reader.query("SELECT MAX(version) AS version FROM agentd_schema"))[0]?.version;
+    process.stdout.write(`agentd: ${redactStoreUri(uri)} is at schema version ${String(after)} (was ${before})\n`);
+    return 0;
+  } catch (err) {
+    process.stderr.write(`agentd: upgrade-store: ${(err as Error).message}\n`);
+    return 2;
+  } finally {
+    await store?.close().catch(() => undefined);
   }
 }

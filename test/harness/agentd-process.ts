@@ -27,6 +27,8 @@ export interface StartAgentdOptions {
    * own default applies (examples only without agents modules and --prompts).
    */
   examples?: true | "cli-default";
+  /** `"cli-default"`: pass no `--store`, so the CLI's default store applies (in `cwd`). Default: {@link defaultStoreUri}. */
+  store?: "cli-default";
   /**
    * Start the server through the `agentd` command (`node bin/agentd.js serve …`, which
    * registers tsx and resolves an agents module's `import "agentd"` itself) instead of
@@ -117,8 +119,7 @@ export async function startAgentd(options: StartAgentdOptions = {}): Promise<Age
     "serve",
     "--port",
     "0",
-    "--store",
-    defaultStoreUri(),
+    ...(options.store === "cli-default" ? [] : ["--store", defaultStoreUri()]),
     ...(options.examples === "cli-default" ? [] : ["--examples"]),
     ...(options.args ?? []),
   ];

@@ -13,12 +13,14 @@ import type { CounterState } from "./snapshot-factory.js";
 /**
  * How a second process opens the store under test (JSON-serializable).
  * - `file`: `new FileSessionStore(dir, options)`;
- * - `mongodb`: `new MongoSessionStore({ uri, database, collectionPrefix, ...options })`.
+ * - `mongodb`: `new MongoSessionStore({ uri, database, collectionPrefix, ...options })`;
+ * - `sql`: `openSqlStore(uri)` (`sqlite:<file>` or `postgres://…?schema=…`).
  * `options` are extra constructor options (plain JSON) the test's own store was opened with.
  */
 export type SharedStoreDescriptor =
   | { kind: "file"; dir: string; options?: Record<string, unknown> }
-  | { kind: "mongodb"; uri: string; database: string; collectionPrefix: string; options?: Record<string, unknown> };
+  | { kind: "mongodb"; uri: string; database: string; collectionPrefix: string; options?: Record<string, unknown> }
+  | { kind: "sql"; uri: string };
 
 export type SharedStore = SessionStore<CounterState> & SnapshotSubscriber;
 
@@ -39,6 +41,10 @@ export async function openSharedStore(descriptor: SharedStoreDescriptor): Promis
     };
     const { uri, database, collectionPrefix, options } = descriptor;
     return new MongoSessionStore({ ...options, uri, database, collectionPrefix });
+  }
+  if (descriptor.kind === "sql") {
+    const { openSqlStore } = await import("../../stores/sql/sql-store-uri.js");
+    return (await openSqlStore(descriptor.uri)) as unknown as SharedStore;
   }
   throw new Error(`unknown shared store kind ${JSON.stringify((descriptor as { kind?: unknown }).kind)}`);
 }

@@ -6,6 +6,7 @@ import { FileSessionStore } from "../../stores/file-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { mongoConfigFromUri, openStoreFromUri } from "../../stores/store-from-uri.js";
+import { SqlSessionStore } from "../../stores/sql/sql-store.js";
 
 describe("openStoreFromUri", () => {
   it("opens the memory store for memory:", async () => {
@@ -33,7 +34,43 @@ describe("openStoreFromUri", () => {
   it("rejects an unknown scheme with INVALID_ARGUMENT naming the supported ones", async () => {
     await expect(openStoreFromUri("redis://localhost")).rejects.toMatchObject({
       status: "INVALID_ARGUMENT",
-      message: expect.stringContaining("memory:, file:<directory> or mongodb://"),
+      message: expect.stringContaining(
+        "memory:, sqlite:<file>, postgres://user@host/database, file:<directory> or mongodb://",
+      ),
+    });
+  });
+
+  it("opens the SQL store on SQLite for sqlite:<file> (relative to the current directory) and on PostgreSQL for postgres://", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "agentd-uri-"));
+    try {
+      const store = await openStoreFromUri(`sqlite:${relative(process.cwd(), join(dir, "db", "agentd.db"))}`);
+      expect(store).toBeInstanceOf(SqlSessionStore);
+      expect((store as SqlSessionStore).engine).toMatchObject({
+        dialect: "sqlite",
+        description: join(dir, "db", "agentd.db"),
+      });
+      await store.close?.();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    for (const uri of ["postgres://u:secret@127.0.0.1:1/app?schema=tenant_a", "postgresql://127.0.0.1:1/app"]) {
+      const store = await openStoreFromUri(uri); // no connection until first use
+      expect((store as SqlSessionStore).engine.dialect).toBe("postgres");
+      expect((store as SqlSessionStore).engine.description).not.toContain("secret");
+      await store.close?.();
+    }
+  });
+
+  it("rejects sqlite: without a file and a postgres schema that is not a plain name, with INVALID_ARGUMENT", async () => {
+    await expect(openStoreFromUri("sqlite:")).rejects.toMatchObject({
+      status: "INVALID_ARGUMENT",
+      message: 'store URI "sqlite:" names no database file: use e.g. sqlite:./.agentd/agentd.db',
+    });
+    await expect(openStoreFromUri("postgres://u:pw@h/db?schema=a;drop")).rejects.toMatchObject({
+      status: "INVALID_ARGUMENT",
+      message: expect.stringMatching(
+        /^invalid schema "a;drop" in store URI "postgres:\/\/u:\*\*\*@h\/db\?schema=a;drop"/,
+      ),
     });
   });
 

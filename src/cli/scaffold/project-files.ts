@@ -22,7 +22,7 @@ import { defineCustomAgent, generateModelTurn, messageText } from "agentd";
 export const notes = defineCustomAgent({
   name: "notes",
   description: "Remembers every message and echoes it.",
-  store: "default", // the server's --store (a file store in ./.agentd by default)
+  store: "default", // the server's --store (an SQLite database in ./.agentd by default)
   stateSchema: z.object({ notes: z.array(z.string()) }),
   turn: async (input, ctx) => {
     const note = messageText(input.message);
@@ -83,7 +83,7 @@ An [agentd](https://www.npmjs.com/package/agentd) project: \`agents.ts\` defines
 
 \`\`\`sh
 npm install
-npm start      # serves agents.ts on 127.0.0.1:50051 (file store in ./.agentd)
+npm start      # serves agents.ts on 127.0.0.1:50051 (SQLite store in ./.agentd)
 npm test       # starts a server on a free port and calls the agent over gRPC
 \`\`\`
 

@@ -1,0 +1,229 @@
+import pg from "pg";
+import { AgentError, type StatusName } from "../../src/errors/agent-error.js";
+import {
+  numberPlaceholders,
+  type SqlChange,
+  type SqlEngine,
+  type SqlExecutor,
+  type SqlRow,
+  type SqlTransaction,
+} from "./sql-engine.js";
+
+/** Options of {@link PostgresEngine}. */
+export interface PostgresEngineOptions {
+  /** The `pg` connection string (without agentd's `schema` parameter). */
+  connectionString: string;
+  /** The schema holding the tables (created if missing); also names the notification channel. */
+  schema: string;
+  /** How the database is named in errors (the URI without its password). */
+  description: string;
+  /** Pooled connections (default 10), besides the one LISTEN connection. */
+  poolSize?: number;
+}
+
+/** BIGINT columns come back as numbers (every stored integer is below 2^53). */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === 20
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/** SQLSTATE classes and codes that mean "try again later" rather than a bug. */
+function statusOf(err: { code?: string }): StatusName {
+  const code = err.code ?? "";
+  if (code === "23505") return "ALREADY_EXISTS";
+  if (code === "53100" || code === "54000") return "RESOURCE_EXHAUSTED";
+  if (/^(08|53|57P|40)/.test(code) || /^E[A-Z]+$/.test(code)) return "UNAVAILABLE";
+  return "INTERNAL";
+}
+
+/** Transactions retried when PostgreSQL picks them as a deadlock victim or serialization loser. */
+const RETRIED = new Set(["40P01", "40001"]);
+
+/**
+ * PostgreSQL through the `pg` driver: a bounded pool for reads and
+ * transactions (BEGIN … COMMIT on one pooled connection, retried on a
+ * deadlock), and one LISTEN connection on the channel `agentd_<schema>` that
+ * delivers the changes other instances announce (`pg_notify` inside their
+ * transactions, so a notification leaves only with its commit). When that
+ * connection drops it is reopened with backoff and followers are told
+ * `unknown`, so they re-read what they follow and miss nothing.
+ */
+export class PostgresEngine implements SqlEngine {
+  readonly dialect = "postgres" as const;
+  readonly description: string;
+  readonly reader: SqlExecutor;
+  private readonly pool: pg.Pool;
+  private readonly channel: string;
+  private readonly config: pg.ClientConfig;
+  private listenerClient: pg.Client | undefined;
+  private listener: ((change: SqlChange) => void) | undefined;
+  private listening = false;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private backoffMs = 100;
+  private closed = false;
+
+  constructor(private readonly options: PostgresEngineOptions) {
+    this.description = options.description;
+    this.channel = `agentd_${options.schema}`;
+    this.config = {
+      connectionString: options.connectionString,
+      options: `-c search_path=${options.schema}`,
+      types: TYPES,
+    };
+    this.pool = new pg.Pool({ ...this.config, max: options.poolSize ?? 10 });
+    this.pool.on("error", () => {}); // an idle connection dropped: the next checkout reconnects
+    this.reader = {
+      query: async (sql, params) =>
+        (await this.pooled((c) => c.query(numberPlaceholders(sql), params as unknown[]))).rows as SqlRow[],
+      run: async (sql, params) =>
+        (await this.pooled((c) => c.query(numberPlaceholders(sql), params as unknown[]))).rowCount ?? 0,
+    };
+  }
+
+  /** Creates the schema when missing (before migrations, which run inside it). */
+  async prepare(): Promise<void> {
+    if (this.options.schema === "public") return;
+    await this.pooled((c) => c.query(`CREATE SCHEMA IF NOT EXISTS ${this.options.schema}`)).catch((err: unknown) => {
+      if ((err as AgentError).status === "ALREADY_EXISTS") return; // a concurrent CREATE SCHEMA won
+      throw err;
+    });
+  }
+
+  /** BEGIN, `fn`, COMMIT on one pooled connection; ROLLBACK when `fn` throws; retried up to 3 times on a deadlock. */
+  async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.pooled(async (client) => {
+          const tx: SqlTransaction = {
+            query: async (sql, params) =>
+              (await client.query(numberPlaceholders(sql), params as unknown[])).rows as SqlRow[],
+            run: async (sql, params) =>
+              (await client.query(numberPlaceholders(sql), params as unknown[])).rowCount ?? 0,
+            announce: async (change) => {
+              await client.query("SELECT pg_notify($1, $2)", [this.channel, JSON.stringify(change)]);
+            },
+          };
+          await client.query("BEGIN");
+          try {
+            const value = await fn(tx);
+            await client.query("COMMIT");
+            return value;
+          } catch (err) {
+            await client.query("ROLLBACK").catch(() => {});
+            throw err;
+          }
+        });
+      } catch (err) {
+        const code = (err as { details?: { sqlState?: string } }).details?.sqlState;
+        if (attempt < 3 && code && RETRIED.has(code)) continue;
+        throw err;
+      }
+    }
+  }
+
+  /** Starts (LISTEN on a dedicated connection) or stops following other instances' changes. */
+  follow(listener: ((change: SqlChange) => void) | undefined): void {
+    this.listener = listener;
+    if (listener && !this.listenerClient && !this.reconnectTimer && !this.closed) void this.listen();
+    if (!listener) this.stopListening();
+  }
+
+  /** True while the LISTEN connection is up. */
+  get following(): boolean {
+    return this.listening;
+  }
+
+  /** One `SELECT 1` through the pool. */
+  async ping(): Promise<void> {
+    await this.reader.query("SELECT 1");
+  }
+
+  /** Closes the LISTEN connection and the pool. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopListening();
+    await this.pool.end().catch(() => {});
+  }
+
+  private stopListening(): void {
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    const client = this.listenerClient;
+    this.listenerClient = undefined;
+    this.listening = false;
+    if (client) void client.end().catch(() => {});
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client(this.config);
+    this.listenerClient = client;
+    client.on("notification", (message) => {
+      if (message.channel !== this.channel || !message.payload) return;
+      try {
+        this.listener?.(JSON.parse(message.payload) as SqlChange);
+      } catch {
+        this.listener?.({ kind: "unknown" });
+      }
+    });
+    const lost = (): void => {
+      if (this.listenerClient !== client) return;
+      this.listenerClient = undefined;
+      this.listening = false;
+      client.end().catch(() => {});
+      this.scheduleReconnect();
+    };
+    client.on("error", lost);
+    client.on("end", lost);
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${this.channel}`);
+      if (this.listenerClient !== client) return;
+      this.listening = true;
+      const wasReconnect = this.backoffMs > 100;
+      this.backoffMs = 100;
+      if (wasReconnect) this.listener?.({ kind: "unknown" });
+    } catch {
+      lost();
+    }
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || !this.listener || this.reconnectTimer) return;
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, 2_000);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (this.listener && !this.closed) void this.listen();
+    }, delay);
+    this.reconnectTimer.unref();
+  }
+
+  private async pooled<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    if (this.closed) throw new AgentError("UNAVAILABLE", `store ${this.description} is closed`);
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw this.failure(err);
+    }
+    try {
+      return await fn(client);
+    } catch (err) {
+      throw this.failure(err);
+    } finally {
+      client.release();
+    }
+  }
+
+  private failure(err: unknown): AgentError {
+    if (err instanceof AgentError) return err;
+    const e = err as { code?: string; message?: string };
+    const status = statusOf(e);
+    return new AgentError(status, `postgres store ${this.description}: ${e.message ?? String(err)}`, {
+      details: e.code ? { sqlState: e.code } : {},
+    });
+  }
+}

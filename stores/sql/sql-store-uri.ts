@@ -1,0 +1,74 @@
+import { resolve } from "node:path";
+import { AgentError } from "../../src/errors/agent-error.js";
+import { redactStoreUri } from "../redact-uri.js";
+import { SqlSessionStore } from "./sql-store.js";
+
+/** True for the URIs {@link openSqlStore} opens: `sqlite:…`, `postgres://…`, `postgresql://…`. */
+export function isSqlStoreUri(uri: string): boolean {
+  const trimmed = uri.trim();
+  return trimmed.startsWith("sqlite:") || trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://");
+}
+
+/**
+ * The database file an `sqlite:` URI names: `sqlite:./agentd.db` and
+ * `sqlite:agentd.db` (relative to the current directory), `sqlite:/abs/x.db`,
+ * `sqlite:///abs/x.db`. INVALID_ARGUMENT without a path.
+ */
+export function sqlitePathOf(uri: string): string {
+  const trimmed = uri.trim();
+  let path = trimmed.slice("sqlite:".length);
+  if (path.startsWith("//")) path = decodeURIComponent(new URL(trimmed).pathname);
+  if (path.length === 0 || path.endsWith("/"))
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `store URI "${redactStoreUri(uri)}" names no database file: use e.g. sqlite:./.agentd/agentd.db`,
+    );
+  return resolve(process.cwd(), path);
+}
+
+/**
+ * The PostgreSQL connection string without agentd's own `schema` parameter,
+ * and that schema (default `public`): lower-case letters, digits and `_`,
+ * starting with a letter or `_`, at most 48 characters; INVALID_ARGUMENT
+ * otherwise.
+ */
+export function postgresConfigOf(uri: string): { connectionString: string; schema: string } {
+  let url: URL;
+  try {
+    url = new URL(uri.trim());
+  } catch {
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `invalid PostgreSQL URI "${redactStoreUri(uri)}": use postgres://user:password@host:5432/database`,
+    );
+  }
+  const schema = url.searchParams.get("schema") ?? "public";
+  if (!/^[a-z_][a-z0-9_]{0,47}$/.test(schema))
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `invalid schema "${schema.slice(0, 64)}" in store URI "${redactStoreUri(uri)}": use lower-case letters, digits and _ (at most 48)`,
+    );
+  url.searchParams.delete("schema");
+  return { connectionString: url.toString(), schema };
+}
+
+/**
+ * Opens the SQL store a URI names: `sqlite:<file>` on `node:sqlite` (see
+ * `SqliteEngine`) or `postgres://…` / `postgresql://…` on the `pg` driver
+ * (see `PostgresEngine`; `?schema=<name>` keeps the tables in that schema,
+ * created if missing). The schema is migrated at the store's first use
+ * (`ready`).
+ */
+export async function openSqlStore(uri: string): Promise<SqlSessionStore> {
+  const trimmed = uri.trim();
+  if (trimmed.startsWith("sqlite:")) {
+    const { SqliteEngine } = await import("./sqlite-engine.js");
+    return new SqlSessionStore(new SqliteEngine(sqlitePathOf(trimmed)));
+  }
+  if (trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://")) {
+    const { PostgresEngine } = await import("./postgres-engine.js");
+    const { connectionString, schema } = postgresConfigOf(trimmed);
+    return new SqlSessionStore(new PostgresEngine({ connectionString, schema, description: redactStoreUri(trimmed) }));
+  }
+  throw new AgentError("INVALID_ARGUMENT", `"${redactStoreUri(uri)}" is not an SQL store URI (sqlite: or postgres://)`);
+}

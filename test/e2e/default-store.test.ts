@@ -1,0 +1,119 @@
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { textInput } from "../harness/wire-chat.js";
+import { agentServiceClient } from "../harness/wire-clients.js";
+
+const running: AgentdProcess[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const p of running.splice(0)) await p.stop();
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+async function serve(cwd: string): Promise<AgentdProcess> {
+  const p = await startAgentd({ cwd, store: "cli-default", viaBin: true });
+  running.push(p);
+  return p;
+}
+
+/** What the stock `sqlite3` shell prints for `sql` on `file` (node:sqlite when the shell is not installed). */
+async function sqlite3(file: string, sql: string): Promise<string> {
+  const shell = spawnSync("sqlite3", [file, sql], { encoding: "utf8" });
+  if (!shell.error) {
+    expect(shell.stderr).toBe("");
+    return shell.stdout.trim();
+  }
+  const { DatabaseSync } = await import("node:sqlite");
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    return db
+      .prepare(sql)
+      .all()
+      .map((row) => Object.values(row).join("|"))
+      .join("\n");
+  } finally {
+    db.close();
+  }
+}
+
+describe("the default store", () => {
+  it("keeps sessions in ./.agentd/agentd.db, which the sqlite3 shell reads, and resumes them after a restart", async () => {
+    const cwd = await mkdtemp(join(tmpdir(), "agentd-default-store-"));
+    dirs.push(cwd);
+    const first = await serve(cwd);
+    expect(first.listening.store).toBe("sqlite:./.agentd/agentd.db");
+    const client = agentServiceClient(first.baseUrl, "grpc");
+    const one = await client.run({ init: { agent: "assistant" }, input: textInput("first turn") });
+    const sessionId = one.output!.sessionId;
+    const two = await client.run({ init: { agent: "assistant", sessionId }, input: textInput("second turn") });
+    expect(await first.stop("SIGTERM")).toBe(0);
+    expect(first.logs()).not.toContain("ExperimentalWarning");
+    running.splice(running.indexOf(first), 1);
+
+    const file = join(cwd, ".agentd", "agentd.db");
+    expect(existsSync(file)).toBe(true);
+    expect(
+      await sqlite3(
+        file,
+        `SELECT turn_index, status FROM records WHERE session_id = '${sessionId}' ORDER BY turn_index`,
+      ),
+    ).toBe("0|completed\n1|completed");
+    expect(
+      await sqlite3(file, `SELECT json_extract(head, '$.headSnapshotId') FROM heads WHERE session_id = '${sessionId}'`),
+    ).toBe(two.output!.snapshotId);
+
+    const second = await serve(cwd);
+    const again = agentServiceClient(second.baseUrl, "grpc");
+    const three = await again.run({ init: { agent: "assistant", sessionId }, input: textInput("third turn") });
+    const { snapshot } = await again.getSnapshot({ agent: "assistant", sessionId });
+    expect(snapshot?.snapshotId).toBe(three.output!.snapshotId);
+    expect(snapshot?.parentId).toBe(two.output!.snapshotId);
+    expect(
+      snapshot?.state?.messages.map((m) => (m.content[0]?.kind.case === "text" ? m.content[0].kind.value : "")),
+    ).toEqual(["first turn", "echo: first turn", "second turn", "echo: second turn", "third turn", "echo: third turn"]);
+  });
+
+  it("warns at start when ./.agentd still holds a file store of an earlier release, which stays usable", async () => {
+    const cwd = await mkdtemp(join(tmpdir(), "agentd-default-store-"));
+    dirs.push(cwd);
+    const old = await startAgentd({ cwd, args: ["--store", "file:./.agentd"], viaBin: true });
+    running.push(old);
+    const before = await agentServiceClient(old.baseUrl, "grpc").run({
+      init: { agent: "assistant" },
+      input: textInput("kept in the file store"),
+    });
+    await old.stop();
+    running.splice(running.indexOf(old), 1);
+
+    const now = await serve(cwd);
+    const warning = now.logLines().find((line) => String(line.msg).includes("file store of an earlier agentd"));
+    expect(warning).toMatchObject({
+      level: 40,
+      legacyStore: "file:./.agentd",
+      msg: expect.stringContaining("agentd copy-store file:./.agentd sqlite:./.agentd/agentd.db"),
+    });
+    await now.stop();
+    running.splice(running.indexOf(now), 1);
+
+    // The SQLite file next to it does not disturb the file store.
+    const again = await startAgentd({ cwd, args: ["--store", "file:./.agentd"], viaBin: true });
+    running.push(again);
+    const { snapshot } = await agentServiceClient(again.baseUrl, "grpc").getSnapshot({
+      agent: "assistant",
+      sessionId: before.output!.sessionId,
+    });
+    expect(snapshot?.snapshotId).toBe(before.output!.snapshotId);
+  });
+
+  it("stays quiet on the default store when ./.agentd holds no file store", async () => {
+    const cwd = await mkdtemp(join(tmpdir(), "agentd-default-store-"));
+    dirs.push(cwd);
+    const p = await serve(cwd);
+    expect(p.logLines().some((line) => String(line.msg).includes("earlier agentd"))).toBe(false);
+  });
+});

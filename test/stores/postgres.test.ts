@@ -1,0 +1,103 @@
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { AgentError } from "../../src/errors/agent-error.js";
+import { redactStoreUri } from "../../stores/redact-uri.js";
+import { PostgresEngine } from "../../stores/sql/postgres-engine.js";
+import { SqlSessionStore } from "../../stores/sql/sql-store.js";
+import { freshSchema, postgresForTests, type PostgresServer } from "../harness/postgres-server.js";
+import { runStoreConformance } from "./conformance.js";
+import { checkpointRecord, commitRecord, eventually, pendingRecord, type CounterState } from "./snapshot-factory.js";
+import { recordStatuses } from "./status-recorder.js";
+import { sqlFootprint } from "./sql-fixtures.js";
+
+let server: PostgresServer;
+let release: () => Promise<void>;
+beforeAll(async () => {
+  ({ server, release } = await postgresForTests());
+}, 120_000);
+afterAll(() => release?.());
+
+runStoreConformance(
+  "postgres",
+  async () => {
+    const schema = freshSchema();
+    const uri = server.uri(schema);
+    const store = new SqlSessionStore<CounterState>(
+      new PostgresEngine({ connectionString: server.uri(), schema, description: uri }),
+    );
+    return {
+      store,
+      openResources: () => store.subscriberCount + store.chunkWatcherCount,
+      watchersSettled: () => store.watchersSettled,
+      crossProcess: { kind: "sql", uri },
+      footprint: () => sqlFootprint(store),
+    };
+  },
+  { sharedAcrossProcesses: true },
+);
+
+describe("postgres store engine", () => {
+  const opened: SqlSessionStore<CounterState>[] = [];
+  afterEach(async () => {
+    for (const s of opened.splice(0)) await s.close();
+  });
+  function open(schema: string): SqlSessionStore<CounterState> {
+    const store = new SqlSessionStore<CounterState>(
+      new PostgresEngine({ connectionString: server.uri(), schema, description: server.uri(schema) }),
+    );
+    opened.push(store);
+    return store;
+  }
+
+  it("re-reads what it follows when its LISTEN connection is cut, so a change made meanwhile still arrives", async () => {
+    const schema = freshSchema();
+    const watcher = open(schema);
+    const writer = open(schema);
+    await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
+    const { seen, stop } = recordStatuses(watcher, "bg");
+    try {
+      await eventually(() => seen.length === 1 && watcher.watchersSettled);
+      const admin = new pg.Client({ connectionString: server.uri() });
+      await admin.connect();
+      try {
+        // Cut every LISTEN connection of the watcher, then change the status before it reconnects.
+        await admin.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN agentd_${schema}%'`,
+        );
+      } finally {
+        await admin.end();
+      }
+      await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
+      await eventually(() => seen.length === 2, 10_000);
+    } finally {
+      await stop();
+    }
+    expect(seen).toEqual(["pending", "aborted"]);
+  });
+
+  it("answers UNAVAILABLE, naming the database without its password, when PostgreSQL is unreachable", async () => {
+    const uri = "postgres://agentd:s3cret@127.0.0.1:1/agentd";
+    const store = new SqlSessionStore<CounterState>(
+      new PostgresEngine({ connectionString: uri, schema: "public", description: redactStoreUri(uri) }),
+    );
+    opened.push(store);
+    for (const call of [() => store.ready(), () => store.ping(), () => store.getHead("s1")]) {
+      const error = await call().then(
+        () => undefined,
+        (e: unknown) => e as AgentError,
+      );
+      expect(error).toMatchObject({ status: "UNAVAILABLE" });
+      expect(error!.message).toContain("postgres://agentd:***@127.0.0.1:1/agentd");
+      expect(error!.message).not.toContain("s3cret");
+    }
+  });
+
+  it("keeps two schemas of one database apart", async () => {
+    const one = open(freshSchema());
+    const two = open(freshSchema());
+    await commitRecord(one, undefined, checkpointRecord("s1", "snap-1"));
+    expect(await two.getHead("s1")).toBeUndefined();
+    expect(await two.getRecord("snap-1")).toBeUndefined();
+    expect((await one.getHead("s1"))?.headSnapshotId).toBe("snap-1");
+  });
+});
