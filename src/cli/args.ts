@@ -111,6 +111,7 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 export const USAGE = `Usage: agentd serve [agents-module ...] [options]
        agentd init [directory]            (create a project that serves and tests one agent; see agentd init --help)
        agentd upgrade-store <directory>   (convert a file store of an older agentd; see agentd upgrade-store --help)
+       agentd copy-store <from> <to>      (copy every session between two stores; see agentd copy-store --help)
 
 Serves agentd.v1.AgentService (gRPC, gRPC-Web and Connect on one port), with
 grpc.health.v1.Health and server reflection. Each agents module adds the Agent
@@ -310,7 +311,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   if (command === undefined || command === "help") return { kind: "help" };
   if (command !== "serve")
     throw new UsageError(
-      `unknown command "${command}"; the commands are "serve", "init" and "upgrade-store" (see agentd --help)`,
+      `unknown command "${command}"; the commands are "serve", "init", "upgrade-store" and "copy-store" (see agentd --help)`,
     );
   const numeric = modules.find((m) => /^\d+$/.test(m));
   if (numeric !== undefined) {
