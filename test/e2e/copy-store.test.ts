@@ -6,7 +6,9 @@ import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
+import { copyStore } from "../../stores/copy/copy-store.js";
 import { digestOf, readSessionContent } from "../../stores/copy/session-content.js";
+import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { FileSessionStore } from "../../stores/file-store.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { REPO_ROOT, startAgentd } from "../harness/agentd-process.js";
@@ -127,7 +129,12 @@ describe("agentd copy-store", () => {
     const run = copyStoreCli([`file:${sourceDir}`, uri]);
     expect(await run.exited, run.stderr()).toBe(0);
     expectVerifiedOutput(run, ["copied"]);
-    expect(await expectSameSessions(source, mongo.storeOn(prefix), populated)).toBeGreaterThan(3 * SESSIONS);
+    const copied = mongo.storeOn(prefix);
+    expect(await expectSameSessions(source, copied, populated)).toBeGreaterThan(3 * SESSIONS);
+    // …and MongoDB is a source too (scanHeads pages through its heads collection).
+    const back = new InMemorySessionStore();
+    expect(await copyStore(copied, back, { concurrency: 8 })).toMatchObject({ sessions: SESSIONS, failures: [] });
+    await expectSameSessions(source, back, populated);
 
     const again = copyStoreCli([`file:${sourceDir}`, uri]);
     expect(await again.exited, again.stderr()).toBe(0);
@@ -187,7 +194,11 @@ describe("agentd copy-store", () => {
     expect(run.stderr()).toMatch(
       /^agentd: copy-store: FAILED_PRECONDITION: session s00001: the destination holds a session of this ID for another agent or owner/,
     );
-    expect(sessionLines(run.lines).map((l) => l.sessionId)).toEqual(["s00000", "s00002"]);
+    expect(
+      sessionLines(run.lines)
+        .map((l) => l.sessionId)
+        .sort(),
+    ).toEqual(["s00000", "s00002"]);
     expect(run.lines.at(-1)).toMatch(/1 failed.*NOT complete/);
 
     const missing = copyStoreCli([`file:${dest}/nothing-here`, `file:${small}`]);
