@@ -38,6 +38,7 @@ export interface StoreCopyReport {
   records: number;
   /** Records written by this run. */
   written: number;
+  /** The sessions that failed, sessionId ascending. */
   failures: SessionCopyFailure[];
   /** The webhook outbox's copy; undefined when the source keeps no outbox. */
   webhooks?: WebhookCopy;
@@ -104,6 +105,7 @@ export async function copyStore(
     if (heads.length < SCAN_PAGE) break;
     after = heads[heads.length - 1]!.sessionId;
   }
+  report.failures.sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0));
   if (hasWebhookOutbox(from)) {
     try {
       const destination = hasWebhookOutbox(to) ? to.webhookOutbox() : undefined;

@@ -123,6 +123,32 @@ describe("copyStore", () => {
     expect((await other.getHead("s00001"))!.owner).toBe("someone-else"); // nothing overwritten
   });
 
+  it("fails with DATA_LOSS naming the session when the destination does not give back what was written", async () => {
+    const source = new InMemorySessionStore();
+    await populate(source, 2);
+    const real = new InMemorySessionStore();
+    // A destination that loses the usage of what it stores (a store with a lossy encoding).
+    const lossy = new Proxy(real, {
+      get(target, key) {
+        if (key === "listRecords")
+          return async (...args: Parameters<SessionStore["listRecords"]>) => {
+            const page = await target.listRecords(...args);
+            return { ...page, records: page.records.map(({ usage: _usage, ...r }) => r) };
+          };
+        const value = Reflect.get(target, key) as unknown;
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as SessionStore;
+    const report = await copyStore(source, lossy);
+    expect(report.failures.map((f) => [f.sessionId, f.status])).toEqual([
+      ["s00000", "DATA_LOSS"],
+      ["s00001", "DATA_LOSS"],
+    ]);
+    expect(report.failures[0]!.message).toMatch(
+      /^session s00000: the copy does not verify \(source 5 records, sha256 [0-9a-f]{64}; destination 5 records, sha256 [0-9a-f]{64}\)$/,
+    );
+  });
+
   it("refuses a source that cannot enumerate its sessions", async () => {
     const source = new InMemorySessionStore();
     const blind = new Proxy(source, {
