@@ -99,6 +99,12 @@ export async function copyStore(
   let after: string | undefined;
   for (;;) {
     const heads = await scan(after, SCAN_PAGE);
+    // A scan that ignores its cursor would copy the same page for ever.
+    if (after !== undefined && heads.some((h) => h.sessionId === after))
+      throw new AgentError(
+        "FAILED_PRECONDITION",
+        `the source store's scanHeads returned session ${after} again after it; it cannot be copied from`,
+      );
     report.sessions += heads.length;
     for (const head of heads) owners.add(head.owner);
     for (let i = 0; i < heads.length; i += concurrency) await Promise.all(heads.slice(i, i + concurrency).map(copyOne));

@@ -149,6 +149,23 @@ describe("copyStore", () => {
     );
   });
 
+  it("stops with FAILED_PRECONDITION when the source's scan does not move past its cursor", async () => {
+    const source = new InMemorySessionStore();
+    await populate(source, 201); // more than one scan page
+    const stuck = new Proxy(source, {
+      get(target, key) {
+        if (key === "scanHeads")
+          return (_after: string | undefined, limit: number) => target.scanHeads(undefined, limit);
+        const value = Reflect.get(target, key) as unknown;
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as SessionStore;
+    await expect(copyStore(stuck, new InMemorySessionStore())).rejects.toMatchObject({
+      status: "FAILED_PRECONDITION",
+      message: expect.stringContaining("returned session s00199 again"),
+    });
+  });
+
   it("refuses a source that cannot enumerate its sessions", async () => {
     const source = new InMemorySessionStore();
     const blind = new Proxy(source, {
@@ -171,7 +188,7 @@ describe("scanHeads", () => {
       const populated = await populate(store, 23);
       const seen: string[] = [];
       let after: string | undefined;
-      for (;;) {
+      for (let pages = 0; pages < 10; pages++) {
         const page = await store.scanHeads!(after, 5);
         seen.push(...page.map((h) => h.sessionId));
         if (page.length < 5) break;
