@@ -3,7 +3,10 @@
 // a copy killed midway and run again, a destination that holds something else, and the `.agentd`
 // directory a server of this release wrote, moved by the documented command and served again.
 import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { copyStore } from "../../stores/copy/copy-store.js";
@@ -86,13 +89,17 @@ describe("agentd copy-store", () => {
   let expected: Map<string, { records: number; checksum: string }>;
 
   beforeAll(async () => {
-    sourceDir = await tempDir();
+    // Its own directory: useTempDirs removes its directories after each test, this one serves them all.
+    sourceDir = await mkdtemp(join(tmpdir(), "agentd-copy-store-source-"));
     const writer = new FileSessionStore(sourceDir, { fsync: false, debrisSweep: { intervalMs: 0 } });
     populated = await populate(writer, SESSIONS);
     await writer.close();
     source = fileStore(sourceDir);
     expected = await digests(source, populated.sessionIds);
-    return () => source.close();
+    return async () => {
+      await source.close();
+      await rm(sourceDir, { recursive: true, force: true });
+    };
   }, 300_000);
 
   /** Checks a finished run's output against the source: one verified line per session with its own checksum. */
