@@ -23,6 +23,7 @@ import { JOURNAL_DIR, sessionKey, StoreLayout } from "./file/store-layout.js";
 import type { FileSessionStoreOptions } from "./file/store-options.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { checkLeasedHeadsLimit, earliestLeases } from "./leased-heads.js";
+import { headsAfter } from "./head-scan.js";
 import { deepFreeze } from "./ledger/frozen-value.js";
 import { walkChain } from "./ledger/state-chain.js";
 import { headToStore, keepIdentity } from "./record-identity.js";
@@ -409,6 +410,22 @@ export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotS
     for (const layout of await this.sweepLayouts(ctx))
       for (const { head } of await readAllHeads(layout, this.logs, { skipCorrupt: true })) heads.push(head);
     return earliestLeases(heads, limit);
+  }
+
+  /**
+   * Every head of this call's directory (expired ones not yet swept
+   * included), sessionId ascending, after `afterSessionId`, at most `limit`
+   * (see `SessionStore.scanHeads`). DATA_LOSS when a head is garbled. Cost:
+   * like `listHeads`, every call reads the end of every session log.
+   */
+  async scanHeads(afterSessionId: string | undefined, limit: number, ctx?: StoreCallContext): Promise<SessionHead[]> {
+    await this.logs.ready;
+    const layout = this.layout(ctx, false);
+    return headsAfter(
+      (await readAllHeads(layout, this.logs)).map((h) => h.head),
+      afterSessionId,
+      limit,
+    );
   }
 
   /** What a sweep covers: this call's directory; without `ctx` (and with a `pathPrefix`) every store directory. */

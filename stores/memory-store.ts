@@ -5,6 +5,7 @@ import { deepFreeze } from "./ledger/frozen-value.js";
 import { MemoryChunkLogs } from "./memory-chunk-log.js";
 import { walkChain } from "./ledger/state-chain.js";
 import { checkLeasedHeadsLimit, earliestLeases } from "./leased-heads.js";
+import { headsAfter } from "./head-scan.js";
 import { keepIdentity, headToStore } from "./record-identity.js";
 import { checkSessionQuery, isExpired, pageOfHeads } from "./session-query.js";
 import { compareNewestFirst, pageOf } from "./snapshot-order.js";
@@ -167,6 +168,15 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
   async listLeasedHeads(limit: number, _ctx?: StoreCallContext): Promise<SessionHead[]> {
     checkLeasedHeadsLimit(limit);
     return earliestLeases(this.heads.values(), limit);
+  }
+
+  /**
+   * Every head (expired ones not yet swept included), sessionId ascending,
+   * after `afterSessionId`, at most `limit` (see `SessionStore.scanHeads`).
+   * Scans and sorts every head: O(sessions log sessions) per call.
+   */
+  async scanHeads(afterSessionId: string | undefined, limit: number, _ctx?: StoreCallContext): Promise<SessionHead[]> {
+    return headsAfter(this.heads.values(), afterSessionId, limit);
   }
 
   /** Deletes every session whose expiresAt <= now, each after `beforeExpire` (see `SessionStore.sweepExpired`); resolves to how many. */

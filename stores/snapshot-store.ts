@@ -363,6 +363,19 @@ export interface SessionStore<S = unknown> {
    */
   listLeasedHeads?(limit: number, ctx?: StoreCallContext): Promise<SessionHead[]>;
   /**
+   * Every session head of the store, of every owner and agent (expired heads
+   * not yet swept and leased heads included, heads being deleted left out),
+   * `sessionId` ascending (in the store's string order: code units in
+   * memory and file stores, UTF-8 bytes in MongoDB), strictly after
+   * `afterSessionId` when it is given, at most `limit` (an integer >= 1;
+   * otherwise INVALID_ARGUMENT); fewer than `limit` means the scan is done.
+   * What `agentd copy-store` enumerates a source store with (sessions
+   * created while it scans may or may not be returned). A file store scans
+   * the directory of `ctx` (its root without one). Optional: a store without
+   * it can be a copy destination but not a copy source.
+   */
+  scanHeads?(afterSessionId: string | undefined, limit: number, ctx?: StoreCallContext): Promise<SessionHead[]>;
+  /**
    * Deletes (as deleteSession) every session whose expiresAt <= now; resolves
    * to how many. With `beforeExpire`, each expired session's head is passed
    * to it before that session is deleted (webhooks queue `session.expired`

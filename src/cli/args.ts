@@ -114,6 +114,7 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 export const USAGE = `Usage: agentd serve [agents-module ...] [options]
        agentd init [directory]            (create a project that serves and tests one agent; see agentd init --help)
        agentd upgrade-store <store>       (convert an older file store, or migrate an SQL store's schema; see --help)
+       agentd copy-store <from> <to>      (copy every session between two stores; see agentd copy-store --help)
 
 Serves agentd.v1.AgentService (gRPC, gRPC-Web and Connect on one port), with
 grpc.health.v1.Health and server reflection. Each agents module adds the Agent
@@ -314,7 +315,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   if (command === undefined || command === "help") return { kind: "help" };
   if (command !== "serve")
     throw new UsageError(
-      `unknown command "${command}"; the commands are "serve", "init" and "upgrade-store" (see agentd --help)`,
+      `unknown command "${command}"; the commands are "serve", "init", "upgrade-store" and "copy-store" (see agentd --help)`,
     );
   const numeric = modules.find((m) => /^\d+$/.test(m));
   if (numeric !== undefined) {

@@ -3,6 +3,7 @@ import { parseCommandLine, USAGE, UsageError } from "./args.js";
 import { startServe, type ServeInstance } from "./serve-command.js";
 import { initCommand } from "./init-command.js";
 import { upgradeStoreCommand } from "./upgrade-store-command.js";
+import { copyStoreCommand } from "./copy-store-command.js";
 import { redactUriCredentials } from "../../stores/redact-uri.js";
 
 /** Exit code for a start-up failure (bad flag, unreadable module, port in use, bad store). */
@@ -49,10 +50,12 @@ const FORCED_EXIT_MARGIN_MS = 5_000;
  * signal exits 1 at once; a shutdown still running 5 s after --drain-ms
  * exits 1). Start-up failures print one line to stderr and
  * exit 2. `agentd upgrade-store <dir>` converts an older file store (see
- * `upgradeStoreCommand`); `agentd init [dir]` creates a project (see `initCommand`).
+ * `upgradeStoreCommand`); `agentd copy-store <from> <to>` copies every session
+ * between two stores (see `copyStoreCommand`); `agentd init [dir]` creates a project (see `initCommand`).
  */
 export async function main(argv: readonly string[]): Promise<void> {
   if (argv[0] === "upgrade-store") process.exit(await upgradeStoreCommand(argv.slice(1)));
+  if (argv[0] === "copy-store") process.exit(await copyStoreCommand(argv.slice(1)));
   if (argv[0] === "init") process.exit(await initCommand(argv.slice(1), version()));
   let command;
   try {

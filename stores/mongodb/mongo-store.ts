@@ -33,6 +33,7 @@ import { CommitSettlement } from "./commit-settlement.js";
 import { insertRecord, moveHead } from "./commit-writes.js";
 import { consistencyOf } from "./consistency.js";
 import { fromHeadDocument, LIVE_HEAD, WITHOUT_TOKENS } from "./head-document.js";
+import { scanHeadDocuments } from "./head-scan.js";
 import { acrossFailover, type FailoverBudget } from "./failover-retry.js";
 import { StreamHealth } from "./stream-health.js";
 import { guarded, isUnsentError } from "./mongo-errors.js";
@@ -441,6 +442,14 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     const { c } = await this.open();
     return acrossFailover("listing the leased sessions", this.budget(ctx), () =>
       listLeasedHeadDocuments(c.heads, limit),
+    );
+  }
+
+  /** Every head of every owner, sessionId ascending, after `afterSessionId` (see `SessionStore.scanHeads`, scanHeadDocuments). */
+  async scanHeads(afterSessionId: string | undefined, limit: number, ctx?: StoreCallContext): Promise<SessionHead[]> {
+    const { c } = await this.open();
+    return acrossFailover("scanning the sessions", this.budget(ctx), () =>
+      scanHeadDocuments(c.heads, afterSessionId, limit),
     );
   }
 

@@ -4,11 +4,12 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { USAGE } from "../../src/cli/args.js";
+import { COPY_STORE_USAGE } from "../../src/cli/copy-store-command.js";
 import { REPO_ROOT } from "../harness/agentd-process.js";
 
 /** The flags of the usage text `agentd --help` prints (`--name`, also the `--no-…` forms). */
-function usageFlags(): string[] {
-  return [...new Set([...USAGE.matchAll(/(?<![\w-])--[a-z][a-z0-9-]*/g)].map((m) => m[0]))];
+function usageFlags(usage = USAGE): string[] {
+  return [...new Set([...usage.matchAll(/(?<![\w-])--[a-z][a-z0-9-]*/g)].map((m) => m[0]))];
 }
 
 /** The flags named at the start of a table row (`| \`--flag …\``, several per cell allowed). */
@@ -42,6 +43,18 @@ describe("the CLI's flags are documented", () => {
 
   it("in docs/server.md's flag table", () => {
     const documented = tableFlags(readFileSync(join(REPO_ROOT, "docs/server.md"), "utf8"));
+    expect(flags.filter((f) => !documented.has(f))).toEqual([]);
+  });
+});
+
+describe("agentd copy-store's flags are documented", () => {
+  it("in docs/stores.md's Moving between stores table", () => {
+    // --store is serve's flag, which the usage text refers to for the URI forms.
+    const flags = usageFlags(COPY_STORE_USAGE).filter((f) => f !== "--store");
+    expect(flags).toEqual(expect.arrayContaining(["--concurrency"]));
+    const documented = tableFlags(
+      section(readFileSync(join(REPO_ROOT, "docs/stores.md"), "utf8"), "Moving between stores"),
+    );
     expect(flags.filter((f) => !documented.has(f))).toEqual([]);
   });
 });

@@ -1,0 +1,266 @@
+// `agentd copy-store <from> <to>` as a user runs it (a real CLI process): 1,000 sessions of a file
+// store into another file store and into MongoDB (mongo-java-server) with every chain intact,
+// a copy killed midway and run again, a destination that holds something else, and the `.agentd`
+// directory a server of this release wrote, moved by the documented command and served again.
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { beforeAll, describe, expect, it } from "vitest";
+import { copyStore } from "../../stores/copy/copy-store.js";
+import { digestOf, readSessionContent } from "../../stores/copy/session-content.js";
+import { InMemorySessionStore } from "../../stores/memory-store.js";
+import { FileSessionStore } from "../../stores/file-store.js";
+import type { SessionStore } from "../../stores/snapshot-store.js";
+import { REPO_ROOT, startAgentd } from "../harness/agentd-process.js";
+import { textInput } from "../harness/wire-chat.js";
+import { agentServiceClient } from "../harness/wire-clients.js";
+import { expectSameSessions, populate, type Populated } from "../stores/copy-fixtures.js";
+import { useTempDirs } from "../stores/file-fixtures.js";
+import { freshPrefix, useMongoServer } from "../stores/mongodb-fixtures.js";
+
+const tempDir = useTempDirs("agentd-copy-store-cli-");
+const mongo = useMongoServer("agentd_copy_store");
+const SESSIONS = 1000;
+/** The tsx loader by absolute URL, so a CLI started in another working directory finds it. */
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+
+/** A running `agentd copy-store` process. */
+interface CopyRun {
+  /** stdout lines so far. */
+  lines: string[];
+  stderr(): string;
+  exited: Promise<number | null>;
+  kill(): void;
+}
+
+function copyStoreCli(args: string[], cwd = REPO_ROOT): CopyRun {
+  const proc = spawn(
+    `${REPO_ROOT}node_modules/.bin/node`,
+    ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`, "copy-store", ...args],
+    {
+      cwd,
+      env: { ...process.env, NODE_OPTIONS: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  const lines: string[] = [];
+  let pending = "";
+  let stderr = "";
+  proc.stdout.on("data", (d: Buffer) => {
+    pending += d.toString();
+    const parts = pending.split("\n");
+    pending = parts.pop()!;
+    lines.push(...parts);
+  });
+  proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.on("close", (code) => resolve(code)));
+  return { lines, stderr: () => stderr, exited, kill: () => proc.kill("SIGKILL") };
+}
+
+/** The per-session lines of a run: outcome, session ID, record count, checksum. */
+function sessionLines(lines: string[]): { outcome: string; sessionId: string; records: number; checksum: string }[] {
+  return lines.flatMap((line) => {
+    const m = /^(copied|completed|unchanged)\s+(\S+)\s+records=(\d+)\s+sha256=([0-9a-f]{64})$/.exec(line);
+    return m ? [{ outcome: m[1]!, sessionId: m[2]!, records: Number(m[3]), checksum: m[4]! }] : [];
+  });
+}
+
+/** Every session's record count and checksum as the store holds it (computed here, not by the CLI). */
+async function digests(
+  store: SessionStore,
+  sessionIds: string[],
+): Promise<Map<string, { records: number; checksum: string }>> {
+  const out = new Map<string, { records: number; checksum: string }>();
+  for (const id of sessionIds) out.set(id, digestOf(await readSessionContent(store, (await store.getHead(id))!)));
+  return out;
+}
+
+function fileStore(dir: string): FileSessionStore {
+  return new FileSessionStore(dir, { debrisSweep: { intervalMs: 0 } });
+}
+
+describe("agentd copy-store", () => {
+  let sourceDir = "";
+  let source: FileSessionStore;
+  let populated: Populated;
+  let expected: Map<string, { records: number; checksum: string }>;
+
+  beforeAll(async () => {
+    // Its own directory: useTempDirs removes its directories after each test, this one serves them all.
+    sourceDir = await mkdtemp(join(tmpdir(), "agentd-copy-store-source-"));
+    const writer = new FileSessionStore(sourceDir, { fsync: false, debrisSweep: { intervalMs: 0 } });
+    populated = await populate(writer, SESSIONS);
+    await writer.close();
+    source = fileStore(sourceDir);
+    expected = await digests(source, populated.sessionIds);
+    return async () => {
+      await source.close();
+      await rm(sourceDir, { recursive: true, force: true });
+    };
+  }, 300_000);
+
+  /** Checks a finished run's output against the source: one verified line per session with its own checksum. */
+  function expectVerifiedOutput(run: CopyRun, outcomes: string[]): void {
+    const lines = sessionLines(run.lines);
+    expect(new Set(lines.map((l) => l.outcome))).toEqual(new Set(outcomes));
+    expect(lines.map((l) => l.sessionId).sort()).toEqual(populated.sessionIds);
+    for (const line of lines)
+      expect({ records: line.records, checksum: line.checksum }).toEqual(expected.get(line.sessionId));
+    expect(run.lines.at(-1)).toMatch(
+      new RegExp(
+        `^agentd: ${SESSIONS} sessions \\(.*, 0 failed\\), ${populated.records} records verified .*; ${populated.webhookEvents.length} webhook events \\(${populated.webhookEvents.length} pending, \\d+ written\\); every session verified$`,
+      ),
+    );
+  }
+
+  it("moves a file store of 1,000 sessions into another file store with every chain intact", async () => {
+    const dest = await tempDir();
+    const run = copyStoreCli([`file:${sourceDir}`, `file:${dest}`]);
+    expect(await run.exited, run.stderr()).toBe(0);
+    expect(run.stderr()).toBe("");
+    expectVerifiedOutput(run, ["copied"]);
+    const copy = fileStore(dest);
+    try {
+      expect(await expectSameSessions(source, copy, populated)).toBeGreaterThan(3 * SESSIONS);
+    } finally {
+      await copy.close();
+    }
+  }, 600_000);
+
+  it("moves it into MongoDB with every chain intact; a second run writes nothing", async () => {
+    const prefix = freshPrefix();
+    const uri = `mongodb://127.0.0.1:${mongo.server.port}/agentd_copy_store?directConnection=true&collectionPrefix=${prefix}`;
+    const run = copyStoreCli([`file:${sourceDir}`, uri]);
+    expect(await run.exited, run.stderr()).toBe(0);
+    expectVerifiedOutput(run, ["copied"]);
+    const copied = mongo.storeOn(prefix);
+    expect(await expectSameSessions(source, copied, populated)).toBeGreaterThan(3 * SESSIONS);
+    // …and MongoDB is a source too (scanHeads pages through its heads collection).
+    const back = new InMemorySessionStore();
+    expect(await copyStore(copied, back, { concurrency: 8 })).toMatchObject({ sessions: SESSIONS, failures: [] });
+    await expectSameSessions(source, back, populated);
+
+    const again = copyStoreCli([`file:${sourceDir}`, uri]);
+    expect(await again.exited, again.stderr()).toBe(0);
+    expectVerifiedOutput(again, ["unchanged"]);
+    expect(again.lines.at(-1)).toContain(`records verified (0 written)`);
+  }, 600_000);
+
+  it("a copy killed midway finishes when run again: no duplicates, every session verified", async () => {
+    const dest = await tempDir();
+    const first = copyStoreCli([`file:${sourceDir}`, `file:${dest}`]);
+    const deadline = Date.now() + 300_000;
+    while (sessionLines(first.lines).length < 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    first.kill();
+    await first.exited;
+    const before = sessionLines(first.lines).length;
+    expect(before).toBeGreaterThanOrEqual(200);
+    expect(before).toBeLessThan(SESSIONS);
+
+    const second = copyStoreCli([`file:${sourceDir}`, `file:${dest}`]);
+    expect(await second.exited, second.stderr()).toBe(0);
+    const lines = sessionLines(second.lines);
+    expect(lines.filter((l) => l.outcome === "unchanged").length).toBeGreaterThanOrEqual(before);
+    expect(lines.filter((l) => l.outcome === "copied").length).toBeGreaterThan(0);
+    for (const line of lines)
+      expect({ records: line.records, checksum: line.checksum }).toEqual(expected.get(line.sessionId));
+    const copy = fileStore(dest);
+    try {
+      // Same record IDs in the same order per session: nothing written twice.
+      await expectSameSessions(source, copy, populated);
+    } finally {
+      await copy.close();
+    }
+  }, 600_000);
+
+  it("exits 1 naming the session when the destination holds another owner's session of that ID; 2 for usage errors", async () => {
+    const small = await tempDir();
+    const writer = new FileSessionStore(small, { fsync: false, debrisSweep: { intervalMs: 0 } });
+    await populate(writer, 3);
+    await writer.close();
+    const dest = await tempDir();
+    const taken = fileStore(dest);
+    await taken.commit({
+      expectedVersion: 0,
+      head: {
+        sessionId: "s00001",
+        agent: "tasks",
+        owner: "other-tenant",
+        headSnapshotId: "x",
+        turnCount: 0,
+        createdAt: 1,
+        updatedAt: 1,
+      },
+    });
+    await taken.close();
+    const run = copyStoreCli([`file:${small}`, `file:${dest}`]);
+    expect(await run.exited).toBe(1);
+    expect(run.stderr()).toMatch(
+      /^agentd: copy-store: FAILED_PRECONDITION: session s00001: the destination holds a session of this ID for another agent or owner/,
+    );
+    expect(
+      sessionLines(run.lines)
+        .map((l) => l.sessionId)
+        .sort(),
+    ).toEqual(["s00000", "s00002"]);
+    expect(run.lines.at(-1)).toMatch(/1 failed.*NOT complete/);
+
+    const missing = copyStoreCli([`file:${dest}/nothing-here`, `file:${small}`]);
+    expect(await missing.exited).toBe(2);
+    expect(missing.stderr()).toMatch(/holds no agentd file store/);
+    const one = copyStoreCli([`file:${small}`]);
+    expect(await one.exited).toBe(2);
+    expect(one.stderr()).toMatch(
+      /^agentd: copy-store takes a source and a destination store URI\nUsage: agentd copy-store/,
+    );
+    const same = copyStoreCli([`file:${small}`, `file:${small}/`]);
+    expect(await same.exited).toBe(2);
+    expect(same.stderr()).toMatch(/the same store/);
+  }, 120_000);
+
+  it("moves the .agentd directory a server of this release wrote (the documented command); a server on the copy continues the sessions", async () => {
+    const cwd = await tempDir();
+    const first = await startAgentd({ cwd, args: ["--store", "file:./.agentd"] });
+    const client = agentServiceClient(first.baseUrl, "grpc");
+    const a1 = await client.run({ init: { agent: "assistant", labels: { team: "a" } }, input: textInput("one") });
+    const sessionId = a1.output!.sessionId;
+    const a2 = await client.run({ init: { agent: "assistant", sessionId }, input: textInput("two") });
+    const fork = await client.run({
+      init: { agent: "assistant", snapshotId: a1.output!.snapshotId },
+      input: textInput("fork"),
+    });
+    const other = await client.run({ init: { agent: "tasks" }, input: textInput("a task") });
+    const before = await client.listSnapshots({ agent: "assistant", sessionId, includeState: true });
+    expect(await first.stop("SIGTERM")).toBe(0);
+
+    const run = copyStoreCli(["file:./.agentd", "file:./moved"], cwd);
+    expect(await run.exited, run.stderr()).toBe(0);
+    expect(
+      sessionLines(run.lines)
+        .map((l) => l.sessionId)
+        .sort(),
+    ).toEqual([sessionId, other.output!.sessionId].sort());
+
+    const second = await startAgentd({ cwd, args: ["--store", "file:./moved"] });
+    try {
+      const moved = agentServiceClient(second.baseUrl, "grpc");
+      const after = await moved.listSnapshots({ agent: "assistant", sessionId, includeState: true });
+      expect(after.snapshots).toEqual(before.snapshots);
+      expect(after.snapshots.map((s) => s.snapshotId).sort()).toEqual(
+        [a1.output!.snapshotId, a2.output!.snapshotId, fork.output!.snapshotId].sort(),
+      );
+      expect((await moved.getSession({ sessionId })).session?.labels).toEqual({ team: "a" });
+      const next = await moved.run({ init: { agent: "assistant", sessionId }, input: textInput("three") });
+      const { snapshot } = await moved.getSnapshot({ agent: "assistant", snapshotId: next.output!.snapshotId });
+      expect(snapshot?.parentId).toBe(fork.output!.snapshotId);
+      expect(
+        snapshot?.state?.messages.map((m) => (m.content[0]?.kind.case === "text" ? m.content[0].kind.value : "")),
+      ).toEqual(["one", "echo: one", "fork", "echo: fork", "three", "echo: three"]);
+    } finally {
+      await second.stop();
+    }
+  }, 300_000);
+});
