@@ -1,4 +1,5 @@
 import { checkNow } from "../chunk-arguments.js";
+import { checkScanCursor, checkScanLimit } from "../head-scan.js";
 import { checkLeasedHeadsLimit } from "../leased-heads.js";
 import { checkSessionQuery, encodeHeadPageToken, headMatches } from "../session-query.js";
 import type { ExpireHook, HeadPage, SessionHead, SessionQuery } from "../snapshot-store.js";
@@ -66,6 +67,22 @@ export class SqlSessionLifecycle {
   async deleteSession(sessionId: string): Promise<boolean> {
     await this.opened();
     return this.engine.transaction((tx) => removeSession(tx, sessionId));
+  }
+
+  /**
+   * Every head after `after` (expired and leased ones included), sessionId
+   * ascending in byte order (the keys' "C" collation), at most `limit`: one
+   * range read on the primary key (see `SessionStore.scanHeads`).
+   */
+  async scanHeads(after: string | undefined, limit: number): Promise<SessionHead[]> {
+    checkScanCursor(after);
+    checkScanLimit(limit);
+    await this.opened();
+    const rows = await this.engine.reader.query(
+      `${this.headSelect(after === undefined ? "1 = 1" : "h.session_id > ?")} ORDER BY h.session_id LIMIT ?`,
+      after === undefined ? [limit] : [after, limit],
+    );
+    return rows.map(headFromRow);
   }
 
   /** The heads carrying a lease, earliest `lease.expiresAt` first (ties: sessionId ascending). */

@@ -263,6 +263,11 @@ export class SqlSessionStore<S = unknown> implements SessionStore<S>, SnapshotSu
     return this.lifecycle.deleteSession(sessionId);
   }
 
+  /** See `SessionStore.scanHeads`: one range read on the primary key per page. */
+  scanHeads(afterSessionId: string | undefined, limit: number, _ctx?: StoreCallContext): Promise<SessionHead[]> {
+    return this.lifecycle.scanHeads(afterSessionId, limit);
+  }
+
   /** See `SessionStore.listLeasedHeads`: one indexed query. */
   listLeasedHeads(limit: number, _ctx?: StoreCallContext): Promise<SessionHead[]> {
     return this.lifecycle.listLeasedHeads(limit);

@@ -3,6 +3,7 @@ import type { SessionStore, SnapshotSubscriber } from "../../stores/snapshot-sto
 import { describeChains } from "./conformance-chains.js";
 import { describeChunks } from "./conformance-chunks.js";
 import { describeCommit } from "./conformance-commit.js";
+import { describeHeadScan } from "./conformance-head-scan.js";
 import { describeLeasedHeads } from "./conformance-leased-heads.js";
 import { describeLifecycle } from "./conformance-lifecycle.js";
 import { describeListing } from "./conformance-listing.js";
@@ -91,6 +92,7 @@ export function runStoreConformance(
     // Each lifecycle test skips itself when the store lacks listHeads/deleteSession/sweepExpired.
     describeLifecycle(fresh);
     describeLeasedHeads(fresh, options);
+    describeHeadScan(fresh);
     describeChunks(fresh, name, options);
     describeWebhookOutbox(fresh);
   });
