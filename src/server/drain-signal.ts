@@ -15,3 +15,21 @@ export const drainSignalKey = createContextKey<AbortSignal | undefined>(undefine
 export const DRAIN_MESSAGE =
   "agentd is shutting down (draining): reconnect to continue the conversation by its session ID; " +
   "inputs without a TurnEnd did not run here and may be sent again with their request IDs";
+
+/** The status a watch or attach stream ends with when its server drains: retryable, and says how to continue. */
+export const DRAIN_FOLLOW_MESSAGE =
+  "agentd is shutting down (draining): watch or attach again (from the last sequence received); another instance serves it";
+
+/**
+ * A signal for a long-lived server stream (WatchSnapshot, AttachInvocation)
+ * that aborts when the call ends or when the server drains, and `check`,
+ * which turns the end of such a stream caused by the drain (not by the
+ * caller) into UNAVAILABLE, so the client follows the stream elsewhere.
+ */
+export function followUntilDrain(
+  callSignal: AbortSignal,
+  drain: AbortSignal | undefined,
+): { signal: AbortSignal; drained: () => boolean } {
+  if (!drain) return { signal: callSignal, drained: () => false };
+  return { signal: AbortSignal.any([callSignal, drain]), drained: () => drain.aborted && !callSignal.aborted };
+}

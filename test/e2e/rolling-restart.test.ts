@@ -115,4 +115,41 @@ describe("rolling restart of two instances on one file store", () => {
       }
     },
   );
+  it(
+    "a watch and an attach on a draining instance move to the other instance: the work's stream arrives once, complete",
+    {
+      timeout: 120_000,
+    },
+    async () => {
+      const [draining, other] = [await start(), await start()];
+      // The work runs on the instance that stays.
+      const onOther = createAgentClient(`http://127.0.0.1:${other.port}`, { protocol: "grpc" });
+      const words = Array.from({ length: 12 }, (_, i) => `w${i}`).join(" ");
+      const detached = await onOther.run("assistant", { message: userText(words, { echoDelayMs: 400 }), detach: true });
+      // The follower's connections land on the instance that drains.
+      const follower = new TcpBalancer([draining.port]);
+      const followerUrl = `http://127.0.0.1:${await follower.start()}`;
+      const retries: RetryEvent[] = [];
+      const client = createAgentClient(followerUrl, { protocol: "grpc", onRetry: (e) => retries.push(e) });
+      const attached = client.attach("assistant", detached.snapshotId!);
+      const statuses: string[] = [];
+      const watched = (async () => {
+        for await (const status of client.watchSnapshot("assistant", detached.snapshotId!)) statuses.push(status);
+      })();
+      for await (const chunk of attached) if (chunk.modelChunk) break; // following on the draining instance
+      follower.backends = [draining.port, other.port];
+      expect(await draining.stop("SIGTERM")).toBe(0);
+      running.delete(draining);
+      // Cut by the drain, not by the end of the grace: both streams were handed off.
+      expect(draining.logs()).not.toMatch(/drain grace expired/);
+      const output = await attached;
+      await watched;
+      await follower.stop();
+      expect(output.finishReason).toBe("stop");
+      expect(await attached.text()).toBe(`echo: ${words}`);
+      expect(statuses.at(-1)).toBe("completed");
+      const handedOff = new Set(retries.filter((e) => /draining/.test(e.message)).map((e) => e.procedure));
+      expect(handedOff).toEqual(new Set(["AttachInvocation", "WatchSnapshot"]));
+    },
+  );
 });
