@@ -41,6 +41,29 @@ export interface SessionLease {
    * the holder instead of being refused as busy.
    */
   requestId?: string;
+  /**
+   * The process that holds the lease, when it said so: lets another process
+   * tell that the holder is dead (see `LeaseHolder`) and take the session at
+   * once instead of waiting for `expiresAt`. Stored as is.
+   */
+  holder?: LeaseHolder;
+}
+
+/**
+ * Which process holds a lease. Two processes with the same `machine` share
+ * one process table, so one can ask whether the other's `pid` still runs;
+ * `incarnation` is unique per process start, so a restarted instance (same
+ * `instance`, perhaps even the same pid) is told apart from its predecessor.
+ */
+export interface LeaseHolder {
+  /** The instance's name (`--instance-id`, default `<hostname>:<pid>`). */
+  instance: string;
+  /** The host and process namespace the pid belongs to (hostname, boot ID, PID namespace). */
+  machine: string;
+  /** The holder's process ID on `machine`. */
+  pid: number;
+  /** Random, new at every process start. */
+  incarnation: string;
 }
 
 /**

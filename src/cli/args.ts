@@ -143,8 +143,9 @@ Options:
   --heartbeat-ttl-ms <n>      a pending snapshot silent this long is presumed dead: another instance
                               takes its work over within one more TTL, after which it reads
                               expired (default 30000)
-  --instance-id <name>        this instance's name in the detached work it runs (default
-                              <hostname>:<pid>)
+  --instance-id <name>        this instance's name in the detached work it runs and the leases
+                              it holds; one name per live instance: a restart under the same
+                              name frees its predecessor's leases at once (default <hostname>:<pid>)
   --no-takeover               never take over the detached work of dead instances (this
                               instance still serves, watches and aborts it)
   --chunk-retention <duration>

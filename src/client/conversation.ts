@@ -85,6 +85,12 @@ export class Conversation<S = unknown> {
   private delivered = 0;
   private skip = 0;
   private turnsEnded = 0;
+  /**
+   * A TurnEnd said `failed`: the invocation ended there (its output, with
+   * the error, comes next). A stream cut after it is not reconnected: a new
+   * call would report the session as it is, as if nothing had failed.
+   */
+  private failedTurn = false;
   private readonly outputPromise: Promise<AgentOutput<S>>;
   private resolveOutput!: (output: AgentOutput<S>) => void;
   private rejectOutput!: (err: ConnectError) => void;
@@ -322,7 +328,7 @@ export class Conversation<S = unknown> {
         // which holds the session until agentd notices the broken connection (nothing ran: the
         // busy check comes first): retried like a transport failure, within the same budget.
         const ownHolder = attempt > 1 && !this.progressed && ConnectError.from(err).code === Code.Aborted;
-        if (!this.canReconnect() || !(await budget.retry(err, ownHolder))) {
+        if (this.failedTurn || !this.canReconnect() || !(await budget.retry(err, ownHolder))) {
           this.fail(chatError(err));
           return;
         }
@@ -340,9 +346,16 @@ export class Conversation<S = unknown> {
     if (this.inputClosed) requests.close();
     this.skip = this.delivered;
     let output: AgentOutput<S> | undefined;
-    for await (const response of this.client.chat(requests, budget.callOptions())) {
-      if (response.chunk) this.onChunk(streamChunkFromWire(response.chunk), budget);
-      else if (response.output) output = agentOutputFromWire(response.output) as AgentOutput<S>;
+    try {
+      for await (const response of this.client.chat(requests, budget.callOptions())) {
+        if (response.chunk) this.onChunk(streamChunkFromWire(response.chunk), budget);
+        else if (response.output) output = agentOutputFromWire(response.output) as AgentOutput<S>;
+      }
+    } catch (err) {
+      // The output is the call's last word: a transport fault after it (a reset stream) changes nothing.
+      if (output) return output;
+      if (this.failedTurn) throw failedTurnCut(err);
+      throw err;
     }
     if (!output) throw clientError(Code.DataLoss, `the Chat stream ${INCOMPLETE_STREAM}`);
     return output;
@@ -388,6 +401,7 @@ export class Conversation<S = unknown> {
         this.editPending = false;
       }
       this.turnsEnded++;
+      if (chunk.turnEnd.finishReason === "failed") this.failedTurn = true;
       this.delivered = 0;
       this.skip = 0;
     } else this.delivered++;
@@ -432,6 +446,22 @@ export class Conversation<S = unknown> {
     this.acks.failAll(err);
     this.rejectOutput(err);
   }
+}
+
+/**
+ * The error of a Chat cut after a TurnEnd that said `failed` and before the
+ * output that carries the turn's error: a failure (never retried), with the
+ * transport's code and a message saying the turn failed.
+ */
+function failedTurnCut(err: unknown): ConnectError {
+  const cause = toClientError(err);
+  return new ConnectError(
+    `the turn failed (finishReason "failed") and the stream broke before its error arrived (${cause.rawMessage}); read the session's latest snapshot, which the failed turn did not change`,
+    cause.code,
+    undefined,
+    undefined,
+    cause,
+  );
 }
 
 /** The {@link AgentInput} a {@link ConversationInput} stands for: a string becomes a user text message. */

@@ -113,8 +113,8 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
   }
 
   private async read(responses: AsyncIterable<ChunkStreamResponse>): Promise<void> {
+    let output: AgentOutput<S> | undefined;
     try {
-      let output: AgentOutput<S> | undefined;
       for await (const response of responses) {
         if (response.chunk) {
           const chunk = streamChunkFromWire(response.chunk);
@@ -133,6 +133,12 @@ export class StreamedRun<S = unknown> implements AsyncIterable<AgentStreamChunk>
       this.log.finish();
       this.resolveOutput(output);
     } catch (err) {
+      // The output is the stream's last word: a transport fault after it (a reset stream) changes nothing.
+      if (output) {
+        this.log.finish();
+        this.resolveOutput(output);
+        return;
+      }
       const error = toClientError(err);
       this.log.fail(error);
       this.rejectOutput(error);

@@ -24,6 +24,8 @@ import type { Principal } from "../types/principal.js";
 import { principalOf } from "./auth/call-guard.js";
 import { annotateCall } from "./call-log.js";
 import { chatResponses, sendInput } from "./chat-stream.js";
+import type { SnapshotStatus } from "../types/snapshot.js";
+import { DRAIN_FOLLOW_MESSAGE, drainSignalKey, followUntilDrain } from "./drain-signal.js";
 import { beforeLargeOutput } from "./large-output.js";
 import { PageTokens } from "./page-tokens.js";
 import { listWebhookDeliveries } from "./webhook-deliveries.js";
@@ -119,12 +121,23 @@ export function agentServiceRoutes(
       async *watchSnapshot(request, ctx) {
         annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId });
         const agent = registry.get(request.agent);
-        for await (const status of agent.watchSnapshot(request.snapshotId, ctx.signal, callerOf(ctx))) {
-          yield create(WatchSnapshotResponseSchema, {
-            snapshotId: request.snapshotId,
-            status: snapshotStatusToWire(status),
-          });
+        const follow = followUntilDrain(ctx.signal, ctx.values.get(drainSignalKey));
+        let last: SnapshotStatus | undefined;
+        try {
+          for await (const status of agent.watchSnapshot(request.snapshotId, follow.signal, callerOf(ctx))) {
+            last = status;
+            yield create(WatchSnapshotResponseSchema, {
+              snapshotId: request.snapshotId,
+              status: snapshotStatusToWire(status),
+            });
+          }
+        } catch (err) {
+          if (follow.drained()) throw new AgentError("UNAVAILABLE", DRAIN_FOLLOW_MESSAGE);
+          throw err;
         }
+        // Cut by the drain before a terminal status: the client watches again elsewhere.
+        if (follow.drained() && (last === undefined || last === "pending"))
+          throw new AgentError("UNAVAILABLE", DRAIN_FOLLOW_MESSAGE);
       },
 
       async abort(request, ctx) {
@@ -146,19 +159,28 @@ export function agentServiceRoutes(
       async *attachInvocation(request, ctx) {
         annotateCall(ctx, { agent: request.agent, snapshotId: request.snapshotId });
         const agent = registry.get(request.agent);
+        const follow = followUntilDrain(ctx.signal, ctx.values.get(drainSignalKey));
         const items = agent.attach(
           { snapshotId: request.snapshotId, afterSequence: request.afterSequence },
-          ctx.signal,
+          follow.signal,
           callerOf(ctx),
         );
-        for await (const item of items) {
-          if ("chunk" in item) {
-            yield create(AttachInvocationResponseSchema, { chunk: streamChunkToWire(item.chunk) });
-          } else {
-            annotateCall(ctx, { sessionId: item.output.sessionId });
-            yield create(AttachInvocationResponseSchema, { output: agentOutputToWire(item.output) });
+        let ended = false;
+        try {
+          for await (const item of items) {
+            if ("chunk" in item) {
+              yield create(AttachInvocationResponseSchema, { chunk: streamChunkToWire(item.chunk) });
+            } else {
+              ended = true;
+              annotateCall(ctx, { sessionId: item.output.sessionId });
+              yield create(AttachInvocationResponseSchema, { output: agentOutputToWire(item.output) });
+            }
           }
+        } catch (err) {
+          if (!ended && follow.drained()) throw new AgentError("UNAVAILABLE", DRAIN_FOLLOW_MESSAGE);
+          throw err;
         }
+        if (!ended && follow.drained()) throw new AgentError("UNAVAILABLE", DRAIN_FOLLOW_MESSAGE);
       },
 
       async listSessions(request, ctx) {

@@ -10,6 +10,7 @@ import type { AgentStreamChunk } from "../types/agent-io.js";
 import { credentialCheckKey, type CredentialCheck } from "./auth/credential-recheck.js";
 import { annotateCall } from "./call-log.js";
 import { beforeLargeOutput } from "./large-output.js";
+import { DRAIN_MESSAGE, drainSignalKey } from "./drain-signal.js";
 
 /**
  * The response stream of one `AgentService/Chat` call: opens the connection
@@ -38,9 +39,14 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
   private connection: AgentConnection | undefined;
   private chunks: AsyncIterator<AgentStreamChunk> | undefined;
   /** Where the request pump feeds inputs; emptied when the call ends, so a pump left waiting for a request holds nothing of it. */
-  private readonly inputs: InputSink = { connection: undefined };
+  private readonly inputs: InputSink = { connection: undefined, turns: 0 };
   /** The snapshot of the last TurnEnd streamed (for the call's log line). */
   private committed: string | undefined;
+  /** TurnEnds streamed: with `inputs.turns`, whether a turn runs or waits (see {@link onDrain}). */
+  private turnEnds = 0;
+  /** The server drains: the call ends with UNAVAILABLE after the running turn's TurnEnd, or at once when idle. */
+  private draining = false;
+  private stopWatchingDrain: (() => void) | undefined;
 
   constructor(
     private readonly requests: AsyncIterable<ChatRequest>,
@@ -87,11 +93,42 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
     }
     const connection = await this.open(first.value.init, first.value.input);
     this.connection = connection;
-    if (first.value.input) sendInput(connection, first.value.input);
+    if (first.value.input) {
+      sendInput(connection, first.value.input);
+      if (runsTurn(first.value.input)) this.inputs.turns++;
+    }
     this.inputs.connection = connection;
     void pumpInputs(iterator, this.inputs, this.ctx.values.get(credentialCheckKey));
     this.chunks = connection.stream[Symbol.asyncIterator]();
     this.state = "streaming";
+    this.watchDrain();
+  }
+
+  /** Hands the call off when the server drains (see {@link drainSignalKey}). */
+  private watchDrain(): void {
+    const signal = this.ctx.values.get(drainSignalKey);
+    if (!signal) return;
+    const onDrain = (): void => this.onDrain();
+    if (signal.aborted) onDrain();
+    else {
+      signal.addEventListener("abort", onDrain, { once: true });
+      this.stopWatchingDrain = () => signal.removeEventListener("abort", onDrain);
+    }
+  }
+
+  /**
+   * The server drains: an idle invocation (no turn running or queued) ends
+   * now with UNAVAILABLE; one with a running turn ends right after that
+   * turn's TurnEnd ({@link answer}). Inputs queued behind it are not run
+   * here: the client re-sends them (by request ID) on its reconnect.
+   */
+  private onDrain(): void {
+    this.draining = true;
+    if (this.state === "streaming" && this.inputs.turns <= this.turnEnds) this.handOff();
+  }
+
+  private handOff(): void {
+    this.connection?.cancel(new AgentError("UNAVAILABLE", DRAIN_MESSAGE));
   }
 
   private answer(
@@ -103,7 +140,11 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
       return this.next();
     }
     const chunk = result.value;
-    if (chunk.turnEnd?.snapshotId) this.committed = chunk.turnEnd.snapshotId;
+    if (chunk.turnEnd) {
+      if (chunk.turnEnd.snapshotId) this.committed = chunk.turnEnd.snapshotId;
+      this.turnEnds++;
+      if (this.draining) this.handOff(); // this TurnEnd still goes out; the stream then fails UNAVAILABLE
+    } else if (chunk.inputAck?.result === "queued") this.inputs.turns++; // a steer that runs as its own turn
     return { done: false, value: create(ChatResponseSchema, { chunk: streamChunkToWire(chunk) }) };
   }
 
@@ -142,6 +183,8 @@ class ChatResponseStream implements AsyncIterator<ChatResponse> {
    * request that never comes) until the client closes its side.
    */
   private release(): void {
+    this.stopWatchingDrain?.();
+    this.stopWatchingDrain = undefined;
     this.connection = undefined;
     this.chunks = undefined;
     this.inputs.connection = undefined;
@@ -166,6 +209,13 @@ export function sendInput(connection: AgentConnection, input: WireAgentInput): v
 /** The connection a request pump feeds; `undefined` once the call ended (the pump then stops). */
 interface InputSink {
   connection: AgentConnection | undefined;
+  /** Inputs fed that run as a turn of their own (not cancel or steer). */
+  turns: number;
+}
+
+/** Whether `input` runs as a turn of its own (a cancel or a steer does not, unless the steer is queued). */
+function runsTurn(input: WireAgentInput): boolean {
+  return !input.cancel && !input.steer;
 }
 
 /**
@@ -193,6 +243,7 @@ async function pumpInputs(
       if (!next.value.input) throw new AgentError("INVALID_ARGUMENT", "a ChatRequest after the first must carry input");
       if (!sink.connection) return;
       sendInput(sink.connection, next.value.input);
+      if (runsTurn(next.value.input)) sink.turns++;
     }
     sink.connection?.close();
   } catch (err) {

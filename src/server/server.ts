@@ -40,6 +40,7 @@ import {
 } from "./unauthenticated-share.js";
 import { telemetryInterceptor } from "./telemetry-interceptor.js";
 import { telemetryRegistered } from "../runtime/telemetry/telemetry.js";
+import { drainSignalKey } from "./drain-signal.js";
 
 /** Default per-message size limit: 4 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -129,7 +130,9 @@ export interface RunningServer {
   readonly health: HealthStatus;
   /**
    * Graceful shutdown: health turns NOT_SERVING (pushed to watchers), the port
-   * stops accepting, in-flight calls run up to `graceMs`, then remaining calls
+   * stops accepting (HTTP/2 connections get GOAWAY), open Chats end with
+   * UNAVAILABLE after their running turn (at once when idle) so their clients
+   * reconnect elsewhere, in-flight calls run up to `graceMs`, then remaining calls
    * are cancelled with UNAVAILABLE and their sockets destroyed. Resolves when
    * everything is closed; calling it twice returns the same promise.
    */
@@ -147,6 +150,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const services = options.services ?? [AgentService];
   const health = new HealthStatus(services.map((s) => s.typeName));
   const shutdown = new AbortController();
+  /** Aborted when draining starts (after GOAWAY): long-lived calls hand their work off (see drainSignalKey). */
+  const draining = new AbortController();
 
   const callLogs = new WeakMap<object, CallLogContext>();
   // Credentials are checked by the request gate, from the headers, before any
@@ -190,6 +195,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     contextValues: (req) => {
       const { values, log } = createCallContext(req.httpVersion);
       values.set(connectionInfoKey, connectionInfoOf(req));
+      values.set(drainSignalKey, draining.signal);
       if (fairShare) values.set(connectionSocketKey, socketOf(req));
       callLogs.set(req, log);
       return values;
@@ -238,13 +244,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       health.setAllNotServing();
       await new Promise((resolve) => setImmediate(resolve));
       health.endWatches();
-      await listener.close({
+      const closed = listener.close({
         graceMs,
         onGraceExpired: () => {
           logger.warn({ inFlight: listener.inFlight() }, "drain grace expired; cancelling remaining calls");
           shutdown.abort(new ConnectError("server is shutting down", Code.Unavailable));
         },
       });
+      // The port is closed and HTTP/2 connections have their GOAWAY: open Chats now hand off after their running turn.
+      draining.abort();
+      await closed;
       logger.info("agentd stopped");
     })();
     return closing;

@@ -5,6 +5,7 @@ import { claimOf, existingSession, hookedStore, patchHead, record } from "./clai
 import { appendRecord, deferred, expectAgentError, setLease } from "./runtime-fixtures.js";
 import type { AgentError } from "../../src/errors/agent-error.js";
 import { DEFAULT_CLAIM_SETTINGS } from "../../src/runtime/sessions/session-claim.js";
+import { leaseHolder } from "../../src/runtime/sessions/lease-holder.js";
 import type { Usage } from "../../src/types/usage.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 
@@ -199,6 +200,7 @@ describe("SessionClaim lease refresh", () => {
     expect(head.lease).toEqual({
       invocationId: claim.invocationId,
       expiresAt: held.lease!.expiresAt + DEFAULT_CLAIM_SETTINGS.refreshMs,
+      holder: leaseHolder().holder, // this process (issue 47: a restart recognises a dead holder)
     });
     await claim.release();
   });

@@ -67,6 +67,7 @@ type Conversation struct {
 	state      *agentdv1.SessionState
 	resumeID   string                        // the session a reconnect resumes, once the server named it
 	unstored   bool                          // a TurnEnd without a snapshot arrived: client-managed
+	failedTurn bool                          // a TurnEnd said FAILED: the invocation ended there, never reconnected
 	acks       map[string]*agentdv1.InputAck // control-input acks not yet picked up, by request ID
 	epoch      int                           // streams reopened: a control input sent on an earlier one is lost
 }

@@ -73,6 +73,11 @@ func (c *Conversation) dispatch(chunk *agentdv1.AgentStreamChunk) {
 	if end != nil && end.GetSnapshotId() == "" && end.GetFinishReason() != agentdv1.FinishReason_FINISH_REASON_FAILED {
 		c.unstored = true
 	}
+	if end != nil && end.GetFinishReason() == agentdv1.FinishReason_FINISH_REASON_FAILED {
+		// The invocation ended with this turn; its output (with the error) comes next. A stream
+		// cut before it is not reconnected: a new Chat would report the session as if nothing failed.
+		c.failedTurn = true
+	}
 	if end != nil && end.GetSnapshotId() != "" && end.GetSessionId() != "" {
 		c.resumeID = end.GetSessionId()
 	}

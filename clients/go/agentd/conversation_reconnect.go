@@ -28,10 +28,10 @@ func (e streamEndedError) Is(target error) bool { return target == errStreamEnde
 // notices the broken connection (nothing ran: the busy check comes first).
 func (c *Conversation) reconnect(err error) bool {
 	c.mu.Lock()
-	unstored := c.unstored
+	unstored, failedTurn := c.unstored, c.failedTurn
 	c.mu.Unlock()
 	ownHolder := c.reopened && connect.CodeOf(err) == connect.CodeAborted
-	if unstored || !(retryable(c.ctx, err) || ownHolder) || !c.client.retry.pause(c.ctx, "Chat", c.attempt, err) {
+	if unstored || failedTurn || !(retryable(c.ctx, err) || ownHolder) || !c.client.retry.pause(c.ctx, "Chat", c.attempt, err) {
 		return false
 	}
 	c.attempt++

@@ -11,6 +11,7 @@ import { sessionSettings, type SessionSettingsOptions } from "../sessions/sessio
 import type { SessionSettings } from "../sessions/session-settings.js";
 import { telemetryRegistered } from "../telemetry/telemetry.js";
 import { defaultInstanceId } from "../background/instance-id.js";
+import { leaseHolder } from "../sessions/lease-holder.js";
 import { startWorkTakeover, type SettledHook, type TakeoverReport } from "../background/work-takeover.js";
 
 /** Options of an {@link AgentRegistry}. */
@@ -66,6 +67,8 @@ export class AgentRegistry {
     this.sessions = sessionSettings(options.sessions);
     this.telemetry = options.telemetry ?? telemetryRegistered();
     this.instanceId = options.instanceId ?? defaultInstanceId();
+    // Leases name this process, so a restart of it (or any process on this machine) knows when their holder died.
+    this.sessions.claims.self ??= leaseHolder(options.instanceId);
     this.lifecycle = new SessionLifecycle({
       ...(this.defaultStore ? { defaultStore: this.defaultStore } : {}),
       storeOf: (agent) => this.agents.get(agent)?.store,
@@ -132,6 +135,7 @@ export class AgentRegistry {
         stores: () => this.stores(),
         agent: (name) => this.agents.get(name),
         liveness: this.liveness,
+        ...(this.sessions.claims.self ? { self: this.sessions.claims.self } : {}),
         ...(settled ? { settled } : {}),
       },
       livenessRecheckMs(this.liveness),

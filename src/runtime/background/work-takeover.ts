@@ -2,6 +2,7 @@ import type { SessionHead, SessionStore, StoreCallContext } from "../../../store
 import { effectiveStatus, takeoverDue, type LivenessSettings } from "../sessions/snapshot-liveness.js";
 import { startPeriodicTask } from "./periodic-task.js";
 import { dropLease } from "../sessions/session-claim.js";
+import { holderGone, type LeaseSelf } from "../sessions/lease-holder.js";
 
 /** How many leased heads one pass looks at per store. */
 const HEADS_PER_PASS = 100;
@@ -25,6 +26,12 @@ export interface TakeoverSource {
    * lease for the next pass (the webhook relay uses it: see `WebhookRelay`).
    */
   settled?: SettledHook;
+  /**
+   * This process: a lease whose holder is provably dead by it (see
+   * `holderGone`) counts as lapsed at once, so a restarted instance frees
+   * what its predecessor held on its first pass.
+   */
+  self?: LeaseSelf;
 }
 
 /** See {@link TakeoverSource.settled}. */
@@ -48,7 +55,8 @@ export interface TakeoverReport {
  * each over when its agent is served here (with the same store); the work of
  * agents not served here is left alone. Also drops lapsed leases left on
  * heads whose work is over (an invocation killed mid-turn), so they do not
- * crowd the listing. Resolves to how many rows it took over; rejects with
+ * crowd the listing, and, likewise, leases whose holder is known dead
+ * (`source.self`), without waiting for their expiry. Resolves to how many rows it took over; rejects with
  * the first error after trying every head.
  */
 export async function takeOverDeadWork(source: TakeoverSource): Promise<number> {
@@ -84,7 +92,10 @@ async function visit(source: TakeoverSource, store: SessionStore, head: SessionH
   if (takeoverDue(row, source.liveness, now)) {
     return agent?.store === store ? agent.takeOver(head, row) : false;
   }
-  if (head.lease && head.lease.expiresAt <= now && effectiveStatus(row, source.liveness, now) !== "pending") {
+  const lapsed =
+    head.lease !== undefined &&
+    (head.lease.expiresAt <= now || (source.self !== undefined && holderGone(head.lease.holder, source.self)));
+  if (lapsed && effectiveStatus(row, source.liveness, now) !== "pending") {
     await source.settled?.(store, head, row, source.liveness);
     await dropLease(store, head, now, ctx);
   }

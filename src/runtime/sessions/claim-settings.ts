@@ -1,5 +1,6 @@
 import type { SessionStore, StoreCallContext } from "../../../stores/snapshot-store.js";
 import { DEFAULT_REQUEST_WINDOW, type RequestWindow } from "./request-ledger.js";
+import type { LeaseSelf } from "./lease-holder.js";
 
 /** Timing of session leases (see `SessionClaim`). */
 export interface ClaimSettings {
@@ -13,6 +14,13 @@ export interface ClaimSettings {
   maxWaiters: number;
   /** Which committed request IDs a session remembers (default {@link DEFAULT_REQUEST_WINDOW}). */
   requestWindow?: RequestWindow;
+  /**
+   * This process as written into its leases (`leaseHolder(instanceId)`;
+   * default: `leaseHolder()`, named `<hostname>:<pid>`). A lease whose holder
+   * is provably dead by it (see `holderGone`) is void at once, whatever its
+   * `expiresAt`.
+   */
+  self?: LeaseSelf;
 }
 
 /** The default lease timing (frozen: callers copy it to change a field). */

@@ -14,12 +14,16 @@ import { movedHead, withoutVersion } from "./session-head-edits.js";
 import { busyError, lineFullError, throwIfAborted } from "./busy-session-errors.js";
 import { claimConflictPause } from "./claim-backoff.js";
 import { commitWithRecheck } from "./commit-recheck.js";
+import { holderGone, leaseHolder, type LeaseSelf } from "./lease-holder.js";
 
 export { DEFAULT_CLAIM_SETTINGS } from "./claim-settings.js";
 export type { ClaimIdentity, ClaimSettings, NewSessionFields } from "./claim-settings.js";
 export { dropLease } from "./session-head-edits.js";
 
 const MAX_CAS_ATTEMPTS = 200;
+
+/** This process under its default name, for claims whose settings name none. */
+const DEFAULT_SELF: LeaseSelf = leaseHolder();
 
 /**
  * An invocation's hold on one session: the lease in the session head, taken
@@ -44,6 +48,11 @@ export class SessionClaim<S> {
 
   constructor(private readonly id: ClaimIdentity<S>) {
     this.runningRequestId = id.requestId;
+  }
+
+  /** This process, as its leases name it. */
+  private get self(): LeaseSelf {
+    return this.id.settings.self ?? DEFAULT_SELF;
   }
 
   /** The committed request IDs this claim's session remembers. */
@@ -89,7 +98,10 @@ export class SessionClaim<S> {
         const head = await this.readHead();
         const now = Date.now();
         const holder =
-          head.lease && head.lease.expiresAt > now && head.lease.invocationId !== this.id.invocationId
+          head.lease &&
+          head.lease.expiresAt > now &&
+          head.lease.invocationId !== this.id.invocationId &&
+          !holderGone(head.lease.holder, this.self)
             ? head.lease
             : undefined;
         const waiters = (head.waiters ?? []).filter((w) => w.expiresAt > now);
@@ -139,12 +151,19 @@ export class SessionClaim<S> {
    * Takes the lease of a session whose detached worker died, from the head
    * as the caller read it: a compare-and-set on that head, so of several
    * instances racing for it exactly one wins. Refused (false) when the head
-   * moved since, or its lease is valid and not `deadInvocationId`'s (the
-   * dead worker's lease may still be valid: it outlives the heartbeat).
+   * moved since, or its lease is valid, not `deadInvocationId`'s (the
+   * dead worker's lease may still be valid: it outlives the heartbeat) and
+   * held by a process not known to be dead.
    */
   async takeOver(head: SessionHead, deadInvocationId: string): Promise<boolean> {
     const lease = head.lease;
-    if (lease && lease.expiresAt > Date.now() && lease.invocationId !== deadInvocationId) return false;
+    if (
+      lease &&
+      lease.expiresAt > Date.now() &&
+      lease.invocationId !== deadInvocationId &&
+      !holderGone(lease.holder, this.self)
+    )
+      return false;
     if (!(await this.writeHead(head, { lease: this.freshLease(), waiters: head.waiters ?? [] }))) return false;
     this.started(LocalClaims.of(this.id.store));
     return true;
@@ -394,6 +413,7 @@ export class SessionClaim<S> {
       expiresAt: Date.now() + this.id.settings.leaseTtlMs,
     };
     if (this.runningRequestId) lease.requestId = this.runningRequestId;
+    lease.holder = this.self.holder;
     return lease;
   }
 
