@@ -31,10 +31,9 @@ func (c *Conversation) reconnect(err error) bool {
 	unstored := c.unstored
 	c.mu.Unlock()
 	ownHolder := c.reopened && connect.CodeOf(err) == connect.CodeAborted
-	if unstored || !(retryable(c.ctx, err) || ownHolder) || !c.client.retry.pause(c.ctx, "Chat", c.attempt, err) {
+	if unstored || !(retryable(c.ctx, err) || ownHolder) || !c.client.retry.pause(c.ctx, "Chat", &c.streak, err) {
 		return false
 	}
-	c.attempt++
 	c.reopened = true
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
