@@ -2,9 +2,12 @@ package agentd
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -213,6 +216,26 @@ func (r *retrier) backoff(n int) time.Duration {
 	return rand.N(bound + 1)
 }
 
+// tlsRefusal reports whether err is a TLS handshake that cannot succeed on a
+// retry: the server's certificate failed verification, the server answered
+// TLS with something else, or it refused the client's certificate (a TLS
+// alert from the peer, e.g. "certificate required" or "unknown certificate
+// authority"). Such a failure is returned at once, not retried for
+// MaxElapsed.
+func tlsRefusal(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var record tls.RecordHeaderError
+	if errors.As(err, &verify) || errors.As(err, &unknownAuthority) || errors.As(err, &hostname) ||
+		errors.As(err, &invalid) || errors.As(err, &record) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
+}
+
 // errStreamEnded marks a stream that ended before the TurnEnd or output it
 // was waiting for; it is retried like a reset connection.
 var errStreamEnded = errors.New("agentd: the stream ended before the output it was waiting for")
@@ -227,6 +250,9 @@ func retryable(ctx context.Context, err error) bool {
 	}
 	if errors.Is(err, errStreamEnded) {
 		return true
+	}
+	if tlsRefusal(err) {
+		return false
 	}
 	switch connect.CodeOf(err) {
 	case connect.CodeUnavailable:

@@ -2,7 +2,10 @@ package agentd
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net"
 	"regexp"
 	"testing"
 	"time"
@@ -198,5 +201,23 @@ func TestRetryStreakStartsAfreshAfterProgress(t *testing.T) {
 	time.Sleep(80 * time.Millisecond) // without progress the window closes
 	if r.wait(context.Background(), "Chat", &streak, unavailable) {
 		t.Error("retried past MaxElapsed since the first failure of the streak")
+	}
+}
+
+func TestRetryableRefusesTLSFailuresARetryCannotFix(t *testing.T) {
+	live := context.Background()
+	for _, cause := range []error{
+		&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}},
+		x509.HostnameError{Host: "wrong.test", Certificate: &x509.Certificate{}},
+		tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"},
+		&net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")},
+	} {
+		if retryable(live, connect.NewError(connect.CodeUnavailable, cause)) {
+			t.Errorf("retryable(UNAVAILABLE caused by %T %v) = true, want false: a retry cannot fix it", cause, cause)
+		}
+	}
+	reset := &net.OpError{Op: "read", Err: errors.New("connection reset by peer")}
+	if !retryable(live, connect.NewError(connect.CodeUnavailable, reset)) {
+		t.Error("a reset connection is no longer retried")
 	}
 }

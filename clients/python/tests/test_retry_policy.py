@@ -218,3 +218,22 @@ def test_run_and_delete_session_requests_carry_a_request_id():
     assert _is_uuid4(run.request.input.request_id)
     assert _is_uuid4(delete_session_call("s1").request.request_id)
     assert delete_session_call("s1", "del-1").request.request_id == "del-1"
+
+
+@pytest.mark.parametrize(
+    "details",
+    [
+        "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Custom verification check "
+        "failed with error: UNAUTHENTICATED: Hostname Verification Check failed.",
+        "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Ssl handshake failed: "
+        "SSL_ERROR_SSL: error:1000007d:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED",
+        "failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Unwrap failed (TSI_DATA_CORRUPTED)",
+    ],
+)
+def test_a_tls_handshake_a_retry_cannot_fix_is_not_retried(details):
+    assert Retrier(RetryPolicy()).plan("Run", RetryStreak(), UnavailableError(details), Deadline(None)) is None
+
+
+def test_a_closed_socket_is_still_retried():
+    closed = UnavailableError("failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Socket closed")
+    assert Retrier(RetryPolicy()).plan("Run", RetryStreak(), closed, Deadline(None)) is not None

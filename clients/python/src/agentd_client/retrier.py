@@ -11,7 +11,7 @@ import time
 from typing import Awaitable, Callable, Optional, TypeVar
 
 from .errors import AgentdError
-from .retry_policy import RETRYABLE_CODES, RetryEvent, RetryPolicy
+from .retry_policy import RETRYABLE_CODES, RetryEvent, RetryPolicy, is_tls_refusal
 
 __all__ = ["ClientStats", "Deadline", "Retrier", "RetryStreak"]
 
@@ -87,6 +87,7 @@ class Retrier:
     Guarantees: ``plan`` retries only an error with a code in ``RETRYABLE_CODES`` (or one
     marked ``retryable``), only while the attempt that failed is below ``max_attempts`` (if
     set) and the retry starts at most ``max_elapsed`` after the streak's first failure,
+    never for a TLS handshake a retry cannot fix (``is_tls_refusal``),
     never after ``close()``, and only when the backoff ends before the deadline; every retry
     it allows is counted in ``stats.retries``, logged at INFO on ``agentd_client.retry`` and
     reported to ``on_retry`` before the wait.
@@ -122,6 +123,8 @@ class Retrier:
         if policy.max_attempts is not None and failed_attempt >= policy.max_attempts:
             return None
         if not (error.code in RETRYABLE_CODES if retryable is None else retryable):
+            return None
+        if is_tls_refusal(error.details):
             return None
         delay = policy.backoff(failed_attempt, self._rand)
         elapsed = now + delay - (streak.since if streak.since is not None else now)

@@ -4,6 +4,7 @@ long it waits in between."""
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -11,7 +12,7 @@ import grpc
 
 from .errors import AgentdError
 
-__all__ = ["RetryEvent", "RetryPolicy", "DEFAULT_RETRY", "RETRYABLE_CODES"]
+__all__ = ["RetryEvent", "RetryPolicy", "DEFAULT_RETRY", "RETRYABLE_CODES", "is_tls_refusal"]
 
 #: The status codes a retry may fix: UNAVAILABLE (the server or the network said "try again"),
 #: and the codes grpcio gives a call whose connection broke (reset, closed, GOAWAY,
@@ -26,6 +27,24 @@ RETRYABLE_CODES = frozenset(
         grpc.StatusCode.INTERNAL,
     }
 )
+
+
+#: What grpcio says of a TLS handshake a retry cannot fix: the server's certificate failed
+#: verification (or names another host), the peer refused ours (a TLS alert, or grpcio's
+#: "Unwrap failed (TSI_DATA_CORRUPTED)" when a TLS 1.3 server drops a client it refused), or the
+#: other side does not speak TLS.
+_TLS_REFUSAL = re.compile(
+    r"verification check failed|CERTIFICATE_VERIFY_FAILED|_ALERT_|WRONG_VERSION_NUMBER|certificate"
+    r"|TSI_DATA_CORRUPTED",
+    re.IGNORECASE,
+)
+
+
+def is_tls_refusal(details: str) -> bool:
+    """True when an UNAVAILABLE's ``details`` describe a TLS handshake that cannot succeed on a
+    retry (see ``_TLS_REFUSAL``): such a failure is raised at once, not retried for
+    ``max_elapsed``."""
+    return bool(_TLS_REFUSAL.search(details or ""))
 
 
 @dataclass(frozen=True)
