@@ -78,8 +78,10 @@ export interface SessionUpdate {
  * request ID (a UUID unless the input has `requestId`), and calls and streams
  * that fail with UNAVAILABLE or a broken connection, or end before their
  * output, are retried with the same request IDs (the server runs each once),
- * with jittered exponential backoff, within the call's `timeoutMs` and
- * `signal`. Streams re-open (Attach after its last sequence); a conversation
+ * with jittered exponential backoff (100 ms doubling to 2 s) for up to 30 s
+ * after the first failure (`maxElapsedMs`; counted afresh once a stream makes
+ * progress), so a call rides out a restart, and always within the call's
+ * `timeoutMs` and `signal`. Streams re-open (Attach after its last sequence); a conversation
  * reconnects (see {@link Conversation}). The caller's cancellation,
  * DEADLINE_EXCEEDED and every other status surface at once.
  */

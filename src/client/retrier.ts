@@ -66,12 +66,15 @@ export class Retrier {
 
 /**
  * The attempts one call (or one stream, or one conversation) may still make:
- * bounded by the policy's `maxAttempts` since the last progress, by the
- * call's deadline (`timeoutMs`, counted from the budget's creation) and by its
+ * bounded by the policy's `maxElapsedMs` since the first failure after the
+ * last progress (and its `maxAttempts`, unbounded by default), by the call's
+ * deadline (`timeoutMs`, counted from the budget's creation) and by its
  * `signal`.
  */
 export class RetryBudget {
   private attempt = 1;
+  /** When the first failure since the last progress happened (ms since the epoch), or undefined. */
+  private firstFailureAt: number | undefined;
   private readonly deadline: number | undefined;
 
   /** Created by {@link Retrier.budget}. */
@@ -90,30 +93,38 @@ export class RetryBudget {
     return { ...this.options, timeoutMs: Math.max(1, this.deadline - Date.now()) };
   }
 
-  /** The caller made progress (a chunk, a turn): the attempt count starts again. */
+  /** The caller made progress (a chunk, a turn): the attempt count and the retry window start again. */
   progress(): void {
     this.attempt = 1;
+    this.firstFailureAt = undefined;
   }
 
   /**
    * After a failed attempt: resolves true once the backoff has passed and
    * another attempt may start, false when `err` is not retryable (unless the
-   * caller knows better: `alsoRetryable`), the
-   * attempts are spent, the backoff would pass the deadline, or the caller's
+   * caller knows better: `alsoRetryable`), the attempts are spent, the retry
+   * would start more than `maxElapsedMs` after the first failure since the
+   * last progress, the backoff would pass the deadline, or the caller's
    * signal aborted (the caller then surfaces `err`).
    */
   async retry(err: unknown, alsoRetryable = false): Promise<boolean> {
     const signal = this.options.signal ?? undefined;
     if (signal?.aborted) return false;
-    if (!(alsoRetryable || isRetryable(err, signal)) || this.attempt >= this.retrier.policy.maxAttempts) return false;
-    const delayMs = backoffDelayMs(this.retrier.policy, this.attempt);
-    if (this.deadline !== undefined && Date.now() + delayMs >= this.deadline) return false;
+    const policy = this.retrier.policy;
+    if (!(alsoRetryable || isRetryable(err, signal)) || this.attempt >= policy.maxAttempts) return false;
+    const now = Date.now();
+    this.firstFailureAt ??= now;
+    const delayMs = backoffDelayMs(policy, this.attempt);
+    const elapsedMs = now + delayMs - this.firstFailureAt;
+    if (elapsedMs > policy.maxElapsedMs) return false;
+    if (this.deadline !== undefined && now + delayMs >= this.deadline) return false;
     this.attempt++;
     const error = ConnectError.from(err);
     this.retrier.noteRetry({
       procedure: this.procedure,
       attempt: this.attempt,
       delayMs,
+      elapsedMs,
       code: error.code,
       message: error.rawMessage,
     });

@@ -23,7 +23,8 @@ describe("client.attach after a takeover of detached work", () => {
   });
 
   it("text() is the final reply once: the superseded chunks of the cut turn are dropped at the takeover marker", async () => {
-    const onA = createAgentClient(a.baseUrl);
+    // A never comes back: without retries its attach fails when it dies, instead of retrying for 30 s.
+    const onA = createAgentClient(a.baseUrl, { protocol: "grpc", retry: false });
     const output = await onA.run("assistant", { message: userText(words, { echoDelayMs: 150 }), detach: true });
     let modelChunksOnA = 0;
     await expect(

@@ -9,9 +9,25 @@ function reset(code: Code): ConnectError {
 }
 
 describe("retry policy", () => {
-  it("defaults to 5 attempts, 100 ms initial and 2 s maximum backoff", () => {
-    expect(resolveRetryPolicy(undefined)).toEqual({ maxAttempts: 5, initialBackoffMs: 100, maxBackoffMs: 2000 });
-    expect(DEFAULT_RETRY_POLICY.maxAttempts).toBe(5);
+  it("defaults to a 30 s retry window, no attempt limit, 100 ms initial and 2 s maximum backoff", () => {
+    expect(resolveRetryPolicy(undefined)).toEqual({
+      maxElapsedMs: 30_000,
+      maxAttempts: Infinity,
+      initialBackoffMs: 100,
+      maxBackoffMs: 2000,
+    });
+    expect(DEFAULT_RETRY_POLICY.maxAttempts).toBe(Infinity);
+    expect(resolveRetryPolicy({ maxAttempts: 5 })).toMatchObject({ maxAttempts: 5, maxElapsedMs: 30_000 });
+  });
+
+  it("reaches the 2 s backoff cap at the sixth retry, well inside the default window", () => {
+    const policy = resolveRetryPolicy({});
+    const caps = Array.from({ length: 8 }, (_, i) => backoffDelayMs(policy, i + 1, () => 1));
+    expect(caps).toEqual([100, 200, 400, 800, 1600, 2000, 2000, 2000]);
+    expect(caps.slice(0, 6).reduce((a, b) => a + b, 0)).toBeLessThan(policy.maxElapsedMs);
+    // no overflow to NaN far into an unbounded streak, even with a zero initial backoff
+    expect(backoffDelayMs(policy, 5000, () => 1)).toBe(2000);
+    expect(backoffDelayMs(resolveRetryPolicy({ initialBackoffMs: 0 }), 5000, () => 1)).toBe(0);
   });
 
   it("retry: false is a single attempt", () => {

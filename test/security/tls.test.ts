@@ -134,7 +134,12 @@ describe("TLS (--tls-cert, --tls-key)", () => {
   });
 
   it("refuses cleartext on the TLS port", async () => {
-    const client = createAgentClient(`http://127.0.0.1:${server.port}`, { protocol: "grpc", token: TOKEN });
+    // The refusal looks like a reset connection (ECONNRESET), which the default budget retries for 30 s.
+    const client = createAgentClient(`http://127.0.0.1:${server.port}`, {
+      protocol: "grpc",
+      token: TOKEN,
+      retry: { maxElapsedMs: 2000 },
+    });
     await expect(client.listAgents()).rejects.toThrow();
   });
 });
@@ -172,6 +177,8 @@ describe("mutual TLS (--tls-client-ca)", () => {
     const client = createAgentClient(`https://localhost:${server.port}`, {
       protocol: "grpc",
       tls: { ca: certs.ca, cert: certs.strangerCert, key: certs.strangerKey },
+      // The refusal reaches the client as an HTTP/2 stream reset, which the default budget retries for 30 s.
+      retry: { maxElapsedMs: 2000 },
     });
     await expect(client.listAgents()).rejects.toThrow();
   });

@@ -31,7 +31,7 @@ type AttachedRun struct {
 	snapshotID string
 	stream     *connect.ServerStreamForClient[agentdv1.AttachInvocationResponse]
 	cancel     context.CancelFunc
-	attempt    int // attempts since the last chunk; guarded by recvMu
+	streak     retryStreak // failures since the last chunk; guarded by recvMu
 
 	recvMu sync.Mutex // held while reading one response from the stream
 
@@ -61,7 +61,7 @@ type AttachedRun struct {
 // (the work stopped sending heartbeats before it ended: it reads as expired).
 func (c *Client) Attach(ctx context.Context, agent, snapshotID string, afterSequence uint32) *AttachedRun {
 	ctx, cancel := context.WithCancel(ctx)
-	run := &AttachedRun{client: c, ctx: ctx, agent: agent, snapshotID: snapshotID, cancel: cancel, last: afterSequence, attempt: 1}
+	run := &AttachedRun{client: c, ctx: ctx, agent: agent, snapshotID: snapshotID, cancel: cancel, last: afterSequence}
 	if err := run.open(); err != nil && !run.reopen(err) {
 		run.finish(nil, err)
 	}
@@ -81,8 +81,7 @@ func (r *AttachedRun) open() error {
 // until one opens: it reports whether one did. A reopened stream continues
 // after the last sequence read, so no chunk is read twice.
 func (r *AttachedRun) reopen(err error) bool {
-	for r.client.retry.wait(r.ctx, "AttachInvocation", r.attempt, err) {
-		r.attempt++
+	for r.client.retry.wait(r.ctx, "AttachInvocation", &r.streak, err) {
 		if r.stream != nil {
 			_ = r.stream.Close()
 		}
@@ -212,7 +211,7 @@ func (r *AttachedRun) receive() (*agentdv1.AgentStreamChunk, error) {
 	for r.stream.Receive() {
 		msg := r.stream.Msg()
 		if chunk := msg.GetChunk(); chunk != nil {
-			r.attempt = 1
+			r.streak.reset()
 			r.mu.Lock()
 			if seq := chunk.GetSequence(); seq != 0 {
 				r.last = seq

@@ -53,9 +53,9 @@ type Conversation struct {
 	detach        *agentdv1.AgentInput // the detach input sent, if any
 	requestClosed bool
 
-	recvMu   sync.Mutex // held while reading one response from the stream
-	attempt  int        // Chat attempts since the last progress; guarded by recvMu
-	reopened bool       // the stream was reopened and made no progress yet; guarded by recvMu
+	recvMu   sync.Mutex  // held while reading one response from the stream
+	streak   retryStreak // Chat failures since the last progress; guarded by recvMu
+	reopened bool        // the stream was reopened and made no progress yet; guarded by recvMu
 
 	mu         sync.Mutex // guards the fields below and every Turn's fields
 	turns      []*Turn    // sent turns whose TurnEnd has not arrived, oldest first
@@ -81,7 +81,6 @@ func (c *Client) Chat(ctx context.Context, agent string, opts ChatOptions) (*Con
 		client:     c,
 		agent:      agent,
 		init:       opts.init(agent),
-		attempt:    1,
 		sessionID:  opts.SessionID,
 		snapshotID: opts.SnapshotID,
 		state:      opts.State,

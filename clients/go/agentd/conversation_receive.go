@@ -59,7 +59,7 @@ func (c *Conversation) dispatch(chunk *agentdv1.AgentStreamChunk) {
 	defer c.mu.Unlock()
 	if ack := chunk.GetInputAck(); ack != nil {
 		// Answers a control input; part of no turn.
-		c.attempt, c.reopened = 1, false
+		c.streak, c.reopened = retryStreak{}, false
 		c.ackLocked(ack)
 		return
 	}
@@ -81,7 +81,7 @@ func (c *Conversation) dispatch(chunk *agentdv1.AgentStreamChunk) {
 	if end != nil && end.GetSnapshotId() != "" && end.GetSessionId() != "" {
 		c.resumeID = end.GetSessionId()
 	}
-	c.attempt, c.reopened = 1, false // progress: a chunk delivered, or a TurnEnd
+	c.streak, c.reopened = retryStreak{}, false // progress: a chunk delivered, or a TurnEnd
 	if len(c.turns) == 0 {
 		return
 	}

@@ -19,7 +19,7 @@ func (e streamEndedError) Is(target error) bool { return target == errStreamEnde
 // policy allows (it waits the backoff first), and reports whether it did. The
 // new stream resumes the session (or re-sends the original init) and re-sends
 // every input whose TurnEnd has not arrived; its own failure surfaces from
-// its next Receive, which reconnects again while attempts remain. recvMu
+// its next Receive, which reconnects again while the retry budget lasts. recvMu
 // must be held.
 //
 // A reopened stream that fails with connect.CodeAborted before making
@@ -31,10 +31,9 @@ func (c *Conversation) reconnect(err error) bool {
 	unstored, failedTurn := c.unstored, c.failedTurn
 	c.mu.Unlock()
 	ownHolder := c.reopened && connect.CodeOf(err) == connect.CodeAborted
-	if unstored || failedTurn || !(retryable(c.ctx, err) || ownHolder) || !c.client.retry.pause(c.ctx, "Chat", c.attempt, err) {
+	if unstored || failedTurn || !(retryable(c.ctx, err) || ownHolder) || !c.client.retry.pause(c.ctx, "Chat", &c.streak, err) {
 		return false
 	}
-	c.attempt++
 	c.reopened = true
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()

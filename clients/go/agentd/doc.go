@@ -93,8 +93,9 @@
 // (AgentInput.RequestId, a UUID v4 unless the caller set one) that the server
 // deduplicates, so a retried turn runs once. A Conversation reconnects,
 // resuming its session, and re-sends the inputs whose TurnEnd it has not
-// seen; Attach and WatchSnapshot re-open. Up to 5 attempts with full-jitter
-// backoff (100 ms to 2 s) within the context's deadline; see RetryPolicy,
+// seen; Attach and WatchSnapshot re-open. Retries go on for up to 30 s after
+// the first failure (counted afresh after progress), with full-jitter backoff
+// (100 ms to 2 s), within the context's deadline; see RetryPolicy,
 // WithRetry, WithoutRetry and Client.Stats.
 //
 //	client := agentd.NewClient(url, agentd.WithRetry(agentd.RetryPolicy{

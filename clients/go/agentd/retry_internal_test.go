@@ -2,7 +2,10 @@ package agentd
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net"
 	"regexp"
 	"testing"
 	"time"
@@ -37,7 +40,7 @@ func TestRetryWaitGivesUpWhenTheDelayWouldPassTheDeadline(t *testing.T) {
 	// Try until a delay longer than the deadline is drawn (all but certain).
 	for range 20 {
 		start := time.Now()
-		if r.wait(ctx, "Run", 1, unavailable) {
+		if r.wait(ctx, "Run", &retryStreak{}, unavailable) {
 			continue
 		}
 		if time.Since(start) > 40*time.Millisecond {
@@ -133,5 +136,88 @@ func TestWithRequestIDKeepsTheCallersIDAndLeavesTheInputUnchanged(t *testing.T) 
 	}
 	if got.GetRequestId() == "" || !proto.Equal(got.GetMessage(), bare.GetMessage()) {
 		t.Errorf("withRequestID = %v, want the same input with a request ID", got)
+	}
+}
+
+func TestRetryDefaultsAreBoundedByTimeNotAttempts(t *testing.T) {
+	r := newRetrier(RetryPolicy{})
+	if r.policy.MaxElapsed != 30*time.Second || r.policy.MaxAttempts != 0 || r.policy.MaxBackoff != 2*time.Second {
+		t.Fatalf("default policy = %+v, want MaxElapsed 30s, no attempt limit, MaxBackoff 2s", r.policy)
+	}
+	// The backoff bound doubles from 100ms and reaches its 2s cap at retry 6 (n = 5).
+	bounds := []time.Duration{}
+	for n := range 7 {
+		bounds = append(bounds, min(r.policy.MaxBackoff, r.policy.InitialBackoff<<n))
+	}
+	if bounds[5] != 2*time.Second || bounds[4] != 1600*time.Millisecond {
+		t.Errorf("backoff bounds %v, want the 2s cap reached at the sixth retry", bounds)
+	}
+	if !r.enabled() || !newRetrier(RetryPolicy{MaxAttempts: 5}).enabled() || newRetrier(RetryPolicy{MaxAttempts: 1}).enabled() {
+		t.Error("enabled: want true for the default and MaxAttempts 5, false for MaxAttempts 1")
+	}
+}
+
+func TestRetryStopsOnceMaxElapsedHasPassedSinceTheFirstFailure(t *testing.T) {
+	var events []RetryEvent
+	r := newRetrier(RetryPolicy{
+		MaxElapsed: 300 * time.Millisecond, InitialBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
+		OnRetry: func(e RetryEvent) { events = append(events, e) },
+	})
+	unavailable := connect.NewError(connect.CodeUnavailable, errors.New("down"))
+	calls := 0
+	_, err := retryCall(context.Background(), r, "Run", func(context.Context) (int, error) {
+		calls++
+		return 0, unavailable
+	})
+	if !errors.Is(err, unavailable) {
+		t.Fatalf("retryCall: %v, want the last error", err)
+	}
+	// With a 20ms cap, 300ms holds far more than the 5 attempts of a count-bounded budget.
+	if calls <= 5 || len(events) != calls-1 {
+		t.Errorf("%d calls, %d events; want more than 5 calls and one event per retry", calls, len(events))
+	}
+	for i, e := range events {
+		if e.Elapsed > 300*time.Millisecond || e.Attempt != i+2 {
+			t.Errorf("event %d = %+v, want attempt %d starting within MaxElapsed", i, e, i+2)
+		}
+	}
+	if last := events[len(events)-1]; last.Elapsed < 200*time.Millisecond {
+		t.Errorf("last retry starts %v after the first failure, want the retries to use most of the 300ms window", last.Elapsed)
+	}
+}
+
+func TestRetryStreakStartsAfreshAfterProgress(t *testing.T) {
+	r := newRetrier(RetryPolicy{MaxElapsed: 50 * time.Millisecond, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	unavailable := connect.NewError(connect.CodeUnavailable, errors.New("down"))
+	var streak retryStreak
+	if !r.wait(context.Background(), "Chat", &streak, unavailable) {
+		t.Fatal("first failure not retried")
+	}
+	time.Sleep(80 * time.Millisecond) // the conversation runs for longer than MaxElapsed
+	streak.reset()                    // ... and makes progress
+	if !r.wait(context.Background(), "Chat", &streak, unavailable) {
+		t.Error("a failure after progress was not retried: the window must count from the first failure since the progress")
+	}
+	time.Sleep(80 * time.Millisecond) // without progress the window closes
+	if r.wait(context.Background(), "Chat", &streak, unavailable) {
+		t.Error("retried past MaxElapsed since the first failure of the streak")
+	}
+}
+
+func TestRetryableRefusesTLSFailuresARetryCannotFix(t *testing.T) {
+	live := context.Background()
+	for _, cause := range []error{
+		&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}},
+		x509.HostnameError{Host: "wrong.test", Certificate: &x509.Certificate{}},
+		tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"},
+		&net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")},
+	} {
+		if retryable(live, connect.NewError(connect.CodeUnavailable, cause)) {
+			t.Errorf("retryable(UNAVAILABLE caused by %T %v) = true, want false: a retry cannot fix it", cause, cause)
+		}
+	}
+	reset := &net.OpError{Op: "read", Err: errors.New("connection reset by peer")}
+	if !retryable(live, connect.NewError(connect.CodeUnavailable, reset)) {
+		t.Error("a reset connection is no longer retried")
 	}
 }

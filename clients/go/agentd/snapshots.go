@@ -91,7 +91,8 @@ func (c *Client) AllSnapshots(ctx context.Context, agent, sessionID string, opts
 func (c *Client) WatchSnapshot(ctx context.Context, agent, snapshotID string) iter.Seq2[agentdv1.SnapshotStatus, error] {
 	return func(yield func(agentdv1.SnapshotStatus, error) bool) {
 		last := agentdv1.SnapshotStatus_SNAPSHOT_STATUS_UNSPECIFIED
-		for attempt := 1; ; attempt++ {
+		var streak retryStreak
+		for {
 			more, err := c.watchOnce(ctx, agent, snapshotID, &last, yield)
 			if !more {
 				return
@@ -99,7 +100,7 @@ func (c *Client) WatchSnapshot(ctx context.Context, agent, snapshotID string) it
 			if err == nil {
 				err = connect.NewError(connect.CodeUnavailable, errStreamEnded)
 			}
-			if !c.retry.wait(ctx, "WatchSnapshot", attempt, err) {
+			if !c.retry.wait(ctx, "WatchSnapshot", &streak, err) {
 				yield(agentdv1.SnapshotStatus_SNAPSHOT_STATUS_UNSPECIFIED, err)
 				return
 			}

@@ -141,6 +141,19 @@ def session_ttl_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def session_size_cap_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``host:port`` of an agentd started with ``--max-session-bytes 1024`` (memory store): a
+    turn whose input makes the session larger fails in-band with RESOURCE_EXHAUSTED."""
+    server = AgentdProcess(
+        tmp_path_factory.mktemp("agentd-size-cap") / "stderr.log", ["--max-session-bytes", "1024"]
+    )
+    try:
+        yield server.address
+    finally:
+        server.stop()
+
+
 # --- Authentication and TLS: a throw-away PKI and servers started with --auth-tokens / --tls-* ---
 
 #: Bearer tokens of the test tokens file: alice and alice2 are tenant-a, bob is tenant-b.

@@ -17,14 +17,20 @@ from agentd_client import (
     build_input,
     error_for_code,
 )
-from agentd_client.retrier import Deadline, Retrier
+from agentd_client import retrier as retrier_module
+from agentd_client.retrier import Deadline, Retrier, RetryStreak
 from agentd_client.service_calls import delete_session_call, run_call
 
 RESET = UnavailableError("Stream removed (recvmsg:Connection reset by peer (104))")
 
 
-def test_the_default_policy_is_five_attempts_and_backoff_from_100ms_to_2s():
-    assert (DEFAULT_RETRY.max_attempts, DEFAULT_RETRY.initial_backoff, DEFAULT_RETRY.max_backoff) == (5, 0.1, 2.0)
+def test_the_default_policy_is_30s_of_retries_no_attempt_limit_and_backoff_from_100ms_to_2s():
+    assert (
+        DEFAULT_RETRY.max_elapsed,
+        DEFAULT_RETRY.max_attempts,
+        DEFAULT_RETRY.initial_backoff,
+        DEFAULT_RETRY.max_backoff,
+    ) == (30.0, None, 0.1, 2.0)
 
 
 def test_backoff_caps_double_from_the_initial_backoff_up_to_the_max():
@@ -41,7 +47,7 @@ def test_backoff_is_full_jitter_between_zero_and_the_cap():
     assert min(delays) < 0.05 and max(delays) > 0.35
 
 
-@pytest.mark.parametrize("kwargs", [{"max_attempts": 0}, {"initial_backoff": -1}, {"max_backoff": -0.5}])
+@pytest.mark.parametrize("kwargs", [{"max_attempts": 0}, {"initial_backoff": -1}, {"max_backoff": -0.5}, {"max_elapsed": -1}])
 def test_a_policy_out_of_range_raises_value_error(kwargs):
     with pytest.raises(ValueError):
         RetryPolicy(**kwargs)
@@ -57,7 +63,7 @@ def test_the_client_takes_a_policy_or_none_and_nothing_else():
 @pytest.mark.parametrize("code", ["UNAVAILABLE", "CANCELLED", "UNKNOWN", "INTERNAL"])
 def test_unavailable_and_broken_transport_codes_are_retried(code):
     error = error_for_code(grpc.StatusCode[code], "connection reset")
-    assert Retrier(RetryPolicy()).plan("Run", 1, error, Deadline(None)) is not None
+    assert Retrier(RetryPolicy()).plan("Run", RetryStreak(), error, Deadline(None)) is not None
 
 
 @pytest.mark.parametrize(
@@ -66,33 +72,85 @@ def test_unavailable_and_broken_transport_codes_are_retried(code):
 )
 def test_other_codes_are_never_retried(code):
     error = error_for_code(grpc.StatusCode[code], "final")
-    assert Retrier(RetryPolicy()).plan("Run", 1, error, Deadline(None)) is None
+    assert Retrier(RetryPolicy()).plan("Run", RetryStreak(), error, Deadline(None)) is None
 
 
 def test_retries_stop_after_max_attempts():
     retrier = Retrier(RetryPolicy(max_attempts=3))
-    assert [retrier.plan("Run", n, RESET, Deadline(None)) is not None for n in (1, 2, 3)] == [True, True, False]
+    streak = RetryStreak()
+    assert [retrier.plan("Run", streak, RESET, Deadline(None)) is not None for _ in (1, 2, 3)] == [True, True, False]
     assert retrier.stats.retries == 2
 
 
 def test_no_retry_when_the_backoff_would_end_past_the_deadline():
     retrier = Retrier(RetryPolicy(initial_backoff=1.0), rand=lambda: 0.5)
-    assert retrier.plan("Run", 1, RESET, Deadline(0.4)) is None
-    assert retrier.plan("Run", 1, RESET, Deadline(0.6)) == pytest.approx(0.5)
+    assert retrier.plan("Run", RetryStreak(), RESET, Deadline(0.4)) is None
+    assert retrier.plan("Run", RetryStreak(), RESET, Deadline(0.6)) == pytest.approx(0.5)
+
+
+class _Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_retries_are_bounded_by_time_since_the_first_failure_not_by_a_count(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(retrier_module.time, "monotonic", clock)
+    events = []
+    retrier = Retrier(RetryPolicy(on_retry=events.append), rand=lambda: 1.0)
+    streak = RetryStreak()
+    delays = []
+    while (delay := retrier.plan("Chat", streak, RESET, Deadline(None))) is not None:
+        delays.append(delay)
+        clock.now += delay + 0.05  # the backoff, then an attempt that fails after 50 ms
+    # far more than 5 attempts; the backoff reaches its 2 s cap and stays there
+    assert delays[:7] == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0])
+    assert len(delays) > 10 and max(delays) == pytest.approx(2.0)
+    # no retry starts more than 30 s after the first failure, and the window is used
+    assert all(e.elapsed <= 30.0 for e in events) and events[-1].elapsed > 27.0
+    assert [e.attempt for e in events] == list(range(2, len(events) + 2))
+
+
+def test_progress_starts_the_time_budget_afresh(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(retrier_module.time, "monotonic", clock)
+    retrier = Retrier(RetryPolicy(max_elapsed=1.0), rand=lambda: 0.0)
+    streak = RetryStreak()
+    assert retrier.plan("Chat", streak, RESET, Deadline(None)) is not None
+    clock.now += 5.0  # a long conversation...
+    streak.reset()  # ... that made progress
+    assert retrier.plan("Chat", streak, RESET, Deadline(None)) is not None
+    clock.now += 1.5  # no progress for longer than max_elapsed
+    assert retrier.plan("Chat", streak, RESET, Deadline(None)) is None
+
+
+def test_no_time_limit_with_max_elapsed_none(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(retrier_module.time, "monotonic", clock)
+    retrier = Retrier(RetryPolicy(max_elapsed=None), rand=lambda: 0.0)
+    streak = RetryStreak()
+    assert retrier.plan("Run", streak, RESET, Deadline(None)) is not None
+    clock.now += 3600.0
+    assert retrier.plan("Run", streak, RESET, Deadline(None)) is not None
 
 
 def test_no_retry_without_a_policy_or_after_close():
-    assert Retrier(None).plan("Run", 1, RESET, Deadline(None)) is None
+    assert Retrier(None).plan("Run", RetryStreak(), RESET, Deadline(None)) is None
     closed = Retrier(RetryPolicy())
     closed.close()
-    assert closed.plan("Run", 1, RESET, Deadline(None)) is None
+    assert closed.plan("Run", RetryStreak(), RESET, Deadline(None)) is None
 
 
 def test_each_retry_is_counted_reported_to_on_retry_and_logged(caplog):
     events = []
     retrier = Retrier(RetryPolicy(on_retry=events.append), rand=lambda: 0.5)
     with caplog.at_level(logging.INFO, logger="agentd_client.retry"):
-        delay = retrier.plan("GetSnapshot", 1, RESET, Deadline(None))
+        delay = retrier.plan("GetSnapshot", RetryStreak(), RESET, Deadline(None))
     assert retrier.stats.retries == 1
     [event] = events
     assert (event.procedure, event.attempt, event.delay, event.code) == (
@@ -101,15 +159,15 @@ def test_each_retry_is_counted_reported_to_on_retry_and_logged(caplog):
         delay,
         grpc.StatusCode.UNAVAILABLE,
     )
-    assert event.message == RESET.details and event.error is RESET
-    assert any("retrying GetSnapshot (attempt 2 of 5)" in r.getMessage() for r in caplog.records)
+    assert event.message == RESET.details and event.error is RESET and event.elapsed == pytest.approx(delay)
+    assert any("retrying GetSnapshot (attempt 2)" in r.getMessage() for r in caplog.records)
 
 
 def test_an_on_retry_that_raises_does_not_stop_the_retry():
     def broken(_event):
         raise RuntimeError("hook bug")
 
-    assert Retrier(RetryPolicy(on_retry=broken)).plan("Run", 1, RESET, Deadline(None)) is not None
+    assert Retrier(RetryPolicy(on_retry=broken)).plan("Run", RetryStreak(), RESET, Deadline(None)) is not None
 
 
 def test_call_returns_the_first_success_after_retryable_failures():
@@ -160,3 +218,22 @@ def test_run_and_delete_session_requests_carry_a_request_id():
     assert _is_uuid4(run.request.input.request_id)
     assert _is_uuid4(delete_session_call("s1").request.request_id)
     assert delete_session_call("s1", "del-1").request.request_id == "del-1"
+
+
+@pytest.mark.parametrize(
+    "details",
+    [
+        "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Custom verification check "
+        "failed with error: UNAUTHENTICATED: Hostname Verification Check failed.",
+        "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Ssl handshake failed: "
+        "SSL_ERROR_SSL: error:1000007d:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED",
+        "failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Unwrap failed (TSI_DATA_CORRUPTED)",
+    ],
+)
+def test_a_tls_handshake_a_retry_cannot_fix_is_not_retried(details):
+    assert Retrier(RetryPolicy()).plan("Run", RetryStreak(), UnavailableError(details), Deadline(None)) is None
+
+
+def test_a_closed_socket_is_still_retried():
+    closed = UnavailableError("failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Socket closed")
+    assert Retrier(RetryPolicy()).plan("Run", RetryStreak(), closed, Deadline(None)) is not None

@@ -13,7 +13,7 @@ import grpc.aio
 from agentd.v1 import agent_pb2, agent_service_pb2
 
 from .errors import AgentdError, CancelledError, error_for_code, error_from_rpc
-from .retrier import Deadline, Retrier
+from .retrier import Deadline, Retrier, RetryStreak
 
 __all__ = ["AttachedRunRecord", "AttachedRun", "AsyncAttachedRun", "OpenAttach"]
 
@@ -46,7 +46,7 @@ class AttachedRunRecord:
         self._open_call = open_call
         self._retrier = retrier if retrier is not None else Retrier(None)
         self._deadline = Deadline(timeout)
-        self._failures = 0
+        self._streak = RetryStreak()
         #: The agent of the detached work.
         self.agent: str = agent
         #: The pending snapshot ID of the detached work.
@@ -87,7 +87,7 @@ class AttachedRunRecord:
         self, response: agent_service_pb2.AttachInvocationResponse
     ) -> Optional[agent_pb2.AgentStreamChunk]:
         """Records one response; returns its chunk (None for the output)."""
-        self._failures = 0
+        self._streak.reset()
         if response.HasField("chunk"):
             chunk = response.chunk
             if chunk.sequence:
@@ -126,9 +126,8 @@ class AttachedRunRecord:
         an output), or None when the run must fail with it."""
         if self.done:
             return None
-        self._failures += 1
         return self._retrier.plan(
-            "AttachInvocation", self._failures, error, self._deadline, retryable=True if broken else None
+            "AttachInvocation", self._streak, error, self._deadline, retryable=True if broken else None
         )
 
     def _reopen(self) -> Any:

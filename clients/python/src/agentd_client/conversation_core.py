@@ -19,7 +19,7 @@ from .errors import (
     InternalError,
 )
 from .json_values import state_custom
-from .retrier import Deadline, Retrier
+from .retrier import Deadline, Retrier, RetryStreak
 from .turn import TurnRecord
 from .turn_control import ControlAcks
 
@@ -61,7 +61,7 @@ class ConversationCore:
         self._skip = 0
         self._turn_ends = 0
         self._server_managed = bool(init.session_id or init.snapshot_id)
-        self._failures = 0
+        self._streak = RetryStreak()
         # A reopened Chat that has delivered nothing yet (see _retry_delay).
         self._reopened = False
         self._progressed = False
@@ -152,13 +152,12 @@ class ConversationCore:
         the error is final, or the conversation cannot be resumed)."""
         if self.finished or self._reconnect_init() is None:
             return None
-        self._failures += 1
         # A reopened Chat refused ABORTED (busy) before anything arrived met its own dropped
         # invocation, which holds the session until agentd notices the broken connection
         # (nothing ran: the busy check comes first): retried like a reset, within the budget.
         if self._reopened and not self._progressed and error.code == grpc.StatusCode.ABORTED:
             retryable = True
-        return self._retrier.plan("Chat", self._failures, error, self._deadline, retryable=retryable)
+        return self._retrier.plan("Chat", self._streak, error, self._deadline, retryable=retryable)
 
     def _begin_reconnect(self) -> None:
         """Drops, from the new stream, as many chunks of the turn in flight as it delivered;
@@ -234,7 +233,7 @@ class ConversationCore:
         patch_error: Optional[CustomPatchError] = None
         if response.HasField("chunk") and response.chunk.HasField("input_ack"):
             # Answers a control input: part of no turn, never re-sent by a reconnect.
-            self._failures = 0
+            self._streak.reset()
             self._progressed = True
             self._on_ack(response.chunk.input_ack)
             return
@@ -244,7 +243,7 @@ class ConversationCore:
                 self._skip -= 1  # delivered before the reconnect
                 return
             self._skip = 0
-            self._failures = 0
+            self._streak.reset()
             self._progressed = True
             if len(chunk.custom_patch) > 0:
                 try:

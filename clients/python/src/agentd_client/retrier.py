@@ -11,9 +11,9 @@ import time
 from typing import Awaitable, Callable, Optional, TypeVar
 
 from .errors import AgentdError
-from .retry_policy import RETRYABLE_CODES, RetryEvent, RetryPolicy
+from .retry_policy import RETRYABLE_CODES, RetryEvent, RetryPolicy, is_tls_refusal
 
-__all__ = ["ClientStats", "Deadline", "Retrier"]
+__all__ = ["ClientStats", "Deadline", "Retrier", "RetryStreak"]
 
 T = TypeVar("T")
 
@@ -58,12 +58,36 @@ class Deadline:
         return remaining is None or delay < remaining
 
 
+class RetryStreak:
+    """What one call (stream, conversation) has spent of its retry budget since it last made
+    progress: ``failures``, its failed attempts, and ``since``, when the first of them failed
+    (``time.monotonic()``; None before any)."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.since: Optional[float] = None
+
+    def reset(self) -> None:
+        """The call made progress: its budget starts afresh."""
+        self.failures = 0
+        self.since = None
+
+    def fail(self, now: float) -> int:
+        """Records a failed attempt at ``now``; returns its number (1 for the first)."""
+        if self.failures == 0:
+            self.since = now
+        self.failures += 1
+        return self.failures
+
+
 class Retrier:
     """A client's retry decisions: ``policy`` (None: never retry), its ``stats``; ``rand``
     draws the jitter (uniform in [0, 1)).
 
     Guarantees: ``plan`` retries only an error with a code in ``RETRYABLE_CODES`` (or one
-    marked ``retryable``), only while the attempt that failed is below ``max_attempts``,
+    marked ``retryable``), only while the attempt that failed is below ``max_attempts`` (if
+    set) and the retry starts at most ``max_elapsed`` after the streak's first failure,
+    never for a TLS handshake a retry cannot fix (``is_tls_refusal``),
     never after ``close()``, and only when the backoff ends before the deadline; every retry
     it allows is counted in ``stats.retries``, logged at INFO on ``agentd_client.retry`` and
     reported to ``on_retry`` before the wait.
@@ -82,31 +106,40 @@ class Retrier:
     def plan(
         self,
         procedure: str,
-        failed_attempt: int,
+        streak: RetryStreak,
         error: AgentdError,
         deadline: Deadline,
         *,
         retryable: Optional[bool] = None,
     ) -> Optional[float]:
-        """The backoff (seconds) before retrying ``procedure`` after attempt ``failed_attempt``
-        (1 for the first) failed with ``error``, or None when ``error`` is final.
+        """Records the failed attempt in ``streak`` and returns the backoff (seconds) before
+        retrying ``procedure`` after it failed with ``error``, or None when ``error`` is final.
         ``retryable`` overrides the decision by code (True for a stream that ended early)."""
+        now = time.monotonic()
+        failed_attempt = streak.fail(now)
         policy = self.policy
-        if policy is None or self._closed or failed_attempt >= policy.max_attempts:
+        if policy is None or self._closed:
+            return None
+        if policy.max_attempts is not None and failed_attempt >= policy.max_attempts:
             return None
         if not (error.code in RETRYABLE_CODES if retryable is None else retryable):
             return None
+        if is_tls_refusal(error.details):
+            return None
         delay = policy.backoff(failed_attempt, self._rand)
+        elapsed = now + delay - (streak.since if streak.since is not None else now)
+        if policy.max_elapsed is not None and elapsed > policy.max_elapsed:
+            return None
         if not deadline.allows(delay):
             return None
         self.stats._count_retry()
-        event = RetryEvent(procedure, failed_attempt + 1, delay, error.code, error.details, error)
+        event = RetryEvent(procedure, failed_attempt + 1, delay, error.code, error.details, error, elapsed)
         logger.info(
-            "agentd_client: retrying %s (attempt %d of %d) in %.3fs after %s: %s",
+            "agentd_client: retrying %s (attempt %d) in %.3fs, %.1fs after the first failure, after %s: %s",
             procedure,
             event.attempt,
-            policy.max_attempts,
             delay,
+            elapsed,
             error.code.name,
             error.details,
         )
@@ -121,13 +154,12 @@ class Retrier:
         """Runs ``attempt(deadline)`` until it returns or raises a final ``AgentdError``
         (blocking: waits with ``time.sleep``)."""
         deadline = Deadline(timeout)
-        failed = 0
+        streak = RetryStreak()
         while True:
             try:
                 return attempt(deadline)
             except AgentdError as error:
-                failed += 1
-                delay = self.plan(procedure, failed, error, deadline)
+                delay = self.plan(procedure, streak, error, deadline)
                 if delay is None:
                     raise
             time.sleep(delay)
@@ -138,13 +170,12 @@ class Retrier:
         """``call`` on asyncio: waits with ``asyncio.sleep``; cancelling the task stops it at
         once (a cancel is never retried)."""
         deadline = Deadline(timeout)
-        failed = 0
+        streak = RetryStreak()
         while True:
             try:
                 return await attempt(deadline)
             except AgentdError as error:
-                failed += 1
-                delay = self.plan(procedure, failed, error, deadline)
+                delay = self.plan(procedure, streak, error, deadline)
                 if delay is None:
                     raise
             await asyncio.sleep(delay)

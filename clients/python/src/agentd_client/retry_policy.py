@@ -4,6 +4,7 @@ long it waits in between."""
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -11,7 +12,7 @@ import grpc
 
 from .errors import AgentdError
 
-__all__ = ["RetryEvent", "RetryPolicy", "DEFAULT_RETRY", "RETRYABLE_CODES"]
+__all__ = ["RetryEvent", "RetryPolicy", "DEFAULT_RETRY", "RETRYABLE_CODES", "is_tls_refusal"]
 
 #: The status codes a retry may fix: UNAVAILABLE (the server or the network said "try again"),
 #: and the codes grpcio gives a call whose connection broke (reset, closed, GOAWAY,
@@ -28,14 +29,34 @@ RETRYABLE_CODES = frozenset(
 )
 
 
+#: What grpcio says of a TLS handshake a retry cannot fix: the server's certificate failed
+#: verification (or names another host), the peer refused ours (a TLS alert, or grpcio's
+#: "Unwrap failed (TSI_DATA_CORRUPTED)" when a TLS 1.3 server drops a client it refused), or the
+#: other side does not speak TLS.
+_TLS_REFUSAL = re.compile(
+    r"verification check failed|CERTIFICATE_VERIFY_FAILED|_ALERT_|WRONG_VERSION_NUMBER|certificate"
+    r"|TSI_DATA_CORRUPTED",
+    re.IGNORECASE,
+)
+
+
+def is_tls_refusal(details: str) -> bool:
+    """True when an UNAVAILABLE's ``details`` describe a TLS handshake that cannot succeed on a
+    retry (see ``_TLS_REFUSAL``): such a failure is raised at once, not retried for
+    ``max_elapsed``."""
+    return bool(_TLS_REFUSAL.search(details or ""))
+
+
 @dataclass(frozen=True)
 class RetryEvent:
     """What ``RetryPolicy.on_retry`` is told before each retry.
 
     ``procedure`` is the RPC (``"Run"``, ``"Chat"``, ``"GetSnapshot"``, ...); ``attempt`` the
-    attempt about to start (2 for the first retry); ``delay`` the backoff before it, in
-    seconds; ``code`` and ``message`` the failed attempt's status and details; ``error`` the
-    failed attempt's ``AgentdError``.
+    attempt about to start (2 for the first retry, counted since the call last made
+    progress); ``delay`` the backoff before it, in seconds; ``code`` and ``message`` the failed
+    attempt's status and details; ``error`` the failed attempt's ``AgentdError``; ``elapsed``
+    when the attempt starts, in seconds after the first failure since the call last made
+    progress (at most ``max_elapsed``).
     """
 
     procedure: str
@@ -44,6 +65,7 @@ class RetryEvent:
     code: grpc.StatusCode
     message: str
     error: AgentdError = field(repr=False, compare=False)
+    elapsed: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -51,24 +73,31 @@ class RetryPolicy:
     """How the client retries what may not have happened (on by default; ``retry=None`` on the
     client turns it off).
 
-    ``max_attempts`` bounds the attempts of one call, the first included (default 5: four
-    retries); a stream or conversation that delivered something new since its last failure
-    counts afresh. Before retry ``n`` (1 for the first) the client waits a uniformly random
-    time in ``[0, min(max_backoff, initial_backoff * 2 ** (n - 1))]`` seconds (full jitter;
-    defaults 0.1 s and 2 s), never past the call's ``timeout``: when the wait would end after
-    it, the last error is raised instead. ``on_retry(event)`` is called before each retry
-    with a :class:`RetryEvent`; an exception it raises is ignored. Raises ``ValueError`` for
-    ``max_attempts`` below 1 or a negative backoff.
+    The budget is bounded by time: ``max_elapsed`` (default 30 s; None: no time limit) is how
+    long after its first failure a call may still start a retry, so a call rides out a
+    restart of agentd; a stream or conversation that delivered something new since its last
+    failure counts afresh. ``max_attempts`` optionally bounds the attempts as well, the first
+    included (default None: no limit; 1 never retries). Before retry ``n`` (1 for the first)
+    the client waits a uniformly random time in
+    ``[0, min(max_backoff, initial_backoff * 2 ** (n - 1))]`` seconds (full jitter; defaults
+    0.1 s and 2 s, the cap reached at the sixth retry), never past the call's ``timeout``:
+    when the wait would end after it, or the retry would start more than ``max_elapsed``
+    after the first failure, the last error is raised instead. ``on_retry(event)`` is called
+    before each retry with a :class:`RetryEvent`; an exception it raises is ignored. Raises
+    ``ValueError`` for ``max_attempts`` below 1 or a negative ``max_elapsed`` or backoff.
     """
 
-    max_attempts: int = 5
+    max_attempts: Optional[int] = None
     initial_backoff: float = 0.1
     max_backoff: float = 2.0
     on_retry: Optional[Callable[[RetryEvent], None]] = None
+    max_elapsed: Optional[float] = 30.0
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError(f"RetryPolicy.max_attempts must be 1 or more, got {self.max_attempts}")
+        if self.max_attempts is not None and self.max_attempts < 1:
+            raise ValueError(f"RetryPolicy.max_attempts must be 1 or more (or None), got {self.max_attempts}")
+        if self.max_elapsed is not None and self.max_elapsed < 0:
+            raise ValueError(f"RetryPolicy.max_elapsed must be 0 or more seconds (or None), got {self.max_elapsed}")
         if self.initial_backoff < 0 or self.max_backoff < 0:
             raise ValueError(
                 "RetryPolicy backoffs must be 0 or more seconds, got "
@@ -78,9 +107,10 @@ class RetryPolicy:
     def backoff(self, retry: int, rand: Callable[[], float] = random.random) -> float:
         """The wait in seconds before retry number ``retry`` (1 for the first): full jitter,
         ``rand()`` times ``min(max_backoff, initial_backoff * 2 ** (retry - 1))``."""
-        cap = min(self.max_backoff, self.initial_backoff * 2 ** max(0, retry - 1))
+        cap = min(self.max_backoff, self.initial_backoff * 2 ** min(30, max(0, retry - 1)))
         return rand() * cap
 
 
-#: The default policy: 5 attempts, backoff caps 0.1 s doubling up to 2 s, full jitter.
+#: The default policy: retries for up to 30 s after a failure, backoff caps 0.1 s doubling up
+#: to 2 s, full jitter.
 DEFAULT_RETRY = RetryPolicy()

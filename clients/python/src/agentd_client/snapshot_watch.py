@@ -12,7 +12,7 @@ import grpc
 from agentd.v1 import agent_service_pb2
 
 from .errors import error_from_rpc
-from .retrier import Deadline, Retrier
+from .retrier import Deadline, Retrier, RetryStreak
 from .service_calls import TERMINAL_STATUSES
 
 __all__ = ["OpenWatch", "watch_statuses", "watch_statuses_async"]
@@ -31,12 +31,12 @@ def watch_statuses(open_call: OpenWatch, retrier: Retrier, timeout: Optional[flo
     ``AgentdError``. Closing the generator cancels the call."""
     deadline = Deadline(timeout)
     last: Optional[_Update] = None
-    failures = 0
+    streak = RetryStreak()
     while True:
         call = open_call(deadline.remaining())
         try:
             for update in call:
-                failures = 0
+                streak = RetryStreak()
                 if update == last:
                     continue  # the reopened watch repeats the status delivered last
                 last = update
@@ -46,8 +46,7 @@ def watch_statuses(open_call: OpenWatch, retrier: Retrier, timeout: Optional[flo
             return
         except grpc.RpcError as err:
             error = error_from_rpc(err)
-            failures += 1
-            delay = retrier.plan("WatchSnapshot", failures, error, deadline)
+            delay = retrier.plan("WatchSnapshot", streak, error, deadline)
             if delay is None:
                 raise error from err
         finally:
@@ -66,12 +65,12 @@ async def watch_statuses_async(
     """``watch_statuses`` on a ``grpc.aio`` call (waits with ``asyncio.sleep``)."""
     deadline = Deadline(timeout)
     last: Optional[_Update] = None
-    failures = 0
+    streak = RetryStreak()
     while True:
         call = open_call(deadline.remaining())
         try:
             async for update in call:
-                failures = 0
+                streak = RetryStreak()
                 if update == last:
                     continue  # the reopened watch repeats the status delivered last
                 last = update
@@ -81,8 +80,7 @@ async def watch_statuses_async(
             return
         except grpc.RpcError as err:
             error = error_from_rpc(err)
-            failures += 1
-            delay = retrier.plan("WatchSnapshot", failures, error, deadline)
+            delay = retrier.plan("WatchSnapshot", streak, error, deadline)
             if delay is None:
                 raise error from err
         finally:

@@ -1,0 +1,46 @@
+/**
+ * Issue 47, crash side, per client language: agentd on a file store is
+ * SIGKILLed and restarted on the same port every 2–4 s while 4 conversations
+ * of 6 turns each run through the TypeScript, Go and Python clients with their
+ * default retry policies. No input of a successful turn may be lost and none
+ * may be stored twice (request IDs make retries exactly-once); failed calls are
+ * counted and printed. The full-size measurement is `npm run bench:restart`.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { KillRestartLoop } from "../harness/kill-restart-loop.js";
+import { checkStored, perKill, runDriver, type ClientLanguage } from "../harness/restart-workload.js";
+
+const WORKLOAD = { conversations: 4, turns: 6 };
+
+describe("SIGKILL + restart every 2–4 s under load (file store, echo delay 100 ms)", () => {
+  for (const language of ["ts", "go", "python"] as const satisfies readonly ClientLanguage[]) {
+    it(`the ${language} client loses no input and stores none twice`, { timeout: 600_000 }, async () => {
+      const dir = await mkdtemp(join(tmpdir(), "agentd-kill-restart-"));
+      const loop = new KillRestartLoop({ args: ["--store", `file:${dir}`, "--echo-delay-ms", "100"] });
+      try {
+        await loop.start();
+        loop.run();
+        const result = await runDriver(language, loop.url, { ...WORKLOAD, tag: `${language}-kill` });
+        await loop.stop();
+        const check = await checkStored(loop.url, result);
+        const rows = perKill(loop.kills, [result]);
+        console.log(
+          `kill-restart ${language}: ${loop.kills.length} kills, ${check.ok + check.failed} calls, ${check.failed} failed ` +
+            `(${check.failedButStored} of them stored: ran, answer lost), ${result.retries} retries; per kill: ` +
+            rows.map((r) => `#${r.kill} down ${r.downMs} ms ${JSON.stringify(r.failed)}/${r.calls}`).join(", "),
+        );
+        expect(loop.kills.length).toBeGreaterThan(0);
+        expect(result.retries).toBeGreaterThan(0);
+        expect(check.ok + check.failed).toBe(WORKLOAD.conversations * WORKLOAD.turns);
+        expect(check.lost).toEqual([]);
+        expect(check.duplicated).toEqual([]);
+      } finally {
+        await loop.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  }
+});
