@@ -10,10 +10,12 @@ export interface InputLimits {
   /** Operations in one `init.state_patch` or `init.messages_patch` (`--max-patch-operations`). Default 1000. */
   maxPatchOperations: number;
   /**
-   * Bytes (as JSON) one patch may write: every value it adds or replaces,
-   * every value it copies or moves, and every array element an insertion or
-   * removal shifts (`--max-patch-bytes`). Counted as the patch is applied; the
-   * operation that crosses it is refused before it is copied. Default 4 MiB.
+   * Bytes one patch may write: every value it adds or replaces, every value
+   * it copies or moves (16 bytes per value, array slot or object member, plus
+   * the characters of strings and keys: about what the copy holds in memory),
+   * and one per array element an insertion or removal shifts
+   * (`--max-patch-bytes`). Counted as the patch is applied; the copy that
+   * crosses it stops there, and nothing is applied. Default 4 MiB.
    */
   maxPatchBytes: number;
   /**

@@ -13,6 +13,9 @@ export type JsonBudgetFailure =
   /** Not plain JSON: a function, undefined, a symbol, a bigint, a non-finite number, a class instance, a `__proto__` key. */
   | "not-json";
 
+/** Bytes charged per value and per array slot or object member (about what the engine allocates for each). */
+export const NODE_BYTES = 16;
+
 /** Thrown by {@link copyJsonWithin}; carries what ran out (never the value). */
 export class JsonBudgetError extends Error {
   constructor(readonly failure: JsonBudgetFailure) {
@@ -29,9 +32,11 @@ export interface JsonBudget {
 /**
  * A deep copy of `value` as plain JSON (plain objects with own enumerable
  * string keys, arrays, strings, finite numbers, booleans, null), charging
- * its size as JSON text (UTF-16 code units of strings and keys, quotes,
- * separators and number digits; close to its UTF-8 bytes for ASCII) to
- * `budget`. `depthLeft` is how many more levels of nesting the copy may
+ * what the copy holds in memory to `budget`: {@link NODE_BYTES} per value
+ * (scalar, array or object) and per array slot or object member, plus the
+ * characters of strings and keys. A copy of many small values (the nested
+ * arrays of a doubling copy) is charged its allocations, not its short JSON
+ * text, so the budget bounds the copying work as well as the result. `depthLeft` is how many more levels of nesting the copy may
  * have (`{}` and `[]` are 1, scalars 0). Throws {@link JsonBudgetError}
  * as soon as the budget or the depth runs out, having copied at most the
  * budget's worth; never recurses deeper than `depthLeft`.
@@ -39,14 +44,14 @@ export interface JsonBudget {
 export function copyJsonWithin(value: unknown, budget: JsonBudget, depthLeft: number): unknown {
   switch (typeof value) {
     case "string":
-      charge(budget, value.length + 2);
+      charge(budget, NODE_BYTES + value.length);
       return value;
     case "number":
       if (!Number.isFinite(value)) throw new JsonBudgetError("not-json");
-      charge(budget, numberBytes(value));
+      charge(budget, NODE_BYTES);
       return value;
     case "boolean":
-      charge(budget, value ? 4 : 5);
+      charge(budget, NODE_BYTES);
       return value;
     case "object":
       break;
@@ -54,16 +59,16 @@ export function copyJsonWithin(value: unknown, budget: JsonBudget, depthLeft: nu
       throw new JsonBudgetError("not-json");
   }
   if (value === null) {
-    charge(budget, 4);
+    charge(budget, NODE_BYTES);
     return null;
   }
   if (depthLeft < 1) throw new JsonBudgetError("depth");
-  charge(budget, 2);
+  charge(budget, NODE_BYTES);
   if (Array.isArray(value)) {
     const copy: unknown[] = [];
     for (let i = 0; i < value.length; i++) {
       if (!(i in value)) throw new JsonBudgetError("not-json");
-      charge(budget, 1);
+      charge(budget, NODE_BYTES);
       copy.push(copyJsonWithin(value[i], budget, depthLeft - 1));
     }
     return copy;
@@ -73,7 +78,7 @@ export function copyJsonWithin(value: unknown, budget: JsonBudget, depthLeft: nu
   const copy: Record<string, unknown> = {};
   for (const key of Object.keys(value)) {
     if (key === "__proto__") throw new JsonBudgetError("not-json");
-    charge(budget, key.length + 4);
+    charge(budget, NODE_BYTES + key.length);
     setOwn(copy, key, copyJsonWithin((value as Record<string, unknown>)[key], budget, depthLeft - 1));
   }
   return copy;
@@ -90,10 +95,4 @@ export function setOwn(obj: Record<string, unknown>, key: string, value: unknown
 function charge(budget: JsonBudget, bytes: number): void {
   budget.remaining -= bytes;
   if (budget.remaining < 0) throw new JsonBudgetError("bytes");
-}
-
-function numberBytes(value: number): number {
-  return Number.isInteger(value) && Math.abs(value) < 1e15
-    ? Math.max(1, Math.ceil(Math.log10(Math.abs(value) + 1))) + (value < 0 ? 1 : 0)
-    : 24;
 }
