@@ -4,11 +4,12 @@ import { Code, ConnectError, createClient, type Client } from "@connectrpc/conne
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentInput } from "../../gen/ts/agentd/v1/agent_pb.js";
-import type { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import { AgentService as AgentServiceDesc, type AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/ts/grpc/health/v1/health_pb.js";
 import { clientWithToken, writeTokensFile } from "../harness/auth-clients.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { sharedStores, type SharedStore } from "../harness/shared-stores.js";
 import { textInput, WireChat } from "../harness/wire-chat.js";
 
 // Issue 48 items 1 and 5: one tenant's inputs (an amplifying state patch, a
@@ -335,5 +336,65 @@ describe("steer bounds", () => {
     for await (const res of acme.watchSnapshot({ agent: "long-turn", snapshotId: output.snapshotId }))
       last = res.status;
     expect(last).toBe(SnapshotStatus.COMPLETED);
+  });
+});
+
+describe("steers posted for detached work on another instance (shared file store)", () => {
+  let shared: SharedStore;
+  let a: AgentdProcess;
+  let b: AgentdProcess;
+  beforeAll(async () => {
+    shared = await sharedStores.file!();
+    // A heartbeat every 3 s: posted steers wait that long for A to answer them.
+    const args = [
+      "test/fixtures/hostile-agents.ts",
+      "--store",
+      shared.uri,
+      "--heartbeat-interval-ms",
+      "3000",
+      "--heartbeat-ttl-ms",
+      "30000",
+    ];
+    [a, b] = await Promise.all([startAgentd({ args }), startAgentd({ args })]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    await shared?.stop();
+  });
+
+  it("refuses a steer posted through B once 4 MiB of unanswered steers wait on the row, nothing of it posted; the others are answered", async () => {
+    const onA = createClient(AgentServiceDesc, createGrpcTransport({ baseUrl: a.baseUrl }));
+    const onB = createClient(AgentServiceDesc, createGrpcTransport({ baseUrl: b.baseUrl }));
+    const chat = new WireChat(onA, { init: { agent: "long-turn" }, input: textInput("long remote") as AgentInput });
+    await chat.nextChunk();
+    chat.send({ input: { detach: true } as AgentInput });
+    const { output } = await chat.drain();
+    const big = "z".repeat(1024 * 1024);
+    // At once: each is posted on the row, then waits for A's ack (at its next heartbeat, every 3 s).
+    const posts = Array.from({ length: 6 }, (_, i) =>
+      onB
+        .sendInvocationInput({
+          agent: "long-turn",
+          snapshotId: output.snapshotId,
+          input: { ...textInput(`${i}${big}`), steer: true, requestId: `remote-${i}` } as AgentInput,
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        ),
+    );
+    const outcomes = await Promise.all(posts);
+    const refused = outcomes.filter((o) => o !== undefined);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    for (const err of refused) {
+      expect(err!.code).toBe(Code.ResourceExhausted);
+      expect(err!.rawMessage).toMatch(/limit of 4194304 bytes \(posted steers, fixed\)/);
+    }
+    expect(outcomes.filter((o) => o === undefined).length).toBeGreaterThanOrEqual(3);
+    await onB.sendInvocationInput({
+      agent: "long-turn",
+      snapshotId: output.snapshotId,
+      input: { cancel: true, requestId: "remote-stop" } as AgentInput,
+    });
   });
 });
