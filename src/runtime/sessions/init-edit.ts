@@ -10,8 +10,8 @@ import { validateCustomState } from "../agents/custom-state-schema.js";
 import { applyBoundedPatch, type PatchBounds } from "./bounded-patch.js";
 import { DEFAULT_INPUT_LIMITS, type InputLimits } from "./input-limits.js";
 
-/** Levels a message adds above the JSON it carries (history array, message, content list, part). */
-const MESSAGE_NESTING = 4;
+/** Levels a message adds above the JSON it carries (history array, message, content list, part, tool request, input). */
+const MESSAGE_NESTING = 6;
 
 /** The edit an init asks for: its non-empty patches (see `AgentInit.statePatch` / `messagesPatch`). */
 export interface InitEdit {
