@@ -398,3 +398,56 @@ describe("steers posted for detached work on another instance (shared file store
     });
   });
 });
+
+describe("the limits follow their flags", () => {
+  let small: AgentdProcess;
+  beforeAll(async () => {
+    small = await startAgentd({
+      args: [
+        "test/fixtures/agents.ts",
+        "test/fixtures/hostile-agents.ts",
+        "--max-patch-operations",
+        "2",
+        "--max-patch-bytes",
+        "2048",
+        "--max-waiting-input-bytes",
+        "4096",
+      ],
+    });
+  });
+  afterAll(async () => {
+    await small?.stop();
+  });
+
+  it("--max-patch-operations, --max-patch-bytes and --max-waiting-input-bytes set the bounds they name", async () => {
+    const client = clientWithToken(small.baseUrl, undefined);
+    const { snapshots } = await notesSession(client, ["a"]);
+    const fork = (statePatch: Op[]) =>
+      client
+        .run({
+          init: { agent: "ledger-notes", snapshotId: snapshots[0], statePatch: ops(statePatch) },
+          input: textInput("b"),
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+    const three = await fork(Array.from({ length: 3 }, () => ({ op: "test", path: "/count", value: 1 })));
+    expect(three?.rawMessage).toMatch(/3 operations; the limit is 2 \(--max-patch-operations\)/);
+    const big = await fork([{ op: "add", path: "/notes/-", value: "n".repeat(3000) }]);
+    expect(big?.code).toBe(Code.ResourceExhausted);
+    expect(big?.rawMessage).toMatch(/more than 2048 bytes \(--max-patch-bytes/);
+    expect(await fork([{ op: "add", path: "/notes/-", value: "n".repeat(1000) }])).toBeUndefined();
+
+    const chat = new WireChat(client, { init: { agent: "long-turn" }, input: textInput("long turn") as AgentInput });
+    await chat.nextChunk();
+    chat.send({ input: { ...textInput("s".repeat(3000)), steer: true } as AgentInput });
+    chat.send({ input: { ...textInput("t".repeat(3000)), steer: true } as AgentInput });
+    const err = await chat.drain().then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(err?.code).toBe(Code.ResourceExhausted);
+    expect(err?.rawMessage).toMatch(/limit of 4096 \(--max-waiting-input-bytes\)/);
+  });
+});
