@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { DEFAULT_SESSION_SETTINGS } from "../runtime/sessions/session-settings.js";
+import { DEFAULT_INPUT_LIMITS, type InputLimits } from "../runtime/sessions/input-limits.js";
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from "../server/connection-limits.js";
 import { DEFAULT_GRACE_MS, DEFAULT_MAX_MESSAGE_BYTES } from "../server/server.js";
 import type { BusyPolicy } from "../types/session-state.js";
@@ -45,6 +46,8 @@ export interface ServeConfig {
   maxSessionBytes: number;
   /** Chunks of one invocation waiting for their reader before the agent waits (`--max-buffered-chunks`). */
   maxBufferedChunks: number;
+  /** Patch and waiting-input bounds set on the command line (`--max-patch-operations`, `--max-patch-bytes`, `--max-waiting-input-bytes`). */
+  inputLimits: Partial<InputLimits>;
   /** Idle time-to-live of new sessions (ms), when set. */
   sessionTtlMs?: number;
   /** How many committed request IDs a session remembers (`--request-ids-kept`), when set. */
@@ -157,6 +160,13 @@ Options:
                               with RESOURCE_EXHAUSTED (default ${DEFAULT_SESSION_SETTINGS.records.maxSessionBytes})
   --max-buffered-chunks <n>   streamed chunks of one call that may wait for a slow reader; the
                               agent then waits for the reader (default ${DEFAULT_SESSION_SETTINGS.maxBufferedChunks})
+  --max-patch-operations <n>  operations in one init.state_patch / messages_patch; more is
+                              RESOURCE_EXHAUSTED (default ${DEFAULT_INPUT_LIMITS.maxPatchOperations})
+  --max-patch-bytes <n>       bytes one patch may write (values added, replaced, copied or
+                              moved); more is RESOURCE_EXHAUSTED (default ${DEFAULT_INPUT_LIMITS.maxPatchBytes})
+  --max-waiting-input-bytes <n>
+                              bytes of inputs and steers waiting on one invocation, and of
+                              steers one turn takes; more is RESOURCE_EXHAUSTED (default ${DEFAULT_INPUT_LIMITS.maxWaitingInputBytes})
   --session-ttl <duration>    delete sessions idle this long, e.g. 30m, 7d (default: keep forever);
                               a call's init.ttl overrides it per session
   --request-ids-kept <n>      how many request IDs of committed turns each session remembers
@@ -272,6 +282,9 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "busy-policy": { type: "string" },
         "max-session-bytes": { type: "string" },
         "max-buffered-chunks": { type: "string" },
+        "max-patch-operations": { type: "string" },
+        "max-patch-bytes": { type: "string" },
+        "max-waiting-input-bytes": { type: "string" },
         "session-ttl": { type: "string" },
         "request-ids-kept": { type: "string" },
         "request-id-ttl": { type: "string" },
@@ -404,6 +417,24 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         values["max-buffered-chunks"] !== undefined
           ? integer("max-buffered-chunks", values["max-buffered-chunks"], 1, 1_000_000)
           : DEFAULT_SESSION_SETTINGS.maxBufferedChunks,
+      inputLimits: {
+        ...(values["max-patch-operations"] !== undefined
+          ? { maxPatchOperations: integer("max-patch-operations", values["max-patch-operations"], 1, 1_000_000) }
+          : {}),
+        ...(values["max-patch-bytes"] !== undefined
+          ? { maxPatchBytes: integer("max-patch-bytes", values["max-patch-bytes"], 1024, Number.MAX_SAFE_INTEGER) }
+          : {}),
+        ...(values["max-waiting-input-bytes"] !== undefined
+          ? {
+              maxWaitingInputBytes: integer(
+                "max-waiting-input-bytes",
+                values["max-waiting-input-bytes"],
+                1024,
+                Number.MAX_SAFE_INTEGER,
+              ),
+            }
+          : {}),
+      },
       ...(Object.keys(connectionLimits).length > 0 ? { connectionLimits } : {}),
       ...(values["session-ttl"] !== undefined ? { sessionTtlMs: duration("session-ttl", values["session-ttl"]) } : {}),
       ...(values["request-ids-kept"] !== undefined

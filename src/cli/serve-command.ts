@@ -109,6 +109,7 @@ export async function startServe(
         busyPolicy: config.busyPolicy,
         maxSessionBytes: config.maxSessionBytes,
         maxBufferedChunks: config.maxBufferedChunks,
+        inputs: config.inputLimits,
         ...(config.sessionTtlMs !== undefined ? { sessionTtlMs: config.sessionTtlMs } : {}),
         requestWindow: {
           ...(config.requestIdsKept !== undefined ? { kept: config.requestIdsKept } : {}),

@@ -13,14 +13,15 @@ export function messageToJson(message: Message): JsonValue {
  * A message given in its wire JSON form, as a runtime message. It must be a
  * well-formed message: an `agentd.v1.Message` with a role and at least one
  * part, each part with content. Throws INVALID_ARGUMENT starting with `what`
- * (e.g. `init.messages_patch: message 3`) otherwise.
+ * (e.g. `init.messages_patch: message 3`) otherwise, naming the field that
+ * failed but never quoting its value (it may be conversation content).
  */
 export function messageFromJson(json: unknown, what: string): Message {
   let wire: WireMessage;
   try {
     wire = fromJson(MessageSchema, json as JsonValue);
   } catch (err) {
-    throw new AgentError("INVALID_ARGUMENT", `${what} is not an agentd.v1.Message: ${(err as Error).message}`, {
+    throw new AgentError("INVALID_ARGUMENT", `${what} is not an agentd.v1.Message: ${decodeFailure(err)}`, {
       details: { field: what },
     });
   }
@@ -37,4 +38,15 @@ export function messageFromJson(json: unknown, what: string): Message {
     );
   }
   return messageFromWire(wire);
+}
+
+/**
+ * What protobuf-es could not decode, without the JSON it quotes
+ * (`cannot decode field agentd.v1.Part.text from JSON: expected string, got "…"`
+ * becomes `field agentd.v1.Part.text does not decode`).
+ */
+function decodeFailure(err: unknown): string {
+  const message = err instanceof Error ? err.message : "";
+  const named = /^cannot decode (field|message|enum|oneof) ([\w.]+) from JSON/.exec(message);
+  return named ? `${named[1]} ${named[2]} does not decode (wrong type, unknown key or value)` : "it does not decode";
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redactStoreUri } from "../../stores/redact-uri.js";
+import { redactStoreUri, redactUriCredentials } from "../../stores/redact-uri.js";
 
 // What a store URI looks like in a log line (stores/redact-uri.ts): secrets replaced by ***.
 
@@ -53,5 +53,33 @@ describe("redactStoreUri", () => {
 
   it("redacts both the password and the query of one URI", () => {
     expect(redactStoreUri("mongodb://u:pw@h/db?token=t")).toBe("mongodb://u:***@h/db?token=***");
+  });
+
+  it("redacts a user name without a password whole (it may be a key): mongodb://APIKEY@host", () => {
+    expect(redactStoreUri("mongodb://APIKEY0123456789@db.example:27017/agentd")).toBe(
+      "mongodb://***@db.example:27017/agentd",
+    );
+    expect(redactStoreUri("mongodb+srv://k3y@cluster.example/agentd?w=majority")).toBe(
+      "mongodb+srv://***@cluster.example/agentd?w=majority",
+    );
+    expect(redactStoreUri("mongodb://@h/db")).toBe("mongodb://***@h/db");
+  });
+
+  it("redacts the user info of every shape: no scheme, a mistyped scheme, blanks around it", () => {
+    expect(redactStoreUri("APIKEY@h/db")).toBe("***@h/db");
+    expect(redactStoreUri("u:pw@h/db")).toBe("u:***@h/db");
+    expect(redactStoreUri("mongo://APIKEY@h/db")).toBe("mongo://***@h/db");
+    expect(redactStoreUri("  mongodb://APIKEY@h/db  ")).toBe("  mongodb://***@h/db  ");
+    expect(redactStoreUri("postgres://APIKEY@h/db")).toBe("postgres://***@h/db");
+  });
+});
+
+describe("redactUriCredentials (free text quoting URIs)", () => {
+  it("replaces the password of //user:password@ and the user of //user@, leaving other text alone", () => {
+    expect(
+      redactUriCredentials(
+        'cannot reach "mongodb://u:pw@h/db" nor "mongodb://APIKEY@h2/db" (see https://docs.example/x)',
+      ),
+    ).toBe('cannot reach "mongodb://u:***@h/db" nor "mongodb://***@h2/db" (see https://docs.example/x)');
   });
 });

@@ -27,6 +27,7 @@ import type { SessionHead, SnapshotRecord } from "../../../stores/snapshot-store
 import { validRequestId } from "../sessions/request-ledger.js";
 import { DetachAnswer } from "../background/detach-answer.js";
 import { DEFAULT_SESSION_SETTINGS, type SessionSettings } from "../sessions/session-settings.js";
+import { DEFAULT_INPUT_LIMITS } from "../sessions/input-limits.js";
 
 /**
  * An agent whatever its custom-state type, for collections of agents (the
@@ -238,6 +239,7 @@ export class Agent<S = unknown> {
       records: sessions.records,
       maxQueuedInputs: sessions.maxQueuedInputs,
       maxBufferedChunks: sessions.maxBufferedChunks,
+      inputs: sessions.inputs ?? DEFAULT_INPUT_LIMITS,
       instance: this.env.instance ?? defaultInstanceId(),
       ...(sessions.sessionTtlMs !== undefined ? { sessionTtlMs: sessions.sessionTtlMs } : {}),
       ...(this.env.events ? { events: this.env.events } : {}),

@@ -6,6 +6,7 @@ import { backgroundStoreOf } from "./background-store.js";
 import type { BackgroundWork } from "./background-work.js";
 import type { LivenessSettings } from "../sessions/snapshot-liveness.js";
 import { postControl } from "./control-inbox.js";
+import type { InputLimits } from "../sessions/input-limits.js";
 import { admitInput } from "../invocations/input-admission.js";
 
 /** What sending a control input to detached work needs from the agent. */
@@ -14,6 +15,8 @@ export interface DetachedInputTarget<S> {
   store?: SessionStore<S>;
   background: BackgroundWork;
   liveness: LivenessSettings;
+  /** Bounds on posted steers (`maxPostedControlBytes`; default `DEFAULT_INPUT_LIMITS`). */
+  inputs?: InputLimits;
 }
 
 /**
@@ -24,7 +27,8 @@ export interface DetachedInputTarget<S> {
  * ack says what became of it (a steer kept for the running turn reads
  * `steered`; the work's stream records its final ack). Throws AgentError:
  * INVALID_ARGUMENT (no snapshot ID, not a control input), NOT_FOUND (unknown
- * or foreign snapshot), FAILED_PRECONDITION (the work has ended),
+ * or foreign snapshot), RESOURCE_EXHAUSTED (a bound on steers: see
+ * `TurnControl` and `postControl`), FAILED_PRECONDITION (the work has ended),
  * DEADLINE_EXCEEDED (the other instance did not answer in time).
  */
 export async function sendDetachedInput<S>(
@@ -46,5 +50,5 @@ export async function sendDetachedInput<S>(
       "FAILED_PRECONDITION",
       `the detached work of snapshot "${snapshotId}" has ended (status ${record.status}); nothing to cancel or steer`,
     );
-  return postControl(store, snapshotId, input, target.liveness, storeContext);
+  return postControl(store, snapshotId, input, target.liveness, storeContext, target.inputs?.maxPostedControlBytes);
 }

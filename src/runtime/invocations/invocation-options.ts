@@ -4,6 +4,7 @@ import type { Principal } from "../../types/principal.js";
 import type { SessionStore, StoreCallContext } from "../../../stores/snapshot-store.js";
 import type { AgentFn } from "../agents/agent-function.js";
 import type { BackgroundWork } from "../background/background-work.js";
+import type { InputLimits } from "../sessions/input-limits.js";
 import type { RecordSettings } from "../sessions/turn-record.js";
 import type { LivenessSettings } from "../sessions/snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
@@ -26,6 +27,8 @@ export interface InvocationTarget<S> {
   maxQueuedInputs: number;
   /** Chunks that may wait for the reader before the agent's emit waits (backpressure). */
   maxBufferedChunks: number;
+  /** Bounds on steers and waiting inputs (default `DEFAULT_INPUT_LIMITS`). */
+  inputs?: InputLimits;
   /** Spans and metrics of turns and model calls (OpenTelemetry API); token usage is counted either way. */
   telemetry?: boolean;
   /** This server instance's name, recorded with the detached work it runs (`--instance-id`). */

@@ -27,6 +27,7 @@ import { TurnControl } from "./turn-control.js";
 import { turnRequestOf, type TurnRequest } from "../sessions/turn-request.js";
 import { addUsage } from "../../types/usage.js";
 import { snapshotEditOf } from "../sessions/init-edit.js";
+import { DEFAULT_INPUT_LIMITS } from "../sessions/input-limits.js";
 
 export type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
 
@@ -104,7 +105,12 @@ export class Invocation<S> implements AgentConnection<S> {
     });
     this.outputPromise.catch(() => {}); // observed through output()
     this.progress = new InputProgress(start.nextTurnIndex);
-    this.control = new TurnControl((chunk) => void this.emit(chunk));
+    const inputs = target.inputs ?? DEFAULT_INPUT_LIMITS;
+    this.control = new TurnControl((chunk) => void this.emit(chunk), {
+      maxQueued: target.maxQueuedInputs,
+      maxSteersPerTurn: inputs.maxSteersPerTurn,
+      maxWaitingInputBytes: inputs.maxWaitingInputBytes,
+    });
     this.initialState = start.state;
     this.runner = new SessionRunner(start.state, target.stateSchema, start.nextTurnIndex, this.lifecycle());
     this.turns = new InvocationTurns({
@@ -159,7 +165,10 @@ export class Invocation<S> implements AgentConnection<S> {
     const backgroundStore = admitted.detach
       ? backgroundStoreOf(this.target.name, this.target.store, "detach")
       : undefined;
-    if (admitted.turn) this.turnInputs.push(admitted.turn);
+    if (admitted.turn) {
+      this.control.admitWaiting(admitted.turn, this.turnInputs);
+      this.turnInputs.push(admitted.turn);
+    }
     if (backgroundStore)
       this.startDetach(backgroundStore, undefined, input.requestId ? turnRequestOf(input, this.edit) : undefined);
   }

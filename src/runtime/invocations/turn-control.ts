@@ -2,6 +2,17 @@ import { AgentError } from "../../errors/agent-error.js";
 import type { AgentInput, AgentStreamChunk, InputAck } from "../../types/agent-io.js";
 import type { Message } from "../../types/content.js";
 import type { AsyncChannel } from "../../protocol/async-channel.js";
+import { inputBytes } from "./input-bytes.js";
+
+/** How much input one invocation and one turn may hold (see `InputLimits`). */
+export interface TurnControlLimits {
+  /** Inputs queued ahead of the running turn (`maxQueuedInputs`); steers queued as turns count too. */
+  maxQueued: number;
+  /** Steers one turn accepts. */
+  maxSteersPerTurn: number;
+  /** Bytes of inputs waiting on the invocation, and of steers one turn accepts (`--max-waiting-input-bytes`). */
+  maxWaitingInputBytes: number;
+}
 
 /** The turn a {@link TurnControl} can still cancel or steer. */
 interface RunningTurn {
@@ -14,6 +25,9 @@ interface RunningTurn {
   readonly steers: AgentInput[];
   /** Set by a cancel input. */
   cancelled: boolean;
+  /** Steers this turn accepted (taken or waiting), and their bytes. */
+  acceptedSteers: number;
+  acceptedBytes: number;
 }
 
 /**
@@ -25,6 +39,11 @@ interface RunningTurn {
  * turn (before inputs queued after it). Every control input is answered by
  * an InputAck chunk. A turn stops being cancellable or steerable once it is
  * sealed (its end is decided: committing or failing).
+ *
+ * What an invocation holds is bounded ({@link TurnControlLimits}): the
+ * bytes of the inputs and steers waiting on it, the steers one turn accepts
+ * (count and bytes), and the steers queued as turns; past a bound an input
+ * is refused with RESOURCE_EXHAUSTED naming it, before it is kept.
  */
 export class TurnControl {
   private running: RunningTurn | undefined;
@@ -37,7 +56,29 @@ export class TurnControl {
   private cancelOnBegin: string | undefined;
 
   /** `emit`: streams an ack chunk behind the chunks before it. */
-  constructor(private readonly emit: (chunk: AgentStreamChunk) => void) {}
+  constructor(
+    private readonly emit: (chunk: AgentStreamChunk) => void,
+    private readonly limits: TurnControlLimits,
+  ) {}
+
+  /**
+   * Checks that `input` may wait on this invocation: the bytes of what
+   * waits (inputs queued on `queue`, steers the running turn has not taken,
+   * steers requeued as turns) plus its own stay within
+   * `maxWaitingInputBytes`. Throws RESOURCE_EXHAUSTED naming the limit.
+   */
+  admitWaiting(input: AgentInput, queue: AsyncChannel<AgentInput>): void {
+    const bytes = inputBytes(input);
+    let waiting = 0;
+    for (const list of [queue.queued(), this.running?.steers ?? [], this.requeued])
+      for (const item of list) waiting += inputBytes(item);
+    if (waiting + bytes <= this.limits.maxWaitingInputBytes) return;
+    throw new AgentError(
+      "RESOURCE_EXHAUSTED",
+      `this invocation already holds ${waiting} bytes of waiting inputs and steers; one more of ${bytes} bytes would pass the limit of ${this.limits.maxWaitingInputBytes} (--max-waiting-input-bytes): wait for a TurnEnd before sending more`,
+      { details: { waitingInputBytes: waiting, maxWaitingInputBytes: this.limits.maxWaitingInputBytes } },
+    );
+  }
 
   /**
    * The turn inputs: the requeued steers first, then `channel`'s. Requeueing
@@ -68,6 +109,9 @@ export class TurnControl {
    * for the running turn: `steered`, streamed once the turn takes it). A
    * steer no turn can take is queued on `queue` (or, once `queue` is closed,
    * after the running turn); with neither, FAILED_PRECONDITION.
+   * RESOURCE_EXHAUSTED, with nothing kept, when the steer would pass a
+   * bound: the waiting bytes ({@link admitWaiting}), the running turn's
+   * steers (count or bytes), or the queue's length.
    */
   apply(
     control: "cancel" | "steer",
@@ -77,9 +121,16 @@ export class TurnControl {
   ): InputAck {
     if (control === "cancel") return this.cancel(requestId || undefined, queue.size > 0);
     const input = steer!;
+    this.admitWaiting(input, queue);
     const turnIndex = this.steer(input, queue.size > 0);
     if (turnIndex !== undefined)
       return { result: "steered", turnIndex, ...(input.requestId ? { requestId: input.requestId } : {}) };
+    if (queue.size + this.requeued.length >= this.limits.maxQueued)
+      throw new AgentError(
+        "RESOURCE_EXHAUSTED",
+        `${queue.size + this.requeued.length} inputs are already queued on this invocation (the limit is ${this.limits.maxQueued}); wait for a TurnEnd before sending more`,
+        { details: { maxQueuedInputs: this.limits.maxQueued } },
+      );
     if (!queue.isClosed) queue.push(input);
     else if (!this.requeue(input))
       throw new AgentError(
@@ -107,6 +158,8 @@ export class TurnControl {
       release: () => work.removeEventListener("abort", forward),
       steers: [],
       cancelled: false,
+      acceptedSteers: 0,
+      acceptedBytes: 0,
     };
     const early = this.cancelOnBegin;
     if (early !== undefined) {
@@ -146,10 +199,27 @@ export class TurnControl {
    * when no turn can take it (the caller queues it as a turn input
    * and acks `queued`). `queuedBehind`: inputs already wait for their turn
    * (the steer then queues behind them, keeping the order of sending).
+   * RESOURCE_EXHAUSTED when the turn already accepted `maxSteersPerTurn`
+   * steers, or the steer's bytes would take it past `maxWaitingInputBytes`.
    */
   private steer(input: AgentInput, queuedBehind: boolean): number | undefined {
     const turn = this.running;
     if (!turn || turn.abort.signal.aborted || queuedBehind || this.requeued.length > 0) return undefined;
+    const bytes = inputBytes(input);
+    if (turn.acceptedSteers >= this.limits.maxSteersPerTurn)
+      throw new AgentError(
+        "RESOURCE_EXHAUSTED",
+        `turn ${turn.index} already accepted ${turn.acceptedSteers} steers (the limit per turn is ${this.limits.maxSteersPerTurn}): send the message as an input after its TurnEnd`,
+        { details: { turnIndex: turn.index, maxSteersPerTurn: this.limits.maxSteersPerTurn } },
+      );
+    if (turn.acceptedBytes + bytes > this.limits.maxWaitingInputBytes)
+      throw new AgentError(
+        "RESOURCE_EXHAUSTED",
+        `turn ${turn.index} already accepted ${turn.acceptedBytes} bytes of steers; ${bytes} more would pass the limit of ${this.limits.maxWaitingInputBytes} (--max-waiting-input-bytes): send the message as an input after its TurnEnd`,
+        { details: { turnIndex: turn.index, maxWaitingInputBytes: this.limits.maxWaitingInputBytes } },
+      );
+    turn.acceptedSteers++;
+    turn.acceptedBytes += bytes;
     turn.steers.push(input);
     return turn.index;
   }

@@ -1,4 +1,3 @@
-import fastJsonPatch, { type Operation } from "fast-json-patch";
 import type { ZodType } from "zod";
 import { AgentError } from "../../errors/agent-error.js";
 import { messageFromJson, messageToJson } from "../../protocol/message-json.js";
@@ -8,6 +7,11 @@ import type { AgentInit, SessionState } from "../../types/session-state.js";
 import type { Principal } from "../../types/principal.js";
 import type { SnapshotEdit } from "../../types/snapshot.js";
 import { validateCustomState } from "../agents/custom-state-schema.js";
+import { applyBoundedPatch, type PatchBounds } from "./bounded-patch.js";
+import { DEFAULT_INPUT_LIMITS, type InputLimits } from "./input-limits.js";
+
+/** Levels a message adds above the JSON it carries (history array, message, content list, part, tool request, input). */
+const MESSAGE_NESTING = 6;
 
 /** The edit an init asks for: its non-empty patches (see `AgentInit.statePatch` / `messagesPatch`). */
 export interface InitEdit {
@@ -26,13 +30,18 @@ export interface EditTarget {
 
 /**
  * The edit `init` asks for, or undefined when it carries no patch. Throws,
- * before anything is read or held: FAILED_PRECONDITION for a client-managed
+ * before anything is read or held: RESOURCE_EXHAUSTED for a patch with more
+ * operations than `limits.maxPatchOperations`; FAILED_PRECONDITION for a client-managed
  * agent (it sends its state: edit that instead) or an agent with a state
  * transform (clients see a transformed state, so a patch cannot name the
  * stored one); INVALID_ARGUMENT for a new session (neither session_id nor
  * snapshot_id: there is no past to edit).
  */
-export function initEditOf(agent: EditTarget, init: AgentInit<unknown>): InitEdit | undefined {
+export function initEditOf(
+  agent: EditTarget,
+  init: AgentInit<unknown>,
+  limits: Pick<InputLimits, "maxPatchOperations"> = DEFAULT_INPUT_LIMITS,
+): InitEdit | undefined {
   const edit: InitEdit = {};
   if (init.statePatch?.length) edit.statePatch = init.statePatch;
   if (init.messagesPatch?.length) edit.messagesPatch = init.messagesPatch;
@@ -59,6 +68,17 @@ export function initEditOf(agent: EditTarget, init: AgentInit<unknown>): InitEdi
       { details: { field } },
     );
   }
+  for (const [name, patch] of [
+    ["init.state_patch", edit.statePatch],
+    ["init.messages_patch", edit.messagesPatch],
+  ] as const) {
+    if (patch && patch.length > limits.maxPatchOperations)
+      throw new AgentError(
+        "RESOURCE_EXHAUSTED",
+        `${name} has ${patch.length} operations; the limit is ${limits.maxPatchOperations} (--max-patch-operations): split the edit over several forks`,
+        { details: { field: name, maxPatchOperations: limits.maxPatchOperations } },
+      );
+  }
   return edit;
 }
 
@@ -66,21 +86,47 @@ export function initEditOf(agent: EditTarget, init: AgentInit<unknown>): InitEdi
  * `state` with `edit` applied: the custom state patched and checked against
  * `schema`, the history patched in its wire JSON form and each message
  * checked. The argument is left untouched; messages before the first changed
- * one are the same objects. Throws INVALID_ARGUMENT naming the failing
- * operation (`init.state_patch[1]`: a path that does not resolve, a failed
- * "test") or the failing field (the schema's path, or the message index).
+ * one are the same objects. Each patch is applied within `limits` (see
+ * `applyBoundedPatch`: operation count, bytes written, depth, plain JSON).
+ * Throws INVALID_ARGUMENT naming the failing operation (`init.state_patch[1]`:
+ * a path that does not resolve, a failed "test", a value that is not plain
+ * JSON, nesting past `maxPatchDepth`) or the failing field (the schema's
+ * path, or the message index); RESOURCE_EXHAUSTED naming the limit a patch
+ * crosses. No error quotes the state, the history or a patch value.
  */
-export function applyInitEdit<S>(state: SessionState<S>, edit: InitEdit, schema?: ZodType<S>): SessionState<S> {
+export function applyInitEdit<S>(
+  state: SessionState<S>,
+  edit: InitEdit,
+  schema?: ZodType<S>,
+  limits: InputLimits = DEFAULT_INPUT_LIMITS,
+): SessionState<S> {
   const next: SessionState<S> = { ...state };
   if (edit.statePatch) {
-    const patched = applyPatch(state.custom === undefined ? null : state.custom, edit.statePatch, "init.state_patch");
+    const bounds: PatchBounds = {
+      maxOperations: limits.maxPatchOperations,
+      maxBytes: limits.maxPatchBytes,
+      maxDepth: limits.maxPatchDepth,
+    };
+    const patched = applyBoundedPatch(
+      state.custom === undefined ? null : state.custom,
+      edit.statePatch,
+      bounds,
+      "init.state_patch",
+    );
     const custom = schema
       ? validateCustomState(schema, patched, "init.state_patch: the patched custom state fails the state schema")
       : patched;
     if (custom === undefined || custom === null) delete next.custom;
     else next.custom = custom as S;
   }
-  if (edit.messagesPatch) next.messages = patchMessages(state.messages, edit.messagesPatch);
+  if (edit.messagesPatch) {
+    const bounds: PatchBounds = {
+      maxOperations: limits.maxPatchOperations,
+      maxBytes: limits.maxPatchBytes,
+      maxDepth: limits.maxPatchDepth + MESSAGE_NESTING,
+    };
+    next.messages = patchMessages(state.messages, edit.messagesPatch, bounds);
+  }
   return next;
 }
 
@@ -94,9 +140,9 @@ export function snapshotEditOf(edit: InitEdit, principal: Principal): SnapshotEd
   };
 }
 
-function patchMessages(messages: readonly Message[], patch: JsonPatchOperation[]): Message[] {
+function patchMessages(messages: readonly Message[], patch: JsonPatchOperation[], bounds: PatchBounds): Message[] {
   const before = messages.map(messageToJson);
-  const after = applyPatch(before, patch, "init.messages_patch");
+  const after = applyBoundedPatch(before, patch, bounds, "init.messages_patch");
   if (!Array.isArray(after)) {
     throw new AgentError(
       "INVALID_ARGUMENT",
@@ -113,37 +159,6 @@ function patchMessages(messages: readonly Message[], patch: JsonPatchOperation[]
     ...after.slice(shared).map((m, i) => messageFromJson(m, `init.messages_patch: message ${shared + i}`)),
   ];
 }
-
-/**
- * `document` with `patch` applied (both left untouched). A failing operation is
- * INVALID_ARGUMENT naming it: `<field>[i] (op path): why`.
- */
-function applyPatch(document: unknown, patch: JsonPatchOperation[], field: string): unknown {
-  try {
-    const copy = structuredClone(document);
-    return fastJsonPatch.applyPatch(copy, structuredClone(patch) as Operation[], true, true).newDocument;
-  } catch (err) {
-    if (!(err instanceof fastJsonPatch.JsonPatchError)) throw AgentError.from(err, "INVALID_ARGUMENT");
-    const index = err.index ?? 0;
-    const op = patch[index];
-    const what = op ? ` (${op.op} "${op.path}")` : "";
-    throw new AgentError("INVALID_ARGUMENT", `${field}[${index}]${what}: ${PATCH_ERRORS[err.name] ?? err.message}`, {
-      details: { field: `${field}[${index}]`, reason: err.name },
-    });
-  }
-}
-
-/** What fast-json-patch's error names mean, for the caller. */
-const PATCH_ERRORS: Readonly<Record<string, string>> = {
-  TEST_OPERATION_FAILED: 'the "test" failed: the value at the path differs',
-  OPERATION_PATH_UNRESOLVABLE: "the path does not exist",
-  OPERATION_FROM_UNRESOLVABLE: '"from" names a path that does not exist',
-  OPERATION_PATH_ILLEGAL_ARRAY_INDEX: "the path has an invalid array index",
-  OPERATION_VALUE_OUT_OF_BOUNDS: "the array index is out of bounds",
-  OPERATION_VALUE_REQUIRED: "the operation needs a value",
-  OPERATION_PATH_INVALID: "the path is not a JSON Pointer",
-  OPERATION_OP_INVALID: "unknown op",
-};
 
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);

@@ -14,6 +14,7 @@ import { headRecord, loadRecordState, ownedHead, ownerOf, resolveRecordRef } fro
 import { effectiveStatus, type LivenessSettings } from "./snapshot-liveness.js";
 import { chainPosition, type CommittedPoint } from "./turn-record.js";
 import type { ClientTransforms } from "../agents/state-transform.js";
+import type { InputLimits } from "./input-limits.js";
 import { applyInitEdit, initEditOf, type InitEdit } from "./init-edit.js";
 
 /** Where an invocation starts: the state, the snapshot it continues, and its hold on the session. */
@@ -52,6 +53,8 @@ export interface InitTarget<S> {
   sessionTtlMs?: number;
   /** The agent's client transforms: with a state transform, init patches are refused. */
   transforms: ClientTransforms<S>;
+  /** Bounds on init's state and messages patches (default `DEFAULT_INPUT_LIMITS`). */
+  inputs?: InputLimits;
 }
 
 /** Per-call inputs of init resolution. */
@@ -99,6 +102,7 @@ export async function resolveInit<S>(
       stateTransformed: agent.transforms.state !== undefined,
     },
     init,
+    agent.inputs,
   );
   const store = agent.store;
   if (!store) {
@@ -352,7 +356,7 @@ async function started<S>(
   };
   const nextTurnIndex = record.turnIndex + 1;
   if (!edit) return { state, parent, nextTurnIndex, claim };
-  const edited = { ...applyInitEdit(state, edit, agent.stateSchema), sessionId: record.sessionId };
+  const edited = { ...applyInitEdit(state, edit, agent.stateSchema, agent.inputs), sessionId: record.sessionId };
   return { state: edited, parent, nextTurnIndex, claim, edit };
 }
 

@@ -3,6 +3,7 @@ import type { BusyPolicy } from "../../types/session-state.js";
 import type { CheckpointPolicy } from "../../../stores/ledger/checkpoint-policy.js";
 import { DEFAULT_CLAIM_SETTINGS, type ClaimSettings } from "./session-claim.js";
 import { DEFAULT_RECORD_SETTINGS, type RecordSettings } from "./turn-record.js";
+import { DEFAULT_INPUT_LIMITS, inputLimits, type InputLimits } from "./input-limits.js";
 import { DEFAULT_REQUEST_WINDOW, validateRequestWindow, type RequestWindow } from "./request-ledger.js";
 
 /** How server-managed sessions are run: busy policy, leases, records and limits. */
@@ -21,6 +22,8 @@ export interface SessionSettings {
    * to catch up (backpressure). Default 1024.
    */
   maxBufferedChunks: number;
+  /** Bounds on patches, steers and waiting inputs (`--max-patch-operations`, `--max-patch-bytes`, `--max-waiting-input-bytes`). */
+  inputs: InputLimits;
   /** Idle time-to-live (ms) of new sessions that set none (`--session-ttl`); unset: sessions never expire. */
   sessionTtlMs?: number;
 }
@@ -46,6 +49,7 @@ export const DEFAULT_SESSION_SETTINGS: Readonly<SessionSettings> = Object.freeze
   records: DEFAULT_RECORD_SETTINGS,
   maxQueuedInputs: 16,
   maxBufferedChunks: 1024,
+  inputs: DEFAULT_INPUT_LIMITS,
 });
 
 /** Overrides of {@link DEFAULT_SESSION_SETTINGS}; each field falls back to its default. */
@@ -56,6 +60,8 @@ export interface SessionSettingsOptions {
   maxSessionBytes?: number;
   maxQueuedInputs?: number;
   maxBufferedChunks?: number;
+  /** Overrides of the input limits; INVALID_ARGUMENT for a value below 1. */
+  inputs?: Partial<InputLimits>;
   sessionTtlMs?: number;
   /** Which committed request IDs a session remembers (`--request-ids-kept`, `--request-id-ttl`); see `RequestWindow`. */
   requestWindow?: Partial<RequestWindow>;
@@ -81,6 +87,7 @@ export function sessionSettings(options: SessionSettingsOptions = {}): SessionSe
     },
     maxQueuedInputs: options.maxQueuedInputs ?? d.maxQueuedInputs,
     maxBufferedChunks: options.maxBufferedChunks ?? d.maxBufferedChunks,
+    inputs: inputLimits(options.inputs),
     ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: validateTtl(options.sessionTtlMs) } : {}),
   };
   if (!["reject", "enqueue", "interrupt"].includes(settings.busyPolicy)) {
