@@ -6,6 +6,7 @@ import { annotateCall } from "../call-log.js";
 import { toConnectError } from "../error-mapping.js";
 import type { Authenticate } from "./authenticator.js";
 import { credentialCheck, credentialCheckKey } from "./credential-recheck.js";
+import { DEFAULT_STREAM_RECHECK_MS, recheckWhileOpen } from "./stream-recheck.js";
 import { hostOfAuthority, isLoopbackHost } from "./loopback.js";
 
 /** What the connection told us about a call, captured from the Node request before connect-es sees it. */
@@ -41,6 +42,14 @@ export interface CallGuardOptions {
    * older generation is re-authenticated at its next input. Default: never changes.
    */
   credentialsGeneration?: () => number;
+  /**
+   * How often the credential of an open streaming call (AttachInvocation,
+   * RunStream, WatchSnapshot, Chat) is re-checked, even while nothing
+   * streams: a revoked or expired one ends the stream UNAUTHENTICATED within
+   * this many ms. Default {@link DEFAULT_STREAM_RECHECK_MS} (`agentd serve`:
+   * `--heartbeat-interval-ms`).
+   */
+  streamRecheckMs?: number;
 }
 
 const HEALTH_PREFIX = "/grpc.health.v1.Health/";
@@ -118,8 +127,11 @@ export function callGuardGate(options: CallGuardOptions): (context: HandlerConte
 /**
  * {@link admitCall} as an interceptor, for routers without
  * {@link callGuardGate}: a call the gate already admitted passes straight on.
+ * The responses of an authenticated streaming call re-check its credential
+ * every `streamRecheckMs` while open (see {@link recheckWhileOpen}).
  */
 export function callGuardInterceptor(options: CallGuardOptions): Interceptor {
+  const recheckMs = options.streamRecheckMs ?? DEFAULT_STREAM_RECHECK_MS;
   return (next) => async (req) => {
     if (!req.contextValues.get(admittedKey)) {
       await admitCall(
@@ -130,7 +142,9 @@ export function callGuardInterceptor(options: CallGuardOptions): Interceptor {
         req.stream,
       );
     }
-    return next(req);
+    const res = await next(req);
+    const check = req.contextValues.get(credentialCheckKey);
+    return res.stream && check ? { ...res, message: recheckWhileOpen(res.message, check, recheckMs) } : res;
   };
 }
 
