@@ -64,6 +64,9 @@ const admittedKey = createContextKey<boolean>(false, { description: "agentd call
  *   is not a loopback name fails PERMISSION_DENIED (a browser page reaching
  *   a loopback server through a rebound DNS name);
  * - health checks are always open, reflection unless configured otherwise;
+ *   an open call that carries credentials the authenticators accept acts for
+ *   their principal (it counts as its tenant's), one whose credentials are
+ *   not accepted is served as one without;
  * - every other call must authenticate: no or unknown credentials →
  *   UNAUTHENTICATED (the message never repeats a credential).
  * The principal is stored under {@link principalKey} and its subject and
@@ -93,9 +96,17 @@ export async function admitCall(
     }
   }
   const open = health || (reflection === "open" && procedure.startsWith(REFLECTION_PREFIX));
-  if (authenticate !== undefined && !open) {
+  const hasCredentials = headers.has("authorization") || connection.peerCertificate !== undefined;
+  if (authenticate !== undefined && (!open || hasCredentials)) {
     const generation = currentGeneration();
-    const principal = await runAuthenticate(authenticate, procedure, headers, connection.peerCertificate);
+    let principal: Principal;
+    try {
+      principal = await runAuthenticate(authenticate, procedure, headers, connection.peerCertificate);
+    } catch (err) {
+      // An open procedure with credentials that do not hold is served as one without.
+      if (open) return void values.set(admittedKey, true);
+      throw err;
+    }
     values.set(principalKey, principal);
     if (streaming) {
       const reauthenticate = () => runAuthenticate(authenticate, procedure, headers, connection.peerCertificate);
