@@ -1,5 +1,6 @@
 import {
   isClaimable,
+  type WebhookClaimOptions,
   pageOfWebhookEvents,
   type WebhookAttemptUpdate,
   type WebhookEvent,
@@ -24,8 +25,16 @@ export class MemoryWebhookOutbox implements WebhookOutbox {
   }
 
   /** Leases the due events, oldest first (see `WebhookOutbox.claim`). */
-  async claim(instance: string, now: number, leaseMs: number, limit: number): Promise<WebhookEvent[]> {
-    const due = [...this.events.values()].filter((e) => isClaimable(e, now)).sort((a, b) => a.createdAt - b.createdAt);
+  async claim(
+    instance: string,
+    now: number,
+    leaseMs: number,
+    limit: number,
+    options?: WebhookClaimOptions,
+  ): Promise<WebhookEvent[]> {
+    const due = [...this.events.values()]
+      .filter((e) => isClaimable(e, now, options))
+      .sort((a, b) => a.createdAt - b.createdAt);
     return due.slice(0, limit).map((e) => {
       const claimed = { ...e, lease: { instance, until: now + leaseMs } };
       this.events.set(e.id, claimed);

@@ -62,6 +62,12 @@ export interface WebhookEventPage {
   nextPageToken?: string;
 }
 
+/** Options of {@link WebhookOutbox.claim}. */
+export interface WebhookClaimOptions {
+  /** Leave the events of these endpoints (`WebhookEvent.url`) unclaimed. */
+  skipUrls?: readonly string[];
+}
+
 /** What an attempt changes of a claimed event. */
 export type WebhookAttemptUpdate = Pick<WebhookEvent, "state" | "attempts" | "nextAttemptAt"> &
   Pick<Partial<WebhookEvent>, "lastAttemptAt" | "lastError">;
@@ -80,9 +86,17 @@ export interface WebhookOutbox {
   /**
    * Leases to `instance` until `now + leaseMs` up to `limit` pending events
    * due at `now` (nextAttemptAt <= now) whose lease is absent or lapsed,
-   * oldest first, and returns them (with the lease).
+   * oldest first, and returns them (with the lease). Events whose `url` is
+   * in `options.skipUrls` (endpoints the caller is busy with) are neither
+   * leased nor counted, so they never hold back other endpoints' events.
    */
-  claim(instance: string, now: number, leaseMs: number, limit: number): Promise<WebhookEvent[]>;
+  claim(
+    instance: string,
+    now: number,
+    leaseMs: number,
+    limit: number,
+    options?: WebhookClaimOptions,
+  ): Promise<WebhookEvent[]>;
   /** Records an attempt's outcome and drops the lease if `instance` still holds it; resolves false otherwise. */
   settle(id: string, instance: string, update: WebhookAttemptUpdate): Promise<boolean>;
   /** The tenant's events, newest first (createdAt, then ID), keyset-paginated. */
@@ -141,9 +155,14 @@ export function newestFirst(a: WebhookEvent, b: WebhookEvent): number {
   return b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 }
 
-/** True when `event` may be claimed at `now`: pending, due, lease absent or lapsed. */
-export function isClaimable(event: WebhookEvent, now: number): boolean {
-  return event.state === "pending" && event.nextAttemptAt <= now && (!event.lease || event.lease.until <= now);
+/** True when `event` may be claimed at `now`: pending, due, lease absent or lapsed, and its URL not skipped. */
+export function isClaimable(event: WebhookEvent, now: number, options?: WebhookClaimOptions): boolean {
+  return (
+    event.state === "pending" &&
+    event.nextAttemptAt <= now &&
+    (!event.lease || event.lease.until <= now) &&
+    !(options?.skipUrls?.includes(event.url) ?? false)
+  );
 }
 
 /** Pages `events` (any order) for `query`: the tenant's, in the state asked for, newest first after the token. */

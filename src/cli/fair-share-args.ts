@@ -14,6 +14,7 @@ export const FAIR_SHARE_OPTIONS = {
   "max-unauthenticated-calls": { type: "string" },
   "unauthenticated-stream-timeout-ms": { type: "string" },
   "tenant-max-invocations": { type: "string" },
+  "tenant-max-connections": { type: "string" },
   "tenant-rate": { type: "string" },
   "tenant-burst": { type: "string" },
   "max-tenants": { type: "string" },
@@ -30,6 +31,9 @@ export const FAIR_SHARE_USAGE = `Fair sharing (with authentication; see "Securin
   --unauthenticated-stream-timeout-ms <n>
                               end a streaming call without credentials (Health/Watch) after this long
                               (default 60000)
+  --tenant-max-connections <n>
+                              connections one tenant may hold; its call on one more is refused
+                              RESOURCE_EXHAUSTED (default: a quarter of --max-connections; 0 = no limit)
   --tenant-max-invocations <n>
                               Run/RunStream/Chat calls one tenant may have running (default ${DEFAULT_TENANT_LIMITS.maxInvocations}; 0 = no limit)
   --tenant-rate <n>           calls per second one tenant may start (default ${DEFAULT_TENANT_LIMITS.requestsPerSecond}; 0 = no limit)
@@ -77,6 +81,15 @@ export function fairShareConfig(
   if (calls !== undefined) unauthenticated.maxStreams = calls;
   const timeout = get("unauthenticated-stream-timeout-ms", 100);
   if (timeout !== undefined) unauthenticated.streamTimeoutMs = timeout;
+  const tenantConnections = get("tenant-max-connections", 0);
+  if (tenantConnections !== undefined) {
+    if (tenantConnections >= maxConnections) {
+      throw usage(
+        `--tenant-max-connections (${tenantConnections}) must be below --max-connections (${maxConnections}), so one tenant cannot hold every connection`,
+      );
+    }
+    unauthenticated.maxTenantConnections = tenantConnections;
+  }
   const tenants: Partial<TenantLimitOptions> = {};
   const invocations = get("tenant-max-invocations", 0);
   if (invocations !== undefined) tenants.maxInvocations = invocations;

@@ -9,6 +9,7 @@ import type { Agent } from "../runtime/agents/agent.js";
 import { AgentRegistry } from "../runtime/agents/agent-registry.js";
 import type { TurnEvent } from "../runtime/invocations/runtime-events.js";
 import { startSessionSweeper, sweepIntervalFor } from "../runtime/sessions/session-sweeper.js";
+import { DEFAULT_LIVENESS } from "../runtime/sessions/snapshot-liveness.js";
 import { promptAgentsFromDirectory } from "../prompts/prompt-agent.js";
 import { agentServiceRoutes } from "../server/agent-service.js";
 import { PageTokens } from "../server/page-tokens.js";
@@ -143,7 +144,8 @@ export async function startServe(
         ...(webhooks ? { webhooks: webhooks.outbox } : {}),
       }),
       ...(config.fairShare ? { fairShare: config.fairShare } : {}),
-      auth: security.auth,
+      // An open stream's credential is re-checked once per heartbeat (revocation, expiry).
+      auth: { ...security.auth, streamRecheckMs: config.heartbeatIntervalMs ?? DEFAULT_LIVENESS.heartbeatIntervalMs },
       ...(security.tls ? { tls: security.tls } : {}),
       ...(store.ping ? { storeHealth: { ping: store.ping.bind(store) } } : {}),
       telemetry: telemetry !== undefined,

@@ -18,10 +18,13 @@ export interface FairShare {
 /**
  * An interceptor (after the call guard, which sets the principal) that shares
  * a server with authentication fairly:
- * - an authenticated call marks its connection as authenticated (it no longer
- *   counts against the unauthenticated connections), then must fit its
- *   tenant's request rate and, for Run / RunStream / Chat, its concurrent
- *   invocations, else RESOURCE_EXHAUSTED with `google.rpc.RetryInfo`;
+ * - an authenticated call (also of an open procedure, when it carries valid
+ *   credentials) must fit its tenant's connections (on a connection not yet
+ *   the tenant's), request rate and, for Run / RunStream / Chat, concurrent
+ *   invocations, else RESOURCE_EXHAUSTED with `google.rpc.RetryInfo`; only an
+ *   admitted call marks its connection authenticated (no longer counted
+ *   against the unauthenticated connections, counted as the tenant's): a
+ *   refused one leaves it among the first to be closed;
  * - a call without credentials (health, open reflection) must fit the
  *   unauthenticated calls in flight, else RESOURCE_EXHAUSTED; a streaming one
  *   ends UNAVAILABLE after the unauthenticated stream timeout.
@@ -41,9 +44,15 @@ export function fairShareInterceptor(share: FairShare): Interceptor {
       const res = await next(req);
       return res.stream ? { ...res, message: share.unauthenticated.bound(res.message) } : res;
     }
-    share.unauthenticated.authenticated(req.contextValues.get(connectionSocketKey));
+    const socket = req.contextValues.get(connectionSocketKey);
+    const connectionRefused = share.unauthenticated.connectionRefusal(socket, principal.tenant);
+    if (connectionRefused) throw connectionRefused;
     const admitted = share.tenants.admit(principal.tenant, INVOCATIONS.has(req.method.name));
-    if (admitted instanceof Error) throw admitted;
+    if (admitted instanceof Error) {
+      share.unauthenticated.refusedOn(socket);
+      throw admitted;
+    }
+    share.unauthenticated.authenticated(socket, principal.tenant);
     if (admitted) release(admitted);
     return next(req);
   };

@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { AgentError } from "../../src/errors/agent-error.js";
 import {
   isClaimable,
+  type WebhookClaimOptions,
   pageOfWebhookEvents,
   type WebhookAttemptUpdate,
   type WebhookEvent,
@@ -46,10 +47,18 @@ export class FileWebhookOutbox implements WebhookOutbox {
   }
 
   /** Leases the due events, oldest first, under the lock. */
-  async claim(instance: string, now: number, leaseMs: number, limit: number): Promise<WebhookEvent[]> {
+  async claim(
+    instance: string,
+    now: number,
+    leaseMs: number,
+    limit: number,
+    options?: WebhookClaimOptions,
+  ): Promise<WebhookEvent[]> {
     if (!existsSync(this.dir)) return [];
     return this.locked(async () => {
-      const due = (await this.readAll()).filter((e) => isClaimable(e, now)).sort((a, b) => a.createdAt - b.createdAt);
+      const due = (await this.readAll())
+        .filter((e) => isClaimable(e, now, options))
+        .sort((a, b) => a.createdAt - b.createdAt);
       const claimed: WebhookEvent[] = [];
       for (const event of due.slice(0, limit)) {
         const leased = { ...event, lease: { instance, until: now + leaseMs } };

@@ -4,6 +4,7 @@ import {
   webhookCursor,
   webhookPageSize,
   type WebhookAttemptUpdate,
+  type WebhookClaimOptions,
   type WebhookEvent,
   type WebhookEventPage,
   type WebhookEventQuery,
@@ -50,13 +51,20 @@ export class MongoWebhookOutbox implements WebhookOutbox {
   }
 
   /** Leases the due events one by one, oldest first (see `WebhookOutbox.claim`). */
-  async claim(instance: string, now: number, leaseMs: number, limit: number): Promise<WebhookEvent[]> {
+  async claim(
+    instance: string,
+    now: number,
+    leaseMs: number,
+    limit: number,
+    options?: WebhookClaimOptions,
+  ): Promise<WebhookEvent[]> {
     await this.ready();
     const claimed: WebhookEvent[] = [];
     const filter: Filter<WebhookDocument> = {
       state: "pending",
       nextAttemptAt: { $lte: now },
       $or: [{ lease: { $exists: false } }, { "lease.until": { $lte: now } }],
+      ...(options?.skipUrls?.length ? { url: { $nin: [...options.skipUrls] } } : {}),
     };
     while (claimed.length < limit) {
       const doc = await guarded("claiming a webhook event", () =>

@@ -162,6 +162,13 @@ describe("fair-share flags", () => {
     });
   });
 
+  it("keeps --tenant-max-connections below --max-connections", () => {
+    expect(() => serve(["--max-connections", "40", "--tenant-max-connections", "40"])).toThrow(UsageError);
+    expect(serve(["--max-connections", "40", "--tenant-max-connections", "0"]).fairShare).toEqual({
+      unauthenticated: { maxTenantConnections: 0 },
+    });
+  });
+
   it("sets the burst to twice --tenant-rate unless --tenant-burst says otherwise", () => {
     expect(serve(["--tenant-rate", "10"]).fairShare?.tenants).toEqual({ requestsPerSecond: 10, burst: 20 });
     expect(serve(["--tenant-rate", "10", "--tenant-burst", "3"]).fairShare?.tenants).toEqual({

@@ -54,6 +54,21 @@ export function describeWebhookOutbox(fresh: () => Promise<StoreUnderTest>): voi
       expect(await outbox.claim("i1", 9000, 1000, 10)).toHaveLength(1);
     });
 
+    it("claim skips the events of the endpoints in skipUrls: they neither count towards the limit nor get a lease", async () => {
+      const { outbox } = await outboxOf(fresh);
+      const busy = "http://127.0.0.1:1/hook";
+      for (let i = 0; i < 3; i++) await outbox.put(event(`msg_busy${i}`, 1000 + i)); // older, the busy endpoint's
+      await outbox.put({ ...event("msg_free", 2000), url: "http://127.0.0.1:2/hook" });
+      const claimed = await outbox.claim("i1", 5000, 1000, 1, { skipUrls: [busy] });
+      expect(claimed.map((e) => e.id)).toEqual(["msg_free"]);
+      expect((await outbox.get("msg_busy0"))?.lease).toBeUndefined();
+      expect((await outbox.claim("i1", 5000, 1000, 10)).map((e) => e.id)).toEqual([
+        "msg_busy0",
+        "msg_busy1",
+        "msg_busy2",
+      ]);
+    });
+
     it("settle writes only while the caller holds the lease", async () => {
       const { outbox } = await outboxOf(fresh);
       await outbox.put(event("msg_a", 1000));

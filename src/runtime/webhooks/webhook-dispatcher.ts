@@ -16,27 +16,37 @@ export interface DispatchEvents {
   passFailed?(err: unknown): void;
 }
 
-/** How many events one pass claims. */
+/** How many events one claim takes at most. */
 const BATCH = 16;
 /** Prune settled events at most this often. */
 const PRUNE_EVERY_MS = 10 * 60_000;
 
 /**
- * Delivers the outbox's events: every `pollMs` (and at once when woken) it
- * claims the due events with a lease (so that of the instances sharing the
- * store exactly one delivers each), POSTs each one signed per Standard
- * Webhooks, and records the outcome under its lease: delivered on a 2xx;
- * otherwise retried after an exponential backoff with full jitter, with the
- * same `webhook-id` and body, until `retryPeriodMs` after the event, then
- * marked failed (logged and counted; kept `keepMs` for ListWebhookDeliveries).
- * An instance that dies mid-attempt leaves the lease to lapse: another one
- * (or it, restarted) delivers the event again (at least once).
+ * Delivers the outbox's events: every `pollMs` (and at once when woken, or
+ * when an attempt ends) it claims the due events with a lease (so that of
+ * the instances sharing the store exactly one delivers each), POSTs each one
+ * signed per Standard Webhooks, and records the outcome under its lease:
+ * delivered on a 2xx; otherwise retried after an exponential backoff with
+ * full jitter, with the same `webhook-id` and body, until `retryPeriodMs`
+ * after the event, then marked failed (logged and counted; kept `keepMs` for
+ * ListWebhookDeliveries). An instance that dies mid-attempt leaves the lease
+ * to lapse: another one (or it, restarted) delivers the event again (at
+ * least once).
+ *
+ * Endpoints are isolated: each attempt runs on its own (no pass waits for a
+ * batch), at most `endpointConcurrency` attempts per endpoint (URL) and
+ * `maxInFlight` in all are in flight, and a claim skips the endpoints at
+ * their limit, so a slow or dead receiver holds only its own deliveries
+ * (each cut at `timeoutMs`), never another endpoint's.
  */
 export class WebhookDispatcher {
   private stopTask: (() => Promise<void>) | undefined;
   private lastPrune = 0;
   private wakeRequested = false;
   private running: Promise<void> | undefined;
+  /** Attempts in flight per endpoint URL. */
+  private readonly lanes = new Map<string, number>();
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
     private readonly outbox: WebhookOutbox,
@@ -61,7 +71,7 @@ export class WebhookDispatcher {
     );
   }
 
-  /** Runs a pass soon (a new event was queued by this process). */
+  /** Runs a pass soon (a new event was queued by this process, or an attempt ended). */
   wake(): void {
     if (!this.stopTask) return;
     if (this.running) {
@@ -71,23 +81,34 @@ export class WebhookDispatcher {
     void this.pass().catch((err: unknown) => this.events.passFailed?.(err));
   }
 
-  /** Stops polling and waits for a running pass. */
+  /** Stops polling and waits for a running pass and the attempts in flight. */
   async stop(): Promise<void> {
     const stop = this.stopTask;
     this.stopTask = undefined;
     await stop?.();
     await this.running?.catch(() => undefined);
+    await Promise.all(this.inFlight);
   }
 
-  /** One pass: claim the due events and attempt each (concurrently), prune now and then, report the lag. */
+  /**
+   * One pass: claim due events of the endpoints with room and start an
+   * attempt for each (not waiting for them), prune now and then, report the lag.
+   */
   async pass(): Promise<void> {
     if (this.running) return this.running;
     this.running = (async () => {
       do {
         this.wakeRequested = false;
-        const claimed = await this.outbox.claim(this.instance, Date.now(), this.leaseMs, BATCH);
-        await Promise.all(claimed.map((event) => this.attempt(event)));
-        if (claimed.length === BATCH) this.wakeRequested = true;
+        const room = this.settings.maxInFlight - this.inFlight.size;
+        if (room <= 0) break;
+        const limit = Math.min(BATCH, room);
+        const busy = [...this.lanes].filter(([, n]) => n >= this.settings.endpointConcurrency).map(([url]) => url);
+        const claimed = await this.outbox.claim(this.instance, Date.now(), this.leaseMs, limit, { skipUrls: busy });
+        for (const event of claimed) {
+          if ((this.lanes.get(event.url) ?? 0) < this.settings.endpointConcurrency) this.launch(event);
+          else await this.release(event); // one claim brought more of an endpoint's events than it has room for
+        }
+        if (claimed.length === limit) this.wakeRequested = true;
       } while (this.wakeRequested && this.stopTask);
       const oldest = await this.outbox.oldestPending();
       reportOutboxLag(oldest === undefined ? 0 : Math.max(0, (Date.now() - oldest) / 1000));
@@ -101,6 +122,30 @@ export class WebhookDispatcher {
     } finally {
       this.running = undefined;
     }
+  }
+
+  /** Starts the attempt of `event` in its endpoint's lane; when it ends, the lane has room again and a pass runs. */
+  private launch(event: WebhookEvent): void {
+    this.lanes.set(event.url, (this.lanes.get(event.url) ?? 0) + 1);
+    const attempt: Promise<void> = this.attempt(event)
+      .catch((err: unknown) => this.events.passFailed?.(err))
+      .finally(() => {
+        const left = (this.lanes.get(event.url) ?? 1) - 1;
+        if (left > 0) this.lanes.set(event.url, left);
+        else this.lanes.delete(event.url);
+        this.inFlight.delete(attempt);
+        this.wake();
+      });
+    this.inFlight.add(attempt);
+  }
+
+  /** Gives a claimed event back unchanged (its lease dropped), for a later pass. */
+  private async release(event: WebhookEvent): Promise<void> {
+    await this.outbox.settle(event.id, this.instance, {
+      state: "pending",
+      attempts: event.attempts,
+      nextAttemptAt: event.nextAttemptAt,
+    });
   }
 
   /** One signed POST of `event` in a span, and its outcome recorded under the lease. */

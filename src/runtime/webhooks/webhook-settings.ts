@@ -18,6 +18,14 @@ export interface WebhookSettings {
   maxBackoffMs: number;
   /** How often the outbox is polled for due events (default 1 s). */
   pollMs: number;
+  /**
+   * Attempts in flight at once to one endpoint (events with the same URL;
+   * default 4): a slow or dead receiver holds at most this many, and its
+   * other events wait in the outbox without holding back other endpoints'.
+   */
+  endpointConcurrency: number;
+  /** Attempts in flight at once over every endpoint, per instance (default 64). */
+  maxInFlight: number;
 }
 
 /** The defaults of {@link WebhookSettings} besides url and keys. */
@@ -29,6 +37,8 @@ export const WEBHOOK_DEFAULTS = {
   baseBackoffMs: 1_000,
   maxBackoffMs: 3600_000,
   pollMs: 1_000,
+  endpointConcurrency: 4,
+  maxInFlight: 64,
 } as const satisfies Omit<WebhookSettings, "url" | "keys">;
 
 /**

@@ -6,6 +6,7 @@ import { annotateCall } from "../call-log.js";
 import { toConnectError } from "../error-mapping.js";
 import type { Authenticate } from "./authenticator.js";
 import { credentialCheck, credentialCheckKey } from "./credential-recheck.js";
+import { DEFAULT_STREAM_RECHECK_MS, recheckWhileOpen } from "./stream-recheck.js";
 import { hostOfAuthority, isLoopbackHost } from "./loopback.js";
 
 /** What the connection told us about a call, captured from the Node request before connect-es sees it. */
@@ -41,6 +42,14 @@ export interface CallGuardOptions {
    * older generation is re-authenticated at its next input. Default: never changes.
    */
   credentialsGeneration?: () => number;
+  /**
+   * How often the credential of an open streaming call (AttachInvocation,
+   * RunStream, WatchSnapshot, Chat) is re-checked, even while nothing
+   * streams: a revoked or expired one ends the stream UNAUTHENTICATED within
+   * this many ms. Default {@link DEFAULT_STREAM_RECHECK_MS} (`agentd serve`:
+   * `--heartbeat-interval-ms`).
+   */
+  streamRecheckMs?: number;
 }
 
 const HEALTH_PREFIX = "/grpc.health.v1.Health/";
@@ -55,6 +64,9 @@ const admittedKey = createContextKey<boolean>(false, { description: "agentd call
  *   is not a loopback name fails PERMISSION_DENIED (a browser page reaching
  *   a loopback server through a rebound DNS name);
  * - health checks are always open, reflection unless configured otherwise;
+ *   an open call that carries credentials the authenticators accept acts for
+ *   their principal (it counts as its tenant's), one whose credentials are
+ *   not accepted is served as one without;
  * - every other call must authenticate: no or unknown credentials →
  *   UNAUTHENTICATED (the message never repeats a credential).
  * The principal is stored under {@link principalKey} and its subject and
@@ -84,9 +96,17 @@ export async function admitCall(
     }
   }
   const open = health || (reflection === "open" && procedure.startsWith(REFLECTION_PREFIX));
-  if (authenticate !== undefined && !open) {
+  const hasCredentials = headers.has("authorization") || connection.peerCertificate !== undefined;
+  if (authenticate !== undefined && (!open || hasCredentials)) {
     const generation = currentGeneration();
-    const principal = await runAuthenticate(authenticate, procedure, headers, connection.peerCertificate);
+    let principal: Principal;
+    try {
+      principal = await runAuthenticate(authenticate, procedure, headers, connection.peerCertificate);
+    } catch (err) {
+      // An open procedure with credentials that do not hold is served as one without.
+      if (open) return void values.set(admittedKey, true);
+      throw err;
+    }
     values.set(principalKey, principal);
     if (streaming) {
       const reauthenticate = () => runAuthenticate(authenticate, procedure, headers, connection.peerCertificate);
@@ -118,8 +138,11 @@ export function callGuardGate(options: CallGuardOptions): (context: HandlerConte
 /**
  * {@link admitCall} as an interceptor, for routers without
  * {@link callGuardGate}: a call the gate already admitted passes straight on.
+ * The responses of an authenticated streaming call re-check its credential
+ * every `streamRecheckMs` while open (see {@link recheckWhileOpen}).
  */
 export function callGuardInterceptor(options: CallGuardOptions): Interceptor {
+  const recheckMs = options.streamRecheckMs ?? DEFAULT_STREAM_RECHECK_MS;
   return (next) => async (req) => {
     if (!req.contextValues.get(admittedKey)) {
       await admitCall(
@@ -130,7 +153,9 @@ export function callGuardInterceptor(options: CallGuardOptions): Interceptor {
         req.stream,
       );
     }
-    return next(req);
+    const res = await next(req);
+    const check = req.contextValues.get(credentialCheckKey);
+    return res.stream && check ? { ...res, message: recheckWhileOpen(res.message, check, recheckMs) } : res;
   };
 }
 
