@@ -77,6 +77,7 @@ const MIGRATIONS: readonly Migration[] = [
           next_attempt_at ${int} NOT NULL,
           lease_instance TEXT,
           lease_until ${int},
+          url TEXT NOT NULL,
           event TEXT NOT NULL
         )`,
         `CREATE INDEX webhooks_due ON webhooks (state, next_attempt_at, created_at)`,

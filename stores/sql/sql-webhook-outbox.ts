@@ -3,6 +3,7 @@ import {
   webhookCursor,
   webhookPageSize,
   type WebhookAttemptUpdate,
+  type WebhookClaimOptions,
   type WebhookEvent,
   type WebhookEventPage,
   type WebhookEventQuery,
@@ -46,8 +47,8 @@ export class SqlWebhookOutbox implements WebhookOutbox {
     await this.opened();
     const changed = await this.engine.transaction((tx) =>
       tx.run(
-        `INSERT INTO webhooks (id, tenant, created_at, state, next_attempt_at, lease_instance, lease_until, event)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+        `INSERT INTO webhooks (id, tenant, created_at, state, next_attempt_at, lease_instance, lease_until, url, event)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
         [
           event.id,
           event.tenant,
@@ -56,6 +57,7 @@ export class SqlWebhookOutbox implements WebhookOutbox {
           event.nextAttemptAt,
           event.lease?.instance ?? null,
           event.lease?.until ?? null,
+          event.url,
           eventJson(event),
         ],
       ),
@@ -63,18 +65,26 @@ export class SqlWebhookOutbox implements WebhookOutbox {
     return changed === 1;
   }
 
-  /** Leases up to `limit` due events to `instance`, oldest first. */
-  async claim(instance: string, now: number, leaseMs: number, limit: number): Promise<WebhookEvent[]> {
+  /** Leases up to `limit` due events to `instance`, oldest first, none of an endpoint in `options.skipUrls`. */
+  async claim(
+    instance: string,
+    now: number,
+    leaseMs: number,
+    limit: number,
+    options?: WebhookClaimOptions,
+  ): Promise<WebhookEvent[]> {
     await this.opened();
     const lock = this.engine.dialect === "postgres" ? " FOR UPDATE SKIP LOCKED" : "";
+    const skip = [...new Set(options?.skipUrls ?? [])];
+    const skipped = skip.length ? ` AND url NOT IN (${skip.map(() => "?").join(", ")})` : "";
     const rows = await this.engine.transaction((tx) =>
       tx.query(
         `UPDATE webhooks SET lease_instance = ?, lease_until = ?
          WHERE id IN (SELECT id FROM webhooks
-                      WHERE state = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+                      WHERE state = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)${skipped}
                       ORDER BY created_at, id LIMIT ?${lock})
          RETURNING ${COLUMNS}`,
-        [instance, now + leaseMs, now, now, Math.max(0, Math.floor(limit))],
+        [instance, now + leaseMs, now, now, ...skip, Math.max(0, Math.floor(limit))],
       ),
     );
     return rows.map(eventFromRow).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
