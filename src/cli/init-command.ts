@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, readdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { parseFlags } from "./flag-suggestion.js";
 import { projectFiles } from "./scaffold/project-files.js";
 
 /** Usage of `agentd init`. */
@@ -30,7 +30,7 @@ function packageName(dir: string): string {
 export async function initCommand(args: readonly string[], agentdVersion: string): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({
+    parsed = parseFlags({
       args: [...args],
       allowPositionals: true,
       options: { "agentd-version": { type: "string" }, help: { type: "boolean", short: "h" } },

@@ -21,6 +21,7 @@ import { setUpSecurity } from "./security-setup.js";
 import { startTelemetry, type TelemetryHandle } from "./telemetry-setup.js";
 import { traceSessionStore } from "../runtime/telemetry/traced-store.js";
 import { setUpWebhooks } from "./webhook-setup.js";
+import { checkWebhookAddress } from "./webhook-address-check.js";
 import type { Webhooks } from "../runtime/webhooks/webhooks.js";
 import { WEBHOOK_SESSION_TTL_GRACE_MS } from "../runtime/webhooks/webhook-settings.js";
 
@@ -61,6 +62,7 @@ export async function startServe(
     promptAgents.push(...promptAgentsFromDirectory(dir));
   }
   const modules = await loadAgentModules(config.agentModules);
+  if (config.webhook) await checkWebhookAddress(config.webhook);
   const userAgents = [...modules.agents, ...promptAgents];
   const security = setUpSecurity(config.security, config.host, modules.authenticators);
   const pageTokens =
