@@ -10,7 +10,14 @@
 // agents modules work and a TypeScript one fails with a message saying to
 // install tsx.
 import { existsSync } from "node:fs";
-import { resolveAgentdToThisCopy } from "./self-resolve.js";
+import { nodeVersionProblem } from "./node-version-check.js";
+
+const tooOld = nodeVersionProblem(process.versions.node);
+if (tooOld) {
+  process.stderr.write(`agentd: ${tooOld}\n`);
+  process.exit(2);
+}
+const { resolveAgentdToThisCopy } = await import("./self-resolve.js");
 
 const source = new URL("../src/cli/main.ts", import.meta.url);
 const built = new URL("../dist/src/cli/main.js", import.meta.url);

@@ -10,6 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 npx buf generate --template buf.gen.yaml -o "$tmp"
 npx buf generate --template buf.gen.grpc.yaml -o "$tmp"
+node scripts/source-info-module.mjs "$tmp/gen/ts"
 find "$tmp/gen/python/src/agentd" -type d -exec touch {}/__init__.py \;
 if ! diff -r -q -x go.mod -x go.sum -x pyproject.toml -x '*.egg-info' -x __pycache__ -x build "$tmp/gen" gen >"$tmp/diff.txt"; then
   echo "gen/ is stale: run 'npm run generate' and commit gen/" >&2

@@ -9,5 +9,6 @@ npx buf lint
 rm -rf gen/ts gen/go/agentd gen/python/src/agentd
 npx buf generate --template buf.gen.yaml
 npx buf generate --template buf.gen.grpc.yaml
+node scripts/source-info-module.mjs gen/ts
 # Python packages need an __init__.py in each generated directory.
 find gen/python/src/agentd -type d -exec touch {}/__init__.py \;

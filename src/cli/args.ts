@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util";
+import { parseFlags } from "./flag-suggestion.js";
 import { DEFAULT_SESSION_SETTINGS } from "../runtime/sessions/session-settings.js";
 import { DEFAULT_INPUT_LIMITS, type InputLimits } from "../runtime/sessions/input-limits.js";
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from "../server/connection-limits.js";
@@ -262,7 +262,7 @@ function integer(name: string, raw: string, min: number, max: number): number {
 export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliCommand {
   let parsed;
   try {
-    parsed = parseArgs({
+    parsed = parseFlags({
       args: [...argv],
       allowPositionals: true,
       strict: true,
@@ -320,7 +320,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       },
     });
   } catch (err) {
-    throw new UsageError(`${(err as Error).message.split("\n")[0]} (see agentd --help)`);
+    throw new UsageError(`${(err as Error).message} (see agentd --help)`);
   }
   const { values, positionals } = parsed;
   if (values.help) return { kind: "help" };

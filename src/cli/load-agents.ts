@@ -4,6 +4,7 @@ import { pathToFileURL } from "node:url";
 import { isAgent, type Agent } from "../runtime/agents/agent.js";
 import type { Authenticate } from "../server/auth/authenticator.js";
 import type { WebhookEndpointHook } from "../runtime/webhooks/webhook-endpoints.js";
+import { describeModuleLoadFailure } from "./module-load-failure.js";
 
 /** An agents module that cannot be used; the message names the module and the fix. */
 export class AgentModuleError extends Error {
@@ -62,8 +63,9 @@ export async function loadAgentModules(
   for (const specifier of specifiers) {
     const looksLikePath = specifier.startsWith(".") || isAbsolute(specifier) || /\.[cm]?[jt]sx?$/.test(specifier);
     let target = specifier;
+    let path: string | undefined;
     if (looksLikePath) {
-      const path = resolve(cwd, specifier);
+      path = resolve(cwd, specifier);
       const info = await stat(path).catch(() => undefined);
       if (!info?.isFile()) throw new AgentModuleError(`agents module "${specifier}" not found (looked for ${path})`);
       target = pathToFileURL(path).href;
@@ -72,7 +74,7 @@ export async function loadAgentModules(
     try {
       namespace = (await import(target)) as Record<string, unknown>;
     } catch (err) {
-      const reason = err instanceof Error ? err.message.split("\n")[0] : String(err);
+      const reason = describeModuleLoadFailure(err, path);
       throw new AgentModuleError(`agents module "${specifier}" failed to load: ${reason}${typeScriptHint(specifier)}`, {
         cause: err,
       });

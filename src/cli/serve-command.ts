@@ -23,6 +23,7 @@ import { startTelemetry, type TelemetryHandle } from "./telemetry-setup.js";
 import { traceSessionStore } from "../runtime/telemetry/traced-store.js";
 import { setUpWebhooks } from "./webhook-setup.js";
 import { warnOfLegacyFileStore } from "./legacy-store-hint.js";
+import { checkWebhookAddress } from "./webhook-address-check.js";
 import type { Webhooks } from "../runtime/webhooks/webhooks.js";
 import { WEBHOOK_SESSION_TTL_GRACE_MS } from "../runtime/webhooks/webhook-settings.js";
 
@@ -63,6 +64,7 @@ export async function startServe(
     promptAgents.push(...promptAgentsFromDirectory(dir));
   }
   const modules = await loadAgentModules(config.agentModules);
+  if (config.webhook) await checkWebhookAddress(config.webhook);
   const userAgents = [...modules.agents, ...promptAgents];
   const security = setUpSecurity(config.security, config.host, modules.authenticators);
   const pageTokens =

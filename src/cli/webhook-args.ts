@@ -1,3 +1,5 @@
+import { isLocalHostname } from "../runtime/webhooks/address-policy.js";
+
 /** Makes the CLI's usage error (kept out of this module so it does not import args.ts). */
 type UsageErrorFactory = (message: string) => Error;
 
@@ -66,12 +68,17 @@ export function webhookConfig(
     throw usage(`--webhook-url must be an http(s) URL, got "${parsed.protocol}"`);
   if (parsed.username || parsed.password)
     throw usage("--webhook-url must not carry credentials (deliveries are signed with --webhook-secret-file)");
+  const allowPrivate = values["webhook-allow-private"] === true;
+  if (!allowPrivate && isLocalHostname(parsed.hostname))
+    throw usage(
+      `--webhook-url ${parsed.host} is a loopback or private address, where agentd never delivers unless --webhook-allow-private is given (for a receiver on this machine or network)`,
+    );
   const timeout = values["webhook-timeout"];
   const period = values["webhook-retry-period"];
   return {
     url: parsed.href,
     secretFile,
-    allowPrivate: values["webhook-allow-private"] === true,
+    allowPrivate,
     ...(typeof timeout === "string" ? { timeoutMs: duration("webhook-timeout", timeout) } : {}),
     ...(typeof period === "string" ? { retryPeriodMs: duration("webhook-retry-period", period) } : {}),
   };

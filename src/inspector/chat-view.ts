@@ -1,8 +1,9 @@
 import type { AgentInit, AgentOutput, SessionState } from "../client/browser.js";
 import { userText } from "../client/browser.js";
 import type { AppContext } from "./app-context.js";
-import { append, h } from "./element.js";
-import { describeError, statusBadge } from "./format.js";
+import { messageCard } from "./content-view.js";
+import { append, h, replaceChildren } from "./element.js";
+import { describeError, errorBox, statusBadge } from "./format.js";
 import { chunkLine } from "./live-view.js";
 
 /**
@@ -27,7 +28,17 @@ export function chatView(ctx: AppContext, initial: { agent?: string; sessionId?:
   const detach = h("input", { type: "checkbox", name: "detach" });
   const send = h("button", { type: "submit" }, "Send");
   const transcript = h("div", { class: "transcript", "aria-live": "polite" });
+  const history = h("section", { class: "history", "aria-label": "Earlier in this session" });
   let clientState: SessionState | undefined;
+  const showHistory = (): void => {
+    const agent = ctx.agents.find((a) => a.name === agentSelect.value);
+    const sessionId = sessionInput.value.trim();
+    if (!agent || agent.stateManagement === "client" || sessionId === "") {
+      replaceChildren(history);
+      return;
+    }
+    void sessionHistory(ctx, agent.name, sessionId).then((content) => replaceChildren(history, content));
+  };
 
   const form = h(
     "form",
@@ -41,6 +52,11 @@ export function chatView(ctx: AppContext, initial: { agent?: string; sessionId?:
   agentSelect.addEventListener("change", () => {
     sessionInput.value = "";
     clientState = undefined;
+    replaceChildren(history);
+  });
+  sessionInput.addEventListener("change", () => {
+    replaceChildren(transcript);
+    showHistory();
   });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -62,7 +78,34 @@ export function chatView(ctx: AppContext, initial: { agent?: string; sessionId?:
       .finally(() => (send.disabled = false));
   });
 
-  return h("section", { class: "chat", "aria-label": "Chat" }, h("h2", {}, "Chat"), form, transcript);
+  showHistory();
+  return h("section", { class: "chat", "aria-label": "Chat" }, h("h2", {}, "Chat"), form, history, transcript);
+}
+
+/**
+ * The conversation so far of a server-managed session (its latest snapshot's
+ * messages), shown before the turns this page runs; an error box when it
+ * cannot be read (e.g. NOT_FOUND for another owner's session).
+ */
+async function sessionHistory(ctx: AppContext, agent: string, sessionId: string): Promise<HTMLElement> {
+  try {
+    const snapshot = await ctx.connection.client.getSnapshot(agent, { sessionId }, { signal: ctx.signal });
+    const messages = snapshot.state?.messages ?? [];
+    return h(
+      "div",
+      {},
+      h(
+        "h3",
+        {},
+        `Earlier in this session (${messages.length} message${messages.length === 1 ? "" : "s"}, turn ${snapshot.turnIndex}, `,
+        statusBadge(snapshot.status),
+        ")",
+      ),
+      h("div", { class: "messages" }, ...messages.map(messageCard)),
+    );
+  } catch (err) {
+    return errorBox(err);
+  }
 }
 
 /** Runs one turn by RunStream, appending its input, stream and end to `transcript`; undefined when the call failed. */

@@ -2,12 +2,25 @@ import { ConnectError } from "@connectrpc/connect";
 import { Code } from "../client/browser.js";
 import { h } from "./element.js";
 
-/** An epoch-ms time as `2026-11-28 05:30:12` (local time); `—` when absent. */
-export function formatTime(ms: number | undefined): string {
+/**
+ * An epoch-ms time as `2026-11-28 05:30:12 GMT+1` in the browser's time zone
+ * (or `timeZone`), the zone always named; `—` when absent.
+ */
+export function formatTime(ms: number | undefined, timeZone?: string): string {
   if (ms === undefined) return "—";
-  const d = new Date(ms);
-  const pad = (n: number): string => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  const parts = new Intl.DateTimeFormat("en-US", {
+    timeZone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+    hourCycle: "h23",
+    timeZoneName: "short",
+  }).formatToParts(new Date(ms));
+  const part = (type: Intl.DateTimeFormatPartTypes): string => parts.find((p) => p.type === type)?.value ?? "";
+  return `${part("year")}-${part("month")}-${part("day")} ${part("hour")}:${part("minute")}:${part("second")} ${part("timeZoneName")}`;
 }
 
 /** A duration in ms as `90s`, `15m`, `2h`, `3d` (the largest whole unit); `—` when absent. */

@@ -21,13 +21,15 @@ export function sessionView(ctx: AppContext, sessionId: string, snapshotId: stri
       const session = await ctx.connection.client.getSession(sessionId, { signal: ctx.signal });
       const snapshots = await allSnapshots(ctx, session);
       const selected = snapshotId ?? session.headSnapshotId;
+      const head = h("div", { class: "session-head" }, summary(ctx, session));
+      const tree = h("div", { class: "tree-slot" }, treePanel(ctx, session, snapshots, selected));
       replaceChildren(
         root,
-        summary(ctx, session),
+        head,
         h(
           "div",
           { class: "session-body" },
-          treePanel(ctx, session, snapshots, selected),
+          tree,
           h(
             "div",
             { class: "snapshot-panel" },
@@ -37,11 +39,43 @@ export function sessionView(ctx: AppContext, sessionId: string, snapshotId: stri
           ),
         ),
       );
+      if (session.headStatus === "pending" && session.headSnapshotId)
+        refreshWhenHeadEnds(ctx, session, session.headSnapshotId, async () => {
+          const now = await ctx.connection.client.getSession(sessionId, { signal: ctx.signal });
+          replaceChildren(head, summary(ctx, now));
+          replaceChildren(tree, treePanel(ctx, now, await allSnapshots(ctx, now), selected));
+        });
     } catch (err) {
       replaceChildren(root, h("h2", {}, "Session ", h("code", {}, sessionId)), errorBox(err));
     }
   })();
   return root;
+}
+
+/**
+ * Watches the session's pending head (WatchSnapshot) and calls `refresh` once
+ * it reaches a terminal status, so the summary and the tree show how the
+ * detached work ended without a reload. Stops when the view is left.
+ */
+function refreshWhenHeadEnds(
+  ctx: AppContext,
+  session: SessionInfo,
+  headSnapshotId: string,
+  refresh: () => Promise<void>,
+): void {
+  void (async () => {
+    try {
+      for await (const status of ctx.connection.client.watchSnapshot(session.agent, headSnapshotId, {
+        signal: ctx.signal,
+      }))
+        if (status !== "pending") {
+          await refresh();
+          return;
+        }
+    } catch {
+      // the view was left, or the watch failed: the page still shows the last state it read
+    }
+  })();
 }
 
 /** Every snapshot of the session, page after page. */

@@ -111,9 +111,19 @@ export function sessionsView(ctx: AppContext): HTMLElement {
         h(
           "tr",
           {},
-          ...["Session", "Agent", "Turns", "Head", "Updated", "Expires", "TTL", "Labels", ""].map((t) =>
-            h("th", {}, t),
-          ),
+          ...[
+            "Session",
+            "Agent",
+            "Turns",
+            "Head",
+            "Updated",
+            "Expires",
+            "TTL",
+            "Labels",
+            "Conversation",
+            "Tokens",
+            "",
+          ].map((t) => h("th", {}, t)),
         ),
       ),
     );
@@ -130,7 +140,7 @@ export function sessionsView(ctx: AppContext): HTMLElement {
 
 /** A session's row, and the (hidden) row of its edit and delete forms. */
 function sessionRows(ctx: AppContext, session: SessionInfo, reload: () => Promise<void>): HTMLElement[] {
-  const panel = h("td", { colspan: 9 });
+  const panel = h("td", { colspan: 11 });
   const panelRow = h("tr", { class: "row-panel", hidden: true }, panel);
   const show = (content: HTMLElement): void => {
     replaceChildren(panel, content);
@@ -147,6 +157,8 @@ function sessionRows(ctx: AppContext, session: SessionInfo, reload: () => Promis
     h("td", {}, formatTime(session.expiresAt)),
     h("td", {}, formatDuration(session.ttlMs)),
     h("td", { class: "labels" }, formatLabels(session.labels)),
+    conversationCell(ctx, session),
+    h("td", { class: "num tokens" }, session.usage ? String(session.usage.totalTokens) : "—"),
     h(
       "td",
       { class: "actions" },
@@ -231,4 +243,37 @@ function deleteConfirm(ctx: AppContext, session: SessionInfo, reload: () => Prom
     h("button", { type: "button", onclick: () => void reload() }, "Cancel"),
     status,
   );
+}
+
+/** The longest conversation summary shown in the list, in characters. */
+const SUMMARY_CHARS = 80;
+
+/**
+ * What a session is about: its `title` label when it has one, else its first
+ * user message (read from the head snapshot after the row is drawn), cut to
+ * {@link SUMMARY_CHARS} characters.
+ */
+function conversationCell(ctx: AppContext, session: SessionInfo): HTMLElement {
+  const cell = h("td", { class: "conversation" });
+  const show = (text: string): void => {
+    replaceChildren(cell, text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS - 1)}…` : text);
+  };
+  const title = session.labels.title;
+  if (title !== undefined) {
+    show(title);
+    return cell;
+  }
+  if (!session.headSnapshotId) return cell;
+  void ctx.connection.client
+    .getSnapshot(session.agent, { sessionId: session.sessionId }, { signal: ctx.signal })
+    .then((snapshot) => {
+      const first = snapshot.state?.messages.find((m) => m.role === "user");
+      const text = first?.content
+        .map((p) => p.text ?? "")
+        .join("")
+        .trim();
+      show(text ? text : "—");
+    })
+    .catch(() => show("—"));
+  return cell;
 }

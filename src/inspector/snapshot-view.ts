@@ -69,5 +69,36 @@ function facts(s: SessionSnapshot): HTMLElement {
       s.usage ? `${s.usage.totalTokens} tokens (${s.usage.inputTokens} in, ${s.usage.outputTokens} out)` : "—",
     ),
     ...(s.error ? row("Error", jsonBlock(s.error.status, s.error)) : []),
+    ...(s.edit ? row("Edited", editView(s.edit)) : []),
+  );
+}
+
+/** Who edited a forked snapshot's parent, and how. */
+type SnapshotEdit = NonNullable<SessionSnapshot["edit"]>;
+
+/**
+ * The edit a forked snapshot's turn started from (`Snapshot.edit`): who made
+ * it, for which tenant, and each operation on the parent's custom state and
+ * history, as the caller sent them.
+ */
+function editView(edit: SnapshotEdit): HTMLElement {
+  const operations = (label: string, ops: SnapshotEdit["statePatch"]): HTMLElement | false =>
+    ops !== undefined &&
+    h(
+      "div",
+      { class: "edit-ops", "data-target": label },
+      h("span", {}, `${label} (${ops.length} operation${ops.length === 1 ? "" : "s"})`),
+      h("ol", {}, ...ops.map((op) => h("li", { class: "mono" }, JSON.stringify(op)))),
+    );
+  return h(
+    "div",
+    { class: "snapshot-edit" },
+    h(
+      "p",
+      { class: "edit-by" },
+      `forked from an edited copy of its parent by ${edit.by}${edit.tenant ? ` (tenant ${edit.tenant})` : ""}`,
+    ),
+    operations("custom state", edit.statePatch),
+    operations("messages", edit.messagesPatch),
   );
 }

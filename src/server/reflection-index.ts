@@ -6,7 +6,7 @@ import {
   type DescMessage,
   type DescService,
 } from "@bufbuild/protobuf";
-import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { FileDescriptorProtoSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 
 /**
  * Everything server reflection answers from: the served services, every file
@@ -23,8 +23,15 @@ export class ReflectionIndex {
   private readonly messageNames = new Set<string>();
   private readonly encoded = new Map<string, Uint8Array>();
 
-  /** Indexes `services` and the transitive closure of their files. */
-  constructor(services: readonly DescService[]) {
+  private readonly documented: ReadonlyMap<string, FileDescriptorProto>;
+
+  /**
+   * Indexes `services` and the transitive closure of their files. A file
+   * found in `documented` (descriptors with source info, by file name) is
+   * served from there, so its comments reach reflection clients.
+   */
+  constructor(services: readonly DescService[], documented: ReadonlyMap<string, FileDescriptorProto> = new Map()) {
+    this.documented = documented;
     this.serviceNames = [...new Set(services.map((s) => s.typeName))].sort();
     for (const service of services) this.addFile(service.file);
   }
@@ -69,7 +76,7 @@ export class ReflectionIndex {
   private encode(file: DescFile): Uint8Array {
     let bytes = this.encoded.get(file.proto.name);
     if (!bytes) {
-      bytes = toBinary(FileDescriptorProtoSchema, file.proto);
+      bytes = toBinary(FileDescriptorProtoSchema, this.documented.get(file.proto.name) ?? file.proto);
       this.encoded.set(file.proto.name, bytes);
     }
     return bytes;

@@ -3,6 +3,7 @@ import { Code, type ConnectRouter } from "@connectrpc/connect";
 import * as v1 from "../../gen/ts/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/ts/grpc/reflection/v1alpha/reflection_pb.js";
 import { ReflectionIndex } from "./reflection-index.js";
+import { documentedDescriptors } from "./documented-descriptors.js";
 
 /** The two reflection services this module can serve. */
 export const REFLECTION_SERVICES: readonly DescService[] = [v1.ServerReflection, v1alpha.ServerReflection];
@@ -68,7 +69,7 @@ export function answerReflection(index: ReflectionIndex, req: RequestShape): Res
  * Each request on the bidi stream gets exactly one response, in order.
  */
 export function registerReflectionService(router: ConnectRouter, services: readonly DescService[]): ReflectionIndex {
-  const index = new ReflectionIndex(services);
+  const index = new ReflectionIndex(services, documentedDescriptors());
   router.service(v1.ServerReflection, {
     async *serverReflectionInfo(requests) {
       for await (const req of requests) {

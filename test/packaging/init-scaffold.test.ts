@@ -16,18 +16,33 @@ const CLI = join(REPO_ROOT, "bin/agentd.js");
 describe("agentd init", { timeout: 240_000 }, () => {
   let work: string;
   let app: string;
+  let tarball: string;
+  let initOutput: string;
 
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), "agentd-init-"));
-    const tarball = await packAgentd(work);
+    tarball = await packAgentd(work);
+    // As a user tries an unpublished build: install the tarball, then run its `agentd init` with no flags.
+    const tools = join(work, "tools");
+    await mkdir(tools);
+    await writeFile(join(tools, "package.json"), JSON.stringify({ name: "tools", version: "1.0.0", private: true }));
+    await npmInstall(tools, [tarball]);
     app = join(work, "My App");
-    const { stdout } = await run(NODE, [CLI, "init", app, "--agentd-version", `file:${tarball}`], { cwd: work });
-    expect(stdout).toContain("npm install");
+    initOutput = (
+      await run(NODE, [join(tools, "node_modules/agentd/bin/agentd.js"), "init", app], { cwd: work, env: cleanEnv() })
+    ).stdout;
     await npmInstall(app, []);
   }, 240_000);
 
   afterAll(async () => {
     if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  it("depends on the tarball it was installed from, and prints next commands that work", async () => {
+    const manifest = JSON.parse(await readFile(join(app, "package.json"), "utf8")) as Record<string, any>;
+    expect(manifest.dependencies.agentd).toBe(`file:${tarball}`);
+    expect(initOutput).toContain(`it depends on agentd file:${tarball} (from the tarball ${tarball})`);
+    expect(initOutput).toContain(`cd ${JSON.stringify(app)}\n  npm install\n  npm start`);
   });
 
   it("writes a package named after the directory whose scripts serve and test agents.ts", async () => {

@@ -48,6 +48,15 @@ describe("server reflection", () => {
     ]);
   });
 
+  it("shows the proto's comments to grpcurl describe (descriptors with source info)", async () => {
+    const out = await grpcurl(server, ["describe", "agentd.v1.AgentInput"]);
+    expect(out).toContain("AgentInput is one input of a conversation.");
+    expect(out).toMatch(/\/\/ The user's message for this turn\.\s*\n\s*\.agentd\.v1\.Message message = 1;/);
+    expect(out).toContain("Resume parts for an interrupted turn.");
+    const service = await grpcurl(server, ["describe", "agentd.v1.AgentService.Chat"]);
+    expect(service).toMatch(/\/\/ \S/);
+  });
+
   it("describes every AgentService RPC to grpcurl", async () => {
     const out = await grpcurl(server, ["describe", "agentd.v1.AgentService"]);
     for (const rpc of [

@@ -79,7 +79,7 @@ describe("the notes agent", () => {
 
 const README_MD = (name: string) => `# ${name}
 
-An [agentd](https://www.npmjs.com/package/agentd) project: \`agents.ts\` defines the agents.
+An [agentd](https://github.com/agentd-dev/agentd) project: \`agents.ts\` defines the agents.
 
 \`\`\`sh
 npm install

@@ -38,3 +38,17 @@ export function isPrivateAddress(address: string): boolean {
   if (mapped) return blocked.check(mapped[1]!, "ipv4");
   return blocked.check(address, "ipv6");
 }
+
+/**
+ * True when a URL's hostname names this machine or a private network without
+ * a DNS lookup: a private or loopback IP literal (`127.0.0.1`, `[::1]`,
+ * `10.0.0.5`, …) or `localhost` and its subdomains.
+ */
+export function isLocalHostname(hostname: string): boolean {
+  const host = hostname
+    .replace(/^\[(.*)\]$/, "$1")
+    .replace(/\.$/, "")
+    .toLowerCase();
+  if (host === "localhost" || host.endsWith(".localhost")) return true;
+  return isPrivateAddress(host);
+}
