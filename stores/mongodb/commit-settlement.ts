@@ -73,6 +73,11 @@ export class CommitSettlement {
     for (const token of tokens) this.queue(sessionId, token);
   }
 
+  /** True when nothing is in flight or queued: {@link flush} would have nothing to do. */
+  get idle(): boolean {
+    return this.inFlight.size === 0 && this.settled.size === 0;
+  }
+
   /** Waits for the settles in flight, then removes every queued token from its head. Never throws. */
   async flush(): Promise<void> {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);

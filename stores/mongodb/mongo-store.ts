@@ -541,11 +541,14 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
    */
   async close(): Promise<void> {
     if (this.closed) return;
+    // Settled first, while the streams still run: a stream closed and then left waiting for a round trip
+    // before the client closes can leave its server cursor open (mongodb-status-stream.test.ts counts them).
+    if (!this.settlement.idle) await this.settlement.flush();
     this.statusStream.closeAll();
     this.chunkLogs.closeAll();
     this.stopWatchingReconnects();
     this.closed = true;
-    await this.settlement.flush();
+    if (!this.settlement.idle) await this.settlement.flush();
     if (this.ownsClient) await this.client.close();
   }
 }

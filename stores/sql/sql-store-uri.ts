@@ -66,9 +66,23 @@ export async function openSqlStore(uri: string): Promise<SqlSessionStore> {
     return new SqlSessionStore(new SqliteEngine(sqlitePathOf(trimmed)));
   }
   if (trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://")) {
-    const { PostgresEngine } = await import("./postgres-engine.js");
+    const { PostgresEngine } = await loadPostgresEngine();
     const { connectionString, schema } = postgresConfigOf(trimmed);
     return new SqlSessionStore(new PostgresEngine({ connectionString, schema, description: redactStoreUri(trimmed) }));
   }
   throw new AgentError("INVALID_ARGUMENT", `"${redactStoreUri(uri)}" is not an SQL store URI (sqlite: or postgres://)`);
+}
+
+/** The PostgreSQL engine module; FAILED_PRECONDITION naming the missing `pg` package (an optional peer dependency). */
+async function loadPostgresEngine(): Promise<typeof import("./postgres-engine.js")> {
+  try {
+    return await import("./postgres-engine.js");
+  } catch (error) {
+    if ((error as { code?: unknown }).code === "ERR_MODULE_NOT_FOUND" && String(error).includes("'pg'"))
+      throw new AgentError(
+        "FAILED_PRECONDITION",
+        "a postgres:// store needs the pg package, which is not installed: run npm install pg@8 in your project",
+      );
+    throw error;
+  }
 }

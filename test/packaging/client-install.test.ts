@@ -22,6 +22,7 @@ const SERVER_SIDE = [
   "@ai-sdk/anthropic",
   "@ai-sdk/google",
   "mongodb",
+  "pg",
   "pino",
   "dotprompt",
   "jose",
@@ -118,6 +119,17 @@ describe("agentd/client installed alone from the packed tarball", { timeout: 180
       generated: ["agentd.v1.ChatRequest", "agentd.v1.AgentService"],
     });
     expect(result.sessionId).toMatch(/\S/);
+  });
+
+  it("refuses a postgres:// store without the pg package with FAILED_PRECONDITION naming it", async () => {
+    const script = `import { openStoreFromUri } from "agentd/stores";
+try { await openStoreFromUri("postgres://agentd@127.0.0.1:1/agentd"); console.log("opened"); }
+catch (e) { console.log(JSON.stringify({ status: e.status, message: e.message })); }`;
+    const { stdout } = await run(NODE, ["--input-type=module", "-e", script], { cwd: project, timeoutMs: 60_000 });
+    expect(JSON.parse(stdout.trim().split("\n").pop()!)).toEqual({
+      status: "FAILED_PRECONDITION",
+      message: "a postgres:// store needs the pg package, which is not installed: run npm install pg@8 in your project",
+    });
   });
 
   it("loads the browser entry without Node-only transports", async () => {

@@ -88,6 +88,7 @@ describe("sessionSettings", () => {
       maxQueuedInputs: 2,
       maxBufferedChunks: 8,
       sessionTtlMs: 5_000,
+      inputs: { maxSteersPerTurn: 4 },
     });
     expect(settings).toEqual({
       busyPolicy: "enqueue",
@@ -99,6 +100,7 @@ describe("sessionSettings", () => {
       maxQueuedInputs: 2,
       maxBufferedChunks: 8,
       sessionTtlMs: 5_000,
+      inputs: { ...DEFAULT_SESSION_SETTINGS.inputs, maxSteersPerTurn: 4 },
     });
   });
 
