@@ -340,9 +340,9 @@ describe.each(Object.keys(sharedStores))("webhooks on a shared %s store", (kind)
     }
   });
 
-  it.runIf(kind === "mongodb")(
-    "with webhooks on, MongoDB's TTL index removes a head only an hour after it expires (the sweep expires it first)",
-    async () => {
+  // Declared for MongoDB only (a test declared and skipped elsewhere would be reported as skipped).
+  if (kind === "mongodb")
+    it("with webhooks on, MongoDB's TTL index removes a head only an hour after it expires (the sweep expires it first)", async () => {
       const agentd = await startAgentd({
         args: ["--store", shared.uri, ...webhookArgs("http://127.0.0.1:1/hook", await secretFile(newSecret()))],
       });
@@ -362,8 +362,7 @@ describe.each(Object.keys(sharedStores))("webhooks on a shared %s store", (kind)
         await mongo.close();
         await agentd.stop();
       }
-    },
-  );
+    });
 
   it("two instances sweeping the same expired sessions announce each expiry exactly once between them", async () => {
     const file = await secretFile(newSecret());

@@ -19,9 +19,27 @@ const BACKGROUND = new Set([
   "listCollections",
 ]);
 
-/** `<command> <collection>` of a command, with the collection's prefix kept (e.g. `update heads`). */
+/**
+ * `<command> <collection>` of a command, with the collection's prefix kept (e.g. `update heads`);
+ * `update heads settle` for the commit settlement's batched removal of settled tokens from a
+ * head (only `$unset`s of `pendingCommits.*`), which a timer sends when no head write carried them
+ * (stores/mongodb/commit-settlement.ts), so it may or may not fall within a given turn.
+ */
 export function commandKey(command: TappedCommand): string {
-  return `${command.name} ${command.collection}`.trim();
+  const key = `${command.name} ${command.collection}`.trim();
+  return command.name === "update" && isSettlementFlush(command.command) ? `${key} settle` : key;
+}
+
+/** True when every update of the command only unsets `pendingCommits.<token>` fields. */
+function isSettlementFlush(command: Document): boolean {
+  const updates = command.updates as Document[] | undefined;
+  if (!updates?.length) return false;
+  return updates.every((update) => {
+    const u = update.u as Document | undefined;
+    if (!u || Array.isArray(u) || Object.keys(u).join() !== "$unset") return false;
+    const fields = Object.keys(u.$unset as Document);
+    return fields.length > 0 && fields.every((field) => field.startsWith("pendingCommits."));
+  });
 }
 
 /** True for a command of a flow (a read or write of the store's collections), not housekeeping. */

@@ -94,7 +94,7 @@ export function runStoreConformance(
     describeLeasedHeads(fresh, options);
     describeHeadScan(fresh);
     describeChunks(fresh, name, options);
-    describeWebhookOutbox(fresh);
+    describeWebhookOutbox(fresh, options);
   });
 }
 
