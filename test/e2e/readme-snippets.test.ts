@@ -7,7 +7,7 @@
  *
  * The wrappers change only what a reader would fill in themselves:
  * - the address `127.0.0.1:50051` becomes the test server's;
- * - TypeScript: `from "agentd"` / `from "agentd/client"` import this checkout's
+ * - TypeScript: `from "@agentd-dev/agentd"` / `from "@agentd-dev/agentd/client"` import this checkout's
  *   sources (`src/index.ts`, `src/client/index.ts`); a block that uses `client`
  *   without creating one gets `createAgentClient(<server>, { protocol: "grpc" })`;
  *   a block that uses an agent exported by the README's previous agents module
@@ -179,8 +179,8 @@ function withServerAddress(code: string): string {
 /** The README's imports of the package, pointed at this checkout's sources. */
 function withLocalImports(code: string): string {
   return code
-    .replaceAll('from "agentd/client"', `from ${JSON.stringify(join(REPO_ROOT, "src/client/index.ts"))}`)
-    .replaceAll('from "agentd"', `from ${JSON.stringify(join(REPO_ROOT, "src/index.ts"))}`);
+    .replaceAll('from "@agentd-dev/agentd/client"', `from ${JSON.stringify(join(REPO_ROOT, "src/client/index.ts"))}`)
+    .replaceAll('from "@agentd-dev/agentd"', `from ${JSON.stringify(join(REPO_ROOT, "src/index.ts"))}`);
 }
 
 const isAgentsModule = (b: ReadmeCodeBlock) => b.lang === "ts" && /^\/\/ (my-)?agents\.ts\b/.test(b.code);
@@ -223,7 +223,7 @@ async function runTypeScript(block: ReadmeCodeBlock, previousModule: ReadmeCodeB
     if (used.length) prelude.push(`import { ${used.join(", ")} } from "./my-agents.ts";`);
   }
   if (/\bclient\./.test(block.code) && !/const client\b/.test(block.code)) {
-    prelude.push(`import { createAgentClient as __createAgentClient } from "agentd/client";`);
+    prelude.push(`import { createAgentClient as __createAgentClient } from "@agentd-dev/agentd/client";`);
     prelude.push(`const client = __createAgentClient("http://${README_ADDRESS}", { protocol: "grpc" });`);
   }
   // No process.exit at the end: a block that leaves a conversation or stream open never exits, and fails here.
