@@ -18,6 +18,7 @@ const MAX_CLIENT_PACKAGES = 15;
 /** Server-side packages a client-only install must not contain. */
 const SERVER_SIDE = [
   "ai",
+  "pg",
   "@ai-sdk/openai",
   "@ai-sdk/anthropic",
   "@ai-sdk/google",
