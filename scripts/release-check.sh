@@ -3,8 +3,8 @@
 # and the Go modules (the release workflow, .github/workflows/release.yml, runs it before it
 # publishes; test/packaging/release-check.test.ts runs it in npm test):
 #   1. one version everywhere: package.json, gen/python and clients/python (and the client's pin
-#      of agentd-proto), clients/go/go.mod's require of gen/go, a CHANGELOG.md section, and the
-#      tag being released (RELEASE_TAG=v<version>, when set);
+#      of agentd-proto), clients/go/go.mod's require of gen/go, the Go quickstart's require of the
+#      client, a CHANGELOG.md section, and the tag being released (RELEASE_TAG=v<version>, when set);
 #   2. npm publish --dry-run of the packed tarball (AGENTD_TARBALL, else npm pack here);
 #   3. the sdist and wheel of agentd-proto and agentd-client, built from copies of their
 #      directories, and twine check --strict on them.
@@ -38,6 +38,8 @@ grep -q "\"agentd-proto==$version\"" clients/python/pyproject.toml \
   || fail "clients/python/pyproject.toml must depend on agentd-proto==$version"
 grep -Eq "^\s+github.com/agentd-dev/agentd/gen/go v$version$" clients/go/go.mod \
   || fail "clients/go/go.mod must require github.com/agentd-dev/agentd/gen/go v$version"
+grep -q "^require github.com/agentd-dev/agentd/clients/go v$version$" examples/go-quickstart/go.mod \
+  || fail "examples/go-quickstart/go.mod must require github.com/agentd-dev/agentd/clients/go v$version"
 grep -Eq "^## \[$version\]" CHANGELOG.md || fail "CHANGELOG.md has no section \"## [$version]\""
 if [[ -n "${RELEASE_TAG:-}" && "$RELEASE_TAG" != "v$version" ]]; then
   fail "the tag $RELEASE_TAG is not v$version (package.json)"
