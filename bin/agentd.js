@@ -38,7 +38,7 @@ try {
 globalThis[Symbol.for("agentd.tsxRegistered")] = tsx;
 
 const fromSource = existsSync(source) && tsx;
-// An agents module's `import "agentd"` gets this copy (see self-resolve.js).
+// An agents module's `import "@agentd-dev/agentd"` gets this copy (see self-resolve.js).
 resolveAgentdToThisCopy(new URL("../", import.meta.url), fromSource);
 
 if (fromSource) {

@@ -3,7 +3,7 @@
 // says the same). Below 22 its dependencies do not support the runtime
 // (@connectrpc/connect-node 2.2 and the AI SDK 7 declare node >= 22; Node 20
 // is past its end of life), and below 22.15 Node has no `module.registerHooks`,
-// which makes an agents module's `import "agentd"` load this same copy.
+// which makes an agents module's `import "@agentd-dev/agentd"` load this same copy.
 
 /** The oldest Node.js agentd runs on, as [major, minor]. */
 export const MINIMUM_NODE = [22, 15];

@@ -1,8 +1,9 @@
-// Resolves "agentd" and "agentd/<subpath>" imported by a user's agents module
+// Resolves "@agentd-dev/agentd" and "@agentd-dev/agentd/<subpath>" (package.json's
+// name) imported by a user's agents module
 // to the copy of agentd that runs the CLI, so that one process has one copy of
 // agentd whatever the module is (ESM or CommonJS, TypeScript or JavaScript,
 // with or without agentd in its own node_modules) and a checkout serves
-// modules that import "agentd" without a build.
+// modules that import "@agentd-dev/agentd" without a build.
 import { readFileSync } from "node:fs";
 import module from "node:module";
 

@@ -8,7 +8,7 @@
 #   bash scripts/check-proto-breaking.sh                    check (part of `npm test`)
 #   bash scripts/check-proto-breaking.sh --update-baseline  move the baseline to proto/ as it is
 #                                                           (`npm run proto:baseline`; deliberate,
-#                                                           see README "Changing the wire contract")
+#                                                           see CONTRIBUTING.md "Changing the wire contract")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
@@ -37,7 +37,7 @@ if ! buf breaking proto --against "$baseline"; then
 proto/ breaks the agentd.v1 wire contract (compared with $baseline): existing
 TypeScript, Go and Python clients would break. Make the change additive (new
 fields with new numbers, enum values, RPCs, messages), or, when the break is
-intended, see README "Changing the wire contract".
+intended, see CONTRIBUTING.md "Changing the wire contract".
 EOF
   exit 1
 fi

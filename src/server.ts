@@ -1,11 +1,11 @@
 /**
- * The agentd server for embedding (package subpath `agentd/server`): start the
+ * The agentd server for embedding (package subpath `@agentd-dev/agentd/server`): start the
  * same server `agentd serve` runs, in-process, with your own registry, store,
  * logger and authentication.
  *
  * ```ts
- * import { AgentRegistry, InMemorySessionStore } from "agentd";
- * import { agentServiceRoutes, startServer } from "agentd/server";
+ * import { AgentRegistry, InMemorySessionStore } from "@agentd-dev/agentd";
+ * import { agentServiceRoutes, startServer } from "@agentd-dev/agentd/server";
  * const registry = new AgentRegistry({ defaultStore: new InMemorySessionStore() });
  * registry.register(myAgent);
  * const server = await startServer({ port: 50051, logger, registerAgentService: agentServiceRoutes(registry) });

@@ -183,7 +183,7 @@ Options:
   --max-connections <n>       open connections at most; more are closed at once (default ${DEFAULT_CONNECTION_LIMITS.maxConnections})
   --max-concurrent-streams <n>
                               HTTP/2 streams (calls) open at once per connection (default ${DEFAULT_CONNECTION_LIMITS.maxConcurrentStreams})
-${FAIR_SHARE_USAGE}${WEBHOOK_USAGE}Observability (OpenTelemetry; see "Observability" in the README):
+${FAIR_SHARE_USAGE}${WEBHOOK_USAGE}Observability (OpenTelemetry; see docs/observability.md):
   --otel                      export traces and metrics by OTLP; also on when OTEL_EXPORTER_OTLP_ENDPOINT
                               is set. Configured by the standard OTEL_* variables (protocol, service
                               name, sampler, batch delay, metric interval, ...)
@@ -191,7 +191,7 @@ ${FAIR_SHARE_USAGE}${WEBHOOK_USAGE}Observability (OpenTelemetry; see "Observabil
   --metrics-host <host>       interface of the metrics endpoint (default 127.0.0.1, whatever --host is:
                               the metrics sum every tenant's turns and tokens)
   --metrics-token-file <file> scrapes must send "authorization: Bearer <the token in file>" (else 401)
-Security (see "Securing agentd" in the README):
+Security (see docs/security.md):
   --auth-tokens <file>        accept bearer tokens listed in <file>, one "TOKEN TENANT [SUBJECT]"
                               per line; re-read on SIGHUP
   --auth-jwks <url|file>      accept JWT bearer tokens signed by these keys (needs --auth-audience)

@@ -21,7 +21,7 @@ export const FAIR_SHARE_OPTIONS = {
 } as const;
 
 /** Their lines of `agentd --help`. */
-export const FAIR_SHARE_USAGE = `Fair sharing (with authentication; see "Securing agentd" in the README):
+export const FAIR_SHARE_USAGE = `Fair sharing (with authentication; see docs/security.md):
   --max-unauthenticated-connections <n>
                               connections that have not carried an authenticated call, at most; a new
                               one closes the oldest (default: half of --max-connections)

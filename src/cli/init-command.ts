@@ -2,11 +2,9 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { parseFlags } from "./flag-suggestion.js";
+import { AGENTD_PACKAGE } from "./package-name.js";
 import { projectFiles } from "./scaffold/project-files.js";
 import { defaultAgentdDependency, ownPackageRoot, type AgentdDependency } from "./scaffold/agentd-dependency.js";
-
-/** The npm name agentd is published under (package.json's `name`). */
-const AGENTD_PACKAGE = "agentd";
 
 /** Usage of `agentd init`. */
 export const INIT_USAGE = `Usage: agentd init [directory] [--agentd-version SPEC]
@@ -73,7 +71,7 @@ export async function initCommand(args: readonly string[], agentdVersion: string
   const where = parsed.positionals[0] ?? ".";
   process.stdout.write(
     `agentd: created an agentd project in ${dir} (${entries.length} entries)\n` +
-      `agentd: it depends on agentd ${dependency.spec} (from ${dependency.source})\n\n` +
+      `agentd: it depends on ${AGENTD_PACKAGE} ${dependency.spec} (from ${dependency.source})\n\n` +
       (dependency.before ? `  # ${dependency.before}\n` : "") +
       `  cd ${/^[\w./-]+$/.test(where) ? where : JSON.stringify(where)}\n  npm install\n  npm start     # serves agents.ts on 127.0.0.1:50051\n  npm test      # calls the agent over gRPC\n`,
   );

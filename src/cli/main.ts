@@ -5,6 +5,7 @@ import { initCommand } from "./init-command.js";
 import { upgradeStoreCommand } from "./upgrade-store-command.js";
 import { copyStoreCommand } from "./copy-store-command.js";
 import { redactUriCredentials } from "../../stores/redact-uri.js";
+import { AGENTD_PACKAGE } from "./package-name.js";
 
 /** Exit code for a start-up failure (bad flag, unreadable module, port in use, bad store). */
 export const EXIT_STARTUP_FAILURE = 2;
@@ -17,7 +18,7 @@ function version(): string {
         name?: string;
         version: string;
       };
-      if (pkg.name === "agentd") return pkg.version;
+      if (pkg.name === AGENTD_PACKAGE) return pkg.version;
     } catch {
       // not there: try the next level up
     }

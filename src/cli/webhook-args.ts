@@ -27,7 +27,7 @@ export const WEBHOOK_OPTIONS = {
 } as const;
 
 /** The webhook part of `agentd --help`. */
-export const WEBHOOK_USAGE = `Webhooks (see "Webhooks" in the README):
+export const WEBHOOK_USAGE = `Webhooks (see docs/webhooks.md):
   --webhook-url <url>         POST a signed event (Standard Webhooks) here when detached work ends
   --webhook-secret-file <file>
                               the signing secrets, one whsec_… per line (each signs every delivery:

@@ -1,5 +1,5 @@
 /**
- * The browser build of `agentd/client` (the `browser` export condition):
+ * The browser build of `@agentd-dev/agentd/client` (the `browser` export condition):
  * the same API as the Node entry, but `createAgentClient` builds fetch-based
  * `@connectrpc/connect-web` transports and nothing here imports Node modules.
  * Unary and server-streaming calls work; the bidi `chat()` needs HTTP/2

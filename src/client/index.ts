@@ -1,5 +1,5 @@
 /**
- * The agentd TypeScript client (package subpath `agentd/client`).
+ * The agentd TypeScript client (package subpath `@agentd-dev/agentd/client`).
  *
  * Node.js: `createAgentClient(url, { protocol: "grpc" | "connect" | "grpc-web" })`.
  * Browsers: bundlers resolving the `browser` export condition get

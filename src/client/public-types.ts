@@ -1,6 +1,6 @@
 /**
  * The plain runtime types the client speaks (re-exported so client code needs
- * only `agentd/client`), plus the helpers to build inputs.
+ * only `@agentd-dev/agentd/client`), plus the helpers to build inputs.
  */
 export type { AgentErrorData, StatusName } from "../errors/agent-error.js";
 export type {

@@ -23,7 +23,7 @@ export interface AgentInput {
    * input and reuses on every retry of it: at most 64 characters of
    * `[A-Za-z0-9_-]`. A server-managed session that committed this ID's turn
    * (within its request-ID window) answers a retry with that turn instead of
-   * running it again; see README "Retries and exactly-once turns". The
+   * running it again; see docs/turns.md "Retries and exactly-once turns". The
    * clients set a random UUID when it is absent.
    */
   requestId?: string;

@@ -1,7 +1,7 @@
 /**
  * `agentd serve ./my-agents.ts` from a checkout, for a TypeScript agents module of a
  * CommonJS package (npm init's default) outside the repository, with no agentd in its
- * node_modules and no build: the module's `import "agentd"` resolves to the copy the
+ * node_modules and no build: the module's `import "@agentd-dev/agentd"` resolves to the copy the
  * CLI runs, and the AgentErrors it throws keep their codes.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 
 const MODULE = `
-import { AgentError, defineCustomAgent, generateModelTurn, type Authenticate } from "agentd";
+import { AgentError, defineCustomAgent, generateModelTurn, type Authenticate } from "@agentd-dev/agentd";
 
 export const authenticate: Authenticate = async ({ headers }) => {
   const key = headers.get("x-api-key");

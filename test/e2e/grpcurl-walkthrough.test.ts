@@ -84,8 +84,11 @@ describe("the README's grpcurl walkthrough, verbatim, against npm start", () => 
   });
 });
 
-describe("the README's background-work commands, verbatim, against npm start", () => {
-  const [block] = readmeShellBlocks("Background work: detach, watch, abort, takeover, expiry");
+describe("docs/background-work.md's commands, verbatim, against npm start", () => {
+  const [block] = readmeShellBlocks(
+    "Background work: detach, watch, abort, takeover, expiry",
+    "docs/background-work.md",
+  );
   const [detach, watch, attach, abort] = block!.split(/\n(?=# )/).filter((s) => s.trim());
 
   it("detaches, watches to completion, reads the stream after a sequence, and aborting a finished row reports its status", async () => {
@@ -108,8 +111,8 @@ describe("the README's background-work commands, verbatim, against npm start", (
   });
 });
 
-describe("the README's curl example, verbatim, against npm start", () => {
-  const [block, streaming] = readmeShellBlocks("Call it with curl (Connect, HTTP/1.1)");
+describe("docs/protocols.md's curl example, verbatim, against npm start", () => {
+  const [block, streaming] = readmeShellBlocks("Call it with curl (Connect, HTTP/1.1)", "docs/protocols.md");
 
   it("streams RunStream over Connect (HTTP/1.1) with buf curl", async () => {
     const env = `PATH=${join(REPO_ROOT, "node_modules/.bin")}:$PATH\n`;
@@ -127,8 +130,8 @@ describe("the README's curl example, verbatim, against npm start", () => {
   });
 });
 
-describe("the README's busy-session command, verbatim, against npm start", () => {
-  const blocks = readmeShellBlocks("Resume, branch, and client-managed state");
+describe("docs/turns.md's busy-session command, verbatim, against npm start", () => {
+  const blocks = readmeShellBlocks("Resume, branch, and client-managed state", "docs/turns.md");
   const enqueue = blocks.find((b) => b.includes("BUSY_POLICY_ENQUEUE"));
 
   it("waits with BUSY_POLICY_ENQUEUE while a Chat holds the session, then continues after its turn", async () => {
@@ -152,8 +155,8 @@ describe("the README's busy-session command, verbatim, against npm start", () =>
   });
 });
 
-describe("the README's session lifecycle commands, verbatim, against npm start", () => {
-  const [create, remove] = readmeShellBlocks("Sessions: list, label, delete, expire");
+describe("docs/sessions.md's session lifecycle commands, verbatim, against npm start", () => {
+  const [create, remove] = readmeShellBlocks("Sessions: list, label, delete, expire", "docs/sessions.md");
 
   it("creates a labelled session with a time-to-live, lists it by label, and deletes it", async () => {
     const [run, ...listed] = jsonMessages(await sh(create!));
@@ -166,8 +169,10 @@ describe("the README's session lifecycle commands, verbatim, against npm start",
   });
 });
 
-describe("the README's cancel-and-steer Chat, verbatim, against npm start", () => {
-  const block = readmeShellBlocks("Resume, branch, and client-managed state").find((b) => b.includes('"cancel": true'));
+describe("docs/turns.md's cancel-and-steer Chat, verbatim, against npm start", () => {
+  const block = readmeShellBlocks("Resume, branch, and client-managed state", "docs/turns.md").find((b) =>
+    b.includes('"cancel": true'),
+  );
 
   it("cancels the slow first turn, runs the next, and queues the late steer as a turn", async () => {
     expect(block).toBeDefined();

@@ -3,13 +3,14 @@ import { join } from "node:path";
 import { REPO_ROOT } from "../harness/agentd-process.js";
 
 /**
- * The `sh` code blocks of one README section (from its `## ` heading to the
- * next), in order, exactly as a user would copy them.
+ * The `sh` code blocks of one section (from its `## ` heading to the next) of
+ * README.md or of another Markdown file of the repository (`docs/turns.md`),
+ * in order, exactly as a user would copy them.
  */
-export function readmeShellBlocks(heading: string): string[] {
-  const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+export function readmeShellBlocks(heading: string, file = "README.md"): string[] {
+  const readme = readFileSync(join(REPO_ROOT, file), "utf8");
   const start = readme.indexOf(`\n## ${heading}\n`);
-  if (start < 0) throw new Error(`README has no section "## ${heading}"`);
+  if (start < 0) throw new Error(`${file} has no section "## ${heading}"`);
   const end = readme.indexOf("\n## ", start + 1);
   const section = readme.slice(start, end < 0 ? undefined : end);
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
@@ -24,8 +25,10 @@ export function jsonMessages(output: string): Record<string, any>[] {
     .map((s) => JSON.parse(s));
 }
 
-/** One fenced code block of README.md. */
+/** One fenced code block of README.md or a docs page. */
 export interface ReadmeCodeBlock {
+  /** The Markdown file it is in, relative to the repository root (`README.md`, `docs/sessions.md`). */
+  file: string;
   /** The fence's language (`ts`, `go`, `python`, `sh`, …). */
   lang: string;
   /** The block's text, exactly as in the README. */
@@ -44,7 +47,15 @@ export interface ReadmeCodeBlock {
 
 /** Every fenced code block of README.md in one of `langs`, in order (all when `langs` is empty). */
 export function readmeCodeBlocks(...langs: string[]): ReadmeCodeBlock[] {
-  const lines = readFileSync(join(REPO_ROOT, "README.md"), "utf8").split("\n");
+  return markdownCodeBlocks("README.md", ...langs);
+}
+
+/**
+ * Every fenced code block of `file` (a Markdown file relative to the
+ * repository root) in one of `langs`, in order (all when `langs` is empty).
+ */
+export function markdownCodeBlocks(file: string, ...langs: string[]): ReadmeCodeBlock[] {
+  const lines = readFileSync(join(REPO_ROOT, file), "utf8").split("\n");
   const blocks: ReadmeCodeBlock[] = [];
   let heading = "";
   for (let i = 0; i < lines.length; i++) {
@@ -54,12 +65,13 @@ export function readmeCodeBlocks(...langs: string[]): ReadmeCodeBlock[] {
     const fence = /^```(\S*)\s*$/.exec(line);
     if (!fence || fence[1] === "") continue;
     const end = lines.indexOf("```", i + 1);
-    if (end < 0) throw new Error(`README.md:${i + 1}: unclosed code fence`);
+    if (end < 0) throw new Error(`${file}:${i + 1}: unclosed code fence`);
     let above = i - 1;
     while (above >= 0 && lines[above]!.trim() === "") above--;
     const comment = above >= 0 ? /^<!-- not run: (.*?) -->$/.exec(lines[above]!.trim()) : null;
     if (langs.length === 0 || langs.includes(fence[1]!)) {
       blocks.push({
+        file,
         lang: fence[1]!,
         code: lines.slice(i + 1, end).join("\n") + "\n",
         heading,

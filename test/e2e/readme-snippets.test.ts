@@ -1,22 +1,24 @@
 /**
- * Runs the README's TypeScript, Go and Python code blocks, extracted from
- * README.md (so they cannot drift), against real agentd servers. Every block
+ * Runs the TypeScript, Go and Python code blocks of README.md and of the docs
+ * pages that hold what the README used to (SNIPPET_FILES), extracted from the
+ * Markdown (so they cannot drift), against real agentd servers. Every block
  * runs unless a `<!-- not run: reason -->` comment sits just above it; those
  * are counted and printed.
  *
  * The wrappers change only what a reader would fill in themselves:
  * - the address `127.0.0.1:50051` becomes the test server's;
- * - TypeScript: `from "agentd"` / `from "agentd/client"` import this checkout's
+ * - TypeScript: `from "@agentd-dev/agentd"` / `from "@agentd-dev/agentd/client"` import this checkout's
  *   sources (`src/index.ts`, `src/client/index.ts`); a block that uses `client`
  *   without creating one gets `createAgentClient(<server>, { protocol: "grpc" })`;
  *   a block that uses an agent exported by the README's previous agents module
- *   gets it imported from that module; the process exits after the block (an
+ *   gets it imported from that module (the previous one of the same file); the process exits after the block (an
  *   open conversation would keep it alive).
- * - A TypeScript block whose first line is `// my-agents.ts` is an agents
- *   module: it is served with `agentd serve my-agents.ts`, and every agent it
+ * - A TypeScript block whose first line is `// my-agents.ts` (or `// agents.ts`,
+ *   the file `agentd init` writes) is an agents module: it is served with `agentd serve my-agents.ts`, and every agent it
  *   defines must be listed (a module exporting `authenticate` must refuse an
  *   unauthenticated call).
- * - Go: the block is the body of `func run(ctx context.Context) error` in a
+ * - Go: a block that starts with `package main` is a complete program, built
+ *   as written; any other is the body of `func run(ctx context.Context) error` in a
  *   temporary module that uses clients/go and gen/go of this checkout by
  *   `replace`; the imports it uses are added; `client := agentd.NewClient(<server>)`
  *   when it creates no client; `_ = name` for a variable the block declares
@@ -34,7 +36,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT, startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
-import { readmeCodeBlocks, type ReadmeCodeBlock } from "./readme-commands.js";
+import { markdownCodeBlocks, type ReadmeCodeBlock } from "./readme-commands.js";
 
 const README_ADDRESS = "127.0.0.1:50051";
 /** The webhook receivers' port in the README; the test server sends its webhooks to a free port instead. */
@@ -43,11 +45,40 @@ const SNIPPETS_DIR = join(REPO_ROOT, ".cache");
 const TSX = join(REPO_ROOT, "node_modules/.bin/tsx");
 const PYTHON = join(REPO_ROOT, ".tools/venv/bin/python");
 
-/** What a block's output must show (by heading and language); every block must also exit 0. */
+/**
+ * The Markdown files whose blocks run: the README and every docs page it
+ * links that has TypeScript, Go or Python blocks. (Most blocks of the client
+ * reference pages are fragments that continue an earlier one: marked not run.)
+ */
+const SNIPPET_FILES = [
+  "README.md",
+  "docs/install.md",
+  "docs/agents.md",
+  "docs/turns.md",
+  "docs/sessions.md",
+  "docs/background-work.md",
+  "docs/webhooks.md",
+  "docs/security.md",
+  "docs/limits.md",
+  "docs/errors.md",
+  "docs/observability.md",
+  "docs/protocols.md",
+  "docs/releasing.md",
+  "docs/prompt-agents.md",
+  "docs/server.md",
+  "docs/client-typescript.md",
+  "docs/client-go.md",
+  "docs/client-python.md",
+];
+
+/**
+ * What a block's output must show, by `file:heading/lang` or, in any file, by
+ * `heading/lang`; every block must also exit 0.
+ */
 const EXPECTED_OUTPUT: Record<string, RegExp[]> = {
   "Define an agent/ts": [/items: \[ 'milk', 'eggs' \]/],
-  "TypeScript (`agentd/client`)/ts": [/echo: walk the dog|1 \S+ \{/, /^2$/m, /^stop \d+$/m, /unknown agent/],
-  "Go (`clients/go/agentd`)/go": [
+  "Call it from TypeScript/ts": [/echo: walk the dog|1 \S+ \{/, /^2$/m, /^stop \d+$/m, /unknown agent/],
+  "Call it from Go/go": [
     /echo: hello/,
     /^turn 1$/m,
     /^echo: still there\? 2$/m,
@@ -56,23 +87,24 @@ const EXPECTED_OUTPUT: Record<string, RegExp[]> = {
     /unknown agent/,
     /^retries: 0$/m,
   ],
-  "Python (`agentd_client`)/python": [
+  "Call it from Python/python": [
     /^1 echo: and again$/m,
     /^SNAPSHOT_STATUS_COMPLETED$/m,
     /^FINISH_REASON_STOP \d+$/m,
     /StatusCode\.NOT_FOUND/,
   ],
-  "Sessions: list, label, delete, expire/ts": [/ 1\n/],
-  "Sessions: list, label, delete, expire/go": [/ 1\n/, /^deleted: true$/m],
-  "Sessions: list, label, delete, expire/python": [/ 1\n/],
+  "docs/sessions.md:Sessions: list, label, delete, expire/ts": [/ 1\n/],
+  "docs/sessions.md:Sessions: list, label, delete, expire/go": [/ 1\n/, /^deleted: true$/m],
+  "docs/sessions.md:Sessions: list, label, delete, expire/python": [/ 1\n/],
   "Tracing a call across services/go": [/echo: hello traced trace [0-9a-f]{32}/],
   "Tracing a call across services/python": [/echo: hello traced trace [0-9a-f]{32}/],
   "Webhooks: background work announces its end/ts": [/^verified invocation\.\w+$/m],
+  "At a glance/ts": [/inputTokens: 2/, /trace [0-9a-f]{32}/],
   "Webhooks: background work announces its end/go": [/^verified msg_[\w-]+$/m],
   "Webhooks: background work announces its end/python": [/^verified invocation\.\w+$/m],
 };
 
-const blocks = readmeCodeBlocks("ts", "go", "python");
+const blocks = SNIPPET_FILES.flatMap((file) => markdownCodeBlocks(file, "ts", "go", "python"));
 let server: AgentdProcess;
 let workDir: string;
 let receiverPort: number;
@@ -113,7 +145,7 @@ afterAll(async () => {
   const counts = (pred: (b: ReadmeCodeBlock) => boolean) =>
     ["ts", "go", "python"].map((l) => `${l} ${blocks.filter((b) => b.lang === l && pred(b)).length}`).join(", ");
   console.log(
-    `README snippets: run ${counts((b) => !b.notRun)}; not run (marked <!-- not run -->) ${counts((b) => !!b.notRun)}`,
+    `Snippets: run ${counts((b) => !b.notRun)}; not run (marked <!-- not run -->) ${counts((b) => !!b.notRun)}`,
   );
 });
 
@@ -156,11 +188,11 @@ function withServerAddress(code: string): string {
 /** The README's imports of the package, pointed at this checkout's sources. */
 function withLocalImports(code: string): string {
   return code
-    .replaceAll('from "agentd/client"', `from ${JSON.stringify(join(REPO_ROOT, "src/client/index.ts"))}`)
-    .replaceAll('from "agentd"', `from ${JSON.stringify(join(REPO_ROOT, "src/index.ts"))}`);
+    .replaceAll('from "@agentd-dev/agentd/client"', `from ${JSON.stringify(join(REPO_ROOT, "src/client/index.ts"))}`)
+    .replaceAll('from "@agentd-dev/agentd"', `from ${JSON.stringify(join(REPO_ROOT, "src/index.ts"))}`);
 }
 
-const isAgentsModule = (b: ReadmeCodeBlock) => b.lang === "ts" && b.code.startsWith("// my-agents.ts");
+const isAgentsModule = (b: ReadmeCodeBlock) => b.lang === "ts" && /^\/\/ (my-)?agents\.ts\b/.test(b.code);
 
 /** The `export const NAME` names of a TypeScript module. */
 const exportedNames = (code: string) => [...code.matchAll(/^export const (\w+)/gm)].map((m) => m[1]!);
@@ -200,7 +232,7 @@ async function runTypeScript(block: ReadmeCodeBlock, previousModule: ReadmeCodeB
     if (used.length) prelude.push(`import { ${used.join(", ")} } from "./my-agents.ts";`);
   }
   if (/\bclient\./.test(block.code) && !/const client\b/.test(block.code)) {
-    prelude.push(`import { createAgentClient as __createAgentClient } from "agentd/client";`);
+    prelude.push(`import { createAgentClient as __createAgentClient } from "@agentd-dev/agentd/client";`);
     prelude.push(`const client = __createAgentClient("http://${README_ADDRESS}", { protocol: "grpc" });`);
   }
   // No process.exit at the end: a block that leaves a conversation or stream open never exits, and fails here.
@@ -247,6 +279,16 @@ async function runGo(block: ReadmeCodeBlock): Promise<string> {
   writeFileSync(join(dir, "go.mod"), goMod);
   copyFileSync(join(REPO_ROOT, "clients/go/go.sum"), join(dir, "go.sum"));
   const body = withServerAddress(block.code);
+  if (body.startsWith("package main\n")) {
+    // A complete program: built exactly as written.
+    writeFileSync(join(dir, "main.go"), body);
+    await exec("go", ["build", "-o", "snippet", "."], {
+      cwd: dir,
+      env: { GOFLAGS: "-mod=mod", GOWORK: "off" },
+      timeoutMs: 240_000,
+    });
+    return exec(join(dir, "snippet"), [], { cwd: dir });
+  }
   const imports = ['"context"', '"fmt"', '"os"', '"github.com/agentd-dev/agentd/clients/go/agentd"'];
   for (const [use, path] of GO_IMPORTS) if (use.test(body) && !imports.includes(path)) imports.push(path);
   const createsClient = /\bclient :?= /.test(body);
@@ -286,25 +328,34 @@ async function runPython(block: ReadmeCodeBlock): Promise<string> {
   return exec(PYTHON, [file], { cwd: dir });
 }
 
-describe("the README's TypeScript, Go and Python snippets, extracted from README.md, against real servers", () => {
-  it("finds the client sections' blocks in all three languages", () => {
-    for (const heading of ["TypeScript (`agentd/client`)", "Go (`clients/go/agentd`)", "Python (`agentd_client`)"]) {
-      expect(blocks.filter((b) => b.heading === heading && !b.notRun)).toHaveLength(1);
+describe("the TypeScript, Go and Python snippets of the README and the docs it links, against real servers", () => {
+  it("finds the README's first-project calls in all three languages", () => {
+    for (const heading of ["Call it from TypeScript", "Call it from Go", "Call it from Python"]) {
+      expect(blocks.filter((b) => b.file === "README.md" && b.heading === heading && !b.notRun)).toHaveLength(1);
     }
-    expect(blocks.filter((b) => b.notRun).length).toBeLessThanOrEqual(6);
+    expect(blocks.filter((b) => b.file === "README.md" && isAgentsModule(b))).toHaveLength(1);
+    expect(blocks.filter((b) => b.file === "README.md" && b.notRun)).toEqual([]);
+    expect(blocks.filter((b) => b.notRun).length).toBeLessThanOrEqual(46);
+  });
+
+  it("finds blocks in the docs pages the README's snippets moved to", () => {
+    for (const file of ["docs/agents.md", "docs/sessions.md", "docs/webhooks.md", "docs/observability.md"]) {
+      expect(blocks.filter((b) => b.file === file && !b.notRun).length, file).toBeGreaterThan(0);
+    }
   });
 
   it("says why each block it does not run is not run (marked <!-- not run: … --> in README.md)", () => {
     const notRun = blocks.filter((b) => b.notRun);
-    for (const block of notRun) expect(block.notRun!.trim().length, `README.md:${block.line}`).toBeGreaterThan(10);
+    for (const block of notRun) expect(block.notRun!.trim().length, `${block.file}:${block.line}`).toBeGreaterThan(10);
     console.log(
-      `README blocks not run (${notRun.length}):\n${notRun.map((b) => `  ${b.lang} at README.md:${b.line}: ${b.notRun}`).join("\n")}`,
+      `Blocks not run (${notRun.length}):\n${notRun.map((b) => `  ${b.lang} at ${b.file}:${b.line}: ${b.notRun}`).join("\n")}`,
     );
   });
 
   let previousModule: ReadmeCodeBlock | undefined;
   for (const block of blocks) {
-    const name = `${block.lang} block at README.md:${block.line} (${block.heading})`;
+    const name = `${block.lang} block at ${block.file}:${block.line} (${block.heading})`;
+    if (previousModule && previousModule.file !== block.file) previousModule = undefined;
     const module = previousModule;
     if (isAgentsModule(block)) previousModule = block;
     if (block.notRun) continue; // listed and justified by the test above
@@ -316,7 +367,11 @@ describe("the README's TypeScript, Go and Python snippets, extracted from README
           : block.lang === "go"
             ? await runGo(block)
             : await runPython(block);
-      for (const expected of EXPECTED_OUTPUT[`${block.heading}/${block.lang}`] ?? []) expect(out).toMatch(expected);
+      const expectations =
+        EXPECTED_OUTPUT[`${block.file}:${block.heading}/${block.lang}`] ??
+        EXPECTED_OUTPUT[`${block.heading}/${block.lang}`] ??
+        [];
+      for (const expected of expectations) expect(out).toMatch(expected);
     });
   }
 });

@@ -31,7 +31,7 @@ export interface StartAgentdOptions {
   store?: "cli-default";
   /**
    * Start the server through the `agentd` command (`node bin/agentd.js serve …`, which
-   * registers tsx and resolves an agents module's `import "agentd"` itself) instead of
+   * registers tsx and resolves an agents module's `import "@agentd-dev/agentd"` itself) instead of
    * `node --import tsx src/cli/main.ts serve …`.
    */
   viaBin?: boolean;

@@ -1,5 +1,5 @@
 /**
- * `agentd/client` as a client-only user gets it: the packed tarball installed
+ * `@agentd-dev/agentd/client` as a client-only user gets it: the packed tarball installed
  * with `npm install --omit=dev --omit=optional --omit=peer` into a fresh
  * project (no tsx, no TypeScript), then a two-turn chat through the client
  * entry on plain `node` against a running server.
@@ -18,6 +18,7 @@ const MAX_CLIENT_PACKAGES = 15;
 /** Server-side packages a client-only install must not contain. */
 const SERVER_SIDE = [
   "ai",
+  "pg",
   "@ai-sdk/openai",
   "@ai-sdk/anthropic",
   "@ai-sdk/google",
@@ -33,9 +34,9 @@ const SERVER_SIDE = [
 ];
 
 const CLIENT_SCRIPT = `
-import { createAgentClient, Code, ConnectError } from "agentd/client";
-import { ChatRequestSchema } from "agentd/gen";
-import { AgentService } from "agentd/gen/agentd/v1/agent_service_pb";
+import { createAgentClient, Code, ConnectError } from "@agentd-dev/agentd/client";
+import { ChatRequestSchema } from "@agentd-dev/agentd/gen";
+import { AgentService } from "@agentd-dev/agentd/gen/agentd/v1/agent_service_pb";
 
 const client = createAgentClient(process.argv[2], { protocol: "grpc" });
 const conversation = client.chat("assistant");
@@ -61,14 +62,14 @@ console.log(JSON.stringify({
 
 /** Type-checks the client entry's declarations as a TypeScript user would (skipLibCheck off). */
 const CLIENT_TS = `
-import { createAgentClient, type AgentClient, type TurnEnd } from "agentd/client";
-import type { ChatRequest } from "agentd/gen";
+import { createAgentClient, type AgentClient, type TurnEnd } from "@agentd-dev/agentd/client";
+import type { ChatRequest } from "@agentd-dev/agentd/gen";
 const client: AgentClient = createAgentClient("http://127.0.0.1:1", { protocol: "connect" });
 export const end: Promise<TurnEnd> = client.chat("assistant").send("hi").then((t) => t);
 export type Request = ChatRequest;
 `;
 
-describe("agentd/client installed alone from the packed tarball", { timeout: 180_000 }, () => {
+describe("@agentd-dev/agentd/client installed alone from the packed tarball", { timeout: 180_000 }, () => {
   let work: string;
   let project: string;
   let agentd: AgentdProcess | undefined;
@@ -90,7 +91,7 @@ describe("agentd/client installed alone from the packed tarball", { timeout: 180
   it("installs at most 15 packages, none of them server-side", async () => {
     const packages = await installedPackages(project);
     console.log(`client-only install: ${packages.length} packages: ${packages.join(", ")}`);
-    expect(packages).toContain("agentd");
+    expect(packages).toContain("@agentd-dev/agentd");
     for (const name of SERVER_SIDE) expect(packages, name).not.toContain(name);
     expect(packages.length).toBeLessThanOrEqual(MAX_CLIENT_PACKAGES);
     // The count the README and docs/client-typescript.md tell a client-only user.
@@ -99,14 +100,14 @@ describe("agentd/client installed alone from the packed tarball", { timeout: 180
       expect(text, doc).toContain(`${packages.length} packages`);
     }
     // Only built JavaScript and declarations ship: no TypeScript sources, tests or benchmarks.
-    const root = join(project, "node_modules/agentd");
+    const root = join(project, "node_modules/@agentd-dev/agentd");
     for (const absent of ["src", "test", "bench", "stores", "gen", "scripts", "proto", "clients"])
       expect(existsSync(join(root, absent)), absent).toBe(false);
     expect(existsSync(join(root, "dist/src/client/index.js"))).toBe(true);
     expect(existsSync(join(root, "dist/src/client/index.d.ts"))).toBe(true);
   });
 
-  it("runs a two-turn chat through agentd/client on plain node", async () => {
+  it("runs a two-turn chat through @agentd-dev/agentd/client on plain node", async () => {
     await writeFile(join(project, "chat.mjs"), CLIENT_SCRIPT);
     const { stdout } = await run(NODE, ["chat.mjs", agentd!.baseUrl], { cwd: project, timeoutMs: 60_000 });
     const result = JSON.parse(stdout.trim().split("\n").pop()!) as Record<string, unknown>;
@@ -139,7 +140,7 @@ catch (e) { console.log(JSON.stringify({ status: e.status, message: e.message })
         "--conditions=browser",
         "--input-type=module",
         "-e",
-        `const m = await import("agentd/client"); console.log(typeof m.createAgentClient, "createNodeTransport" in m);`,
+        `const m = await import("@agentd-dev/agentd/client"); console.log(typeof m.createAgentClient, "createNodeTransport" in m);`,
       ],
       { cwd: project, timeoutMs: 30_000 },
     );

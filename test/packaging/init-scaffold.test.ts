@@ -29,7 +29,10 @@ describe("agentd init", { timeout: 240_000 }, () => {
     await npmInstall(tools, [tarball]);
     app = join(work, "My App");
     initOutput = (
-      await run(NODE, [join(tools, "node_modules/agentd/bin/agentd.js"), "init", app], { cwd: work, env: cleanEnv() })
+      await run(NODE, [join(tools, "node_modules/@agentd-dev/agentd/bin/agentd.js"), "init", app], {
+        cwd: work,
+        env: cleanEnv(),
+      })
     ).stdout;
     await npmInstall(app, []);
   }, 240_000);
@@ -40,8 +43,8 @@ describe("agentd init", { timeout: 240_000 }, () => {
 
   it("depends on the tarball it was installed from, and prints next commands that work", async () => {
     const manifest = JSON.parse(await readFile(join(app, "package.json"), "utf8")) as Record<string, any>;
-    expect(manifest.dependencies.agentd).toBe(`file:${tarball}`);
-    expect(initOutput).toContain(`it depends on agentd file:${tarball} (from the tarball ${tarball})`);
+    expect(manifest.dependencies["@agentd-dev/agentd"]).toBe(`file:${tarball}`);
+    expect(initOutput).toContain(`it depends on @agentd-dev/agentd file:${tarball} (from the tarball ${tarball})`);
     expect(initOutput).toContain(`cd ${JSON.stringify(app)}\n  npm install\n  npm start`);
   });
 

@@ -2,7 +2,7 @@
  * The packed tarball installed with its peer dependencies (a server user's
  * plain `npm install`) into a fresh project: `npx agentd serve` serves a user
  * agents module written in plain JavaScript (and, with the tsx peer, one in
- * TypeScript), and the `agentd/server`, `agentd/stores/mongodb` entries load.
+ * TypeScript), and the `@agentd-dev/agentd/server`, `@agentd-dev/agentd/stores/mongodb` entries load.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, installedPackages, NODE, npmInstall, packAgentd, run, tempProject } from "./npm-package.js";
 
 const AGENTS_MJS = `
-import { defineCustomAgent, generateModelTurn } from "agentd";
+import { defineCustomAgent, generateModelTurn } from "@agentd-dev/agentd";
 
 /** Counts the user's messages in custom state and answers with the offline echo model. */
 export const counter = defineCustomAgent({
@@ -27,7 +27,7 @@ export const counter = defineCustomAgent({
 `;
 
 const AGENTS_TS = `
-import { defineCustomAgent, generateModelTurn, type Agent } from "agentd";
+import { defineCustomAgent, generateModelTurn, type Agent } from "@agentd-dev/agentd";
 interface Notes { notes: string[] }
 export const notes: Agent<Notes> = defineCustomAgent<Notes>({
   name: "notes",
@@ -38,11 +38,11 @@ export const notes: Agent<Notes> = defineCustomAgent<Notes>({
 
 /**
  * A TypeScript agents module in a CommonJS package (what `npm init -y` makes): tsx compiles it
- * to CommonJS, so its `require("agentd")` may load a second copy of agentd next to the CLI's.
+ * to CommonJS, so its `require("@agentd-dev/agentd")` may load a second copy of agentd next to the CLI's.
  * The README's `authenticate` and a turn throw AgentError; a prompt model has no key.
  */
 const GUARDED_AGENTS_TS = `
-import { AgentError, defineCustomAgent, generateModelTurn, type Authenticate } from "agentd";
+import { AgentError, defineCustomAgent, generateModelTurn, type Authenticate } from "@agentd-dev/agentd";
 
 export const authenticate: Authenticate = async ({ headers }) => {
   const key = headers.get("x-api-key");
@@ -196,7 +196,8 @@ describe("the packed agentd installed with its peers", { timeout: 180_000 }, () 
   it("installs the server-side peers, and not the project's Node", async () => {
     const packages = await installedPackages(project);
     console.log(`server install (with peers): ${packages.length} packages`);
-    for (const name of ["agentd", "ai", "pino", "mongodb", "tsx", "zod"]) expect(packages, name).toContain(name);
+    for (const name of ["@agentd-dev/agentd", "ai", "pino", "mongodb", "tsx", "zod"])
+      expect(packages, name).toContain(name);
     expect(packages).not.toContain("node");
     expect(packages).not.toContain("typescript");
     const { stdout } = await run("npx", ["--no-install", "agentd", "--version"], { cwd: project });
@@ -262,10 +263,10 @@ describe("the packed agentd installed with its peers", { timeout: 180_000 }, () 
 
   it("exports the server, the MongoDB store and the stores by package name", async () => {
     const script = [
-      `const server = await import("agentd/server");`,
-      `const mongo = await import("agentd/stores/mongodb");`,
-      `const stores = await import("agentd/stores");`,
-      `const root = await import("agentd");`,
+      `const server = await import("@agentd-dev/agentd/server");`,
+      `const mongo = await import("@agentd-dev/agentd/stores/mongodb");`,
+      `const stores = await import("@agentd-dev/agentd/stores");`,
+      `const root = await import("@agentd-dev/agentd");`,
       `console.log(JSON.stringify([typeof server.startServer, typeof server.agentServiceRoutes, typeof server.StaticTokens, typeof server.jwtBearerAuthenticator,`,
       `  typeof server.startServe, typeof mongo.MongoSessionStore, typeof stores.FileSessionStore, typeof root.AgentRegistry]));`,
     ].join("\n");

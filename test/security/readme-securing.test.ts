@@ -13,7 +13,7 @@ import { textInput } from "../harness/wire-chat.js";
 import { readmeShellBlocks } from "../e2e/readme-commands.js";
 
 const exec = promisify(execFile);
-const blocks = readmeShellBlocks("Securing agentd");
+const blocks = readmeShellBlocks("Securing agentd", "docs/security.md");
 
 /** A README block split into its shell lines (continuations joined) and the flags of its `npm start --` line. */
 function split(block: string): { setup: string; flags: string[] } {
@@ -44,7 +44,7 @@ afterEach(async () => {
   jwks = undefined;
 });
 
-describe("the README's Securing agentd commands, as a user runs them", () => {
+describe("docs/security.md's Securing agentd commands, as a user runs them", () => {
   it("has the tokens, JWT and mutual-TLS blocks", () => {
     expect(blocks).toHaveLength(5);
   });

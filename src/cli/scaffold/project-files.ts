@@ -3,6 +3,8 @@
  * `npm start` and tests it over the wire with `npm test`.
  */
 
+import { AGENTD_PACKAGE } from "../package-name.js";
+
 /** What the scaffold's files depend on. */
 export interface ScaffoldOptions {
   /** The project's package name. */
@@ -16,7 +18,7 @@ const TOOLING = { vitest: "5.1.1", typescript: "5.9.3", "@types/node": "24.19.2"
 
 const AGENTS_TS = `// The agents this project serves: \`npm start\` runs \`agentd serve ./agents.ts\`.
 import { z } from "zod";
-import { defineCustomAgent, generateModelTurn, messageText } from "agentd";
+import { defineCustomAgent, generateModelTurn, messageText } from "@agentd-dev/agentd";
 
 /** Keeps a list of what was said in custom state and answers with the offline echo model. */
 export const notes = defineCustomAgent({
@@ -35,7 +37,7 @@ export const notes = defineCustomAgent({
 const TEST_TS = `// Starts \`agentd serve ./agents.ts\` on a free port and talks to it over gRPC, as a caller would.
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAgentClient } from "agentd/client";
+import { createAgentClient } from "@agentd-dev/agentd/client";
 
 let server: ChildProcess;
 let url: string;
@@ -98,7 +100,7 @@ export function projectFiles(options: ScaffoldOptions): Record<string, string> {
     private: true,
     type: "module",
     scripts: { start: "exec agentd serve ./agents.ts", test: "vitest run" },
-    dependencies: { agentd: options.agentdSpec },
+    dependencies: { [AGENTD_PACKAGE]: options.agentdSpec },
     devDependencies: { ...TOOLING },
     engines: { node: ">=22.15" },
   };

@@ -9,7 +9,7 @@ export interface TransformContext {
   agent: string;
   /** Request metadata (headers) when called from the server. */
   headers?: Headers;
-  /** The authenticated caller, when the server authenticates (see "Securing agentd" in the README). */
+  /** The authenticated caller, when the server authenticates (see docs/security.md). */
   principal?: Principal;
 }
 
