@@ -123,7 +123,7 @@ describe("@agentd-dev/agentd/client installed alone from the packed tarball", { 
   });
 
   it("refuses a postgres:// store without the pg package with FAILED_PRECONDITION naming it", async () => {
-    const script = `import { openStoreFromUri } from "agentd/stores";
+    const script = `import { openStoreFromUri } from "@agentd-dev/agentd/stores";
 try { await openStoreFromUri("postgres://agentd@127.0.0.1:1/agentd"); console.log("opened"); }
 catch (e) { console.log(JSON.stringify({ status: e.status, message: e.message })); }`;
     const { stdout } = await run(NODE, ["--input-type=module", "-e", script], { cwd: project, timeoutMs: 60_000 });
