@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { Code, ConnectError, createContextKey } from "@connectrpc/connect";
 import { resourceExhausted } from "./retry-info.js";
+import { endedBy } from "./ended-by.js";
 
 /** What callers without credentials may hold on a server with authentication. */
 export interface UnauthenticatedShareOptions {
@@ -199,26 +200,7 @@ export class UnauthenticatedShare {
           );
           timer.unref();
         });
-        expired.catch(() => undefined);
-        const stop = (): void => clearTimeout(timer);
-        return {
-          next: () =>
-            Promise.race([inner.next(), expired]).then(
-              (result) => {
-                if (result.done) stop();
-                return result;
-              },
-              (err: unknown) => {
-                stop();
-                void inner.return?.().catch(() => undefined);
-                throw err;
-              },
-            ),
-          return: (value?: unknown) => {
-            stop();
-            return inner.return ? inner.return(value) : Promise.resolve({ done: true, value: undefined as T });
-          },
-        };
+        return endedBy(inner, expired, () => clearTimeout(timer));
       },
     };
   }

@@ -1,5 +1,6 @@
 import { toConnectError } from "../error-mapping.js";
 import type { CredentialCheck } from "./credential-recheck.js";
+import { endedBy } from "../ended-by.js";
 
 /** How often an open stream's credential is re-checked by default: the detached work's heartbeat (5 s). */
 export const DEFAULT_STREAM_RECHECK_MS = 5_000;
@@ -25,7 +26,6 @@ export function recheckWhileOpen<T>(
       const refused = new Promise<never>((_, reject) => {
         fail = reject;
       });
-      refused.catch(() => undefined);
       let checking = false;
       let stopped = false;
       const timer = setInterval(() => {
@@ -47,24 +47,7 @@ export function recheckWhileOpen<T>(
         stopped = true;
         clearInterval(timer);
       };
-      return {
-        next: () =>
-          Promise.race([inner.next(), refused]).then(
-            (result) => {
-              if (result.done) stop();
-              return result;
-            },
-            (err: unknown) => {
-              stop();
-              void inner.return?.().catch(() => undefined);
-              throw err;
-            },
-          ),
-        return: (value?: unknown) => {
-          stop();
-          return inner.return ? inner.return(value) : Promise.resolve({ done: true, value: undefined as T });
-        },
-      };
+      return endedBy(inner, refused, stop);
     },
   };
 }
