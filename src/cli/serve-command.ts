@@ -21,6 +21,7 @@ import { setUpSecurity } from "./security-setup.js";
 import { startTelemetry, type TelemetryHandle } from "./telemetry-setup.js";
 import { traceSessionStore } from "../runtime/telemetry/traced-store.js";
 import { setUpWebhooks } from "./webhook-setup.js";
+import { mcpToolboxFromFlags } from "./mcp-setup.js";
 import type { Webhooks } from "../runtime/webhooks/webhooks.js";
 import { WEBHOOK_SESSION_TTL_GRACE_MS } from "../runtime/webhooks/webhook-settings.js";
 
@@ -53,12 +54,13 @@ export async function startServe(
   logger: Logger = createCliLogger(config.logLevel),
 ): Promise<ServeInstance> {
   const promptAgents: Agent<unknown>[] = [];
+  const mcpTools = mcpToolboxFromFlags(config.mcp, logger);
   if (config.promptsDir !== undefined) {
     const dir = resolve(config.promptsDir);
     const info = await stat(dir).catch(() => undefined);
     if (!info?.isDirectory())
       throw new Error(`--prompts directory "${config.promptsDir}" does not exist (looked for ${dir})`);
-    promptAgents.push(...promptAgentsFromDirectory(dir));
+    promptAgents.push(...promptAgentsFromDirectory(dir, mcpTools));
   }
   const modules = await loadAgentModules(config.agentModules);
   const userAgents = [...modules.agents, ...promptAgents];
@@ -182,6 +184,7 @@ export async function startServe(
         }, webhooks?.settled)
       : async () => {};
     webhooks?.start();
+    mcpTools?.start();
     const openWebhooks = webhooks;
     const openStore = store;
     const openTelemetry = telemetry;
@@ -198,6 +201,7 @@ export async function startServe(
         await openWebhooks?.stop();
         await openStore.close?.();
         await openTelemetry?.shutdown();
+        await mcpTools?.close();
       })();
       return stopping;
     };
@@ -217,6 +221,7 @@ export async function startServe(
     await webhooks?.stop();
     await store?.close?.().catch(() => undefined);
     await telemetry?.shutdown();
+    await mcpTools?.close();
     throw err;
   }
 }

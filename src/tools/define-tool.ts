@@ -51,6 +51,8 @@ export interface ToolDefinition<I, O, S = unknown> {
 export interface Tool<I = any, O = any, S = any> extends ToolDefinition<I, O, S> {
   /** Brand used to recognise tools. */
   readonly __agentdTool: true;
+  /** Another name a model may request the tool by (an MCP tool's reference `<server>/<tool>`). */
+  readonly ref?: string;
   /** The tool as described to a model (input as JSON Schema). */
   readonly modelDefinition: ModelToolDefinition;
 }

@@ -73,6 +73,7 @@ class ToolLoop<S> {
     private readonly settings: ToolLoopSettings,
   ) {
     this.tools = new Map(settings.tools.map((t) => [t.name, t]));
+    for (const t of settings.tools) if (t.ref !== undefined && !this.tools.has(t.ref)) this.tools.set(t.ref, t);
   }
 
   async run(input: AgentInput): Promise<TurnResult> {

@@ -1,0 +1,65 @@
+"""A FastMCP server for agentd's MCP tests (stdio by default, --http PORT for Streamable HTTP).
+
+Tools: forecast(city), fail(city) (a tool error), hang(tag) (never answers; records its start and its
+cancellation in $WEATHER_EVENTS), crash() (the process exits), pid().
+"""
+
+import os
+import sys
+
+import anyio
+from mcp.server.fastmcp import FastMCP
+
+mcp = FastMCP("weather")
+EVENTS = os.environ.get("WEATHER_EVENTS")
+
+
+def record(line: str) -> None:
+    if EVENTS:
+        with open(EVENTS, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+@mcp.tool()
+def forecast(city: str) -> str:
+    """The weather forecast for a city."""
+    return f"{city}: sunny, 21 C (pid {os.getpid()})"
+
+
+@mcp.tool()
+def fail(city: str) -> str:
+    """Always fails."""
+    raise ValueError(f"no forecast for {city}")
+
+
+@mcp.tool()
+async def hang(tag: str) -> str:
+    """Never answers."""
+    record(f"started {tag}")
+    try:
+        await anyio.sleep(3600)
+    finally:
+        record(f"cancelled {tag}")
+    return "unreachable"
+
+
+@mcp.tool()
+def crash() -> str:
+    """Exits the server process."""
+    os._exit(3)
+
+
+@mcp.tool()
+def pid() -> int:
+    """The server's process ID."""
+    return os.getpid()
+
+
+if __name__ == "__main__":
+    print(f"weather server starting (pid {os.getpid()})", file=sys.stderr, flush=True)
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        mcp.settings.host = "127.0.0.1"
+        mcp.settings.port = int(sys.argv[2])
+        mcp.run(transport="streamable-http")
+    else:
+        mcp.run()
