@@ -147,6 +147,7 @@ export async function startServe(
       ...(store.ping ? { storeHealth: { ping: store.ping.bind(store) } } : {}),
       telemetry: telemetry !== undefined,
       ...(inspector ? { inspector } : {}),
+      ...(config.mcp?.serve ? { mcp: { registry } } : {}),
     });
     logger.info(
       {
@@ -159,6 +160,7 @@ export async function startServe(
         tls: security.tls ? (security.tls.clientCa ? "mutual" : "on") : "off",
         ...(config.promptsDir !== undefined ? { prompts: config.promptsDir } : {}),
         ...(inspector ? { inspector: `${server.url}/inspector/` } : {}),
+        ...(config.mcp?.serve ? { mcp: `${server.url}/mcp` } : {}),
         ...(telemetry
           ? {
               telemetry: {
