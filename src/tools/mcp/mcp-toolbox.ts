@@ -1,4 +1,4 @@
-import type { Logger } from "pino";
+import { pino, type Logger } from "pino";
 import { AgentError } from "../../errors/agent-error.js";
 import type { Tool } from "../define-tool.js";
 import type { ToolResolver } from "../tool-resolver.js";
@@ -11,7 +11,8 @@ export const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
 
 /** Options of {@link McpToolbox}. */
 export interface McpToolboxOptions extends Partial<McpToolSettings> {
-  logger: Logger;
+  /** Where server stderr, exits and restarts are logged; default JSON lines on stdout (pino). */
+  logger?: Logger;
   /** Restart backoff of stdio servers. */
   backoff?: McpRestartBackoff;
 }
@@ -29,10 +30,11 @@ export class McpToolbox implements ToolResolver {
   private readonly servers = new Map<string, McpServerConnection>();
   private readonly settings: McpToolSettings;
 
-  constructor(config: McpServersConfig, options: McpToolboxOptions) {
+  constructor(config: McpServersConfig, options: McpToolboxOptions = {}) {
     this.settings = { callTimeoutMs: options.callTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS };
+    const logger = options.logger ?? pino();
     for (const [name, server] of config)
-      this.servers.set(name, new McpServerConnection(name, server, options.logger, options.backoff));
+      this.servers.set(name, new McpServerConnection(name, server, logger, options.backoff));
   }
 
   /** Starts every server now (stdio processes start; failures are logged and retried). Else each starts on first use. */
