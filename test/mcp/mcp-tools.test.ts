@@ -63,8 +63,21 @@ beforeAll(async () => {
     }),
   );
   writeFileSync(join(dir, "weather.prompt"), "---\nmodel: scripted\ntools: [weather/*, web/forecast]\n---\nWeather.\n");
+  writeFileSync(
+    join(dir, "module-mcp.json"),
+    JSON.stringify({ mcpServers: { weather: { command: python, args: [WEATHER_SERVER] } } }),
+  );
   agentd = await startAgentd({
-    args: ["--prompts", dir, "--mcp-config", join(dir, "mcp.json"), "--mcp-tool-timeout", "8s"],
+    args: [
+      "test/mcp/fixtures/mcp-agents.ts",
+      "--prompts",
+      dir,
+      "--mcp-config",
+      join(dir, "mcp.json"),
+      "--mcp-tool-timeout",
+      "8s",
+    ],
+    env: { MCP_AGENTS_CONFIG: join(dir, "module-mcp.json") },
     examples: "cli-default",
   });
   client = agentServiceClient(agentd.baseUrl, "grpc");
@@ -146,6 +159,16 @@ describe("tools from MCP servers (--mcp-config)", () => {
     await until("the server saw the cancellation", () => recorded().includes("cancelled a1"), { timeoutMs: 5000 });
   });
 
+  it("the tool list is refreshed when the server sends notifications/tools/list_changed", async () => {
+    expect(await ask("call weather/late {}")).toMatch(/weather\/late=\{"error":"unknown tool/);
+    expect(await ask("call weather/add_tool {}")).toContain('"result":"added"');
+    const reply = await until("the next turn sees the new tool", async () => {
+      const text = await ask("call weather/late {}");
+      return text.includes("late tool here") ? text : undefined;
+    });
+    expect(reply).toBe('tool results: weather/late={"result":"late tool here"}');
+  });
+
   it("a crashed stdio server fails that tool call and is restarted for the next turn", async () => {
     const before = await ask("call weather/pid {}");
     const oldPid = /"result":(\d+)/.exec(before)![1];
@@ -159,6 +182,18 @@ describe("tools from MCP servers (--mcp-config)", () => {
     const newPid = /"result":(\d+)/.exec(after)![1];
     expect(newPid).not.toBe(oldPid);
     expect(await ask('call weather/forecast {"city":"Oslo"}')).toContain(`(pid ${newPid})`);
+  });
+});
+
+describe("MCP tools in an agents module", () => {
+  it("a custom agent given McpToolbox tools calls them over the wire", async () => {
+    const { output } = await client.run({
+      init: { agent: "forecaster" },
+      input: textInput('call weather/forecast {"city":"Tromso"}'),
+    });
+    expect(output!.message!.content[0]!.kind.value).toMatch(
+      /^tool results: weather\/forecast=\{"result":"Tromso: sunny/,
+    );
   });
 });
 

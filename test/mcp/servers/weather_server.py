@@ -1,14 +1,15 @@
 """A FastMCP server for agentd's MCP tests (stdio by default, --http PORT for Streamable HTTP).
 
 Tools: forecast(city), fail(city) (a tool error), hang(tag) (never answers; records its start and its
-cancellation in $WEATHER_EVENTS), crash() (the process exits), pid().
+cancellation in $WEATHER_EVENTS), crash() (the process exits), add_tool() (adds "late" and sends
+notifications/tools/list_changed), pid().
 """
 
 import os
 import sys
 
 import anyio
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 
 mcp = FastMCP("weather")
 EVENTS = os.environ.get("WEATHER_EVENTS")
@@ -47,6 +48,19 @@ async def hang(tag: str) -> str:
 def crash() -> str:
     """Exits the server process."""
     os._exit(3)
+
+
+@mcp.tool()
+async def add_tool(ctx: Context) -> str:
+    """Adds the tool "late" and tells the client its tool list changed."""
+
+    def late() -> str:
+        """A tool added while the server runs."""
+        return "late tool here"
+
+    mcp.add_tool(late)
+    await ctx.session.send_tool_list_changed()
+    return "added"
 
 
 @mcp.tool()
