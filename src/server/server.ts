@@ -205,7 +205,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const inspector = options.inspector ? inspectorHandler(options.inspector) : undefined;
   const mcp = options.mcp
-    ? mcpRoute({ registry: options.mcp.registry, auth: options.auth ?? {}, logger, connectionInfo: connectionInfoOf })
+    ? mcpRoute({
+        registry: options.mcp.registry,
+        auth: options.auth ?? {},
+        logger,
+        maxBodyBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+        connectionInfo: connectionInfoOf,
+      })
     : undefined;
   // Requests that never reach the logging interceptor still get their line.
   const handler: typeof connectHandler = (req, res) => {

@@ -38,7 +38,7 @@ async function mcp<T>(token: string, ...args: string[]): Promise<T> {
 beforeAll(async () => {
   python = mcpPython();
   const tokens = writeTokensFile([`${TOKEN_A} tenant-a alice`, `${TOKEN_B} tenant-b bob`]);
-  agentd = await startAgentd({ args: ["--mcp", "--auth-tokens", tokens] });
+  agentd = await startAgentd({ args: ["--mcp", "--auth-tokens", tokens, "--max-message-bytes", "65536"] });
   grpcA = clientWithToken(agentd.baseUrl, TOKEN_A);
 });
 
@@ -98,5 +98,35 @@ describe("agentd serve --mcp", () => {
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toBe("Bearer");
     expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/credentials are required/);
+  });
+
+  it("bad input is refused with a JSON-RPC error: a body over --max-message-bytes 413, a body that is not JSON 400", async () => {
+    const post = (body: string) =>
+      fetch(`${agentd.url}/mcp`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${TOKEN_A}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body,
+      });
+    const big = await post(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", pad: "x".repeat(70_000) }));
+    expect(big.status).toBe(413);
+    expect(((await big.json()) as { error: { message: string } }).error.message).toBe(
+      "the request body is larger than 65536 bytes",
+    );
+    const notJson = await post("{ nope");
+    expect(notJson.status).toBe(400);
+    expect(((await notJson.json()) as { error: { code: number } }).error.code).toBe(-32700);
+    // The server still answers.
+    const { tools } = await mcp<{ tools: string[] }>(TOKEN_A, "list");
+    expect(tools).toContain("assistant");
+  });
+
+  it("an empty message is an MCP error naming the field, not a failed server", async () => {
+    const res = await mcp<CallResult>(TOKEN_A, "call", "assistant", "");
+    expect(res.isError).toBe(true);
+    expect(res.text).toMatch(/message/);
   });
 });

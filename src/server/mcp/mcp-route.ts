@@ -45,6 +45,8 @@ export interface McpRouteOptions {
   /** Who may call: the same guard as every RPC (bearer tokens, JWT, client certificates, Host check). */
   auth: CallGuardOptions;
   logger: Logger;
+  /** Largest request body accepted (bytes); larger ones get 413. */
+  maxBodyBytes: number;
   /** The authority and client certificate of a request's connection. */
   connectionInfo(req: NodeRequest): ConnectionInfo;
 }
@@ -108,6 +110,15 @@ async function serve(options: McpRouteOptions, req: NodeRequest, res: NodeRespon
     answerError(res, status, -32001, error.message, status === 401 ? { "www-authenticate": "Bearer" } : {});
     return;
   }
+  let body: unknown;
+  if (req.method === "POST") {
+    const read = await readJsonBody(req, options.maxBodyBytes);
+    if ("refused" in read) {
+      answerError(res, read.refused.status, read.refused.code, read.refused.message);
+      return;
+    }
+    body = read.body;
+  }
   const server = agentToolsServer(options.registry, { principal: principalOf({ values }), headers });
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
   res.once("close", () => {
@@ -115,5 +126,28 @@ async function serve(options: McpRouteOptions, req: NodeRequest, res: NodeRespon
     void server.close();
   });
   await server.connect(transport);
-  await transport.handleRequest(req as IncomingMessage, res as unknown as ServerResponse);
+  await transport.handleRequest(req as IncomingMessage, res as unknown as ServerResponse, body);
+}
+
+/** A POST body read whole, at most `maxBytes`, and parsed as JSON; or why it is refused. */
+async function readJsonBody(
+  req: NodeRequest,
+  maxBytes: number,
+): Promise<{ body: unknown } | { refused: { status: number; code: number; message: string } }> {
+  const tooLarge = {
+    refused: { status: 413, code: -32600, message: `the request body is larger than ${maxBytes} bytes` },
+  };
+  if (Number(req.headers["content-length"] ?? 0) > maxBytes) return tooLarge;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) return tooLarge;
+    chunks.push(chunk);
+  }
+  try {
+    return { body: JSON.parse(Buffer.concat(chunks).toString("utf8")) };
+  } catch {
+    return { refused: { status: 400, code: -32700, message: "parse error: the request body is not JSON" } };
+  }
 }
