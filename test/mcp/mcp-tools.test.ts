@@ -22,6 +22,7 @@ const dir = mkdtempSync(join(tmpdir(), "agentd-mcp-tools-"));
 const events = join(dir, "events.log");
 let python: string;
 let httpServer: ChildProcess | undefined;
+let httpPort: number;
 let agentd: AgentdProcess;
 let client: Client<typeof AgentService>;
 
@@ -51,7 +52,7 @@ async function ask(text: string): Promise<string> {
 
 beforeAll(async () => {
   python = mcpPython();
-  const httpPort = await freePort();
+  httpPort = await freePort();
   httpServer = spawn(python, [WEATHER_SERVER, "--http", String(httpPort)], { stdio: "ignore" });
   writeFileSync(
     join(dir, "mcp.json"),
@@ -112,6 +113,33 @@ describe("tools from MCP servers (--mcp-config)", () => {
       return text.includes('"result"') ? text : undefined;
     });
     expect(reply).toMatch(/^tool results: web\/forecast=\{"result":"Bergen: sunny, 21 C/);
+  });
+
+  it("a restarted Streamable HTTP server is reconnected (a new MCP session) for the next calls", async () => {
+    await until("the HTTP MCP server answers", async () =>
+      (await ask('call web/forecast {"city":"Bergen"}')).includes('"result"'),
+    );
+    const old = httpServer!;
+    await new Promise((resolve) => {
+      old.once("exit", resolve);
+      old.kill();
+    });
+    httpServer = spawn(python, [WEATHER_SERVER, "--http", String(httpPort)], { stdio: "ignore" });
+    await until("the new HTTP server listens", () =>
+      fetch(`http://127.0.0.1:${httpPort}/mcp`).then(
+        () => true,
+        () => false,
+      ),
+    );
+    const reply = await until(
+      "a call reaches the new server",
+      async () => {
+        const text = await ask('call web/forecast {"city":"Stavanger"}');
+        return text.includes('"result"') ? text : undefined;
+      },
+      { timeoutMs: 15_000 },
+    );
+    expect(reply).toMatch(/^tool results: web\/forecast=\{"result":"Stavanger: sunny/);
   });
 
   it("the stdio server's stderr goes to agentd's log", async () => {

@@ -177,11 +177,19 @@ export class McpServerConnection {
       const client = await this.connected();
       const tools: McpToolInfo[] = [];
       let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor !== undefined ? { cursor } : undefined);
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor !== undefined);
+      try {
+        do {
+          const page = await client.listTools(cursor !== undefined ? { cursor } : undefined);
+          tools.push(...page.tools);
+          cursor = page.nextCursor;
+        } while (cursor !== undefined);
+      } catch (err) {
+        this.transportFailed(client, err);
+        throw new AgentError(
+          "UNAVAILABLE",
+          `MCP server "${this.name}" did not list its tools: ${(err as Error).message}`,
+        );
+      }
       return tools;
     })();
     this.tools = listing;
@@ -212,8 +220,24 @@ export class McpServerConnection {
       if (options.signal.aborted) throw options.signal.reason;
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout)
         throw new McpTimeoutError(options.timeoutMs);
+      this.transportFailed(client, err);
       throw err;
     }
+  }
+
+  /**
+   * After a failed request to a Streamable HTTP server: an error that is not
+   * a JSON-RPC answer (the server is gone, or restarted and forgot our MCP
+   * session: HTTP 404) closes the connection, so it reconnects (with backoff)
+   * for the next call. A stdio server's exit is noticed by its transport.
+   */
+  private transportFailed(client: Client, err: unknown): void {
+    if (this.config.kind !== "http" || err instanceof McpError || this.client !== client) return;
+    this.logger.warn(
+      { mcpServer: this.name, error: (err as Error).message },
+      "MCP server request failed; reconnecting",
+    );
+    void client.close().catch(() => undefined);
   }
 
   /** Stops the server (stdio: its process) and any restart; idempotent. */
