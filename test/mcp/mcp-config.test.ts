@@ -25,6 +25,9 @@ describe("mcpServers config", () => {
       args: ["weather.py"],
       env: { UNITS: "metric" },
     });
+    expect(parseMcpConfig({ mcpServers: { g: { command: "x", approval: ["rm"] } } }, "t").get("g")).toMatchObject({
+      approval: ["rm"],
+    });
     expect(config.get("docs")).toEqual({
       kind: "http",
       url: "https://docs.example.com/mcp",
@@ -41,6 +44,7 @@ describe("mcpServers config", () => {
     [{ mcpServers: { w: { command: "x", env: { A: 1 } } } }, /mcpServers.w.env.A must be a string/],
     [{ mcpServers: { w: { url: "ftp://h/mcp" } } }, /mcpServers.w.url must be http\(s\)/],
     [{ mcpServers: { w: { url: "not a url" } } }, /mcpServers.w.url is not a URL/],
+    [{ mcpServers: { w: { command: "x", approval: "all" } } }, /mcpServers.w.approval must be true or an array/],
   ])("refuses %j with INVALID_ARGUMENT naming the entry", (json, message) => {
     expect(() => parseMcpConfig(json, '"mcp.json"')).toThrow(message);
     expect(() => parseMcpConfig(json, '"mcp.json"')).toThrow(/^MCP config "mcp.json": /);

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client } from "@connectrpc/connect";
 import type { AgentInput } from "../../gen/ts/agentd/v1/agent_pb.js";
+import { agentInputToWire, messageFromWire } from "../../src/protocol/index.js";
 import type { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
@@ -59,11 +60,15 @@ beforeAll(async () => {
     JSON.stringify({
       mcpServers: {
         weather: { command: python, args: [WEATHER_SERVER], env: { WEATHER_EVENTS: events } },
+        guarded: { command: python, args: [WEATHER_SERVER], approval: ["forecast"] },
         web: { url: `http://127.0.0.1:${httpPort}/mcp`, headers: { "X-Test": "1" } },
       },
     }),
   );
-  writeFileSync(join(dir, "weather.prompt"), "---\nmodel: scripted\ntools: [weather/*, web/forecast]\n---\nWeather.\n");
+  writeFileSync(
+    join(dir, "weather.prompt"),
+    "---\nmodel: scripted\ntools: [weather/*, web/forecast, guarded/forecast]\n---\nWeather.\n",
+  );
   writeFileSync(
     join(dir, "module-mcp.json"),
     JSON.stringify({ mcpServers: { weather: { command: python, args: [WEATHER_SERVER] } } }),
@@ -195,6 +200,25 @@ describe("tools from MCP servers (--mcp-config)", () => {
       return text.includes("late tool here") ? text : undefined;
     });
     expect(reply).toBe('tool results: weather/late={"result":"late tool here"}');
+  });
+
+  it("a tool configured with approval interrupts the turn; resume.restart approves and calls it", async () => {
+    const { output } = await client.run({
+      init: { agent: "weather" },
+      input: textInput('call guarded/forecast {"city":"Oslo"}'),
+    });
+    expect(output!.finishReason).toBe(FinishReason.INTERRUPTED);
+    const part = messageFromWire(output!.message!).content[0]!;
+    expect(part.toolRequest).toMatchObject({ name: "guarded/forecast", input: { city: "Oslo" } });
+    expect(part.metadata).toEqual({ interrupt: { approval: { tool: "guarded/forecast", input: { city: "Oslo" } } } });
+    const approved = await client.run({
+      init: { agent: "weather", sessionId: output!.sessionId },
+      input: agentInputToWire({ resume: { restart: [{ toolRequest: { name: "guarded/forecast" } }] } }),
+    });
+    expect(approved.output!.finishReason).toBe(FinishReason.STOP);
+    expect(approved.output!.message!.content[0]!.kind.value).toMatch(
+      /^tool results: guarded\/forecast=\{"result":"Oslo: sunny/,
+    );
   });
 
   it("a crashed stdio server fails that tool call and is restarted for the next turn", async () => {

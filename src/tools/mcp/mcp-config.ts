@@ -21,8 +21,15 @@ export interface McpHttpServerConfig {
   headers: Record<string, string>;
 }
 
-/** One entry of `mcpServers`. */
-export type McpServerConfig = McpStdioServerConfig | McpHttpServerConfig;
+/** One entry of `mcpServers`: a server, and which of its tools need the client's approval. */
+export type McpServerConfig = (McpStdioServerConfig | McpHttpServerConfig) & {
+  /**
+   * `true` (every tool) or tool names: such a tool call first interrupts the
+   * turn (`{"approval": {"tool", "input"}}`); the client approves with
+   * `resume.restart` or answers in its place with `resume.respond`.
+   */
+  approval?: true | string[];
+};
 
 /** The servers of an `--mcp-config` file, by name. */
 export type McpServersConfig = Map<string, McpServerConfig>;
@@ -67,6 +74,15 @@ export function parseMcpConfig(json: unknown, origin: string): McpServersConfig 
       fail(origin, `server "${name}" must be an object`);
     const entry = raw as Record<string, unknown>;
     const where = `mcpServers.${name}`;
+    const approval = entry.approval;
+    if (
+      approval !== undefined &&
+      approval !== true &&
+      approval !== false &&
+      !(Array.isArray(approval) && approval.every((t) => typeof t === "string"))
+    )
+      fail(origin, `${where}.approval must be true or an array of tool names`);
+    const needsApproval = approval === true || Array.isArray(approval) ? { approval: approval as true | string[] } : {};
     if (typeof entry.command === "string" && entry.url === undefined) {
       if (entry.command.trim() === "") fail(origin, `${where}.command must not be empty`);
       const args = entry.args ?? [];
@@ -79,6 +95,7 @@ export function parseMcpConfig(json: unknown, origin: string): McpServersConfig 
         args: args as string[],
         env: stringRecord(entry.env, origin, `${where}.env`),
         ...(typeof entry.cwd === "string" ? { cwd: entry.cwd } : {}),
+        ...needsApproval,
       });
     } else if (typeof entry.url === "string" && entry.command === undefined) {
       let url: URL;
@@ -88,7 +105,12 @@ export function parseMcpConfig(json: unknown, origin: string): McpServersConfig 
         fail(origin, `${where}.url is not a URL`);
       }
       if (url.protocol !== "http:" && url.protocol !== "https:") fail(origin, `${where}.url must be http(s)`);
-      out.set(name, { kind: "http", url: url.href, headers: stringRecord(entry.headers, origin, `${where}.headers`) });
+      out.set(name, {
+        kind: "http",
+        url: url.href,
+        headers: stringRecord(entry.headers, origin, `${where}.headers`),
+        ...needsApproval,
+      });
     } else {
       fail(origin, `${where} needs either "command" (a stdio server) or "url" (a Streamable HTTP server)`);
     }

@@ -44,6 +44,8 @@ export function mcpToolOutput(result: CallToolResult): unknown {
 export interface McpToolSettings {
   /** A call with no answer after this long fails as a tool error the model sees. */
   callTimeoutMs: number;
+  /** Interrupt the turn for the client's approval before calling (see `McpServerConfig.approval`). */
+  approval?: boolean;
 }
 
 /**
@@ -53,7 +55,8 @@ export interface McpToolSettings {
  * validates the rest. A tool error, an unreachable server and a call past
  * its timeout are answered as `{ error }` the model sees (the turn goes on);
  * a cancelled or aborted turn cancels the call (the server is sent
- * `notifications/cancelled`).
+ * `notifications/cancelled`). With `approval`, the first run interrupts the
+ * turn instead of calling.
  */
 export function mcpTool(
   connection: McpServerConnection,
@@ -73,6 +76,8 @@ export function mcpTool(
     inputSchema: z.record(z.string(), z.unknown()),
     modelDefinition: { name, description, inputSchema },
     async run(input: Record<string, unknown>, ctx) {
+      // Approved by a resume.restart (which sets `resumed`); resume.respond answers without calling.
+      if (settings.approval && ctx.resumed === undefined) ctx.interrupt({ approval: { tool: ref, input } });
       try {
         const result = await connection.callTool(info.name, input, {
           signal: ctx.signal,

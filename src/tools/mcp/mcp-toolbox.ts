@@ -28,11 +28,13 @@ const TOOL_REF = /^([^/]+)\/(.+)$/;
  */
 export class McpToolbox implements ToolResolver {
   private readonly servers = new Map<string, McpServerConnection>();
+  private readonly approvals = new Map<string, true | string[]>();
   private readonly settings: McpToolSettings;
 
   constructor(config: McpServersConfig, options: McpToolboxOptions = {}) {
     this.settings = { callTimeoutMs: options.callTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS };
     const logger = options.logger ?? pino();
+    for (const [name, server] of config) if (server.approval) this.approvals.set(name, server.approval);
     for (const [name, server] of config)
       this.servers.set(name, new McpServerConnection(name, server, logger, options.backoff));
   }
@@ -92,7 +94,9 @@ export class McpToolbox implements ToolResolver {
         let name = providerSafeToolName(server.name, info.name);
         if (names.has(name)) name = providerSafeToolName(server.name, info.name, true);
         names.add(name);
-        tools.push(mcpTool(server, info, this.settings, name));
+        const approval = this.approvals.get(server.name);
+        const guarded = approval === true || (approval?.includes(info.name) ?? false);
+        tools.push(mcpTool(server, info, guarded ? { ...this.settings, approval: true } : this.settings, name));
       }
     }
     return tools;
