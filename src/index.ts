@@ -67,6 +67,7 @@ export { ToolInterrupt } from "./tools/interrupts.js";
 export { DEFAULT_MAX_TOOL_ITERATIONS } from "./tools/tool-loop.js";
 export type { ToolResolver } from "./tools/tool-resolver.js";
 export { McpToolbox, DEFAULT_MCP_CALL_TIMEOUT_MS, type McpToolboxOptions } from "./tools/mcp/mcp-toolbox.js";
+export type { McpHeadersHook } from "./tools/mcp/mcp-tool.js";
 export {
   parseMcpConfig,
   readMcpConfigFile,

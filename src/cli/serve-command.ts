@@ -63,6 +63,7 @@ export async function startServe(
     promptAgents.push(...promptAgentsFromDirectory(dir, mcpTools));
   }
   const modules = await loadAgentModules(config.agentModules);
+  if (modules.mcpHeaders) mcpTools?.useHeaders(modules.mcpHeaders);
   const userAgents = [...modules.agents, ...promptAgents];
   const security = setUpSecurity(config.security, config.host, modules.authenticators);
   const pageTokens =

@@ -251,6 +251,7 @@ class ToolLoop<S> {
       signal: this.ctx.turn.signal,
       turn: this.ctx.turn,
       request: structuredClone(request),
+      principal: this.ctx.principal,
       ...(resumed !== undefined ? { resumed } : {}),
       interrupt: (metadata) => {
         throw new ToolInterrupt(metadata);

@@ -9,6 +9,7 @@ import {
   type CallToolResult,
   type Tool as McpToolInfo,
 } from "@modelcontextprotocol/sdk/types.js";
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { Logger } from "pino";
 import { AgentError } from "../../errors/agent-error.js";
 import type { McpServerConfig } from "./mcp-config.js";
@@ -29,8 +30,13 @@ const CONNECT_TIMEOUT_MS = 30_000;
 /** Longest stderr line logged (longer ones are cut). */
 const MAX_STDERR_LINE = 2000;
 
+/** Extra headers of the request being sent (one tool call's), for a Streamable HTTP server. */
+const callHeaders = new AsyncLocalStorage<Record<string, string>>();
+
 /** What one MCP tool call waits for. */
 export interface McpCallOptions {
+  /** Headers added to this call's HTTP request (Streamable HTTP servers), over the config's. */
+  headers?: Record<string, string>;
   /** Cancels the call (the server is sent `notifications/cancelled`). */
   signal: AbortSignal;
   /** The call (including waiting for a restarting server) fails with {@link McpTimeoutError} after this long. */
@@ -146,7 +152,17 @@ export class McpServerConnection {
   private transport(): Transport {
     const config = this.config;
     if (config.kind === "http")
-      return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
+      return new StreamableHTTPClientTransport(new URL(config.url), {
+        requestInit: { headers: config.headers },
+        // A call's own headers (the agents module's `mcpHeaders`) ride on the request that carries it.
+        fetch: (url, init) => {
+          const extra = callHeaders.getStore();
+          if (!extra) return fetch(url, init);
+          const headers = new Headers(init?.headers);
+          for (const [name, value] of Object.entries(extra)) headers.set(name, value);
+          return fetch(url, { ...init, headers });
+        },
+      });
     const transport = new StdioClientTransport({
       command: config.command,
       args: config.args,
@@ -210,11 +226,13 @@ export class McpServerConnection {
     const client = await waitFor(this.connected(), options);
     const remaining = Math.max(1, deadline - Date.now());
     try {
-      const result = await client.callTool({ name, arguments: args }, undefined, {
-        signal: options.signal,
-        timeout: remaining,
-        maxTotalTimeout: remaining,
-      });
+      const call = () =>
+        client.callTool({ name, arguments: args }, undefined, {
+          signal: options.signal,
+          timeout: remaining,
+          maxTotalTimeout: remaining,
+        });
+      const result = options.headers ? await callHeaders.run(options.headers, call) : await call();
       return result as CallToolResult;
     } catch (err) {
       if (options.signal.aborted) throw options.signal.reason;

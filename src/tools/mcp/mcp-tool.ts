@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { CallToolResult, Tool as McpToolInfo } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Tool } from "../define-tool.js";
+import type { Principal } from "../../types/principal.js";
 import { McpTimeoutError, type McpServerConnection } from "./mcp-server-connection.js";
 
 /** Longest tool name every model provider accepts. */
@@ -40,8 +41,23 @@ export function mcpToolOutput(result: CallToolResult): unknown {
   return result.content;
 }
 
+/**
+ * Headers for one MCP tool call to a Streamable HTTP server (e.g. the
+ * tenant's own token), over the config's headers; an agents module exports it
+ * as `mcpHeaders`. Undefined: the config's headers only.
+ */
+export type McpHeadersHook = (call: {
+  /** The server's name in the config. */
+  server: string;
+  tool: string;
+  /** Who the turn acts for. */
+  principal: Principal | undefined;
+}) => Record<string, string> | undefined | Promise<Record<string, string> | undefined>;
+
 /** Settings of the tools made from MCP servers. */
 export interface McpToolSettings {
+  /** Per-call headers (Streamable HTTP servers). */
+  headers?: McpHeadersHook;
   /** A call with no answer after this long fails as a tool error the model sees. */
   callTimeoutMs: number;
   /** Interrupt the turn for the client's approval before calling (see `McpServerConfig.approval`). */
@@ -79,9 +95,15 @@ export function mcpTool(
       // Approved by a resume.restart (which sets `resumed`); resume.respond answers without calling.
       if (settings.approval && ctx.resumed === undefined) ctx.interrupt({ approval: { tool: ref, input } });
       try {
+        const headers = await settings.headers?.({
+          server: connection.name,
+          tool: info.name,
+          principal: ctx.principal,
+        });
         const result = await connection.callTool(info.name, input, {
           signal: ctx.signal,
           timeoutMs: settings.callTimeoutMs,
+          ...(headers ? { headers } : {}),
         });
         return mcpToolOutput(result);
       } catch (err) {

@@ -4,7 +4,7 @@ import type { Tool } from "../define-tool.js";
 import type { ToolResolver } from "../tool-resolver.js";
 import type { McpServersConfig } from "./mcp-config.js";
 import { McpServerConnection, type McpRestartBackoff } from "./mcp-server-connection.js";
-import { mcpTool, providerSafeToolName, type McpToolSettings } from "./mcp-tool.js";
+import { mcpTool, providerSafeToolName, type McpHeadersHook, type McpToolSettings } from "./mcp-tool.js";
 
 /** Default per-call timeout of MCP tools: 60 s. */
 export const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
@@ -29,10 +29,13 @@ const TOOL_REF = /^([^/]+)\/(.+)$/;
 export class McpToolbox implements ToolResolver {
   private readonly servers = new Map<string, McpServerConnection>();
   private readonly approvals = new Map<string, true | string[]>();
-  private readonly settings: McpToolSettings;
+  private settings: McpToolSettings;
 
   constructor(config: McpServersConfig, options: McpToolboxOptions = {}) {
-    this.settings = { callTimeoutMs: options.callTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS };
+    this.settings = {
+      callTimeoutMs: options.callTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS,
+      ...(options.headers ? { headers: options.headers } : {}),
+    };
     const logger = options.logger ?? pino();
     for (const [name, server] of config) if (server.approval) this.approvals.set(name, server.approval);
     for (const [name, server] of config)
@@ -42,6 +45,11 @@ export class McpToolbox implements ToolResolver {
   /** Starts every server now (stdio processes start; failures are logged and retried). Else each starts on first use. */
   start(): void {
     for (const server of this.servers.values()) server.start();
+  }
+
+  /** Sets the per-call headers hook (an agents module's `mcpHeaders`) for the tools resolved from now on. */
+  useHeaders(hook: McpHeadersHook): void {
+    this.settings = { ...this.settings, headers: hook };
   }
 
   /** The configured server names. */

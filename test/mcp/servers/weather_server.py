@@ -2,7 +2,7 @@
 
 Tools: forecast(city), fail(city) (a tool error), hang(tag) (never answers; records its start and its
 cancellation in $WEATHER_EVENTS), crash() (the process exits), add_tool() (adds "late" and sends
-notifications/tools/list_changed), pid().
+notifications/tools/list_changed), whoami() (the X-Tenant header), pid().
 """
 
 import os
@@ -61,6 +61,13 @@ async def add_tool(ctx: Context) -> str:
     mcp.add_tool(late)
     await ctx.session.send_tool_list_changed()
     return "added"
+
+
+@mcp.tool()
+def whoami(ctx: Context) -> str:
+    """The X-Tenant header of the HTTP request that carried this call ("stdio" over stdio)."""
+    request = ctx.request_context.request
+    return request.headers.get("x-tenant", "none") if request is not None else "stdio"
 
 
 @mcp.tool()
