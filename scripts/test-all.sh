@@ -39,6 +39,8 @@ run_step python-env "tools: Python venv with the Python client (scripts/setup-py
 start_step python "Python client tests (pytest)" .tools/venv/bin/python -m pytest -q clients/python
 start_step release-tools "tools: Python release tools, build and twine (scripts/setup-release-tools.sh)" \
   bash scripts/setup-release-tools.sh
+start_step mcp-python "tools: Python MCP SDK for the MCP tests (scripts/setup-mcp-python.sh)" \
+  bash scripts/setup-mcp-python.sh
 start_step system-packages "tools: Chromium for the inspector's browser tests and PostgreSQL for the SQL store's (apt)" \
   system_packages
 start_step mongo-java-server "tools: the mongo-java-server launcher (Maven)" mongo_java_server
@@ -49,6 +51,6 @@ run_step proto-breaking "wire contract (scripts/check-proto-breaking.sh)" bash s
 run_step generated "generated code is current (scripts/check-generated.sh)" bash scripts/check-generated.sh
 # Before the TypeScript suite: its packaging tests rebuild dist/ (npm pack) themselves.
 run_step build "build (the npm package: dist/ with type declarations)" npm run build
-wait_steps system-packages mongo-java-server release-tools
+wait_steps system-packages mongo-java-server release-tools mcp-python
 run_step typescript "TypeScript tests (vitest: unit, store conformance, end-to-end)" npx vitest run "$@"
 steps_summary

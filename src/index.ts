@@ -65,6 +65,15 @@ export { PromptRegistry, type LoadedPrompt, type RenderedPromptTurn } from "./pr
 export { defineTool, type Tool, type ToolContext, type ToolDefinition } from "./tools/define-tool.js";
 export { ToolInterrupt } from "./tools/interrupts.js";
 export { DEFAULT_MAX_TOOL_ITERATIONS } from "./tools/tool-loop.js";
+export type { ToolResolver } from "./tools/tool-resolver.js";
+export { McpToolbox, DEFAULT_MCP_CALL_TIMEOUT_MS, type McpToolboxOptions } from "./tools/mcp/mcp-toolbox.js";
+export type { McpHeadersHook } from "./tools/mcp/mcp-tool.js";
+export {
+  parseMcpConfig,
+  readMcpConfigFile,
+  type McpServerConfig,
+  type McpServersConfig,
+} from "./tools/mcp/mcp-config.js";
 export * from "../stores/index.js";
 export { ANONYMOUS, type Principal } from "./types/principal.js";
 export type { Authenticate, AuthRequest } from "./server/auth/authenticator.js";

@@ -6,6 +6,7 @@ import { DEFAULT_GRACE_MS, DEFAULT_MAX_MESSAGE_BYTES } from "../server/server.js
 import type { BusyPolicy } from "../types/session-state.js";
 import { fairShareConfig, FAIR_SHARE_OPTIONS, FAIR_SHARE_USAGE, type FairShareConfig } from "./fair-share-args.js";
 import { webhookConfig, WEBHOOK_OPTIONS, WEBHOOK_USAGE, type WebhookConfig } from "./webhook-args.js";
+import { mcpFlags, MCP_OPTIONS, MCP_USAGE, type McpFlags } from "./mcp-args.js";
 
 /** Everything `agentd serve` is configured with. */
 export interface ServeConfig {
@@ -78,6 +79,8 @@ export interface ServeConfig {
   inspector: boolean;
   /** The webhook flags, when `--webhook-url` is given. */
   webhook?: WebhookConfig;
+  /** The MCP flags (`--mcp-config`, `--mcp-tool-timeout`, `--mcp`), when any is given. */
+  mcp?: McpFlags;
 }
 
 /** The security flags of `agentd serve`. */
@@ -183,7 +186,7 @@ Options:
   --max-connections <n>       open connections at most; more are closed at once (default ${DEFAULT_CONNECTION_LIMITS.maxConnections})
   --max-concurrent-streams <n>
                               HTTP/2 streams (calls) open at once per connection (default ${DEFAULT_CONNECTION_LIMITS.maxConcurrentStreams})
-${FAIR_SHARE_USAGE}${WEBHOOK_USAGE}Observability (OpenTelemetry; see docs/observability.md):
+${FAIR_SHARE_USAGE}${WEBHOOK_USAGE}${MCP_USAGE}Observability (OpenTelemetry; see docs/observability.md):
   --otel                      export traces and metrics by OTLP; also on when OTEL_EXPORTER_OTLP_ENDPOINT
                               is set. Configured by the standard OTEL_* variables (protocol, service
                               name, sampler, batch delay, metric interval, ...)
@@ -301,6 +304,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "page-token-secret-file": { type: "string" },
         ...FAIR_SHARE_OPTIONS,
         ...WEBHOOK_OPTIONS,
+        ...MCP_OPTIONS,
         "auth-tokens": { type: "string" },
         "auth-jwks": { type: "string" },
         "auth-audience": { type: "string" },
@@ -375,6 +379,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   );
 
   const webhook = webhookConfig(values, duration, (message) => new UsageError(message));
+  const mcp = mcpFlags(values, duration, (message) => new UsageError(message));
 
   return {
     kind: "serve",
@@ -452,6 +457,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       ...(fairShare ? { fairShare } : {}),
       ...(values["page-token-secret-file"] ? { pageTokenSecretFile: values["page-token-secret-file"] } : {}),
       ...(webhook ? { webhook } : {}),
+      ...(mcp ? { mcp } : {}),
     },
   };
 }

@@ -5,6 +5,7 @@ import { isAgent, type Agent } from "../runtime/agents/agent.js";
 import type { Authenticate } from "../server/auth/authenticator.js";
 import type { WebhookEndpointHook } from "../runtime/webhooks/webhook-endpoints.js";
 import { describeModuleLoadFailure } from "./module-load-failure.js";
+import type { McpHeadersHook } from "../tools/mcp/mcp-tool.js";
 
 /** An agents module that cannot be used; the message names the module and the fix. */
 export class AgentModuleError extends Error {
@@ -43,6 +44,8 @@ export interface LoadedModules {
   authenticators: Authenticate[];
   /** The `webhookEndpoint` export (per-tenant webhook endpoints), when a module has one. */
   webhookEndpoint?: WebhookEndpointHook;
+  /** The `mcpHeaders` export (per-call headers of MCP tool calls), when a module has one. */
+  mcpHeaders?: McpHeadersHook;
 }
 
 /**
@@ -60,6 +63,7 @@ export async function loadAgentModules(
   const sources: string[] = [];
   const authenticators: Authenticate[] = [];
   let webhookEndpoint: WebhookEndpointHook | undefined;
+  let mcpHeaders: McpHeadersHook | undefined;
   for (const specifier of specifiers) {
     const looksLikePath = specifier.startsWith(".") || isAbsolute(specifier) || /\.[cm]?[jt]sx?$/.test(specifier);
     let target = specifier;
@@ -94,7 +98,20 @@ export async function loadAgentModules(
         );
       webhookEndpoint = endpointHook as WebhookEndpointHook;
     }
-    if (exported.length === 0 && authenticate === undefined && endpointHook === undefined) {
+    const headersHook = namespace.mcpHeaders;
+    if (headersHook !== undefined) {
+      if (typeof headersHook !== "function" || mcpHeaders !== undefined)
+        throw new AgentModuleError(
+          `agents module "${specifier}" exports "mcpHeaders" that is not a function ({server, tool, principal}) => headers | undefined, or another module already does`,
+        );
+      mcpHeaders = headersHook as McpHeadersHook;
+    }
+    if (
+      exported.length === 0 &&
+      authenticate === undefined &&
+      endpointHook === undefined &&
+      headersHook === undefined
+    ) {
       throw new AgentModuleError(
         `agents module "${specifier}" exports no agents: export Agent instances (e.g. from defineCustomAgent) as default, an array, or named exports`,
       );
@@ -103,7 +120,13 @@ export async function loadAgentModules(
     sources.push(...exported.map(() => specifier));
     if (authenticate !== undefined) authenticators.push(authenticate as Authenticate);
   }
-  return { agents, sources, authenticators, ...(webhookEndpoint ? { webhookEndpoint } : {}) };
+  return {
+    agents,
+    sources,
+    authenticators,
+    ...(webhookEndpoint ? { webhookEndpoint } : {}),
+    ...(mcpHeaders ? { mcpHeaders } : {}),
+  };
 }
 
 /**

@@ -24,6 +24,7 @@ import { traceSessionStore } from "../runtime/telemetry/traced-store.js";
 import { setUpWebhooks } from "./webhook-setup.js";
 import { warnOfLegacyFileStore } from "./legacy-store-hint.js";
 import { checkWebhookAddress } from "./webhook-address-check.js";
+import { mcpToolboxFromFlags } from "./mcp-setup.js";
 import type { Webhooks } from "../runtime/webhooks/webhooks.js";
 import { WEBHOOK_SESSION_TTL_GRACE_MS } from "../runtime/webhooks/webhook-settings.js";
 
@@ -56,15 +57,17 @@ export async function startServe(
   logger: Logger = createCliLogger(config.logLevel),
 ): Promise<ServeInstance> {
   const promptAgents: Agent<unknown>[] = [];
+  const mcpTools = mcpToolboxFromFlags(config.mcp, logger);
   if (config.promptsDir !== undefined) {
     const dir = resolve(config.promptsDir);
     const info = await stat(dir).catch(() => undefined);
     if (!info?.isDirectory())
       throw new Error(`--prompts directory "${config.promptsDir}" does not exist (looked for ${dir})`);
-    promptAgents.push(...promptAgentsFromDirectory(dir));
+    promptAgents.push(...promptAgentsFromDirectory(dir, mcpTools));
   }
   const modules = await loadAgentModules(config.agentModules);
   if (config.webhook) await checkWebhookAddress(config.webhook);
+  if (modules.mcpHeaders) mcpTools?.useHeaders(modules.mcpHeaders);
   const userAgents = [...modules.agents, ...promptAgents];
   const security = setUpSecurity(config.security, config.host, modules.authenticators);
   const pageTokens =
@@ -152,6 +155,7 @@ export async function startServe(
       ...(store.ping ? { storeHealth: { ping: store.ping.bind(store) } } : {}),
       telemetry: telemetry !== undefined,
       ...(inspector ? { inspector } : {}),
+      ...(config.mcp?.serve ? { mcp: { registry } } : {}),
     });
     logger.info(
       {
@@ -164,6 +168,7 @@ export async function startServe(
         tls: security.tls ? (security.tls.clientCa ? "mutual" : "on") : "off",
         ...(config.promptsDir !== undefined ? { prompts: config.promptsDir } : {}),
         ...(inspector ? { inspector: `${server.url}/inspector/` } : {}),
+        ...(config.mcp?.serve ? { mcp: `${server.url}/mcp` } : {}),
         ...(telemetry
           ? {
               telemetry: {
@@ -189,6 +194,7 @@ export async function startServe(
         }, webhooks?.settled)
       : async () => {};
     webhooks?.start();
+    mcpTools?.start();
     const openWebhooks = webhooks;
     const openStore = store;
     const openTelemetry = telemetry;
@@ -205,6 +211,7 @@ export async function startServe(
         await openWebhooks?.stop();
         await openStore.close?.();
         await openTelemetry?.shutdown();
+        await mcpTools?.close();
       })();
       return stopping;
     };
@@ -224,6 +231,7 @@ export async function startServe(
     await webhooks?.stop();
     await store?.close?.().catch(() => undefined);
     await telemetry?.shutdown();
+    await mcpTools?.close();
     throw err;
   }
 }

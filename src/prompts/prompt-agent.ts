@@ -2,6 +2,7 @@ import { AgentError } from "../errors/agent-error.js";
 import type { Model } from "../models/model.js";
 import { PromptRegistry, type RenderedPromptTurn } from "./prompt-registry.js";
 import type { Tool } from "../tools/define-tool.js";
+import type { ToolResolver } from "../tools/tool-resolver.js";
 import { DEFAULT_MAX_TOOL_ITERATIONS, runToolLoop } from "../tools/tool-loop.js";
 import type { Message } from "../types/content.js";
 import { Agent, type AgentDefinition } from "../runtime/agents/agent.js";
@@ -45,6 +46,11 @@ export interface PromptAgentDefinition<S> extends AgentDefinition<S>, PromptBack
   model?: string | Model;
   /** Laid over the front matter's config. */
   config?: Record<string, unknown>;
+  /**
+   * Answers the front matter's tool references (names with a `/`, e.g. MCP
+   * tools `weather/forecast`, `weather/*`), resolved at every turn.
+   */
+  toolResolver?: ToolResolver;
 }
 
 function maxIterations(value: number | undefined, name: string): number {
@@ -134,29 +140,36 @@ export function definePromptAgent<S = unknown>(definition: PromptAgentDefinition
   const allTools = definition.tools ?? [];
   checkToolNames(allTools, definition.name);
   const max = maxIterations(definition.maxToolIterations, definition.name);
+  const where = `prompt "${promptName}" (${prompt.origin})`;
+  const resolver = definition.toolResolver;
+  /** The model and history policy of a rendered turn; its tool names checked, references not yet resolved. */
   const settle = (
     rendered: RenderedPromptTurn,
-  ): { model: string | Model; tools: Tool[]; history: HistoryPolicy | undefined } => {
+  ): { model: string | Model; history: HistoryPolicy | undefined; local: Tool[]; refs: string[] } => {
     const model = definition.model ?? rendered.model;
     if (!model)
       throw new AgentError(
         "INVALID_ARGUMENT",
-        `prompt "${promptName}" (${prompt.origin}) sets no model: add "model:" to its front matter or pass model`,
+        `${where} sets no model: add "model:" to its front matter or pass model`,
       );
     const policy = definition.history ?? rendered.history;
-    const history =
-      policy !== undefined ? validateHistoryPolicy(policy, `prompt "${promptName}" (${prompt.origin})`) : undefined;
-    if (!rendered.tools) return { model, tools: allTools, history };
-    const tools = rendered.tools.map((name) => {
+    const history = policy !== undefined ? validateHistoryPolicy(policy, where) : undefined;
+    if (!rendered.tools) return { model, history, local: allTools, refs: [] };
+    const local: Tool[] = [];
+    const refs: string[] = [];
+    for (const name of rendered.tools) {
       const tool = allTools.find((t) => t.name === name);
-      if (!tool)
+      if (tool) local.push(tool);
+      else if (resolver?.handles(name)) {
+        resolver.check(name, where);
+        refs.push(name);
+      } else
         throw new AgentError(
           "INVALID_ARGUMENT",
-          `prompt "${promptName}" (${prompt.origin}) uses tool "${name}", which agent "${definition.name}" does not define`,
+          `${where} uses tool "${name}", which agent "${definition.name}" does not define${name.includes("/") ? " (MCP tool references need --mcp-config)" : ""}`,
         );
-      return tool;
-    });
-    return { model, tools, history };
+    }
+    return { model, history, local, refs };
   };
   const render = () => registry.render(promptName, definition.input);
   const ready = render().then((rendered) => void settle(rendered));
@@ -165,7 +178,8 @@ export function definePromptAgent<S = unknown>(definition: PromptAgentDefinition
     { ...definition, description: definition.description ?? prompt.parsed.description },
     agentFnFromTurns<S>(async (input, ctx) => {
       const rendered = await render();
-      const { model, tools, history } = settle(rendered);
+      const { model, history, local, refs } = settle(rendered);
+      const tools = refs.length > 0 ? [...local, ...(await resolver!.resolve(refs, where))] : local;
       const config = { ...rendered.config, ...definition.config };
       return runToolLoop(input, ctx, {
         model: ctx.model(model),
@@ -182,9 +196,12 @@ export function definePromptAgent<S = unknown>(definition: PromptAgentDefinition
 
 /**
  * One server-managed agent per prompt of `dir`, named after its file, on the
- * server's default store (what `agentd serve --prompts <dir>` serves).
+ * server's default store (what `agentd serve --prompts <dir>` serves); tool
+ * references in their front matter (`<server>/<tool>`) go to `toolResolver`.
  */
-export function promptAgentsFromDirectory(dir: string): Agent<unknown>[] {
+export function promptAgentsFromDirectory(dir: string, toolResolver?: ToolResolver): Agent<unknown>[] {
   const registry = PromptRegistry.fromDirectory(dir);
-  return registry.names().map((name) => definePromptAgent({ name, registry, store: "default" }));
+  return registry
+    .names()
+    .map((name) => definePromptAgent({ name, registry, store: "default", ...(toolResolver ? { toolResolver } : {}) }));
 }

@@ -30,6 +30,8 @@ import { requestGate } from "./request-gate.js";
 import { requestValidationInterceptor } from "./request-validation.js";
 import { withCors } from "./cors.js";
 import { inspectorHandler, type InspectorAssets } from "./inspector-route.js";
+import { mcpRoute } from "./mcp/mcp-route.js";
+import type { AgentRegistry } from "../runtime/agents/agent-registry.js";
 import { fairShareInterceptor } from "./fair-share-interceptor.js";
 import { DEFAULT_TENANT_LIMITS, TenantLimits, type TenantLimitOptions } from "./tenant-limits.js";
 import {
@@ -110,6 +112,12 @@ export interface ServerOptions {
    * {@link inspectorHandler}). Default: not served (those paths are 404).
    */
   inspector?: InspectorAssets;
+  /**
+   * Answer MCP (Streamable HTTP) at `/mcp` on the same port: one tool per
+   * server-managed agent of this registry (see `mcpRoute`), authenticated
+   * like every call. Default: not served.
+   */
+  mcp?: { registry: AgentRegistry };
 }
 
 /** Options for {@link RunningServer.close}. */
@@ -202,9 +210,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   });
   const inspector = options.inspector ? inspectorHandler(options.inspector) : undefined;
+  const mcp = options.mcp
+    ? mcpRoute({
+        registry: options.mcp.registry,
+        auth: options.auth ?? {},
+        logger,
+        maxBodyBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+        connectionInfo: connectionInfoOf,
+      })
+    : undefined;
   // Requests that never reach the logging interceptor still get their line.
   const handler: typeof connectHandler = (req, res) => {
     if (inspector?.(req, res)) return;
+    if (mcp?.(req, res)) return;
     const started = performance.now();
     res.once("close", () => {
       const log = callLogs.get(req);

@@ -4,6 +4,7 @@ import type { ModelToolDefinition } from "../models/model.js";
 import type { Responder, TurnContext } from "../runtime/agents/agent-function.js";
 import type { Session } from "../runtime/sessions/session.js";
 import type { ToolRequest } from "../types/content.js";
+import type { Principal } from "../types/principal.js";
 
 /** What a tool's `run` can use besides its input. */
 export interface ToolContext<S = unknown> {
@@ -17,6 +18,8 @@ export interface ToolContext<S = unknown> {
   turn: TurnContext;
   /** The model's request being answered (ref, name and raw input). */
   request: ToolRequest;
+  /** Who the invocation acts for (its tenant and subject). */
+  principal?: Principal;
   /**
    * Set when the tool runs again because a client restarted an interrupted
    * request: the restart part's `metadata.resumed`, or `true`.
@@ -51,6 +54,8 @@ export interface ToolDefinition<I, O, S = unknown> {
 export interface Tool<I = any, O = any, S = any> extends ToolDefinition<I, O, S> {
   /** Brand used to recognise tools. */
   readonly __agentdTool: true;
+  /** Another name a model may request the tool by (an MCP tool's reference `<server>/<tool>`). */
+  readonly ref?: string;
   /** The tool as described to a model (input as JSON Schema). */
   readonly modelDefinition: ModelToolDefinition;
 }

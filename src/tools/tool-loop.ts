@@ -73,6 +73,7 @@ class ToolLoop<S> {
     private readonly settings: ToolLoopSettings,
   ) {
     this.tools = new Map(settings.tools.map((t) => [t.name, t]));
+    for (const t of settings.tools) if (t.ref !== undefined && !this.tools.has(t.ref)) this.tools.set(t.ref, t);
   }
 
   async run(input: AgentInput): Promise<TurnResult> {
@@ -250,6 +251,7 @@ class ToolLoop<S> {
       signal: this.ctx.turn.signal,
       turn: this.ctx.turn,
       request: structuredClone(request),
+      principal: this.ctx.principal,
       ...(resumed !== undefined ? { resumed } : {}),
       interrupt: (metadata) => {
         throw new ToolInterrupt(metadata);

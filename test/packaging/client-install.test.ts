@@ -19,6 +19,7 @@ const MAX_CLIENT_PACKAGES = 15;
 const SERVER_SIDE = [
   "ai",
   "pg",
+  "@modelcontextprotocol/sdk",
   "@ai-sdk/openai",
   "@ai-sdk/anthropic",
   "@ai-sdk/google",
