@@ -43,6 +43,11 @@ describe("mcpServers config", () => {
     [{ mcpServers: { w: { command: "x", args: "a b" } } }, /mcpServers.w.args must be an array of strings/],
     [{ mcpServers: { w: { command: "x", env: { A: 1 } } } }, /mcpServers.w.env.A must be a string/],
     [{ mcpServers: { w: { url: "ftp://h/mcp" } } }, /mcpServers.w.url must be http\(s\)/],
+    [
+      { mcpServers: { w: { url: "http://h/mcp", headers: { Authorization: "Bearer …" } } } },
+      /mcpServers.w.headers.Authorization may hold only Latin-1 characters/,
+    ],
+    [{ mcpServers: { w: { url: "http://h/mcp", headers: { "X Y": "1" } } } }, /"X Y" is not a valid header name/],
     [{ mcpServers: { w: { url: "not a url" } } }, /mcpServers.w.url is not a URL/],
     [{ mcpServers: { w: { command: "x", approval: "all" } } }, /mcpServers.w.approval must be true or an array/],
   ])("refuses %j with INVALID_ARGUMENT naming the entry", (json, message) => {

@@ -53,6 +53,16 @@ function stringRecord(value: unknown, origin: string, where: string): Record<str
   return out;
 }
 
+/** Header names must be HTTP tokens and values Latin-1 without line breaks (what fetch can send). */
+function httpHeaders(headers: Record<string, string>, origin: string, where: string): Record<string, string> {
+  for (const [name, value] of Object.entries(headers)) {
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) fail(origin, `${where}: "${name}" is not a valid header name`);
+    if (!/^[\t\x20-\x7e\x80-\xff]*$/.test(value))
+      fail(origin, `${where}.${name} may hold only Latin-1 characters without line breaks (no "…", no newline)`);
+  }
+  return headers;
+}
+
 /**
  * Checks the `mcpServers` JSON shape (the one MCP clients share): each server
  * has either `command` (with optional `args`, `env`, `cwd`) for a stdio
@@ -108,7 +118,7 @@ export function parseMcpConfig(json: unknown, origin: string): McpServersConfig 
       out.set(name, {
         kind: "http",
         url: url.href,
-        headers: stringRecord(entry.headers, origin, `${where}.headers`),
+        headers: httpHeaders(stringRecord(entry.headers, origin, `${where}.headers`), origin, `${where}.headers`),
         ...needsApproval,
       });
     } else {
