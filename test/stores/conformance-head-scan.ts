@@ -1,16 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { SessionHead, SessionStore } from "../../stores/snapshot-store.js";
 import type { StoreUnderTest } from "./conformance.js";
-import { checkpointRecord, commitOf, type CounterState } from "./snapshot-factory.js";
+import { seed } from "./conformance-leased-heads.js";
+import type { CounterState } from "./snapshot-factory.js";
 
 type Store = SessionStore<CounterState> & Required<Pick<SessionStore<CounterState>, "scanHeads">>;
-
-/** Creates a session of `owner` with one checkpoint record. */
-async function seed(store: Store, sessionId: string, owner: string): Promise<void> {
-  const commit = commitOf(undefined, checkpointRecord(sessionId, `${sessionId}-r0`));
-  commit.head = { ...commit.head, owner };
-  if (!(await store.commit(commit))) throw new Error(`seeding ${sessionId} conflicted`);
-}
 
 /**
  * scanHeads (what `agentd copy-store` enumerates a source with): every head
@@ -27,7 +21,7 @@ export function describeHeadScan(fresh: () => Promise<StoreUnderTest>): void {
       const scanning = store as Store;
       // Written out of order, across owners; "B" sorts before "a" in code-unit order.
       const ids = ["s-07", "a", "s-02", "B", "s-10", "s-01", "z", "s-05"];
-      for (const [i, id] of ids.entries()) await seed(scanning, id, i % 2 ? "acme" : "");
+      for (const [i, id] of ids.entries()) await seed(scanning, id, { owner: i % 2 ? "acme" : "" });
       const seen: SessionHead[] = [];
       let after: string | undefined;
       for (let pages = 0; pages < ids.length; pages++) {

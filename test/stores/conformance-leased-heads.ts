@@ -20,7 +20,7 @@ async function leasedStore(fresh: () => Promise<StoreUnderTest>): Promise<StoreU
 }
 
 /** How {@link seed} creates a session. */
-interface SeedOptions {
+export interface SeedOptions {
   /** The lease's expiresAt (epoch ms); unset: the head carries no lease. */
   leaseExpiresAt?: number;
   owner?: string;
@@ -29,7 +29,11 @@ interface SeedOptions {
 }
 
 /** Creates a session (one checkpoint record, updatedAt T0) whose head carries the lease asked for. */
-async function seed(store: Store, sessionId: string, options: SeedOptions = {}): Promise<SessionHead> {
+export async function seed(
+  store: SessionStore<CounterState>,
+  sessionId: string,
+  options: SeedOptions = {},
+): Promise<SessionHead> {
   const commit = commitOf(undefined, checkpointRecord(sessionId, `${sessionId}-r0`));
   const lease: SessionLease | undefined =
     options.leaseExpiresAt === undefined
