@@ -8,7 +8,8 @@
  * `node:` built-ins, plain JavaScript.
  *
  * Messages in: `{ id, stmts: [{ sql, params, rows }] }`; out: `{ id, results }`
- * or `{ id, error: { message, errcode, errstr } }`.
+ * or `{ id, index, error: { message, errcode, errstr } }` (the statements
+ * before `index` ran; none after it did).
  */
 export const SQLITE_WRITER_SOURCE = String.raw`
 const { parentPort, workerData } = require("node:worker_threads");
@@ -50,6 +51,7 @@ parentPort.on("message", (message) => {
     return;
   }
   const results = [];
+  let index = 0;
   try {
     for (const s of message.stmts) {
       if (s.params === undefined || s.params.length === 0) {
@@ -60,11 +62,13 @@ parentPort.on("message", (message) => {
         } else results.push(Number(prepared(s.sql).run().changes));
       } else if (s.rows) results.push(prepared(s.sql).all(...s.params));
       else results.push(Number(prepared(s.sql).run(...s.params).changes));
+      index++;
     }
     parentPort.postMessage({ id: message.id, results });
   } catch (err) {
     parentPort.postMessage({
       id: message.id,
+      index,
       error: { message: String(err && err.message), errcode: err && err.errcode, errstr: err && err.errstr },
     });
   }
