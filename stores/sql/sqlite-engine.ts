@@ -63,6 +63,8 @@ export class SqliteEngine implements SqlEngine {
   readonly description: string;
   readonly reader: SqlExecutor;
   readonly following = true;
+  /** The writer connection's `synchronous` setting (FULL: fsynced before a commit resolves). */
+  readonly synchronous: "FULL" | "NORMAL";
   private readonly db: DatabaseSync;
   private readonly worker: Worker;
   private readonly started: Promise<void>;
@@ -82,6 +84,7 @@ export class SqliteEngine implements SqlEngine {
   ) {
     this.description = path;
     this.pollMs = options.pollMs ?? 25;
+    this.synchronous = options.synchronous ?? "FULL";
     this.batcher = new SqliteBatcher(
       (stmts) => this.call(stmts),
       options.maxBatch ?? 64,
@@ -102,7 +105,7 @@ export class SqliteEngine implements SqlEngine {
     }
     this.worker = new Worker(SQLITE_WRITER_SOURCE, {
       eval: true,
-      workerData: { path, busyTimeoutMs, synchronous: options.synchronous ?? "FULL" },
+      workerData: { path, busyTimeoutMs, synchronous: this.synchronous },
     });
     this.worker.unref();
     this.started = new Promise<void>((resolve, reject) => this.replies.set(0, { resolve: () => resolve(), reject }));
