@@ -7,6 +7,7 @@ import { AgentError } from "../../src/errors/agent-error.js";
 import type { SqlChange, SqlEngine, SqlExecutor, SqlRow, SqlTransaction, SqlValue } from "./sql-engine.js";
 import { type BatchStatement, SqliteBatcher, StatementFailure } from "./sqlite-batch.js";
 import { sqliteError, type SqliteErrorInfo } from "./sqlite-errors.js";
+import { switchToWal } from "./sqlite-wal.js";
 import { SQLITE_WRITER_SOURCE } from "./sqlite-writer-source.js";
 
 /** Options of {@link SqliteEngine}. */
@@ -99,7 +100,7 @@ export class SqliteEngine implements SqlEngine {
       const { DatabaseSync } = loadSqlite();
       this.db = new DatabaseSync(path);
       this.db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
-      this.db.exec("PRAGMA journal_mode = WAL");
+      switchToWal(this.db, busyTimeoutMs);
     } catch (err) {
       throw this.failure(err, "FAILED_PRECONDITION");
     }

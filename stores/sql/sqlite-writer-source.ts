@@ -1,3 +1,5 @@
+import { SWITCH_TO_WAL_SOURCE } from "./sqlite-wal.js";
+
 /**
  * The source of the SQLite writer thread (run with `new Worker(source, {
  * eval: true })`, so it needs no file of its own next to the compiled or the
@@ -21,6 +23,7 @@ process.emitWarning = function (warning, ...rest) {
 };
 const { DatabaseSync } = require("node:sqlite");
 process.emitWarning = originalEmitWarning;
+${SWITCH_TO_WAL_SOURCE}
 
 let db;
 const statements = new Map();
@@ -35,7 +38,7 @@ function prepared(sql) {
 try {
   db = new DatabaseSync(workerData.path);
   db.exec("PRAGMA busy_timeout = " + Number(workerData.busyTimeoutMs));
-  db.exec("PRAGMA journal_mode = WAL");
+  switchToWal(db, Number(workerData.busyTimeoutMs));
   db.exec("PRAGMA synchronous = " + (workerData.synchronous === "NORMAL" ? "NORMAL" : "FULL"));
   parentPort.postMessage({ id: 0, results: [] });
 } catch (err) {
