@@ -13,7 +13,7 @@ import type { BackgroundTask } from "./background-work.js";
 import type { SessionClaim } from "../sessions/session-claim.js";
 import { buildRecord, stateFieldsFor, type CommittedPoint, type RecordSettings } from "../sessions/turn-record.js";
 import type { LivenessSettings } from "../sessions/snapshot-liveness.js";
-import type { RuntimeEvents } from "../invocations/runtime-events.js";
+import type { AbortObservedEvent, RuntimeEvents } from "../invocations/runtime-events.js";
 import { DetachedChunks, type SequencedChunk } from "./detached-chunks.js";
 import type { DetachedWork } from "../../types/detached-work.js";
 import type { TurnRequest } from "../sessions/turn-request.js";
@@ -101,6 +101,8 @@ export class DetachedRun<S> implements BackgroundTask {
   private usage: Usage | undefined;
   /** When a write to the row last confirmed that it is still this run's (epoch ms). */
   private confirmedAt = Date.now();
+  /** Set once the work was cancelled for an abort of its row (reported once). */
+  private abortSeen = false;
   /** Control inputs other instances post on the row. */
   private inbox: ControlInbox<S> | undefined;
 
@@ -212,7 +214,7 @@ export class DetachedRun<S> implements BackgroundTask {
     if (written) {
       this.confirmedAt = Date.now();
       this.inbox?.observe(written);
-    } else if (written === null) await this.stopIfTakenOver(id);
+    } else if (written === null) await this.stopIfEnded(id);
   }
 
   /** True when `row` is (still) this run's: its last recorded run is this one (rows without work: always). */
@@ -220,11 +222,32 @@ export class DetachedRun<S> implements BackgroundTask {
     return row.work === undefined || row.work.runs.at(-1)?.invocationId === this.o.invocationId;
   }
 
-  /** Reads the row and stops the work when its last run is another one: another instance took it over. */
-  private async stopIfTakenOver(id: string): Promise<void> {
+  /**
+   * After a row write that found the row no longer this run's pending row:
+   * reads it and stops the work when it was aborted (the backstop for an
+   * abort the status subscription missed: it reaches the worker within one
+   * heartbeat) or when its last run is another one (another instance took it
+   * over).
+   */
+  private async stopIfEnded(id: string): Promise<void> {
     const row = await this.o.store.getRecord(id, this.o.storeContext).catch(() => undefined);
+    if (row?.status === "aborted") return this.abortObserved(id, "row-write");
     const taken = this.takenOverError(id, row);
     if (taken) this.o.work.abort(taken);
+  }
+
+  /** Cancels the work for an abort of its row, and reports it once (the status subscription or a row write may see it). */
+  private abortObserved(id: string, via: AbortObservedEvent["via"]): void {
+    if (this.abortSeen) return;
+    this.abortSeen = true;
+    this.o.work.abort(new AgentError("ABORTED", `snapshot "${id}" was aborted`));
+    this.o.events?.abortObserved?.({
+      agent: this.o.agent,
+      sessionId: this.o.sessionId,
+      snapshotId: id,
+      observedAt: Date.now(),
+      via,
+    });
   }
 
   /** ABORTED naming the instance that took `row` over, or undefined while the row is this run's (or gone). */
@@ -412,7 +435,7 @@ export class DetachedRun<S> implements BackgroundTask {
         )
         .then(
           (row) => {
-            if (!row) return void this.stopIfTakenOver(id);
+            if (!row) return void this.stopIfEnded(id);
             this.confirmedAt = Date.now();
             this.inbox?.observe(row);
           },
@@ -430,16 +453,7 @@ export class DetachedRun<S> implements BackgroundTask {
   private async watchForAbort(id: string): Promise<void> {
     try {
       for await (const status of this.o.store.subscribeStatus(id, this.subscription.signal, this.o.storeContext)) {
-        if (status === "aborted") {
-          this.o.work.abort(new AgentError("ABORTED", `snapshot "${id}" was aborted`));
-          this.o.events?.abortObserved?.({
-            agent: this.o.agent,
-            sessionId: this.o.sessionId,
-            snapshotId: id,
-            observedAt: Date.now(),
-          });
-          return;
-        }
+        if (status === "aborted") return this.abortObserved(id, "status");
         if (status !== "pending") return;
       }
     } catch {
