@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { until } from "./runtime-fixtures.js";
 import { detachInputs, instances, row, takeOverUntil, type Instance } from "./takeover-fixtures.js";
@@ -10,6 +10,7 @@ import { toolCallEntryOf, type ToolSemantics } from "../../src/tools/tool-call-j
 import { toolCallKey, turnIdentity } from "../../src/tools/tool-journal.js";
 import type { Message } from "../../src/types/content.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
+import { registerInProcessTelemetry, type InProcessTelemetry } from "../telemetry/in-process-telemetry.js";
 
 vi.setConfig({ testTimeout: 8_000 });
 
@@ -118,12 +119,31 @@ async function cutWithQuickJournaled(
   return key;
 }
 
+/** `agentd.tool.calls` as `<tool>:<outcome>` → count. */
+async function toolCallCounts(telemetry: InProcessTelemetry): Promise<Record<string, unknown>> {
+  const points = await telemetry.points("agentd.tool.calls");
+  return Object.fromEntries(
+    points.map((p) => [
+      `${String(p.attributes["gen_ai.tool.name"])}:${String(p.attributes["agentd.tool.outcome"])}`,
+      p.value,
+    ]),
+  );
+}
+
 describe("the tool-call journal in detached work", () => {
+  let telemetry: InProcessTelemetry | undefined;
+  afterEach(async () => {
+    await telemetry?.stop();
+    telemetry = undefined;
+  });
+
   it("a takeover replays a journaled result instead of running the tool again, and re-invokes an unjournaled effect call with the same key", async () => {
+    telemetry = registerInProcessTelemetry({ traces: false });
     const { store, all, starts } = bookers("effect");
     const [a, b] = all;
     const key = await cutWithQuickJournaled(a, store);
     await takeOverUntil(b, store, key.snapshotId, "completed");
+    expect(await toolCallCounts(telemetry)).toMatchObject({ "quick:ran": 1, "quick:replayed": 1 });
     const quick = starts.filter((s) => s.tool === "quick");
     const slow = starts.filter((s) => s.tool === "slow");
     expect(quick.map((s) => s.on)).toEqual(["A"]);
@@ -141,10 +161,12 @@ describe("the tool-call journal in detached work", () => {
   });
 
   it("a never-repeat call that started without a journaled result is not re-invoked: the turn ends interrupted with neverRepeat.key, and a restart runs it with the same key", async () => {
+    telemetry = registerInProcessTelemetry({ traces: false });
     const { store, all, starts } = bookers("never-repeat");
     const [a, b] = all;
     const key = await cutWithQuickJournaled(a, store);
     await takeOverUntil(b, store, key.snapshotId, "completed");
+    expect(await toolCallCounts(telemetry)).toMatchObject({ "quick:replayed": 1, "slow:refused": 1 });
     expect((await row(store, key.snapshotId)).finishReason).toBe("interrupted");
     const slowKey = starts.find((s) => s.tool === "slow")!.key;
     expect(starts.map((s) => `${s.tool} on ${s.on}`)).toEqual(["quick on A", "slow on A"]);
