@@ -9,7 +9,8 @@
 // is counted; the conversation goes on in a new Chat resuming its session).
 // Prints per kill: the downtime and the calls that ended before the next kill,
 // failed ones by code; then per language: calls, failed (%), inputs lost,
-// inputs stored twice, retries. TS_LEGACY=1 adds the TypeScript client with
+// inputs stored twice, retries, and the failed calls tallied by reason (code
+// and message). TS_LEGACY=1 adds the TypeScript client with
 // the old count-bounded budget (5 attempts) for comparison.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -18,6 +19,7 @@ import { KillRestartLoop } from "../test/harness/kill-restart-loop.js";
 import { mongoForTests } from "../test/harness/mongo-java-server.js";
 import {
   checkStored,
+  failureReasons,
   perKill,
   runDriver,
   runTypeScriptDriver,
@@ -72,6 +74,12 @@ try {
         `failed but stored ${checks.reduce((n, c) => n + c.failedButStored, 0)}, retries ${results.reduce((n, r) => n + r.retries, 0)}`;
       console.log(line);
       summary.push(line);
+      const reasons = failureReasons(results);
+      if (reasons.length > 0) {
+        console.log(`${variant} (${STORE} store): failed calls by reason`);
+        for (const [reason, count] of reasons) console.log(`  ${String(count).padStart(4)}  ${reason}`);
+        summary.push(...reasons.map(([reason, count]) => `  ${String(count).padStart(4)}  ${reason}`));
+      }
     } finally {
       await loop.close();
       await rm(dir, { recursive: true, force: true });

@@ -2,7 +2,7 @@
 CONVERSATIONS concurrent conversations (threads) of TURNS turns with the assistant echo agent on
 AGENTD_URL, with the client's default retry policy. A failed turn is recorded and the
 conversation goes on in a new Chat resuming its session. Prints one JSON object: per
-conversation its sessions and turns, and the client's retries."""
+conversation its sessions and turns (a failed one with its code and message), and the client's retries."""
 
 from __future__ import annotations
 
@@ -38,9 +38,11 @@ def converse(client: AgentClient, index: int, turns: int, tag: str) -> Dict[str,
             name = turn.finish_reason_name
             ok = name == FINISH_STOP
             code = None if ok else (name or "NO_TURN_END").removeprefix("FINISH_REASON_")
+            message = None if ok else f"turn ended {code.lower()}"
         except AgentdError as error:
-            ok, code = False, error.code.name
-        results.append({"text": text, "ok": ok, "endMs": int(time.time() * 1000), **({} if ok else {"code": code})})
+            ok, code, message = False, error.code.name, error.details
+        failure = {} if ok else {"code": code, "message": message}
+        results.append({"text": text, "ok": ok, "endMs": int(time.time() * 1000), **failure})
         note()
         if not ok:
             conversation.close()

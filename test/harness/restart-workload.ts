@@ -32,6 +32,8 @@ export interface TurnResult {
   ok: boolean;
   /** The failure's code: an error's gRPC code name ("UNAVAILABLE"), or the TurnEnd's finish reason ("FAILED"). */
   code?: string;
+  /** The failure's message: an error's message as the client gives it, or what ended the turn otherwise. */
+  message?: string;
   /** When the call ended (ms since the epoch). */
   endMs: number;
 }
@@ -73,11 +75,13 @@ export async function runTypeScriptDriver(url: string, workload: Workload, retry
         try {
           const end = await current.send(text);
           const ok = end.finishReason === "stop";
-          turns.push({ text, ok, ...(ok ? {} : { code: end.finishReason.toUpperCase() }), endMs: Date.now() });
+          const failure = { code: end.finishReason.toUpperCase(), message: `turn ended ${end.finishReason}` };
+          turns.push({ text, ok, ...(ok ? {} : failure), endMs: Date.now() });
           note();
           if (!ok) conversation = undefined;
         } catch (err) {
-          turns.push({ text, ok: false, code: codeName(ConnectError.from(err).code), endMs: Date.now() });
+          const error = ConnectError.from(err);
+          turns.push({ text, ok: false, code: codeName(error.code), message: error.rawMessage, endMs: Date.now() });
           note();
           current.close();
           conversation = undefined;
@@ -217,4 +221,32 @@ export function perKill(kills: KillRecord[], results: DriverResult[]): PerKill[]
         if (!turn.ok) row.failed[turn.code ?? "?"] = (row.failed[turn.code ?? "?"] ?? 0) + 1;
       }
   return rows;
+}
+
+/**
+ * The failed turns of `results` tallied by reason: the code and the message
+ * with its variable parts (IDs, numbers, quoted values) replaced by `…`, so
+ * the same cause counts as one reason. Most frequent first.
+ */
+export function failureReasons(results: DriverResult[]): [reason: string, count: number][] {
+  const tally = new Map<string, number>();
+  for (const result of results)
+    for (const conversation of result.conversations)
+      for (const turn of conversation.turns) {
+        if (turn.ok) continue;
+        const reason = `${turn.code ?? "?"}: ${normalizeMessage(turn.message ?? "")}`;
+        tally.set(reason, (tally.get(reason) ?? 0) + 1);
+      }
+  return [...tally].sort((a, b) => b[1] - a[1]);
+}
+
+/** `message` without its variable parts (see {@link failureReasons}), at most 160 characters. */
+export function normalizeMessage(message: string): string {
+  return message
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, "…")
+    .replace(/"[^"]*"|'[^']*'/g, "…")
+    .replace(/\b[0-9a-z_-]*\d[0-9a-z_.:-]*\b/gi, "…")
+    .replace(/\s+/g, " ")
+    .trim()
+    .slice(0, 160);
 }

@@ -13,6 +13,7 @@ import { describe, expect, it } from "vitest";
 import { KillRestartLoop } from "../harness/kill-restart-loop.js";
 import {
   checkStored,
+  failureReasons,
   perKill,
   runDriver,
   type ClientLanguage,
@@ -55,7 +56,8 @@ describe("SIGKILL + restart every 2–4 s under load (file store, echo delay 100
         console.log(
           `kill-restart ${language}: ${results.length} rounds, ${loop.kills.length} kills, ${check.ok + check.failed} calls, ` +
             `${check.failed} failed (${check.failedButStored} of them stored: ran, answer lost), ${retries} retries; per kill: ` +
-            rows.map((r) => `#${r.kill} down ${r.downMs} ms ${JSON.stringify(r.failed)}/${r.calls}`).join(", "),
+            rows.map((r) => `#${r.kill} down ${r.downMs} ms ${JSON.stringify(r.failed)}/${r.calls}`).join(", ") +
+            `; failed by reason: ${JSON.stringify(Object.fromEntries(failureReasons(results)))}`,
         );
         expect(loop.kills.length).toBeGreaterThan(0);
         expect(retries).toBeGreaterThan(0);

@@ -3,12 +3,14 @@
 // conversations of TURNS turns with the assistant echo agent on AGENTD_URL,
 // with the client's default retry policy. A failed turn is recorded and the
 // conversation goes on in a new Chat resuming its session. It prints one JSON
-// object: per conversation its sessions and turns, and the client's retries.
+// object: per conversation its sessions and turns (a failed one with its code
+// and message), and the client's retries.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -22,10 +24,11 @@ import (
 )
 
 type turnResult struct {
-	Text  string `json:"text"`
-	OK    bool   `json:"ok"`
-	Code  string `json:"code,omitempty"`
-	EndMs int64  `json:"endMs"`
+	Text    string `json:"text"`
+	OK      bool   `json:"ok"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	EndMs   int64  `json:"endMs"`
 }
 
 type conversationResult struct {
@@ -73,8 +76,8 @@ func converse(client *agentd.Client, c, turns int, tag string) conversationResul
 			res.Sessions = append(res.Sessions, id)
 		}
 	}
-	fail := func(text string, code string) {
-		res.Turns = append(res.Turns, turnResult{Text: text, Code: code, EndMs: time.Now().UnixMilli()})
+	fail := func(text, code, message string) {
+		res.Turns = append(res.Turns, turnResult{Text: text, Code: code, Message: message, EndMs: time.Now().UnixMilli()})
 		note()
 		if conv != nil {
 			_ = conv.Close()
@@ -90,22 +93,23 @@ func converse(client *agentd.Client, c, turns int, tag string) conversationResul
 			}
 			var err error
 			if conv, err = client.Chat(ctx, "assistant", opts); err != nil {
-				fail(text, codeName(err))
+				fail(text, codeName(err), errMessage(err))
 				continue
 			}
 		}
 		turn, err := conv.SendText(ctx, text)
 		if err != nil {
-			fail(text, codeName(err))
+			fail(text, codeName(err), errMessage(err))
 			continue
 		}
 		end, err := turn.Wait()
 		if err != nil {
-			fail(text, codeName(err))
+			fail(text, codeName(err), errMessage(err))
 			continue
 		}
 		if end.GetFinishReason() != agentdv1.FinishReason_FINISH_REASON_STOP {
-			fail(text, strings.TrimPrefix(end.GetFinishReason().String(), "FINISH_REASON_"))
+			reason := strings.TrimPrefix(end.GetFinishReason().String(), "FINISH_REASON_")
+			fail(text, reason, "turn ended "+strings.ToLower(reason))
 			continue
 		}
 		res.Turns = append(res.Turns, turnResult{Text: text, OK: true, EndMs: time.Now().UnixMilli()})
@@ -121,4 +125,13 @@ func converse(client *agentd.Client, c, turns int, tag string) conversationResul
 // codeName is err's gRPC code as the TypeScript driver names it ("UNAVAILABLE").
 func codeName(err error) string {
 	return strings.ToUpper(connect.CodeOf(err).String())
+}
+
+// errMessage is err's message without the code prefix (a connect error's Message()).
+func errMessage(err error) string {
+	var connectErr *connect.Error
+	if errors.As(err, &connectErr) {
+		return connectErr.Message()
+	}
+	return err.Error()
 }
