@@ -453,7 +453,9 @@ func TestAnotherTenantCannotListReadUpdateOrDeleteSessions(t *testing.T) {
 func TestDeleteSessionDuringDetachedWorkAbortsItThenRemovesIt(t *testing.T) {
 	ctx := testContext(t)
 	client := newClient(t)
-	out := detachSlowTurn(t, client, 5000)
+	// A turn of two minutes: a delete that waited for it instead of aborting it would outlast the
+	// test's 30 s context, so no bound on how fast a loaded machine answers is needed to tell.
+	out := detachSlowTurn(t, client, 120_000)
 
 	statuses := make(chan agentdv1.SnapshotStatus, 8)
 	watchDone := make(chan error, 1)
@@ -486,8 +488,8 @@ func TestDeleteSessionDuringDetachedWorkAbortsItThenRemovesIt(t *testing.T) {
 	} else if err == nil && last != agentdv1.SnapshotStatus_SNAPSHOT_STATUS_ABORTED {
 		t.Errorf("watch ended after %v, want ABORTED", last)
 	}
-	if elapsed := time.Since(start); elapsed > 3*time.Second {
-		t.Errorf("delete and the end of the watch took %v: the 5 s turn was not aborted", elapsed)
+	if elapsed := time.Since(start); elapsed > 20*time.Second {
+		t.Errorf("delete and the end of the watch took %v: the two-minute turn was not aborted", elapsed)
 	}
 	_, err = client.GetSnapshot(ctx, "assistant", out.GetSnapshotId())
 	assertCode(t, err, connect.CodeNotFound)
