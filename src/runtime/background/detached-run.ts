@@ -1,24 +1,16 @@
 import { uuidv7 } from "../../../stores/uuid-v7.js";
 import { AgentError } from "../../errors/agent-error.js";
 import type { SessionState } from "../../types/session-state.js";
-import type { FinishReason, SnapshotEdit } from "../../types/snapshot.js";
+import type { FinishReason } from "../../types/snapshot.js";
 import { addUsage, type Usage } from "../../types/usage.js";
-import type {
-  SessionStore,
-  SnapshotRecord,
-  SnapshotSubscriber,
-  StoreCallContext,
-} from "../../../stores/snapshot-store.js";
+import type { SnapshotRecord } from "../../../stores/snapshot-store.js";
 import type { BackgroundTask } from "./background-work.js";
-import type { SessionClaim } from "../sessions/session-claim.js";
-import { buildRecord, stateFieldsFor, type CommittedPoint, type RecordSettings } from "../sessions/turn-record.js";
-import type { LivenessSettings } from "../sessions/snapshot-liveness.js";
-import type { AbortObservedEvent, RuntimeEvents } from "../invocations/runtime-events.js";
+import { buildRecord, stateFieldsFor, type CommittedPoint } from "../sessions/turn-record.js";
+import type { AbortObservedEvent } from "../invocations/runtime-events.js";
 import { DetachedChunks, type SequencedChunk } from "./detached-chunks.js";
-import type { DetachedWork } from "../../types/detached-work.js";
 import type { TurnRequest } from "../sessions/turn-request.js";
-import type { AgentInput, InputAck } from "../../types/agent-io.js";
 import { ControlInbox } from "./control-inbox.js";
+import type { DetachedRunOptions, DetachedWorkStart } from "./detached-run-options.js";
 
 type StateFields<S> = ReturnType<typeof stateFieldsFor<S>>;
 
@@ -28,52 +20,7 @@ function outagePause(attempt: number, until: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** What a detached run needs from its invocation. */
-export interface DetachedRunOptions<S> {
-  store: SessionStore<S> & SnapshotSubscriber;
-  sessionId: string;
-  /** Index of the turn running (or next to run) when detach arrived. */
-  turnIndex: number;
-  liveness: LivenessSettings;
-  storeContext?: StoreCallContext;
-  /** A turn-end save still in flight when detach arrived; the pending row is chained after it. */
-  afterTurnSave: Promise<unknown>;
-  /** The invocation's hold on the session: commits the pending row; released when the run ends. */
-  claim: SessionClaim<S>;
-  /** The last committed snapshot of the conversation, read once that save settled. */
-  parent: () => CommittedPoint<S> | undefined;
-  /** The edit the row notes when it is the first record after an edited start (read with `parent`). */
-  edit?: () => SnapshotEdit | undefined;
-  /** Checkpoint policy and size cap for the final row. */
-  records: RecordSettings;
-  /** Aborted when the row is flipped to aborted, or at shutdown. */
-  work: AbortController;
-  /** The agent's name (for events). */
-  agent: string;
-  events?: RuntimeEvents;
-  /** Applies a control input posted on the row by another instance (see {@link ControlInbox}). */
-  controls?: (input: AgentInput) => InputAck;
-  /** This run's invocation ID: the run recorded in the row's work, fencing every later row write. */
-  invocationId: string;
-  /**
-   * Detach: the work the pending row records (its `runs` gets this run).
-   * Takeover: the row already exists and this run is already its last run.
-   */
-  start: { kind: "detach"; work: DetachedWorkStart; request?: TurnRequest } | AdoptedRow<S>;
-}
-
-/** What detach records in the pending row's work, plus the instance running it. */
-export type DetachedWorkStart = Omit<DetachedWork, "runs" | "completed"> & { instance: string };
-
-/** A pending row another run started, now held by this run (takeover). */
-export interface AdoptedRow<S> {
-  kind: "adopt";
-  snapshotId: string;
-  /** The row's parent: the base of its state fields. */
-  parent: CommittedPoint<S> | undefined;
-  /** The tokens of the turns the row already holds. */
-  usage?: Usage;
-}
+export type { AdoptedRow, DetachedRunOptions, DetachedWorkStart } from "./detached-run-options.js";
 
 /**
  * The background half of a detached invocation (detach, abort and the
