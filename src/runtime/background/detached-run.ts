@@ -73,6 +73,8 @@ export interface AdoptedRow<S> {
   parent: CommittedPoint<S> | undefined;
   /** The tokens of the turns the row already holds. */
   usage?: Usage;
+  /** This run's index in the work's runs: its chunk appends carry it (see `ChunkLogKey.run`). */
+  run: number;
 }
 
 /**
@@ -120,7 +122,11 @@ export class DetachedRun<S> implements BackgroundTask {
     }
     this.chunks = new DetachedChunks(
       options.store,
-      this.pendingId.then((snapshotId) => ({ sessionId: options.sessionId, snapshotId })),
+      this.pendingId.then((snapshotId) => ({
+        sessionId: options.sessionId,
+        snapshotId,
+        run: start.kind === "adopt" ? start.run : 0,
+      })),
       options.liveness.chunkRetentionMs,
       options.storeContext,
     );

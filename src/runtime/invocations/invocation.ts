@@ -304,6 +304,7 @@ export class Invocation<S> implements AgentConnection<S> {
           kind: "adopt",
           snapshotId: adopted.snapshotId,
           parent: adopted.parent,
+          run: adopted.run,
           ...(adopted.usage ? { usage: adopted.usage } : {}),
         }
       : { kind: "detach", work: this.detachedWork(), ...(request ? { request } : {}) };
