@@ -488,6 +488,17 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     return this.chunkLogs.appendChunks(key, chunks, keepUntil, ctx);
   }
 
+  /** A takeover's first chunk at the log's next free sequence; earlier runs' appends are refused from then on (see `ChunkLog.claimChunks`). */
+  claimChunks(
+    key: ChunkLogKey & { run: number },
+    afterSequence: number,
+    first: (sequence: number) => StoredChunk["chunk"],
+    keepUntil: number,
+    ctx?: StoreCallContext,
+  ): Promise<number> {
+    return this.chunkLogs.claimChunks(key, afterSequence, first, keepUntil, ctx);
+  }
+
   /** The log's chunks after `afterSequence`, at most `limit`: one indexed find (see `ChunkLog.readChunks`). */
   readChunks(key: ChunkLogKey, afterSequence: number, limit: number, ctx?: StoreCallContext): Promise<StoredChunk[]> {
     return this.chunkLogs.readChunks(key, afterSequence, limit, ctx);

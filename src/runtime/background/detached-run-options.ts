@@ -54,4 +54,6 @@ export interface AdoptedRow<S> {
   parent: CommittedPoint<S> | undefined;
   /** The tokens of the turns the row already holds. */
   usage?: Usage;
+  /** This run's index in the work's runs: its chunk appends carry it (see `ChunkLogKey.run`). */
+  run: number;
 }

@@ -67,7 +67,11 @@ export class DetachedRun<S> implements BackgroundTask {
     }
     this.chunks = new DetachedChunks(
       options.store,
-      this.pendingId.then((snapshotId) => ({ sessionId: options.sessionId, snapshotId })),
+      this.pendingId.then((snapshotId) => ({
+        sessionId: options.sessionId,
+        snapshotId,
+        run: start.kind === "adopt" ? start.run : 0,
+      })),
       options.liveness.chunkRetentionMs,
       options.storeContext,
     );

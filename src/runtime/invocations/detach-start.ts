@@ -37,6 +37,7 @@ export function detachStart<S>(parts: DetachStartParts<S>): DetachedRunOptions<S
         kind: "adopt",
         snapshotId: adopted.snapshotId,
         parent: adopted.parent,
+        run: adopted.run,
         ...(adopted.usage ? { usage: adopted.usage } : {}),
       }
     : { kind: "detach", work: remainingWork(parts), ...(request ? { request } : {}) };
