@@ -62,6 +62,10 @@ type ToolOutcome = { output: unknown } | { interrupt: Record<string, unknown> | 
  * `{ error }` so the model can correct itself; a tool that throws fails the turn.
  * Before each model call it takes the turn's steer inputs (`turn.takeSteering()`):
  * a steer sent during a tool round is in the history the next call sees.
+ * Every call gets an idempotency key and is journaled on its request part
+ * ({@link ToolCallJournal}); a continued turn (takeover) answers a round it
+ * was cut in from the journal: journaled results are replayed, the rest run
+ * again with the same key, except `never-repeat` tools, which interrupt.
  */
 export async function runToolLoop<S>(
   input: AgentInput,

@@ -196,3 +196,60 @@ describe("the tool-call journal in detached work", () => {
     expect((await row(store, key.snapshotId)).finishReason).toBe("stop");
   });
 });
+
+describe("a client retry of a turn that failed after its tool ran (not detached)", () => {
+  /** Prompt agent "once" whose model requests `book` for a "book…" message, then fails its next call the first time only. */
+  function failingAfterTool() {
+    const keys: string[] = [];
+    let failures = 1;
+    const book = defineTool({
+      name: "book",
+      description: "Books.",
+      inputSchema: z.object({}),
+      run: (_input, ctx) => {
+        keys.push(ctx.idempotencyKey);
+        return { booked: keys.length };
+      },
+    });
+    const model = new ScriptedModel((request) => {
+      const last = request.messages.at(-1)!;
+      if (last.role === "user")
+        return last.content[0]!.text!.startsWith("book") ? { toolRequests: [{ name: "book" }] } : { text: "hi" };
+      if (failures-- > 0) throw new Error("the provider is down");
+      return { text: "booked" };
+    });
+    const { all } = instances(["A"], {
+      define: (registry) => {
+        const agent = defineAgent({ name: "once", model, store: "default", tools: [book] });
+        registry.register(agent);
+        return agent;
+      },
+    });
+    return { agent: all[0]!.agent, keys };
+  }
+
+  it("runs the tool again with the same idempotency key (same request ID), so the API behind it can apply it once", async () => {
+    const { agent, keys } = failingAfterTool();
+    const session = await agent.runText("hello");
+    const message = { role: "user" as const, content: [{ text: "book it" }] };
+    const failed = await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+    expect(failed.finishReason).toBe("failed");
+    const retried = await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+    expect(retried.finishReason).toBe("stop");
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+  });
+
+  it("without a request ID, a retry of the same message over the same history gets the same key too", async () => {
+    const { agent, keys } = failingAfterTool();
+    const session = await agent.runText("hello");
+    expect((await agent.runText("book it", { sessionId: session.sessionId })).finishReason).toBe("failed");
+    expect((await agent.runText("book it", { sessionId: session.sessionId })).finishReason).toBe("stop");
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+    // A new turn books with a new key.
+    await agent.runText("book again", { sessionId: session.sessionId });
+    expect(keys).toHaveLength(3);
+    expect(keys[2]).not.toBe(keys[0]);
+  });
+});
