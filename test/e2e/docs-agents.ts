@@ -6,8 +6,11 @@ import { z } from "zod";
 import { defineCustomAgent } from "../../src/runtime/agents/custom-agent.js";
 import { messageText, type Message } from "../../src/types/content.js";
 
-/** Client-managed note taker (docs: "Client-managed state"); the fixtures' own. */
-export { notes } from "../fixtures/agents.js";
+/**
+ * The fixtures' client-managed note taker (docs: "Client-managed state") and
+ * `flaky`, whose turns fail in-band on "fail" (docs: "Errors").
+ */
+export { flaky, notes } from "../fixtures/agents.js";
 
 /**
  * `shopper` (docs: "Cancel and steer a turn"): streams a word every 100 ms for
