@@ -11,6 +11,8 @@ import { messageText, type Message } from "../../src/types/content.js";
  * `flaky`, whose turns fail in-band on "fail" (docs: "Errors").
  */
 export { flaky, notes } from "../fixtures/agents.js";
+/** The prompt-agent fixtures' `bank`, whose `transfer` tool interrupts (docs: "An interrupting tool"). */
+export { bank } from "../fixtures/prompt-agents.js";
 
 /**
  * `shopper` (docs: "Cancel and steer a turn"): streams a word every 100 ms for
