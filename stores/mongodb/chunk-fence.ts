@@ -65,6 +65,19 @@ async function lastChunk(
   return last ?? { sequence: after };
 }
 
+/** The sequence of run `key.run`'s first chunk after `after` (the log's last chunk is one of its). */
+async function firstOfRun(
+  collection: Collection<StreamChunkDocument>,
+  key: ChunkLogKey & { run: number },
+  after: number,
+): Promise<number> {
+  const first = await collection.findOne(
+    { snapshotId: key.snapshotId, sessionId: key.sessionId, sequence: { $gt: after }, run: key.run },
+    { sort: { sequence: 1 }, projection: { _id: 0, sequence: 1 } },
+  );
+  return first!.sequence;
+}
+
 /** How many chunks of an earlier run a claim lets land ahead of it before giving up (UNAVAILABLE). */
 const CLAIM_ATTEMPTS = 100;
 
@@ -83,6 +96,8 @@ export async function claimLog(
   for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
     const last = await lastChunk(collection, key, after);
     if ((last.run ?? 0) > key.run) throw superseded(key, key.run, last.run!);
+    // This run claimed the log before (an attempt whose reply was lost): its first chunk is the claim.
+    if (last.run === key.run) return firstOfRun(collection, key, after);
     const sequence = last.sequence + 1;
     try {
       await collection.insertOne(documentAt(sequence));
