@@ -25,8 +25,10 @@
  *
  * Environment: REPS, SEQ_TURNS (default 1000), LOAD_TURNS (turns per
  * throughput run, default 4000), BENCH_LOG_LEVEL (agentd's --log-level,
- * default info), BENCH_PARTS (comma list of seq,memory,file,sqlite,postgres;
- * default seq,memory,file,sqlite; postgres starts a real PostgreSQL server,
+ * default info), BENCH_PARTS (comma list of
+ * seq,memory,file,sqlite,sqlite-normal,postgres; default
+ * seq,memory,file,sqlite; sqlite-normal is SQLite with
+ * ?synchronous=normal, no fsync per commit; postgres starts a real PostgreSQL server,
  * fsync on, as test/harness/postgres-server.ts does), BENCH_REQUEST_IDS (1,
  * the default: every input carries a request ID as agentd's clients send;
  * 0: none),
@@ -57,7 +59,7 @@ const CONCURRENCY = [50, 200];
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "info";
 const PARTS = new Set((process.env.BENCH_PARTS ?? "seq,memory,file,sqlite").split(","));
 /** The stores that persist (each a part of BENCH_PARTS), in report order. */
-const PERSISTED = ["file", "sqlite", "postgres"] as const;
+const PERSISTED = ["file", "sqlite", "sqlite-normal", "postgres"] as const;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const TRACING = ["1", "on", "true"].includes(process.env.BENCH_TRACING ?? "");
 const CLI = process.env.BENCH_CLI === "source" ? "source" : "built";
@@ -130,6 +132,7 @@ async function main(): Promise<void> {
     const uris: Record<(typeof PERSISTED)[number], string> = {
       file: `file:${join(fileDir, "file")}`,
       sqlite: `sqlite:${join(fileDir, "sqlite", "agentd.db")}`,
+      "sqlite-normal": `sqlite:${join(fileDir, "sqlite-normal", "agentd.db")}?synchronous=normal`,
       postgres: postgres?.uri("bench") ?? "",
     };
     const persisted: Array<[string, ServerProcess]> = [];

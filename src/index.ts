@@ -64,6 +64,8 @@ export {
 export { PromptRegistry, type LoadedPrompt, type RenderedPromptTurn } from "./prompts/prompt-registry.js";
 export { defineTool, type Tool, type ToolContext, type ToolDefinition } from "./tools/define-tool.js";
 export { ToolInterrupt } from "./tools/interrupts.js";
+export { toolCallKey, type ToolCallIdentity } from "./tools/tool-journal.js";
+export { TOOL_CALL_KEY, type ToolCallEntry, type ToolSemantics } from "./tools/tool-call-journal.js";
 export { DEFAULT_MAX_TOOL_ITERATIONS } from "./tools/tool-loop.js";
 export type { ToolResolver } from "./tools/tool-resolver.js";
 export { McpToolbox, DEFAULT_MCP_CALL_TIMEOUT_MS, type McpToolboxOptions } from "./tools/mcp/mcp-toolbox.js";

@@ -39,4 +39,4 @@ export { StaticTokens, TokenFileError, parseTokenFile, MIN_TOKEN_LENGTH } from "
 export { ANONYMOUS, type Principal } from "./types/principal.js";
 // The whole `agentd serve` command (store, agents modules, security, server), without signal handling.
 export { startServe, createCliLogger, type ServeInstance } from "./cli/serve-command.js";
-export type { SecurityConfig, ServeConfig } from "./cli/args.js";
+export type { SecurityConfig, ServeConfig } from "./cli/serve-config.js";

@@ -10,6 +10,13 @@ export interface ChunkLogKey {
   sessionId: string;
   /** The detached invocation's row (the snapshot ID its DETACHED output returned); a valid snapshot ID. */
   snapshotId: string;
+  /**
+   * On appends only: which run of the work writes (0 for the run that
+   * detached it, `n` for the work's `n`-th takeover). A store that fences
+   * runs (see {@link ChunkLog.claimChunks}) refuses an append of an earlier
+   * run once a later one has claimed the log. Reads and watches ignore it.
+   */
+  run?: number;
 }
 
 /** One recorded chunk of an invocation's stream. */
@@ -93,6 +100,22 @@ export interface ChunkLog {
    * sweeps every tenant directory (as `sweepExpired` does).
    */
   sweepChunks(now: number, ctx?: StoreCallContext): Promise<number>;
+  /**
+   * Optional (stores shared by several processes): starts run `key.run` of
+   * the log after `afterSequence`. Appends `first(sequence)` as the run's
+   * first chunk at the log's next free sequence (after any chunk an earlier
+   * run appended meanwhile, which the new run then counts as recorded) and
+   * resolves with that sequence. From then on an append of an earlier run
+   * fails ABORTED (its writer was taken over), and a repeated append of
+   * this run's chunks at sequences it already holds succeeds.
+   */
+  claimChunks?(
+    key: ChunkLogKey & { run: number },
+    afterSequence: number,
+    first: (sequence: number) => StoredChunk["chunk"],
+    keepUntil: number,
+    ctx?: StoreCallContext,
+  ): Promise<number>;
 }
 
 /** True when the store keeps the chunks of detached work (and so supports re-attaching to it). */

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Logger } from "pino";
-import { DEFAULT_STORE } from "./args.js";
+import { DEFAULT_STORE } from "./serve-config.js";
 
 /** Where the file store of earlier agentd releases kept its sessions by default. */
 const LEGACY_FILE_STORE = "./.agentd";

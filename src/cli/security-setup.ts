@@ -6,7 +6,7 @@ import { jwtBearerAuthenticator } from "../server/auth/jwt-bearer.js";
 import { StaticTokens } from "../server/auth/static-tokens.js";
 import type { CallGuardOptions } from "../server/auth/call-guard.js";
 import type { ListenerTls } from "../server/listener.js";
-import type { SecurityConfig } from "./args.js";
+import type { SecurityConfig } from "./serve-config.js";
 
 /** The server's security, built from the command line and the agents modules. */
 export interface ServeSecurity {

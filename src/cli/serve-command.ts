@@ -14,7 +14,7 @@ import { promptAgentsFromDirectory } from "../prompts/prompt-agent.js";
 import { agentServiceRoutes } from "../server/agent-service.js";
 import { PageTokens } from "../server/page-tokens.js";
 import { startServer, type RunningServer } from "../server/server.js";
-import type { ServeConfig } from "./args.js";
+import type { ServeConfig } from "./serve-config.js";
 import { loadAgentModules } from "./load-agents.js";
 import { loadInspectorAssets } from "./inspector-assets.js";
 import { CoalescedLogDestination } from "./coalesced-log-destination.js";

@@ -16,7 +16,8 @@ import type { AgentDescriptor, AgentInput, AgentOutput, InputAck } from "../type
 import type { AgentInit } from "../types/session-state.js";
 import { isTerminalStatus, type SessionSnapshot, type SnapshotStatus } from "../types/snapshot.js";
 import { clientError, toClientError, chatNeedsHttp2, halfDuplexReason } from "./client-errors.js";
-import { Conversation, encodeInput, normalizeInput, type ConversationInput } from "./conversation.js";
+import { Conversation } from "./conversation.js";
+import { encodeInput, normalizeInput, type ConversationInput } from "./conversation-input.js";
 import { newRequestId } from "./request-id.js";
 import { Retrier } from "./retrier.js";
 import type { RetryOptions } from "./retry-policy.js";

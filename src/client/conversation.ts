@@ -1,15 +1,15 @@
 import { Code, ConnectError, type CallOptions, type Client } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AgentInput as WireAgentInput } from "../../gen/ts/agentd/v1/agent_pb.js";
+import { ChatPosition } from "./chat-position.js";
+import { encodeInput, normalizeInput, type ConversationInput } from "./conversation-input.js";
 import type { AgentService, ChatRequestSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { AsyncChannel } from "../protocol/async-channel.js";
 import { applyCustomPatch } from "../protocol/custom-patch-stream.js";
-import { agentInitToWire, agentInputToWire, agentOutputFromWire, streamChunkFromWire } from "../protocol/index.js";
+import { agentInitToWire, agentOutputFromWire, streamChunkFromWire } from "../protocol/index.js";
 import type { AgentInput, AgentOutput, AgentStreamChunk, InputAck } from "../types/agent-io.js";
-import { userText } from "../types/content.js";
 import type { AgentInit, SessionState } from "../types/session-state.js";
 import { chatError, clientError, toClientError } from "./client-errors.js";
-import { newRequestId } from "./request-id.js";
 import { Retrier, type RetryBudget } from "./retrier.js";
 import { INCOMPLETE_STREAM } from "./retryable-error.js";
 import { Turn } from "./turn.js";
@@ -33,9 +33,6 @@ export interface SteerResult {
   /** The turn the steer runs as, when it was queued. */
   turn?: Turn;
 }
-
-/** What `conversation.send()` and `detach()` accept: a user text, or a full input. */
-export type ConversationInput = string | AgentInput;
 
 /**
  * A live multi-turn Chat with one agent (one bidi `AgentService.Chat` call),
@@ -81,24 +78,12 @@ export class Conversation<S = unknown> {
   private readonly source: AgentInit<S>;
   /** Whether the current attempt delivered anything (a reopened Chat refused ABORTED before that met its own old invocation). */
   private progressed = false;
-  /** Model chunks etc. delivered to the turn in flight; after a reconnect, that many of its re-sent chunks are dropped. */
-  private delivered = 0;
-  private skip = 0;
-  private turnsEnded = 0;
-  /**
-   * A TurnEnd said `failed`: the invocation ended there (its output, with
-   * the error, comes next). A stream cut after it is not reconnected: a new
-   * call would report the session as it is, as if nothing had failed.
-   */
-  private failedTurn = false;
+  /** Where the Chat stands: the chunks delivered, the turns ended, the session and snapshot IDs. */
+  private readonly position: ChatPosition;
   private readonly outputPromise: Promise<AgentOutput<S>>;
   private resolveOutput!: (output: AgentOutput<S>) => void;
   private rejectOutput!: (err: ConnectError) => void;
   private liveCustom: S | undefined;
-  private currentSessionId: string | undefined;
-  private currentSnapshotId: string | undefined;
-  /** The init edits the past (state / messages patch) and no turn of this conversation committed yet. */
-  private editPending: boolean;
   private finalState: SessionState<S> | undefined;
   private inputClosed = false;
   private settled = false;
@@ -116,9 +101,7 @@ export class Conversation<S = unknown> {
   ) {
     this.agent = agent;
     this.source = source;
-    this.currentSessionId = source.sessionId ?? source.state?.sessionId;
-    this.currentSnapshotId = source.snapshotId;
-    this.editPending = (source.statePatch?.length ?? 0) + (source.messagesPatch?.length ?? 0) > 0;
+    this.position = new ChatPosition(source);
     this.liveCustom = source.state?.custom;
     this.outputPromise = new Promise<AgentOutput<S>>((resolve, reject) => {
       this.resolveOutput = resolve;
@@ -145,12 +128,12 @@ export class Conversation<S = unknown> {
 
   /** The conversation's session ID: from the source, then from each TurnEnd and the output. */
   get sessionId(): string | undefined {
-    return this.currentSessionId;
+    return this.position.sessionId;
   }
 
   /** The latest snapshot ID: the source's, then each TurnEnd's, then the output's (pending after detach). */
   get snapshotId(): string | undefined {
-    return this.currentSnapshotId;
+    return this.position.snapshotId;
   }
 
   /** The live custom state (a copy): the source state's, then with every streamed patch applied. */
@@ -328,7 +311,7 @@ export class Conversation<S = unknown> {
         // which holds the session until agentd notices the broken connection (nothing ran: the
         // busy check comes first): retried like a transport failure, within the same budget.
         const ownHolder = attempt > 1 && !this.progressed && ConnectError.from(err).code === Code.Aborted;
-        if (this.failedTurn || !this.canReconnect() || !(await budget.retry(err, ownHolder))) {
+        if (this.position.failedTurn || !this.canReconnect() || !(await budget.retry(err, ownHolder))) {
           this.fail(chatError(err));
           return;
         }
@@ -344,7 +327,7 @@ export class Conversation<S = unknown> {
     requests.push({ init });
     for (const { wire } of this.outstanding) requests.push({ input: wire });
     if (this.inputClosed) requests.close();
-    this.skip = this.delivered;
+    this.position.startAttempt();
     let output: AgentOutput<S> | undefined;
     try {
       for await (const response of this.client.chat(requests, budget.callOptions())) {
@@ -354,7 +337,7 @@ export class Conversation<S = unknown> {
     } catch (err) {
       // The output is the call's last word: a transport fault after it (a reset stream) changes nothing.
       if (output) return output;
-      if (this.failedTurn) throw failedTurnCut(err);
+      if (this.position.failedTurn) throw failedTurnCut(err);
       throw err;
     }
     if (!output) throw clientError(Code.DataLoss, `the Chat stream ${INCOMPLETE_STREAM}`);
@@ -367,15 +350,15 @@ export class Conversation<S = unknown> {
    * not been committed by a turn, so that the edit is not lost.
    */
   private reconnectInit(original: ChatRequestInit["init"]): ChatRequestInit["init"] {
-    const sessionId = this.currentSessionId;
-    if (!sessionId || this.source.state || this.editPending) return original;
+    const sessionId = this.position.sessionId;
+    if (!sessionId || this.source.state || this.position.editPending) return original;
     const { busyPolicy } = this.source;
     return agentInitToWire(this.agent, { sessionId, ...(busyPolicy ? { busyPolicy } : {}) });
   }
 
   /** A client-managed conversation's state lives in the call: once a turn ended there, a new call cannot rebuild it. */
   private canReconnect(): boolean {
-    return !this.source.state || this.turnsEnded === 0;
+    return !this.source.state || this.position.turnsEnded === 0;
   }
 
   private onChunk(chunk: AgentStreamChunk, budget: RetryBudget): void {
@@ -387,24 +370,10 @@ export class Conversation<S = unknown> {
       return;
     }
     const entry = this.outstanding[0];
-    if (!chunk.turnEnd && this.skip > 0) {
-      this.skip--; // delivered before the reconnect
-      return;
-    }
+    if (!this.position.accept(chunk)) return; // delivered before the reconnect
     budget.progress();
     this.progressed = true;
     if (chunk.customPatch) this.liveCustom = applyCustomPatch<S>(this.liveCustom, chunk.customPatch);
-    if (chunk.turnEnd) {
-      if (chunk.turnEnd.sessionId) this.currentSessionId = chunk.turnEnd.sessionId;
-      if (chunk.turnEnd.snapshotId) {
-        this.currentSnapshotId = chunk.turnEnd.snapshotId;
-        this.editPending = false;
-      }
-      this.turnsEnded++;
-      if (chunk.turnEnd.finishReason === "failed") this.failedTurn = true;
-      this.delivered = 0;
-      this.skip = 0;
-    } else this.delivered++;
     if (!entry?.turn) return;
     entry.turn.push(chunk);
     if (chunk.turnEnd) this.outstanding.shift();
@@ -415,8 +384,7 @@ export class Conversation<S = unknown> {
     this.settled = true;
     this.releaseOuterSignal?.();
     this.closeInput();
-    if (output.sessionId) this.currentSessionId = output.sessionId;
-    if (output.snapshotId) this.currentSnapshotId = output.snapshotId;
+    this.position.onOutput(output);
     if (output.state) {
       this.finalState = output.state;
       if (output.state.custom !== undefined) this.liveCustom = output.state.custom;
@@ -462,20 +430,4 @@ function failedTurnCut(err: unknown): ConnectError {
     undefined,
     cause,
   );
-}
-
-/** The {@link AgentInput} a {@link ConversationInput} stands for: a string becomes a user text message. */
-export function normalizeInput(input: ConversationInput): AgentInput {
-  return typeof input === "string" ? { message: userText(input) } : input;
-}
-
-/** The input on the wire, with its request ID (the caller's, else a new UUID). */
-export function encodeInput(input: AgentInput): WireAgentInput {
-  try {
-    const wire = agentInputToWire(input);
-    wire.requestId = input.requestId ?? newRequestId();
-    return wire;
-  } catch (err) {
-    throw toClientError(err);
-  }
 }

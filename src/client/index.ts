@@ -20,7 +20,8 @@ export {
 export type { SessionInfo } from "../types/session-info.js";
 export { createBrowserTransport, type BrowserProtocol, type BrowserTransportOptions } from "./browser-transport.js";
 export { ERROR_DETAILS_METADATA_KEY, errorDetails } from "./client-errors.js";
-export { Conversation, type ConversationInput, type SteerResult } from "./conversation.js";
+export { Conversation, type SteerResult } from "./conversation.js";
+export type { ConversationInput } from "./conversation-input.js";
 export { createAgentClient, type AgentClientOptions } from "./create-agent-client.js";
 export {
   createNodeTransport,

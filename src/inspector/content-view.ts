@@ -37,6 +37,8 @@ export function partView(part: Part): HTMLElement {
       children.push(h("div", { class: "part-interrupt" }, "interrupt: waiting for the client's resume"));
     else if (resolved !== undefined)
       children.push(h("div", { class: "part-interrupt resolved" }, "interrupt: resolved by a resume"));
+    const call = toolCallLine(part.metadata?.["toolCall"]);
+    if (call) children.push(h("div", { class: "part-tool-call" }, call));
   }
   if (part.toolResponse !== undefined) {
     const { name, ref, output } = part.toolResponse;
@@ -51,6 +53,21 @@ export function partView(part: Part): HTMLElement {
   if (part.custom !== undefined) children.push(jsonBlock("custom", part.custom));
   if (part.metadata !== undefined) children.push(jsonBlock("part metadata", part.metadata));
   return h("div", { class: "part" }, ...children);
+}
+
+/**
+ * A tool request's journal entry (`metadata.toolCall`, see
+ * src/tools/tool-call-journal.ts) as one line: `tool call <key> · ran in 12 ms`,
+ * `· replayed from the journal`, or `· started, no result journaled`.
+ */
+function toolCallLine(entry: unknown): string | undefined {
+  if (typeof entry !== "object" || entry === null) return undefined;
+  const { key, outcome, startedAt, endedAt } = entry as Record<string, unknown>;
+  if (typeof key !== "string") return undefined;
+  const took = typeof startedAt === "number" && typeof endedAt === "number" ? ` in ${endedAt - startedAt} ms` : "";
+  if (outcome === "ran") return `tool call ${key} · ran${took}`;
+  if (outcome === "replayed") return `tool call ${key} · replayed from the journal`;
+  return `tool call ${key} · started, no result journaled`;
 }
 
 /** An artifact: its name, parts and metadata. */

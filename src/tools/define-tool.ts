@@ -5,6 +5,7 @@ import type { Responder, TurnContext } from "../runtime/agents/agent-function.js
 import type { Session } from "../runtime/sessions/session.js";
 import type { ToolRequest } from "../types/content.js";
 import type { Principal } from "../types/principal.js";
+import type { ToolSemantics } from "./tool-call-journal.js";
 
 /** What a tool's `run` can use besides its input. */
 export interface ToolContext<S = unknown> {
@@ -20,6 +21,14 @@ export interface ToolContext<S = unknown> {
   request: ToolRequest;
   /** Who the invocation acts for (its tenant and subject). */
   principal?: Principal;
+  /**
+   * The call's idempotency key (a UUID): the same on every re-execution of
+   * this call (a takeover of detached work, a re-run of its turn), another
+   * for any other call. Pass it to the API the tool calls (Stripe's
+   * `Idempotency-Key` header, an AIP-155 `request_id`) so a repeated call has
+   * its effect once. See "Tools with side effects" in docs/prompt-agents.md.
+   */
+  idempotencyKey: string;
   /**
    * Set when the tool runs again because a client restarted an interrupted
    * request: the restart part's `metadata.resumed`, or `true`.
@@ -42,6 +51,14 @@ export interface ToolDefinition<I, O, S = unknown> {
   inputSchema: ZodType<I>;
   /** Validates what `run` returns (and what clients send back when resuming). */
   outputSchema?: ZodType<O>;
+  /**
+   * What repeating a call does (default `effect`): `idempotent` runs again
+   * when it has no journaled result, `effect` replays a journaled result and
+   * is re-invoked with the same `ctx.idempotencyKey` otherwise, `never-repeat`
+   * is never re-invoked after it may have started without a journaled result
+   * (the turn is interrupted with `interrupt.neverRepeat` instead).
+   */
+  semantics?: ToolSemantics;
   run(input: I, ctx: ToolContext<S>): O | Promise<O>;
 }
 

@@ -9,6 +9,13 @@ import { describeZodError } from "../errors/zod-error.js";
 import type { Tool, ToolContext } from "./define-tool.js";
 import { toolSpan } from "./tool-span.js";
 import {
+  countToolCall,
+  ToolCallJournal,
+  withoutJournaledOutput,
+  type CallPlan,
+  type JournalCall,
+} from "./tool-call-journal.js";
+import {
   INTERRUPT_KEY,
   PENDING_OUTPUT_KEY,
   pendingRequests,
@@ -55,6 +62,10 @@ type ToolOutcome = { output: unknown } | { interrupt: Record<string, unknown> | 
  * `{ error }` so the model can correct itself; a tool that throws fails the turn.
  * Before each model call it takes the turn's steer inputs (`turn.takeSteering()`):
  * a steer sent during a tool round is in the history the next call sees.
+ * Every call gets an idempotency key and is journaled on its request part
+ * ({@link ToolCallJournal}); a continued turn (takeover) answers a round it
+ * was cut in from the journal: journaled results are replayed, the rest run
+ * again with the same key, except `never-repeat` tools, which interrupt.
  */
 export async function runToolLoop<S>(
   input: AgentInput,
@@ -67,6 +78,7 @@ export async function runToolLoop<S>(
 class ToolLoop<S> {
   private readonly tools: Map<string, Tool>;
   private streamIndex = 0;
+  private journal!: ToolCallJournal;
 
   constructor(
     private readonly ctx: TurnFnContext<S>,
@@ -78,6 +90,13 @@ class ToolLoop<S> {
 
   async run(input: AgentInput): Promise<TurnResult> {
     const history = this.ctx.session.messages();
+    const turn = this.ctx.turn;
+    this.journal = new ToolCallJournal(
+      this.ctx.session,
+      this.ctx.session.sessionId,
+      input.requestId,
+      turn.checkpoint ? () => turn.checkpoint!() : undefined,
+    );
     let rounds = 0;
     if (hasResume(input)) {
       if (input.message)
@@ -100,13 +119,19 @@ class ToolLoop<S> {
           answers.set(p.partIndex, { kind: "known", output: this.checkClientOutput(p.request, action.output) });
         else answers.set(p.partIndex, { kind: "run", request: action.request, resumed: action.resumed });
       }
-      if (await this.answer(answers)) return { finishReason: "interrupted" };
+      if (await this.answer(answers, Math.max(0, this.journal.nextRound - 1))) return { finishReason: "interrupted" };
       rounds = 1;
     } else {
       const pending = pendingRequests(history.at(input.message ? -2 : -1));
       if (pending) throw unresolvedInterruptError(pending);
       // A turn continued after a takeover: the tool rounds it already did count toward the limit.
       if (this.ctx.turn.continued) rounds = toolRoundsSinceLastUserMessage(history);
+      // Cut inside a tool round (checkpointed before or during it): answer that round first, from the journal.
+      const open = this.ctx.turn.continued ? history.at(-1) : undefined;
+      if (open?.role === "model" && toolRequestsOf(open).length > 0) {
+        rounds++;
+        if (await this.answer(runAnswers(open), this.journal.roundOf(open))) return { finishReason: "interrupted" };
+      }
     }
     for (;;) {
       // Steer inputs sent while the turn runs join the history before the model is called.
@@ -132,11 +157,8 @@ class ToolLoop<S> {
         );
       }
       rounds++;
-      const answers = new Map<number, Answer>();
-      response.message.content.forEach((part, i) => {
-        if (part.toolRequest) answers.set(i, { kind: "run", request: part.toolRequest });
-      });
-      if (await this.answer(answers)) return { finishReason: "interrupted" };
+      const round = this.journal.nextRound++;
+      if (await this.answer(runAnswers(response.message), round)) return { finishReason: "interrupted" };
     }
   }
 
@@ -174,11 +196,21 @@ class ToolLoop<S> {
    * tools, then either marks the message interrupted (returns true) or
    * appends the `tool` message with every response in the model's order.
    */
-  private async answer(answers: Map<number, Answer>): Promise<boolean> {
+  private async answer(answers: Map<number, Answer>, round: number): Promise<boolean> {
     const entries = [...answers.entries()];
+    const calls = new Map<number, JournalCall>();
+    for (const [partIndex, a] of entries)
+      if (a.kind === "run")
+        calls.set(partIndex, {
+          partIndex,
+          round,
+          request: a.request,
+          ...(a.resumed !== undefined ? { resumed: a.resumed } : {}),
+        });
+    const plan = await this.journal.open([...calls.values()], (name) => this.tools.get(name)?.semantics ?? "effect");
     const settled = await Promise.allSettled(
-      entries.map(([, a]): Promise<ToolOutcome> =>
-        a.kind === "known" ? Promise.resolve({ output: a.output }) : this.runTool(a.request, a.resumed),
+      entries.map(([i, a]): Promise<ToolOutcome> =>
+        a.kind === "known" ? Promise.resolve({ output: a.output }) : this.call(calls.get(i)!, plan.get(i)!),
       ),
     );
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
@@ -209,7 +241,7 @@ class ToolLoop<S> {
             ...(Object.keys(metadata).length > 0 ? { metadata } : { metadata: undefined }),
           };
         })
-        .map(dropUndefinedMetadata),
+        .map((part) => dropUndefinedMetadata(withoutJournaledOutput(part))),
     };
     this.ctx.session.setMessages([...messages.slice(0, -1), last]);
     if (interrupted) return true;
@@ -230,11 +262,33 @@ class ToolLoop<S> {
       index: this.streamIndex++,
     });
     // A tool round must not run twice: a takeover of detached work continues after it.
-    await this.ctx.turn.checkpoint?.();
+    await this.journal.checkpoint();
     return false;
   }
 
-  private async runTool(request: ToolRequest, resumed?: unknown): Promise<ToolOutcome> {
+  /** Answers one call as planned: replays its journaled result, refuses it (never-repeat) or runs it and journals the result. */
+  private async call(c: JournalCall, plan: CallPlan): Promise<ToolOutcome> {
+    const tool = c.request.name;
+    if (plan.kind === "replay") {
+      countToolCall(tool, "replayed");
+      this.journal.set(c.partIndex, { outcome: "replayed" });
+      return { output: plan.output };
+    }
+    if (plan.kind === "refuse") {
+      countToolCall(tool, "refused");
+      return { interrupt: { neverRepeat: { key: plan.key, tool, startedAt: plan.startedAt } } };
+    }
+    const outcome = await this.runTool(c.request, c.resumed, plan.key);
+    if ("output" in outcome) {
+      countToolCall(tool, "ran");
+      this.journal.set(c.partIndex, { outcome: "ran", endedAt: Date.now(), output: outcome.output });
+      // Durable before the next model call: a re-execution replays it instead of running the tool again.
+      await this.journal.checkpoint();
+    }
+    return outcome;
+  }
+
+  private async runTool(request: ToolRequest, resumed: unknown, idempotencyKey: string): Promise<ToolOutcome> {
     const tool = this.tools.get(request.name);
     if (!tool)
       return {
@@ -252,6 +306,7 @@ class ToolLoop<S> {
       turn: this.ctx.turn,
       request: structuredClone(request),
       principal: this.ctx.principal,
+      idempotencyKey,
       ...(resumed !== undefined ? { resumed } : {}),
       interrupt: (metadata) => {
         throw new ToolInterrupt(metadata);
@@ -290,6 +345,15 @@ class ToolLoop<S> {
     }
     return checked.data ?? null;
   }
+}
+
+/** Every tool request of `message`, to be run. */
+function runAnswers(message: Message): Map<number, Answer> {
+  const answers = new Map<number, Answer>();
+  message.content.forEach((part, i) => {
+    if (part.toolRequest) answers.set(i, { kind: "run", request: part.toolRequest });
+  });
+  return answers;
 }
 
 /** How many `tool` messages follow the last user message (the tool rounds of the turn so far). */

@@ -33,6 +33,8 @@ interface HeldLock {
   onRelease: (() => void | Promise<void>) | undefined;
   /** Another process announced that it waits: hand the lock over once unused. */
   wanted: boolean;
+  /** The release under way: every caller that lets this lock go awaits this one (onRelease runs once). */
+  dropping?: Promise<void>;
 }
 
 /**
@@ -49,6 +51,8 @@ interface HeldLock {
  */
 export class SessionLocks {
   private readonly held = new Map<string, HeldLock>();
+  /** Releases under way (closeAll waits for them: the holder's onRelease may still use what closeAll's caller closes next). */
+  private readonly dropping = new Set<Promise<void>>();
   private closed = false;
   private readonly dirWatchers = new Map<string, FSWatcher>();
   private timer: NodeJS.Timeout | undefined;
@@ -119,13 +123,14 @@ export class SessionLocks {
     return this.held.size;
   }
 
-  /** Releases every lock not in use and stops the timer. */
+  /** Releases every lock not in use, waits for the releases already under way, and stops the timer. */
   async closeAll(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
     this.timer = undefined;
     this.stopWatching();
     for (const [path, held] of [...this.held]) if (held.users === 0) await this.drop(path, held);
+    await Promise.allSettled([...this.dropping]);
   }
 
   /** One `stat`: the file at `path` is the one this process created (or last touched). */
@@ -138,7 +143,21 @@ export class SessionLocks {
     }
   }
 
-  private async drop(path: string, held: HeldLock): Promise<void> {
+  /**
+   * Lets the lock go: once, however many callers (the tick, a waiter's
+   * announcement, the end of a use, releaseNow, closeAll) ask for it; a later
+   * caller awaits the release under way.
+   */
+  private drop(path: string, held: HeldLock): Promise<void> {
+    if (!held.dropping) {
+      const dropping = this.release(path, held).finally(() => this.dropping.delete(dropping));
+      held.dropping = dropping;
+      this.dropping.add(dropping);
+    }
+    return held.dropping;
+  }
+
+  private async release(path: string, held: HeldLock): Promise<void> {
     if (this.held.get(path) === held) this.held.delete(path);
     try {
       await held.onRelease?.();

@@ -7,6 +7,7 @@ import { WakeChannel } from "../wake-channel.js";
 import { ChunkWatchers, type ChunkStreamSource } from "./chunk-stream.js";
 import { CoalescedReads } from "./coalesced-reads.js";
 import { expireAtOf, KEEP_SEQUENCE, keepLog, keptLater, TTL_BACKSTOP_MS } from "./chunk-retention.js";
+import { appendedByRun, claimLog } from "./chunk-fence.js";
 import { guarded, isDuplicateKey } from "./mongo-errors.js";
 import { MAX_DOCUMENT_BYTES } from "./record-document.js";
 
@@ -26,6 +27,8 @@ export interface StreamChunkDocument {
   keepUntil?: Date;
   /** The TTL field, written once: `keepUntil` plus the backstop ({@link TTL_BACKSTOP_MS}). */
   expireAt: Date;
+  /** The run of the work that appended it (see chunk-fence.ts); absent: 0, or written before runs were recorded. */
+  run?: number;
 }
 
 /** Chunk logs a sweep examines per query. */
@@ -81,7 +84,12 @@ export class ChunkCollection implements ChunkLog {
     this.watchers = new ChunkWatchers(source);
   }
 
-  /** Inserts the chunks (ordered) with their `keepUntil` (and TTL `expireAt`); this instance's watchers wake at once. */
+  /**
+   * Inserts the chunks (ordered) with their `keepUntil` (and TTL `expireAt`)
+   * and `key.run`; this instance's watchers wake at once. With `key.run`, a
+   * repeated append of chunks this run holds succeeds, and one at a sequence
+   * a later run holds fails ABORTED (see chunk-fence.ts).
+   */
   async appendChunks(
     key: ChunkLogKey,
     chunks: readonly StoredChunk[],
@@ -89,27 +97,15 @@ export class ChunkCollection implements ChunkLog {
     _ctx?: StoreCallContext,
   ): Promise<void> {
     const json = checkAppend(key, chunks, keepUntil);
-    const expireAt = expireAtOf(keepUntil);
-    const keep = new Date(keepUntil);
-    // With its _id (17 bytes), which the driver would otherwise add after this size check.
-    const docs: StreamChunkDocument[] = chunks.map((stored, i) => ({
-      _id: new ObjectId(),
-      ...logFilter(key),
-      sequence: stored.sequence,
-      chunk: json[i]!,
-      keepUntil: keep,
-      expireAt,
-    }));
-    for (const doc of docs) {
-      const bytes = BSON.calculateObjectSize(doc as unknown as BSON.Document);
-      if (bytes > MAX_DOCUMENT_BYTES) throw tooLarge(key, doc.sequence, bytes);
-    }
+    const docs = chunks.map((stored, i) => this.document(key, stored.sequence, json[i]!, keepUntil));
     const collection = await this.source.collection();
     await guarded(`appending chunks to the log of snapshot ${key.snapshotId}`, async () => {
       try {
         await collection.insertMany(docs, { ordered: true });
       } catch (err) {
         if (!isDuplicateKey(err)) throw err;
+        const sequences = docs.map((doc) => doc.sequence);
+        if (await appendedByRun(collection, key, sequences)) return;
         throw new AgentError(
           "ALREADY_EXISTS",
           `the chunk log of snapshot ${key.snapshotId} already holds a chunk of sequences ${docs[0]!.sequence}-${docs[docs.length - 1]!.sequence}; ` +
@@ -119,6 +115,46 @@ export class ChunkCollection implements ChunkLog {
       }
     });
     this.watchers.appended(key, docs[docs.length - 1]!.sequence);
+  }
+
+  /** Appends run `key.run`'s first chunk at the log's next free sequence after `afterSequence` (see `ChunkLog.claimChunks`). */
+  async claimChunks(
+    key: ChunkLogKey & { run: number },
+    afterSequence: number,
+    first: (sequence: number) => StoredChunk["chunk"],
+    keepUntil: number,
+    _ctx?: StoreCallContext,
+  ): Promise<number> {
+    checkRead(key, afterSequence, 1);
+    if (!Number.isSafeInteger(key.run) || key.run < 0) {
+      throw new AgentError("INVALID_ARGUMENT", `claimChunks: run must be an integer >= 0 (got ${String(key.run)})`);
+    }
+    const collection = await this.source.collection();
+    const sequence = await guarded(`claiming the chunk log of snapshot ${key.snapshotId}`, () =>
+      claimLog(collection, key, afterSequence, (at) => {
+        const [json] = checkAppend(key, [{ sequence: at, chunk: first(at) }], keepUntil);
+        return this.document(key, at, json!, keepUntil);
+      }),
+    );
+    this.watchers.appended(key, sequence);
+    return sequence;
+  }
+
+  /** A chunk's document; RESOURCE_EXHAUSTED when it is over 16 MiB. */
+  private document(key: ChunkLogKey, sequence: number, json: string, keepUntil: number): StreamChunkDocument {
+    // With its _id (17 bytes), which the driver would otherwise add after this size check.
+    const doc: StreamChunkDocument = {
+      _id: new ObjectId(),
+      ...logFilter(key),
+      sequence,
+      chunk: json,
+      keepUntil: new Date(keepUntil),
+      expireAt: expireAtOf(keepUntil),
+      ...(key.run !== undefined ? { run: key.run } : {}),
+    };
+    const bytes = BSON.calculateObjectSize(doc as unknown as BSON.Document);
+    if (bytes > MAX_DOCUMENT_BYTES) throw tooLarge(key, sequence, bytes);
+    return doc;
   }
 
   /** One indexed query on (snapshotId, sequence), after this instance's watchers of the log know their baseline. */

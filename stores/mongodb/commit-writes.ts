@@ -3,6 +3,7 @@ import type { SessionHead } from "../snapshot-store.js";
 import type { CheckpointChunks } from "./checkpoint-chunks.js";
 import { headWriteOutcome, recordInsertLanded, unknownOutcome, type OutcomeProbe } from "./commit-outcome.js";
 import { writeHead } from "./head-document.js";
+import type { HeadWriteCache } from "./head-write-cache.js";
 import { isDuplicateKey, isTransientMongoError, isUnsentError } from "./mongo-errors.js";
 import type { EncodedRecord } from "./record-document.js";
 import type { StoreCollections } from "./store-collections.js";
@@ -25,7 +26,7 @@ const ignore = (): undefined => undefined;
  * caller may repeat the write), UNAVAILABLE with `details.outcome =
  * "unknown"` when that cannot be learnt in time, never "conflict".
  * `recordId`: the record the head write commits (its settled mark also
- * proves that the write landed); `settled`: see HeadWriteMarks.
+ * proves that the write landed); `settled`, `cache`: see HeadWriteMarks.
  */
 export async function moveHead(
   c: StoreCollections,
@@ -34,10 +35,14 @@ export async function moveHead(
   token: string,
   probe: OutcomeProbe,
   retried = false,
-  marks: { recordId?: string; settled?: readonly string[] } = {},
+  marks: { recordId?: string; settled?: readonly string[]; cache?: HeadWriteCache } = {},
 ): Promise<boolean> {
   const outcome = (fence: boolean) => headWriteOutcome(c, head.sessionId, token, probe, marks.recordId, fence);
-  const writeMarks = { commitsRecord: marks.recordId !== undefined, settled: marks.settled ?? [] };
+  const writeMarks = {
+    commitsRecord: marks.recordId !== undefined,
+    settled: marks.settled ?? [],
+    ...(marks.cache ? { cache: marks.cache } : {}),
+  };
   try {
     if (await writeHead(c.heads, head, expectedVersion, token, c.ttlGraceMs, writeMarks)) return true;
     if (expectedVersion !== 0 && !retried) return false;

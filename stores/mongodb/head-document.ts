@@ -1,5 +1,6 @@
 import type { Collection } from "mongodb";
 import type { SessionHead } from "../snapshot-store.js";
+import { tokenSlot, type HeadWriteCache } from "./head-write-cache.js";
 import { isDuplicateKey } from "./mongo-errors.js";
 
 /**
@@ -133,6 +134,8 @@ export interface HeadWriteMarks {
   commitsRecord?: boolean;
   /** Tokens of records this instance has settled since: their `pendingCommits` entries are removed. */
   settled?: readonly string[];
+  /** This store's last head writes: a write from the version it last wrote sends only the changed fields. */
+  cache?: HeadWriteCache;
 }
 
 /** The `pendingCommits` path of a token (tokens are UUIDs: no "." or "$"). */
@@ -146,8 +149,12 @@ export function pendingCommitPath(token: string): string {
  * replaces its fields where the stored version equals `expectedVersion` and
  * `token` is not fenced; either way writes `token` into its slot of the
  * `recentTokens` ring (one element, `version % RECENT_TOKENS`) and, for a
- * turn commit, into `pendingCommits`. False on a version conflict (or a
- * fenced token); an error may leave the outcome unknown (see commit-outcome.ts).
+ * turn commit, into `pendingCommits`. With `marks.cache` holding this
+ * store's own write of `expectedVersion`, it sends only the fields that
+ * changed since (a head write of a turn is then a few hundred bytes), on
+ * the condition that the head is still exactly that write; otherwise every
+ * field. False on a version conflict (or a fenced token); an error may leave
+ * the outcome unknown (see commit-outcome.ts).
  */
 export async function writeHead(
   heads: Collection<HeadDocument>,
@@ -158,6 +165,11 @@ export async function writeHead(
   marks: HeadWriteMarks = {},
 ): Promise<boolean> {
   const fields = storedFields(head, ttlGraceMs);
+  const remember = (landed: boolean): boolean => {
+    if (landed) marks.cache?.set(head.sessionId, { version: head.version, token, fields });
+    else marks.cache?.forget(head.sessionId);
+    return landed;
+  };
   if (expectedVersion === 0) {
     try {
       await heads.insertOne({
@@ -166,25 +178,35 @@ export async function writeHead(
         recentTokens: [token],
         ...(marks.commitsRecord ? { pendingCommits: { [token]: 1 } } : {}),
       } as HeadDocument);
-      return true;
+      return remember(true);
     } catch (err) {
+      marks.cache?.forget(head.sessionId);
       if (isDuplicateKey(err)) return false;
       throw err;
     }
   }
   const unset: Record<string, ""> = {};
-  for (const key of OPTIONAL_FIELDS) if (!(key in fields)) unset[key] = "";
   for (const settled of marks.settled ?? []) if (settled !== token) unset[pendingCommitPath(settled)] = "";
-  const set: Record<string, unknown> = {
-    ...fields,
-    [`recentTokens.${(expectedVersion + 1) % RECENT_TOKENS}`]: token,
-  };
+  const set: Record<string, unknown> = { [`recentTokens.${(expectedVersion + 1) % RECENT_TOKENS}`]: token };
   if (marks.commitsRecord) set[pendingCommitPath(token)] = 1;
-  const result = await heads.updateOne(
-    { _id: head.sessionId, version: expectedVersion, fencedTokens: { $ne: token } },
-    Object.keys(unset).length > 0 ? { $set: set, $unset: unset } : { $set: set },
-  );
-  return result.matchedCount === 1;
+  const filter = { _id: head.sessionId, version: expectedVersion, fencedTokens: { $ne: token } };
+  const update = (changes: { set: Record<string, unknown>; unset: Record<string, ""> }) =>
+    Object.keys(changes.unset).length > 0 ? { $set: changes.set, $unset: changes.unset } : { $set: changes.set };
+  const last = marks.cache?.get(head.sessionId);
+  marks.cache?.forget(head.sessionId); // until this write's outcome is known
+  if (last && last.version === expectedVersion) {
+    // Only what changed since this store's own last write, on exactly that head (its token in its slot).
+    const lean = { set: { ...set }, unset: { ...unset } };
+    for (const [key, value] of Object.entries(fields))
+      if (JSON.stringify(last.fields[key]) !== JSON.stringify(value)) lean.set[key] = value;
+    for (const key of Object.keys(last.fields)) if (!(key in fields)) lean.unset[key] = "";
+    const slot = `recentTokens.${tokenSlot(expectedVersion, RECENT_TOKENS)}`;
+    const result = await heads.updateOne({ ...filter, [slot]: last.token }, update(lean));
+    if (result.matchedCount === 1) return remember(true);
+  }
+  for (const key of OPTIONAL_FIELDS) if (!(key in fields)) unset[key] = "";
+  const result = await heads.updateOne(filter, update({ set: { ...fields, ...set }, unset }));
+  return remember(result.matchedCount === 1);
 }
 
 /** True when the head document shows that the head write carrying `token` landed. */

@@ -30,6 +30,7 @@ import { ChunkCollection } from "./chunk-collection.js";
 import { clientOptionsFor, driverUri, uriDatabase } from "./connection-settings.js";
 import { unknownOutcome, type OutcomeProbe } from "./commit-outcome.js";
 import { CommitSettlement } from "./commit-settlement.js";
+import { HeadWriteCache } from "./head-write-cache.js";
 import { insertRecord, moveHead } from "./commit-writes.js";
 import { consistencyOf } from "./consistency.js";
 import { fromHeadDocument, LIVE_HEAD, WITHOUT_TOKENS } from "./head-document.js";
@@ -111,6 +112,8 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   private webhooks: MongoWebhookOutbox | undefined;
   /** Clears the pending marks of landed commits (close() lets those in flight land). */
   private readonly settlement: CommitSettlement;
+  /** This store's last head write per session: the next one sends only what changed. */
+  private readonly headWrites = new HeadWriteCache();
   /** Change streams that failed for good: ping fails with their error until a probe opens one again. */
   private readonly streamHealth = new StreamHealth();
   /**
@@ -303,6 +306,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
         landed = await moveHead(c, head, commit.expectedVersion, token, budget, retried, {
           ...(encoded ? { recordId: encoded.doc._id } : {}),
           settled,
+          cache: this.headWrites,
         });
         outcomeUnknown = false;
       } catch (err) {
@@ -482,6 +486,17 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     ctx?: StoreCallContext,
   ): Promise<void> {
     return this.chunkLogs.appendChunks(key, chunks, keepUntil, ctx);
+  }
+
+  /** A takeover's first chunk at the log's next free sequence; earlier runs' appends are refused from then on (see `ChunkLog.claimChunks`). */
+  claimChunks(
+    key: ChunkLogKey & { run: number },
+    afterSequence: number,
+    first: (sequence: number) => StoredChunk["chunk"],
+    keepUntil: number,
+    ctx?: StoreCallContext,
+  ): Promise<number> {
+    return this.chunkLogs.claimChunks(key, afterSequence, first, keepUntil, ctx);
   }
 
   /** The log's chunks after `afterSequence`, at most `limit`: one indexed find (see `ChunkLog.readChunks`). */

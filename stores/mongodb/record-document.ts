@@ -3,6 +3,7 @@ import { AgentError } from "../../src/errors/agent-error.js";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
 import type { SnapshotRecord } from "../snapshot-store.js";
 import { splitCheckpoint, type ChunkedCheckpoint, type ChunkRef } from "./checkpoint-chunks.js";
+import { changedSplitFields, joinFields, splitBytes, splitFields, type SplitFields } from "./record-fields.js";
 
 /** MongoDB's maximum BSON document size (16 MiB). */
 export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
@@ -12,12 +13,15 @@ export const CHECKPOINT_INLINE_BYTES = 8 * 1024 * 1024;
 
 /**
  * How a snapshot record is stored in `<prefix>snapshots`: the fields queries
- * and the change stream need at top level, the record's metadata as a JSON
- * string in `body` and its state (checkpoint or delta) as a JSON string in
- * `state` (so any state round-trips exactly, whatever its keys, and a listing
- * can leave the state out with a projection), and a per-record `version` for
- * optimistic concurrency and status ordering. Documents written before
- * `state` existed hold the whole record in `body` and are read the same.
+ * and the change stream need at top level, the record's metadata one JSON
+ * string per field in `meta` and `work` (see record-fields.ts: a heartbeat
+ * `$set`s one small path, never the whole metadata), its state (checkpoint or
+ * delta) as a JSON string in `state` (so any state round-trips exactly,
+ * whatever its keys, and a listing can leave the state out with a
+ * projection), and a per-record `version` for optimistic concurrency and
+ * status ordering. Documents written before the split hold the metadata as
+ * one JSON string in `body` (before `state` existed: the whole record) and
+ * are read the same; their first update rewrites them in the split form.
  */
 export interface RecordDocument {
   /** The snapshot ID. */
@@ -34,8 +38,12 @@ export interface RecordDocument {
   turnIndex: number;
   status: SnapshotStatus;
   parentId: string | null;
-  /** JSON of the record without `checkpoint` and `delta` (older documents: the whole record). */
-  body: string;
+  /** Older documents only: JSON of the record without `checkpoint` and `delta` (older still: the whole record). */
+  body?: string;
+  /** Each field of the record except `checkpoint`, `delta` and `work`, as its JSON (absent in older documents: see `body`). */
+  meta?: Record<string, string>;
+  /** Each field of the record's detached work, as its JSON; absent when it has none. */
+  work?: Record<string, string>;
   /**
    * JSON of `{checkpoint}` or `{delta}`; null when the record has neither (a
    * pending row) or its checkpoint is in chunk documents. Absent in documents
@@ -61,17 +69,46 @@ export interface RecordDocument {
   /** A value unique to the `commit` call that inserted the record, also pushed to its head's `recentTokens`. Absent in older documents. */
   commitToken?: string;
   /**
-   * The tokens of the last few `updateRecord` writes (each pushes its own):
-   * how an update whose acknowledgement was lost recognises that it was
-   * applied, whatever was written after it. Absent until the first update.
+   * The tokens of the last {@link UPDATE_TOKEN_SLOTS} `updateRecord` writes, a
+   * ring (`{"<slot>": token}`, slot = `updateCount % 16`): each write sets its
+   * own slot only, so its oplog entry carries one token, not the list. How an
+   * update whose acknowledgement was lost recognises that it was applied,
+   * whatever was written after it. Absent until the first update.
    */
+  updateTokenRing?: Record<string, string>;
+  /** How many `updateRecord` writes the ring has seen (picks the next slot). */
+  updateCount?: number;
+  /** Older documents only: the same tokens as a list (read, never written). */
   updateTokens?: string[];
+}
+
+/** Slots of a record's update-token ring: far more than one update's attempts. */
+export const UPDATE_TOKEN_SLOTS = 16;
+
+/** True when `doc`'s update tokens (ring or older list) include one of `tokens`. */
+export function holdsUpdateToken(doc: RecordDocument, tokens: ReadonlySet<string>): boolean {
+  if (tokens.size === 0) return false;
+  if (doc.updateTokens?.some((token) => tokens.has(token))) return true;
+  return Object.values(doc.updateTokenRing ?? {}).some((token) => tokens.has(token));
+}
+
+/** The record's split metadata; an older document's `body` is split here (migration on read). */
+export function storedFields(doc: Pick<RecordDocument, "body" | "meta" | "work">): SplitFields {
+  if (doc.meta) return doc.work ? { meta: doc.meta, work: doc.work } : { meta: doc.meta };
+  const { checkpoint: _checkpoint, delta: _delta, ...meta } = JSON.parse(doc.body ?? "{}") as Record<string, unknown>;
+  return splitFields(meta);
+}
+
+/** Serialized bytes of a document's metadata and inline state (what page budgets count). */
+export function inlineBytes(doc: Pick<RecordDocument, "body" | "meta" | "work" | "state">): number {
+  const meta = doc.meta ? splitBytes(doc) : Buffer.byteLength(doc.body ?? "", "utf8");
+  return meta + Buffer.byteLength(doc.state ?? "", "utf8");
 }
 
 /** The top-level fields `updateRecord` may change (identity fields never change). */
 export type MutableFields = Pick<
   RecordDocument,
-  "version" | "turnIndex" | "status" | "body" | "state" | "checkpointChunks"
+  "version" | "turnIndex" | "status" | "meta" | "work" | "state" | "checkpointChunks"
 >;
 
 /** A record ready to write: its document and, for a big checkpoint, the chunks to write first. */
@@ -115,12 +152,12 @@ export function encodeRecord<S>(
     turnIndex: record.turnIndex,
     status: record.status,
     parentId: record.parentId ?? null,
-    body: JSON.stringify(meta),
+    ...splitFields(meta as Record<string, unknown>),
     state: Object.keys(held).length > 0 ? JSON.stringify(held) : null,
     checkpointChunks: null,
     storedAt: new Date(),
   };
-  const bytes = Buffer.byteLength(doc.body, "utf8") + Buffer.byteLength(doc.state ?? "", "utf8");
+  const bytes = inlineBytes(doc);
   if (checkpoint === undefined || bytes <= CHECKPOINT_INLINE_BYTES) {
     assertFits(doc, record.snapshotId, update);
     return { doc };
@@ -169,7 +206,7 @@ export interface DecodedRecord<S> {
  * document read with `state` projected away decodes the same way.
  */
 export function decodeRecord<S>(doc: RecordDocument, withState = true): DecodedRecord<S> {
-  const record = JSON.parse(doc.body) as SnapshotRecord<S>;
+  const record = (doc.meta ? joinFields(storedFields(doc)) : JSON.parse(doc.body ?? "{}")) as SnapshotRecord<S>;
   if (!withState) {
     delete record.checkpoint;
     delete record.delta;
@@ -182,19 +219,34 @@ export function decodeRecord<S>(doc: RecordDocument, withState = true): DecodedR
 }
 
 /**
- * The `$set` that turns `before` into `after`: only changed fields, plus
- * `version`. `status` (with `snapshotId`) appears only when the status
- * changed, which is what the change stream filters on.
+ * The update that turns `before` into `after`: `$set` of the changed fields
+ * only (one path per changed metadata field), plus `version`; `$unset` of the
+ * fields `after` no longer has. `status` (with `snapshotId`) appears only when
+ * the status changed, which is what the change stream filters on. An older
+ * document (metadata in `body`) is rewritten in the split form.
  */
-export function changedFields(before: RecordDocument, after: RecordDocument): Partial<RecordDocument> {
-  const set: Partial<RecordDocument> = { version: after.version };
+export function changedFields(
+  before: RecordDocument,
+  after: RecordDocument,
+): { $set: Record<string, unknown>; $unset?: Record<string, ""> } {
+  const set: Record<string, unknown> = { version: after.version };
+  const unset: string[] = [];
   if (after.status !== before.status) {
     set.status = after.status;
     set.snapshotId = after.snapshotId;
   }
   if (after.turnIndex !== before.turnIndex) set.turnIndex = after.turnIndex;
-  if (after.body !== before.body) set.body = after.body;
+  const next = storedFields(after);
+  if (before.meta) {
+    const changed = changedSplitFields(storedFields(before), next);
+    Object.assign(set, changed.set);
+    unset.push(...changed.unset);
+  } else {
+    set.meta = next.meta;
+    if (next.work) set.work = next.work;
+    unset.push("body");
+  }
   if (after.state !== before.state) set.state = after.state ?? null;
   if (after.checkpointChunks?.set !== before.checkpointChunks?.set) set.checkpointChunks = after.checkpointChunks;
-  return set;
+  return unset.length > 0 ? { $set: set, $unset: Object.fromEntries(unset.map((path) => [path, ""])) } : { $set: set };
 }

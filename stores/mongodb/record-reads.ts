@@ -6,7 +6,7 @@ import type { RecordPage, SnapshotPageRequest, SnapshotRecord } from "../snapsho
 import type { CheckpointChunks } from "./checkpoint-chunks.js";
 import { pendingRecordCommitted, readHeadTokens, type HeadTokens } from "./commit-outcome.js";
 import type { HeadDocument } from "./head-document.js";
-import { decodeRecord, type RecordDocument } from "./record-document.js";
+import { decodeRecord, inlineBytes, type RecordDocument } from "./record-document.js";
 
 /** A record as read, with the document it came from (the base of a conditional rewrite). */
 export interface LoadedRecord<S> {
@@ -205,7 +205,7 @@ export class RecordReads<S> {
         const loaded = await this.complete(doc);
         if (!loaded) continue;
         records.push(loaded.record);
-        bytes += Buffer.byteLength(doc.body) + Buffer.byteLength(doc.state ?? "") + (doc.checkpointChunks?.bytes ?? 0);
+        bytes += inlineBytes(doc) + (doc.checkpointChunks?.bytes ?? 0);
       }
     } finally {
       await cursor.close();

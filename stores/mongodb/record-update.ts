@@ -7,7 +7,14 @@ import type { RecordMutator, SnapshotRecord } from "../snapshot-store.js";
 import type { StatusObservation } from "../status-channel.js";
 import type { CheckpointChunks } from "./checkpoint-chunks.js";
 import { conflictBackoff, guarded, isTransientMongoError } from "./mongo-errors.js";
-import { changedFields, encodeRecord, nextVersion, type RecordDocument } from "./record-document.js";
+import {
+  changedFields,
+  encodeRecord,
+  holdsUpdateToken,
+  nextVersion,
+  UPDATE_TOKEN_SLOTS,
+  type RecordDocument,
+} from "./record-document.js";
 import type { RecordReads } from "./record-reads.js";
 
 /**
@@ -34,9 +41,6 @@ export interface RecordUpdateContext<S> {
   delivered: (snapshotId: string, observation: StatusObservation) => void;
 }
 
-/** How many update tokens a record keeps (`updateTokens`): far more than one update's attempts. */
-const UPDATE_TOKENS = 16;
-
 const ignore = (): undefined => undefined;
 
 /** Pause before the next attempt after a transient failure: 100 ms doubling to 2 s, ±50 % jitter. */
@@ -50,8 +54,8 @@ function failoverBackoff(attempt: number): Promise<void> {
  * `$set` of the changed fields on the record's version, retried (with
  * backoff) on a version conflict, up to `maxConflictRetries` (then ABORTED).
  * A transient failure (UNAVAILABLE) is retried with backoff until
- * `failoverWindowMs` has passed since the first attempt. Each write pushes
- * a token of its own onto the record's `updateTokens`, so a write whose
+ * `failoverWindowMs` has passed since the first attempt. Each write sets
+ * a token of its own in its slot of the record's `updateTokenRing`, so a write whose
  * acknowledgement was lost (write-concern timeout, failover, network error)
  * is recognised by a later read, however many writes came after it, and the
  * mutation is not applied twice; a read that does not see it yet (a
@@ -96,7 +100,7 @@ async function attempt<S>(
   const loaded = await guarded(`reading snapshot ${snapshotId}`, () => ctx.reads.load(snapshotId));
   if (!loaded) return null;
   const before = loaded.doc;
-  if (before.updateTokens?.some((token) => uncertain.has(token))) {
+  if (holdsUpdateToken(before, uncertain)) {
     // An earlier attempt's write was applied; only its acknowledgement was lost.
     ctx.delivered(snapshotId, { status: before.status, version: before.version });
     return loaded.record;
@@ -113,10 +117,12 @@ async function attempt<S>(
     if (encoded.chunks) await ctx.chunks.write(encoded.chunks);
     const token = randomUUID();
     uncertain.add(token);
-    const res = await ctx.records.updateOne(
-      { _id: snapshotId, version: before.version },
-      { $set: changedFields(before, encoded.doc), $push: { updateTokens: { $each: [token], $slice: -UPDATE_TOKENS } } },
-    );
+    const update = changedFields(before, encoded.doc);
+    const count = before.updateCount ?? 0;
+    update.$set[`updateTokenRing.${count % UPDATE_TOKEN_SLOTS}`] = token;
+    update.$set.updateCount = count + 1;
+    if (before.updateTokens) update.$unset = { ...update.$unset, updateTokens: "" };
+    const res = await ctx.records.updateOne({ _id: snapshotId, version: before.version }, update);
     uncertain.delete(token); // answered: applied or definitely not
     const applied = res.matchedCount === 1;
     // Drop the chunks nobody references any more: the replaced checkpoint's, or ours when we lost the race.

@@ -7,6 +7,7 @@ import {
   type SqlExecutor,
   type SqlRow,
   type SqlTransaction,
+  type SqlValue,
 } from "./sql-engine.js";
 
 /** Options of {@link PostgresEngine}. */
@@ -96,11 +97,20 @@ export class PostgresEngine implements SqlEngine {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.pooled(async (client) => {
+          const writes: Array<{ sql: string; params: readonly SqlValue[] }> = [];
+          const flush = async (): Promise<void> => {
+            for (const w of writes.splice(0)) await client.query(numberPlaceholders(w.sql), w.params as unknown[]);
+          };
           const tx: SqlTransaction = {
-            query: async (sql, params) =>
-              (await client.query(numberPlaceholders(sql), params as unknown[])).rows as SqlRow[],
-            run: async (sql, params) =>
-              (await client.query(numberPlaceholders(sql), params as unknown[])).rowCount ?? 0,
+            query: async (sql, params) => {
+              await flush();
+              return (await client.query(numberPlaceholders(sql), params as unknown[])).rows as SqlRow[];
+            },
+            run: async (sql, params) => {
+              await flush();
+              return (await client.query(numberPlaceholders(sql), params as unknown[])).rowCount ?? 0;
+            },
+            write: (sql, params) => void writes.push({ sql, params: params ?? [] }),
             announce: async (change) => {
               await client.query("SELECT pg_notify($1, $2)", [this.channel, JSON.stringify(change)]);
             },
@@ -108,6 +118,7 @@ export class PostgresEngine implements SqlEngine {
           await client.query("BEGIN");
           try {
             const value = await fn(tx);
+            await flush();
             await client.query("COMMIT");
             return value;
           } catch (err) {

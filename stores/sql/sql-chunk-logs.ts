@@ -28,7 +28,7 @@ export class SqlChunkLogs {
     const greatest = this.engine.dialect === "postgres" ? "GREATEST" : "MAX";
     try {
       await this.engine.transaction(async (tx) => {
-        await tx.run(
+        tx.write(
           `INSERT INTO chunk_logs (session_id, snapshot_id, keep_until, last_sequence) VALUES (?, ?, ?, ?)
            ON CONFLICT (session_id, snapshot_id) DO UPDATE SET
              keep_until = ${greatest}(chunk_logs.keep_until, excluded.keep_until),
@@ -39,7 +39,7 @@ export class SqlChunkLogs {
           const slice = chunks.slice(start, start + ROWS_PER_INSERT);
           const params: SqlValue[] = [];
           slice.forEach((c, i) => params.push(key.sessionId, key.snapshotId, c.sequence, json[start + i]!));
-          await tx.run(
+          tx.write(
             `INSERT INTO chunks (session_id, snapshot_id, sequence, chunk) VALUES ${slice.map(() => "(?, ?, ?, ?)").join(", ")}`,
             params,
           );

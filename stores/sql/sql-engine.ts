@@ -35,6 +35,14 @@ export type SqlChange =
 /** The statements of one transaction, plus change announcements delivered when it commits. */
 export interface SqlTransaction extends SqlExecutor {
   /**
+   * Queues a statement whose result the transaction does not need: it runs
+   * before the transaction's next `query`/`run` (which so sees it) or at its
+   * end, before COMMIT. If it fails, the whole transaction fails with its
+   * error and nothing of it lands. SQLite sends the queued statements to its
+   * writer thread with the next message instead of one message each.
+   */
+  write(sql: string, params?: readonly SqlValue[]): void;
+  /**
    * Tells the other processes sharing the database about `change` once the
    * transaction commits (PostgreSQL: NOTIFY in the transaction; SQLite: a
    * no-op, its followers poll the database's change counter).

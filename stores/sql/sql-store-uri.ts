@@ -9,8 +9,42 @@ export function isSqlStoreUri(uri: string): boolean {
   return trimmed.startsWith("sqlite:") || trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://");
 }
 
+/** The `synchronous` values an `sqlite:` URI accepts (lower case), as SQLite's pragma names them. */
+const SYNCHRONOUS = { full: "FULL", normal: "NORMAL" } as const;
+
 /**
- * The database file an `sqlite:` URI names: `sqlite:./agentd.db` and
+ * The database file an `sqlite:` URI names and its options:
+ * `sqlite:./agentd.db` and `sqlite:agentd.db` (relative to the current
+ * directory), `sqlite:/abs/x.db`, `sqlite:///abs/x.db`, optionally followed
+ * by `?synchronous=full` (default: a commit is fsynced before it is
+ * acknowledged) or `?synchronous=normal` (see docs/stores.md).
+ * INVALID_ARGUMENT without a path, for an unknown parameter or value.
+ */
+export function sqliteConfigOf(uri: string): { path: string; synchronous: "FULL" | "NORMAL" } {
+  const trimmed = uri.trim();
+  const mark = trimmed.indexOf("?");
+  const bare = mark < 0 ? trimmed : trimmed.slice(0, mark);
+  const query = new URLSearchParams(mark < 0 ? "" : trimmed.slice(mark + 1));
+  let synchronous: "FULL" | "NORMAL" = "FULL";
+  for (const [name, value] of query) {
+    if (name !== "synchronous")
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `store URI "${redactStoreUri(uri)}": unknown parameter "${name.slice(0, 64)}" (an sqlite: URI takes only synchronous=full|normal)`,
+      );
+    const chosen = SYNCHRONOUS[value.toLowerCase() as keyof typeof SYNCHRONOUS];
+    if (!chosen)
+      throw new AgentError(
+        "INVALID_ARGUMENT",
+        `store URI "${redactStoreUri(uri)}": synchronous must be full or normal, not "${value.slice(0, 64)}"`,
+      );
+    synchronous = chosen;
+  }
+  return { path: sqlitePathOf(bare), synchronous };
+}
+
+/**
+ * The database file an `sqlite:` URI without parameters names: `sqlite:./agentd.db` and
  * `sqlite:agentd.db` (relative to the current directory), `sqlite:/abs/x.db`,
  * `sqlite:///abs/x.db`. INVALID_ARGUMENT without a path.
  */
@@ -53,8 +87,8 @@ export function postgresConfigOf(uri: string): { connectionString: string; schem
 }
 
 /**
- * Opens the SQL store a URI names: `sqlite:<file>` on `node:sqlite` (see
- * `SqliteEngine`) or `postgres://…` / `postgresql://…` on the `pg` driver
+ * Opens the SQL store a URI names: `sqlite:<file>[?synchronous=normal]` on
+ * `node:sqlite` (see `SqliteEngine`) or `postgres://…` / `postgresql://…` on the `pg` driver
  * (see `PostgresEngine`; `?schema=<name>` keeps the tables in that schema,
  * created if missing). The schema is migrated at the store's first use
  * (`ready`).
@@ -63,7 +97,8 @@ export async function openSqlStore(uri: string): Promise<SqlSessionStore> {
   const trimmed = uri.trim();
   if (trimmed.startsWith("sqlite:")) {
     const { SqliteEngine } = await import("./sqlite-engine.js");
-    return new SqlSessionStore(new SqliteEngine(sqlitePathOf(trimmed)));
+    const { path, synchronous } = sqliteConfigOf(trimmed);
+    return new SqlSessionStore(new SqliteEngine(path, { synchronous }));
   }
   if (trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://")) {
     const { PostgresEngine } = await loadPostgresEngine();

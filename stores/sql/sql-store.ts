@@ -22,7 +22,7 @@ import type {
 import type { WebhookOutbox, WebhookOutboxStore } from "../webhook-outbox.js";
 import { SqlChangeFeed } from "./sql-change-feed.js";
 import { SqlChunkLogs } from "./sql-chunk-logs.js";
-import type { SqlEngine, SqlTransaction, SqlValue } from "./sql-engine.js";
+import type { SqlEngine, SqlRow, SqlTransaction, SqlValue } from "./sql-engine.js";
 import { migrateSchema } from "./sql-migrations.js";
 import {
   HEAD_COLUMNS,
@@ -128,24 +128,31 @@ export class SqlSessionStore<S = unknown> implements SessionStore<S>, SnapshotSu
     try {
       moved = await this.engine.transaction(async (tx) => {
         const values = headValues(next);
-        const changed =
+        // The compare-and-set and the read of the stored request IDs leave together (one message on SQLite).
+        const [changed, stored] = await Promise.all([
           commit.expectedVersion === 0
-            ? await tx.run(
+            ? tx.run(
                 `INSERT INTO heads (${HEAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING`,
                 values,
               )
-            : await tx.run(
+            : tx.run(
                 `UPDATE heads SET owner = ?, agent = ?, version = ?, updated_at = ?, expires_at = ?, lease_expires_at = ?, head = ?
                  WHERE session_id = ? AND version = ?`,
                 [...values.slice(1), next.sessionId, commit.expectedVersion],
-              );
+              ),
+          commit.expectedVersion === 0
+            ? Promise.resolve([])
+            : tx.query(`SELECT request_id, snapshot_id, committed_at FROM requests WHERE session_id = ?`, [
+                next.sessionId,
+              ]),
+        ]);
         if (changed === 0) return false;
         if (recordRow) {
-          await tx.run(`INSERT INTO records (${RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, recordRow);
+          tx.write(`INSERT INTO records (${RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, recordRow);
           if (record!.status === "pending")
             await tx.announce({ kind: "status", snapshotId: record!.snapshotId, status: record!.status, version: 1 });
         }
-        await writeRequests(tx, next.sessionId, next.requests ?? [], next.version, commit.expectedVersion === 0);
+        writeRequests(tx, next.sessionId, next.requests ?? [], next.version, stored);
         return true;
       });
     } catch (err) {
@@ -221,7 +228,7 @@ export class SqlSessionStore<S = unknown> implements SessionStore<S>, SnapshotSu
       const record = keepIdentity(result, existing);
       const version = Number(rows[0].version) + 1;
       const values = recordValues(record, version);
-      await tx.run(
+      tx.write(
         `UPDATE records SET turn_index = ?, status = ?, version = ?, meta = ?, checkpoint = ?, delta = ? WHERE snapshot_id = ?`,
         [...values.slice(3), snapshotId],
       );
@@ -347,32 +354,28 @@ export class SqlSessionStore<S = unknown> implements SessionStore<S>, SnapshotSu
  * Brings the session's rows in `requests` to `entries`: deletes the ones no
  * longer listed (or changed) and inserts the new ones after the kept ones
  * (position = head version × 1024 + index), so a turn writes one entry, not
- * the list.
+ * the list. `stored` is the session's rows read in the same transaction;
+ * the statements are queued (`write`), sent with the commit.
  */
-async function writeRequests(
+function writeRequests(
   tx: SqlTransaction,
   sessionId: string,
   entries: readonly CommittedRequest[],
   version: number,
-  fresh: boolean,
-): Promise<void> {
+  stored: readonly SqlRow[],
+): void {
   const wanted = new Map(entries.map((e, i) => [e.requestId, { entry: e, index: i }]));
-  if (!fresh) {
-    const stored = await tx.query(`SELECT request_id, snapshot_id, committed_at FROM requests WHERE session_id = ?`, [
-      sessionId,
-    ]);
-    for (const row of stored) {
-      const id = String(row.request_id);
-      const want = wanted.get(id);
-      if (want && want.entry.snapshotId === row.snapshot_id && want.entry.committedAt === Number(row.committed_at)) {
-        wanted.delete(id);
-        continue;
-      }
-      await tx.run(`DELETE FROM requests WHERE session_id = ? AND request_id = ?`, [sessionId, id]);
+  for (const row of stored) {
+    const id = String(row.request_id);
+    const want = wanted.get(id);
+    if (want && want.entry.snapshotId === row.snapshot_id && want.entry.committedAt === Number(row.committed_at)) {
+      wanted.delete(id);
+      continue;
     }
+    tx.write(`DELETE FROM requests WHERE session_id = ? AND request_id = ?`, [sessionId, id]);
   }
   for (const { entry, index } of wanted.values())
-    await tx.run(
+    tx.write(
       `INSERT INTO requests (session_id, request_id, snapshot_id, committed_at, position) VALUES (?, ?, ?, ?, ?)`,
       [sessionId, entry.requestId, entry.snapshotId, entry.committedAt, version * 1024 + index],
     );

@@ -5,7 +5,9 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SqlChange, SqlEngine, SqlExecutor, SqlRow, SqlTransaction, SqlValue } from "./sql-engine.js";
+import { type BatchStatement, SqliteBatcher, StatementFailure } from "./sqlite-batch.js";
 import { sqliteError, type SqliteErrorInfo } from "./sqlite-errors.js";
+import { switchToWal } from "./sqlite-wal.js";
 import { SQLITE_WRITER_SOURCE } from "./sqlite-writer-source.js";
 
 /** Options of {@link SqliteEngine}. */
@@ -24,19 +26,7 @@ export interface SqliteEngineOptions {
   maxBatch?: number;
 }
 
-interface Statement {
-  sql: string;
-  params?: readonly SqlValue[];
-  rows?: boolean;
-}
-
-interface Job {
-  fn: (tx: SqlTransaction) => Promise<unknown>;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
-}
-
-type Reply = { id: number; results: unknown[] } | { id: number; error: SqliteErrorInfo };
+type Reply = { id: number; results: unknown[] } | { id: number; error: SqliteErrorInfo; index?: number };
 
 /** Loads `node:sqlite` without its one-time ExperimentalWarning (see docs/stores.md on the choice). */
 function loadSqlite(): typeof import("node:sqlite") {
@@ -60,7 +50,10 @@ function loadSqlite(): typeof import("node:sqlite") {
  * commit (BEGIN IMMEDIATE, one SAVEPOINT per transaction, one COMMIT and so
  * one fsync for the batch); each one resolves only after that COMMIT
  * (synchronous=FULL by default). A transaction that throws is rolled back to
- * its savepoint and leaves the others of its batch alone. Reads run on the
+ * its savepoint and leaves the others of its batch alone. Statements are
+ * pipelined (see `SqliteBatcher`): a transaction's queued writes and its
+ * reads issued together share one message to the thread, so a turn's commit
+ * is 2 round trips. Reads run on the
  * calling thread on a second connection (WAL: readers never wait for the
  * writer; each read is a short indexed lookup). Other processes sharing the
  * file take turns through SQLite's write lock (busy timeout); their commits
@@ -71,16 +64,17 @@ export class SqliteEngine implements SqlEngine {
   readonly description: string;
   readonly reader: SqlExecutor;
   readonly following = true;
+  /** The writer connection's `synchronous` setting (FULL: fsynced before a commit resolves). */
+  readonly synchronous: "FULL" | "NORMAL";
   private readonly db: DatabaseSync;
   private readonly worker: Worker;
   private readonly started: Promise<void>;
   private readonly replies = new Map<number, { resolve: (r: unknown[]) => void; reject: (e: unknown) => void }>();
   private readonly statements = new Map<string, StatementSync>();
-  private readonly queue: Job[] = [];
+  private readonly batcher: SqliteBatcher;
   private readonly pollMs: number;
-  private readonly maxBatch: number;
   private nextId = 1;
-  private draining = false;
+  private posted = 0;
   private closed = false;
   private poller: NodeJS.Timeout | undefined;
   private dataVersion = 0;
@@ -91,20 +85,28 @@ export class SqliteEngine implements SqlEngine {
   ) {
     this.description = path;
     this.pollMs = options.pollMs ?? 25;
-    this.maxBatch = options.maxBatch ?? 64;
+    this.synchronous = options.synchronous ?? "FULL";
+    this.batcher = new SqliteBatcher(
+      (stmts) => this.call(stmts),
+      options.maxBatch ?? 64,
+      (err) =>
+        err instanceof AgentError && err.status !== "INTERNAL"
+          ? err
+          : new AgentError("UNAVAILABLE", `sqlite store ${path}: the commit failed, nothing was written`),
+    );
     const busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
       const { DatabaseSync } = loadSqlite();
       this.db = new DatabaseSync(path);
       this.db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
-      this.db.exec("PRAGMA journal_mode = WAL");
+      switchToWal(this.db, busyTimeoutMs);
     } catch (err) {
       throw this.failure(err, "FAILED_PRECONDITION");
     }
     this.worker = new Worker(SQLITE_WRITER_SOURCE, {
       eval: true,
-      workerData: { path, busyTimeoutMs, synchronous: options.synchronous ?? "FULL" },
+      workerData: { path, busyTimeoutMs, synchronous: this.synchronous },
     });
     this.worker.unref();
     this.started = new Promise<void>((resolve, reject) => this.replies.set(0, { resolve: () => resolve(), reject }));
@@ -124,8 +126,7 @@ export class SqliteEngine implements SqlEngine {
   transaction<T>(fn: (tx: SqlTransaction) => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new AgentError("UNAVAILABLE", `sqlite store ${this.path} is closed`));
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-      void this.drain();
+      this.batcher.push({ fn, resolve: resolve as (v: unknown) => void, reject });
     });
   }
 
@@ -149,6 +150,11 @@ export class SqliteEngine implements SqlEngine {
     this.poller.unref();
   }
 
+  /** Messages posted to the writer thread so far (each a round trip; for tests and diagnostics). */
+  get messages(): number {
+    return this.posted;
+  }
+
   /** Resolves when the writer thread is up and the file reads. */
   async ping(): Promise<void> {
     await this.started;
@@ -160,7 +166,7 @@ export class SqliteEngine implements SqlEngine {
     if (this.closed) return;
     this.closed = true;
     this.follow(undefined);
-    while (this.draining || this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (this.batcher.busy) await new Promise((resolve) => setTimeout(resolve, 5));
     const exited = new Promise<void>((resolve) => this.worker.once("exit", () => resolve()));
     this.worker.postMessage("close");
     await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 2_000))]);
@@ -204,8 +210,9 @@ export class SqliteEngine implements SqlEngine {
     if (!waiter) return;
     this.replies.delete(reply.id);
     if (this.replies.size === 0) this.worker.unref();
-    if ("error" in reply) waiter.reject(sqliteError(reply.error, this.path));
-    else waiter.resolve(reply.results);
+    if (!("error" in reply)) waiter.resolve(reply.results);
+    else if (reply.id === 0) waiter.reject(sqliteError(reply.error, this.path));
+    else waiter.reject(new StatementFailure(reply.index ?? 0, sqliteError(reply.error, this.path)));
   }
 
   private failAll(err: unknown): void {
@@ -217,76 +224,14 @@ export class SqliteEngine implements SqlEngine {
     this.replies.clear();
   }
 
-  private async call(stmts: Statement[]): Promise<unknown[]> {
+  private async call(stmts: BatchStatement[]): Promise<unknown[]> {
     await this.started;
     const id = this.nextId++;
     return new Promise<unknown[]>((resolve, reject) => {
       this.replies.set(id, { resolve, reject });
       if (this.replies.size === 1) this.worker.ref(); // a call in flight keeps the process alive
+      this.posted++;
       this.worker.postMessage({ id, stmts });
     });
-  }
-
-  private async drain(): Promise<void> {
-    if (this.draining) return;
-    this.draining = true;
-    try {
-      while (this.queue.length > 0) await this.runBatch();
-    } finally {
-      this.draining = false;
-    }
-  }
-
-  /** One BEGIN … COMMIT holding as many queued transactions as arrive before it commits (up to maxBatch). */
-  private async runBatch(): Promise<void> {
-    try {
-      await this.call([{ sql: "BEGIN IMMEDIATE" }]);
-    } catch (err) {
-      for (const job of this.queue.splice(0, this.maxBatch)) job.reject(err);
-      return;
-    }
-    const landed: Array<{ job: Job; value: unknown }> = [];
-    try {
-      while (this.queue.length > 0 && landed.length < this.maxBatch) {
-        const job = this.queue.shift()!;
-        const outcome = await this.runJob(job);
-        if (outcome.ok) landed.push({ job, value: outcome.value });
-        else job.reject(outcome.error);
-      }
-      await this.call([{ sql: "COMMIT" }]);
-    } catch (err) {
-      await this.call([{ sql: "ROLLBACK" }]).catch(() => {});
-      const error =
-        err instanceof AgentError && err.status !== "INTERNAL"
-          ? err
-          : new AgentError("UNAVAILABLE", `sqlite store ${this.path}: the commit failed, nothing was written`);
-      for (const { job } of landed) job.reject(error);
-      return;
-    }
-    for (const { job, value } of landed) job.resolve(value);
-  }
-
-  /** Runs one transaction inside the batch under its own savepoint (sent with its first statement). */
-  private async runJob(job: Job): Promise<{ ok: true; value: unknown } | { ok: false; error: unknown }> {
-    let opened = false;
-    const send = async (stmt: Statement): Promise<unknown> => {
-      const stmts = opened ? [stmt] : [{ sql: "SAVEPOINT agentd_tx" }, stmt];
-      opened = true;
-      const results = await this.call(stmts);
-      return results[results.length - 1];
-    };
-    const tx: SqlTransaction = {
-      query: async (sql, params) => (await send({ sql, params: params ?? [], rows: true })) as SqlRow[],
-      run: async (sql, params) => (await send({ sql, params: params ?? [], rows: false })) as number,
-      announce: async () => {},
-    };
-    try {
-      const value = await job.fn(tx);
-      if (opened) await this.call([{ sql: "RELEASE agentd_tx" }]);
-      return { ok: true, value };
-    } catch (error) {
-      if (opened) await this.call([{ sql: "ROLLBACK TO agentd_tx" }, { sql: "RELEASE agentd_tx" }]);
-      return { ok: false, error };
-    }
   }
 }

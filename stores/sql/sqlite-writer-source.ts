@@ -1,3 +1,5 @@
+import { SWITCH_TO_WAL_SOURCE } from "./sqlite-wal.js";
+
 /**
  * The source of the SQLite writer thread (run with `new Worker(source, {
  * eval: true })`, so it needs no file of its own next to the compiled or the
@@ -8,7 +10,8 @@
  * `node:` built-ins, plain JavaScript.
  *
  * Messages in: `{ id, stmts: [{ sql, params, rows }] }`; out: `{ id, results }`
- * or `{ id, error: { message, errcode, errstr } }`.
+ * or `{ id, index, error: { message, errcode, errstr } }` (the statements
+ * before `index` ran; none after it did).
  */
 export const SQLITE_WRITER_SOURCE = String.raw`
 const { parentPort, workerData } = require("node:worker_threads");
@@ -20,6 +23,7 @@ process.emitWarning = function (warning, ...rest) {
 };
 const { DatabaseSync } = require("node:sqlite");
 process.emitWarning = originalEmitWarning;
+${SWITCH_TO_WAL_SOURCE}
 
 let db;
 const statements = new Map();
@@ -34,7 +38,7 @@ function prepared(sql) {
 try {
   db = new DatabaseSync(workerData.path);
   db.exec("PRAGMA busy_timeout = " + Number(workerData.busyTimeoutMs));
-  db.exec("PRAGMA journal_mode = WAL");
+  switchToWal(db, Number(workerData.busyTimeoutMs));
   db.exec("PRAGMA synchronous = " + (workerData.synchronous === "NORMAL" ? "NORMAL" : "FULL"));
   parentPort.postMessage({ id: 0, results: [] });
 } catch (err) {
@@ -50,6 +54,7 @@ parentPort.on("message", (message) => {
     return;
   }
   const results = [];
+  let index = 0;
   try {
     for (const s of message.stmts) {
       if (s.params === undefined || s.params.length === 0) {
@@ -60,11 +65,13 @@ parentPort.on("message", (message) => {
         } else results.push(Number(prepared(s.sql).run().changes));
       } else if (s.rows) results.push(prepared(s.sql).all(...s.params));
       else results.push(Number(prepared(s.sql).run(...s.params).changes));
+      index++;
     }
     parentPort.postMessage({ id: message.id, results });
   } catch (err) {
     parentPort.postMessage({
       id: message.id,
+      index,
       error: { message: String(err && err.message), errcode: err && err.errcode, errstr: err && err.errstr },
     });
   }

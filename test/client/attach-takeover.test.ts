@@ -5,15 +5,36 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgentClient, userText, type AgentStreamChunk } from "../../src/client/index.js";
 import { StreamedRun, type ChunkStreamResponse } from "../../src/client/streamed-run.js";
 import { agentOutputToWire, streamChunkToWire } from "../../src/protocol/index.js";
+import { FileSessionStore } from "../../stores/file-store.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+
+/** Backdates the heartbeat of row `snapshotId` in the file store at `dir` halfway into the takeover window, as another process (its worker is dead: nothing writes it after). */
+async function presumeDead(dir: string, snapshotId: string): Promise<void> {
+  const store = new FileSessionStore(dir);
+  try {
+    const written = await store.updateRecord(snapshotId, (r) => ({ ...r, heartbeatAt: Date.now() - 1.5 * TTL_MS }));
+    expect(written?.status).toBe("pending");
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * The instances' heartbeat TTL: B's takeover poller looks every quarter of it (5 s). Long, so that
+ * neither a stall of A under load makes B take over early nor a slow poll of B misses the takeover
+ * window: A's death is made to look old by backdating its row's heartbeat, not waited for.
+ */
+const TTL_MS = 20_000;
 
 describe("client.attach after a takeover of detached work", () => {
   const words = "one two three four five six seven eight nine ten eleven twelve";
+  let dir: string;
   let a: AgentdProcess;
   let b: AgentdProcess;
   beforeAll(async () => {
-    const store = `file:${await mkdtemp(join(tmpdir(), "agentd-client-takeover-"))}`;
-    const liveness = ["--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "1000"];
+    dir = await mkdtemp(join(tmpdir(), "agentd-client-takeover-"));
+    const store = `file:${dir}`;
+    const liveness = ["--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", String(TTL_MS)];
     [a, b] = await Promise.all(
       ["A", "B"].map((id) => startAgentd({ args: ["--store", store, ...liveness, "--instance-id", id] })),
     );
@@ -34,6 +55,8 @@ describe("client.attach after a takeover of detached work", () => {
         }
       })(),
     ).rejects.toBeDefined(); // the connection died with A
+    await a.stop("SIGKILL");
+    await presumeDead(dir, output.snapshotId!);
 
     const run = createAgentClient(b.baseUrl).attach("assistant", output.snapshotId!);
     const chunks: AgentStreamChunk[] = [];

@@ -1,5 +1,6 @@
 // `agentd copy-store <from> <to>` as a user runs it (a real CLI process): 1,000 sessions of a file
-// store into another file store and into MongoDB (mongo-java-server) with every chain intact,
+// store into another file store, into SQLite, into PostgreSQL (a real server) and into MongoDB
+// (mongo-java-server) with every chain intact,
 // a copy killed midway and run again, a destination that holds something else, and the `.agentd`
 // directory a server of this release wrote, moved by the documented command and served again.
 import { spawn } from "node:child_process";
@@ -20,6 +21,8 @@ import { agentServiceClient } from "../harness/wire-clients.js";
 import { expectSameSessions, populate, type Populated } from "../stores/copy-fixtures.js";
 import { useTempDirs } from "../stores/file-fixtures.js";
 import { freshPrefix, useMongoServer } from "../stores/mongodb-fixtures.js";
+import { openSqlStore } from "../../stores/sql/sql-store-uri.js";
+import { freshSchema, postgresForTests } from "../harness/postgres-server.js";
 
 const tempDir = useTempDirs("agentd-copy-store-cli-");
 const mongo = useMongoServer("agentd_copy_store");
@@ -147,6 +150,47 @@ describe("agentd copy-store", () => {
     expect(await again.exited, again.stderr()).toBe(0);
     expectVerifiedOutput(again, ["unchanged"]);
     expect(again.lines.at(-1)).toContain(`records verified (0 written)`);
+  }, 600_000);
+
+  it("moves it into SQLite with every chain intact; a second run writes nothing", async () => {
+    const dest = join(await tempDir(), "agentd.db");
+    const run = copyStoreCli([`file:${sourceDir}`, `sqlite:${dest}`]);
+    expect(await run.exited, run.stderr()).toBe(0);
+    expect(run.stderr()).toBe("");
+    expectVerifiedOutput(run, ["copied"]);
+    const copy = await openSqlStore(`sqlite:${dest}`);
+    try {
+      expect(await expectSameSessions(source, copy, populated)).toBeGreaterThan(3 * SESSIONS);
+      // …and SQLite is a source too.
+      const back = new InMemorySessionStore();
+      expect(await copyStore(copy, back, { concurrency: 8 })).toMatchObject({ sessions: SESSIONS, failures: [] });
+      await expectSameSessions(source, back, populated);
+    } finally {
+      await copy.close();
+    }
+    const again = copyStoreCli([`file:${sourceDir}`, `sqlite:${dest}`]);
+    expect(await again.exited, again.stderr()).toBe(0);
+    expectVerifiedOutput(again, ["unchanged"]);
+    expect(again.lines.at(-1)).toContain(`records verified (0 written)`);
+  }, 600_000);
+
+  it("moves it into PostgreSQL (a real server) with every chain intact", async () => {
+    const { server, release } = await postgresForTests();
+    const uri = server.uri(freshSchema("copy"));
+    try {
+      const run = copyStoreCli([`file:${sourceDir}`, uri]);
+      expect(await run.exited, run.stderr()).toBe(0);
+      expect(run.stderr()).toBe("");
+      expectVerifiedOutput(run, ["copied"]);
+      const copy = await openSqlStore(uri);
+      try {
+        expect(await expectSameSessions(source, copy, populated)).toBeGreaterThan(3 * SESSIONS);
+      } finally {
+        await copy.close();
+      }
+    } finally {
+      await release();
+    }
   }, 600_000);
 
   it("a copy killed midway finishes when run again: no duplicates, every session verified", async () => {

@@ -72,19 +72,23 @@ describe("liveness", () => {
   });
 
   it("keeps a pending row alive with heartbeats while the work runs", async () => {
-    const server = await startAgentd({ args: ["--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "400"] });
+    // A TTL of a minute: the row must read pending when it is read, however slowly a loaded machine
+    // gets there; that heartbeats are written is told by the heartbeat itself moving on.
+    const server = await startAgentd({
+      args: ["--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "60000", "--drain-ms", "0"],
+    });
     try {
       const client = agentServiceClient(server.baseUrl, "grpc");
+      const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" "); // 6 s of work at 150 ms a word
       const { output } = await client.run({
         init: { agent: "assistant" },
-        input: { ...textInput("one two three four five six seven eight", { echoDelayMs: 150 }), detach: true },
+        input: { ...textInput(words, { echoDelayMs: 150 }), detach: true },
       });
-      // Wait for a heartbeat written more than the TTL (400 ms) after the row was created:
-      // without heartbeats the row would read expired by then.
-      const snapshot = await until("a heartbeat more than the TTL after the row's creation", async () => {
+      // Wait for a heartbeat written three intervals after the row was created.
+      const snapshot = await until("a heartbeat three intervals after the row's creation", async () => {
         const { snapshot } = await client.getSnapshot({ agent: "assistant", snapshotId: output!.snapshotId });
         const { heartbeatAt, createdAt } = snapshot ?? {};
-        return heartbeatAt && createdAt && timestampMs(heartbeatAt) - timestampMs(createdAt) > 400 && snapshot;
+        return heartbeatAt && createdAt && timestampMs(heartbeatAt) - timestampMs(createdAt) > 300 && snapshot;
       });
       expect(snapshot.status).toBe(SnapshotStatus.PENDING);
     } finally {

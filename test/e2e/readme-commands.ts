@@ -43,6 +43,13 @@ export interface ReadmeCodeBlock {
    * tests skip (and count) such blocks.
    */
   notRun?: string;
+  /**
+   * What a `<!-- continues the block above -->` (`"above"`) or `<!-- continues "Heading" -->`
+   * (the heading) comment just above the fence says this block continues: the snippet tests run
+   * it appended to that block (the previous block of its language in the file, or the first one
+   * under that heading), as a reader who typed both would.
+   */
+  continues?: string;
 }
 
 /** Every fenced code block of README.md in one of `langs`, in order (all when `langs` is empty). */
@@ -69,6 +76,8 @@ export function markdownCodeBlocks(file: string, ...langs: string[]): ReadmeCode
     let above = i - 1;
     while (above >= 0 && lines[above]!.trim() === "") above--;
     const comment = above >= 0 ? /^<!-- not run: (.*?) -->$/.exec(lines[above]!.trim()) : null;
+    const continued =
+      above >= 0 ? /^<!-- continues (?:the block (above)|"(.+)") -->$/.exec(lines[above]!.trim()) : null;
     if (langs.length === 0 || langs.includes(fence[1]!)) {
       blocks.push({
         file,
@@ -77,9 +86,24 @@ export function markdownCodeBlocks(file: string, ...langs: string[]): ReadmeCode
         heading,
         line: i + 1,
         ...(comment ? { notRun: comment[1]! } : {}),
+        ...(continued ? { continues: continued[1] ?? continued[2]! } : {}),
       });
     }
     i = end;
   }
   return blocks;
+}
+
+/**
+ * The code a reader has typed by the end of `block`: the code of the block it continues (in
+ * turn with what that one continues), then its own. `blocks` are the file's blocks in order.
+ * Throws when the continued block is missing, or is not run itself.
+ */
+export function continuedCode(block: ReadmeCodeBlock, blocks: ReadmeCodeBlock[]): string {
+  if (!block.continues) return block.code;
+  const before = blocks.slice(0, blocks.indexOf(block)).filter((b) => b.file === block.file && b.lang === block.lang);
+  const base = block.continues === "above" ? before.at(-1) : before.find((b) => b.heading === block.continues);
+  if (!base) throw new Error(`${block.file}:${block.line}: no ${block.lang} block for "continues ${block.continues}"`);
+  if (base.notRun) throw new Error(`${block.file}:${block.line} continues ${base.file}:${base.line}, which is not run`);
+  return `${continuedCode(base, blocks)}\n${block.code}`;
 }

@@ -3,7 +3,10 @@
  * pages that hold what the README used to (SNIPPET_FILES), extracted from the
  * Markdown (so they cannot drift), against real agentd servers. Every block
  * runs unless a `<!-- not run: reason -->` comment sits just above it; those
- * are counted and printed.
+ * are counted and printed. A block with `<!-- continues the block above -->` or
+ * `<!-- continues "Heading" -->` above it runs appended to the block it continues.
+ * The server also serves test/e2e/docs-agents.ts (the pages' `notes`, `shopper`,
+ * `planner`, `flaky`, `bank`).
  *
  * The wrappers change only what a reader would fill in themselves:
  * - the address `127.0.0.1:50051` becomes the test server's;
@@ -18,7 +21,7 @@
  *   defines must be listed (a module exporting `authenticate` must refuse an
  *   unauthenticated call).
  * - Go: a block that starts with `package main` is a complete program, built
- *   as written; any other is the body of `func run(ctx context.Context) error` in a
+ *   as written; any other is the body of `func run() error` (with a `ctx` unless it declares one) in a
  *   temporary module that uses clients/go and gen/go of this checkout by
  *   `replace`; the imports it uses are added; `client := agentd.NewClient(<server>)`
  *   when it creates no client; `_ = name` for a variable the block declares
@@ -36,7 +39,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT, startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
-import { markdownCodeBlocks, type ReadmeCodeBlock } from "./readme-commands.js";
+import { continuedCode, markdownCodeBlocks, type ReadmeCodeBlock } from "./readme-commands.js";
 
 const README_ADDRESS = "127.0.0.1:50051";
 /** The webhook receivers' port in the README; the test server sends its webhooks to a free port instead. */
@@ -44,11 +47,15 @@ const README_RECEIVER_PORT = 8080;
 const SNIPPETS_DIR = join(REPO_ROOT, ".cache");
 const TSX = join(REPO_ROOT, "node_modules/.bin/tsx");
 const PYTHON = join(REPO_ROOT, ".tools/venv/bin/python");
+/** This checkout's Python client and generated code (the venv's editable installs may be another checkout's). */
+const PYTHONPATH = [join(REPO_ROOT, "clients/python/src"), join(REPO_ROOT, "gen/python/src")].join(":");
+/** The agents the docs pages call besides the examples (`notes`, `shopper`, `planner`, …), served by the test's agentd. */
+const DOCS_AGENTS = join(REPO_ROOT, "test/e2e/docs-agents.ts");
 
 /**
  * The Markdown files whose blocks run: the README and every docs page it
- * links that has TypeScript, Go or Python blocks. (Most blocks of the client
- * reference pages are fragments that continue an earlier one: marked not run.)
+ * links that has TypeScript, Go or Python blocks. (A fragment of the client
+ * reference pages that goes on from an earlier block is marked `<!-- continues … -->`.)
  */
 const SNIPPET_FILES = [
   "README.md",
@@ -72,10 +79,43 @@ const SNIPPET_FILES = [
 ];
 
 /**
- * What a block's output must show, by `file:heading/lang` or, in any file, by
- * `heading/lang`; every block must also exit 0.
+ * What a block's output must show, by `file:heading/lang` (`file:heading/lang#2` for the second
+ * such block under that heading) or, in any file, by `heading/lang`; every block must also exit 0.
  */
 const EXPECTED_OUTPUT: Record<string, RegExp[]> = {
+  "docs/client-python.md:Cancel and steer a turn/python": [
+    /^INPUT_ACK_RESULT_CANCELLED$/m,
+    /^FINISH_REASON_ABORTED$/m,
+    /^INPUT_ACK_RESULT_(STEERED|QUEUED)$/m,
+  ],
+  "docs/client-python.md:Resume by session (or snapshot)/python": [/^resumed at turn 2$/m],
+  "docs/client-python.md:Resume by session (or snapshot)/python#2": [/"alpha"[\s\S]*"beta"/],
+  "docs/client-python.md:Busy sessions/python#2": [/^done: unpack$/m],
+  "docs/client-python.md:Detach, watch and abort/python#2": [/^SNAPSHOT_STATUS_ABORTED$/m],
+  "docs/client-python.md:Detach, watch and abort/python#3": [/^1 /m],
+  "docs/client-python.md:asyncio/python": [/^SNAPSHOT_STATUS_COMPLETED$/m],
+  "docs/client-typescript.md:Cancel and steer a turn/ts": [/^(steered|queued)$/m],
+  "docs/client-typescript.md:Resume by session (or snapshot)/ts#3": [/^done: unpack$/m],
+  "docs/client-go.md:Cancel and steer a turn/go": [
+    /^INPUT_ACK_RESULT_CANCELLED$/m,
+    /^FINISH_REASON_ABORTED$/m,
+    /^INPUT_ACK_RESULT_(STEERED|QUEUED)$/m,
+  ],
+  "docs/client-go.md:Resume/go": [/^1 0 \d+/m],
+  "docs/client-go.md:Resume/go#2": [/map\[notes:\[milk eggs\]\]/],
+  "docs/client-go.md:Busy sessions/go": [/^echo: next$/m],
+  "docs/client-go.md:Busy sessions/go#2": [/^done: unpack$/m],
+  "docs/client-go.md:Detach, watch, abort/go#2": [/^FINISH_REASON_STOP <nil>$/m],
+  "docs/client-go.md:Retries and request IDs/go": [/^echo: charge the card 0$/m],
+  "docs/client-go.md:Sessions: list, label, delete, expire/go": [/map\[topic:refunds\]/, /^true <nil>$/m],
+  "docs/prompt-agents.md:An interrupting tool, and resuming it/ts": [
+    /^tool results: transfer=\{"status":"declined","amount":0\}$/m,
+  ],
+  "docs/prompt-agents.md:An interrupting tool, and resuming it/go": [/^tool results: transfer=\{.*"declined".*\}$/m],
+  "docs/prompt-agents.md:An interrupting tool, and resuming it/python": [
+    /^tool results: transfer=\{.*"declined".*\}$/m,
+  ],
+  "docs/client-typescript.md:Client-managed state/ts": [/notes: \[ 'alpha', 'beta' \]/],
   "Define an agent/ts": [/items: \[ 'milk', 'eggs' \]/],
   "Call it from TypeScript/ts": [/echo: walk the dog|1 \S+ \{/, /^2$/m, /^stop \d+$/m, /unknown agent/],
   "Call it from Go/go": [
@@ -131,6 +171,7 @@ beforeAll(async () => {
   receiverPort = await freePort();
   server = await startAgentd({
     args: [
+      DOCS_AGENTS,
       "--webhook-url",
       `http://127.0.0.1:${receiverPort}/`,
       "--webhook-secret-file",
@@ -255,6 +296,8 @@ const GO_IMPORTS: [RegExp, string][] = [
   [/\bsdktrace\./, 'sdktrace "go.opentelemetry.io/otel/sdk/trace"'],
   [/\bhttp\./, '"net/http"'],
   [/\bio\./, '"io"'],
+  [/\berrors\./, '"errors"'],
+  [/\blog\./, '"log"'],
   [/\bstandardwebhooks\./, 'standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"'],
 ];
 
@@ -290,7 +333,8 @@ async function runGo(block: ReadmeCodeBlock): Promise<string> {
     return exec(join(dir, "snippet"), [], { cwd: dir });
   }
   const imports = ['"context"', '"fmt"', '"os"', '"github.com/agentd-dev/agentd/clients/go/agentd"'];
-  for (const [use, path] of GO_IMPORTS) if (use.test(body) && !imports.includes(path)) imports.push(path);
+  const code = body.replace(/\/\/.*$/gm, ""); // a package named in a comment only is not imported
+  for (const [use, path] of GO_IMPORTS) if (use.test(code) && !imports.includes(path)) imports.push(path);
   const createsClient = /\bclient :?= /.test(body);
   const env = { GOFLAGS: "-mod=mod", GOWORK: "off" };
   // The block compiles as written: no variable of it may go unused (a user copies it as is).
@@ -300,13 +344,15 @@ async function runGo(block: ReadmeCodeBlock): Promise<string> {
     `import (\n\t${imports.join("\n\t")}\n)`,
     "",
     "func main() {",
-    "\tif err := run(context.Background()); err != nil {",
+    "\tif err := run(); err != nil {",
     "\t\tfmt.Fprintln(os.Stderr, err)",
     "\t\tos.Exit(1)",
     "\t}",
     "}",
     "",
-    "func run(ctx context.Context) error {",
+    "func run() error {",
+    // A block that starts from its own ctx (`ctx := context.Background()`) declares it; the others get one.
+    ...(/\bctx := /.test(body) ? [] : ["\tctx := context.Background()", "\t_ = ctx"]),
     ...(createsClient ? [] : [`\tclient := agentd.NewClient("http://${server.target}")`]),
     body,
     "\treturn nil",
@@ -325,7 +371,7 @@ async function runPython(block: ReadmeCodeBlock): Promise<string> {
   if (!/AgentClient\(/.test(block.code)) prelude.push(`client = __AgentClient("${README_ADDRESS}")`);
   const file = join(dir, "snippet.py");
   writeFileSync(file, withServerAddress([...prelude, block.code].join("\n")));
-  return exec(PYTHON, [file], { cwd: dir });
+  return exec(PYTHON, [file], { cwd: dir, env: { PYTHONPATH } });
 }
 
 describe("the TypeScript, Go and Python snippets of the README and the docs it links, against real servers", () => {
@@ -335,7 +381,7 @@ describe("the TypeScript, Go and Python snippets of the README and the docs it l
     }
     expect(blocks.filter((b) => b.file === "README.md" && isAgentsModule(b))).toHaveLength(1);
     expect(blocks.filter((b) => b.file === "README.md" && b.notRun)).toEqual([]);
-    expect(blocks.filter((b) => b.notRun).length).toBeLessThanOrEqual(46);
+    expect(blocks.filter((b) => b.notRun).length).toBeLessThanOrEqual(16);
   });
 
   it("finds blocks in the docs pages the README's snippets moved to", () => {
@@ -361,13 +407,19 @@ describe("the TypeScript, Go and Python snippets of the README and the docs it l
     if (block.notRun) continue; // listed and justified by the test above
     it(name, { timeout: 300_000 }, async () => {
       if (isAgentsModule(block)) return runAgentsModule(block);
+      // A block marked <!-- continues … --> runs after the code of the block it continues.
+      const typed: ReadmeCodeBlock = { ...block, code: continuedCode(block, blocks) };
       const out =
         block.lang === "ts"
-          ? await runTypeScript(block, module)
+          ? await runTypeScript(typed, module)
           : block.lang === "go"
-            ? await runGo(block)
-            : await runPython(block);
+            ? await runGo(typed)
+            : await runPython(typed);
+      const nth = blocks
+        .filter((b) => b.file === block.file && b.heading === block.heading && b.lang === block.lang)
+        .indexOf(block);
       const expectations =
+        (nth > 0 ? EXPECTED_OUTPUT[`${block.file}:${block.heading}/${block.lang}#${nth + 1}`] : undefined) ??
         EXPECTED_OUTPUT[`${block.file}:${block.heading}/${block.lang}`] ??
         EXPECTED_OUTPUT[`${block.heading}/${block.lang}`] ??
         [];

@@ -26,13 +26,13 @@ async function readUntil(chat: WireChat, predicate: (c: AgentStreamChunk) => boo
 }
 
 describe("cancel a running turn", () => {
-  it("ends a slowly streaming turn within 2 s as ABORTED, then runs the next input with no trace of the cancelled one", async () => {
+  it("ends a slowly streaming turn as ABORTED, then runs the next input with no trace of the cancelled one", async () => {
     const chat = new WireChat(agentd.client, { init: { agent: "slow" }, input: textInput("slow story") as AgentInput });
     await chat.nextChunk(); // the turn streams
-    const sent = Date.now();
     chat.send({ input: cancel() });
     const cancelled = await chat.nextTurn();
-    expect(Date.now() - sent).toBeLessThan(2000);
+    // ABORTED, not the STOP of a turn that streamed its ~2 s to the end: the cancel took, however slowly
+    // a loaded machine delivered it.
     expect(cancelled.turnEnd.finishReason).toBe(FinishReason.ABORTED);
     expect(cancelled.turnEnd.snapshotId).toBe("");
     expect(acks(cancelled.chunks)).toEqual([
@@ -152,17 +152,24 @@ describe("control inputs to detached work", () => {
     await chat.nextChunk();
     chat.send({ input: { detach: true } as AgentInput });
     const { output } = await chat.drain();
-    const sent = Date.now();
     const { ack } = await agentd.client.sendInvocationInput({
       agent: "slow",
       snapshotId: output!.snapshotId,
       input: cancel("detached-cancel"),
     });
     expect(ack).toEqual(expect.objectContaining({ requestId: "detached-cancel", result: InputAckResult.CANCELLED }));
+    let ended: SnapshotStatus | undefined;
     for await (const res of agentd.client.watchSnapshot({ agent: "slow", snapshotId: output!.snapshotId })) {
-      if (res.status !== SnapshotStatus.PENDING) break;
+      if (res.status !== SnapshotStatus.PENDING) {
+        ended = res.status;
+        break;
+      }
     }
-    expect(Date.now() - sent).toBeLessThan(2000);
+    const { snapshot } = await agentd.client.getSnapshot({ agent: "slow", snapshotId: output!.snapshotId });
+    // The cancelled turn left no trace (a cancel that was ignored would have let it stream its ~2 s
+    // reply to the end and commit it): told by the outcome, not by how soon it came.
+    expect(ended).toBe(SnapshotStatus.COMPLETED);
+    expect(snapshotTexts(snapshot)).toEqual([]);
   });
 
   it("answers NOT_FOUND for an unknown snapshot", async () => {

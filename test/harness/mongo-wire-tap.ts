@@ -45,6 +45,14 @@ export interface TappedCommand {
   name: string;
   collection: string;
   command: Document;
+  /**
+   * Its write statements (`documents`, `updates` or `deletes`), whether in
+   * the command document or in a document-sequence section: what the server
+   * applies, and close to what the oplog logs for each.
+   */
+  statements: Document[];
+  /** Bytes of the whole wire message. */
+  bytes: number;
 }
 
 /**
@@ -59,8 +67,8 @@ export interface TappedCommand {
 export class MongoWireTap {
   private counts: WireCounts = MongoWireTap.empty();
   private readonly sockets = new Set<Socket>();
-  /** Called with every command the client sends (tests that inspect what was written). */
-  listener: ((command: Document) => void) | undefined;
+  /** Called with every command the client sends (tests that inspect what was written, and how big it is). */
+  listener: ((command: Document, tapped: TappedCommand) => void) | undefined;
   /** Decides, per command, whether it passes or fails (see {@link FailAction}); undefined: every command passes. */
   failpoint: ((command: TappedCommand) => FailAction | undefined) | undefined;
   /** Closes of the connections a `hold` or `hold-after` left hanging. */
@@ -182,34 +190,45 @@ export class MongoWireTap {
     const end = message.length - ((message.readUInt32LE(16) & CHECKSUM_PRESENT) !== 0 ? 4 : 0);
     let at = 20;
     let command: Document | undefined;
-    let sequenced = 0;
+    const sequenced: Buffer[] = [];
     while (at < end) {
       const kind = message[at]!;
       const size = message.readInt32LE(at + 1);
       if (kind === 0) command = BSON.deserialize(message.subarray(at + 1, at + 1 + size));
-      else sequenced += documentsIn(message.subarray(at + 1, at + 1 + size));
+      else sequenced.push(...documentsIn(message.subarray(at + 1, at + 1 + size)));
       at += 1 + size;
     }
     if (!command) return undefined;
-    return this.countCommand(command, sequenced);
+    return this.countCommand(command, sequenced, message.length);
   }
 
-  private countCommand(command: Document, sequenced: number): TappedCommand {
+  private countCommand(command: Document, sequenced: Buffer[], bytes: number): TappedCommand {
     const name = Object.keys(command)[0] ?? "?";
     const target = command[name] as unknown;
     const collection = typeof target === "string" ? target : name === "getMore" ? String(command.collection ?? "") : "";
     const key = `${name} ${collection}`.trim();
-    this.listener?.(command);
     this.counts.commands.set(key, (this.counts.commands.get(key) ?? 0) + 1);
     const pipeline = command.pipeline as Document[] | undefined;
     if (name === "aggregate" && pipeline?.[0]?.$changeStream !== undefined) this.counts.changeStreams++;
     const statements = (field: string): number =>
       Array.isArray(command[field]) ? (command[field] as unknown[]).length : 0;
-    if (name === "insert") this.counts.writeStatements += statements("documents") + sequenced;
-    else if (name === "update") this.counts.writeStatements += statements("updates") + sequenced;
-    else if (name === "delete") this.counts.writeStatements += statements("deletes") + sequenced;
+    if (name === "insert") this.counts.writeStatements += statements("documents") + sequenced.length;
+    else if (name === "update") this.counts.writeStatements += statements("updates") + sequenced.length;
+    else if (name === "delete") this.counts.writeStatements += statements("deletes") + sequenced.length;
     else if (name === "findAndModify") this.counts.writeStatements++;
-    return { name, collection, command };
+    const field = { insert: "documents", update: "updates", delete: "deletes" }[name];
+    const inline = field && Array.isArray(command[field]) ? (command[field] as Document[]) : [];
+    const tapped: TappedCommand = {
+      name,
+      collection,
+      command,
+      bytes,
+      get statements(): Document[] {
+        return [...inline, ...sequenced.map((document) => BSON.deserialize(document))];
+      },
+    };
+    this.listener?.(command, tapped);
+    return tapped;
   }
 }
 
@@ -232,14 +251,15 @@ class MessageSplitter {
 }
 
 /** The documents of an OP_MSG document-sequence section (size, identifier, then BSON documents). */
-function documentsIn(section: Buffer): number {
+function documentsIn(section: Buffer): Buffer[] {
   let at = 4;
   while (at < section.length && section[at] !== 0) at++;
   at++;
-  let n = 0;
+  const documents: Buffer[] = [];
   while (at + 4 <= section.length) {
-    at += section.readInt32LE(at);
-    n++;
+    const size = section.readInt32LE(at);
+    documents.push(section.subarray(at, at + size));
+    at += size;
   }
-  return n;
+  return documents;
 }

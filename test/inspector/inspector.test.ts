@@ -204,6 +204,9 @@ describe("the inspector", () => {
     expect(await model.locator(".part-tool-request").textContent()).toMatch(/^tool request → transfer/);
     expect(JSON.parse((await model.locator(".json pre").first().textContent())!)).toEqual({ amount: 5, to: "bob" });
     expect(await model.locator(".part-interrupt").textContent()).toBe("interrupt: waiting for the client's resume");
+    expect(await model.locator(".part-tool-call").textContent()).toMatch(
+      /^tool call [0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12} · started, no result journaled$/,
+    );
     const facts = await page.locator(".snapshot-facts").textContent();
     expect(facts).toContain("Finish reasoninterrupted");
   });

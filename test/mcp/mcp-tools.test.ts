@@ -202,6 +202,15 @@ describe("tools from MCP servers (--mcp-config)", () => {
     expect(reply).toBe('tool results: weather/late={"result":"late tool here"}');
   });
 
+  it("a call carries its idempotency key in _meta.idempotencyKey: a UUID, another one for another call", async () => {
+    const key = /weather\/idempotency_key=\{"result":"([^"]+)"\}/;
+    const first = key.exec(await ask("call weather/idempotency_key {}"))?.[1];
+    const second = key.exec(await ask("call weather/idempotency_key {}"))?.[1];
+    expect(first).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(second).toMatch(/^[0-9a-f]{8}-/);
+    expect(second).not.toBe(first);
+  });
+
   it("a tool configured with approval interrupts the turn; resume.restart approves and calls it", async () => {
     const { output } = await client.run({
       init: { agent: "weather" },
@@ -210,7 +219,10 @@ describe("tools from MCP servers (--mcp-config)", () => {
     expect(output!.finishReason).toBe(FinishReason.INTERRUPTED);
     const part = messageFromWire(output!.message!).content[0]!;
     expect(part.toolRequest).toMatchObject({ name: "guarded/forecast", input: { city: "Oslo" } });
-    expect(part.metadata).toEqual({ interrupt: { approval: { tool: "guarded/forecast", input: { city: "Oslo" } } } });
+    expect(part.metadata).toEqual({
+      interrupt: { approval: { tool: "guarded/forecast", input: { city: "Oslo" } } },
+      toolCall: expect.objectContaining({ tool: "guarded/forecast" }),
+    });
     const approved = await client.run({
       init: { agent: "weather", sessionId: output!.sessionId },
       input: agentInputToWire({ resume: { restart: [{ toolRequest: { name: "guarded/forecast" } }] } }),

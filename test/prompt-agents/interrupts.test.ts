@@ -41,7 +41,10 @@ describe("interrupts", () => {
     const { output } = await chat.finish();
     const part = lastMessage(output).content[0]!;
     expect(part.toolRequest).toMatchObject({ name: "transfer", input: { amount: 5, to: "bob" } });
-    expect(part.metadata).toEqual({ interrupt: { question: "Transfer 5 to bob?" } });
+    expect(part.metadata).toEqual({
+      interrupt: { question: "Transfer 5 to bob?" },
+      toolCall: expect.objectContaining({ tool: "transfer" }),
+    });
     expect((await latestMessages(output.sessionId)).at(-1)).toEqual(lastMessage(output));
   });
 
@@ -58,7 +61,10 @@ describe("interrupts", () => {
     expect(lastMessage(output!).content[0]?.text).toBe('tool results: transfer={"status":"declined","amount":0}');
     const messages = await latestMessages(first.sessionId);
     expect(messages.map((m) => m.role)).toEqual(["user", "model", "tool", "model"]);
-    expect(messages[1]!.content[0]!.metadata).toEqual({ resolvedInterrupt: { question: "Transfer 5 to bob?" } });
+    expect(messages[1]!.content[0]!.metadata).toEqual({
+      resolvedInterrupt: { question: "Transfer 5 to bob?" },
+      toolCall: expect.objectContaining({ tool: "transfer" }),
+    });
   });
 
   it("resume.restart in the same connection re-runs the tool, which sees it was resumed", async () => {
@@ -94,7 +100,10 @@ describe("interrupts", () => {
     expect(again!.finishReason).toBe(FinishReason.INTERRUPTED);
     const pending = lastMessage(again!).content[0]!;
     expect(pending.toolRequest).toMatchObject({ name: "transfer", input: { amount: 5000, to: "bob" } });
-    expect(pending.metadata).toEqual({ interrupt: { question: "Large transfer: confirm 5000 to bob once more?" } });
+    expect(pending.metadata).toEqual({
+      interrupt: { question: "Large transfer: confirm 5000 to bob once more?" },
+      toolCall: expect.objectContaining({ tool: "transfer" }),
+    });
     expect((await latestMessages(first.sessionId)).at(-1)).toEqual(lastMessage(again!));
     const { output } = await agentd.client.run({
       init: resumeAt,
@@ -121,8 +130,8 @@ describe("interrupts", () => {
     const first = await interrupted(`call balance {}\n${TRANSFER}`);
     const pending = lastMessage(first).content;
     expect(pending.map((p) => p.metadata)).toEqual([
-      { pendingOutput: { balance: 100 } },
-      { interrupt: { question: "Transfer 5 to bob?" } },
+      { pendingOutput: { balance: 100 }, toolCall: expect.objectContaining({ tool: "balance", outcome: "ran" }) },
+      { interrupt: { question: "Transfer 5 to bob?" }, toolCall: expect.objectContaining({ tool: "transfer" }) },
     ]);
     const { output } = await agentd.client.run({
       init: { agent: "bank", sessionId: first.sessionId },
@@ -138,6 +147,7 @@ describe("interrupts", () => {
     expect(first!.finishReason).toBe(FinishReason.INTERRUPTED);
     expect(sessionStateFromWire(first!.state!).messages.at(-1)!.content[0]!.metadata).toEqual({
       interrupt: { question: "Transfer 5 to bob?" },
+      toolCall: expect.objectContaining({ tool: "transfer" }),
     });
     const { output } = await agentd.client.run({
       init: { agent: "bank-client", state: first!.state },

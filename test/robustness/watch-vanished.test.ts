@@ -21,7 +21,9 @@ describe("WatchSnapshot when its record disappears", () => {
   it("ends NOT_FOUND soon after the session log holding the record is deleted", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-watch-gone-"));
     const agentd = await startAgentd({
-      args: ["--store", `file:${dir}`, "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "600"],
+      // A 2 s TTL (re-checks every 500 ms), as in the MongoDB variant: with 600 ms, a worker stalled that
+      // long on a loaded machine made the watch report EXPIRED before the record went.
+      args: ["--store", `file:${dir}`, "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "2000"],
     });
     try {
       const client = agentServiceClient(agentd.baseUrl, "grpc");
@@ -29,7 +31,7 @@ describe("WatchSnapshot when its record disappears", () => {
         unlink(await logHolding(dir, snapshotId)),
       );
       expect(statuses).toEqual([SnapshotStatus.PENDING]);
-      // NOT_FOUND from the re-check (every TTL/4 = 150 ms), not DEADLINE_EXCEEDED at the call's 8 s.
+      // NOT_FOUND from the re-check (every TTL/4 = 500 ms), not DEADLINE_EXCEEDED at the call's 8 s.
       expect(error?.code).toBe(Code.NotFound);
     } finally {
       await agentd.stop("SIGKILL"); // the detached work would run on for seconds; it is not what this test is about

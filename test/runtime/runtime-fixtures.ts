@@ -13,6 +13,7 @@ import type { SessionState } from "../../src/types/session-state.js";
 import type { SessionHead, SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
 import { uuidv7 } from "../../stores/uuid-v7.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
+import { until as untilProbe } from "../harness/until.js";
 
 export { expectAgentError, expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 
@@ -201,20 +202,17 @@ export function historyOf(
 }
 
 /**
- * Resolves once `predicate()` holds, re-checking after each macrotask (for store effects without an event);
- * gives up after `timeoutMs`.
+ * Resolves once `predicate()` holds (for store effects without an event),
+ * re-checking every millisecond; gives up after `timeoutMs`, by default the
+ * 30 s of `test/harness/until.ts` (a safety net on a loaded machine: the
+ * wait ends at the event, not at a guess of how fast it comes).
  */
 export async function until(
   predicate: () => boolean | Promise<boolean>,
   what: string,
-  timeoutMs = 3_000,
+  timeoutMs?: number,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await predicate()) return;
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-  throw new Error(`gave up waiting for ${what}`);
+  await untilProbe(what, predicate, { intervalMs: 1, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
 }
 
 /** What {@link appendRecord} writes besides the lineage. */

@@ -13,6 +13,13 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+/**
+ * The heartbeat TTL of the tests on real time: a fresh row must still read
+ * pending when it is read, however slow a loaded machine is in between; a
+ * stale one is written as stale (its heartbeat long past), not waited for.
+ */
+const TTL_MS = 60_000;
+
 /** A registry with server-managed agent "a" and client-managed agent "c". */
 function setup(liveness?: { heartbeatIntervalMs?: number; heartbeatTtlMs?: number }) {
   const h = harness(liveness ? { liveness } : {});
@@ -136,7 +143,7 @@ describe("getSnapshot", () => {
   });
 
   it("shows a pending row without state, with its heartbeat; a stale heartbeat reads as expired", async () => {
-    const { store, agent } = setup({ heartbeatTtlMs: 1_000 });
+    const { store, agent } = setup({ heartbeatTtlMs: TTL_MS });
     const one = await agent.runText("one");
     const now = Date.now();
     const alive = await appendRecord(store, one.sessionId, { status: "pending", turnIndex: 1, heartbeatAt: now });
@@ -146,16 +153,16 @@ describe("getSnapshot", () => {
     const dead = await appendRecord(store, one.sessionId, {
       status: "pending",
       turnIndex: 2,
-      heartbeatAt: now - 5_000,
+      heartbeatAt: now - 5 * TTL_MS,
     });
     expect((await agent.getSnapshot({ snapshotId: dead })).status).toBe("expired");
   });
 
   it("judges a pending row without heartbeat by its last update", async () => {
-    const { store, agent } = setup({ heartbeatTtlMs: 1_000 });
+    const { store, agent } = setup({ heartbeatTtlMs: TTL_MS });
     const one = await agent.runText("one");
     const fresh = await appendRecord(store, one.sessionId, { status: "pending", turnIndex: 1, updatedAt: Date.now() });
-    const updatedAt = Date.now() - 5_000;
+    const updatedAt = Date.now() - 5 * TTL_MS;
     const stale = await appendRecord(store, one.sessionId, { status: "pending", turnIndex: 2, updatedAt });
     expect((await agent.getSnapshot({ snapshotId: fresh })).status).toBe("pending");
     expect((await agent.getSnapshot({ snapshotId: stale })).status).toBe("expired");

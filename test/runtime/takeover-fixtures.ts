@@ -7,11 +7,16 @@ import { messageText } from "../../src/types/content.js";
 import type { Principal } from "../../src/types/principal.js";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
-import type { SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
+import type { SessionStore, SnapshotRecord, StoreCallContext } from "../../stores/snapshot-store.js";
 import { chunkLabels, register, Rendezvous, until } from "./runtime-fixtures.js";
 
-/** Heartbeats every 20 ms; a row silent for 150 ms is presumed dead (takeover window: 150 ms more). */
-export const FAST = { heartbeatIntervalMs: 20, heartbeatTtlMs: 150 };
+/**
+ * A worker is presumed dead after 60 s of silence (takeover window: 60 s
+ * more), and no heartbeat falls within a test: no test waits for a TTL to
+ * pass or races a short takeover window under load; {@link presumeDead} and
+ * {@link presumeExpired} backdate a row's heartbeat instead.
+ */
+export const LIVENESS = { heartbeatIntervalMs: 20_000, heartbeatTtlMs: 60_000 };
 
 /** One in-process instance. */
 export interface Instance {
@@ -48,7 +53,7 @@ export function instances(
     const registry = new AgentRegistry({
       defaultStore: store as SessionStore,
       instanceId: name,
-      liveness: options.liveness ?? FAST,
+      liveness: options.liveness ?? LIVENESS,
       events: { workTakenOver: (event) => takenOver.push(event) },
     });
     const gate = new Rendezvous();
@@ -103,9 +108,25 @@ export async function row(store: SessionStore, snapshotId: string): Promise<Snap
   return (await store.getRecord(snapshotId))!;
 }
 
-/** Waits until the row `snapshotId`'s heartbeat is older than the heartbeat TTL of {@link FAST}: its worker looks dead. */
-export async function untilSilent(store: SessionStore, snapshotId: string): Promise<void> {
-  await until(async () => Date.now() - (await row(store, snapshotId)).heartbeatAt! > FAST.heartbeatTtlMs, "silence");
+/** Sets the heartbeat of the row `snapshotId` to `agoMs` before now, as a worker silent since then would have left it. */
+async function backdate(store: SessionStore, snapshotId: string, agoMs: number, ctx?: StoreCallContext): Promise<void> {
+  const written = await store.updateRecord(snapshotId, (r) => ({ ...r, heartbeatAt: Date.now() - agoMs }), ctx);
+  if (!written) throw new Error(`no row ${snapshotId} to backdate`);
+}
+
+/**
+ * Makes the row `snapshotId`'s worker look dead to instances with
+ * {@link LIVENESS}: its heartbeat 1.5 TTLs old, halfway through the takeover
+ * window (the worker must be stopped or stalled: a heartbeat of its own would
+ * bring it back to life).
+ */
+export function presumeDead(store: SessionStore, snapshotId: string, ctx?: StoreCallContext): Promise<void> {
+  return backdate(store, snapshotId, 1.5 * LIVENESS.heartbeatTtlMs, ctx);
+}
+
+/** Makes the row `snapshotId` look as if its takeover window had closed unused (its heartbeat 2.5 TTLs old): it reads expired. */
+export function presumeExpired(store: SessionStore, snapshotId: string, ctx?: StoreCallContext): Promise<void> {
+  return backdate(store, snapshotId, 2.5 * LIVENESS.heartbeatTtlMs, ctx);
 }
 
 /** Every recorded chunk of a detached run. */
@@ -123,8 +144,9 @@ export function labels(chunks: { chunk: AgentStreamChunk }[]): string[] {
 }
 
 /**
- * Runs `instance`'s takeover poller until the row `snapshotId` reads
- * `status` (stored), then stops it (also when waiting fails).
+ * Presumes the worker of the row `snapshotId` dead ({@link presumeDead}),
+ * then runs `instance`'s takeover poller (its first pass at once) until the
+ * row reads `status` (stored), then stops it (also when waiting fails).
  */
 export async function takeOverUntil(
   instance: Instance,
@@ -132,6 +154,7 @@ export async function takeOverUntil(
   snapshotId: string,
   status: SnapshotRecord["status"],
 ): Promise<void> {
+  await presumeDead(store, snapshotId);
   const stop = instance.registry.startWorkTakeover();
   try {
     await until(async () => (await row(store, snapshotId)).status === status, `the row to read ${status}`);
@@ -142,12 +165,29 @@ export async function takeOverUntil(
 
 /**
  * Instances A and B on one memory store, where A never heartbeats during a
- * test (its interval is a minute, its TTL 150 ms): A's row goes silent while
- * its turn still runs, as a stalled process's would.
+ * test and has a TTL of 150 ms: once its turn has stalled for 75 ms (half
+ * that), the first chunk after the stall makes it read its row first, as a
+ * stalled process's would. B takes over once {@link presumeDead} says so.
  */
+/** The heartbeat TTL of the stalled instance of {@link stalledAndSurvivor}. */
+export const A_STALLED_TTL_MS = 150;
+
+/**
+ * Lets the stall of {@link stalledAndSurvivor}'s A last one more
+ * {@link A_STALLED_TTL_MS}, past half its TTL, so that it reads its row when
+ * it wakes (a lower bound only: a loaded machine makes the stall longer,
+ * which changes nothing).
+ */
+export function stallPastTtl(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, A_STALLED_TTL_MS));
+}
+
 export function stalledAndSurvivor(): { shared: InMemorySessionStore; a: Instance; b: Instance } {
   const shared = new InMemorySessionStore();
-  const [a] = instances(["A"], { store: shared, liveness: { heartbeatIntervalMs: 60_000, heartbeatTtlMs: 150 } }).all;
+  const [a] = instances(["A"], {
+    store: shared,
+    liveness: { heartbeatIntervalMs: 60_000, heartbeatTtlMs: A_STALLED_TTL_MS },
+  }).all;
   const [b] = instances(["B"], { store: shared }).all;
   return { shared, a: a!, b: b! };
 }

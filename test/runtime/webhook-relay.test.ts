@@ -9,9 +9,9 @@ import { takeOverDeadWork } from "../../src/runtime/background/work-takeover.js"
 import { startWebhooks } from "../../src/runtime/webhooks/webhooks.js";
 import type { DetachedWork } from "../../src/types/detached-work.js";
 import { checkpointRecord, commitOf, pendingRecord } from "../stores/snapshot-factory.js";
-import { FAST } from "./takeover-fixtures.js";
+import { LIVENESS as TAKEOVER_LIVENESS } from "./takeover-fixtures.js";
 
-const LIVENESS = { ...FAST, chunkRetentionMs: 60_000 };
+const LIVENESS = { ...TAKEOVER_LIVENESS, chunkRetentionMs: 60_000 };
 
 const WORK: DetachedWork = {
   inputs: [{}],

@@ -10,17 +10,23 @@ import {
   chunksOf,
   detachInputs,
   detachThenShutDown,
-  FAST,
   instances,
   labels,
+  LIVENESS,
+  presumeDead,
+  presumeExpired,
   row,
   stalledAndSurvivor,
+  stallPastTtl,
   takeOverUntil,
-  untilSilent,
   type Instance,
 } from "./takeover-fixtures.js";
 import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
-import { takeOverDeadWork, type TakeoverReport } from "../../src/runtime/background/work-takeover.js";
+import {
+  startWorkTakeover,
+  takeOverDeadWork,
+  type TakeoverReport,
+} from "../../src/runtime/background/work-takeover.js";
 import { livenessRecheckMs } from "../../src/runtime/sessions/snapshot-liveness.js";
 import { loadRecordState } from "../../src/runtime/sessions/session-lookup.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
@@ -28,14 +34,14 @@ import type { SessionStore } from "../../stores/snapshot-store.js";
 
 vi.setConfig({ testTimeout: 8_000 });
 
-const FAST_LIVENESS = { ...FAST, chunkRetentionMs: 60_000 };
+const TEST_LIVENESS = { ...LIVENESS, chunkRetentionMs: 60_000 };
 
 /** What a takeover pass of `instance` over `store` looks at. */
 function sourceOf(instance: Instance, store: SessionStore) {
   return {
     stores: () => [store],
     agent: (name: string) => (name === "bg" ? instance.agent : undefined),
-    liveness: FAST_LIVENESS,
+    liveness: TEST_LIVENESS,
   };
 }
 
@@ -208,11 +214,18 @@ describe("taking over the detached work of a dead instance", () => {
     const [a, b] = all as [Instance, Instance];
     const { snapshotId } = await detachThenShutDown(a);
     b.gate.release("one");
+    await presumeDead(store, snapshotId);
     const reports: TakeoverReport[] = [];
-    const stop = b.registry.startWorkTakeover((report) => reports.push(report));
+    let passes = 0;
+    const source = sourceOf(b, store);
+    // The poller of the registry, with passes every 10 ms instead of every quarter TTL (15 s here), counted.
+    const stop = startWorkTakeover({ ...source, stores: () => (passes++, source.stores()) }, 10, (report) =>
+      reports.push(report),
+    );
     try {
       await until(async () => (await row(store, snapshotId)).status === "completed", "B to complete the work");
-      await new Promise((resolve) => setTimeout(resolve, 3 * livenessRecheckMs(FAST_LIVENESS))); // more passes
+      const done = passes;
+      await until(() => passes >= done + 3, "three more passes");
     } finally {
       await stop();
     }
@@ -235,7 +248,7 @@ describe("taking over the detached work of a dead instance", () => {
       await writeFile(log, `${text.slice(0, at + 14)}X${text.slice(at + 15)}`, "latin1");
       const { snapshotId } = await detachThenShutDown(a);
       b.gate.release("one");
-      await untilSilent(files, snapshotId);
+      await presumeDead(files, snapshotId);
       await expectAgentError(takeOverDeadWork(sourceOf(b, files)), "DATA_LOSS");
       await b.registry.background.drain(4_000);
       expect((await row(files, snapshotId)).status).toBe("completed");
@@ -271,7 +284,7 @@ describe("taking over the detached work of a dead instance", () => {
     const { store, all } = instances(["A", "B"]);
     const [a] = all as [Instance, Instance];
     const { snapshotId } = await detachThenShutDown(a);
-    await untilSilent(store, snapshotId);
+    await presumeDead(store, snapshotId);
     const elsewhere = instances(["C"]).all[0]!; // its own store
     const source = { ...sourceOf(elsewhere, store), agent: () => elsewhere.agent };
     expect(await takeOverDeadWork(source)).toBe(0);
@@ -282,7 +295,7 @@ describe("taking over the detached work of a dead instance", () => {
     const { store, all } = instances(["A", "B"]);
     const [a, b] = all as [Instance, Instance];
     const { sessionId, snapshotId } = await detachThenShutDown(a);
-    await untilSilent(store, snapshotId);
+    await presumeDead(store, snapshotId);
     const head = (await store.getHead(sessionId))!;
     const listed = await row(store, snapshotId);
     await store.updateRecord(snapshotId, (existing) => ({ ...existing, heartbeatAt: Date.now() })); // it woke up
@@ -319,11 +332,11 @@ describe("taking over the detached work of a dead instance", () => {
     const { snapshotId } = await detachThenShutDown(a);
     b.gate.release("one");
     c.gate.release("one");
-    await untilSilent(store, snapshotId);
+    await presumeDead(store, snapshotId);
     const source = (i: Instance) => ({
       stores: () => [store as SessionStore],
       agent: (name: string) => (name === "bg" ? i.agent : undefined),
-      liveness: { ...FAST, chunkRetentionMs: 60_000 },
+      liveness: TEST_LIVENESS,
     });
     const counts = await Promise.all([takeOverDeadWork(source(b)), takeOverDeadWork(source(c))]);
     expect(counts.sort()).toEqual([0, 1]);
@@ -349,6 +362,7 @@ describe("taking over the detached work of a dead instance", () => {
       await a.gate.reached("one");
       await a.registry.background.drain(0);
       b.gate.release("one");
+      await presumeDead(files, snapshotId!, acmeCtx);
       const stop = b.registry.startWorkTakeover();
       try {
         await until(async () => (await files.getRecord(snapshotId!, acmeCtx))?.status === "completed", "B to complete");
@@ -374,11 +388,11 @@ describe("taking over the detached work of a dead instance", () => {
     const [a, b] = all as [Instance, Instance];
     const { sessionId, snapshotId } = await detachThenShutDown(a);
     await setLease(store as SessionStore, sessionId, { invocationId: "someone-else", expiresAt: Date.now() + 60_000 });
-    await untilSilent(store, snapshotId);
+    await presumeDead(store, snapshotId);
     const source = {
       stores: () => [store as SessionStore],
       agent: () => b.agent,
-      liveness: { ...FAST, chunkRetentionMs: 60_000 },
+      liveness: TEST_LIVENESS,
     };
     expect(await takeOverDeadWork(source)).toBe(0);
     expect((await row(store, snapshotId)).work!.runs).toHaveLength(1);
@@ -389,6 +403,7 @@ describe("taking over the detached work of a dead instance", () => {
     const { store, all } = instances(["A", "B"], { agentOn: (name) => name === "A" });
     const [a, b] = all as [Instance, Instance];
     const { snapshotId } = await detachThenShutDown(a);
+    await presumeExpired(store, snapshotId);
     const stop = b.registry.startWorkTakeover();
     try {
       await until(async () => (await a.agent.getSnapshot({ snapshotId })).status === "expired", "the row to expire");
@@ -407,6 +422,7 @@ describe("taking over the detached work of a dead instance", () => {
     await takeOverUntil(b, shared, key.snapshotId, "completed");
     const finalByB = await row(shared, key.snapshotId);
     const chunksByB = await chunksOf(shared, key);
+    await stallPastTtl();
     a.gate.release("one"); // A wakes up
     await a.registry.background.drain(4_000);
     expect(await row(shared, key.snapshotId)).toEqual(finalByB);
@@ -423,12 +439,14 @@ describe("taking over the detached work of a dead instance", () => {
     const { shared, a, b } = stalledAndSurvivor();
     const key = await detachInputs(a, ["wait:one"]);
     await a.gate.reached("one");
+    await presumeDead(shared, key.snapshotId);
     const stop = b.registry.startWorkTakeover();
     try {
       await b.gate.reached("one"); // B runs the turn again and waits in it
     } finally {
       await stop();
     }
+    await stallPastTtl();
     a.gate.release("one"); // A wakes up, finishes its turn and tries to end the row
     await a.registry.background.drain(4_000);
     const meanwhile = await row(shared, key.snapshotId);
@@ -476,7 +494,7 @@ describe("taking over the detached work of a dead instance", () => {
       await takeOverDeadWork({
         stores: () => [store as SessionStore],
         agent: () => undefined,
-        liveness: { ...FAST, chunkRetentionMs: 60_000 },
+        liveness: TEST_LIVENESS,
       }),
     ).toBe(0);
     expect((await store.getHead(done.sessionId))!.lease).toBeUndefined();
@@ -485,7 +503,7 @@ describe("taking over the detached work of a dead instance", () => {
 
 describe("the takeover poll interval (livenessRecheckMs)", () => {
   it("looks every quarter of the heartbeat TTL, and at most every 50 ms", () => {
-    expect(livenessRecheckMs({ ...FAST_LIVENESS, heartbeatTtlMs: 30_000 })).toBe(7_500);
-    expect(livenessRecheckMs({ ...FAST_LIVENESS, heartbeatTtlMs: 100 })).toBe(50);
+    expect(livenessRecheckMs({ ...TEST_LIVENESS, heartbeatTtlMs: 30_000 })).toBe(7_500);
+    expect(livenessRecheckMs({ ...TEST_LIVENESS, heartbeatTtlMs: 100 })).toBe(50);
   });
 });

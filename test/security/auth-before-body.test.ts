@@ -14,8 +14,13 @@ const TOKEN = "body-probe-token-0123456789abcd";
 const RUN = "/agentd.v1.AgentService/Run";
 const ANNOUNCED = 3_000_000;
 const SENT = 64 * 1024;
-/** Well under any timeout the server has; the answer must come before it. */
-const PROMPTLY_MS = 2000;
+/**
+ * When the test gives up waiting for an answer: long, for a loaded machine, yet well under every
+ * timeout of the server (a request has 300 s to arrive, a connection idles 60 s). A server that read
+ * the body first is still waiting for it then, without an answer; the outcome tells them apart, not
+ * how fast it came.
+ */
+const GIVE_UP_MS = 30_000;
 
 describe("credentials are checked before the request body is read", () => {
   let server: AgentdProcess;
@@ -34,11 +39,9 @@ describe("credentials are checked before the request body is read", () => {
       `POST ${RUN} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${authorization}` +
       `Content-Length: ${ANNOUNCED}\r\n\r\n`;
     const partial = Buffer.concat([Buffer.from(head, "latin1"), Buffer.alloc(SENT, 0x20)]);
-    const started = performance.now();
-    const answer = await http1Exchange(server.port, partial, { timeoutMs: PROMPTLY_MS, until: responseComplete });
+    const answer = await http1Exchange(server.port, partial, { timeoutMs: GIVE_UP_MS, until: responseComplete });
     expect(answer.status).toBe(401);
     expect(answer.text).toContain('"code":"unauthenticated"');
-    expect(performance.now() - started).toBeLessThan(PROMPTLY_MS);
   });
 
   it("logs the refusal with its code and never the token", async () => {
@@ -46,7 +49,7 @@ describe("credentials are checked before the request body is read", () => {
     const head =
       `POST ${RUN} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
       `Authorization: Bearer ${token}\r\nContent-Length: ${ANNOUNCED}\r\n\r\n`;
-    await http1Exchange(server.port, Buffer.from(head, "latin1"), { timeoutMs: PROMPTLY_MS, until: responseComplete });
+    await http1Exchange(server.port, Buffer.from(head, "latin1"), { timeoutMs: GIVE_UP_MS, until: responseComplete });
     await server.logLine(
       (l) =>
         l.msg === "rpc rejected before its handler" &&
@@ -70,7 +73,7 @@ describe("credentials are checked before the request body is read", () => {
       prefix.writeUInt32BE(ANNOUNCED, 1);
       stream.write(Buffer.concat([prefix, Buffer.alloc(SENT)]));
       const status = await new Promise<string | undefined>((resolve) => {
-        const timer = setTimeout(() => resolve(undefined), PROMPTLY_MS);
+        const timer = setTimeout(() => resolve(undefined), GIVE_UP_MS);
         const settle = (headers: Record<string, unknown>): void => {
           if (headers["grpc-status"] === undefined) return;
           clearTimeout(timer);

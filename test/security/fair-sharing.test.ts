@@ -50,12 +50,12 @@ describe("unauthenticated clients holding every connection they may (--max-conne
     await server?.stop();
   });
 
-  it("leaves room for a tenant: its Run succeeds within a second while 60 Health/Watch holders try to hold connections", async () => {
+  it("leaves room for a tenant: its Run succeeds while 60 Health/Watch holders try to hold connections", async () => {
     for (let i = 0; i < 60; i++) await holdWatch(server.baseUrl, holders.signal);
-    const started = performance.now();
+    // Without room kept for tenants its connection, the 41st, would be closed at once (the call fails
+    // UNAVAILABLE); the holders stream on and never free one. The outcome tells, not how fast it came.
     const { output } = await run(server, ACME);
     expect(output?.finishReason).toBe(FinishReason.STOP);
-    expect(performance.now() - started).toBeLessThan(1000);
   });
 });
 

@@ -4,6 +4,7 @@ import { userText } from "../../src/types/content.js";
 import {
   CHECKPOINT_INLINE_BYTES,
   encodeRecord,
+  inlineBytes,
   MAX_DOCUMENT_BYTES,
   nextVersion,
   tooLarge,
@@ -34,10 +35,10 @@ function paddedDelta(padding: number): CounterRecord {
   });
 }
 
-/** The serialized size encodeRecord compares with the inline threshold: body plus state. */
-function inlineBytes(record: CounterRecord): number {
+/** The serialized size encodeRecord compares with the inline threshold: metadata fields plus state. */
+function recordInlineBytes(record: CounterRecord): number {
   const { doc } = encodeRecord(record, 1, false);
-  return Buffer.byteLength(doc.body, "utf8") + Buffer.byteLength(doc.state ?? "", "utf8");
+  return inlineBytes(doc);
 }
 
 describe("record versions", () => {
@@ -71,15 +72,15 @@ describe("record documents: what is held inline", () => {
   });
 
   it("keeps a checkpoint inline when the record is exactly at the inline threshold", () => {
-    const record = paddedCheckpoint(CHECKPOINT_INLINE_BYTES - inlineBytes(paddedCheckpoint(0)));
-    expect(inlineBytes(record)).toBe(CHECKPOINT_INLINE_BYTES);
+    const record = paddedCheckpoint(CHECKPOINT_INLINE_BYTES - recordInlineBytes(paddedCheckpoint(0)));
+    expect(recordInlineBytes(record)).toBe(CHECKPOINT_INLINE_BYTES);
     const { doc, chunks } = encodeRecord(record, 1, false);
     expect(chunks).toBeUndefined();
     expect(doc.checkpointChunks).toBeNull();
   });
 
   it("moves the checkpoint to chunks when the record is one byte over the inline threshold", () => {
-    const record = paddedCheckpoint(CHECKPOINT_INLINE_BYTES - inlineBytes(paddedCheckpoint(0)) + 1);
+    const record = paddedCheckpoint(CHECKPOINT_INLINE_BYTES - recordInlineBytes(paddedCheckpoint(0)) + 1);
     const { doc, chunks } = encodeRecord(record, 1, false);
     expect(chunks?.ref.bytes).toBe(Buffer.byteLength(JSON.stringify(record.checkpoint), "utf8"));
     expect(doc.checkpointChunks).toEqual(chunks?.ref);

@@ -278,7 +278,9 @@ describe("mongodb store: record documents", () => {
     const records = raw.db(DATABASE).collection(`${prefix}snapshots`);
     await commitRecord(store, undefined, checkpointRecord("s1", "new"));
     const written = await records.findOne({ _id: "new" as never });
-    expect(JSON.parse(written!.body as string)).not.toHaveProperty("checkpoint");
+    expect(written!.body).toBeUndefined();
+    expect(written!.meta).not.toHaveProperty("checkpoint");
+    expect(JSON.parse((written!.meta as Record<string, string>).snapshotId!)).toBe("new");
     expect(JSON.parse(written!.state as string)).toEqual({
       checkpoint: { sessionId: "s1", messages: [], artifacts: [], custom: { n: 0 } },
     });
@@ -306,7 +308,7 @@ describe("mongodb store: record documents", () => {
     // Its first update moves it to the new layout.
     await store.updateRecord("old", (e) => ({ ...e, status: "failed" }));
     const moved = await records.findOne({ _id: "old" as never });
-    expect([JSON.parse(moved!.body as string).checkpoint, typeof moved!.state]).toEqual([undefined, "string"]);
+    expect([moved!.body, moved!.meta?.checkpoint, typeof moved!.state]).toEqual([undefined, undefined, "string"]);
     expect(await store.getRecord("old")).toEqual({ ...old, status: "failed" });
     await Promise.all([store.close(), raw.close()]);
   });

@@ -289,6 +289,64 @@ describe("SessionLocks", () => {
     expect(locks.heldCount).toBe(0);
   });
 
+  it("runs onRelease once when a lock is let go from two sides at once (the tick and releaseNow)", async () => {
+    // The tick lets a's lock go and waits in its onRelease (as the file store's fdatasync of a log
+    // does under load); meanwhile releaseNow lets b's go. The tick, resumed, must not let b's go again:
+    // a second onRelease would fdatasync a descriptor the first one closed (EBADF).
+    // Named other than *.lock: only the tick (every 1 s here) notices their waiters.
+    const dir = await tempDir();
+    const [a, b] = [join(dir, "a.lk"), join(dir, "b.lk")];
+    const locks = sessionLocks({ idleMs: IDLE_PAST_THE_TEST_MS, staleMs: 6000 });
+    let aReleasing!: () => void;
+    const aStarted = new Promise<void>((resolve) => (aReleasing = resolve));
+    let letAGo!: () => void;
+    const aGate = new Promise<void>((resolve) => (letAGo = resolve));
+    const onReleaseB = vi.fn();
+    await locks.use(
+      a,
+      async () => undefined,
+      async () => (aReleasing(), await aGate),
+    );
+    await locks.use(b, async () => undefined, onReleaseB);
+    for (const path of [a, b]) writeFileSync(`${path}.want`, JSON.stringify({ pid: process.pid, token: "waiter" }));
+
+    await aStarted; // the tick has both locks in hand and waits in a's onRelease
+    await locks.releaseNow(b);
+    expect(onReleaseB).toHaveBeenCalledTimes(1);
+    letAGo();
+    await eventually(() => !existsSync(a)); // the tick goes on to b
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(onReleaseB).toHaveBeenCalledTimes(1);
+    expect(locks.heldCount).toBe(0);
+  });
+
+  it("closeAll waits for a release under way before it resolves", async () => {
+    const path = await lockPath();
+    const locks = sessionLocks({ idleMs: 10_000 });
+    let releasing!: () => void;
+    const started = new Promise<void>((resolve) => (releasing = resolve));
+    let finish!: () => void;
+    const gate = new Promise<void>((resolve) => (finish = resolve));
+    let released = false;
+    await locks.use(
+      path,
+      async () => undefined,
+      async () => {
+        releasing();
+        await gate;
+        released = true;
+      },
+    );
+    const released1 = locks.releaseNow(path);
+    await started;
+    const closed = locks.closeAll().then(() => released);
+    await new Promise((resolve) => setImmediate(resolve)); // closeAll has had every chance to resolve early
+    finish();
+    expect(await closed).toBe(true);
+    await released1;
+    expect(existsSync(path)).toBe(false);
+  });
+
   it("watches the directory of its locks only while it holds one there", async () => {
     const path = await lockPath();
     const dir = join(path, "..");

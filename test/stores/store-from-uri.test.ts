@@ -61,6 +61,38 @@ describe("openStoreFromUri", () => {
     }
   });
 
+  it("opens sqlite:<file>?synchronous=normal with the writer connection on synchronous=NORMAL (default FULL)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "agentd-uri-"));
+    try {
+      const pragma = async (uri: string): Promise<number> => {
+        const store = (await openStoreFromUri(uri)) as SqlSessionStore;
+        try {
+          const rows = await store.engine.transaction((tx) => tx.query("PRAGMA synchronous"));
+          return Number(rows[0]!.synchronous);
+        } finally {
+          await store.close();
+        }
+      };
+      const path = join(dir, "agentd.db");
+      expect(await pragma(`sqlite:${path}?synchronous=normal`)).toBe(1); // NORMAL
+      expect(await pragma(`sqlite:${path}?synchronous=NORMAL`)).toBe(1);
+      expect(await pragma(`sqlite:${path}?synchronous=full`)).toBe(2); // FULL
+      expect(await pragma(`sqlite:${path}`)).toBe(2);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    await expect(openStoreFromUri("sqlite:/tmp/x.db?synchronous=off")).rejects.toMatchObject({
+      status: "INVALID_ARGUMENT",
+      message: 'store URI "sqlite:/tmp/x.db?synchronous=off": synchronous must be full or normal, not "off"',
+    });
+    await expect(openStoreFromUri("sqlite:/tmp/x.db?journal=delete")).rejects.toMatchObject({
+      status: "INVALID_ARGUMENT",
+      message: expect.stringContaining(
+        'unknown parameter "journal" (an sqlite: URI takes only synchronous=full|normal)',
+      ),
+    });
+  });
+
   it("rejects sqlite: without a file and a postgres schema that is not a plain name, with INVALID_ARGUMENT", async () => {
     await expect(openStoreFromUri("sqlite:")).rejects.toMatchObject({
       status: "INVALID_ARGUMENT",

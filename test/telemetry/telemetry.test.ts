@@ -66,6 +66,10 @@ describe("agentdInstruments", () => {
       [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     ],
     "agentd.tokens": ["{token}", "Model tokens, by agent, model and direction."],
+    "agentd.tool.calls": [
+      "{call}",
+      "Tool calls, by tool and outcome (ran, replayed from the journal, refused as never-repeat).",
+    ],
   };
 
   function described(metric: MetricData): [string, string, number[]?] {
@@ -85,6 +89,7 @@ describe("agentdInstruments", () => {
     instruments.detachedPending.add(1);
     instruments.storeOperationDuration.record(0.001);
     instruments.tokens.add(5);
+    instruments.toolCalls.add(1);
     const exported = Object.fromEntries((await telemetry.metrics()).map((m) => [m.descriptor.name, described(m)]));
     expect(exported).toEqual(EXPECTED);
   });

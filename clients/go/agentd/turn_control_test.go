@@ -3,7 +3,6 @@ package agentd_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 
@@ -53,7 +52,8 @@ func TestCancelEndsTheRunningTurnAndTheNextRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	firstChunk(t, slow, anyChunk)
-	sent := time.Now()
+	// ABORTED, not the STOP of a turn that streamed its ~2 s to the end: the cancel took, however
+	// slowly a loaded machine delivered it.
 	ack, err := slow.Cancel(ctx)
 	if err != nil {
 		t.Fatalf("Cancel: %v", err)
@@ -64,9 +64,6 @@ func TestCancelEndsTheRunningTurnAndTheNextRuns(t *testing.T) {
 	end, err := slow.Wait()
 	if err != nil {
 		t.Fatal(err)
-	}
-	if elapsed := time.Since(sent); elapsed > 2*time.Second {
-		t.Fatalf("the cancelled turn ended after %v, want under 2 s", elapsed)
 	}
 	if end.GetFinishReason() != agentdv1.FinishReason_FINISH_REASON_ABORTED {
 		t.Fatalf("finish reason = %v, want ABORTED", end.GetFinishReason())

@@ -41,8 +41,7 @@ def test_abort_flips_a_pending_snapshot_to_aborted(client: AgentClient):
     conversation = client.chat("assistant")
     conversation.send("never finishes", metadata=VERY_SLOW)
     snapshot_id = conversation.detach().snapshot_id
-    response = client.abort("assistant", snapshot_id)
-    assert response.status == state_pb2.SNAPSHOT_STATUS_ABORTED
+    assert client.abort("assistant", snapshot_id) == state_pb2.SNAPSHOT_STATUS_ABORTED
     assert client.wait_snapshot("assistant", snapshot_id, timeout=30) == state_pb2.SNAPSHOT_STATUS_ABORTED
 
 
@@ -51,7 +50,7 @@ def test_abort_of_a_completed_snapshot_returns_completed(client: AgentClient):
     turn = conversation.send("done already")
     turn.wait()
     conversation.output()
-    assert client.abort("assistant", turn.snapshot_id).status == state_pb2.SNAPSHOT_STATUS_COMPLETED
+    assert client.abort("assistant", turn.snapshot_id) == state_pb2.SNAPSHOT_STATUS_COMPLETED
 
 
 def test_run_with_detach_returns_the_pending_snapshot(client: AgentClient):

@@ -100,7 +100,9 @@ def test_retries_end_at_the_calls_timeout(agentd_address: str):
             with pytest.raises((UnavailableError, grpc.RpcError)) as failure:
                 retrying.list_agents(timeout=1.0)
             elapsed = time.monotonic() - started
-        assert 0.5 < elapsed < 1.3, elapsed
+        # Ended by the 1 s timeout, not by the 1,000 attempts (about 200 s): the upper bound is far from
+        # either, so a loaded machine does not fail it.
+        assert 0.5 < elapsed < 20, elapsed
         assert retrying.stats.retries >= 2
         assert failure.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 

@@ -1,24 +1,16 @@
 import { uuidv7 } from "../../../stores/uuid-v7.js";
 import { AgentError } from "../../errors/agent-error.js";
 import type { SessionState } from "../../types/session-state.js";
-import type { FinishReason, SnapshotEdit } from "../../types/snapshot.js";
+import type { FinishReason } from "../../types/snapshot.js";
 import { addUsage, type Usage } from "../../types/usage.js";
-import type {
-  SessionStore,
-  SnapshotRecord,
-  SnapshotSubscriber,
-  StoreCallContext,
-} from "../../../stores/snapshot-store.js";
+import type { SnapshotRecord } from "../../../stores/snapshot-store.js";
 import type { BackgroundTask } from "./background-work.js";
-import type { SessionClaim } from "../sessions/session-claim.js";
-import { buildRecord, stateFieldsFor, type CommittedPoint, type RecordSettings } from "../sessions/turn-record.js";
-import type { LivenessSettings } from "../sessions/snapshot-liveness.js";
-import type { RuntimeEvents } from "../invocations/runtime-events.js";
+import { buildRecord, stateFieldsFor, type CommittedPoint } from "../sessions/turn-record.js";
+import type { AbortObservedEvent } from "../invocations/runtime-events.js";
 import { DetachedChunks, type SequencedChunk } from "./detached-chunks.js";
-import type { DetachedWork } from "../../types/detached-work.js";
 import type { TurnRequest } from "../sessions/turn-request.js";
-import type { AgentInput, InputAck } from "../../types/agent-io.js";
 import { ControlInbox } from "./control-inbox.js";
+import type { DetachedRunOptions, DetachedWorkStart } from "./detached-run-options.js";
 
 type StateFields<S> = ReturnType<typeof stateFieldsFor<S>>;
 
@@ -28,52 +20,7 @@ function outagePause(attempt: number, until: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** What a detached run needs from its invocation. */
-export interface DetachedRunOptions<S> {
-  store: SessionStore<S> & SnapshotSubscriber;
-  sessionId: string;
-  /** Index of the turn running (or next to run) when detach arrived. */
-  turnIndex: number;
-  liveness: LivenessSettings;
-  storeContext?: StoreCallContext;
-  /** A turn-end save still in flight when detach arrived; the pending row is chained after it. */
-  afterTurnSave: Promise<unknown>;
-  /** The invocation's hold on the session: commits the pending row; released when the run ends. */
-  claim: SessionClaim<S>;
-  /** The last committed snapshot of the conversation, read once that save settled. */
-  parent: () => CommittedPoint<S> | undefined;
-  /** The edit the row notes when it is the first record after an edited start (read with `parent`). */
-  edit?: () => SnapshotEdit | undefined;
-  /** Checkpoint policy and size cap for the final row. */
-  records: RecordSettings;
-  /** Aborted when the row is flipped to aborted, or at shutdown. */
-  work: AbortController;
-  /** The agent's name (for events). */
-  agent: string;
-  events?: RuntimeEvents;
-  /** Applies a control input posted on the row by another instance (see {@link ControlInbox}). */
-  controls?: (input: AgentInput) => InputAck;
-  /** This run's invocation ID: the run recorded in the row's work, fencing every later row write. */
-  invocationId: string;
-  /**
-   * Detach: the work the pending row records (its `runs` gets this run).
-   * Takeover: the row already exists and this run is already its last run.
-   */
-  start: { kind: "detach"; work: DetachedWorkStart; request?: TurnRequest } | AdoptedRow<S>;
-}
-
-/** What detach records in the pending row's work, plus the instance running it. */
-export type DetachedWorkStart = Omit<DetachedWork, "runs" | "completed"> & { instance: string };
-
-/** A pending row another run started, now held by this run (takeover). */
-export interface AdoptedRow<S> {
-  kind: "adopt";
-  snapshotId: string;
-  /** The row's parent: the base of its state fields. */
-  parent: CommittedPoint<S> | undefined;
-  /** The tokens of the turns the row already holds. */
-  usage?: Usage;
-}
+export type { AdoptedRow, DetachedRunOptions, DetachedWorkStart } from "./detached-run-options.js";
 
 /**
  * The background half of a detached invocation (detach, abort and the
@@ -101,6 +48,8 @@ export class DetachedRun<S> implements BackgroundTask {
   private usage: Usage | undefined;
   /** When a write to the row last confirmed that it is still this run's (epoch ms). */
   private confirmedAt = Date.now();
+  /** Set once the work was cancelled for an abort of its row (reported once). */
+  private abortSeen = false;
   /** Control inputs other instances post on the row. */
   private inbox: ControlInbox<S> | undefined;
 
@@ -118,7 +67,11 @@ export class DetachedRun<S> implements BackgroundTask {
     }
     this.chunks = new DetachedChunks(
       options.store,
-      this.pendingId.then((snapshotId) => ({ sessionId: options.sessionId, snapshotId })),
+      this.pendingId.then((snapshotId) => ({
+        sessionId: options.sessionId,
+        snapshotId,
+        run: start.kind === "adopt" ? start.run : 0,
+      })),
       options.liveness.chunkRetentionMs,
       options.storeContext,
     );
@@ -212,7 +165,7 @@ export class DetachedRun<S> implements BackgroundTask {
     if (written) {
       this.confirmedAt = Date.now();
       this.inbox?.observe(written);
-    } else if (written === null) await this.stopIfTakenOver(id);
+    } else if (written === null) await this.stopIfEnded(id);
   }
 
   /** True when `row` is (still) this run's: its last recorded run is this one (rows without work: always). */
@@ -220,11 +173,32 @@ export class DetachedRun<S> implements BackgroundTask {
     return row.work === undefined || row.work.runs.at(-1)?.invocationId === this.o.invocationId;
   }
 
-  /** Reads the row and stops the work when its last run is another one: another instance took it over. */
-  private async stopIfTakenOver(id: string): Promise<void> {
+  /**
+   * After a row write that found the row no longer this run's pending row:
+   * reads it and stops the work when it was aborted (the backstop for an
+   * abort the status subscription missed: it reaches the worker within one
+   * heartbeat) or when its last run is another one (another instance took it
+   * over).
+   */
+  private async stopIfEnded(id: string): Promise<void> {
     const row = await this.o.store.getRecord(id, this.o.storeContext).catch(() => undefined);
+    if (row?.status === "aborted") return this.abortObserved(id, "row-write");
     const taken = this.takenOverError(id, row);
     if (taken) this.o.work.abort(taken);
+  }
+
+  /** Cancels the work for an abort of its row, and reports it once (the status subscription or a row write may see it). */
+  private abortObserved(id: string, via: AbortObservedEvent["via"]): void {
+    if (this.abortSeen) return;
+    this.abortSeen = true;
+    this.o.work.abort(new AgentError("ABORTED", `snapshot "${id}" was aborted`));
+    this.o.events?.abortObserved?.({
+      agent: this.o.agent,
+      sessionId: this.o.sessionId,
+      snapshotId: id,
+      observedAt: Date.now(),
+      via,
+    });
   }
 
   /** ABORTED naming the instance that took `row` over, or undefined while the row is this run's (or gone). */
@@ -412,7 +386,7 @@ export class DetachedRun<S> implements BackgroundTask {
         )
         .then(
           (row) => {
-            if (!row) return void this.stopIfTakenOver(id);
+            if (!row) return void this.stopIfEnded(id);
             this.confirmedAt = Date.now();
             this.inbox?.observe(row);
           },
@@ -430,16 +404,7 @@ export class DetachedRun<S> implements BackgroundTask {
   private async watchForAbort(id: string): Promise<void> {
     try {
       for await (const status of this.o.store.subscribeStatus(id, this.subscription.signal, this.o.storeContext)) {
-        if (status === "aborted") {
-          this.o.work.abort(new AgentError("ABORTED", `snapshot "${id}" was aborted`));
-          this.o.events?.abortObserved?.({
-            agent: this.o.agent,
-            sessionId: this.o.sessionId,
-            snapshotId: id,
-            observedAt: Date.now(),
-          });
-          return;
-        }
+        if (status === "aborted") return this.abortObserved(id, "status");
         if (status !== "pending") return;
       }
     } catch {

@@ -28,6 +28,8 @@ export interface AdoptedWork<S> {
   supersededAfter: number;
   /** The last sequence in the work's chunk log: the takeover's chunks are numbered after it. */
   lastRecordedSequence: number;
+  /** This run's index in the work's runs (0: the run that detached it): its chunk appends carry it. */
+  run: number;
 }
 
 /** What a takeover needs of the agent: an invocation target with its session lease timing. */
@@ -137,7 +139,8 @@ async function resume<S>(
     inputs: work.inTurn ? [{}, ...work.inputs.slice(work.completed + 1)] : work.inputs.slice(work.completed),
     continuesTurn: work.inTurn === true,
     supersededAfter: work.lastSequence,
-    lastRecordedSequence: await lastRecordedSequence(store, row, ctx),
+    lastRecordedSequence: await claimedSequence(store, row, target.liveness.chunkRetentionMs, ctx),
+    run: work.runs.length - 1,
   };
   new Invocation(
     target,
@@ -168,6 +171,28 @@ async function parentPoint<S>(
     state: { ...state, sessionId: row.sessionId },
     position: chainPosition(record),
   };
+}
+
+/**
+ * The sequence after which the takeover numbers its chunks. A store that
+ * fences runs (`claimChunks`) gets the takeover marker appended at its log's
+ * next free sequence here, so that from then on the dead run's late appends
+ * are refused; the invocation then emits that marker at the same sequence
+ * (a repeated append of this run: done).
+ */
+async function claimedSequence<S>(
+  store: SessionStore<S>,
+  row: SnapshotRecord<S> & { work: DetachedWork },
+  retentionMs: number,
+  ctx: StoreCallContext,
+): Promise<number> {
+  const last = await lastRecordedSequence(store, row, ctx);
+  if (!isChunkLog(store) || !store.claimChunks) return last;
+  const work = row.work;
+  const key = { sessionId: row.sessionId, snapshotId: row.snapshotId, run: work.runs.length - 1 };
+  const turnIndex = work.firstTurnIndex + work.completed;
+  const marker = (sequence: number) => ({ takeover: { supersededAfter: work.lastSequence, turnIndex }, sequence });
+  return (await store.claimChunks(key, last, marker, Date.now() + retentionMs, ctx)) - 1;
 }
 
 /** The last sequence the work's chunk log holds (at least the last completed turn's TurnEnd). */

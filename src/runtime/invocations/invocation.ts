@@ -1,6 +1,5 @@
 import { AgentError } from "../../errors/agent-error.js";
 import type { AgentInput, AgentOutput, AgentStreamChunk, InputAck } from "../../types/agent-io.js";
-import type { Usage } from "../../types/usage.js";
 import { admitInput } from "./input-admission.js";
 import { userText } from "../../types/content.js";
 import type { SessionState } from "../../types/session-state.js";
@@ -9,7 +8,7 @@ import { backgroundStoreOf } from "../background/background-store.js";
 import type { AgentConnection } from "../agents/agent-connection.js";
 import type { AgentResult, Responder } from "../agents/agent-function.js";
 import { AsyncChannel } from "../../protocol/async-channel.js";
-import { DetachedRun, type DetachedRunOptions, type DetachedWorkStart } from "../background/detached-run.js";
+import { DetachedRun } from "../background/detached-run.js";
 import type { ResolvedStart } from "../sessions/init-resolver.js";
 import type { SessionClaim } from "../sessions/session-claim.js";
 import { TurnCommits } from "../sessions/turn-commits.js";
@@ -17,7 +16,8 @@ import { SessionRunner, type TurnLifecycle } from "../sessions/session-runner.js
 import { ANONYMOUS } from "../../types/principal.js";
 import { applyStateTransform, transformContextOf, type TransformContext } from "../agents/state-transform.js";
 import { InvocationTelemetry } from "./invocation-telemetry.js";
-import { shapeOutput } from "./invocation-output.js";
+import { invocationOutput } from "./invocation-output.js";
+import { detachStart } from "./detach-start.js";
 import type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
 import type { AdoptedWork } from "../background/work-adoption.js";
 import { InputProgress } from "./input-progress.js";
@@ -25,7 +25,6 @@ import { InvocationStream } from "./invocation-stream.js";
 import { InvocationTurns } from "./invocation-turns.js";
 import { TurnControl } from "./turn-control.js";
 import { turnRequestOf, type TurnRequest } from "../sessions/turn-request.js";
-import { addUsage } from "../../types/usage.js";
 import { snapshotEditOf } from "../sessions/init-edit.js";
 import { DEFAULT_INPUT_LIMITS } from "../sessions/input-limits.js";
 
@@ -281,16 +280,6 @@ export class Invocation<S> implements AgentConnection<S> {
     void this.emit({ takeover: { supersededAfter: adopted.supersededAfter, turnIndex: this.runner.turnIndex } });
   }
 
-  /** What detached work records so that another instance can take it over. */
-  private detachedWork(): DetachedWorkStart {
-    // Also with an edit not yet committed: a takeover restarts from the edited state, not the parent's.
-    const initial =
-      this.commits?.last && !this.commits.pendingEdit ? undefined : (this.initialState as SessionState<unknown>);
-    const queued = [...this.control.queuedSteers, ...this.turnInputs.queued()];
-    const work = this.progress.remainingWork(queued, this.options.principal ?? ANONYMOUS, initial);
-    return { ...work, instance: this.target.instance };
-  }
-
   /** `request`: the detach input's request ID and fingerprint, recorded on the pending row (a retry answers that row). */
   private startDetach(
     store: SessionStore<S> & SnapshotSubscriber,
@@ -299,14 +288,16 @@ export class Invocation<S> implements AgentConnection<S> {
   ): void {
     this.close();
     this.telemetry.detach();
-    const start: DetachedRunOptions<S>["start"] = adopted
-      ? {
-          kind: "adopt",
-          snapshotId: adopted.snapshotId,
-          parent: adopted.parent,
-          ...(adopted.usage ? { usage: adopted.usage } : {}),
-        }
-      : { kind: "detach", work: this.detachedWork(), ...(request ? { request } : {}) };
+    const start = detachStart({
+      ...(adopted ? { adopted } : {}),
+      ...(request ? { request } : {}),
+      commits: this.commits,
+      initialState: this.initialState,
+      queued: () => [...this.control.queuedSteers, ...this.turnInputs.queued()],
+      progress: this.progress,
+      principal: this.options.principal ?? ANONYMOUS,
+      instance: this.target.instance,
+    });
     // The background row's writes and heartbeats belong to the detached span.
     this.detachedRun = this.telemetry.runInInvocation(
       () =>
@@ -405,7 +396,21 @@ export class Invocation<S> implements AgentConnection<S> {
     let outputError: AgentError | undefined;
     if (!this.settled) {
       try {
-        output = await this.buildOutput(result, error);
+        output = await invocationOutput(
+          {
+            serverManaged: this.target.store !== undefined,
+            startsSession: this.startsSession,
+            commits: this.commits,
+            turns: this.turns,
+            runner: this.runner,
+            stateTransform: this.target.transforms.state,
+            transformContext: this.transformContext(),
+            sessionId: this.sessionId,
+            usage: this.telemetry.usage,
+          },
+          result,
+          error,
+        );
       } catch (err) {
         outputError = AgentError.from(err);
       }
@@ -415,33 +420,5 @@ export class Invocation<S> implements AgentConnection<S> {
     if (outputError) this.failClosed(outputError);
     else if (output) this.settle(output);
     this.telemetry.finish();
-  }
-
-  private async buildOutput(result: AgentResult | void, error: AgentError | undefined): Promise<AgentOutput<S>> {
-    // A server-managed invocation that started a new session and committed no
-    // turn (init without input, or a first turn that failed) created nothing:
-    // it returns no session ID rather than one that reads NOT_FOUND.
-    const createdNothing = this.target.store !== undefined && this.startsSession && !this.commits?.last;
-    // A retry answered last (no turn ran after it): the output is that turn's, as its first attempt answered.
-    const answered = error ? undefined : await this.turns.answeredState();
-    const snapshotId = this.turns.answeredSnapshotId ?? this.commits?.last?.snapshotId;
-    return shapeOutput({
-      state: error ? this.turns.lastGood : (answered ?? this.runner.snapshotState()),
-      serverManaged: this.target.store !== undefined,
-      stateTransform: this.target.transforms.state,
-      transformContext: this.transformContext(),
-      result: answered ? undefined : result,
-      error,
-      sessionId: createdNothing ? "" : this.sessionId,
-      ...(snapshotId ? { snapshotId } : {}),
-      finishReason: this.turns.lastFinish,
-      ...(this.outputUsage() ? { usage: this.outputUsage() } : {}),
-    });
-  }
-
-  /** The tokens the output reports: the turns run, plus those of the committed turns answered again. */
-  private outputUsage(): Usage | undefined {
-    const answered = this.turns.answeredUsage;
-    return answered ? addUsage(this.telemetry.usage, answered) : this.telemetry.usage;
   }
 }

@@ -18,6 +18,12 @@ export interface AbortObservedEvent {
   snapshotId: string;
   /** Epoch ms at which the worker observed the abort and cancelled its work. */
   observedAt: number;
+  /**
+   * How the worker learnt it: `status`, the row's status subscription;
+   * `row-write`, a heartbeat or checkpoint write that found the row aborted
+   * (the backstop when the subscription missed the change).
+   */
+  via: "status" | "row-write";
 }
 
 /** Emitted when detached work has written its row's final status (or left it pending at shutdown). */

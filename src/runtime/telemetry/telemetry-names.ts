@@ -87,3 +87,7 @@ export const METRIC_DETACHED_PENDING = "agentd.detached.pending";
 export const METRIC_STORE_OPERATION_DURATION = "agentd.store.operation.duration";
 /** Counter of model tokens (agent, model, direction input/output). */
 export const METRIC_TOKENS = "agentd.tokens";
+/** Counter of tool calls (tool, outcome ran / replayed / refused). */
+export const METRIC_TOOL_CALLS = "agentd.tool.calls";
+/** How a tool call was answered: `ran`, `replayed` (from the journal) or `refused` (a never-repeat call interrupted). */
+export const ATTR_TOOL_OUTCOME = "agentd.tool.outcome";

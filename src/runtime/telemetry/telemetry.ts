@@ -57,6 +57,8 @@ export interface AgentdInstruments {
   detachedPending: UpDownCounter;
   storeOperationDuration: Histogram;
   tokens: Counter;
+  /** Tool calls by tool and outcome (ran, replayed, refused). */
+  toolCalls: Counter;
 }
 
 /** Bucket boundaries (seconds) the RPC conventions advise for call durations. */
@@ -106,6 +108,10 @@ export function agentdInstruments(): AgentdInstruments {
     tokens: meter.createCounter(names.METRIC_TOKENS, {
       unit: "{token}",
       description: "Model tokens, by agent, model and direction.",
+    }),
+    toolCalls: meter.createCounter(names.METRIC_TOOL_CALLS, {
+      unit: "{call}",
+      description: "Tool calls, by tool and outcome (ran, replayed from the journal, refused as never-repeat).",
     }),
   };
   cached = { provider, instruments };

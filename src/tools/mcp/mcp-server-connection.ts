@@ -41,6 +41,8 @@ export interface McpCallOptions {
   signal: AbortSignal;
   /** The call (including waiting for a restarting server) fails with {@link McpTimeoutError} after this long. */
   timeoutMs: number;
+  /** The tool call's idempotency key, sent as the request's `_meta.idempotencyKey`. */
+  idempotencyKey?: string;
 }
 
 /** A tool call that did not answer within its timeout. */
@@ -227,11 +229,19 @@ export class McpServerConnection {
     const remaining = Math.max(1, deadline - Date.now());
     try {
       const call = () =>
-        client.callTool({ name, arguments: args }, undefined, {
-          signal: options.signal,
-          timeout: remaining,
-          maxTotalTimeout: remaining,
-        });
+        client.callTool(
+          {
+            name,
+            arguments: args,
+            ...(options.idempotencyKey ? { _meta: { idempotencyKey: options.idempotencyKey } } : {}),
+          },
+          undefined,
+          {
+            signal: options.signal,
+            timeout: remaining,
+            maxTotalTimeout: remaining,
+          },
+        );
       const result = options.headers ? await callHeaders.run(options.headers, call) : await call();
       return result as CallToolResult;
     } catch (err) {

@@ -103,6 +103,7 @@ export function mcpTool(
         const result = await connection.callTool(info.name, input, {
           signal: ctx.signal,
           timeoutMs: settings.callTimeoutMs,
+          idempotencyKey: ctx.idempotencyKey,
           ...(headers ? { headers } : {}),
         });
         return mcpToolOutput(result);

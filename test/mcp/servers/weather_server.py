@@ -2,7 +2,8 @@
 
 Tools: forecast(city), fail(city) (a tool error), hang(tag) (never answers; records its start and its
 cancellation in $WEATHER_EVENTS), crash() (the process exits), add_tool() (adds "late" and sends
-notifications/tools/list_changed), whoami() (the X-Tenant header), pid().
+notifications/tools/list_changed), whoami() (the X-Tenant header), pid(), idempotency_key() (the call's
+_meta.idempotencyKey).
 """
 
 import os
@@ -68,6 +69,13 @@ def whoami(ctx: Context) -> str:
     """The X-Tenant header of the HTTP request that carried this call ("stdio" over stdio)."""
     request = ctx.request_context.request
     return request.headers.get("x-tenant", "none") if request is not None else "stdio"
+
+
+@mcp.tool()
+def idempotency_key(ctx: Context) -> str:
+    """The idempotency key the client sent in the call's _meta ("none" without one)."""
+    meta = ctx.request_context.meta
+    return str(getattr(meta, "idempotencyKey", None) or "none")
 
 
 @mcp.tool()

@@ -13,6 +13,7 @@ from .attached_run import AttachedRun
 from .client import TERMINAL_STATUSES, AgentClient
 from .conversation import Conversation
 from .custom_state import CustomState, patch_operations
+from .enums import AbortResult, FinishReason, InputAckResult, SnapshotStatus
 from .errors import (
     AbortedError,
     AgentdError,
@@ -58,6 +59,10 @@ from .turn import Turn, TurnRecord
 from .turn_control import SteerResult
 
 __all__ = [
+    "AbortResult",
+    "FinishReason",
+    "InputAckResult",
+    "SnapshotStatus",
     "SteerResult",
     "AgentClient",
     "AttachedRun",

@@ -18,6 +18,7 @@ from . import service_calls as calls
 from .aio_conversation import AsyncConversation, AsyncTurn
 from .attached_run import AsyncAttachedRun
 from .client_base import ClientBase
+from .enums import SnapshotStatus
 from .errors import error_from_rpc
 from .inputs import BusyPolicyLike, InputLike, PatchLike, StateLike, TimeLike, TTLLike, build_init, build_input
 from .retrier import Deadline
@@ -227,17 +228,19 @@ class AsyncAgentClient(ClientBase[grpc.aio.Channel]):
 
     async def wait_snapshot(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
-    ) -> "state_pb2.SnapshotStatus":
-        """Watches a snapshot until it settles and returns its last status."""
+    ) -> SnapshotStatus:
+        """Watches a snapshot until it settles and returns its last status (a
+        :class:`SnapshotStatus`)."""
         status = state_pb2.SNAPSHOT_STATUS_UNSPECIFIED
         async for update in self.watch_snapshot(agent, snapshot_id, timeout=timeout):
             status = update.status
-        return status
+        return SnapshotStatus.of(status)
 
     async def abort(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
-    ) -> agent_service_pb2.AbortResponse:
-        """Aborts a pending snapshot; ``status`` is ABORTED or the existing terminal status."""
+    ) -> SnapshotStatus:
+        """Aborts a pending snapshot; returns its :class:`SnapshotStatus` (ABORTED, or the
+        terminal status it already had), as ``AgentClient.abort``."""
         return await self._unary(calls.abort_call(agent, snapshot_id), timeout)
 
     async def send_invocation_input(

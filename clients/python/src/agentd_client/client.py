@@ -12,6 +12,7 @@ from . import service_calls as calls
 from .attached_run import AttachedRun
 from .client_base import ClientBase
 from .conversation import Conversation
+from .enums import SnapshotStatus
 from .errors import error_from_rpc
 from .inputs import BusyPolicyLike, InputLike, PatchLike, StateLike, TimeLike, TTLLike, build_init, build_input
 from .retrier import Deadline
@@ -248,19 +249,21 @@ class AgentClient(ClientBase[grpc.Channel]):
 
     def wait_snapshot(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
-    ) -> "state_pb2.SnapshotStatus":
+    ) -> SnapshotStatus:
         """Watches a snapshot until it settles and returns its last status (e.g.
-        ``SNAPSHOT_STATUS_COMPLETED``)."""
+        ``SNAPSHOT_STATUS_COMPLETED``, a :class:`SnapshotStatus`)."""
         status = state_pb2.SNAPSHOT_STATUS_UNSPECIFIED
         for update in self.watch_snapshot(agent, snapshot_id, timeout=timeout):
             status = update.status
-        return status
+        return SnapshotStatus.of(status)
 
     def abort(
         self, agent: str, snapshot_id: str, *, timeout: Optional[float] = None
-    ) -> agent_service_pb2.AbortResponse:
-        """Aborts a pending (detached) snapshot. The response's ``status`` is
-        SNAPSHOT_STATUS_ABORTED on success, or the snapshot's existing terminal status."""
+    ) -> SnapshotStatus:
+        """Aborts a pending (detached) snapshot and returns its :class:`SnapshotStatus`:
+        ``SNAPSHOT_STATUS_ABORTED`` on success, or the terminal status it already had (as the
+        TypeScript and Go clients). It used to return the ``AbortResponse``; its
+        ``.status`` still works on the result, with a ``DeprecationWarning``."""
         return self._unary(calls.abort_call(agent, snapshot_id), timeout)
 
     def send_invocation_input(

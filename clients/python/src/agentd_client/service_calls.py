@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 
 from agentd.v1 import agent_pb2, agent_service_pb2, state_pb2
 
+from .enums import SnapshotStatus
 from .errors import TurnFailedError
 from .inputs import (
     BusyPolicyLike,
@@ -135,8 +136,13 @@ def list_snapshots_call(
 
 
 def abort_call(agent: str, snapshot_id: str) -> UnaryCall:
-    """``Abort``: returns the ``AbortResponse``."""
-    return UnaryCall("Abort", agent_service_pb2.AbortRequest(agent=agent, snapshot_id=snapshot_id))
+    """``Abort``: returns the snapshot's ``SnapshotStatus`` (ABORTED, or the terminal status it
+    already had)."""
+    return UnaryCall(
+        "Abort",
+        agent_service_pb2.AbortRequest(agent=agent, snapshot_id=snapshot_id),
+        lambda response: SnapshotStatus.of(response.status),
+    )
 
 
 def list_agents_call() -> UnaryCall:

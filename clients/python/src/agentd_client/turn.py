@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Deque, Iterator, List, Optional
 
 from agentd.v1 import agent_pb2, content_pb2, state_pb2
 
+from .enums import FinishReason
+
 if TYPE_CHECKING:  # pragma: no cover
     from .conversation import Conversation
 
@@ -54,9 +56,9 @@ class TurnRecord:
         return (self.turn_end.snapshot_id or None) if self.turn_end else None
 
     @property
-    def finish_reason(self) -> Optional["state_pb2.FinishReason"]:
-        """The turn's ``FinishReason`` enum value (None before TurnEnd)."""
-        return self.turn_end.finish_reason if self.turn_end else None
+    def finish_reason(self) -> Optional[FinishReason]:
+        """The turn's :class:`FinishReason` (None before TurnEnd): ``print`` shows its name."""
+        return FinishReason.of(self.turn_end.finish_reason) if self.turn_end else None
 
     @property
     def finish_reason_name(self) -> Optional[str]:

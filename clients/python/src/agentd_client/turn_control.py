@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Dict, NamedTuple, Optional
 
 from agentd.v1 import agent_pb2
 
+from .enums import InputAckResult
 from .errors import InvalidArgumentError, UnavailableError
 from .inputs import InputLike, build_input, new_request_id
 
@@ -28,6 +29,11 @@ class SteerResult(NamedTuple):
 
     ack: agent_pb2.InputAck
     turn: Optional["TurnRecord"]
+
+    @property
+    def result(self) -> InputAckResult:
+        """``ack.result`` as an :class:`InputAckResult` (``print`` shows its name)."""
+        return InputAckResult.of(self.ack.result)
 
 
 def cancel_input() -> agent_pb2.AgentInput:
