@@ -237,3 +237,30 @@ def test_a_tls_handshake_a_retry_cannot_fix_is_not_retried(details):
 def test_a_closed_socket_is_still_retried():
     closed = UnavailableError("failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Socket closed")
     assert Retrier(RetryPolicy()).plan("Run", RetryStreak(), closed, Deadline(None)) is not None
+
+
+class _RecordingClient(AgentClient):
+    """An AgentClient that records the options its channel is opened with."""
+
+    opened_with: list = []
+
+    def _open_channel(self, target, credentials, options, interceptors):
+        type(self).opened_with = list(options)
+        return super()._open_channel(target, credentials, options, interceptors)
+
+
+def test_the_channel_redials_within_a_second_so_a_restarted_agentd_is_reached_at_the_next_retry():
+    # grpcio's own reconnect backoff (1 s growing to 120 s) kept a client away from a restarted
+    # agentd for seconds after it was back: the client opens its channel with 0.1 s growing to 1 s.
+    with _RecordingClient("127.0.0.1:1"):
+        pass
+    assert ("grpc.initial_reconnect_backoff_ms", 100) in _RecordingClient.opened_with
+    assert ("grpc.max_reconnect_backoff_ms", 1000) in _RecordingClient.opened_with
+
+
+def test_a_caller_set_reconnect_backoff_wins_over_the_default():
+    mine = [("grpc.max_reconnect_backoff_ms", 30_000)]
+    with _RecordingClient("127.0.0.1:1", options=mine):
+        pass
+    reconnect = [o for o in _RecordingClient.opened_with if "reconnect" in o[0]]
+    assert reconnect == mine

@@ -54,6 +54,15 @@ class ClientBase(Generic[ChannelT]):
     #: the whole state, so the client accepts that much and some framing headroom.
     DEFAULT_MAX_RECEIVE_BYTES: ClassVar[int] = 128 * 1024 * 1024
 
+    #: grpcio's reconnect backoff by default, in ms: a channel whose connection broke dials again
+    #: after 0.1 s, then at growing intervals of at most 1 s (grpcio's own defaults are 1 s and
+    #: 120 s, so a client reached a restarted agentd only seconds after it was back, often missing
+    #: it). A caller who sets either option in ``options`` gets grpcio's behaviour for the other.
+    DEFAULT_RECONNECT_BACKOFF_MS: ClassVar[Tuple[Tuple[str, int], ...]] = (
+        ("grpc.initial_reconnect_backoff_ms", 100),
+        ("grpc.max_reconnect_backoff_ms", 1000),
+    )
+
     #: ``grpc`` for the synchronous client, ``grpc.aio`` for the asyncio one.
     _channels: ClassVar[ModuleType] = grpc
 
@@ -93,7 +102,7 @@ class ClientBase(Generic[ChannelT]):
         if channel is None:
             if not target:
                 raise ValueError(f"{name} needs a target like '127.0.0.1:50051' or a channel")
-            options = with_default_limits(options)
+            options = with_default_reconnect(with_default_limits(options))
             channel = self._open_channel(target, credentials, options, tuple(interceptors or ()))
             self._owns_channel = True
         else:
@@ -200,4 +209,15 @@ def with_default_limits(options: Optional[Sequence[Tuple[str, Any]]]) -> List[Tu
     merged = list(options or ())
     if not any(name == "grpc.max_receive_message_length" for name, _ in merged):
         merged.append(("grpc.max_receive_message_length", ClientBase.DEFAULT_MAX_RECEIVE_BYTES))
+    return merged
+
+
+def with_default_reconnect(options: Optional[Sequence[Tuple[str, Any]]]) -> List[Tuple[str, Any]]:
+    """``options`` plus ``ClientBase.DEFAULT_RECONNECT_BACKOFF_MS`` unless the caller set
+    ``grpc.initial_reconnect_backoff_ms`` or ``grpc.max_reconnect_backoff_ms`` (then ``options``
+    as given: the caller's reconnect settings always win)."""
+    merged = list(options or ())
+    names = {name for name, _ in ClientBase.DEFAULT_RECONNECT_BACKOFF_MS}
+    if not any(name in names for name, _ in merged):
+        merged.extend(ClientBase.DEFAULT_RECONNECT_BACKOFF_MS)
     return merged
