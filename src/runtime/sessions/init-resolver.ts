@@ -16,6 +16,7 @@ import { chainPosition, type CommittedPoint } from "./turn-record.js";
 import type { ClientTransforms } from "../agents/state-transform.js";
 import type { InputLimits } from "./input-limits.js";
 import { applyInitEdit, initEditOf, type InitEdit } from "./init-edit.js";
+import { PROCESS_CPU_SHARE, type CpuShare } from "./cpu-share.js";
 
 /** Where an invocation starts: the state, the snapshot it continues, and its hold on the session. */
 export interface ResolvedStart<S> {
@@ -55,6 +56,8 @@ export interface InitTarget<S> {
   transforms: ClientTransforms<S>;
   /** Bounds on init's state and messages patches (default `DEFAULT_INPUT_LIMITS`). */
   inputs?: InputLimits;
+  /** Where a fork's edit waits for its tenant's turn (default {@link PROCESS_CPU_SHARE}). */
+  cpu?: CpuShare;
 }
 
 /** Per-call inputs of init resolution. */
@@ -133,7 +136,7 @@ export async function resolveInit<S>(
     assertResumable(agent, record);
     const claim = newClaim(agent, store, record.sessionId, call);
     await claim.acquire(policy, call.signal);
-    return startedOrReleased(claim, () => started(agent, store, record, claim, call.ctx, edit));
+    return startedOrReleased(claim, () => started(agent, store, record, claim, call, edit));
   }
   const current = await ownedHead(store, agent.name, resumed!, call.ctx);
   const detached = call.requestId ? await committedDetach(agent, store, current, call.requestId, call.ctx) : undefined;
@@ -152,7 +155,7 @@ export async function resolveInit<S>(
   return startedOrReleased(claim, async () => {
     const from = await lastCompleted(agent, store, await headRecord(store, head, call.ctx), call.ctx);
     assertResumable(agent, from);
-    return started(agent, store, from, claim, call.ctx, edit);
+    return started(agent, store, from, claim, call, edit);
   });
 }
 
@@ -337,15 +340,20 @@ function assertResumable<S>(agent: InitTarget<S>, record: SnapshotRecord<S>): vo
   );
 }
 
-/** The start from `record`: its state (with `edit` applied, when set) and the record as the parent. */
+/**
+ * The start from `record`: its state (with `edit` applied, when set) and the
+ * record as the parent. The edit is CPU-heavy work of the caller's tenant:
+ * it waits for its turn in `agent.cpu` (default the process's {@link CpuShare}).
+ */
 async function started<S>(
   agent: InitTarget<S>,
   store: SessionStore<S>,
   record: SnapshotRecord<S>,
   claim: SessionClaim<S>,
-  ctx?: StoreCallContext,
+  call: InitCall,
   edit?: InitEdit,
 ): Promise<ResolvedStart<S>> {
+  const ctx = call.ctx;
   const loaded = (await loadRecordState(store, record, ctx)) ?? emptySessionState<S>();
   const state = { ...loaded, sessionId: record.sessionId };
   const parent: CommittedPoint<S> = {
@@ -356,7 +364,13 @@ async function started<S>(
   };
   const nextTurnIndex = record.turnIndex + 1;
   if (!edit) return { state, parent, nextTurnIndex, claim };
-  const edited = { ...applyInitEdit(state, edit, agent.stateSchema, agent.inputs), sessionId: record.sessionId };
+  const cpu = agent.cpu ?? PROCESS_CPU_SHARE;
+  const applied = await cpu.run(
+    ownerOf(ctx),
+    () => applyInitEdit(state, edit, agent.stateSchema, agent.inputs),
+    call.signal,
+  );
+  const edited = { ...applied, sessionId: record.sessionId };
   return { state: edited, parent, nextTurnIndex, claim, edit };
 }
 
