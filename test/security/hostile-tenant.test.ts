@@ -13,12 +13,13 @@ import { GRPCURL } from "../server/test-server.js";
 
 // Two tenants on one real agentd: B attacks, A measures. Each test asserts
 // that the server lives, that B is refused with a named limit, and that A's
-// calls succeed meanwhile within a generous bound (the issue's target is a
-// p99 under 250 ms; the bound here leaves room for a loaded CI machine).
+// calls succeed meanwhile (each within the test's timeout). A's latencies are
+// printed, not asserted: the issue's target is a p99 under 250 ms on an idle
+// machine, which a shared test machine cannot promise (no wall-clock bounds,
+// CONTRIBUTING.md).
 const A = "tenant-a-token-0123456789abcdef0123";
 const B = "tenant-b-token-0123456789abcdef0123";
 const TOKENS = [`${A} tenant-a`, `${B} tenant-b`];
-const A_P99_BOUND_MS = 2_000;
 
 const WATCH = "/grpc.health.v1.Health/Watch";
 
@@ -78,11 +79,10 @@ describe("one tenant opening 1,030 connections at the default --max-connections 
     }
 
     const latencies = await tenantARuns(server, 10);
-    const p99 = percentile(latencies, 99);
+    expect(latencies).toHaveLength(10); // each of A's Runs succeeded (STOP) on a fresh connection
     console.log(
-      `tenant A: 10 Runs on fresh connections beside 1,030 of B's: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`,
+      `tenant A: 10 Runs on fresh connections beside 1,030 of B's: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms (issue target: < 250 ms)`,
     );
-    expect(p99).toBeLessThan(A_P99_BOUND_MS);
     const health = createClient(Health, createGrpcTransport({ baseUrl: server.baseUrl }));
     expect((await health.check({ service: "" })).status).toBeGreaterThan(0);
   });
