@@ -14,7 +14,10 @@ import (
 // testContext bounds one test's calls to the server.
 func testContext(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A safety net, not a measure: most tests take it before their server starts (servers with
+	// their own flags start at first use), and on a loaded machine with the suite's servers starting
+	// in parallel that start alone took most of 30 s (calls then failed DEADLINE_EXCEEDED).
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
