@@ -19,6 +19,12 @@ export type {
 } from "../types/agent-io.js";
 export { messageText, userText, type Artifact, type Message, type Part, type Role } from "../types/content.js";
 export type { AgentInit, SessionState } from "../types/session-state.js";
-export { isTerminalStatus, type FinishReason, type SessionSnapshot, type SnapshotStatus } from "../types/snapshot.js";
+export {
+  isTerminalStatus,
+  type FinishReason,
+  type PendingInput,
+  type SessionSnapshot,
+  type SnapshotStatus,
+} from "../types/snapshot.js";
 export type { Usage } from "../types/usage.js";
 export { DEFAULT_RETRY_POLICY, type RetryEvent, type RetryOptions, type RetryPolicy } from "./retry-policy.js";

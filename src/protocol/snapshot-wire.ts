@@ -5,6 +5,7 @@ import type { SessionSnapshot } from "../types/snapshot.js";
 import { snapshotEditFromWire, snapshotEditToWire } from "./snapshot-edit-wire.js";
 import { finishReasonFromWire, finishReasonToWire, snapshotStatusFromWire, snapshotStatusToWire } from "./enum-wire.js";
 import { optionalString } from "./json-wire.js";
+import { pendingInputFromWire, pendingInputToWire } from "./pending-input-wire.js";
 import { agentErrorFromWire, agentErrorToWire, sessionStateFromWire, sessionStateToWire } from "./state-wire.js";
 import { usageFieldFromWire, usageFieldToWire } from "./usage-wire.js";
 
@@ -29,6 +30,7 @@ export function snapshotToWire(snapshot: SessionSnapshot, options: { includeStat
     ...(includeState && snapshot.state ? { state: sessionStateToWire(snapshot.state) } : {}),
     ...usageFieldToWire(snapshot.usage),
     ...(snapshot.edit ? { edit: snapshotEditToWire(snapshot.edit) } : {}),
+    pendingInputs: (snapshot.pendingInputs ?? []).map(pendingInputToWire),
   });
 }
 
@@ -54,5 +56,6 @@ export function snapshotFromWire(snapshot: WireSnapshot): SessionSnapshot {
     ...(snapshot.state ? { state: sessionStateFromWire(snapshot.state) } : {}),
     ...usageFieldFromWire(snapshot.usage),
     ...(snapshot.edit ? { edit: snapshotEditFromWire(snapshot.edit) } : {}),
+    ...(snapshot.pendingInputs.length ? { pendingInputs: snapshot.pendingInputs.map(pendingInputFromWire) } : {}),
   };
 }

@@ -1,5 +1,6 @@
 import type { AgentErrorData } from "../errors/agent-error.js";
-import type { JsonPatchOperation } from "./agent-io.js";
+import type { JsonPatchOperation, ToolResume } from "./agent-io.js";
+import type { Message } from "./content.js";
 import type { SessionState } from "./session-state.js";
 import type { Usage } from "./usage.js";
 
@@ -45,6 +46,25 @@ export interface SessionSnapshot<S = unknown> {
   usage?: Usage;
   /** Set when the turn ran from an edited past (`AgentInit.statePatch` / `messagesPatch` on the parent's state). */
   edit?: SnapshotEdit;
+  /**
+   * On a pending row of detached work: the inputs it runs, in order (the one
+   * running at detach first), each marked `completed` once its turn ended.
+   * Absent on committed rows, and when the agent has a state transform.
+   */
+  pendingInputs?: PendingInput[];
+}
+
+/**
+ * One input of a pending snapshot's detached work (see
+ * {@link SessionSnapshot.pendingInputs}): its message or tool resume, as sent.
+ */
+export interface PendingInput {
+  message?: Message;
+  resume?: ToolResume;
+  /** The input's idempotency key, when it carried one. */
+  requestId?: string;
+  /** Its turn ended (its messages join the state when the snapshot commits). */
+  completed: boolean;
 }
 
 /**

@@ -216,6 +216,26 @@ describe("snapshot wire", () => {
     expect(snapshotFromWire(wire)).toEqual(snapshot);
   });
 
+  it("round-trips a pending snapshot's inputs (message, resume, request ID, completed)", () => {
+    const pending: SessionSnapshot = {
+      ...snapshot,
+      status: "pending",
+      pendingInputs: [
+        { message: { role: "user", content: [{ text: "go" }] }, requestId: "r1", completed: true },
+        { resume: { restart: [{ toolRequest: { ref: "t1", name: "lookup", input: { q: 1 } } }] }, completed: false },
+      ],
+    };
+    delete pending.finishReason;
+    delete pending.state;
+    const wire = overTheWire(SnapshotSchema, snapshotToWire(pending));
+    expect(wire.pendingInputs.map((i) => [i.requestId, i.completed, i.restart.length])).toEqual([
+      ["r1", true, 0],
+      ["", false, 1],
+    ]);
+    expect(snapshotFromWire(wire)).toEqual(pending);
+    expect(snapshotFromWire(overTheWire(SnapshotSchema, snapshotToWire(snapshot))).pendingInputs).toBeUndefined();
+  });
+
   it("omits the state when includeState is false", () => {
     expect(snapshotToWire(snapshot, { includeState: false }).state).toBeUndefined();
   });

@@ -225,6 +225,8 @@ export interface AppendedRecord {
   updatedAt?: number;
   /** The whole state (a checkpoint); a pending-like row without one when unset. */
   checkpoint?: SnapshotRecord["checkpoint"];
+  /** The detached work a pending row records. */
+  work?: SnapshotRecord["work"];
 }
 
 /**
@@ -251,6 +253,7 @@ export async function appendRecord<S>(
     ...(fields.heartbeatAt !== undefined ? { heartbeatAt: fields.heartbeatAt } : {}),
     status: fields.status,
     ...(fields.checkpoint ? { checkpoint: fields.checkpoint as SessionState<S> } : {}),
+    ...(fields.work ? { work: fields.work } : {}),
     depth: 0,
     deltaBytes: 0,
     checkpointBytes: 0,

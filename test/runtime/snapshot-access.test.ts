@@ -3,7 +3,10 @@ import { appendRecord, expectAgentError, harness, historyOf, register, replyTurn
 import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
 import { generateModelTurn } from "../../src/runtime/agents/model-turn.js";
 import { abortIfPending } from "../../src/runtime/sessions/snapshot-access.js";
-import type { SnapshotStatus } from "../../src/types/snapshot.js";
+import type { AgentInput } from "../../src/types/agent-io.js";
+import { userText } from "../../src/types/content.js";
+import type { DetachedWork } from "../../src/types/detached-work.js";
+import type { PendingInput, SnapshotStatus } from "../../src/types/snapshot.js";
 import type { SnapshotRecord } from "../../stores/snapshot-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { ledgerOnlyStore } from "../fixtures/ledger-only-store.js";
@@ -156,6 +159,47 @@ describe("getSnapshot", () => {
       heartbeatAt: now - 5 * TTL_MS,
     });
     expect((await agent.getSnapshot({ snapshotId: dead })).status).toBe("expired");
+  });
+
+  it("shows a pending row's work inputs in order, marking the completed ones; none once terminal or transformed", async () => {
+    const work = (inputs: AgentInput[], completed: number): DetachedWork => ({
+      inputs,
+      firstTurnIndex: 1,
+      completed,
+      lastSequence: 0,
+      runs: [],
+      principal: { subject: "anonymous", tenant: "", claims: {} },
+    });
+    const inputs: AgentInput[] = [
+      { message: userText("first"), requestId: "r1" },
+      { resume: { respond: [{ toolResponse: { ref: "t1", name: "lookup", output: { ok: true } } }] } },
+      { message: userText("third"), detach: true },
+    ];
+    const { store, agent, registry } = setup({ heartbeatTtlMs: TTL_MS });
+    const one = await agent.runText("one");
+    const fields = { status: "pending" as const, turnIndex: 1, heartbeatAt: Date.now(), work: work(inputs, 1) };
+    const pending = await appendRecord(store, one.sessionId, fields);
+    const expected: PendingInput[] = [
+      { message: userText("first"), requestId: "r1", completed: true },
+      { resume: inputs[1]!.resume!, completed: false },
+      { message: userText("third"), completed: false },
+    ];
+    expect((await agent.getSnapshot({ snapshotId: pending })).pendingInputs).toEqual(expected);
+    const page = await agent.listSnapshots(one.sessionId, {});
+    expect(page.snapshots.find((s) => s.snapshotId === pending)?.pendingInputs).toEqual(expected);
+    expect((await agent.getSnapshot({ snapshotId: one.snapshotId! })).pendingInputs).toBeUndefined();
+    await agent.abort(pending);
+    expect((await agent.getSnapshot({ snapshotId: pending })).pendingInputs).toBeUndefined();
+
+    const hidden = register(registry, {
+      name: "hidden-inputs",
+      store: "default",
+      transforms: { state: (state) => state },
+      turn: replyTurn,
+    });
+    const two = await hidden.runText("two");
+    const transformed = await appendRecord(store, two.sessionId, { ...fields, work: work(inputs, 0) });
+    expect((await hidden.getSnapshot({ snapshotId: transformed })).pendingInputs).toBeUndefined();
   });
 
   it("judges a pending row without heartbeat by its last update", async () => {

@@ -6,6 +6,7 @@ import type { SessionStore, SnapshotRecord, StoreCallContext } from "../../../st
 import { pageSizeOf } from "../../../stores/snapshot-order.js";
 import { backgroundStoreOf } from "../background/background-store.js";
 import { loadRecordState, ownedHead, ownedRecord, resolveRecordRef } from "./session-lookup.js";
+import { pendingInputsOf } from "./pending-inputs.js";
 import { effectiveStatus, livenessRecheckMs, type LivenessSettings } from "./snapshot-liveness.js";
 import { applyStateTransform, transformContextOf, type ClientTransforms } from "../agents/state-transform.js";
 
@@ -41,7 +42,8 @@ function requireStore<S>(target: SnapshotAccessTarget<S>): SessionStore<S> {
 
 /**
  * The client-facing view of a stored record: metadata, `expired` computed
- * from the heartbeat, and (unless `includeState` is false) the state rebuilt
+ * from the heartbeat, a pending row's inputs (see `pendingInputsOf`; none
+ * when the agent has a state transform), and (unless `includeState` is false) the state rebuilt
  * from its checkpoint and deltas with the state transform applied to a copy.
  * Transform errors fail closed.
  */
@@ -50,6 +52,9 @@ export async function shapeSnapshot<S>(
   record: SnapshotRecord<S>,
   options: SnapshotReadOptions & { includeState?: boolean },
 ): Promise<SessionSnapshot<S>> {
+  const status = effectiveStatus(record, target.liveness);
+  // Inputs are not state, but a state transform decides what a reader may see of the conversation: none then.
+  const pendingInputs = status === "pending" && !target.transforms.state ? pendingInputsOf(record.work) : undefined;
   const shaped: SessionSnapshot<S> = {
     snapshotId: record.snapshotId,
     sessionId: record.sessionId,
@@ -58,11 +63,12 @@ export async function shapeSnapshot<S>(
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
     ...(record.heartbeatAt !== undefined ? { heartbeatAt: record.heartbeatAt } : {}),
-    status: effectiveStatus(record, target.liveness),
+    status,
     ...(record.finishReason ? { finishReason: record.finishReason } : {}),
     ...(record.error ? { error: structuredClone(record.error) } : {}),
     ...(record.usage ? { usage: { ...record.usage } } : {}),
     ...(record.edit ? { edit: structuredClone(record.edit) } : {}),
+    ...(pendingInputs ? { pendingInputs } : {}),
   };
   // A pending row may hold the progress of its detached work (for a takeover): not a state to show yet.
   if (options.includeState === false || record.status === "pending") return shaped;

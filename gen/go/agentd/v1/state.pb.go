@@ -326,7 +326,13 @@ type Snapshot struct {
 	// Set when this snapshot's turn ran from an edited copy of its parent's
 	// state (AgentInit.state_patch / messages_patch): who edited and how. The
 	// parent itself is unchanged.
-	Edit          *SnapshotEdit `protobuf:"bytes,13,opt,name=edit,proto3" json:"edit,omitempty"`
+	Edit *SnapshotEdit `protobuf:"bytes,13,opt,name=edit,proto3" json:"edit,omitempty"`
+	// On a pending snapshot of detached work: the inputs that work runs, in
+	// order (the one running when it detached first, then those queued behind
+	// it), each marked completed once its turn ended. Empty once the snapshot
+	// is committed (or failed, aborted, expired), and when the agent has a
+	// state transform (which governs what a reader may see of a conversation).
+	PendingInputs []*PendingInput `protobuf:"bytes,14,rep,name=pending_inputs,json=pendingInputs,proto3" json:"pending_inputs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -452,6 +458,96 @@ func (x *Snapshot) GetEdit() *SnapshotEdit {
 	return nil
 }
 
+func (x *Snapshot) GetPendingInputs() []*PendingInput {
+	if x != nil {
+		return x.PendingInputs
+	}
+	return nil
+}
+
+// PendingInput is one input of a pending snapshot's detached work: a message,
+// or parts resuming an interrupted turn (AgentInput's message or resume).
+type PendingInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user's message (AgentInput.message).
+	Message *Message `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// tool_response parts answering pending tool requests (AgentInput.resume.respond).
+	Respond []*Part `protobuf:"bytes,2,rep,name=respond,proto3" json:"respond,omitempty"`
+	// tool_request parts to run again (AgentInput.resume.restart).
+	Restart []*Part `protobuf:"bytes,3,rep,name=restart,proto3" json:"restart,omitempty"`
+	// The input's idempotency key (AgentInput.request_id), when it carried one.
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The input's turn ended; its messages are in the snapshot's state once committed.
+	Completed     bool `protobuf:"varint,5,opt,name=completed,proto3" json:"completed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingInput) Reset() {
+	*x = PendingInput{}
+	mi := &file_agentd_v1_state_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingInput) ProtoMessage() {}
+
+func (x *PendingInput) ProtoReflect() protoreflect.Message {
+	mi := &file_agentd_v1_state_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingInput.ProtoReflect.Descriptor instead.
+func (*PendingInput) Descriptor() ([]byte, []int) {
+	return file_agentd_v1_state_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PendingInput) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *PendingInput) GetRespond() []*Part {
+	if x != nil {
+		return x.Respond
+	}
+	return nil
+}
+
+func (x *PendingInput) GetRestart() []*Part {
+	if x != nil {
+		return x.Restart
+	}
+	return nil
+}
+
+func (x *PendingInput) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *PendingInput) GetCompleted() bool {
+	if x != nil {
+		return x.Completed
+	}
+	return false
+}
+
 // SnapshotEdit notes a fork from an edited past.
 type SnapshotEdit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -469,7 +565,7 @@ type SnapshotEdit struct {
 
 func (x *SnapshotEdit) Reset() {
 	*x = SnapshotEdit{}
-	mi := &file_agentd_v1_state_proto_msgTypes[3]
+	mi := &file_agentd_v1_state_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -481,7 +577,7 @@ func (x *SnapshotEdit) String() string {
 func (*SnapshotEdit) ProtoMessage() {}
 
 func (x *SnapshotEdit) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_state_proto_msgTypes[3]
+	mi := &file_agentd_v1_state_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -494,7 +590,7 @@ func (x *SnapshotEdit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotEdit.ProtoReflect.Descriptor instead.
 func (*SnapshotEdit) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_agentd_v1_state_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SnapshotEdit) GetEditedBy() string {
@@ -541,7 +637,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_agentd_v1_state_proto_msgTypes[4]
+	mi := &file_agentd_v1_state_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -553,7 +649,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentd_v1_state_proto_msgTypes[4]
+	mi := &file_agentd_v1_state_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -566,7 +662,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_agentd_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_agentd_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -605,7 +701,7 @@ const file_agentd_v1_state_proto_rawDesc = "" +
 	"AgentError\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x121\n" +
-	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\xdd\x04\n" +
+	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\x9d\x05\n" +
 	"\bSnapshot\x12\x1f\n" +
 	"\vsnapshot_id\x18\x01 \x01(\tR\n" +
 	"snapshotId\x12\x1d\n" +
@@ -625,7 +721,15 @@ const file_agentd_v1_state_proto_rawDesc = "" +
 	" \x01(\v2\x15.agentd.v1.AgentErrorR\x05error\x12-\n" +
 	"\x05state\x18\v \x01(\v2\x17.agentd.v1.SessionStateR\x05state\x12&\n" +
 	"\x05usage\x18\f \x01(\v2\x10.agentd.v1.UsageR\x05usage\x12+\n" +
-	"\x04edit\x18\r \x01(\v2\x17.agentd.v1.SnapshotEditR\x04edit\"\xc3\x01\n" +
+	"\x04edit\x18\r \x01(\v2\x17.agentd.v1.SnapshotEditR\x04edit\x12>\n" +
+	"\x0epending_inputs\x18\x0e \x03(\v2\x17.agentd.v1.PendingInputR\rpendingInputs\"\xcf\x01\n" +
+	"\fPendingInput\x12,\n" +
+	"\amessage\x18\x01 \x01(\v2\x12.agentd.v1.MessageR\amessage\x12)\n" +
+	"\arespond\x18\x02 \x03(\v2\x0f.agentd.v1.PartR\arespond\x12)\n" +
+	"\arestart\x18\x03 \x03(\v2\x0f.agentd.v1.PartR\arestart\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x1c\n" +
+	"\tcompleted\x18\x05 \x01(\bR\tcompleted\"\xc3\x01\n" +
 	"\fSnapshotEdit\x12\x1b\n" +
 	"\tedited_by\x18\x01 \x01(\tR\beditedBy\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12;\n" +
@@ -668,43 +772,49 @@ func file_agentd_v1_state_proto_rawDescGZIP() []byte {
 }
 
 var file_agentd_v1_state_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_agentd_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_agentd_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_agentd_v1_state_proto_goTypes = []any{
 	(SnapshotStatus)(0),           // 0: agentd.v1.SnapshotStatus
 	(FinishReason)(0),             // 1: agentd.v1.FinishReason
 	(*SessionState)(nil),          // 2: agentd.v1.SessionState
 	(*AgentError)(nil),            // 3: agentd.v1.AgentError
 	(*Snapshot)(nil),              // 4: agentd.v1.Snapshot
-	(*SnapshotEdit)(nil),          // 5: agentd.v1.SnapshotEdit
-	(*Usage)(nil),                 // 6: agentd.v1.Usage
-	(*Message)(nil),               // 7: agentd.v1.Message
-	(*structpb.Value)(nil),        // 8: google.protobuf.Value
-	(*Artifact)(nil),              // 9: agentd.v1.Artifact
-	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(*structpb.ListValue)(nil),    // 12: google.protobuf.ListValue
+	(*PendingInput)(nil),          // 5: agentd.v1.PendingInput
+	(*SnapshotEdit)(nil),          // 6: agentd.v1.SnapshotEdit
+	(*Usage)(nil),                 // 7: agentd.v1.Usage
+	(*Message)(nil),               // 8: agentd.v1.Message
+	(*structpb.Value)(nil),        // 9: google.protobuf.Value
+	(*Artifact)(nil),              // 10: agentd.v1.Artifact
+	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*Part)(nil),                  // 13: agentd.v1.Part
+	(*structpb.ListValue)(nil),    // 14: google.protobuf.ListValue
 }
 var file_agentd_v1_state_proto_depIdxs = []int32{
-	7,  // 0: agentd.v1.SessionState.messages:type_name -> agentd.v1.Message
-	8,  // 1: agentd.v1.SessionState.custom:type_name -> google.protobuf.Value
-	9,  // 2: agentd.v1.SessionState.artifacts:type_name -> agentd.v1.Artifact
-	10, // 3: agentd.v1.AgentError.details:type_name -> google.protobuf.Struct
-	11, // 4: agentd.v1.Snapshot.created_at:type_name -> google.protobuf.Timestamp
-	11, // 5: agentd.v1.Snapshot.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 6: agentd.v1.Snapshot.heartbeat_at:type_name -> google.protobuf.Timestamp
+	8,  // 0: agentd.v1.SessionState.messages:type_name -> agentd.v1.Message
+	9,  // 1: agentd.v1.SessionState.custom:type_name -> google.protobuf.Value
+	10, // 2: agentd.v1.SessionState.artifacts:type_name -> agentd.v1.Artifact
+	11, // 3: agentd.v1.AgentError.details:type_name -> google.protobuf.Struct
+	12, // 4: agentd.v1.Snapshot.created_at:type_name -> google.protobuf.Timestamp
+	12, // 5: agentd.v1.Snapshot.updated_at:type_name -> google.protobuf.Timestamp
+	12, // 6: agentd.v1.Snapshot.heartbeat_at:type_name -> google.protobuf.Timestamp
 	0,  // 7: agentd.v1.Snapshot.status:type_name -> agentd.v1.SnapshotStatus
 	1,  // 8: agentd.v1.Snapshot.finish_reason:type_name -> agentd.v1.FinishReason
 	3,  // 9: agentd.v1.Snapshot.error:type_name -> agentd.v1.AgentError
 	2,  // 10: agentd.v1.Snapshot.state:type_name -> agentd.v1.SessionState
-	6,  // 11: agentd.v1.Snapshot.usage:type_name -> agentd.v1.Usage
-	5,  // 12: agentd.v1.Snapshot.edit:type_name -> agentd.v1.SnapshotEdit
-	12, // 13: agentd.v1.SnapshotEdit.state_patch:type_name -> google.protobuf.ListValue
-	12, // 14: agentd.v1.SnapshotEdit.messages_patch:type_name -> google.protobuf.ListValue
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	7,  // 11: agentd.v1.Snapshot.usage:type_name -> agentd.v1.Usage
+	6,  // 12: agentd.v1.Snapshot.edit:type_name -> agentd.v1.SnapshotEdit
+	5,  // 13: agentd.v1.Snapshot.pending_inputs:type_name -> agentd.v1.PendingInput
+	8,  // 14: agentd.v1.PendingInput.message:type_name -> agentd.v1.Message
+	13, // 15: agentd.v1.PendingInput.respond:type_name -> agentd.v1.Part
+	13, // 16: agentd.v1.PendingInput.restart:type_name -> agentd.v1.Part
+	14, // 17: agentd.v1.SnapshotEdit.state_patch:type_name -> google.protobuf.ListValue
+	14, // 18: agentd.v1.SnapshotEdit.messages_patch:type_name -> google.protobuf.ListValue
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_agentd_v1_state_proto_init() }
@@ -719,7 +829,7 @@ func file_agentd_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentd_v1_state_proto_rawDesc), len(file_agentd_v1_state_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

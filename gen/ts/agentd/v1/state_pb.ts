@@ -4,7 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Artifact, Message as Message$1 } from "./content_pb.js";
+import type { Artifact, Message as Message$1, Part } from "./content_pb.js";
 import { file_agentd_v1_content } from "./content_pb.js";
 import type { ListValue, Timestamp, Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentd/v1/state.proto.
  */
 export const file_agentd_v1_state: GenFile = /*@__PURE__*/
-  fileDesc("ChVhZ2VudGQvdjEvc3RhdGUucHJvdG8SCWFnZW50ZC52MSKYAQoMU2Vzc2lvblN0YXRlEhIKCnNlc3Npb25faWQYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgZjdXN0b20YAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJgoJYXJ0aWZhY3RzGAQgAygLMhMuYWdlbnRkLnYxLkFydGlmYWN0IlcKCkFnZW50RXJyb3ISDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSKAoHZGV0YWlscxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3Qi3QMKCFNuYXBzaG90EhMKC3NuYXBzaG90X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJEhIKCnR1cm5faW5kZXgYBCABKAUSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMaGVhcnRiZWF0X2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgZzdGF0dXMYCCABKA4yGS5hZ2VudGQudjEuU25hcHNob3RTdGF0dXMSLgoNZmluaXNoX3JlYXNvbhgJIAEoDjIXLmFnZW50ZC52MS5GaW5pc2hSZWFzb24SJAoFZXJyb3IYCiABKAsyFS5hZ2VudGQudjEuQWdlbnRFcnJvchImCgVzdGF0ZRgLIAEoCzIXLmFnZW50ZC52MS5TZXNzaW9uU3RhdGUSHwoFdXNhZ2UYDCABKAsyEC5hZ2VudGQudjEuVXNhZ2USJQoEZWRpdBgNIAEoCzIXLmFnZW50ZC52MS5TbmFwc2hvdEVkaXQilgEKDFNuYXBzaG90RWRpdBIRCgllZGl0ZWRfYnkYASABKAkSDgoGdGVuYW50GAIgASgJEi8KC3N0YXRlX3BhdGNoGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZRIyCg5tZXNzYWdlc19wYXRjaBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWUiSgoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgDEhUKDW91dHB1dF90b2tlbnMYAiABKAMSFAoMdG90YWxfdG9rZW5zGAMgASgDKsMBCg5TbmFwc2hvdFN0YXR1cxIfChtTTkFQU0hPVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdTTkFQU0hPVF9TVEFUVVNfUEVORElORxABEh0KGVNOQVBTSE9UX1NUQVRVU19DT01QTEVURUQQAhIaChZTTkFQU0hPVF9TVEFUVVNfRkFJTEVEEAMSGwoXU05BUFNIT1RfU1RBVFVTX0FCT1JURUQQBBIbChdTTkFQU0hPVF9TVEFUVVNfRVhQSVJFRBAFKp4CCgxGaW5pc2hSZWFzb24SHQoZRklOSVNIX1JFQVNPTl9VTlNQRUNJRklFRBAAEhYKEkZJTklTSF9SRUFTT05fU1RPUBABEhgKFEZJTklTSF9SRUFTT05fTEVOR1RIEAISGQoVRklOSVNIX1JFQVNPTl9CTE9DS0VEEAMSHQoZRklOSVNIX1JFQVNPTl9JTlRFUlJVUFRFRBAEEhcKE0ZJTklTSF9SRUFTT05fT1RIRVIQBRIZChVGSU5JU0hfUkVBU09OX1VOS05PV04QBhIZChVGSU5JU0hfUkVBU09OX0FCT1JURUQQBxIaChZGSU5JU0hfUkVBU09OX0RFVEFDSEVEEAgSGAoURklOSVNIX1JFQVNPTl9GQUlMRUQQCUI4WjZnaXRodWIuY29tL2FnZW50ZC1kZXYvYWdlbnRkL2dlbi9nby9hZ2VudGQvdjE7YWdlbnRkdjFiBnByb3RvMw", [file_agentd_v1_content, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChVhZ2VudGQvdjEvc3RhdGUucHJvdG8SCWFnZW50ZC52MSKYAQoMU2Vzc2lvblN0YXRlEhIKCnNlc3Npb25faWQYASABKAkSJAoIbWVzc2FnZXMYAiADKAsyEi5hZ2VudGQudjEuTWVzc2FnZRImCgZjdXN0b20YAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJgoJYXJ0aWZhY3RzGAQgAygLMhMuYWdlbnRkLnYxLkFydGlmYWN0IlcKCkFnZW50RXJyb3ISDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSKAoHZGV0YWlscxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QijgQKCFNuYXBzaG90EhMKC3NuYXBzaG90X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEQoJcGFyZW50X2lkGAMgASgJEhIKCnR1cm5faW5kZXgYBCABKAUSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMaGVhcnRiZWF0X2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgZzdGF0dXMYCCABKA4yGS5hZ2VudGQudjEuU25hcHNob3RTdGF0dXMSLgoNZmluaXNoX3JlYXNvbhgJIAEoDjIXLmFnZW50ZC52MS5GaW5pc2hSZWFzb24SJAoFZXJyb3IYCiABKAsyFS5hZ2VudGQudjEuQWdlbnRFcnJvchImCgVzdGF0ZRgLIAEoCzIXLmFnZW50ZC52MS5TZXNzaW9uU3RhdGUSHwoFdXNhZ2UYDCABKAsyEC5hZ2VudGQudjEuVXNhZ2USJQoEZWRpdBgNIAEoCzIXLmFnZW50ZC52MS5TbmFwc2hvdEVkaXQSLwoOcGVuZGluZ19pbnB1dHMYDiADKAsyFy5hZ2VudGQudjEuUGVuZGluZ0lucHV0Ip4BCgxQZW5kaW5nSW5wdXQSIwoHbWVzc2FnZRgBIAEoCzISLmFnZW50ZC52MS5NZXNzYWdlEiAKB3Jlc3BvbmQYAiADKAsyDy5hZ2VudGQudjEuUGFydBIgCgdyZXN0YXJ0GAMgAygLMg8uYWdlbnRkLnYxLlBhcnQSEgoKcmVxdWVzdF9pZBgEIAEoCRIRCgljb21wbGV0ZWQYBSABKAgilgEKDFNuYXBzaG90RWRpdBIRCgllZGl0ZWRfYnkYASABKAkSDgoGdGVuYW50GAIgASgJEi8KC3N0YXRlX3BhdGNoGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZRIyCg5tZXNzYWdlc19wYXRjaBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWUiSgoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgDEhUKDW91dHB1dF90b2tlbnMYAiABKAMSFAoMdG90YWxfdG9rZW5zGAMgASgDKsMBCg5TbmFwc2hvdFN0YXR1cxIfChtTTkFQU0hPVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdTTkFQU0hPVF9TVEFUVVNfUEVORElORxABEh0KGVNOQVBTSE9UX1NUQVRVU19DT01QTEVURUQQAhIaChZTTkFQU0hPVF9TVEFUVVNfRkFJTEVEEAMSGwoXU05BUFNIT1RfU1RBVFVTX0FCT1JURUQQBBIbChdTTkFQU0hPVF9TVEFUVVNfRVhQSVJFRBAFKp4CCgxGaW5pc2hSZWFzb24SHQoZRklOSVNIX1JFQVNPTl9VTlNQRUNJRklFRBAAEhYKEkZJTklTSF9SRUFTT05fU1RPUBABEhgKFEZJTklTSF9SRUFTT05fTEVOR1RIEAISGQoVRklOSVNIX1JFQVNPTl9CTE9DS0VEEAMSHQoZRklOSVNIX1JFQVNPTl9JTlRFUlJVUFRFRBAEEhcKE0ZJTklTSF9SRUFTT05fT1RIRVIQBRIZChVGSU5JU0hfUkVBU09OX1VOS05PV04QBhIZChVGSU5JU0hfUkVBU09OX0FCT1JURUQQBxIaChZGSU5JU0hfUkVBU09OX0RFVEFDSEVEEAgSGAoURklOSVNIX1JFQVNPTl9GQUlMRUQQCUI4WjZnaXRodWIuY29tL2FnZW50ZC1kZXYvYWdlbnRkL2dlbi9nby9hZ2VudGQvdjE7YWdlbnRkdjFiBnByb3RvMw", [file_agentd_v1_content, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * SessionState is the portable conversation state.
@@ -182,6 +182,17 @@ export type Snapshot = Message<"agentd.v1.Snapshot"> & {
    * @generated from field: agentd.v1.SnapshotEdit edit = 13;
    */
   edit?: SnapshotEdit | undefined;
+
+  /**
+   * On a pending snapshot of detached work: the inputs that work runs, in
+   * order (the one running when it detached first, then those queued behind
+   * it), each marked completed once its turn ended. Empty once the snapshot
+   * is committed (or failed, aborted, expired), and when the agent has a
+   * state transform (which governs what a reader may see of a conversation).
+   *
+   * @generated from field: repeated agentd.v1.PendingInput pending_inputs = 14;
+   */
+  pendingInputs: PendingInput[];
 };
 
 /**
@@ -190,6 +201,56 @@ export type Snapshot = Message<"agentd.v1.Snapshot"> & {
  */
 export const SnapshotSchema: GenMessage<Snapshot> = /*@__PURE__*/
   messageDesc(file_agentd_v1_state, 2);
+
+/**
+ * PendingInput is one input of a pending snapshot's detached work: a message,
+ * or parts resuming an interrupted turn (AgentInput's message or resume).
+ *
+ * @generated from message agentd.v1.PendingInput
+ */
+export type PendingInput = Message<"agentd.v1.PendingInput"> & {
+  /**
+   * The user's message (AgentInput.message).
+   *
+   * @generated from field: agentd.v1.Message message = 1;
+   */
+  message?: Message$1 | undefined;
+
+  /**
+   * tool_response parts answering pending tool requests (AgentInput.resume.respond).
+   *
+   * @generated from field: repeated agentd.v1.Part respond = 2;
+   */
+  respond: Part[];
+
+  /**
+   * tool_request parts to run again (AgentInput.resume.restart).
+   *
+   * @generated from field: repeated agentd.v1.Part restart = 3;
+   */
+  restart: Part[];
+
+  /**
+   * The input's idempotency key (AgentInput.request_id), when it carried one.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId: string;
+
+  /**
+   * The input's turn ended; its messages are in the snapshot's state once committed.
+   *
+   * @generated from field: bool completed = 5;
+   */
+  completed: boolean;
+};
+
+/**
+ * Describes the message agentd.v1.PendingInput.
+ * Use `create(PendingInputSchema)` to create a new message.
+ */
+export const PendingInputSchema: GenMessage<PendingInput> = /*@__PURE__*/
+  messageDesc(file_agentd_v1_state, 3);
 
 /**
  * SnapshotEdit notes a fork from an edited past.
@@ -231,7 +292,7 @@ export type SnapshotEdit = Message<"agentd.v1.SnapshotEdit"> & {
  * Use `create(SnapshotEditSchema)` to create a new message.
  */
 export const SnapshotEditSchema: GenMessage<SnapshotEdit> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_state, 3);
+  messageDesc(file_agentd_v1_state, 4);
 
 /**
  * Usage counts model tokens, as the model provider reported them (the offline
@@ -267,7 +328,7 @@ export type Usage = Message<"agentd.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_agentd_v1_state, 4);
+  messageDesc(file_agentd_v1_state, 5);
 
 /**
  * SnapshotStatus is the lifecycle state of a snapshot.

@@ -73,7 +73,7 @@ class AgentError(_message.Message):
     def __init__(self, status: _Optional[str] = ..., message: _Optional[str] = ..., details: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class Snapshot(_message.Message):
-    __slots__ = ("snapshot_id", "session_id", "parent_id", "turn_index", "created_at", "updated_at", "heartbeat_at", "status", "finish_reason", "error", "state", "usage", "edit")
+    __slots__ = ("snapshot_id", "session_id", "parent_id", "turn_index", "created_at", "updated_at", "heartbeat_at", "status", "finish_reason", "error", "state", "usage", "edit", "pending_inputs")
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     PARENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -87,6 +87,7 @@ class Snapshot(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     EDIT_FIELD_NUMBER: _ClassVar[int]
+    PENDING_INPUTS_FIELD_NUMBER: _ClassVar[int]
     snapshot_id: str
     session_id: str
     parent_id: str
@@ -100,7 +101,22 @@ class Snapshot(_message.Message):
     state: SessionState
     usage: Usage
     edit: SnapshotEdit
-    def __init__(self, snapshot_id: _Optional[str] = ..., session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., turn_index: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[SnapshotStatus, str]] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., error: _Optional[_Union[AgentError, _Mapping]] = ..., state: _Optional[_Union[SessionState, _Mapping]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., edit: _Optional[_Union[SnapshotEdit, _Mapping]] = ...) -> None: ...
+    pending_inputs: _containers.RepeatedCompositeFieldContainer[PendingInput]
+    def __init__(self, snapshot_id: _Optional[str] = ..., session_id: _Optional[str] = ..., parent_id: _Optional[str] = ..., turn_index: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., heartbeat_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[SnapshotStatus, str]] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., error: _Optional[_Union[AgentError, _Mapping]] = ..., state: _Optional[_Union[SessionState, _Mapping]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., edit: _Optional[_Union[SnapshotEdit, _Mapping]] = ..., pending_inputs: _Optional[_Iterable[_Union[PendingInput, _Mapping]]] = ...) -> None: ...
+
+class PendingInput(_message.Message):
+    __slots__ = ("message", "respond", "restart", "request_id", "completed")
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESPOND_FIELD_NUMBER: _ClassVar[int]
+    RESTART_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    message: _content_pb2.Message
+    respond: _containers.RepeatedCompositeFieldContainer[_content_pb2.Part]
+    restart: _containers.RepeatedCompositeFieldContainer[_content_pb2.Part]
+    request_id: str
+    completed: bool
+    def __init__(self, message: _Optional[_Union[_content_pb2.Message, _Mapping]] = ..., respond: _Optional[_Iterable[_Union[_content_pb2.Part, _Mapping]]] = ..., restart: _Optional[_Iterable[_Union[_content_pb2.Part, _Mapping]]] = ..., request_id: _Optional[str] = ..., completed: _Optional[bool] = ...) -> None: ...
 
 class SnapshotEdit(_message.Message):
     __slots__ = ("edited_by", "tenant", "state_patch", "messages_patch")
