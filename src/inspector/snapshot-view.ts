@@ -5,11 +5,13 @@ import { artifactCard, jsonBlock, messageCard } from "./content-view.js";
 import { h, replaceChildren } from "./element.js";
 import { errorBox, formatTime, statusBadge } from "./format.js";
 import { liveView } from "./live-view.js";
+import { pendingInputsView } from "./pending-inputs-view.js";
 import { stateDiffView } from "./state-diff-view.js";
 
 /**
  * One snapshot in detail: status, finish reason, error, usage and times;
- * while pending, its live work (attached stream and Abort); its messages,
+ * while pending, its live work (attached stream and Abort) and the inputs
+ * that work runs; its messages,
  * its custom state with the diff against its parent's, and its artifacts.
  */
 export function snapshotView(ctx: AppContext, session: SessionInfo, snapshotId: string): HTMLElement {
@@ -31,6 +33,8 @@ export function snapshotView(ctx: AppContext, session: SessionInfo, snapshotId: 
   };
   const render = (snapshot: SessionSnapshot, parent: SessionSnapshot | undefined): void => {
     const state = snapshot.state;
+    // No state yet while pending: the inputs its detached work runs stand in for the messages.
+    const inputs = state ? undefined : snapshot.pendingInputs;
     if (snapshot.status === "pending" && live === undefined)
       live = liveView(ctx, session.agent, snapshot.snapshotId, () => setTimeout(() => void load(), 100));
     replaceChildren(
@@ -38,8 +42,9 @@ export function snapshotView(ctx: AppContext, session: SessionInfo, snapshotId: 
       h("h3", {}, "Snapshot ", h("code", { class: "snapshot-id" }, snapshot.snapshotId)),
       facts(snapshot),
       live,
-      h("h4", {}, `Messages (${state?.messages.length ?? 0})`),
-      h("div", { class: "messages" }, ...(state?.messages ?? []).map(messageCard)),
+      inputs && pendingInputsView(inputs),
+      !inputs && h("h4", {}, `Messages (${state?.messages.length ?? 0})`),
+      !inputs && h("div", { class: "messages" }, ...(state?.messages ?? []).map(messageCard)),
       h("h4", {}, "Custom state"),
       state
         ? stateDiffView(state.custom, parent?.state ? { custom: parent.state.custom } : undefined)

@@ -1,9 +1,10 @@
 // What a newcomer looks for in the inspector, in a real browser against a real
 // `agentd serve --inspector`: a session's conversation in the chat view before
 // continuing it, edits shown on forked snapshots, sessions listed with what
-// they are about and their token usage, times with their zone, and a session
-// page that follows its detached work to its end.
+// they are about and their token usage, times with their zone, a pending job's
+// inputs, and a session page that follows its detached work to its end.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code } from "@connectrpc/connect";
 import type { Page } from "playwright-core";
 import { createAgentClient, userText, type AgentClient } from "../../src/client/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
@@ -114,6 +115,27 @@ describe("the inspector for a newcomer", () => {
     await open(`/inspector/sessions/${sessionId}`, ".session-summary dl");
     const created = await page.locator(".session-summary dd").nth(3).textContent();
     expect(created).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (UTC|GMT[+-]\d+(:\d\d)?)$/);
+  });
+
+  it("shows a pending job's inputs: the one running and those queued behind it", async () => {
+    const conversation = client.chat("assistant");
+    // The first reply waits a minute before its first chunk: the job stays pending until aborted.
+    const running = conversation.send({ message: userText("water the garden", { echoDelayMs: 60_000 }) });
+    const queued = conversation.send("then feed the cat");
+    const job = await conversation.detach("and lock the door");
+    await expect(running.end).rejects.toMatchObject({ code: Code.Canceled });
+    await expect(queued.end).rejects.toMatchObject({ code: Code.Canceled });
+    await open(`/inspector/sessions/${job.sessionId}/snapshots/${job.snapshotId}`, ".pending-inputs");
+    expect(await page.locator(".pending-inputs h4").textContent()).toBe("Inputs (3)");
+    expect(await page.locator(".pending-input .part-text").allTextContents()).toEqual([
+      "water the garden",
+      "then feed the cat",
+      "and lock the door",
+    ]);
+    const progress = await page.locator(".pending-input").evaluateAll((items) => items.map((i) => i.dataset.progress));
+    expect(progress).toEqual(["running", "queued", "queued"]);
+    expect(await page.locator(".snapshot h4", { hasText: /^Messages/ }).count()).toBe(0);
+    expect(await client.abort("assistant", job.snapshotId!)).toBe("aborted");
   });
 
   it("updates a session's page when its detached work ends, without a reload", async () => {
