@@ -1,5 +1,12 @@
 import { describe, expect, it, vi } from "vitest";
-import { expectThrowsAgentError, gatedAgent, harness, Rendezvous, type Harness } from "./runtime-fixtures.js";
+import {
+  backgroundDone,
+  expectThrowsAgentError,
+  gatedAgent,
+  harness,
+  Rendezvous,
+  type Harness,
+} from "./runtime-fixtures.js";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { Agent } from "../../src/runtime/agents/agent.js";
 import type { AgentConnection } from "../../src/runtime/agents/agent-connection.js";
@@ -158,6 +165,30 @@ describe("the tenant budget of an agent's invocations", () => {
     gate.release("f");
     release(gate, "f1", "f2");
     await fresh.output();
+  });
+
+  it("charges steers sent to detached work (SendInvocationInput) and frees them when the work finishes", async () => {
+    const { h, gate, agent } = setUp();
+    const connection = await agent.connect({}, { principal: A });
+    connection.send({ message: { role: "user", content: [{ text: "wait:d" }] }, detach: true });
+    const output = await connection.output();
+    await gate.reached("d");
+    expect(await agent.sendInput(output.snapshotId!, steer("one"), { principal: A })).toMatchObject({
+      result: "steered",
+    });
+    await agent.sendInput(output.snapshotId!, steer("two"), { principal: A });
+    const other = await running(agent, gate, A, "o");
+    expect(refusal(() => other.send(waiting("x")))?.message).toMatch(/--tenant-max-waiting-input-bytes/);
+    await expect(agent.sendInput(output.snapshotId!, steer("three"), { principal: A })).rejects.toMatchObject({
+      status: "RESOURCE_EXHAUSTED",
+    });
+    gate.release("d"); // the steers run as turns, then the work finishes
+    await backgroundDone(h);
+    other.send(waiting("x"));
+    other.send(waiting("y"));
+    gate.release("o");
+    release(gate, "x", "y");
+    await other.output();
   });
 
   it("has no tenant bound at 0", async () => {
