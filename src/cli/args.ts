@@ -48,6 +48,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "max-patch-operations": { type: "string" },
         "max-patch-bytes": { type: "string" },
         "max-waiting-input-bytes": { type: "string" },
+        "tenant-max-waiting-input-bytes": { type: "string" },
         "session-ttl": { type: "string" },
         "request-ids-kept": { type: "string" },
         "request-id-ttl": { type: "string" },
@@ -195,6 +196,16 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
                 "max-waiting-input-bytes",
                 values["max-waiting-input-bytes"],
                 1024,
+                Number.MAX_SAFE_INTEGER,
+              ),
+            }
+          : {}),
+        ...(values["tenant-max-waiting-input-bytes"] !== undefined
+          ? {
+              maxTenantWaitingInputBytes: integer(
+                "tenant-max-waiting-input-bytes",
+                values["tenant-max-waiting-input-bytes"],
+                0,
                 Number.MAX_SAFE_INTEGER,
               ),
             }

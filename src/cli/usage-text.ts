@@ -61,6 +61,10 @@ Options:
   --max-waiting-input-bytes <n>
                               bytes of inputs and steers waiting on one invocation, and of
                               steers one turn takes; more is RESOURCE_EXHAUSTED (default ${DEFAULT_INPUT_LIMITS.maxWaitingInputBytes})
+  --tenant-max-waiting-input-bytes <n>
+                              bytes of inputs and steers waiting on all of one tenant's
+                              invocations together; more is RESOURCE_EXHAUSTED, 0 = no limit
+                              (default ${DEFAULT_INPUT_LIMITS.maxTenantWaitingInputBytes})
   --session-ttl <duration>    delete sessions idle this long, e.g. 30m, 7d (default: keep forever);
                               a call's init.ttl overrides it per session
   --request-ids-kept <n>      how many request IDs of committed turns each session remembers

@@ -11,6 +11,7 @@ import {
   sessionSettings,
   validateTtl,
 } from "../../src/runtime/sessions/session-settings.js";
+import { TenantInputBudget } from "../../src/runtime/sessions/tenant-input-budget.js";
 
 const echo = (name: string) => defineCustomAgent({ name, turn: (_input, ctx) => generateModelTurn(ctx, "echo") });
 
@@ -72,8 +73,10 @@ describe("AgentRegistry", () => {
 
 describe("sessionSettings", () => {
   it("is the defaults without options, with no session time-to-live", () => {
-    const settings = sessionSettings();
+    const { tenantInputs, ...settings } = sessionSettings();
     expect(settings).toEqual(DEFAULT_SESSION_SETTINGS);
+    // Each registry's own budget of waiting-input bytes per tenant (the defaults have none).
+    expect(tenantInputs?.maxBytes).toBe(64 * 1024 * 1024);
     expect("sessionTtlMs" in settings).toBe(false);
     expect(DEFAULT_SESSION_SETTINGS).toMatchObject({ busyPolicy: "reject", maxQueuedInputs: 16 });
     expect(DEFAULT_SESSION_SETTINGS.records.maxSessionBytes).toBe(64 * 1024 * 1024);
@@ -88,8 +91,9 @@ describe("sessionSettings", () => {
       maxQueuedInputs: 2,
       maxBufferedChunks: 8,
       sessionTtlMs: 5_000,
-      inputs: { maxSteersPerTurn: 4 },
+      inputs: { maxSteersPerTurn: 4, maxTenantWaitingInputBytes: 0 },
     });
+    expect(settings.tenantInputs?.maxBytes).toBe(0);
     expect(settings).toEqual({
       busyPolicy: "enqueue",
       claims: { ...DEFAULT_SESSION_SETTINGS.claims, pollMs: 7 },
@@ -100,7 +104,8 @@ describe("sessionSettings", () => {
       maxQueuedInputs: 2,
       maxBufferedChunks: 8,
       sessionTtlMs: 5_000,
-      inputs: { ...DEFAULT_SESSION_SETTINGS.inputs, maxSteersPerTurn: 4 },
+      inputs: { ...DEFAULT_SESSION_SETTINGS.inputs, maxSteersPerTurn: 4, maxTenantWaitingInputBytes: 0 },
+      tenantInputs: expect.any(TenantInputBudget),
     });
   });
 

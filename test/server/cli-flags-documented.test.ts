@@ -34,7 +34,15 @@ describe("the CLI's flags are documented", () => {
   const flags = usageFlags().filter((f) => f !== "--help" && f !== "--version");
 
   it("the usage text lists the serve flags (the check below has something to check)", () => {
-    expect(flags).toEqual(expect.arrayContaining(["--store", "--heartbeat-ttl-ms", "--instance-id", "--no-takeover"]));
+    expect(flags).toEqual(
+      expect.arrayContaining([
+        "--store",
+        "--heartbeat-ttl-ms",
+        "--instance-id",
+        "--no-takeover",
+        "--tenant-max-waiting-input-bytes",
+      ]),
+    );
   });
 
   it("the README points to docs/server.md's flag table", () => {

@@ -240,6 +240,7 @@ export class Agent<S = unknown> {
       maxQueuedInputs: sessions.maxQueuedInputs,
       maxBufferedChunks: sessions.maxBufferedChunks,
       inputs: sessions.inputs ?? DEFAULT_INPUT_LIMITS,
+      ...(sessions.tenantInputs ? { tenantInputs: sessions.tenantInputs } : {}),
       instance: this.env.instance ?? defaultInstanceId(),
       ...(sessions.sessionTtlMs !== undefined ? { sessionTtlMs: sessions.sessionTtlMs } : {}),
       ...(this.env.events ? { events: this.env.events } : {}),

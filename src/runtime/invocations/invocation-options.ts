@@ -5,6 +5,7 @@ import type { SessionStore, StoreCallContext } from "../../../stores/snapshot-st
 import type { AgentFn } from "../agents/agent-function.js";
 import type { BackgroundWork } from "../background/background-work.js";
 import type { InputLimits } from "../sessions/input-limits.js";
+import type { TenantInputBudget } from "../sessions/tenant-input-budget.js";
 import type { RecordSettings } from "../sessions/turn-record.js";
 import type { LivenessSettings } from "../sessions/snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
@@ -29,6 +30,8 @@ export interface InvocationTarget<S> {
   maxBufferedChunks: number;
   /** Bounds on steers and waiting inputs (default `DEFAULT_INPUT_LIMITS`). */
   inputs?: InputLimits;
+  /** Bytes of waiting inputs each tenant may hold across its invocations (`--tenant-max-waiting-input-bytes`); unset: no such bound. */
+  tenantInputs?: TenantInputBudget;
   /** Spans and metrics of turns and model calls (OpenTelemetry API); token usage is counted either way. */
   telemetry?: boolean;
   /** This server instance's name, recorded with the detached work it runs (`--instance-id`). */

@@ -105,11 +105,16 @@ export class Invocation<S> implements AgentConnection<S> {
     this.outputPromise.catch(() => {}); // observed through output()
     this.progress = new InputProgress(start.nextTurnIndex);
     const inputs = target.inputs ?? DEFAULT_INPUT_LIMITS;
-    this.control = new TurnControl((chunk) => void this.emit(chunk), {
-      maxQueued: target.maxQueuedInputs,
-      maxSteersPerTurn: inputs.maxSteersPerTurn,
-      maxWaitingInputBytes: inputs.maxWaitingInputBytes,
-    });
+    this.control = new TurnControl(
+      (chunk) => void this.emit(chunk),
+      {
+        maxQueued: target.maxQueuedInputs,
+        maxSteersPerTurn: inputs.maxSteersPerTurn,
+        maxWaitingInputBytes: inputs.maxWaitingInputBytes,
+      },
+      this.turnInputs,
+      target.tenantInputs?.hold((options.principal ?? ANONYMOUS).tenant),
+    );
     this.initialState = start.state;
     this.runner = new SessionRunner(start.state, target.stateSchema, start.nextTurnIndex, this.lifecycle());
     this.turns = new InvocationTurns({
@@ -167,6 +172,7 @@ export class Invocation<S> implements AgentConnection<S> {
     if (admitted.turn) {
       this.control.admitWaiting(admitted.turn, this.turnInputs);
       this.turnInputs.push(admitted.turn);
+      this.control.settle();
     }
     if (backgroundStore)
       this.startDetach(backgroundStore, undefined, input.requestId ? turnRequestOf(input, this.edit) : undefined);
@@ -276,6 +282,7 @@ export class Invocation<S> implements AgentConnection<S> {
     this.out.continueAfter(adopted.lastRecordedSequence);
     this.turns.continuing = adopted.continuesTurn;
     for (const input of adopted.inputs) this.turnInputs.push(input);
+    this.control.settle();
     this.startDetach(backgroundStoreOf(this.target.name, this.target.store, "detach"), adopted);
     void this.emit({ takeover: { supersededAfter: adopted.supersededAfter, turnIndex: this.runner.turnIndex } });
   }
@@ -353,7 +360,11 @@ export class Invocation<S> implements AgentConnection<S> {
     this.options.signal?.removeEventListener("abort", this.onClientAbort);
     this.failure = err;
     this.close();
-    if (!this.detachedRun) this.work.abort(err);
+    if (!this.detachedRun) {
+      this.work.abort(err);
+      // The work is cancelled: what waits on it never runs.
+      this.control.releaseHold();
+    }
     this.out.fail(err);
     this.rejectOutput(err);
   }
@@ -383,6 +394,8 @@ export class Invocation<S> implements AgentConnection<S> {
       error = AgentError.from(err);
     }
     this.close();
+    // The work is over: whatever still waits on it is dropped, and frees its tenant's budget.
+    this.control.releaseHold();
     const detachedRun = this.detachedRun;
     if (detachedRun) {
       const state = error ? this.turns.lastGood : this.runner.snapshotState();

@@ -3,6 +3,7 @@ import type { AgentInput, AgentStreamChunk, InputAck } from "../../types/agent-i
 import type { Message } from "../../types/content.js";
 import type { AsyncChannel } from "../../protocol/async-channel.js";
 import { inputBytes } from "./input-bytes.js";
+import type { TenantInputHold } from "../sessions/tenant-input-budget.js";
 
 /** How much input one invocation and one turn may hold (see `InputLimits`). */
 export interface TurnControlLimits {
@@ -55,24 +56,55 @@ export class TurnControl {
   /** A cancel that arrived while the next turn was about to begin (its request ID, or ""). */
   private cancelOnBegin: string | undefined;
 
-  /** `emit`: streams an ack chunk behind the chunks before it. */
+  /**
+   * `emit`: streams an ack chunk behind the chunks before it. `queue`: the
+   * invocation's turn inputs. `hold`: this invocation's share of its
+   * tenant's waiting-input budget, kept equal to the bytes waiting here.
+   */
   constructor(
     private readonly emit: (chunk: AgentStreamChunk) => void,
     private readonly limits: TurnControlLimits,
+    private readonly queue?: AsyncChannel<AgentInput>,
+    private readonly hold?: TenantInputHold,
   ) {}
+
+  /** Bytes of the inputs waiting on this invocation: queued on `queue`, steers not taken, steers requeued. */
+  private waitingBytes(queue: AsyncChannel<AgentInput> | undefined): number {
+    let waiting = 0;
+    for (const list of [queue?.queued() ?? [], this.running?.steers ?? [], this.requeued])
+      for (const item of list) waiting += inputBytes(item);
+    return waiting;
+  }
+
+  /**
+   * Resizes the tenant hold to what waits now: called after an input was
+   * kept, taken or dropped. No-op without a hold.
+   */
+  settle(): void {
+    if (this.hold) this.hold.resize(this.waitingBytes(this.queue));
+  }
+
+  /** The invocation ended: frees all it held of its tenant's budget (whatever still waits is dropped). */
+  releaseHold(): void {
+    this.hold?.release();
+  }
 
   /**
    * Checks that `input` may wait on this invocation: the bytes of what
    * waits (inputs queued on `queue`, steers the running turn has not taken,
    * steers requeued as turns) plus its own stay within
-   * `maxWaitingInputBytes`. Throws RESOURCE_EXHAUSTED naming the limit.
+   * `maxWaitingInputBytes`, and its tenant's waiting bytes across its
+   * invocations stay within its budget (`--tenant-max-waiting-input-bytes`).
+   * Throws RESOURCE_EXHAUSTED naming the limit; the caller keeps the input
+   * and then calls {@link settle}.
    */
   admitWaiting(input: AgentInput, queue: AsyncChannel<AgentInput>): void {
     const bytes = inputBytes(input);
-    let waiting = 0;
-    for (const list of [queue.queued(), this.running?.steers ?? [], this.requeued])
-      for (const item of list) waiting += inputBytes(item);
-    if (waiting + bytes <= this.limits.maxWaitingInputBytes) return;
+    const waiting = this.waitingBytes(queue);
+    if (waiting + bytes <= this.limits.maxWaitingInputBytes) {
+      this.hold?.admit(waiting, bytes);
+      return;
+    }
     throw new AgentError(
       "RESOURCE_EXHAUSTED",
       `this invocation already holds ${waiting} bytes of waiting inputs and steers; one more of ${bytes} bytes would pass the limit of ${this.limits.maxWaitingInputBytes} (--max-waiting-input-bytes): wait for a TurnEnd before sending more`,
@@ -95,6 +127,7 @@ export class TurnControl {
             const next = steer ? Promise.resolve({ done: false, value: steer }) : source.next();
             return next.then((result) => {
               this.starting = result.done !== true;
+              this.settle();
               return result;
             });
           },
@@ -123,8 +156,10 @@ export class TurnControl {
     const input = steer!;
     this.admitWaiting(input, queue);
     const turnIndex = this.steer(input, queue.size > 0);
-    if (turnIndex !== undefined)
+    if (turnIndex !== undefined) {
+      this.settle();
       return { result: "steered", turnIndex, ...(input.requestId ? { requestId: input.requestId } : {}) };
+    }
     if (queue.size + this.requeued.length >= this.limits.maxQueued)
       throw new AgentError(
         "RESOURCE_EXHAUSTED",
@@ -137,6 +172,7 @@ export class TurnControl {
         "FAILED_PRECONDITION",
         "no turn is running and the invocation takes no more input: send the message as a new turn in a new call",
       );
+    this.settle();
     return this.queued(input);
   }
 
@@ -245,6 +281,7 @@ export class TurnControl {
     const turn = this.running;
     if (!turn || turn.steers.length === 0 || turn.abort.signal.aborted) return [];
     const taken = turn.steers.splice(0);
+    this.settle();
     for (const steer of taken) this.ack({ result: "steered", turnIndex: turn.index }, steer.requestId);
     return taken.map((steer) => steer.message!);
   }

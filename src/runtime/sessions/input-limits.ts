@@ -33,6 +33,12 @@ export interface InputLimits {
    */
   maxWaitingInputBytes: number;
   /**
+   * Bytes (as JSON) of the inputs waiting on all the invocations of one
+   * tenant together, counted like `maxWaitingInputBytes`
+   * (`--tenant-max-waiting-input-bytes`); 0 = no limit. Default 64 MiB.
+   */
+  maxTenantWaitingInputBytes: number;
+  /**
    * Bytes (as JSON) of steers posted on a detached run's row for another
    * instance and not yet answered. Fixed: 4 MiB.
    */
@@ -46,15 +52,23 @@ export const DEFAULT_INPUT_LIMITS: Readonly<InputLimits> = Object.freeze({
   maxPatchDepth: 32,
   maxSteersPerTurn: 16,
   maxWaitingInputBytes: 16 * 1024 * 1024,
+  maxTenantWaitingInputBytes: 64 * 1024 * 1024,
   maxPostedControlBytes: 4 * 1024 * 1024,
 });
 
-/** `overrides` on top of {@link DEFAULT_INPUT_LIMITS}; INVALID_ARGUMENT for a value that is not a whole number >= 1. */
+/** Limits that may be 0 (no limit). */
+const ZERO_IS_UNLIMITED = new Set<string>(["maxTenantWaitingInputBytes"]);
+
+/**
+ * `overrides` on top of {@link DEFAULT_INPUT_LIMITS}; INVALID_ARGUMENT for a
+ * value that is not a whole number >= 1 (>= 0 for `maxTenantWaitingInputBytes`).
+ */
 export function inputLimits(overrides: Partial<InputLimits> = {}): InputLimits {
   const limits: InputLimits = { ...DEFAULT_INPUT_LIMITS, ...overrides };
   for (const [name, value] of Object.entries(limits)) {
-    if (!Number.isSafeInteger(value) || value < 1)
-      throw new AgentError("INVALID_ARGUMENT", `inputLimits.${name} must be a whole number >= 1, got ${value}`);
+    const min = ZERO_IS_UNLIMITED.has(name) ? 0 : 1;
+    if (!Number.isSafeInteger(value) || value < min)
+      throw new AgentError("INVALID_ARGUMENT", `inputLimits.${name} must be a whole number >= ${min}, got ${value}`);
   }
   return limits;
 }

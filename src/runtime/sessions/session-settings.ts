@@ -4,6 +4,7 @@ import type { CheckpointPolicy } from "../../../stores/ledger/checkpoint-policy.
 import { DEFAULT_CLAIM_SETTINGS, type ClaimSettings } from "./session-claim.js";
 import { DEFAULT_RECORD_SETTINGS, type RecordSettings } from "./turn-record.js";
 import { DEFAULT_INPUT_LIMITS, inputLimits, type InputLimits } from "./input-limits.js";
+import { TenantInputBudget } from "./tenant-input-budget.js";
 import { DEFAULT_REQUEST_WINDOW, validateRequestWindow, type RequestWindow } from "./request-ledger.js";
 
 /** How server-managed sessions are run: busy policy, leases, records and limits. */
@@ -24,6 +25,12 @@ export interface SessionSettings {
   maxBufferedChunks: number;
   /** Bounds on patches, steers and waiting inputs (`--max-patch-operations`, `--max-patch-bytes`, `--max-waiting-input-bytes`). */
   inputs: InputLimits;
+  /**
+   * The waiting-input bytes each tenant holds across the invocations of
+   * every agent sharing these settings (`inputs.maxTenantWaitingInputBytes`);
+   * made by {@link sessionSettings}, unset in the defaults (no such bound).
+   */
+  tenantInputs?: TenantInputBudget;
   /** Idle time-to-live (ms) of new sessions that set none (`--session-ttl`); unset: sessions never expire. */
   sessionTtlMs?: number;
 }
@@ -70,6 +77,7 @@ export interface SessionSettingsOptions {
 /** The settings `options` asks for on top of the defaults; INVALID_ARGUMENT for a value out of range. */
 export function sessionSettings(options: SessionSettingsOptions = {}): SessionSettings {
   const d = DEFAULT_SESSION_SETTINGS;
+  const inputs = inputLimits(options.inputs);
   const settings: SessionSettings = {
     busyPolicy: options.busyPolicy ?? d.busyPolicy,
     claims: {
@@ -87,7 +95,8 @@ export function sessionSettings(options: SessionSettingsOptions = {}): SessionSe
     },
     maxQueuedInputs: options.maxQueuedInputs ?? d.maxQueuedInputs,
     maxBufferedChunks: options.maxBufferedChunks ?? d.maxBufferedChunks,
-    inputs: inputLimits(options.inputs),
+    inputs,
+    tenantInputs: new TenantInputBudget(inputs.maxTenantWaitingInputBytes),
     ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: validateTtl(options.sessionTtlMs) } : {}),
   };
   if (!["reject", "enqueue", "interrupt"].includes(settings.busyPolicy)) {
