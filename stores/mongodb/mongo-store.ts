@@ -192,6 +192,10 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   private openOnce(): Promise<Opened<S>> {
     if (!this.opening) {
       const attempt = (async () => {
+        // Connect explicitly: when the driver's own first connection (made by the first operation) fails,
+        // it keeps the closed topology and every later operation fails "Topology is closed" for good;
+        // connect() replaces a topology that is not connected.
+        await guarded("connecting to MongoDB", () => this.client.connect());
         const c = storeCollections(this.db, this.config.collectionPrefix ?? "", this.config.ttlGraceMs ?? 0);
         await prepareCollections(this.db, c, (message) => this.config.logger?.warn({ store: "mongodb" }, message));
         const chunks = new CheckpointChunks(c.chunks);

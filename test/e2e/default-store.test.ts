@@ -41,7 +41,10 @@ async function sqlite3(file: string, sql: string): Promise<string> {
   }
 }
 
-describe("the default store", () => {
+// Each test starts agentd two or three times through bin/agentd.js (tsx transpiles the sources at
+// each start); beside other files on a loaded machine one start can take half a minute. A safety
+// net, not an expectation: a passing test ends at its events.
+describe("the default store", { timeout: 300_000 }, () => {
   it("keeps sessions in ./.agentd/agentd.db, which the sqlite3 shell reads, and resumes them after a restart", async () => {
     const cwd = await mkdtemp(join(tmpdir(), "agentd-default-store-"));
     dirs.push(cwd);

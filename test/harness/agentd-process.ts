@@ -18,7 +18,11 @@ export interface StartAgentdOptions {
   env?: NodeJS.ProcessEnv;
   /** Working directory; default the repository root. */
   cwd?: string;
-  /** How long to wait for the listening line; default 30 s. */
+  /**
+   * How long to wait for the listening line; default {@link STARTUP_TIMEOUT_MS} (120 s): a safety
+   * net, not an expectation. A start loads and transpiles the TypeScript sources through tsx and
+   * connects to the store, which on a loaded machine can take half a minute or more.
+   */
   startupTimeoutMs?: number;
   /**
    * Serve the example agents (`assistant`, `tasks`) next to the modules in
@@ -74,6 +78,9 @@ export interface AgentdProcess {
     timeoutMs?: number,
   ): Promise<Record<string, unknown>[]>;
 }
+
+/** The default start deadline of {@link startAgentd} (a safety net for a loaded machine). */
+export const STARTUP_TIMEOUT_MS = 120_000;
 
 function nodeBinary(): string {
   const local = `${REPO_ROOT}node_modules/.bin/node`;
@@ -138,13 +145,12 @@ export async function startAgentd(options: StartAgentdOptions = {}): Promise<Age
     });
   });
 
+  const startupTimeoutMs = options.startupTimeoutMs ?? STARTUP_TIMEOUT_MS;
   const listening = await new Promise<Record<string, unknown>>((resolve, reject) => {
     const timer = setTimeout(() => {
       proc.kill("SIGKILL");
-      reject(
-        new Error(`agentd did not log "agentd listening" within ${options.startupTimeoutMs ?? 30_000} ms:\n${output}`),
-      );
-    }, options.startupTimeoutMs ?? 30_000);
+      reject(new Error(`agentd did not log "agentd listening" within ${startupTimeoutMs} ms:\n${output}`));
+    }, startupTimeoutMs);
     let pending = "";
     proc.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
       output += chunk;

@@ -56,7 +56,7 @@ export function isFlowCommand(command: TappedCommand): boolean {
  */
 export function startAgentdOnTap(tap: MongoWireTap, database: string, args: string[] = []): Promise<AgentdProcess> {
   const uri = `mongodb://127.0.0.1:${tap.port}/${database}?directConnection=true&serverSelectionTimeoutMS=2000`;
-  return startAgentd({ args: ["--store", uri, ...args], startupTimeoutMs: 60_000 });
+  return startAgentd({ args: ["--store", uri, ...args] });
 }
 
 /** Records the flow commands `tap` sees while `flow` runs (and `settleMs` after it, for work it leaves running). */

@@ -32,7 +32,15 @@ import { loadRecordState } from "../../src/runtime/sessions/session-lookup.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 
-vi.setConfig({ testTimeout: 8_000 });
+// A safety net for a loaded machine, not an expectation: a passing test ends at its events.
+vi.setConfig({ testTimeout: 60_000 });
+
+/**
+ * Removes a file store's directory. The instances' background work (a detached run's last write,
+ * a session lock let go on its idle tick) can still create a file under it while the recursive
+ * removal runs, which then fails ENOTEMPTY: fs.rm retries that (and EBUSY) before giving up.
+ */
+const RM_TREE = { recursive: true, force: true, maxRetries: 10, retryDelay: 100 } as const;
 
 const TEST_LIVENESS = { ...LIVENESS, chunkRetentionMs: 60_000 };
 
@@ -259,7 +267,7 @@ describe("taking over the detached work of a dead instance", () => {
       expect(reports[0]!.error).toMatchObject({ status: "DATA_LOSS" });
     } finally {
       await files.close();
-      await rm(dir, { recursive: true, force: true });
+      await rm(dir, RM_TREE);
     }
   });
 
@@ -379,7 +387,7 @@ describe("taking over the detached work of a dead instance", () => {
       );
     } finally {
       await files.close();
-      await rm(dir, { recursive: true, force: true });
+      await rm(dir, RM_TREE);
     }
   });
 

@@ -13,6 +13,7 @@ import {
   type CounterState,
 } from "./snapshot-factory.js";
 import { recordStatuses } from "./status-recorder.js";
+import { until } from "../harness/until.js";
 
 type Store = SessionLifecycleStore<CounterState>;
 
@@ -491,10 +492,13 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
               listed.push(...page.heads);
               pageToken = page.nextPageToken;
               if (++pages > 100) throw new Error("listHeads keeps returning page tokens");
-              // Let the writers commit between pages (until they are done).
-              for (let spins = 0; created < seen + 3 && created < WRITERS * PER_WRITER && spins < 10_000; spins++) {
-                await new Promise((resolve) => setImmediate(resolve));
-              }
+              // Let the writers commit three sessions between pages (until they are done): waited for, not
+              // spun for a fixed count, so a slow disk or a loaded machine cannot leave the writers idle.
+              await until(
+                "the writers to commit between pages",
+                () => created >= seen + 3 || created >= WRITERS * PER_WRITER,
+                { timeoutMs: 60_000, intervalMs: 5 },
+              );
             } while (pageToken);
           } finally {
             paging = false;

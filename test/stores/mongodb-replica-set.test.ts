@@ -5,6 +5,7 @@ import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mo
 import { encodeRecord, MAX_DOCUMENT_BYTES } from "../../stores/mongodb/record-document.js";
 import type { SessionHead } from "../../stores/snapshot-store.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
+import { until } from "../harness/until.js";
 import { adminCommand, capturingLogger, commandLog, freshPrefix } from "./mongodb-fixtures.js";
 import {
   checkpointRecord,
@@ -30,6 +31,17 @@ type Store = MongoSessionStore<CounterState>;
 /** The row a detached run finalizes: pending → completed, with the final turn's index. */
 const finalize = (e: CounterRecord): CounterRecord | null =>
   e.status === "pending" ? { ...e, status: "completed", finishReason: "stop", updatedAt: T0 + 9 } : null;
+
+/**
+ * Waits until `store` has connected and prepared its collections. These stores wait only 300 ms or
+ * 1 s for a primary per attempt and give up after two attempts that found none (the store is down):
+ * a first connection to the JVM server on a loaded machine can take longer than that, so a test
+ * waits for the connection before its first call that must succeed (the server is up throughout).
+ */
+async function connected(store: Store): Promise<Store> {
+  await until("the store connects", () => store.ready().then(() => true), { timeoutMs: 60_000 });
+  return store;
+}
 
 describe("mongodb store while the primary steps down (mongo-java-server)", () => {
   let standalone: MongoJavaServer;
@@ -64,12 +76,15 @@ describe("mongodb store while the primary steps down (mongo-java-server)", () =>
 
   it(
     "retries a detached run's final write across the failover window until a primary is back",
-    { timeout: 30_000 },
+    // The safety net outlasts the store's 30 s failover window.
+    { timeout: 60_000 },
     async () => {
       const prefix = freshPrefix();
-      const store = open(replicaSet.uri.replace(/serverSelectionTimeoutMS=\d+/, "serverSelectionTimeoutMS=300"), {
-        collectionPrefix: prefix,
-      });
+      const store = await connected(
+        open(replicaSet.uri.replace(/serverSelectionTimeoutMS=\d+/, "serverSelectionTimeoutMS=300"), {
+          collectionPrefix: prefix,
+        }),
+      );
       const watcher = open(replicaSet.uri, { collectionPrefix: prefix });
       await commitRecord(store, undefined, pendingRecord("s1", "bg"));
       const watch = recordStatuses(watcher, "bg");
@@ -89,7 +104,7 @@ describe("mongodb store while the primary steps down (mongo-java-server)", () =>
 
   it("fails UNAVAILABLE when the window is shorter than the election", async () => {
     const uri = replicaSet.uri.replace(/serverSelectionTimeoutMS=\d+/, "serverSelectionTimeoutMS=300");
-    const store = open(uri, { failoverWindowMs: 0 });
+    const store = await connected(open(uri, { failoverWindowMs: 0 }));
     await commitRecord(store, undefined, pendingRecord("s1", "bg"));
     await adminCommand(replicaSet.uri, { agentdTestStepDown: 1, ms: 1_500 });
     await expect(store.updateRecord("bg", finalize)).rejects.toMatchObject({ status: "UNAVAILABLE" });
@@ -120,7 +135,9 @@ describe("mongodb store while the primary steps down (mongo-java-server)", () =>
 
   it("stops retrying a call across a step-down at the caller's deadline", async () => {
     // Each attempt waits at most 1 s for a primary; without the deadline the calls would retry for 2-3 s.
-    const store = open(replicaSet.uri.replace(/serverSelectionTimeoutMS=\d+/, "serverSelectionTimeoutMS=1000"));
+    const store = await connected(
+      open(replicaSet.uri.replace(/serverSelectionTimeoutMS=\d+/, "serverSelectionTimeoutMS=1000")),
+    );
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
     await adminCommand(replicaSet.uri, { agentdTestStepDown: 1, ms: 4_000 });
     // Beside them, the same read without a deadline (its second attempt after the first finds no
@@ -188,7 +205,7 @@ async function saveLoopAcrossStepDown(
   expectInterruption: boolean,
 ): Promise<void> {
   const prefix = freshPrefix();
-  const store = open(prefix);
+  const store = await connected(open(prefix));
   const acknowledged: string[] = [];
   const failures: string[] = [];
   let head: SessionHead | undefined = await commitRecord(store, undefined, checkpointRecord("s1", "t0000"));
@@ -228,7 +245,7 @@ async function saveLoopAcrossStepDown(
   // With no other member to elect the loop must have waited out the step-down (a real set with secondaries
   // may elect a new primary fast enough for the driver's own retry to hide it).
   if (expectInterruption) expect(failures.length).toBeGreaterThan(0);
-  const reader = open(prefix);
+  const reader = await connected(open(prefix));
   for (const id of acknowledged) expect([id, (await reader.getRecord(id))?.snapshotId]).toEqual([id, id]);
   expect((await reader.getHead("s1"))?.headSnapshotId).toBe(acknowledged.at(-1));
   expect(acknowledged.length).toBeGreaterThan(100);
@@ -246,6 +263,7 @@ function commitRecordOf(sessionId: string, id: string, parentId: string): Counte
  * error reaches the caller) and the turn is stored once.
  */
 async function commitAcrossStepDown(store: Store, stepDown: () => Promise<unknown>): Promise<number> {
+  await connected(store);
   const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
   await stepDown().catch(() => undefined);
   const started = Date.now();
@@ -270,7 +288,7 @@ async function exactlyOnceAcrossStepDown(
   stepDown: () => Promise<unknown>,
 ): Promise<void> {
   const prefix = freshPrefix();
-  const store = open(prefix);
+  const store = await connected(open(prefix));
   const acknowledged: string[] = [];
   let head: SessionHead | undefined = await commitRecord(store, undefined, checkpointRecord("s1", "t00-0"));
   acknowledged.push("t00-0");
@@ -296,7 +314,7 @@ async function exactlyOnceAcrossStepDown(
       }
     }
   }
-  const reader = open(prefix);
+  const reader = await connected(open(prefix));
   const visible: string[] = [];
   for (let page: string | undefined, first = true; first || page; first = false) {
     const got = await reader.listRecords("s1", {
