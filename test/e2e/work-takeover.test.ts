@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ConnectError } from "@connectrpc/connect";
 import type { AgentStreamChunk } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { FinishReason, SnapshotStatus } from "../../gen/ts/agentd/v1/state_pb.js";
+import { loadRecordState } from "../../src/runtime/sessions/session-lookup.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { sharedStores, type SharedStore } from "../harness/shared-stores.js";
@@ -156,10 +157,16 @@ describe.each(Object.keys(sharedStores))("detached work on a %s store survives t
     expect(output!.finishReason).toBe(FinishReason.DETACHED);
     const store = await openStoreFromUri(shared.uri);
     try {
-      // The tool round is checkpointed; A's model then takes a minute to answer: kill it there.
+      // The tool's result is checkpointed; A's model then takes a minute to answer: kill it there.
+      // (`inTurn` alone is not enough: a round with an effect tool is checkpointed before it runs.)
       await until(
-        "A to checkpoint the tool round",
-        async () => (await store.getRecord(output!.snapshotId))?.work?.inTurn === true,
+        "A to checkpoint the tool round's result",
+        async () => {
+          const row = await store.getRecord(output!.snapshotId);
+          if (row?.work?.inTurn !== true) return false;
+          const state = await loadRecordState(store, row);
+          return state?.messages.some((m) => m.role === "tool") === true;
+        },
         TAKEOVER_WAIT,
       );
       await a.stop("SIGKILL");
