@@ -20,15 +20,16 @@ import {
 // A deterministic failpoint harness for the store writes of a detached job: its start, heartbeat,
 // checkpoint, end, abort, a chunk append, a takeover (the row's new run and the chunk log's
 // claim) and the sweep. For every MongoDB command each flow sends, the command is cut before it
-// reaches the server, or after the server applied it (its reply lost). The store gets the failure
-// in-process (a failover window of 0: no retry), is abandoned as a crashed process would be, and a
-// new store on the same collections repeats the flow's step, as the restarted worker does. Then
+// reaches the server, or after the server applied it (its reply lost), or refused with a transient
+// error (not applied). The store gets the failure in-process (a failover window of 0: no retry;
+// reads are retried by the driver), is abandoned as a crashed process would be, and a new store
+// on the same collections repeats the flow's step, as the restarted worker does. Then
 // the flow's invariants must hold: the effect is there exactly once, the row and the chain read
 // back, no chunk is duplicated or lost, and the earlier run's late append is refused.
 const DATABASE = "agentd_job_failpoints";
 type Store = MongoSessionStore<CounterState>;
 const KEEP = T0 + 10 * 365 * 24 * 3_600_000;
-const ACTIONS: FailAction[] = ["cut-before", "cut-after"];
+const ACTIONS: FailAction[] = ["cut-before", "cut-after", "fail-transient"];
 
 const work = (runs: number): DetachedWork => ({
   inputs: [{ message: userText("go on") } as DetachedWork["inputs"][number]],
@@ -262,7 +263,7 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("failing every MongoDB command
   };
 
   for (const flow of FLOWS) {
-    it(`${flow.name}: every command cut before or after it applied, then repeated by a re-opened store`, async () => {
+    it(`${flow.name}: every command cut before or after it applied or failed transiently, then repeated by a re-opened store`, async () => {
       const keys = await stepCommands(flow);
       expect(keys.length).toBeGreaterThan(0);
       const failed: string[] = [];

@@ -24,8 +24,9 @@ import {
 // The failpoint harness of mongodb-job-failpoints.test.ts for a webhook delivery: a job's end
 // queues its outbox event (the end write carries the row's mark, the relay then puts the event),
 // a dispatcher claims it, POSTs it to a local receiver and marks it delivered, or schedules a
-// retry. Every MongoDB command of the step is cut before it reaches the server (a transient
-// network failure: not applied) or after the server applied it (its reply lost); the store is
+// retry. Every MongoDB command of the step is cut before it reaches the server (a network
+// failure: not applied), cut after the server applied it (its reply lost), or refused with a
+// transient error (a failover's PrimarySteppedDown: not applied); the store is
 // abandoned, and a new store repeats the step (the restarted worker relays the row's mark as the
 // takeover pass does; the restarted dispatcher runs once the crashed one's lease has lapsed: the
 // clock is `Date.now` pinned per step, so nothing waits). Then: the event is queued exactly once,
@@ -33,7 +34,7 @@ import {
 // claim lost with its reply is claimed again after its lease.
 const DATABASE = "agentd_webhook_failpoints";
 type Store = MongoSessionStore<CounterState>;
-const ACTIONS: FailAction[] = ["cut-before", "cut-after"];
+const ACTIONS: FailAction[] = ["cut-before", "cut-after", "fail-transient"];
 /** The dispatchers' clock: well after every event was queued (so each one is due). */
 const NOW = Date.now() + 24 * 3_600_000;
 /** Retries far away (so a scheduled retry is never due at the repeat) and never given up on. */
@@ -238,7 +239,7 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("failing every MongoDB command
   };
 
   for (const flow of FLOWS) {
-    it(`${flow.name}: every command cut before or after it applied, then repeated by a re-opened store`, async () => {
+    it(`${flow.name}: every command cut before or after it applied or failed transiently, then repeated by a re-opened store`, async () => {
       const keys = await stepCommands(flow);
       expect(keys.length).toBeGreaterThan(0);
       const failed: string[] = [];
