@@ -33,12 +33,15 @@ export interface WireCounts {
  * - `hold`: never sent, the connection left hanging (the test kills the client
  *   process while it waits: a crash before the command was sent);
  * - `hold-after`: sent and applied, its reply held back for good (a crash
- *   after the command was applied, before its reply was read).
+ *   after the command was applied, before its reply was read);
+ * - `fail-transient`: never sent; the tap answers it with a transient error
+ *   (`PrimarySteppedDown`, labelled `RetryableWriteError`), the connection
+ *   kept (a failover's refusal: the command was not applied).
  *
  * {@link MongoWireTap.onFailpoint} is called once the action took effect
  * (for `cut-after` and `hold-after`: once the server's reply arrived).
  */
-export type FailAction = "pass" | "cut-before" | "cut-after" | "hold" | "hold-after";
+export type FailAction = "pass" | "cut-before" | "cut-after" | "hold" | "hold-after" | "fail-transient";
 
 /** A command the tap is about to forward: its name, its collection (or ""), the command document. */
 export interface TappedCommand {
@@ -153,6 +156,9 @@ export class MongoWireTap {
       const action = (tapped && this.failpoint?.(tapped)) ?? "pass";
       if (action === "pass") {
         upstream.write(message);
+      } else if (action === "fail-transient") {
+        client.write(transientErrorReply(message.readInt32LE(4)));
+        this.onFailpoint?.(tapped!, action);
       } else if (action === "cut-before" || action === "hold") {
         if (action === "hold") {
           held = true;
@@ -248,6 +254,25 @@ class MessageSplitter {
       this.onMessage(message);
     }
   }
+}
+
+/** An OP_MSG reply to request `requestId`: a transient `PrimarySteppedDown` error (nothing was applied). */
+function transientErrorReply(requestId: number): Buffer {
+  const body = BSON.serialize({
+    ok: 0,
+    errmsg: "the wire tap's failpoint: primary stepped down",
+    code: 189,
+    codeName: "PrimarySteppedDown",
+    errorLabels: ["RetryableWriteError"],
+  });
+  const header = Buffer.alloc(21);
+  header.writeInt32LE(21 + body.length, 0);
+  header.writeInt32LE(0, 4);
+  header.writeInt32LE(requestId, 8);
+  header.writeInt32LE(OP_MSG, 12);
+  header.writeUInt32LE(0, 16);
+  header[20] = 0; // a body section
+  return Buffer.concat([header, body]);
 }
 
 /** The documents of an OP_MSG document-sequence section (size, identifier, then BSON documents). */
