@@ -19,7 +19,10 @@ interface Run {
 
 /** Runs `bash args…` in `cwd` (stdout and stderr together) with the VITEST_* variables of this run removed. */
 function bash(cwd: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST")));
+  // The scripts under test read TEST_STEPS: the value this suite itself was run with (`TEST_STEPS=typescript npm test`) must not leak in.
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST") && k !== "TEST_STEPS"),
+  );
   return new Promise((resolve, reject) => {
     const child = spawn("bash", args, {
       cwd,
