@@ -1,13 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
 import { userText } from "../../src/types/content.js";
 import type { DetachedWork } from "../../src/types/detached-work.js";
 import type { ChunkLogKey } from "../../stores/chunk-log.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
-import { commandKey, isFlowCommand, occurrenceAt } from "../harness/mongo-crash-points.js";
+import { commandKey } from "../harness/mongo-crash-points.js";
+import { failpointCases, type FailpointFlow } from "../harness/failpoint-flows.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
-import { MongoWireTap, type FailAction } from "../harness/mongo-wire-tap.js";
-import { freshPrefix } from "../stores/mongodb-fixtures.js";
+import { MongoWireTap } from "../harness/mongo-wire-tap.js";
 import {
   checkpointRecord,
   commitRecord,
@@ -29,7 +29,6 @@ import {
 const DATABASE = "agentd_job_failpoints";
 type Store = MongoSessionStore<CounterState>;
 const KEEP = T0 + 10 * 365 * 24 * 3_600_000;
-const ACTIONS: FailAction[] = ["cut-before", "cut-after", "fail-transient"];
 
 const work = (runs: number): DetachedWork => ({
   inputs: [{ message: userText("go on") } as DetachedWork["inputs"][number]],
@@ -55,14 +54,7 @@ const marker = (sequence: number) =>
 const keyOf = (command: Parameters<typeof commandKey>[0]): string =>
   commandKey(command).replace(/ t[0-9a-f]{10}_/, " ");
 
-/** One flow: its setup (no failpoint), the step under test, and what must hold after it (repeated if it failed). */
-interface Flow {
-  name: string;
-  setup: (store: Store) => Promise<void>;
-  /** `repeat`: the restarted worker repeating the step after a failure. */
-  step: (store: Store, repeat: boolean) => Promise<unknown>;
-  check: (store: Store) => Promise<void>;
-}
+type Flow = FailpointFlow<Store>;
 
 const root = (store: Store) => commitRecord(store, undefined, checkpointRecord("s1", "root"));
 const jobRow = (): CounterRecord => pendingRecord("s1", "job", { parentId: "root", turnIndex: 1, work: work(1) });
@@ -232,73 +224,5 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("failing every MongoDB command
     return store;
   };
 
-  /**
-   * A store through the tap on collections where `flow`'s setup ran on a store since closed (its
-   * commits' settlement flushed by close: no background write or read-settle of the setup lands
-   * within the step, so every run of the step sends the same commands).
-   */
-  const prepared = async (flow: Flow, prefix: string): Promise<Store> => {
-    const setup = await open(prefix, false);
-    await flow.setup(setup);
-    await setup.close();
-    return open(prefix, true);
-  };
-
-  /** The flow's step commands (settlement flushes left out: a timer sends them, they belong to no step). */
-  const stepCommands = async (flow: Flow): Promise<string[]> => {
-    const store = await prepared(flow, freshPrefix());
-    const seen: string[] = [];
-    tap.failpoint = (command) => {
-      const key = keyOf(command);
-      if (isFlowCommand(command) && !key.endsWith(" settle")) seen.push(key);
-      return "pass";
-    };
-    try {
-      await flow.step(store, false);
-    } finally {
-      tap.failpoint = undefined;
-    }
-    await flow.check(store);
-    return seen;
-  };
-
-  for (const flow of FLOWS) {
-    it(`${flow.name}: every command cut before or after it applied or failed transiently, then repeated by a re-opened store`, async () => {
-      const keys = await stepCommands(flow);
-      expect(keys.length).toBeGreaterThan(0);
-      const failed: string[] = [];
-      for (let index = 0; index < keys.length; index++) {
-        const { key, occurrence } = occurrenceAt(keys, index);
-        for (const action of ACTIONS) {
-          const prefix = freshPrefix();
-          const crashed = await prepared(flow, prefix);
-          let seen = 0;
-          let fired = false;
-          tap.failpoint = (command) => {
-            const k = keyOf(command);
-            if (fired || !isFlowCommand(command) || k !== key) return "pass";
-            if (seen++ !== occurrence) return "pass";
-            fired = true;
-            return action;
-          };
-          const outcome = await flow.step(crashed, false).then(
-            () => "ok",
-            (err: unknown) => String((err as { status?: string }).status ?? err),
-          );
-          tap.failpoint = undefined;
-          await crashed.close().catch(() => undefined);
-          // The restarted worker: a new store repeats the step until it answers, then the invariants.
-          const restarted = await open(prefix, false);
-          if (outcome !== "ok") await flow.step(restarted, true);
-          try {
-            await flow.check(restarted);
-          } catch (err) {
-            failed.push(`${key}#${occurrence} ${action} (${outcome}): ${(err as Error).message.split("\n")[0]}`);
-          }
-          expect(fired, `${key}#${occurrence} ${action} never fired`).toBe(true);
-        }
-      }
-      expect(failed).toEqual([]);
-    }, 300_000);
-  }
+  failpointCases(FLOWS, { tap: () => tap, open, keyOf });
 });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, vi } from "vitest";
 import { WebhookDispatcher } from "../../src/runtime/webhooks/webhook-dispatcher.js";
 import { WebhookEndpoints } from "../../src/runtime/webhooks/webhook-endpoints.js";
 import { WEBHOOK_DEFAULTS, type WebhookSettings } from "../../src/runtime/webhooks/webhook-settings.js";
@@ -7,11 +7,11 @@ import { userText } from "../../src/types/content.js";
 import type { DetachedWork } from "../../src/types/detached-work.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import type { WebhookEvent } from "../../stores/webhook-outbox.js";
-import { commandKey, isFlowCommand, occurrenceAt } from "../harness/mongo-crash-points.js";
+import { commandKey } from "../harness/mongo-crash-points.js";
+import { failpointCases, type FailpointFlow } from "../harness/failpoint-flows.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
-import { MongoWireTap, type FailAction, type TappedCommand } from "../harness/mongo-wire-tap.js";
+import { MongoWireTap, type TappedCommand } from "../harness/mongo-wire-tap.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../harness/webhook-receiver.js";
-import { freshPrefix } from "../stores/mongodb-fixtures.js";
 import {
   checkpointRecord,
   commitRecord,
@@ -34,7 +34,6 @@ import {
 // claim lost with its reply is claimed again after its lease.
 const DATABASE = "agentd_webhook_failpoints";
 type Store = MongoSessionStore<CounterState>;
-const ACTIONS: FailAction[] = ["cut-before", "cut-after", "fail-transient"];
 /** The dispatchers' clock: well after every event was queued (so each one is due). */
 const NOW = Date.now() + 24 * 3_600_000;
 /** Retries far away (so a scheduled retry is never due at the repeat) and never given up on. */
@@ -69,13 +68,7 @@ const isRecordSettle = (command: TappedCommand): boolean =>
 const keyOf = (command: TappedCommand): string =>
   commandKey(command).replace(/ t[0-9a-f]{10}_/, " ") + (isRecordSettle(command) ? " settle" : "");
 
-interface Flow {
-  name: string;
-  setup: (store: Store) => Promise<void>;
-  /** `repeat`: the restarted process repeating the step after a failure. */
-  step: (store: Store, repeat: boolean) => Promise<unknown>;
-  check: (store: Store) => Promise<void>;
-}
+type Flow = FailpointFlow<Store>;
 
 describe.skipIf(Boolean(process.env.MONGODB_URI))("failing every MongoDB command of a webhook delivery", () => {
   let server: MongoJavaServer;
@@ -209,70 +202,5 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("failing every MongoDB command
     },
   ];
 
-  /**
-   * A store through the tap on collections where `flow`'s setup ran on a store since closed (its
-   * commits' settlement flushed by close: no background write of the setup lands within the step).
-   */
-  const prepared = async (flow: Flow, prefix: string): Promise<Store> => {
-    const setup = await open(prefix, false);
-    await flow.setup(setup);
-    await setup.close();
-    return open(prefix, true);
-  };
-
-  /** The flow's step commands, recorded on a run without failures. */
-  const stepCommands = async (flow: Flow): Promise<string[]> => {
-    const store = await prepared(flow, freshPrefix());
-    const seen: string[] = [];
-    tap.failpoint = (command) => {
-      const key = keyOf(command);
-      if (isFlowCommand(command) && !key.endsWith(" settle")) seen.push(key);
-      return "pass";
-    };
-    try {
-      await flow.step(store, false);
-    } finally {
-      tap.failpoint = undefined;
-    }
-    await flow.check(store);
-    return seen;
-  };
-
-  for (const flow of FLOWS) {
-    it(`${flow.name}: every command cut before or after it applied or failed transiently, then repeated by a re-opened store`, async () => {
-      const keys = await stepCommands(flow);
-      expect(keys.length).toBeGreaterThan(0);
-      const failed: string[] = [];
-      for (let index = 0; index < keys.length; index++) {
-        const { key, occurrence } = occurrenceAt(keys, index);
-        for (const action of ACTIONS) {
-          const prefix = freshPrefix();
-          const crashed = await prepared(flow, prefix);
-          let seen = 0;
-          let fired = false;
-          tap.failpoint = (command) => {
-            if (fired || !isFlowCommand(command) || keyOf(command) !== key) return "pass";
-            if (seen++ !== occurrence) return "pass";
-            fired = true;
-            return action;
-          };
-          const outcome = await flow.step(crashed, false).then(
-            () => "ok",
-            (err: unknown) => String((err as { status?: string }).status ?? err),
-          );
-          tap.failpoint = undefined;
-          await crashed.close().catch(() => undefined);
-          const restarted = await open(prefix, false);
-          if (outcome !== "ok") await flow.step(restarted, true);
-          try {
-            await flow.check(restarted);
-          } catch (err) {
-            failed.push(`${key}#${occurrence} ${action} (${outcome}): ${(err as Error).message.split("\n")[0]}`);
-          }
-          expect(fired, `${key}#${occurrence} ${action} never fired`).toBe(true);
-        }
-      }
-      expect(failed).toEqual([]);
-    }, 300_000);
-  }
+  failpointCases(FLOWS, { tap: () => tap, open, keyOf });
 });
