@@ -1,7 +1,10 @@
-import { expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
+import type { CounterState } from "../stores/snapshot-factory.js";
 import { freshPrefix } from "../stores/mongodb-fixtures.js";
 import { isFlowCommand, occurrenceAt } from "./mongo-crash-points.js";
-import type { FailAction, MongoWireTap, TappedCommand } from "./mongo-wire-tap.js";
+import { MongoJavaServer } from "./mongo-java-server.js";
+import { MongoWireTap, type FailAction, type TappedCommand } from "./mongo-wire-tap.js";
 
 /** One flow of a failpoint suite: its setup (no failpoint), the step under test, and what must hold after it. */
 export interface FailpointFlow<S> {
@@ -103,4 +106,40 @@ export function failpointCases<S extends { close(): Promise<void> }>(
       expect(failed).toEqual([]);
     }, 300_000);
   }
+}
+
+/**
+ * Starts a mongo-java-server and a wire tap before the suite (stopped after it, with every store
+ * opened) and returns how a suite's flows reach them: stores on `database` that fail nothing
+ * themselves (a failover window of 0: no retry; an orphan grace of 0), through the tap or not.
+ */
+export function failpointStores(database: string): Omit<FailpointRig<MongoSessionStore<CounterState>>, "keyOf"> {
+  let server: MongoJavaServer;
+  let tap: MongoWireTap;
+  const opened: MongoSessionStore<CounterState>[] = [];
+  beforeAll(async () => {
+    server = await MongoJavaServer.start();
+    tap = await MongoWireTap.start(server.port);
+  }, 300_000);
+  afterAll(async () => {
+    for (const store of opened) await store.close().catch(() => undefined);
+    await tap?.close();
+    await server?.stop();
+  });
+  const open = async (prefix: string, viaTap: boolean): Promise<MongoSessionStore<CounterState>> => {
+    const uri = viaTap
+      ? `mongodb://127.0.0.1:${tap.port}/?directConnection=true&serverSelectionTimeoutMS=2000&retryWrites=false`
+      : server.uri;
+    const store = new MongoSessionStore<CounterState>({
+      uri,
+      database,
+      collectionPrefix: prefix,
+      failoverWindowMs: 0,
+      orphanGraceMs: 0,
+    });
+    opened.push(store);
+    await store.ready();
+    return store;
+  };
+  return { tap: () => tap, open };
 }

@@ -1,13 +1,11 @@
-import { afterAll, beforeAll, describe, expect } from "vitest";
+import { describe, expect } from "vitest";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
 import { userText } from "../../src/types/content.js";
 import type { DetachedWork } from "../../src/types/detached-work.js";
 import type { ChunkLogKey } from "../../stores/chunk-log.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { commandKey } from "../harness/mongo-crash-points.js";
-import { failpointCases, type FailpointFlow } from "../harness/failpoint-flows.js";
-import { MongoJavaServer } from "../harness/mongo-java-server.js";
-import { MongoWireTap } from "../harness/mongo-wire-tap.js";
+import { failpointCases, failpointStores, type FailpointFlow } from "../harness/failpoint-flows.js";
 import {
   checkpointRecord,
   commitRecord,
@@ -194,35 +192,7 @@ const FLOWS: Flow[] = [
 ];
 
 describe.skipIf(Boolean(process.env.MONGODB_URI))("failing every MongoDB command of a detached job's writes", () => {
-  let server: MongoJavaServer;
-  let tap: MongoWireTap;
-  const opened: Store[] = [];
+  const stores = failpointStores(DATABASE);
 
-  beforeAll(async () => {
-    server = await MongoJavaServer.start();
-    tap = await MongoWireTap.start(server.port);
-  }, 300_000);
-  afterAll(async () => {
-    for (const store of opened) await store.close().catch(() => undefined);
-    await tap?.close();
-    await server?.stop();
-  });
-
-  const open = async (prefix: string, viaTap: boolean): Promise<Store> => {
-    const uri = viaTap
-      ? `mongodb://127.0.0.1:${tap.port}/?directConnection=true&serverSelectionTimeoutMS=2000&retryWrites=false`
-      : server.uri;
-    const store = new MongoSessionStore<CounterState>({
-      uri,
-      database: DATABASE,
-      collectionPrefix: prefix,
-      failoverWindowMs: 0,
-      orphanGraceMs: 0,
-    });
-    opened.push(store);
-    await store.ready();
-    return store;
-  };
-
-  failpointCases(FLOWS, { tap: () => tap, open, keyOf });
+  failpointCases(FLOWS, { ...stores, keyOf });
 });

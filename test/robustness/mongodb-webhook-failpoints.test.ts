@@ -8,9 +8,8 @@ import type { DetachedWork } from "../../src/types/detached-work.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import type { WebhookEvent } from "../../stores/webhook-outbox.js";
 import { commandKey } from "../harness/mongo-crash-points.js";
-import { failpointCases, type FailpointFlow } from "../harness/failpoint-flows.js";
-import { MongoJavaServer } from "../harness/mongo-java-server.js";
-import { MongoWireTap, type TappedCommand } from "../harness/mongo-wire-tap.js";
+import { failpointCases, failpointStores, type FailpointFlow } from "../harness/failpoint-flows.js";
+import type { TappedCommand } from "../harness/mongo-wire-tap.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../harness/webhook-receiver.js";
 import {
   checkpointRecord,
@@ -71,41 +70,18 @@ const keyOf = (command: TappedCommand): string =>
 type Flow = FailpointFlow<Store>;
 
 describe.skipIf(Boolean(process.env.MONGODB_URI))("failing every MongoDB command of a webhook delivery", () => {
-  let server: MongoJavaServer;
-  let tap: MongoWireTap;
+  const stores = failpointStores(DATABASE);
   let receiver: WebhookReceiver;
   let endpoints: WebhookEndpoints;
-  const opened: Store[] = [];
 
   beforeAll(async () => {
-    server = await MongoJavaServer.start();
-    tap = await MongoWireTap.start(server.port);
     receiver = await startWebhookReceiver();
     const settings = SETTINGS(receiver.url);
     endpoints = new WebhookEndpoints({ url: settings.url, display: receiver.url, keys: settings.keys });
-  }, 300_000);
-  afterAll(async () => {
-    for (const store of opened) await store.close().catch(() => undefined);
-    await receiver?.close();
-    await tap?.close();
-    await server?.stop();
   });
-
-  const open = async (prefix: string, viaTap: boolean): Promise<Store> => {
-    const uri = viaTap
-      ? `mongodb://127.0.0.1:${tap.port}/?directConnection=true&serverSelectionTimeoutMS=2000&retryWrites=false`
-      : server.uri;
-    const store = new MongoSessionStore<CounterState>({
-      uri,
-      database: DATABASE,
-      collectionPrefix: prefix,
-      failoverWindowMs: 0,
-      orphanGraceMs: 0,
-    });
-    opened.push(store);
-    await store.ready();
-    return store;
-  };
+  afterAll(async () => {
+    await receiver?.close();
+  });
 
   const withJob = async (store: Store): Promise<void> => {
     const head = await commitRecord(store, undefined, checkpointRecord("s1", "root"));
@@ -202,5 +178,5 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("failing every MongoDB command
     },
   ];
 
-  failpointCases(FLOWS, { tap: () => tap, open, keyOf });
+  failpointCases(FLOWS, { ...stores, keyOf });
 });
