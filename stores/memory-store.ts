@@ -3,6 +3,8 @@ import type { WebhookOutbox } from "./webhook-outbox.js";
 import type { ChunkLog, ChunkLogKey, StoredChunk } from "./chunk-log.js";
 import { deepFreeze } from "./ledger/frozen-value.js";
 import { MemoryChunkLogs } from "./memory-chunk-log.js";
+import { MemoryToolJournal } from "./memory-tool-journal.js";
+import type { JournaledToolCall, ToolJournalScope, ToolResultJournal } from "./tool-result-journal.js";
 import { walkChain } from "./ledger/state-chain.js";
 import { checkLeasedHeadsLimit, earliestLeases } from "./leased-heads.js";
 import { headsAfter } from "./head-scan.js";
@@ -49,13 +51,16 @@ interface StoredRecord<S> {
  * kept per session (see `MemoryChunkLogs`) and go with their session, or
  * with `sweepChunks` once their keep-until time has passed.
  */
-export class InMemorySessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber, ChunkLog {
+export class InMemorySessionStore<S = unknown>
+  implements SessionStore<S>, SnapshotSubscriber, ChunkLog, ToolResultJournal
+{
   private readonly heads = new Map<string, SessionHead>();
   private readonly records = new Map<string, StoredRecord<S>>();
   private readonly bySession = new Map<string, SnapshotRecord<S>[]>();
   private readonly subscribers = new StatusSubscribers();
   private readonly chunkLogs = new MemoryChunkLogs();
   private readonly webhooks = new MemoryWebhookOutbox();
+  private readonly toolJournal = new MemoryToolJournal();
 
   /** The webhook outbox of this process (see `WebhookOutbox`; lost with the process, like the sessions). */
   webhookOutbox(): WebhookOutbox {
@@ -198,7 +203,23 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
     this.bySession.delete(sessionId);
     for (const record of list) this.records.delete(record.snapshotId);
     const hadLogs = this.chunkLogs.removeSession(sessionId);
+    this.toolJournal.removeSession(sessionId);
     return hadHead || list.length > 0 || hadLogs;
+  }
+
+  /** Records a tool call of an uncommitted turn (see `ToolResultJournal.recordToolCall`). */
+  async recordToolCall(scope: ToolJournalScope, call: JournaledToolCall, _ctx?: StoreCallContext): Promise<void> {
+    this.toolJournal.record(scope, call);
+  }
+
+  /** The calls journaled under `scope` (see `ToolResultJournal.journaledToolCalls`). */
+  async journaledToolCalls(scope: ToolJournalScope, _ctx?: StoreCallContext): Promise<JournaledToolCall[]> {
+    return this.toolJournal.list(scope);
+  }
+
+  /** Removes the scope's journal (see `ToolResultJournal.dropToolCalls`). */
+  async dropToolCalls(scope: ToolJournalScope, _ctx?: StoreCallContext): Promise<void> {
+    this.toolJournal.drop(scope);
   }
 
   /** Appends to the log in memory (see `ChunkLog.appendChunks`); watchers wake at once. */
@@ -241,13 +262,21 @@ export class InMemorySessionStore<S = unknown> implements SessionStore<S>, Snaps
    * heads, records, per-session record lists, snapshot IDs with a live
    * status subscription, and chunk logs.
    */
-  sizes(): { heads: number; records: number; sessions: number; subscribedSnapshots: number; chunkLogs: number } {
+  sizes(): {
+    heads: number;
+    records: number;
+    sessions: number;
+    subscribedSnapshots: number;
+    chunkLogs: number;
+    toolJournals: number;
+  } {
     return {
       heads: this.heads.size,
       records: this.records.size,
       sessions: this.bySession.size,
       subscribedSnapshots: [...this.subscribers.ids()].length,
       chunkLogs: this.chunkLogs.logCount,
+      toolJournals: this.toolJournal.sessionCount,
     };
   }
 

@@ -1,6 +1,7 @@
 import { agentdInstruments } from "../runtime/telemetry/telemetry.js";
 import * as names from "../runtime/telemetry/telemetry-names.js";
 import type { Message, Part, ToolRequest } from "../types/content.js";
+import type { TurnToolCall, TurnToolJournal } from "../runtime/sessions/turn-tool-journal.js";
 import { toolCallKey, turnIdentity } from "./tool-journal.js";
 
 /**
@@ -93,6 +94,7 @@ export class ToolCallJournal {
     private readonly sessionId: string,
     requestId: string | undefined,
     private readonly save: (() => Promise<void>) | undefined,
+    private readonly stored?: TurnToolJournal,
   ) {
     const history = session.messages();
     const last = lastEntry(history);
@@ -140,6 +142,8 @@ export class ToolCallJournal {
     const plan = new Map<number, CallPlan>();
     let effects = false;
     const now = Date.now();
+    const starts: TurnToolCall[] = [];
+    const stored = await this.storedCalls(calls);
     for (const c of calls) {
       const earlier = this.entry(c.partIndex);
       const key = earlier?.key ?? this.keyOf(c.round, callIndex(this.session.messages().at(-1)!, c.partIndex));
@@ -148,11 +152,28 @@ export class ToolCallJournal {
         plan.set(c.partIndex, { kind: "replay", key, output: earlier.output });
         continue;
       }
-      if (earlier && semantics === "never-repeat" && c.resumed === undefined) {
-        plan.set(c.partIndex, { kind: "refuse", key, startedAt: earlier.startedAt });
+      // An earlier attempt of this turn (a client's retry of it) journaled this call in the store.
+      const prior = earlier ? undefined : stored?.get(key);
+      const journaled = prior?.tool === c.request.name ? prior : undefined;
+      if (journaled?.endedAt !== undefined) {
+        plan.set(c.partIndex, { kind: "replay", key, output: journaled.output ?? null });
+        this.set(c.partIndex, {
+          key,
+          tool: c.request.name,
+          turn: this.turn,
+          round: c.round,
+          startedAt: journaled.startedAt,
+          endedAt: journaled.endedAt,
+        });
+        continue;
+      }
+      const started = earlier?.startedAt ?? journaled?.startedAt;
+      if (started !== undefined && semantics === "never-repeat" && c.resumed === undefined) {
+        plan.set(c.partIndex, { kind: "refuse", key, startedAt: started });
         continue;
       }
       if (semantics !== "idempotent") effects = true;
+      if (semantics === "never-repeat" && this.stored) starts.push({ key, tool: c.request.name, startedAt: now });
       plan.set(c.partIndex, { kind: "run", key });
       this.set(c.partIndex, {
         key,
@@ -162,8 +183,33 @@ export class ToolCallJournal {
         startedAt: now,
       });
     }
+    // A never-repeat call's start is durable before it runs: a retry that finds no result asks the client instead.
+    await Promise.all(starts.map((start) => this.stored!.record(start)));
     if (effects) await this.checkpoint();
     return plan;
+  }
+
+  /**
+   * Journals the result of the call of part `partIndex` (it ran): on the
+   * request part and, for a turn with a store journal, durably in the store;
+   * then checkpoints (detached work). Resolves once durable; rejects when
+   * the store could not record it (the turn fails: a retry runs the call
+   * again with the same key, rather than lose track of it).
+   */
+  async completed(partIndex: number, output: unknown): Promise<void> {
+    const endedAt = Date.now();
+    this.set(partIndex, { outcome: "ran", endedAt, output });
+    const entry = this.entry(partIndex)!;
+    if (this.stored)
+      await this.stored.record({ key: entry.key, tool: entry.tool, startedAt: entry.startedAt, endedAt, output });
+    await this.checkpoint();
+  }
+
+  /** The calls the store journaled for this turn, when some of `calls` have no result in the history yet. */
+  private async storedCalls(calls: JournalCall[]): Promise<ReadonlyMap<string, TurnToolCall> | undefined> {
+    if (!this.stored) return undefined;
+    if (calls.every((c) => this.entry(c.partIndex)?.endedAt !== undefined)) return undefined;
+    return this.stored.calls();
   }
 
   /** Checkpoints the turn so far (detached work), after every earlier checkpoint of this journal landed. */

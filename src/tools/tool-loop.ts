@@ -96,6 +96,7 @@ class ToolLoop<S> {
       this.ctx.session.sessionId,
       input.requestId,
       turn.checkpoint ? () => turn.checkpoint!() : undefined,
+      turn.toolJournal,
     );
     let rounds = 0;
     if (hasResume(input)) {
@@ -281,9 +282,8 @@ class ToolLoop<S> {
     const outcome = await this.runTool(c.request, c.resumed, plan.key);
     if ("output" in outcome) {
       countToolCall(tool, "ran");
-      this.journal.set(c.partIndex, { outcome: "ran", endedAt: Date.now(), output: outcome.output });
       // Durable before the next model call: a re-execution replays it instead of running the tool again.
-      await this.journal.checkpoint();
+      await this.journal.completed(c.partIndex, outcome.output);
     }
     return outcome;
   }

@@ -54,6 +54,8 @@ import {
 import { ChangeStreamMultiplexer, type StreamEndingReport } from "./status-stream.js";
 import type { MongoSessionStoreConfig } from "./store-config.js";
 import { prepareCollections, storeCollections, type StoreCollections } from "./store-collections.js";
+import { ToolCallCollection } from "./tool-call-collection.js";
+import type { JournaledToolCall, ToolJournalScope, ToolResultJournal } from "../tool-result-journal.js";
 
 export { clientOptionsFor } from "./connection-settings.js";
 export type { MongoSessionStoreConfig };
@@ -99,7 +101,9 @@ const ignore = (): undefined => undefined;
  * however it ends (see ChangeStreamMultiplexer). The first use fails
  * FAILED_PRECONDITION on a deployment without change streams.
  */
-export class MongoSessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber, ChunkLog {
+export class MongoSessionStore<S = unknown>
+  implements SessionStore<S>, SnapshotSubscriber, ChunkLog, ToolResultJournal
+{
   private readonly client: MongoClient;
   private readonly ownsClient: boolean;
   private readonly db: Db;
@@ -109,6 +113,7 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
   private closed = false;
   private readonly orphanScan: OrphanScan;
   private readonly chunkLogs: ChunkCollection;
+  private readonly toolJournal = new ToolCallCollection(async () => (await this.open()).c.toolCalls);
   private webhooks: MongoWebhookOutbox | undefined;
   /** Clears the pending marks of landed commits (close() lets those in flight land). */
   private readonly settlement: CommitSettlement;
@@ -480,6 +485,21 @@ export class MongoSessionStore<S = unknown> implements SessionStore<S>, Snapshot
     checkNow(now, "sweepExpired");
     const { c } = await this.open();
     return guarded("sweeping expired sessions", () => sweepExpiredSessions(c, now, this.orphanScan, beforeExpire));
+  }
+
+  /** One upsert with the store's write concern (see `ToolResultJournal.recordToolCall`, `ToolCallCollection`). */
+  recordToolCall(scope: ToolJournalScope, call: JournaledToolCall, _ctx?: StoreCallContext): Promise<void> {
+    return this.toolJournal.record(scope, call);
+  }
+
+  /** See `ToolResultJournal.journaledToolCalls`. */
+  journaledToolCalls(scope: ToolJournalScope, _ctx?: StoreCallContext): Promise<JournaledToolCall[]> {
+    return this.toolJournal.list(scope);
+  }
+
+  /** See `ToolResultJournal.dropToolCalls`. */
+  dropToolCalls(scope: ToolJournalScope, _ctx?: StoreCallContext): Promise<void> {
+    return this.toolJournal.drop(scope);
   }
 
   /** One ordered insertMany, each chunk with its keepUntil (see `ChunkLog.appendChunks`, `ChunkCollection`). */

@@ -155,6 +155,7 @@ export async function removeSession(
   const chunks = await c.chunks.deleteMany({ sessionId });
   const chunkSets = sets.length > 0 ? await c.chunks.deleteMany({ set: { $in: sets } }) : { deletedCount: 0 };
   const logs = await c.streamChunks.deleteMany({ sessionId });
+  await c.toolCalls.deleteMany({ sessionId });
   await c.heads.deleteOne({ _id: sessionId, version: DELETING_VERSION });
   const deleted = records.deletedCount + chunks.deletedCount + chunkSets.deletedCount + logs.deletedCount;
   return { headRemoved, removedAnything: before !== null || deleted > 0 };
@@ -302,6 +303,7 @@ async function sweepOrphans(c: StoreCollections, now: number, scan: OrphanScan):
     const chunks = await c.chunks.deleteMany({ sessionId, ...old } as Filter<ChunkDocument>);
     const chunkSets = sets.length > 0 ? await c.chunks.deleteMany({ set: { $in: sets } }) : { deletedCount: 0 };
     const logs = await c.streamChunks.deleteMany({ sessionId });
+    await c.toolCalls.deleteMany({ sessionId });
     if (records.deletedCount + chunks.deletedCount + chunkSets.deletedCount + logs.deletedCount > 0) removed++;
   }
   return removed;

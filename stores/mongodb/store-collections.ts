@@ -8,6 +8,7 @@ import type { HeadDocument } from "./head-document.js";
 import { ensureIndexes, type IndexSpec } from "./index-setup.js";
 import { isDuplicateKey } from "./mongo-errors.js";
 import type { RecordDocument } from "./record-document.js";
+import { TOOL_CALL_INDEXES, type ToolCallDocument } from "./tool-call-collection.js";
 
 /** The meta document recording the layout the store's collections are written in. */
 export interface FormatDocument {
@@ -23,6 +24,8 @@ export interface StoreCollections {
   chunks: Collection<ChunkDocument>;
   /** The chunk logs of detached work (see ChunkCollection). */
   streamChunks: Collection<StreamChunkDocument>;
+  /** The tool-call journals of turns not yet committed (see ToolCallCollection). */
+  toolCalls: Collection<ToolCallDocument>;
   meta: Collection<FormatDocument>;
   /** The store's `ttlGraceMs` (0 without): heads' `expireAt` is `expiresAt` plus this. */
   ttlGraceMs: number;
@@ -36,6 +39,7 @@ export function storeCollections(db: Db, prefix: string, ttlGraceMs = 0): StoreC
     records: db.collection<RecordDocument>(`${prefix}snapshots`),
     chunks: db.collection<ChunkDocument>(`${prefix}checkpoint_chunks`),
     streamChunks: db.collection<StreamChunkDocument>(`${prefix}stream_chunks`),
+    toolCalls: db.collection<ToolCallDocument>(`${prefix}tool_calls`),
     meta: db.collection<FormatDocument>(`${prefix}store_meta`),
   };
 }
@@ -125,6 +129,7 @@ export async function prepareCollections(db: Db, c: StoreCollections, warn?: (me
   await ensureIndexes(c.chunks, CHUNK_INDEXES, warn);
   await ensureIndexes(c.heads, HEAD_INDEXES, warn);
   await ensureIndexes(c.streamChunks, STREAM_CHUNK_INDEXES, warn);
+  await ensureIndexes(c.toolCalls, TOOL_CALL_INDEXES, warn);
   await assertChangeStreams(db, c.records);
 }
 

@@ -85,6 +85,28 @@ const MIGRATIONS: readonly Migration[] = [
       ];
     },
   },
+  {
+    // The tool calls of turns not yet committed, by session and request ID (see `ToolResultJournal`).
+    version: 2,
+    statements: (dialect) => {
+      const key = dialect === "postgres" ? `TEXT COLLATE "C"` : "TEXT";
+      const int = dialect === "postgres" ? "BIGINT" : "INTEGER";
+      return [
+        `CREATE TABLE tool_calls (
+          session_id ${key} NOT NULL,
+          request_id ${key} NOT NULL,
+          call_key ${key} NOT NULL,
+          tool TEXT NOT NULL,
+          started_at ${int} NOT NULL,
+          ended_at ${int},
+          output TEXT,
+          recorded_at ${int} NOT NULL,
+          PRIMARY KEY (session_id, request_id, call_key)
+        )`,
+        `CREATE INDEX tool_calls_by_age ON tool_calls (recorded_at)`,
+      ];
+    },
+  },
 ];
 
 /** The newest schema version this agentd writes. */

@@ -127,7 +127,7 @@ export class SqlSessionLifecycle {
 /** Deletes the session's head, records, request IDs and chunk logs; true when any row went. */
 export async function removeSession(tx: SqlExecutor, sessionId: string): Promise<boolean> {
   let removed = 0;
-  for (const table of ["heads", "records", "requests", "chunks", "chunk_logs"])
+  for (const table of ["heads", "records", "requests", "chunks", "chunk_logs", "tool_calls"])
     removed += await tx.run(`DELETE FROM ${table} WHERE session_id = ?`, [sessionId]);
   return removed > 0;
 }

@@ -34,6 +34,8 @@ import {
   requestsColumn,
 } from "./sql-rows.js";
 import { SqlSessionLifecycle } from "./sql-session-lifecycle.js";
+import { SqlToolJournal } from "./sql-tool-journal.js";
+import type { JournaledToolCall, ToolJournalScope, ToolResultJournal } from "../tool-result-journal.js";
 import { SqlWebhookOutbox } from "./sql-webhook-outbox.js";
 
 const META_COLUMNS = "meta";
@@ -57,11 +59,14 @@ const STATE_COLUMNS = "meta, checkpoint, delta";
  * (`ready`). One namespace: the call context is ignored (the runtime checks
  * owners).
  */
-export class SqlSessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber, ChunkLog, WebhookOutboxStore {
+export class SqlSessionStore<S = unknown>
+  implements SessionStore<S>, SnapshotSubscriber, ChunkLog, WebhookOutboxStore, ToolResultJournal
+{
   private readonly feed: SqlChangeFeed;
   private readonly logs: SqlChunkLogs;
   private readonly lifecycle: SqlSessionLifecycle;
   private readonly outbox: SqlWebhookOutbox;
+  private readonly toolJournal: SqlToolJournal;
   private migrated: Promise<void> | undefined;
   private closed = false;
 
@@ -75,6 +80,7 @@ export class SqlSessionStore<S = unknown> implements SessionStore<S>, SnapshotSu
     this.logs = new SqlChunkLogs(engine, this.feed, opened);
     this.lifecycle = new SqlSessionLifecycle(engine, opened);
     this.outbox = new SqlWebhookOutbox(engine, opened);
+    this.toolJournal = new SqlToolJournal(engine, opened);
   }
 
   /** Creates or migrates the schema (once; every operation waits for it). */
@@ -283,6 +289,21 @@ export class SqlSessionStore<S = unknown> implements SessionStore<S>, SnapshotSu
   /** See `SessionStore.sweepExpired`. */
   sweepExpired(now: number, _ctx?: StoreCallContext, beforeExpire?: ExpireHook): Promise<number> {
     return this.lifecycle.sweepExpired(now, beforeExpire);
+  }
+
+  /** See `ToolResultJournal.recordToolCall`: one transaction, durable when it resolves. */
+  recordToolCall(scope: ToolJournalScope, call: JournaledToolCall, _ctx?: StoreCallContext): Promise<void> {
+    return this.toolJournal.record(scope, call);
+  }
+
+  /** See `ToolResultJournal.journaledToolCalls`. */
+  journaledToolCalls(scope: ToolJournalScope, _ctx?: StoreCallContext): Promise<JournaledToolCall[]> {
+    return this.toolJournal.list(scope);
+  }
+
+  /** See `ToolResultJournal.dropToolCalls`. */
+  dropToolCalls(scope: ToolJournalScope, _ctx?: StoreCallContext): Promise<void> {
+    return this.toolJournal.drop(scope);
   }
 
   /** See `ChunkLog.appendChunks`: one transaction, durable when it resolves. */

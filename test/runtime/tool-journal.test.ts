@@ -10,6 +10,7 @@ import { toolCallEntryOf, type ToolSemantics } from "../../src/tools/tool-call-j
 import { toolCallKey, turnIdentity } from "../../src/tools/tool-journal.js";
 import type { Message } from "../../src/types/content.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
+import type { ToolResultJournal } from "../../stores/tool-result-journal.js";
 import { registerInProcessTelemetry, type InProcessTelemetry } from "../telemetry/in-process-telemetry.js";
 
 vi.setConfig({ testTimeout: 8_000 });
@@ -198,16 +199,22 @@ describe("the tool-call journal in detached work", () => {
 });
 
 describe("a client retry of a turn that failed after its tool ran (not detached)", () => {
-  /** Prompt agent "once" whose model requests `book` for a "book…" message, then fails its next call the first time only. */
-  function failingAfterTool() {
+  /**
+   * Prompt agent "once" whose model requests `book` (semantics `semantics`) for a "book…" message,
+   * then fails its next call the first time only. `book` throws on its first run when `toolFails`.
+   */
+  function failingAfterTool(semantics: ToolSemantics = "effect", toolFails = false) {
     const keys: string[] = [];
     let failures = 1;
+    let toolFailures = toolFails ? 1 : 0;
     const book = defineTool({
       name: "book",
       description: "Books.",
       inputSchema: z.object({}),
+      semantics,
       run: (_input, ctx) => {
         keys.push(ctx.idempotencyKey);
+        if (toolFailures-- > 0) throw new Error("the booking API timed out");
         return { booked: keys.length };
       },
     });
@@ -216,31 +223,61 @@ describe("a client retry of a turn that failed after its tool ran (not detached)
       if (last.role === "user")
         return last.content[0]!.text!.startsWith("book") ? { toolRequests: [{ name: "book" }] } : { text: "hi" };
       if (failures-- > 0) throw new Error("the provider is down");
-      return { text: "booked" };
+      return { text: `booked ${JSON.stringify(last.content[0]!.toolResponse!.output)}` };
     });
-    const { all } = instances(["A"], {
+    const { store, all } = instances(["A"], {
       define: (registry) => {
         const agent = defineAgent({ name: "once", model, store: "default", tools: [book] });
         registry.register(agent);
         return agent;
       },
     });
-    return { agent: all[0]!.agent, keys };
+    return { agent: all[0]!.agent, keys, store };
   }
 
-  it("runs the tool again with the same idempotency key (same request ID), so the API behind it can apply it once", async () => {
-    const { agent, keys } = failingAfterTool();
+  const message = { role: "user" as const, content: [{ text: "book it" }] };
+
+  it("replays the journaled result on a retry with the same request ID: the tool does not run again", async () => {
+    const { agent, keys, store } = failingAfterTool();
     const session = await agent.runText("hello");
-    const message = { role: "user" as const, content: [{ text: "book it" }] };
     const failed = await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
     expect(failed.finishReason).toBe("failed");
     const retried = await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
     expect(retried.finishReason).toBe("stop");
-    expect(keys).toHaveLength(2);
-    expect(keys[1]).toBe(keys[0]);
+    expect(keys).toHaveLength(1);
+    expect(retried.message?.content[0]!.text).toBe('booked {"booked":1}');
+    const { messages } = (await loadRecordState(store, await row(store, retried.snapshotId!)))!;
+    const request = messages.find((m) => m.role === "model" && m.content.some((p) => p.toolRequest))!;
+    expect(toolCallEntryOf(request.content[0])).toMatchObject({ key: keys[0], outcome: "replayed" });
   });
 
-  it("without a request ID, a retry of the same message over the same history gets the same key too", async () => {
+  it("drops the turn's journal once the retry committed", async () => {
+    const { agent, store } = failingAfterTool();
+    const session = await agent.runText("hello");
+    await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+    const scope = { sessionId: session.sessionId, requestId: "r-1" };
+    const journal = store as unknown as ToolResultJournal;
+    expect(await journal.journaledToolCalls(scope)).toHaveLength(1);
+    await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+    expect(await journal.journaledToolCalls(scope)).toEqual([]);
+  });
+
+  it("a never-repeat tool whose call started without a journaled result is not run again: the retry ends interrupted", async () => {
+    const { agent, keys, store } = failingAfterTool("never-repeat", true);
+    const session = await agent.runText("hello");
+    const failed = await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+    expect(failed.finishReason).toBe("failed");
+    const retried = await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+    expect(retried.finishReason).toBe("interrupted");
+    expect(keys).toHaveLength(1);
+    const { messages } = (await loadRecordState(store, await row(store, retried.snapshotId!)))!;
+    const pending = messages.at(-1)!.content[0]!;
+    expect(pending.metadata?.["interrupt"]).toEqual({
+      neverRepeat: { key: keys[0], tool: "book", startedAt: expect.any(Number) },
+    });
+  });
+
+  it("without a request ID, a retry of the same message over the same history runs the tool again with the same key", async () => {
     const { agent, keys } = failingAfterTool();
     const session = await agent.runText("hello");
     expect((await agent.runText("book it", { sessionId: session.sessionId })).finishReason).toBe("failed");

@@ -12,6 +12,7 @@ import { describeRequests } from "./conformance-requests.js";
 import { describeStatus } from "./conformance-status.js";
 import { describeWriters } from "./conformance-writers.js";
 import { describeWebhookOutbox } from "./conformance-webhooks.js";
+import { describeToolJournal } from "./conformance-tool-journal.js";
 import { describeOwnership } from "./ownership-conformance.js";
 import type { SharedStoreDescriptor } from "./shared-store.js";
 import { checkpointRecord, commitRecord, counterState, pendingRecord, type CounterState } from "./snapshot-factory.js";
@@ -55,6 +56,11 @@ export interface ConformanceOptions {
   sharedAcrossProcesses?: boolean;
   /** The store keeps a namespace per tenant (the file store's path prefixes): also register the tenant tests. */
   separatesTenants?: boolean;
+  /**
+   * The store keeps a tool-call journal per turn (`ToolResultJournal`): also
+   * register its tests. Every store but the deprecated file store does.
+   */
+  keepsToolJournal?: boolean;
 }
 
 /**
@@ -95,6 +101,7 @@ export function runStoreConformance(
     describeHeadScan(fresh);
     describeChunks(fresh, name, options);
     describeWebhookOutbox(fresh, options);
+    if (options.keepsToolJournal) describeToolJournal(fresh);
   });
 }
 

@@ -194,6 +194,7 @@ describe("mongodb session lifecycle: what deleteSession leaves behind", () => {
       "delete snapshots",
       "delete checkpoint_chunks",
       "delete stream_chunks",
+      "delete tool_calls",
       "delete heads",
     ]);
     for (const e of log.named("findAndModify", "delete"))

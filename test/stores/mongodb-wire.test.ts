@@ -368,6 +368,8 @@ describe("mongodb store: indexes", () => {
       "log_sequence",
       "expire_at_ttl",
       "log_session",
+      "tool_call_session",
+      "expire_at_ttl",
     ]);
     const names = (await raw.db(DATABASE).collection(`${prefix}snapshots`).indexes()).map((i) => i.name).sort();
     expect(names).toEqual(["_id_", "ops_session_turn", "session_latest"]);
@@ -475,13 +477,13 @@ describe("mongodb store: an operator's indexes and clients", () => {
     await client.close();
   });
 
-  it("names its collections heads, snapshots, checkpoint_chunks, stream_chunks and store_meta without a collectionPrefix", async () => {
+  it("names its collections heads, snapshots, checkpoint_chunks, stream_chunks, tool_calls and store_meta without a collectionPrefix", async () => {
     const database = `agentd_wire_${freshPrefix()}`;
     const store = new MongoSessionStore<CounterState>({ uri: server.uri, database });
     await commitRecord(store, undefined, checkpointRecord("s1", "root"));
     const raw = new MongoClient(server.uri);
     const names = (await raw.db(database).listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
-    expect(names).toEqual(["checkpoint_chunks", "heads", "snapshots", "store_meta", "stream_chunks"]);
+    expect(names).toEqual(["checkpoint_chunks", "heads", "snapshots", "store_meta", "stream_chunks", "tool_calls"]);
     await raw.db(database).dropDatabase();
     await Promise.all([store.close(), raw.close()]);
   });

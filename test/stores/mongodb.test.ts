@@ -107,7 +107,7 @@ runStoreConformance(
       crossProcess: { kind: "mongodb", uri: mongo.uri, database: DATABASE, collectionPrefix: prefixes.get(store)! },
     };
   },
-  { sharedAcrossProcesses: true },
+  { sharedAcrossProcesses: true, keepsToolJournal: true },
 );
 
 describe("mongodb store: documents and limits", () => {

@@ -33,7 +33,7 @@ runStoreConformance(
       footprint: () => sqlFootprint(store),
     };
   },
-  { sharedAcrossProcesses: true },
+  { sharedAcrossProcesses: true, keepsToolJournal: true },
 );
 
 describe("postgres store engine", () => {

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { SQL_SCHEMA_VERSION } from "../../stores/sql/sql-migrations.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -71,7 +72,7 @@ describe("sqlite store: a fresh file opened by several processes at once", () =>
             const heads = await store.engine.reader.query("SELECT session_id FROM heads ORDER BY session_id");
             expect(heads.map((h) => h.session_id)).toEqual(openers.map((_, i) => `s${i}`));
             const schema = await store.engine.reader.query("SELECT COUNT(*) AS n FROM agentd_schema");
-            expect(Number(schema[0]!.n)).toBe(1);
+            expect(Number(schema[0]!.n)).toBe(SQL_SCHEMA_VERSION);
           } finally {
             await store.close();
           }

@@ -12,14 +12,18 @@ import { runStoreConformance } from "../stores/conformance.js";
 import type { CounterState } from "../stores/snapshot-factory.js";
 import { registerInProcessTelemetry, type InProcessTelemetry } from "./in-process-telemetry.js";
 
-runStoreConformance("memory, traced", async () => {
-  const store = new InMemorySessionStore<CounterState>();
-  return {
-    store: traceSessionStore(store, "memory"),
-    openResources: () => store.subscriberCount + store.chunkWatcherCount,
-    footprint: async () => store.sizes(),
-  };
-});
+runStoreConformance(
+  "memory, traced",
+  async () => {
+    const store = new InMemorySessionStore<CounterState>();
+    return {
+      store: traceSessionStore(store, "memory"),
+      openResources: () => store.subscriberCount + store.chunkWatcherCount,
+      footprint: async () => store.sizes(),
+    };
+  },
+  { keepsToolJournal: true },
+);
 
 describe("traceSessionStore", () => {
   it("keeps the store's optional methods, and lacks the ones it lacks", () => {

@@ -20,6 +20,7 @@ import type { TurnCommits } from "../sessions/turn-commits.js";
 import type { TurnControl } from "./turn-control.js";
 import { turnRequestOf, type TurnRequest } from "../sessions/turn-request.js";
 import { loadRecordState } from "../sessions/session-lookup.js";
+import { turnToolJournal, type StoreTurnToolJournal } from "../sessions/turn-tool-journal.js";
 
 /** The parts of an invocation its turn bookkeeping works with (see {@link InvocationTurns}). */
 export interface InvocationTurnsParts<S> {
@@ -61,6 +62,8 @@ export class InvocationTurns<S> {
   private turnStartedAt = 0;
   /** The request ID and fingerprint of the running turn's input, if it carried a request ID. */
   private turnRequest: TurnRequest | undefined;
+  /** The running turn's tool-call journal in the store (see `TurnContext.toolJournal`). */
+  private toolJournal: StoreTurnToolJournal | undefined;
   /** The tokens of the committed turns answered again (retries). */
   private replayedUsage: Usage | undefined;
   /** The record of the last turn answered again, while no later turn committed. */
@@ -129,6 +132,16 @@ export class InvocationTurns<S> {
     turn.signal = this.parts.control.begin(turnIndex, work.signal);
     turn.takeSteering = () => this.takeSteering();
     turn.checkpoint = () => this.checkpointTurn(turnIndex);
+    this.toolJournal =
+      this.turnRequest && snapshotId
+        ? turnToolJournal(
+            target.store,
+            this.parts.sessionId,
+            this.turnRequest.requestId,
+            this.parts.options.storeContext,
+          )
+        : undefined;
+    if (this.toolJournal) turn.toolJournal = this.toolJournal;
     if (this.continuing) turn.continued = true;
     this.continuing = false;
     this.parts.telemetry.beginTurn(turn);
@@ -165,6 +178,8 @@ export class InvocationTurns<S> {
       );
       this.save = save.catch(() => {});
       await save;
+      // Committed: a retry is answered from the commit, so the turn's tool-call journal can go (else it expires).
+      if (this.toolJournal?.used) await this.toolJournal.drop().catch(() => {});
       if (claim) claim.runningRequestId = undefined;
       runner.markUnchanged();
       snapshotId = turn.snapshotId;

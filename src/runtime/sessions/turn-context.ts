@@ -1,5 +1,6 @@
 import type { Artifact, Message } from "../../types/content.js";
 import type { FinishReason } from "../../types/snapshot.js";
+import type { TurnToolJournal } from "./turn-tool-journal.js";
 
 /** Identity of the running turn, known before the turn does any work. */
 export interface TurnContext {
@@ -39,6 +40,15 @@ export interface TurnContext {
    * absent where the runtime offers no steering (a turn context built by hand).
    */
   takeSteering?(): Message[];
+  /**
+   * The journal of this turn's tool calls in the session store, when the
+   * turn's input has a request ID and the store keeps one: a client's retry
+   * of the turn (same request ID) before it committed finds there the results
+   * of the calls the earlier attempt completed, and replays them instead of
+   * running the tools again. Absent otherwise (no request ID, detached work —
+   * its checkpoints journal instead — or a store without the capability).
+   */
+  toolJournal?: TurnToolJournal;
 }
 
 /** What a custom agent returns: overrides of the output's message, artifacts or finish reason. */

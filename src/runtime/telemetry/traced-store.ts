@@ -15,6 +15,9 @@ const TRACED_OPERATIONS: ReadonlySet<string> = new Set([
   "hasChunks",
   "keepChunks",
   "sweepChunks",
+  "recordToolCall",
+  "journaledToolCalls",
+  "dropToolCalls",
 ]);
 
 /**
