@@ -123,7 +123,7 @@ describe("sqlite store engine", () => {
     opened.push(again);
     expect((await again.getHead("s1"))?.headSnapshotId).toBe("snap-1");
     const versions = await again.engine.reader.query("SELECT version FROM agentd_schema ORDER BY version");
-    expect(versions.map((r) => Number(r.version))).toEqual([SQL_SCHEMA_VERSION]);
+    expect(versions.map((r) => Number(r.version))).toEqual(Array.from({ length: SQL_SCHEMA_VERSION }, (_, i) => i + 1));
     await again.close();
 
     const { DatabaseSync } = await import("node:sqlite");
