@@ -14,13 +14,18 @@ import type { ServerProcess } from "./server-process.js";
 /** Time between the answer to one Check and the start of the next. */
 export const PROBE_INTERVAL_MS = 25;
 
+/** What a probe saw. */
+export interface HealthProbed {
+  /** The latency (ms) of every Check made, in order. */
+  latencies: number[];
+  /** How many of them answered NOT_SERVING (or another status than SERVING). */
+  notServing: number;
+}
+
 /** A running probe. */
 export interface HealthProbe {
-  /**
-   * Stops probing; resolves to the latency (ms) of every Check made, in
-   * order. Rejects if a Check failed or did not answer SERVING.
-   */
-  stop(): Promise<number[]>;
+  /** Stops probing; resolves to what it saw. Rejects if a Check failed. */
+  stop(): Promise<HealthProbed>;
 }
 
 /**
@@ -32,15 +37,19 @@ export async function startHealthProbe(server: ServerProcess): Promise<HealthPro
     workerData: { baseUrl: server.baseUrl, intervalMs: PROBE_INTERVAL_MS },
   });
   const latencies: number[] = [];
+  let notServing = 0;
   let failure: string | undefined;
   let ready: () => void = () => {};
   const connected = new Promise<void>((resolve) => (ready = resolve));
   const done = new Promise<void>((resolve, reject) => {
-    worker.on("message", (message: number | "ready" | "done" | { error: string }) => {
-      if (typeof message === "number") latencies.push(message);
-      else if (message === "ready") ready();
+    worker.on("message", (message: { ms: number; serving: boolean } | "ready" | "done" | { error: string }) => {
+      if (message === "ready") ready();
       else if (message === "done") resolve();
-      else failure = message.error;
+      else if ("error" in message) failure = message.error;
+      else {
+        latencies.push(message.ms);
+        if (!message.serving) notServing++;
+      }
     });
     worker.on("error", reject);
     worker.on("exit", () => resolve());
@@ -55,7 +64,7 @@ export async function startHealthProbe(server: ServerProcess): Promise<HealthPro
       await worker.terminate();
       if (failure) throw new Error(`${server.label}: ${failure}`);
       if (latencies.length === 0) throw new Error(`${server.label}: the health probe made no Check`);
-      return latencies;
+      return { latencies, notServing };
     },
   };
 }
