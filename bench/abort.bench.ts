@@ -7,16 +7,24 @@
 // cancellation (A's `abort observed` log line carries the instant; both
 // processes share this machine's clock). p50 / p99 over N aborts, reported with
 // ratios against the in-memory same-process baseline measured in this run.
+//
+// Environment: ABORTS (per scenario, default 200); BENCH_STORES, a comma list of
+// file,mongodb,sqlite,postgres (default all; the memory baseline always runs):
+// sqlite shares one file between the two processes (the other process's Abort
+// is noticed by polling PRAGMA data_version), postgres starts a real server
+// (fsync on) whose LISTEN/NOTIFY carries it.
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SnapshotStatus } from "../gen/ts/agentd/v1/state_pb.js";
 import { startAgentd, type AgentdProcess } from "../test/harness/agentd-process.js";
 import { mongoForTests } from "../test/harness/mongo-java-server.js";
+import { PostgresServer } from "../test/harness/postgres-server.js";
 import { textInput } from "../test/harness/wire-chat.js";
 import { agentServiceClient } from "../test/harness/wire-clients.js";
 
 const N = Number(process.env.ABORTS ?? 200);
+const STORES = new Set((process.env.BENCH_STORES ?? "file,mongodb,sqlite,postgres").split(","));
 
 interface Scenario {
   name: string;
@@ -86,14 +94,22 @@ function percentile(sorted: number[], p: number): number {
 }
 
 async function main(): Promise<void> {
-  const mongo = await mongoForTests();
+  const mongo = STORES.has("mongodb") ? await mongoForTests() : undefined;
+  const postgres = STORES.has("postgres") ? await PostgresServer.start({ durable: true }) : undefined;
   const dir = await mkdtemp(join(tmpdir(), "agentd-bench-abort-"));
+  const both = (store: string, uri: (where: string) => string): Scenario[] =>
+    STORES.has(store)
+      ? [
+          { name: `${store}, same process`, storeUri: uri("same"), crossProcess: false },
+          { name: `${store}, across processes`, storeUri: uri("cross"), crossProcess: true },
+        ]
+      : [];
   const scenarios: Scenario[] = [
     { name: "memory, same process", storeUri: "memory:", crossProcess: false },
-    { name: "file, same process", storeUri: `file:${join(dir, "same")}`, crossProcess: false },
-    { name: "file, across processes", storeUri: `file:${join(dir, "cross")}`, crossProcess: true },
-    { name: "mongodb, same process", storeUri: withDatabase(mongo.uri, "bench_abort_same"), crossProcess: false },
-    { name: "mongodb, across processes", storeUri: withDatabase(mongo.uri, "bench_abort_cross"), crossProcess: true },
+    ...both("file", (where) => `file:${join(dir, where)}`),
+    ...both("mongodb", (where) => withDatabase(mongo!.uri, `bench_abort_${where}`)),
+    ...both("sqlite", (where) => `sqlite:${join(dir, `${where}.db`)}`),
+    ...both("postgres", (where) => postgres!.uri(`bench_abort_${where}`)),
   ];
   const rows: { name: string; send: number[]; ret: number[] }[] = [];
   try {
@@ -107,7 +123,8 @@ async function main(): Promise<void> {
       console.error(`measured ${scenario.name}`);
     }
   } finally {
-    await mongo.stop();
+    await mongo?.stop();
+    await postgres?.stop();
   }
   const base = rows[0]!;
   const ratio = (v: number, b: number) => `${(Math.max(v, 1) / Math.max(b, 1)).toFixed(1)}x`;

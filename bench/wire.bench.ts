@@ -12,6 +12,12 @@
  *   /proc, not wall time) at 50 and 200 concurrent sessions of up to
  *   20 turns each, for the memory and file stores;
  *
+ * - health Check p50/p99 during each throughput run of agentd: a probe calls
+ *   `grpc.health.v1.Health/Check` every 25 ms over its own connection while
+ *   the load runs (bench/wire/health-probe.ts; agentd only, the bare server
+ *   has no health service), and the share of those Checks that answered
+ *   NOT_SERVING (the store's own health probe failed or timed out);
+ *
  * and the ratios agentd/bare. One uncounted round warms the JITs; then REPS
  * repetitions (default 5), agentd and bare alternating which goes first;
  * medians with the min–max spread. Not a test: nothing is asserted.
@@ -46,7 +52,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startAgentdProcess, startBareProcess, type ServerProcess } from "./wire/server-process.js";
-import { concurrentTurns, sequentialTurns, MESSAGE } from "./wire/wire-load.js";
+import { concurrentTurns, sequentialTurns, MESSAGE, type Throughput } from "./wire/wire-load.js";
+import { startHealthProbe, type HealthProbed } from "./wire/health-probe.js";
 import { startOtlpSink, type OtlpSink } from "./wire/otlp-sink.js";
 import { telemetryOffCostMicros } from "./wire/telemetry-off-cost.js";
 import { PostgresServer } from "../test/harness/postgres-server.js";
@@ -177,6 +184,15 @@ async function main(): Promise<void> {
     for (const store of loadStores) {
       for (const c of CONCURRENCY) wall.set(`${store}/${c}`, row(`(wall turns/s, ${store}, ${c} sessions)`, 0));
     }
+    const health = new Map<string, [Row, Row, Row]>();
+    for (const store of loadStores) {
+      for (const c of CONCURRENCY)
+        health.set(`${store}/${c}`, [
+          row(`health p50 ms, ${store}, ${c} sessions`, 2, false),
+          row(`health p99 ms, ${store}, ${c} sessions`, 2, false),
+          row(`(health not SERVING, ${store}, ${c} sessions)`, 2, false),
+        ]);
+    }
     const kernel = new Map<string, Row>();
     for (const store of loadStores) {
       for (const c of CONCURRENCY)
@@ -214,8 +230,21 @@ async function main(): Promise<void> {
         ];
         for (const [store, server] of stores) {
           if (!server) continue;
-          const [a, b] = await pair(rep, () => concurrentTurns(server, c, loadTurns, TURNS_PER_SESSION), bareOnce);
+          let probed: HealthProbed = { latencies: [], notServing: 0 };
+          const probedLoad = async (): Promise<Throughput> => {
+            const probe = await startHealthProbe(server);
+            try {
+              return await concurrentTurns(server, c, loadTurns, TURNS_PER_SESSION);
+            } finally {
+              probed = await probe.stop();
+            }
+          };
+          const [a, b] = await pair(rep, probedLoad, bareOnce);
           if (!counted) continue;
+          const [healthP50, healthP99, notServing] = health.get(`${store}/${c}`)!;
+          healthP50.agentd.push(percentile(probed.latencies, 50));
+          healthP99.agentd.push(percentile(probed.latencies, 99));
+          notServing.agentd.push(probed.notServing / probed.latencies.length);
           load.get(`${store}/${c}`)!.agentd.push(a.turns / a.serverCpuSeconds);
           load.get(`${store}/${c}`)!.bare.push(b.turns / b.serverCpuSeconds);
           wall.get(`${store}/${c}`)!.agentd.push(a.turns / a.wallSeconds);

@@ -59,6 +59,7 @@ export class PostgresEngine implements SqlEngine {
   private readonly channel: string;
   private readonly config: pg.ClientConfig;
   private listenerClient: pg.Client | undefined;
+  private pingClient: Promise<pg.Client> | undefined;
   private listener: ((change: SqlChange) => void) | undefined;
   private listening = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -146,9 +147,30 @@ export class PostgresEngine implements SqlEngine {
     return this.listening;
   }
 
-  /** One `SELECT 1` through the pool. */
+  /**
+   * One `SELECT 1` on a connection of its own (opened at the first ping,
+   * reopened after it fails), not through the pool: under load every pooled
+   * connection is busy and a ping queued behind the transactions would time
+   * out the server's health probe although the database answers.
+   */
   async ping(): Promise<void> {
-    await this.reader.query("SELECT 1");
+    if (this.closed) throw new AgentError("UNAVAILABLE", `store ${this.description} is closed`);
+    try {
+      this.pingClient ??= this.connectPingClient();
+      await (await this.pingClient).query("SELECT 1");
+    } catch (err) {
+      const client = this.pingClient;
+      this.pingClient = undefined;
+      void client?.then((c) => c.end()).catch(() => {});
+      throw this.failure(err);
+    }
+  }
+
+  private async connectPingClient(): Promise<pg.Client> {
+    const client = new pg.Client(this.config);
+    client.on("error", () => {}); // the next ping's query fails and reopens it
+    await client.connect();
+    return client;
   }
 
   /** Closes the LISTEN connection and the pool. Idempotent. */
@@ -156,6 +178,9 @@ export class PostgresEngine implements SqlEngine {
     if (this.closed) return;
     this.closed = true;
     this.stopListening();
+    const ping = this.pingClient;
+    this.pingClient = undefined;
+    await ping?.then((c) => c.end()).catch(() => {});
     await this.pool.end().catch(() => {});
   }
 

@@ -1,5 +1,6 @@
 import { AgentError } from "../../src/errors/agent-error.js";
 import { checkAppend, checkChunkLogKey, checkKeepUntil, checkNow, checkRead } from "../chunk-arguments.js";
+import { checkFencedAppend, claimInTransaction, upsertLog } from "./sql-chunk-fence.js";
 import type { ChunkLogKey, StoredChunk } from "../chunk-log.js";
 import { chunkWatchKey, type SqlChangeFeed } from "./sql-change-feed.js";
 import type { SqlEngine, SqlValue } from "./sql-engine.js";
@@ -20,27 +21,41 @@ export class SqlChunkLogs {
     private readonly opened: () => Promise<void>,
   ) {}
 
-  /** Appends in one transaction; the keep-until time only moves later. ALREADY_EXISTS for a sequence the log holds. */
+  /**
+   * Appends in one transaction; the keep-until time only moves later.
+   * ALREADY_EXISTS for a sequence the log holds. With `key.run` (fenced, see
+   * sql-chunk-fence.ts): ABORTED once a later run claimed the log, and a
+   * repeated append of chunks this run holds succeeds without writing.
+   */
   async appendChunks(key: ChunkLogKey, chunks: readonly StoredChunk[], keepUntil: number): Promise<void> {
     const json = checkAppend(key, chunks, keepUntil);
     await this.opened();
+    const first = chunks[0]!.sequence;
     const last = chunks[chunks.length - 1]!.sequence;
-    const greatest = this.engine.dialect === "postgres" ? "GREATEST" : "MAX";
+    const run = key.run;
     try {
       await this.engine.transaction(async (tx) => {
-        tx.write(
-          `INSERT INTO chunk_logs (session_id, snapshot_id, keep_until, last_sequence) VALUES (?, ?, ?, ?)
-           ON CONFLICT (session_id, snapshot_id) DO UPDATE SET
-             keep_until = ${greatest}(chunk_logs.keep_until, excluded.keep_until),
-             last_sequence = ${greatest}(chunk_logs.last_sequence, excluded.last_sequence)`,
-          [key.sessionId, key.snapshotId, keepUntil, last],
-        );
+        if (run === undefined) {
+          const greatest = this.engine.dialect === "postgres" ? "GREATEST" : "MAX";
+          tx.write(
+            `INSERT INTO chunk_logs (session_id, snapshot_id, keep_until, last_sequence) VALUES (?, ?, ?, ?)
+             ON CONFLICT (session_id, snapshot_id) DO UPDATE SET
+               keep_until = ${greatest}(chunk_logs.keep_until, excluded.keep_until),
+               last_sequence = ${greatest}(chunk_logs.last_sequence, excluded.last_sequence)`,
+            [key.sessionId, key.snapshotId, keepUntil, last],
+          );
+        } else {
+          const log = await upsertLog(tx, this.engine.dialect, key, keepUntil, last);
+          if (await checkFencedAppend(tx, { ...key, run }, log.run, first, last)) return;
+        }
         for (let start = 0; start < chunks.length; start += ROWS_PER_INSERT) {
           const slice = chunks.slice(start, start + ROWS_PER_INSERT);
           const params: SqlValue[] = [];
-          slice.forEach((c, i) => params.push(key.sessionId, key.snapshotId, c.sequence, json[start + i]!));
+          slice.forEach((c, i) =>
+            params.push(key.sessionId, key.snapshotId, c.sequence, json[start + i]!, run ?? null),
+          );
           tx.write(
-            `INSERT INTO chunks (session_id, snapshot_id, sequence, chunk) VALUES ${slice.map(() => "(?, ?, ?, ?)").join(", ")}`,
+            `INSERT INTO chunks (session_id, snapshot_id, sequence, chunk, run) VALUES ${slice.map(() => "(?, ?, ?, ?, ?)").join(", ")}`,
             params,
           );
         }
@@ -50,11 +65,46 @@ export class SqlChunkLogs {
       if (err instanceof AgentError && err.status === "ALREADY_EXISTS")
         throw new AgentError(
           "ALREADY_EXISTS",
-          `appendChunks: the log of snapshot ${key.snapshotId} already holds a chunk with one of sequences ${chunks[0]!.sequence}..${last}; nothing was appended`,
+          `appendChunks: the log of snapshot ${key.snapshotId} already holds a chunk with one of sequences ${first}..${last}; nothing was appended`,
         );
       throw err;
     }
     this.feed.chunks(key, last);
+  }
+
+  /**
+   * Starts run `key.run` of the log (see `ChunkLog.claimChunks`): in one
+   * transaction, its first chunk at the log's next free sequence after
+   * `afterSequence` and the log marked as claimed by it, so that every later
+   * append of an earlier run fails ABORTED. Resolves with that sequence.
+   */
+  async claimChunks(
+    key: ChunkLogKey & { run: number },
+    afterSequence: number,
+    first: (sequence: number) => StoredChunk["chunk"],
+    keepUntil: number,
+  ): Promise<number> {
+    checkRead(key, afterSequence, 1);
+    if (!Number.isSafeInteger(key.run) || key.run < 0)
+      throw new AgentError("INVALID_ARGUMENT", `claimChunks: run must be an integer >= 0 (got ${String(key.run)})`);
+    checkKeepUntil(keepUntil, "claimChunks");
+    await this.opened();
+    const claimed = await this.engine.transaction(async (tx) => {
+      const claim = await claimInTransaction(tx, this.engine.dialect, key, afterSequence, keepUntil, (at) => {
+        const [json] = checkAppend(key, [{ sequence: at, chunk: first(at) }], keepUntil);
+        return json!;
+      });
+      if (claim.claimedNow)
+        await tx.announce({
+          kind: "chunks",
+          sessionId: key.sessionId,
+          snapshotId: key.snapshotId,
+          lastSequence: claim.sequence,
+        });
+      return claim;
+    });
+    if (claimed.claimedNow) this.feed.chunks(key, claimed.sequence);
+    return claimed.sequence;
   }
 
   /** The chunks after `afterSequence`, at most `limit`. */

@@ -107,6 +107,17 @@ const MIGRATIONS: readonly Migration[] = [
       ];
     },
   },
+  {
+    // Chunk logs fenced by run (sql-chunk-fence.ts): the latest run that claimed a log, and the run of each chunk.
+    version: 3,
+    statements: (dialect) => {
+      const int = dialect === "postgres" ? "BIGINT" : "INTEGER";
+      return [
+        `ALTER TABLE chunk_logs ADD COLUMN run ${int} NOT NULL DEFAULT 0`,
+        `ALTER TABLE chunks ADD COLUMN run ${int}`,
+      ];
+    },
+  },
 ];
 
 /** The newest schema version this agentd writes. */

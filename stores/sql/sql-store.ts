@@ -316,6 +316,17 @@ export class SqlSessionStore<S = unknown>
     return this.logs.appendChunks(key, chunks, keepUntil);
   }
 
+  /** A takeover's first chunk at the log's next free sequence, in one transaction; earlier runs' appends are refused from then on (see `ChunkLog.claimChunks`). */
+  claimChunks(
+    key: ChunkLogKey & { run: number },
+    afterSequence: number,
+    first: (sequence: number) => StoredChunk["chunk"],
+    keepUntil: number,
+    _ctx?: StoreCallContext,
+  ): Promise<number> {
+    return this.logs.claimChunks(key, afterSequence, first, keepUntil);
+  }
+
   /** See `ChunkLog.readChunks`. */
   readChunks(key: ChunkLogKey, afterSequence: number, limit: number, _ctx?: StoreCallContext): Promise<StoredChunk[]> {
     return this.logs.readChunks(key, afterSequence, limit);

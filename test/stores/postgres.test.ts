@@ -92,6 +92,28 @@ describe("postgres store engine", () => {
     }
   });
 
+  it("answers a health ping while every pooled connection is held by a transaction", async () => {
+    const schema = freshSchema();
+    const store = new SqlSessionStore<CounterState>(
+      new PostgresEngine({ connectionString: server.uri(), schema, description: server.uri(schema), poolSize: 1 }),
+    );
+    opened.push(store);
+    await store.ready();
+    let finish: () => void = () => {};
+    let begun: () => void = () => {};
+    const held = new Promise<void>((resolve) => (begun = resolve));
+    // The pool's only connection stays in this transaction until the ping has answered.
+    const holding = store.engine.transaction(async (tx) => {
+      await tx.query("SELECT 1");
+      begun();
+      await new Promise<void>((resolve) => (finish = resolve));
+    });
+    await held;
+    await store.ping();
+    finish();
+    await holding;
+  });
+
   it("keeps two schemas of one database apart", async () => {
     const one = open(freshSchema());
     const two = open(freshSchema());
