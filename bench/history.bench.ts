@@ -14,12 +14,13 @@
  *
  * Then what a turn costs the runtime as the history grows, without the
  * model's own per-turn work on the history: a third variant, `plain`, the
- * prompt agent on the scripted model as it is (no usage estimate, no
- * policy), interleaved with the others; median ms per turn over turns 1–100
+ * prompt agent on the echo model (which reads only the last user message;
+ * no history policy), interleaved with the others; median ms per turn over turns 1–100
  * and 901–1,000 and their ratio (flat is 1.0×; issue 49 asks ≤ 1.1×).
  * Not a test: nothing is asserted.
  */
 import { performance } from "node:perf_hooks";
+import { EchoModel } from "../src/models/echo-model.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from "../src/models/model.js";
 import { defineAgent } from "../src/prompts/prompt-agent.js";
@@ -67,7 +68,7 @@ async function conversation(variant: Variant, turns: number): Promise<RunResult>
   const registry = new AgentRegistry({ defaultStore: store as SessionStore });
   const agent = defineAgent({
     name: `bench-${variant}`,
-    model: variant === "plain" ? new ScriptedModel() : estimatingModel(),
+    model: variant === "plain" ? new EchoModel() : estimatingModel(),
     system: "Answer briefly.",
     store: "default",
     ...(variant === "policy" ? { history: POLICY } : {}),
@@ -168,7 +169,7 @@ async function main(): Promise<void> {
   console.log(`\nturn ${POINTS[last]}: without a policy the model is sent ${cell(saved, 1)}× the tokens`);
   const span = Math.min(100, TURNS);
   console.log(
-    `\nplain prompt agent (scripted model, no policy): median ms per turn\n` +
+    `\nplain prompt agent (echo model, no policy): median ms per turn\n` +
       `turns 1–${span}           | turns ${TURNS - span + 1}–${TURNS}        | ratio last/first\n` +
       `${cell(
         plain.map((r) => r.medianFirst100),

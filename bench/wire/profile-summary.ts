@@ -52,7 +52,7 @@ function main(argv: string[]): void {
     for (const node of profile.nodes) for (const child of node.children ?? []) nodes.get(child)!.parent = node.id;
     for (let i = 0; i < profile.samples.length; i++) {
       const node = nodes.get(profile.samples[i]!)!;
-      const { functionName, url, lineNumber } = node.callFrame;
+      const { functionName, url } = node.callFrame;
       if (functionName === "(idle)") continue;
       const dt = profile.timeDeltas[i] ?? 0;
       total += dt;
