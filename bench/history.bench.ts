@@ -11,9 +11,16 @@
  * full history either way). The two variants are interleaved over REPS
  * repetitions (default 3); medians and min–max spreads are printed, and the
  * ratios turn 1000 / turn 10. One uncounted short conversation warms the JIT.
+ *
+ * Then what a turn costs the runtime as the history grows, without the
+ * model's own per-turn work on the history: a third variant, `plain`, the
+ * prompt agent on the echo model (which reads only the last user message;
+ * no history policy), interleaved with the others; median ms per turn over turns 1–100
+ * and 901–1,000 and their ratio (flat is 1.0×; issue 49 asks ≤ 1.1×).
  * Not a test: nothing is asserted.
  */
 import { performance } from "node:perf_hooks";
+import { EchoModel } from "../src/models/echo-model.js";
 import { ScriptedModel } from "../src/models/scripted-model.js";
 import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from "../src/models/model.js";
 import { defineAgent } from "../src/prompts/prompt-agent.js";
@@ -30,7 +37,7 @@ const POINTS = [1, 10, 100, 1000].filter((t) => t <= TURNS);
 const POLICY: HistoryPolicy = { maxTokens: 1000 };
 const TEXT = "lorem ipsum dolor sit amet ".repeat(4);
 
-type Variant = "policy" | "none";
+type Variant = "policy" | "none" | "plain";
 
 /** The scripted model, reporting agentd's token estimate as its usage. */
 function estimatingModel(): Model {
@@ -50,6 +57,9 @@ interface RunResult {
   inputTokensAt: number[];
   msFirst: number;
   msLast: number;
+  /** Median ms per turn over turns 1–100 and over the last 100. */
+  medianFirst100: number;
+  medianLast100: number;
   messages: number;
 }
 
@@ -58,7 +68,7 @@ async function conversation(variant: Variant, turns: number): Promise<RunResult>
   const registry = new AgentRegistry({ defaultStore: store as SessionStore });
   const agent = defineAgent({
     name: `bench-${variant}`,
-    model: estimatingModel(),
+    model: variant === "plain" ? new EchoModel() : estimatingModel(),
     system: "Answer briefly.",
     store: "default",
     ...(variant === "policy" ? { history: POLICY } : {}),
@@ -87,6 +97,8 @@ async function conversation(variant: Variant, turns: number): Promise<RunResult>
     inputTokensAt: POINTS.map((t) => tokens[t - 1]!),
     msFirst: mean(times.slice(0, 10)),
     msLast: mean(times.slice(-10)),
+    medianFirst100: median(times.slice(0, 100)),
+    medianLast100: median(times.slice(-100)),
     messages: snapshot.state?.messages.length ?? 0,
   };
 }
@@ -109,12 +121,15 @@ function cell(values: number[], digits: number): string {
 async function main(): Promise<void> {
   await conversation("policy", 20); // warm-up (JIT), not counted
   await conversation("none", 20);
+  await conversation("plain", 20);
   const results = new Map<Variant, RunResult[]>([
     ["policy", []],
     ["none", []],
   ]);
+  const plain: RunResult[] = [];
   for (let rep = 0; rep < REPS; rep++) {
     for (const variant of ["policy", "none"] as const) results.get(variant)!.push(await conversation(variant, TURNS));
+    plain.push(await conversation("plain", TURNS));
   }
   console.log(
     `bench:history — ${TURNS} turns in one invocation, scripted model, memory store, policy ${JSON.stringify(POLICY)} ` +
@@ -152,6 +167,21 @@ async function main(): Promise<void> {
   const last = POINTS.length - 1;
   const saved = none.map((r, i) => r.inputTokensAt[last]! / policy[i]!.inputTokensAt[last]!);
   console.log(`\nturn ${POINTS[last]}: without a policy the model is sent ${cell(saved, 1)}× the tokens`);
+  const span = Math.min(100, TURNS);
+  console.log(
+    `\nplain prompt agent (echo model, no policy): median ms per turn\n` +
+      `turns 1–${span}           | turns ${TURNS - span + 1}–${TURNS}        | ratio last/first\n` +
+      `${cell(
+        plain.map((r) => r.medianFirst100),
+        4,
+      ).padEnd(22)} | ${cell(
+        plain.map((r) => r.medianLast100),
+        4,
+      ).padEnd(22)} | ${cell(
+        plain.map((r) => r.medianLast100 / r.medianFirst100),
+        2,
+      )}×`,
+  );
 }
 
 await main();

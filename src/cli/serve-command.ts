@@ -284,10 +284,11 @@ async function checkStoreAtStart(store: SessionStore, logger: Logger): Promise<v
 }
 
 /**
- * The CLI's logger: JSON lines on stdout. The lines of one event-loop turn
- * are written together in one synchronous write right after it (see
+ * The CLI's logger: JSON lines on stdout. Info lines are written together in
+ * one synchronous write at most 25 ms after the first of them, warn and
+ * error lines right after the event-loop turn that logged them (see
  * {@link CoalescedLogDestination}), and whatever is buffered is written at
- * exit, so nothing is lost.
+ * exit (graceful shutdown included), so nothing is lost.
  */
 export function createCliLogger(level: string): Logger {
   return pino({ level, base: { pid: process.pid } }, new CoalescedLogDestination(1));

@@ -85,22 +85,35 @@ export function countToolCall(tool: string, outcome: "ran" | "replayed" | "refus
  */
 export class ToolCallJournal {
   private chain: Promise<void> = Promise.resolve();
-  readonly turn: string;
+  /** The history the turn started from (a frozen array: later turns' messages never enter it). */
+  private readonly startHistory: readonly Message[];
+  private turnValue: string | undefined;
   /** Index of the next new tool round. */
   nextRound: number;
 
   constructor(
     private readonly session: JournalHistory,
     private readonly sessionId: string,
-    requestId: string | undefined,
+    private readonly requestId: string | undefined,
     private readonly save: (() => Promise<void>) | undefined,
     private readonly stored?: TurnToolJournal,
   ) {
     const history = session.messages();
+    this.startHistory = history;
     const last = lastEntry(history);
     // A continued or resumed turn keeps the identity its earlier rounds used.
-    this.turn = last?.turn ?? turnIdentity(requestId, history);
-    this.nextRound = last && last.turn === this.turn ? last.round + 1 : 0;
+    this.turnValue = last?.turn;
+    this.nextRound = last ? last.round + 1 : 0;
+  }
+
+  /**
+   * The turn part of this turn's tool-call identities (see `turnIdentity`).
+   * Computed on first use, from the history the turn started from: a turn
+   * that calls no tool never hashes its history, so its cost does not grow
+   * with the conversation.
+   */
+  get turn(): string {
+    return (this.turnValue ??= turnIdentity(this.requestId, this.startHistory));
   }
 
   /** The key of call `call` of round `round`. */

@@ -141,7 +141,7 @@ class ToolLoop<S> {
       const sent = await this.modelHistory();
       const response = await this.settings.model.generate(
         {
-          messages: [...this.settings.prelude, ...sent.messages],
+          messages: sent.withPrelude ? sent.messages : [...this.settings.prelude, ...sent.messages],
           ...(this.settings.tools.length > 0 ? { tools: this.settings.tools.map((t) => t.modelDefinition) } : {}),
           ...(this.settings.config ? { config: this.settings.config } : {}),
         },
@@ -167,10 +167,11 @@ class ToolLoop<S> {
    * The history the next model call is sent: all of it, or what the agent's
    * history policy keeps (with a fresh summary to cache, mode `summarize`).
    */
-  private async modelHistory(): Promise<SummarizedHistory> {
-    const history = this.ctx.session.messages();
+  private async modelHistory(): Promise<SummarizedHistory & { withPrelude?: true }> {
     const policy = this.settings.history;
-    if (!policy) return { messages: history };
+    // The whole history: prelude and history in one block copy from the session's own array.
+    if (!policy) return { messages: this.ctx.session.messagesAfter(this.settings.prelude), withPrelude: true };
+    const history = this.ctx.session.messages();
     if (policy.mode !== "summarize") return { messages: budgetedHistory(history, policy) };
     return summarizedHistory(history, policy, (messages, previous) => this.summarize(messages, previous));
   }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { createHash } from "node:crypto";
 import { AgentError } from "../../src/errors/agent-error.js";
 import {
   committedRequest,
@@ -9,6 +10,7 @@ import {
   withCommittedRequest,
 } from "../../src/runtime/sessions/request-ledger.js";
 import { sessionSettings } from "../../src/runtime/sessions/session-settings.js";
+import type { AgentInput } from "../../src/types/agent-io.js";
 import type { CommittedRequest, SessionHead } from "../../stores/snapshot-store.js";
 
 const T0 = 1_700_000_000_000;
@@ -102,6 +104,27 @@ describe("request IDs: fingerprints and derived sessions", () => {
     expect(a).toBe(b);
     expect(a).not.toBe(c);
     expect(a).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("is the SHA-256 (hex) of the input's canonical JSON without its request ID, as stored by every earlier version", () => {
+    // The documented form, written out by hand: keys sorted by UTF-16 code unit, undefined members left out,
+    // an undefined array element as null. Records in stores keep fingerprints made this way.
+    const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
+    const input = {
+      requestId: "r-1",
+      message: {
+        role: "user",
+        metadata: { b: [1, undefined, "x"], a: null, é: true, Z: { "10": 1, "2": 2 }, gone: undefined },
+        content: [{ text: 'say "hi"\n' }],
+      },
+    } as unknown as AgentInput;
+    const canonical =
+      '{"message":{"content":[{"text":"say \\"hi\\"\\n"}],"metadata":{"Z":{"10":1,"2":2},"a":null,"b":[1,null,"x"],"é":true},"role":"user"}}';
+    expect(inputFingerprint(input)).toBe(sha256(canonical));
+    const edit = { messages: { op: "truncate", keep: 2 } };
+    expect(inputFingerprint(input, edit)).toBe(
+      sha256(`{"initEdit":{"messages":{"keep":2,"op":"truncate"}},"input":${canonical}}`),
+    );
   });
 
   it("derives one UUID-shaped session ID per owner, agent and request ID", () => {

@@ -25,6 +25,18 @@ describe("Session: isolation by immutability", () => {
     expect(session.snapshotState().messages[1]).toBe(a[1]);
   });
 
+  it("messagesAfter(prelude) is the prelude then the history, in a new array: changing it leaves the history as it was", () => {
+    const session = new Session({ messages: history(2), artifacts: [] });
+    const system: Message = { role: "system", content: [{ text: "be brief" }] };
+    const sent = session.messagesAfter([system]);
+    expect(sent.map((m) => m.content[0]!.text)).toEqual(["be brief", "m0", "m1"]);
+    expect(sent[1]).toBe(session.messages()[0]);
+    sent.push(userText("added to the request only"));
+    session.addMessages(userText("m2"));
+    expect(session.messages().map((m) => m.content[0]!.text)).toEqual(["m0", "m1", "m2"]);
+    expect(sent).toHaveLength(4);
+  });
+
   it("gives custom state to callers as a private mutable copy", () => {
     const session = new Session<{ n: number }>({ messages: [], artifacts: [], custom: { n: 1 } });
     const copy = session.custom()!;

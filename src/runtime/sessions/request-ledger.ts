@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, hash } from "node:crypto";
 import { AgentError } from "../../errors/agent-error.js";
 import type { AgentInput } from "../../types/agent-io.js";
 import type { CommittedRequest, SessionHead } from "../../../stores/snapshot-store.js";
@@ -53,19 +53,39 @@ export function validRequestId(requestId: string | undefined, field = "input.req
  * edit the fingerprint is the input's alone.
  */
 export function inputFingerprint(input: AgentInput, edit?: object): string {
-  const { requestId: _requestId, ...rest } = input;
-  const hashed = edit ? { input: rest, initEdit: edit } : rest;
-  return createHash("sha256").update(canonicalJson(hashed)).digest("hex");
+  // The input's own members without requestId, written in one pass (no copy of the input is made).
+  const body = canonicalObject(input as Record<string, unknown>, "requestId");
+  const json = edit ? `{"initEdit":${canonicalJson(edit)},"input":${body}}` : body;
+  return hash("sha256", json, "hex");
 }
 
-/** JSON with every object's keys in sorted order and undefined members left out. */
+/**
+ * JSON with every object's keys in sorted order (UTF-16 code unit order) and
+ * undefined members left out; an undefined array element is `null`. The
+ * stored fingerprints of every earlier version were made from exactly this
+ * text, so it must never change.
+ */
 function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  if (Array.isArray(value)) {
+    let out = "[";
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + canonicalJson(value[i]);
+    return `${out}]`;
+  }
+  return canonicalObject(value as Record<string, unknown>);
+}
+
+/** {@link canonicalJson} of an object (own enumerable keys, as `Object.keys`), without the member `skip`. */
+function canonicalObject(value: Record<string, unknown>, skip?: string): string {
+  const keys = Object.keys(value);
+  if (keys.length > 1) keys.sort();
+  let out = "{";
+  for (const key of keys) {
+    const member = value[key];
+    if (member === undefined || key === skip) continue;
+    out += `${out.length > 1 ? "," : ""}${JSON.stringify(key)}:${canonicalJson(member)}`;
+  }
+  return `${out}}`;
 }
 
 /**

@@ -76,6 +76,17 @@ export class Session<S = unknown> {
     return (this.historyView ??= Object.freeze(this.history.slice()));
   }
 
+  /**
+   * `prelude` followed by the history, in a new array the caller owns (its
+   * messages are the session's frozen ones): what a model request is sent.
+   * One block copy of references from the session's own array, the cheapest
+   * way to hand a growing history on (V8 copies out of a frozen array, such
+   * as {@link Session.messages}, element by element on a slow path).
+   */
+  messagesAfter(prelude: readonly Message[]): Message[] {
+    return prelude.concat(this.history);
+  }
+
   /** Appends messages to the history (each copied and frozen once). */
   addMessages(...messages: Message[]): void {
     for (const m of messages) this.history.push(frozenCopy(m));
