@@ -4,8 +4,8 @@ import type { AgentInput as WireAgentInput } from "../../gen/ts/agentd/v1/agent_
 import { ChatPosition } from "./chat-position.js";
 import { encodeInput, normalizeInput, type ConversationInput } from "./conversation-input.js";
 import type { AgentService, ChatRequestSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
-import { AsyncChannel } from "../protocol/async-channel.js";
-import { applyCustomPatch } from "../protocol/custom-patch-stream.js";
+import { AsyncChannel } from "../streams/async-channel.js";
+import { applyCustomPatch } from "../streams/custom-patch-stream.js";
 import { agentInitToWire, agentOutputFromWire, streamChunkFromWire } from "../protocol/index.js";
 import type { AgentInput, AgentOutput, AgentStreamChunk, InputAck } from "../types/agent-io.js";
 import type { AgentInit, SessionState } from "../types/session-state.js";
