@@ -10,7 +10,14 @@ export default {
   checkers: ["typescript"],
   tsconfigFile: "tsconfig.json",
   typescriptChecker: { prioritizePerformanceOverAccuracy: true },
-  mutate: ["stores/**/*.ts", "src/runtime/**/*.ts", "src/streams/**/*.ts", "src/protocol/**/*.ts", "!**/index.ts"],
+  mutate: [
+    "stores/**/*.ts",
+    "src/runtime/**/*.ts",
+    "src/streams/**/*.ts",
+    "src/codec/**/*.ts",
+    "src/protocol/**/*.ts",
+    "!**/index.ts",
+  ],
   coverageAnalysis: "perTest",
   // Mutants in module-level code (constants, tables) need every test re-run per mutant (~45 s each here);
   // they are reported as ignored rather than run. The per-test mutants are the functions' behaviour.

@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * The fast, in-process tests that cover stores/, src/runtime/, src/streams/ and src/protocol/:
+ * The fast, in-process tests that cover stores/, src/runtime/, src/streams/, src/codec/ and src/protocol/:
  * what `npm run mutation` (Stryker, stryker.config.mjs) runs against each mutant.
  * Store conformance runs on the memory and file stores and on mongo-java-server.
  */
@@ -15,6 +15,7 @@ export default defineConfig({
       "test/telemetry/**/*.test.ts",
       "test/protocol/**/*.test.ts",
       "test/streams/**/*.test.ts",
+      "test/codec/**/*.test.ts",
     ],
     // buf over the proto files: covers no mutated code.
     exclude: ["test/protocol/proto-compatibility.test.ts"],
