@@ -1,5 +1,5 @@
 // `npm run mutation` (not part of `npm test`): Stryker mutates the store layer,
-// the runtime and the protocol codecs, runs the fast tests that cover each
+// the runtime, the stream utilities and the protocol codecs, runs the fast tests that cover each
 // mutant (vitest.mutation.config.ts) and prints the score per folder and file
 // with every surviving mutant. Results are kept in .stryker/ so a re-run only
 // tests what changed (delete .stryker/ for a full run).
@@ -10,7 +10,14 @@ export default {
   checkers: ["typescript"],
   tsconfigFile: "tsconfig.json",
   typescriptChecker: { prioritizePerformanceOverAccuracy: true },
-  mutate: ["stores/**/*.ts", "src/runtime/**/*.ts", "src/protocol/**/*.ts", "!**/index.ts"],
+  mutate: [
+    "stores/**/*.ts",
+    "src/runtime/**/*.ts",
+    "src/streams/**/*.ts",
+    "src/codec/**/*.ts",
+    "src/protocol/**/*.ts",
+    "!**/index.ts",
+  ],
   coverageAnalysis: "perTest",
   // Mutants in module-level code (constants, tables) need every test re-run per mutant (~45 s each here);
   // they are reported as ignored rather than run. The per-test mutants are the functions' behaviour.

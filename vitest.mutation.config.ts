@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * The fast, in-process tests that cover stores/, src/runtime/ and src/protocol/:
+ * The fast, in-process tests that cover stores/, src/runtime/, src/streams/, src/codec/ and src/protocol/:
  * what `npm run mutation` (Stryker, stryker.config.mjs) runs against each mutant.
  * Store conformance runs on the memory and file stores and on mongo-java-server.
  */
@@ -14,6 +14,8 @@ export default defineConfig({
       "test/stores/**/*.test.ts",
       "test/telemetry/**/*.test.ts",
       "test/protocol/**/*.test.ts",
+      "test/streams/**/*.test.ts",
+      "test/codec/**/*.test.ts",
     ],
     // buf over the proto files: covers no mutated code.
     exclude: ["test/protocol/proto-compatibility.test.ts"],

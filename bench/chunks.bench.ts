@@ -38,7 +38,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AgentService } from "../gen/ts/agentd/v1/agent_service_pb.js";
 import { Role } from "../gen/ts/agentd/v1/content_pb.js";
 import { FinishReason } from "../gen/ts/agentd/v1/state_pb.js";
-import { AsyncChannel } from "../src/protocol/async-channel.js";
+import { AsyncChannel } from "../src/streams/async-channel.js";
 import { startAgentdProcess } from "./wire/server-process.js";
 
 const REPS = Number(process.env.REPS ?? 3);

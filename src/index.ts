@@ -31,7 +31,7 @@ export { SessionRunner } from "./runtime/sessions/session-runner.js";
 export { generateModelTurn } from "./runtime/agents/model-turn.js";
 export { traceSessionStore } from "./runtime/telemetry/traced-store.js";
 export { telemetryRegistered } from "./runtime/telemetry/telemetry.js";
-export { applyCustomPatch } from "./protocol/custom-patch-stream.js";
+export { applyCustomPatch } from "./streams/custom-patch-stream.js";
 export type {
   ChunkTransform,
   ClientTransforms,

@@ -15,7 +15,7 @@ import {
   type ChatRequest,
   type ChatResponse,
 } from "../../gen/ts/agentd/v1/agent_service_pb.js";
-import { AsyncChannel } from "../../src/protocol/async-channel.js";
+import { AsyncChannel } from "../../src/streams/async-channel.js";
 import type { ServerProcess } from "./server-process.js";
 
 /** The user message of every turn (short: a few words). */

@@ -1,11 +1,10 @@
 import { Code, ConnectError, type CallOptions, type Client } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { AgentInput as WireAgentInput } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { ChatPosition } from "./chat-position.js";
 import { encodeInput, normalizeInput, type ConversationInput } from "./conversation-input.js";
 import type { AgentService, ChatRequestSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
-import { AsyncChannel } from "../protocol/async-channel.js";
-import { applyCustomPatch } from "../protocol/custom-patch-stream.js";
+import { AsyncChannel } from "../streams/async-channel.js";
+import { applyCustomPatch } from "../streams/custom-patch-stream.js";
 import { agentInitToWire, agentOutputFromWire, streamChunkFromWire } from "../protocol/index.js";
 import type { AgentInput, AgentOutput, AgentStreamChunk, InputAck } from "../types/agent-io.js";
 import type { AgentInit, SessionState } from "../types/session-state.js";
@@ -13,19 +12,9 @@ import { chatError, clientError, toClientError } from "./client-errors.js";
 import { Retrier, type RetryBudget } from "./retrier.js";
 import { INCOMPLETE_STREAM } from "./retryable-error.js";
 import { Turn } from "./turn.js";
-import { ControlAcks } from "./control-acks.js";
+import { OutstandingInputs } from "./outstanding-inputs.js";
 
 type ChatRequestInit = MessageInitShape<typeof ChatRequestSchema>;
-
-/** An input sent whose TurnEnd (or, for a detach input, the output) has not arrived yet. */
-interface Outstanding {
-  /** The encoded input, with its request ID: re-sent as is after a reconnect. */
-  wire: WireAgentInput;
-  /** Its turn; none for a detach input. */
-  turn: Turn | undefined;
-  /** Sent as a steer and not yet answered: its turn exists only if the server queues it. */
-  steer?: boolean;
-}
 
 /** What became of a steer: `ack.result` is `steered` (the running turn took it) or `queued` (it runs as `turn`). */
 export interface SteerResult {
@@ -71,9 +60,8 @@ export class Conversation<S = unknown> {
   /** The agent this conversation talks to. */
   readonly agent: string;
   private requests = new AsyncChannel<ChatRequestInit>();
-  private readonly outstanding: Outstanding[] = [];
-  /** Cancel and steer inputs waiting for their InputAck. */
-  private readonly acks = new ControlAcks();
+  /** The inputs whose TurnEnd (or ack) has not arrived. */
+  private readonly outstanding = new OutstandingInputs();
   private readonly controller = new AbortController();
   private readonly source: AgentInit<S>;
   /** Whether the current attempt delivered anything (a reopened Chat refused ABORTED before that met its own old invocation). */
@@ -164,7 +152,7 @@ export class Conversation<S = unknown> {
     this.assertOpen("send");
     const wire = encodeInput(normalized);
     const turn = new Turn(wire.requestId, (t) => this.cancelTurn(t));
-    this.outstanding.push({ wire, turn });
+    this.outstanding.add({ wire, turn });
     this.requests.push({ input: wire });
     return turn;
   }
@@ -192,8 +180,8 @@ export class Conversation<S = unknown> {
     }
     const wire = encodeInput({ ...normalized, steer: false });
     const turn = new Turn(wire.requestId, (t) => this.cancelTurn(t));
-    this.outstanding.push({ wire, turn, steer: true });
-    const answered = this.acks.expect(wire.requestId);
+    this.outstanding.add({ wire, turn, steer: true });
+    const answered = this.outstanding.expectAck(wire.requestId);
     this.requests.push({ input: { ...wire, steer: true } });
     return answered.then((ack) => (ack.result === "queued" ? { ack, turn } : { ack }));
   }
@@ -214,7 +202,7 @@ export class Conversation<S = unknown> {
       return Promise.reject(err);
     }
     const wire = encodeInput(normalized);
-    this.outstanding.push({ wire, turn: undefined });
+    this.outstanding.add({ wire, turn: undefined });
     this.requests.push({ input: wire });
     this.closeInput();
     return this.outputPromise;
@@ -243,7 +231,7 @@ export class Conversation<S = unknown> {
 
   /** `turn.cancel()`: a cancel input for the running turn, answered by its ack. */
   private cancelTurn(turn: Turn): Promise<InputAck> {
-    if (this.outstanding[0]?.turn !== turn || this.outstanding[0].steer)
+    if (this.outstanding.running?.turn !== turn || this.outstanding.running.steer)
       return Promise.reject(
         clientError(
           Code.FailedPrecondition,
@@ -256,30 +244,9 @@ export class Conversation<S = unknown> {
       return Promise.reject(err);
     }
     const wire = encodeInput({ cancel: true });
-    const answered = this.acks.expect(wire.requestId);
+    const answered = this.outstanding.expectAck(wire.requestId);
     this.requests.push({ input: wire });
     return answered;
-  }
-
-  /** An InputAck: a steer's fate settles its outstanding entry (dropped when a turn took it), then its caller's promise. */
-  private onAck(ack: InputAck): void {
-    const index = this.outstanding.findIndex((o) => o.steer && o.wire.requestId === ack.requestId);
-    if (index >= 0) {
-      if (ack.result === "queued") this.outstanding[index]!.steer = false;
-      else this.outstanding.splice(index, 1);
-    }
-    this.acks.settle(ack);
-  }
-
-  /** Before a reconnect: unanswered control inputs are not re-sent; their callers learn it. */
-  private dropUnansweredControls(): void {
-    const gone = clientError(
-      Code.Unavailable,
-      "the connection broke before the server answered this control input; it may or may not have taken effect (it is not re-sent)",
-    );
-    for (let i = this.outstanding.length - 1; i >= 0; i--)
-      if (this.outstanding[i]!.steer) this.outstanding.splice(i, 1);
-    this.acks.failAll(gone);
   }
 
   private assertOpen(what: string): void {
@@ -323,9 +290,9 @@ export class Conversation<S = unknown> {
   private async attempt(init: ChatRequestInit["init"], budget: RetryBudget): Promise<AgentOutput<S>> {
     const requests = new AsyncChannel<ChatRequestInit>();
     this.requests = requests;
-    this.dropUnansweredControls();
+    this.outstanding.dropUnansweredControls();
     requests.push({ init });
-    for (const { wire } of this.outstanding) requests.push({ input: wire });
+    for (const wire of this.outstanding.wires()) requests.push({ input: wire });
     if (this.inputClosed) requests.close();
     this.position.startAttempt();
     let output: AgentOutput<S> | undefined;
@@ -366,17 +333,17 @@ export class Conversation<S = unknown> {
       // Not part of any turn's chunks (and never re-sent after a reconnect: not counted in `delivered`).
       budget.progress();
       this.progressed = true;
-      this.onAck(chunk.inputAck);
+      this.outstanding.onAck(chunk.inputAck);
       return;
     }
-    const entry = this.outstanding[0];
+    const entry = this.outstanding.running;
     if (!this.position.accept(chunk)) return; // delivered before the reconnect
     budget.progress();
     this.progressed = true;
     if (chunk.customPatch) this.liveCustom = applyCustomPatch<S>(this.liveCustom, chunk.customPatch);
     if (!entry?.turn) return;
     entry.turn.push(chunk);
-    if (chunk.turnEnd) this.outstanding.shift();
+    if (chunk.turnEnd) this.outstanding.turnEnded();
   }
 
   private onOutput(output: AgentOutput<S>): void {
@@ -399,8 +366,7 @@ export class Conversation<S = unknown> {
             Code.Aborted,
             `the invocation ended (finishReason "${output.finishReason}") before this turn ran; see conversation.output()`,
           );
-    for (const { turn } of this.outstanding.splice(0)) turn?.fail(reason);
-    this.acks.failAll(reason);
+    this.outstanding.failAll(reason);
     this.resolveOutput(output);
   }
 
@@ -410,8 +376,7 @@ export class Conversation<S = unknown> {
     this.releaseOuterSignal?.();
     this.failure = err;
     this.closeInput();
-    for (const { turn } of this.outstanding.splice(0)) turn?.fail(err);
-    this.acks.failAll(err);
+    this.outstanding.failAll(err);
     this.rejectOutput(err);
   }
 }

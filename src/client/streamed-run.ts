@@ -3,7 +3,7 @@ import type {
   AgentOutput as WireAgentOutput,
   AgentStreamChunk as WireAgentStreamChunk,
 } from "../../gen/ts/agentd/v1/agent_pb.js";
-import { applyCustomPatch } from "../protocol/custom-patch-stream.js";
+import { applyCustomPatch } from "../streams/custom-patch-stream.js";
 import { agentOutputFromWire, streamChunkFromWire } from "../protocol/index.js";
 import type { AgentOutput, AgentStreamChunk, JsonPatchOperation } from "../types/agent-io.js";
 import { ChunkLog } from "./chunk-log.js";

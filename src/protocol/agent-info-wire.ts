@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { AgentInfoSchema, type AgentInfo } from "../../gen/ts/agentd/v1/agent_pb.js";
 import type { AgentDescriptor } from "../types/agent-io.js";
-import { stateManagementFromWire, stateManagementToWire } from "./enum-wire.js";
-import { optionalString, structFromWire, structToWire } from "./json-wire.js";
+import { stateManagementFromWire, stateManagementToWire } from "../codec/enum-wire.js";
+import { optionalString, structFromWire, structToWire } from "../codec/json-wire.js";
 
 /** An agent descriptor as `agentd.v1.AgentInfo` (the JSON Schema travels as a Struct). */
 export function agentInfoToWire(agent: AgentDescriptor): AgentInfo {

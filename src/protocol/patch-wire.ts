@@ -5,7 +5,7 @@ import {
 } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { AgentError } from "../errors/agent-error.js";
 import type { JsonPatchOperation } from "../types/agent-io.js";
-import { valueFromWire, valueToWire } from "./json-wire.js";
+import { valueFromWire, valueToWire } from "../codec/json-wire.js";
 
 const PATCH_OPS: ReadonlySet<string> = new Set(["add", "remove", "replace", "move", "copy", "test"]);
 

@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { PendingInputSchema, type PendingInput as WirePendingInput } from "../../gen/ts/agentd/v1/state_pb.js";
 import type { PendingInput } from "../types/snapshot.js";
-import { messageFromWire, messageToWire, partFromWire, partToWire } from "./content-wire.js";
-import { optionalString } from "./json-wire.js";
+import { messageFromWire, messageToWire, partFromWire, partToWire } from "../codec/content-wire.js";
+import { optionalString } from "../codec/json-wire.js";
 
 /** One input of a pending snapshot's detached work as `agentd.v1.PendingInput`. */
 export function pendingInputToWire(input: PendingInput): WirePendingInput {

@@ -4,7 +4,7 @@ import { DurationSchema } from "@bufbuild/protobuf/wkt";
 import { SessionSchema, type Session as WireSession } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { AgentError } from "../errors/agent-error.js";
 import type { SessionInfo } from "../types/session-info.js";
-import { snapshotStatusFromWire, snapshotStatusToWire } from "./enum-wire.js";
+import { snapshotStatusFromWire, snapshotStatusToWire } from "../codec/enum-wire.js";
 import { usageFieldFromWire, usageFieldToWire } from "./usage-wire.js";
 
 /** A `google.protobuf.Duration` in whole milliseconds; INVALID_ARGUMENT for a negative one. */

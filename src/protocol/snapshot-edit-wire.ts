@@ -4,7 +4,7 @@ import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { SnapshotEditSchema, type SnapshotEdit as WireSnapshotEdit } from "../../gen/ts/agentd/v1/state_pb.js";
 import type { JsonPatchOperation } from "../types/agent-io.js";
 import type { SnapshotEdit } from "../types/snapshot.js";
-import { optionalString } from "./json-wire.js";
+import { optionalString } from "../codec/json-wire.js";
 
 /** A snapshot's edit note as `agentd.v1.SnapshotEdit` (the patches as JSON arrays; absent ones unset). */
 export function snapshotEditToWire(edit: SnapshotEdit): WireSnapshotEdit {

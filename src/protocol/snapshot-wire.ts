@@ -3,8 +3,13 @@ import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { SnapshotSchema, type Snapshot as WireSnapshot } from "../../gen/ts/agentd/v1/state_pb.js";
 import type { SessionSnapshot } from "../types/snapshot.js";
 import { snapshotEditFromWire, snapshotEditToWire } from "./snapshot-edit-wire.js";
-import { finishReasonFromWire, finishReasonToWire, snapshotStatusFromWire, snapshotStatusToWire } from "./enum-wire.js";
-import { optionalString } from "./json-wire.js";
+import {
+  finishReasonFromWire,
+  finishReasonToWire,
+  snapshotStatusFromWire,
+  snapshotStatusToWire,
+} from "../codec/enum-wire.js";
+import { optionalString } from "../codec/json-wire.js";
 import { pendingInputFromWire, pendingInputToWire } from "./pending-input-wire.js";
 import { agentErrorFromWire, agentErrorToWire, sessionStateFromWire, sessionStateToWire } from "./state-wire.js";
 import { usageFieldFromWire, usageFieldToWire } from "./usage-wire.js";

@@ -23,10 +23,10 @@ import {
   messageToWire,
   partFromWire,
   partToWire,
-} from "./content-wire.js";
-import { busyPolicyFromWire, busyPolicyToWire } from "./enum-wire.js";
+} from "../codec/content-wire.js";
+import { busyPolicyFromWire, busyPolicyToWire } from "../codec/enum-wire.js";
 import { durationFromMs, durationToMs } from "./session-wire.js";
-import { optionalString, structFromWire, structToWire, valueFromWire, valueToWire } from "./json-wire.js";
+import { optionalString, structFromWire, structToWire, valueFromWire, valueToWire } from "../codec/json-wire.js";
 import { isStatusName } from "./status-codes.js";
 import { patchFromWire, patchOperationToWire } from "./patch-wire.js";
 

@@ -18,9 +18,9 @@ import {
   messageToWire,
   partFromWire,
   partToWire,
-} from "./content-wire.js";
-import { finishReasonFromWire, finishReasonToWire, roleFromWire, roleToWire } from "./enum-wire.js";
-import { optionalString } from "./json-wire.js";
+} from "../codec/content-wire.js";
+import { finishReasonFromWire, finishReasonToWire, roleFromWire, roleToWire } from "../codec/enum-wire.js";
+import { optionalString } from "../codec/json-wire.js";
 import { agentErrorFromWire, agentErrorToWire, sessionStateFromWire, sessionStateToWire } from "./state-wire.js";
 import { inputAckFromWire, inputAckToWire } from "./input-ack-wire.js";
 import { usageFieldFromWire, usageFieldToWire, usageToWire } from "./usage-wire.js";

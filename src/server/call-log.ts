@@ -12,7 +12,7 @@ import type { Logger } from "pino";
 import { deadlineError } from "./call-errors.js";
 import { statusForCode } from "../protocol/status-codes.js";
 import { toCallError } from "./error-mapping.js";
-import { tapStream } from "../protocol/stream-tap.js";
+import { tapStream } from "../streams/stream-tap.js";
 
 /** IDs a handler attaches to its call so the per-RPC log line carries them. */
 export interface CallLogFields {

@@ -2,7 +2,7 @@ import type { DescField, DescMessage } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { AgentError } from "../errors/agent-error.js";
 import { decodeError, isDecodeError, MAX_ECHO_CHARS } from "./call-errors.js";
-import { tapStream } from "../protocol/stream-tap.js";
+import { tapStream } from "../streams/stream-tap.js";
 
 /**
  * Deepest nesting of free-form JSON (`google.protobuf.Struct` / `Value`

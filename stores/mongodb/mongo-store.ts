@@ -1,13 +1,11 @@
 import { MongoWebhookOutbox } from "./webhook-outbox.js";
 import type { WebhookOutbox } from "../webhook-outbox.js";
-import { randomUUID } from "node:crypto";
 import { MongoClient, type Db } from "mongodb";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
 import { checkNow } from "../chunk-arguments.js";
-import type { ChunkLog, ChunkLogKey, StoredChunk } from "../chunk-log.js";
+import type { ChunkLog } from "../chunk-log.js";
 import { checkLeasedHeadsLimit } from "../leased-heads.js";
-import { headToStore } from "../record-identity.js";
 import type {
   HeadCommit,
   HeadPage,
@@ -24,22 +22,18 @@ import type {
 } from "../snapshot-store.js";
 import { StatusChannel } from "../status-channel.js";
 import { changeStreamsUnsupported } from "./change-stream-support.js";
-import { CheckpointChunks } from "./checkpoint-chunks.js";
 import { readAfter } from "./change-stream-hub.js";
 import { ChunkCollection } from "./chunk-collection.js";
-import { clientOptionsFor, driverUri, uriDatabase } from "./connection-settings.js";
-import { unknownOutcome, type OutcomeProbe } from "./commit-outcome.js";
+import { MongoChunkLogs } from "./store-chunk-logs.js";
+import type { OutcomeProbe } from "./commit-outcome.js";
 import { CommitSettlement } from "./commit-settlement.js";
 import { HeadWriteCache } from "./head-write-cache.js";
-import { insertRecord, moveHead } from "./commit-writes.js";
-import { consistencyOf } from "./consistency.js";
+import { commitHead } from "./head-commit.js";
 import { fromHeadDocument, LIVE_HEAD, WITHOUT_TOKENS } from "./head-document.js";
 import { scanHeadDocuments } from "./head-scan.js";
 import { acrossFailover, type FailoverBudget } from "./failover-retry.js";
 import { StreamHealth } from "./stream-health.js";
-import { guarded, isUnsentError } from "./mongo-errors.js";
-import { encodeRecord, nextVersion, type RecordDocument } from "./record-document.js";
-import { RecordReads } from "./record-reads.js";
+import { guarded } from "./mongo-errors.js";
 import { DEFAULT_FAILOVER_WINDOW_MS, updateRecordDocument } from "./record-update.js";
 import { watchReconnects } from "./reconnect-watch.js";
 import {
@@ -53,20 +47,12 @@ import {
 } from "./session-lifecycle.js";
 import { ChangeStreamMultiplexer, type StreamEndingReport } from "./status-stream.js";
 import type { MongoSessionStoreConfig } from "./store-config.js";
-import { prepareCollections, storeCollections, type StoreCollections } from "./store-collections.js";
+import { openCollections, storeConnection, type OpenedStore } from "./store-connection.js";
 import { ToolCallCollection } from "./tool-call-collection.js";
 import type { JournaledToolCall, ToolJournalScope, ToolResultJournal } from "../tool-result-journal.js";
 
 export { clientOptionsFor } from "./connection-settings.js";
 export type { MongoSessionStoreConfig };
-
-interface Opened<S> {
-  c: StoreCollections;
-  chunks: CheckpointChunks;
-  reads: RecordReads<S>;
-}
-
-const ignore = (): undefined => undefined;
 
 /**
  * The session ledger in MongoDB, for many agentd instances sharing one
@@ -102,17 +88,18 @@ const ignore = (): undefined => undefined;
  * FAILED_PRECONDITION on a deployment without change streams.
  */
 export class MongoSessionStore<S = unknown>
+  extends MongoChunkLogs
   implements SessionStore<S>, SnapshotSubscriber, ChunkLog, ToolResultJournal
 {
   private readonly client: MongoClient;
   private readonly ownsClient: boolean;
   private readonly db: Db;
-  private opening: Promise<Opened<S>> | undefined;
+  private opening: Promise<OpenedStore<S>> | undefined;
   private readonly statusStream: ChangeStreamMultiplexer;
   private readonly stopWatchingReconnects: () => void;
   private closed = false;
   private readonly orphanScan: OrphanScan;
-  private readonly chunkLogs: ChunkCollection;
+  protected readonly chunkLogs: ChunkCollection;
   private readonly toolJournal = new ToolCallCollection(async () => (await this.open()).c.toolCalls);
   private webhooks: MongoWebhookOutbox | undefined;
   /** Clears the pending marks of landed commits (close() lets those in flight land). */
@@ -131,22 +118,13 @@ export class MongoSessionStore<S = unknown>
 
   /** Fails INVALID_ARGUMENT without `uri` or `client`, or when the URI sets unacknowledged writes (w=0). */
   constructor(private readonly config: MongoSessionStoreConfig) {
-    if (config.client) {
-      this.client = config.client;
-      this.ownsClient = false;
-    } else {
-      if (!config.uri)
-        throw new AgentError("INVALID_ARGUMENT", "MongoSessionStore needs a uri (mongodb://host/db) or a client");
-      this.client = new MongoClient(driverUri(config.uri), clientOptionsFor(config.uri, config.clientOptions));
-      this.ownsClient = true;
-    }
-    const consistency = consistencyOf(this.client.options);
-    this.warnings = consistency.warnings;
-    for (const warning of this.warnings) config.logger?.warn({ store: "mongodb" }, warning);
-    this.db = this.client.db(
-      config.database ?? (config.uri ? uriDatabase(config.uri) : undefined) ?? "agentd",
-      consistency.db,
-    );
+    super();
+    ({
+      client: this.client,
+      ownsClient: this.ownsClient,
+      db: this.db,
+      warnings: this.warnings,
+    } = storeConnection(config));
     this.statusStream = new ChangeStreamMultiplexer(
       async () => (await this.open()).c.records,
       async (id, start) => {
@@ -183,7 +161,7 @@ export class MongoSessionStore<S = unknown>
    * The collections, format-checked and indexed once (retried on the next
    * call if that failed, and across an election within the call).
    */
-  private open(): Promise<Opened<S>> {
+  private open(): Promise<OpenedStore<S>> {
     if (this.closed)
       return Promise.reject(new AgentError("FAILED_PRECONDITION", "the MongoDB session store is closed"));
     return acrossFailover(
@@ -194,22 +172,11 @@ export class MongoSessionStore<S = unknown>
   }
 
   /** One attempt at preparing the collections, shared by concurrent callers; forgotten when it fails. */
-  private openOnce(): Promise<Opened<S>> {
+  private openOnce(): Promise<OpenedStore<S>> {
     if (!this.opening) {
-      const attempt = (async () => {
-        // Connect explicitly: when the driver's own first connection (made by the first operation) fails,
-        // it keeps the closed topology and every later operation fails "Topology is closed" for good;
-        // connect() replaces a topology that is not connected.
-        await guarded("connecting to MongoDB", () => this.client.connect());
-        const c = storeCollections(this.db, this.config.collectionPrefix ?? "", this.config.ttlGraceMs ?? 0);
-        await prepareCollections(this.db, c, (message) => this.config.logger?.warn({ store: "mongodb" }, message));
-        const chunks = new CheckpointChunks(c.chunks);
-        const settle = (doc: RecordDocument): void => {
-          if (doc.commitToken !== undefined) this.settlement.settle(doc.sessionId, doc._id, doc.commitToken);
-        };
-        const reads = new RecordReads<S>(c.records, chunks, c.heads, this.config.listPageStateBytes, settle);
-        return { c, chunks, reads };
-      })();
+      const attempt = openCollections<S>(this.client, this.db, this.config, (doc) => {
+        if (doc.commitToken !== undefined) this.settlement.settle(doc.sessionId, doc._id, doc.commitToken);
+      });
       this.opening = attempt;
       attempt.catch(() => {
         if (this.opening === attempt) this.opening = undefined;
@@ -294,58 +261,18 @@ export class MongoSessionStore<S = unknown>
    * RESOURCE_EXHAUSTED before anything is written.
    */
   async commit(commit: HeadCommit<S>, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
-    const head = headToStore(commit);
     const { c, chunks } = await this.open();
-    const record = commit.record;
-    // Unique to this call (the caller's token may repeat across its retries): what recentTokens and the record carry.
-    const token = randomUUID();
-    const encoded = record ? encodeRecord(record, nextVersion(undefined), false) : undefined;
-    if (encoded) Object.assign(encoded.doc, { pending: true, commitToken: token });
-    const budget = this.budget(ctx);
-    let attempts = 0;
-    // True while a head write of an earlier attempt may have landed unseen (cleared once an attempt learns the outcome).
-    let outcomeUnknown = false;
-    // Each attempt repeats the same writes with the same token: one that landed is recognised, never applied twice.
-    const committed = acrossFailover(`committing session ${head.sessionId}`, budget, async () => {
-      const retried = attempts++ > 0;
-      if (encoded) await insertRecord(encoded, c, chunks, budget);
-      const settled = this.settlement.take(head.sessionId);
-      let landed: boolean;
-      try {
-        landed = await moveHead(c, head, commit.expectedVersion, token, budget, retried, {
-          ...(encoded ? { recordId: encoded.doc._id } : {}),
-          settled,
-          cache: this.headWrites,
-        });
-        outcomeUnknown = false;
-      } catch (err) {
-        this.settlement.putBack(head.sessionId, settled);
-        if (!isUnsentError(err)) outcomeUnknown = true;
-        throw err;
-      }
-      if (!landed) {
-        this.settlement.putBack(head.sessionId, settled);
-        // The head write did not land and never will (a conflict, or a token fenced by headWriteOutcome).
-        if (encoded) {
-          await c.records.deleteOne({ _id: encoded.doc._id, version: encoded.doc.version }).catch(ignore);
-          if (encoded.chunks) await chunks.remove(encoded.chunks.ref.set).catch(ignore);
-        }
-        return undefined;
-      }
-      if (encoded) {
-        // Not awaited (no latency for the turn): until it lands the head's pendingCommits proves the record
-        // committed to every reader, and a read or the sweep settles it if this never does.
-        this.settlement.settle(head.sessionId, encoded.doc._id, token);
-        this.statusStream.deliver(encoded.doc._id, { status: encoded.doc.status, version: encoded.doc.version });
-      }
-      return head;
-    });
-    return committed.catch((err: unknown) => {
-      // A head write was sent and its outcome never learnt: the record stays (pending, proven by nothing yet).
-      if (outcomeUnknown && err instanceof AgentError && err.status === "UNAVAILABLE" && !err.details?.outcome)
-        throw unknownOutcome(head.sessionId, err);
-      throw err;
-    });
+    return commitHead(
+      {
+        c,
+        chunks,
+        settlement: this.settlement,
+        headWrites: this.headWrites,
+        delivered: (id, observation) => this.statusStream.deliver(id, observation),
+        budget: this.budget(ctx),
+      },
+      commit,
+    );
   }
 
   /**
@@ -500,62 +427,6 @@ export class MongoSessionStore<S = unknown>
   /** See `ToolResultJournal.dropToolCalls`. */
   dropToolCalls(scope: ToolJournalScope, _ctx?: StoreCallContext): Promise<void> {
     return this.toolJournal.drop(scope);
-  }
-
-  /** One ordered insertMany, each chunk with its keepUntil (see `ChunkLog.appendChunks`, `ChunkCollection`). */
-  appendChunks(
-    key: ChunkLogKey,
-    chunks: readonly StoredChunk[],
-    keepUntil: number,
-    ctx?: StoreCallContext,
-  ): Promise<void> {
-    return this.chunkLogs.appendChunks(key, chunks, keepUntil, ctx);
-  }
-
-  /** A takeover's first chunk at the log's next free sequence; earlier runs' appends are refused from then on (see `ChunkLog.claimChunks`). */
-  claimChunks(
-    key: ChunkLogKey & { run: number },
-    afterSequence: number,
-    first: (sequence: number) => StoredChunk["chunk"],
-    keepUntil: number,
-    ctx?: StoreCallContext,
-  ): Promise<number> {
-    return this.chunkLogs.claimChunks(key, afterSequence, first, keepUntil, ctx);
-  }
-
-  /** The log's chunks after `afterSequence`, at most `limit`: one indexed find (see `ChunkLog.readChunks`). */
-  readChunks(key: ChunkLogKey, afterSequence: number, limit: number, ctx?: StoreCallContext): Promise<StoredChunk[]> {
-    return this.chunkLogs.readChunks(key, afterSequence, limit, ctx);
-  }
-
-  /** Whether a chunk of the log is stored (see `ChunkLog.hasChunks`). */
-  hasChunks(key: ChunkLogKey, ctx?: StoreCallContext): Promise<boolean> {
-    return this.chunkLogs.hasChunks(key, ctx);
-  }
-
-  /** One write to the log's keep document, never a chunk (see `ChunkLog.keepChunks`, chunk-retention.ts). */
-  keepChunks(key: ChunkLogKey, keepUntil: number, ctx?: StoreCallContext): Promise<void> {
-    return this.chunkLogs.keepChunks(key, keepUntil, ctx);
-  }
-
-  /** Served by the instance's one chunk change stream (see `ChunkLog.watchChunks`, `ChunkWatchers`). */
-  watchChunks(key: ChunkLogKey, signal: AbortSignal, ctx?: StoreCallContext): AsyncIterable<void> {
-    return this.chunkLogs.watchChunks(key, signal, ctx);
-  }
-
-  /** Deletes the logs whose keep-until time is ≤ `now`, whole (see `ChunkLog.sweepChunks`). */
-  sweepChunks(now: number, ctx?: StoreCallContext): Promise<number> {
-    return this.chunkLogs.sweepChunks(now, ctx);
-  }
-
-  /** Chunk watchers caught up on the instance's established chunk change stream (tests, diagnostics). */
-  get chunkStreamsOpen(): number {
-    return this.chunkLogs.openStreams;
-  }
-
-  /** Chunk watchers still registered (1 while none is but the chunk change stream is closing); 0 once all have ended. */
-  get chunkWatcherCount(): number {
-    return this.chunkLogs.watcherCount;
   }
 
   /**

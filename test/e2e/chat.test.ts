@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
-import { applyCustomPatch } from "../../src/protocol/custom-patch-stream.js";
+import { applyCustomPatch } from "../../src/streams/custom-patch-stream.js";
 import { patchOperationFromWire, valueFromWire } from "../../src/protocol/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";

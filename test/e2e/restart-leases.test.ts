@@ -7,7 +7,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ChatRequestSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
-import { AsyncChannel } from "../../src/protocol/async-channel.js";
+import { AsyncChannel } from "../../src/streams/async-channel.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
 import { textInput } from "../harness/wire-chat.js";

@@ -3,7 +3,7 @@ import type { Client } from "@connectrpc/connect";
 import type { AgentStreamChunk, AgentOutput, AgentInput, AgentInputSchema } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { Role } from "../../gen/ts/agentd/v1/content_pb.js";
 import type { AgentService, ChatRequestSchema, ChatResponse } from "../../gen/ts/agentd/v1/agent_service_pb.js";
-import { AsyncChannel } from "../../src/protocol/async-channel.js";
+import { AsyncChannel } from "../../src/streams/async-channel.js";
 
 type ChatRequestInit = MessageInitShape<typeof ChatRequestSchema>;
 

@@ -8,7 +8,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { AgentService, type ChatRequestSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { BusyPolicy } from "../../gen/ts/agentd/v1/agent_pb.js";
-import { AsyncChannel } from "../../src/protocol/async-channel.js";
+import { AsyncChannel } from "../../src/streams/async-channel.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";

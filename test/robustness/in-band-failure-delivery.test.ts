@@ -7,7 +7,7 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { AgentService, type ChatRequestSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
-import { AsyncChannel } from "../../src/protocol/async-channel.js";
+import { AsyncChannel } from "../../src/streams/async-channel.js";
 import { createAgentClient } from "../../src/client/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { textInput } from "../harness/wire-chat.js";

@@ -6,7 +6,7 @@ import { SessionRunner, type TurnLifecycle } from "../../src/runtime/sessions/se
 import type { AgentInput } from "../../src/types/agent-io.js";
 import { userText, type Message } from "../../src/types/content.js";
 import type { FinishReason } from "../../src/types/snapshot.js";
-import { AsyncChannel } from "../../src/protocol/async-channel.js";
+import { AsyncChannel } from "../../src/streams/async-channel.js";
 
 vi.setConfig({ testTimeout: 5_000 });
 

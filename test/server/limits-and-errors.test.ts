@@ -8,7 +8,7 @@ import {
   ListAgentsRequestSchema,
   type ChatRequest,
 } from "../../gen/ts/agentd/v1/agent_service_pb.js";
-import { AsyncChannel } from "../../src/protocol/async-channel.js";
+import { AsyncChannel } from "../../src/streams/async-channel.js";
 import { Health } from "../../gen/ts/grpc/health/v1/health_pb.js";
 import { INTERNAL_ERROR_MESSAGE } from "../../src/server/error-mapping.js";
 import { BROKEN_STORE_ERROR, serverTestAgents } from "../fixtures/server-agents.js";

@@ -1,4 +1,4 @@
-import { tapStream } from "../../protocol/stream-tap.js";
+import { tapStream } from "../../streams/stream-tap.js";
 import type { AgentInput } from "../../types/agent-io.js";
 import type { DetachedWork } from "../../types/detached-work.js";
 import type { Principal } from "../../types/principal.js";

@@ -1,7 +1,7 @@
 import { AgentError } from "../../errors/agent-error.js";
 import type { AgentStreamChunk } from "../../types/agent-io.js";
-import { AsyncChannel } from "../../protocol/async-channel.js";
-import { applyCustomPatch, CustomPatchStream } from "../../protocol/custom-patch-stream.js";
+import { AsyncChannel } from "../../streams/async-channel.js";
+import { applyCustomPatch, CustomPatchStream } from "../../streams/custom-patch-stream.js";
 import type { DetachedRun } from "../background/detached-run.js";
 import { applyChunkTransform, type ChunkTransform, type TransformContext } from "../agents/state-transform.js";
 

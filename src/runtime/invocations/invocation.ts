@@ -7,7 +7,7 @@ import type { SessionStore, SnapshotSubscriber } from "../../../stores/snapshot-
 import { backgroundStoreOf } from "../background/background-store.js";
 import type { AgentConnection } from "../agents/agent-connection.js";
 import type { AgentResult, Responder } from "../agents/agent-function.js";
-import { AsyncChannel } from "../../protocol/async-channel.js";
+import { AsyncChannel } from "../../streams/async-channel.js";
 import { DetachedRun } from "../background/detached-run.js";
 import type { ResolvedStart } from "../sessions/init-resolver.js";
 import type { SessionClaim } from "../sessions/session-claim.js";

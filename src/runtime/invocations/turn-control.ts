@@ -1,7 +1,7 @@
 import { AgentError } from "../../errors/agent-error.js";
 import type { AgentInput, AgentStreamChunk, InputAck } from "../../types/agent-io.js";
 import type { Message } from "../../types/content.js";
-import type { AsyncChannel } from "../../protocol/async-channel.js";
+import type { AsyncChannel } from "../../streams/async-channel.js";
 import { inputBytes } from "./input-bytes.js";
 import type { TenantInputHold } from "../sessions/tenant-input-budget.js";
 

@@ -1,6 +1,6 @@
 import type { ZodType } from "zod";
 import { AgentError } from "../../errors/agent-error.js";
-import { messageFromJson, messageToJson } from "../../protocol/message-json.js";
+import { messageFromJson, messageToJson } from "../../codec/message-json.js";
 import type { JsonPatchOperation } from "../../types/agent-io.js";
 import type { Message } from "../../types/content.js";
 import type { AgentInit, SessionState } from "../../types/session-state.js";

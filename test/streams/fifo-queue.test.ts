@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { FifoQueue } from "../../src/protocol/fifo-queue.js";
+import { FifoQueue } from "../../src/streams/fifo-queue.js";
 
 describe("FifoQueue", () => {
   afterEach(() => {

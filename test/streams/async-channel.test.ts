@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AsyncChannel } from "../../src/protocol/async-channel.js";
+import { AsyncChannel } from "../../src/streams/async-channel.js";
 
 async function drain<T>(channel: AsyncChannel<T>): Promise<T[]> {
   const items: T[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { tapStream } from "../../src/protocol/stream-tap.js";
+import { tapStream } from "../../src/streams/stream-tap.js";
 
 /** An async generator source of `items`; `state.closed` turns true when its `finally` runs. */
 function generatorSource<T>(items: T[]): { source: AsyncGenerator<T>; state: { closed: boolean } } {

@@ -8,7 +8,7 @@ import {
   messageToWire,
   partFromWire,
   partToWire,
-} from "../../src/protocol/content-wire.js";
+} from "../../src/codec/content-wire.js";
 import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 
 /** A value JSON.stringify refuses. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyCustomPatch, CustomPatchStream } from "../../src/protocol/custom-patch-stream.js";
+import { applyCustomPatch, CustomPatchStream } from "../../src/streams/custom-patch-stream.js";
 
 describe("CustomPatchStream", () => {
   it("replaces the whole document with the first state of a turn", () => {

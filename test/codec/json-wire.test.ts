@@ -1,13 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import {
-  optionalString,
-  structFromWire,
-  structToWire,
-  valueFromWire,
-  valueToWire,
-} from "../../src/protocol/json-wire.js";
+import { optionalString, structFromWire, structToWire, valueFromWire, valueToWire } from "../../src/codec/json-wire.js";
 import { expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 
 describe("valueToWire", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { BusyPolicy } from "../../gen/ts/agentd/v1/agent_pb.js";
 import { AgentError } from "../../src/errors/agent-error.js";
-import { busyPolicyFromWire, busyPolicyToWire } from "../../src/protocol/enum-wire.js";
+import { busyPolicyFromWire, busyPolicyToWire } from "../../src/codec/enum-wire.js";
 
 describe("busy policy wire", () => {
   it.each([
