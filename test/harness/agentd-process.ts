@@ -24,10 +24,11 @@ const BUILT_COPY = process.env.AGENTD_TEST_DIST || undefined;
  * `--import tsx src/cli/main.ts`, or with a built copy ({@link BUILT_COPY})
  * `--import test/harness/built-copy-imports.ts <copy>/src/cli/main.js`, which loads TypeScript
  * agents modules with Node's own type stripping and gives their imports of `src/` the built files.
+ * `builtCopy` defaults to `AGENTD_TEST_DIST`.
  */
-export function agentdCliArgs(): string[] {
-  return BUILT_COPY
-    ? ["--import", `${REPO_ROOT}test/harness/built-copy-imports.ts`, `${BUILT_COPY}/src/cli/main.js`]
+export function agentdCliArgs(builtCopy: string | undefined = BUILT_COPY): string[] {
+  return builtCopy
+    ? ["--import", `${REPO_ROOT}test/harness/built-copy-imports.ts`, `${builtCopy}/src/cli/main.js`]
     : ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`];
 }
 
