@@ -18,6 +18,7 @@ export default tseslint.config(
   {
     ignores: [
       "dist/**",
+      ".test-dist/**",
       "gen/**",
       "node_modules/**",
       "clients/**",

@@ -49,8 +49,18 @@ start_step lint "lint (typescript-eslint, the layer rule, Prettier)" npm run lin
 run_step buf-lint "proto lint (buf lint)" npx buf lint
 run_step proto-breaking "wire contract (scripts/check-proto-breaking.sh)" bash scripts/check-proto-breaking.sh
 run_step generated "generated code is current (scripts/check-generated.sh)" bash scripts/check-generated.sh
-# Before the TypeScript suite: its packaging tests rebuild dist/ (npm pack) themselves.
-run_step build "build (the npm package: dist/ with type declarations)" npm run build
+# Before the TypeScript suite: its packaging tests rebuild dist/ (npm pack) themselves. The suite's
+# servers run from a copy of this build (.test-dist/, AGENTD_TEST_DIST; see agentdCliArgs in
+# test/harness/agentd-process.ts): a start costs about half the CPU of one through tsx, and the
+# packaging tests' rebuilds of dist/ never pull files from under a running server. Without a
+# fresh build (it failed, or TEST_STEPS left it out) the servers run the sources through tsx.
+build_and_copy_for_tests() {
+  npm run build
+  cp -r dist .test-dist
+}
+rm -rf .test-dist
+run_step build "build (the npm package: dist/ with type declarations)" build_and_copy_for_tests
+if [[ -f .test-dist/src/cli/main.js ]]; then export AGENTD_TEST_DIST="$PWD/.test-dist"; fi
 wait_steps system-packages mongo-java-server release-tools mcp-python
 run_step typescript "TypeScript tests (vitest: unit, store conformance, end-to-end)" npx vitest run "$@"
 steps_summary

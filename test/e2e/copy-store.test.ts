@@ -5,17 +5,15 @@
 // directory a server of this release wrote, moved by the documented command and served again.
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { copyStore } from "../../stores/copy/copy-store.js";
 import { digestOf, readSessionContent } from "../../stores/copy/session-content.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { FileSessionStore } from "../../stores/file-store.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
-import { REPO_ROOT, startAgentd } from "../harness/agentd-process.js";
+import { agentdCliArgs, REPO_ROOT, startAgentd } from "../harness/agentd-process.js";
 import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { expectSameSessions, populate, type Populated } from "../stores/copy-fixtures.js";
@@ -27,8 +25,6 @@ import { freshSchema, postgresForTests } from "../harness/postgres-server.js";
 const tempDir = useTempDirs("agentd-copy-store-cli-");
 const mongo = useMongoServer("agentd_copy_store");
 const SESSIONS = 1000;
-/** The tsx loader by absolute URL, so a CLI started in another working directory finds it. */
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
 /** A running `agentd copy-store` process. */
 interface CopyRun {
@@ -40,15 +36,11 @@ interface CopyRun {
 }
 
 function copyStoreCli(args: string[], cwd = REPO_ROOT): CopyRun {
-  const proc = spawn(
-    `${REPO_ROOT}node_modules/.bin/node`,
-    ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`, "copy-store", ...args],
-    {
-      cwd,
-      env: { ...process.env, NODE_OPTIONS: "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const proc = spawn(`${REPO_ROOT}node_modules/.bin/node`, [...agentdCliArgs(), "copy-store", ...args], {
+    cwd,
+    env: { ...process.env, NODE_OPTIONS: "" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const lines: string[] = [];
   let pending = "";
   let stderr = "";

@@ -10,6 +10,28 @@ export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** The tsx loader by absolute URL, so servers started in another working directory find it. */
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
+/**
+ * The built copy of the sources the servers run from, when the test command made one
+ * (`AGENTD_TEST_DIST`, set by scripts/test-all.sh right after `npm run build`, which copies dist/
+ * there: the packaging tests rebuild dist/ itself while the suite runs); otherwise undefined and
+ * the servers run the sources through tsx, so a `npx vitest run <file>` always tests the sources
+ * as they are. A built start costs about half the CPU of a tsx one (no transpiling at start).
+ */
+const BUILT_COPY = process.env.AGENTD_TEST_DIST || undefined;
+
+/**
+ * The Node.js arguments that run the agentd CLI (`<these> serve …`, `<these> copy-store …`):
+ * `--import tsx src/cli/main.ts`, or with a built copy ({@link BUILT_COPY})
+ * `--import test/harness/built-copy-imports.ts <copy>/src/cli/main.js`, which loads TypeScript
+ * agents modules with Node's own type stripping and gives their imports of `src/` the built files.
+ * `builtCopy` defaults to `AGENTD_TEST_DIST`.
+ */
+export function agentdCliArgs(builtCopy: string | undefined = BUILT_COPY): string[] {
+  return builtCopy
+    ? ["--import", `${REPO_ROOT}test/harness/built-copy-imports.ts`, `${builtCopy}/src/cli/main.js`]
+    : ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`];
+}
+
 /** Options for {@link startAgentd}. */
 export interface StartAgentdOptions {
   /** Extra CLI arguments after `serve --port 0 --store <default>` (later flags win, e.g. `--store file:...`). */
@@ -82,7 +104,8 @@ export interface AgentdProcess {
 /** The default start deadline of {@link startAgentd} (a safety net for a loaded machine). */
 export const STARTUP_TIMEOUT_MS = 120_000;
 
-function nodeBinary(): string {
+/** The project's Node.js (the `node` devDependency, Node 24) when installed, else the running one. */
+export function nodeBinary(): string {
   const local = `${REPO_ROOT}node_modules/.bin/node`;
   return existsSync(local) ? local : process.execPath;
 }
@@ -111,16 +134,14 @@ export function defaultStoreUri(): string {
 }
 
 /**
- * Spawns `node --import tsx src/cli/main.ts serve --port 0 --store <default>
- * [--examples] ...args` (default: see {@link defaultStoreUri}; one process, so signals
+ * Spawns `node <agentdCliArgs()> serve --port 0 --store <default>
+ * [--examples] ...args` (sources through tsx, or the built copy: see {@link agentdCliArgs}; default store: see {@link defaultStoreUri}; one process, so signals
  * reach the server directly), waits for
  * its `agentd listening` line and returns a handle. Rejects with the
  * collected output if the process exits or stays silent first.
  */
 export async function startAgentd(options: StartAgentdOptions = {}): Promise<AgentdProcess> {
-  const entry = options.viaBin
-    ? [`${REPO_ROOT}bin/agentd.js`]
-    : ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`];
+  const entry = options.viaBin ? [`${REPO_ROOT}bin/agentd.js`] : agentdCliArgs();
   const argv = [
     ...entry,
     "serve",

@@ -76,7 +76,30 @@ describe("scripts/test-all.sh", () => {
     await mkdir(join(dir, ".tools/venv/bin"), { recursive: true });
     await executable(join(dir, ".tools/venv/bin/python"), `#!/usr/bin/env bash\necho "python $*" >>"${records}"\n`);
     await mkdir(join(dir, "suite"));
-    await writeFile(join(dir, "package.json"), `{ "type": "module" }\n`);
+    // `npm run build` makes a stand-in of the built CLI; BUILD_FAIL=1 makes it fail.
+    await writeFile(
+      join(dir, "package.json"),
+      JSON.stringify({
+        type: "module",
+        scripts: { build: 'test -z "$BUILD_FAIL" && mkdir -p dist/src/cli && echo "// built" > dist/src/cli/main.js' },
+      }) + "\n",
+    );
+    // A suite of its own (passed with --config) that records which built copy its servers would run.
+    await mkdir(join(dir, "suite-built-copy"));
+    await writeFile(
+      join(dir, "built-copy.config.ts"),
+      `export default { test: { include: ["suite-built-copy/*.test.ts"] } };\n`,
+    );
+    await writeFile(
+      join(dir, "suite-built-copy/records.test.ts"),
+      `import { appendFileSync, readFileSync } from "node:fs";\n` +
+        `import { it } from "vitest";\n` +
+        `it("records AGENTD_TEST_DIST", () => {\n` +
+        `  const copy = process.env.AGENTD_TEST_DIST;\n` +
+        `  const cli = copy ? readFileSync(copy + "/src/cli/main.js", "utf8").trim() : "-";\n` +
+        `  appendFileSync(${JSON.stringify(records)}, "AGENTD_TEST_DIST=" + (copy ?? "unset") + " " + cli + "\\n");\n` +
+        `});\n`,
+    );
     await writeFile(join(dir, "vitest.config.ts"), `export default { test: { include: ["suite/*.test.ts"] } };\n`);
     await writeFile(
       join(dir, "suite/one.test.ts"),
@@ -142,6 +165,32 @@ describe("scripts/test-all.sh", () => {
     expect(run.out).not.toContain("[typescript]");
     expect(run.code).toBe(0);
   }, 60_000);
+
+  it("the TypeScript suite's servers run from a copy of the build just made, and from the sources when that build failed", async () => {
+    await rm(records, { force: true });
+    const built = await bash(dir, ["scripts/test-all.sh", "--config", "built-copy.config.ts"], {
+      ...env,
+      TEST_STEPS: "build,typescript",
+    });
+    expect(summary(built.out)).toEqual([
+      ["build", "ok"],
+      ["typescript", "ok"],
+    ]);
+    expect(await readFile(records, "utf8")).toBe(`AGENTD_TEST_DIST=${join(dir, ".test-dist")} // built\n`);
+
+    // A failed build removes the copy of the one before: nothing stale is tested.
+    await rm(records, { force: true });
+    const failed = await bash(dir, ["scripts/test-all.sh", "--config", "built-copy.config.ts"], {
+      ...env,
+      TEST_STEPS: "build,typescript",
+      BUILD_FAIL: "1",
+    });
+    expect(summary(failed.out)).toEqual([
+      ["build", "FAILED"],
+      ["typescript", "ok"],
+    ]);
+    expect(await readFile(records, "utf8")).toBe("AGENTD_TEST_DIST=unset -\n");
+  }, 180_000);
 
   it("arguments after `npm test --` go to vitest", async () => {
     const run = await bash(dir, ["scripts/test-all.sh", "-t", "a passing test"], { ...env, TEST_STEPS: "typescript" });

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { createServer, type Server } from "node:net";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { REPO_ROOT, startAgentd } from "../harness/agentd-process.js";
+import { agentdCliArgs, REPO_ROOT, startAgentd } from "../harness/agentd-process.js";
 import { sessionWrittenAt, untilQueued } from "../harness/busy-session.js";
 import type { RunStreamResponse } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
@@ -22,7 +22,7 @@ async function runCli(
   env: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(NODE, ["--import", "tsx", "src/cli/main.ts", ...args], {
+    const { stdout, stderr } = await promisify(execFile)(NODE, [...agentdCliArgs(), ...args], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...env },
       timeout: 30_000,

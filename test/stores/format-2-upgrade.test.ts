@@ -9,7 +9,7 @@ import { upgradeFormat2Store } from "../../stores/file/format-2-upgrade.js";
 import { sessionKey } from "../../stores/file/store-layout.js";
 import { headToStore } from "../../stores/record-identity.js";
 import type { SessionHead, SnapshotRecord } from "../../stores/snapshot-store.js";
-import { REPO_ROOT } from "../harness/agentd-process.js";
+import { agentdCliArgs, REPO_ROOT } from "../harness/agentd-process.js";
 import { useTempDirs } from "./file-fixtures.js";
 import { allRecords, checkpointRecord, commitOf, pendingRecord, T0, type CounterState } from "./snapshot-factory.js";
 
@@ -158,7 +158,7 @@ describe("agentd upgrade-store (the CLI)", () => {
     try {
       const { stdout, stderr } = await promisify(execFile)(
         `${REPO_ROOT}node_modules/.bin/node`,
-        ["--import", "tsx", "src/cli/main.ts", ...args],
+        [...agentdCliArgs(), ...args],
         { cwd: REPO_ROOT, timeout: 30_000 },
       );
       return { code: 0, stdout, stderr };

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SqliteEngine, type SqliteEngineOptions } from "../../stores/sql/sqlite-engine.js";
 import { SQL_SCHEMA_VERSION } from "../../stores/sql/sql-migrations.js";
 import { SqlSessionStore } from "../../stores/sql/sql-store.js";
-import { REPO_ROOT } from "../harness/agentd-process.js";
+import { agentdCliArgs, REPO_ROOT } from "../harness/agentd-process.js";
 import { runStoreConformance } from "./conformance.js";
 import { sqlFootprint } from "./sql-fixtures.js";
 import { checkpointRecord, commitOf, commitRecord, sleep, T0, type CounterState } from "./snapshot-factory.js";
@@ -152,7 +152,7 @@ describe("agentd upgrade-store on an SQL store (the CLI)", () => {
     try {
       const { stdout, stderr } = await promisify(execFile)(
         `${REPO_ROOT}node_modules/.bin/node`,
-        ["--import", "tsx", "src/cli/main.ts", ...args],
+        [...agentdCliArgs(), ...args],
         { cwd: REPO_ROOT, timeout: 30_000 },
       );
       return { code: 0, stdout, stderr };
