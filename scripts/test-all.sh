@@ -60,6 +60,8 @@ build_and_copy_for_tests() {
 }
 rm -rf .test-dist
 run_step build "build (the npm package: dist/ with type declarations)" build_and_copy_for_tests
+# Decided here alone: a copy named by the environment this script was started in is not this build.
+unset AGENTD_TEST_DIST
 if [[ -f .test-dist/src/cli/main.js ]]; then export AGENTD_TEST_DIST="$PWD/.test-dist"; fi
 wait_steps system-packages mongo-java-server release-tools mcp-python
 run_step typescript "TypeScript tests (vitest: unit, store conformance, end-to-end)" npx vitest run "$@"

@@ -130,9 +130,11 @@ describe.each(Object.keys(sharedStores))("detached work on a %s store survives t
     ]);
 
     // Exactly one survivor took it over, and the row records who ran which part.
-    const takeovers = [...b.logLines(), ...c.logLines()].filter(
-      (line) => line.msg === TOOK_OVER && line.snapshotId === output.snapshotId,
-    );
+    const isTakeover = (line: Record<string, unknown>) =>
+      line.msg === TOOK_OVER && line.snapshotId === output.snapshotId;
+    // Info lines go out in batches: wait until the survivor's line is written, then check there is one.
+    await until("the survivor's takeover line", () => [...b.logLines(), ...c.logLines()].some(isTakeover));
+    const takeovers = [...b.logLines(), ...c.logLines()].filter(isTakeover);
     expect(takeovers).toEqual([
       expect.objectContaining({ from: "A", snapshotId: output.snapshotId, completedInputs: 1, remainingInputs: 2 }),
     ]);

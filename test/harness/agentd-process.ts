@@ -21,12 +21,20 @@ const BUILT_COPY = process.env.AGENTD_TEST_DIST || undefined;
 
 /**
  * The Node.js arguments that run the agentd CLI (`<these> serve …`, `<these> copy-store …`):
- * `--import tsx src/cli/main.ts`, or with a built copy ({@link BUILT_COPY})
- * `--import test/harness/built-copy-imports.ts <copy>/src/cli/main.js`, which loads TypeScript
- * agents modules with Node's own type stripping and gives their imports of `src/` the built files.
- * `builtCopy` defaults to `AGENTD_TEST_DIST`.
+ * the built copy's when the test command made one ({@link BUILT_COPY}), else the sources'
+ * (see {@link cliArgsFor}).
  */
-export function agentdCliArgs(builtCopy: string | undefined = BUILT_COPY): string[] {
+export function agentdCliArgs(): string[] {
+  return cliArgsFor(BUILT_COPY);
+}
+
+/**
+ * The Node.js arguments that run the agentd CLI from `builtCopy`:
+ * `--import test/harness/built-copy-imports.ts <copy>/src/cli/main.js`, which loads TypeScript
+ * agents modules with Node's own type stripping and gives their imports of `src/` the built files;
+ * with no copy (undefined), `--import tsx src/cli/main.ts`.
+ */
+export function cliArgsFor(builtCopy: string | undefined): string[] {
   return builtCopy
     ? ["--import", `${REPO_ROOT}test/harness/built-copy-imports.ts`, `${builtCopy}/src/cli/main.js`]
     : ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`];
@@ -85,6 +93,12 @@ export interface AgentdProcess {
   stop(signal?: NodeJS.Signals, killAfterMs?: number): Promise<number | null>;
   /** Everything written to stdout and stderr so far. */
   logs(): string;
+  /**
+   * Everything logged so far, once every line logged before this call has been written: the
+   * server writes info lines in batches, in order, so this sends a health check (Connect JSON
+   * over HTTP/1.1) and waits for its log line. For asserting what the log does NOT hold.
+   */
+  settledLogs(): Promise<string>;
   /** stdout lines that are JSON log records, parsed. */
   logLines(): Record<string, unknown>[];
   /**
@@ -100,6 +114,9 @@ export interface AgentdProcess {
     timeoutMs?: number,
   ): Promise<Record<string, unknown>[]>;
 }
+
+/** The health check {@link AgentdProcess.settledLogs} sends as its marker. */
+const HEALTH_CHECK = "/grpc.health.v1.Health/Check";
 
 /** The default start deadline of {@link startAgentd} (a safety net for a loaded machine). */
 export const STARTUP_TIMEOUT_MS = 120_000;
@@ -215,10 +232,24 @@ export async function startAgentd(options: StartAgentdOptions = {}): Promise<Age
       return code;
     },
     logs: () => output,
+    settledLogs,
     logLines,
     logLine: async (predicate, timeoutMs = 5_000) => (await waitForLines(predicate, 1, timeoutMs))[0]!,
     logLinesMatching: (predicate, count, timeoutMs = 5_000) => waitForLines(predicate, count, timeoutMs),
   };
+
+  async function settledLogs(): Promise<string> {
+    const isHealthCheck = (line: Record<string, unknown>): boolean => line.procedure === HEALTH_CHECK;
+    const before = logLines().filter(isHealthCheck).length;
+    const res = await fetch(`${url}${HEALTH_CHECK}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    await res.arrayBuffer();
+    await waitForLines(isHealthCheck, before + 1, 15_000);
+    return output;
+  }
 
   function logLines(): Record<string, unknown>[] {
     return stdoutText

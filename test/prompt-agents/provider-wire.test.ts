@@ -97,7 +97,7 @@ describe("openai/<model> through OPENAI_BASE_URL", () => {
       expect(output!.error?.status).toBe("UNAUTHENTICATED");
       expect(output!.error?.message).toContain("Incorrect API key provided: [redacted].");
       expect(output!.error?.message).not.toMatch(/sk-|\*\*\*\*|wxyz/);
-      expect(server.logs()).not.toContain("sk-wire");
+      expect(await server.settledLogs()).not.toContain("sk-wire");
       expect(server.logs()).not.toContain("wxyz");
     },
   );

@@ -1,5 +1,5 @@
 // Under `npm test` the suite's servers run from a copy of the fresh build (AGENTD_TEST_DIST, set by
-// scripts/test-all.sh): agentdCliArgs picks the copy's CLI, and test/harness/built-copy-imports.ts
+// scripts/test-all.sh): agentdCliArgs (cliArgsFor) picks the copy's CLI, and test/harness/built-copy-imports.ts
 // lets a TypeScript agents module run on Node's own type stripping with its imports of the
 // checkout's sources answered by the copy's built files. Without the variable, the sources run
 // through tsx.
@@ -9,16 +9,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agentdCliArgs, nodeBinary, REPO_ROOT } from "../harness/agentd-process.js";
+import { cliArgsFor, nodeBinary, REPO_ROOT } from "../harness/agentd-process.js";
 
 describe("the CLI the harness starts", () => {
   it("is src/cli/main.ts through tsx without a built copy", () => {
-    const args = agentdCliArgs(undefined);
+    const args = cliArgsFor(undefined);
     expect(args).toEqual(["--import", expect.stringMatching(/\/tsx\/.*\.m?js$/), `${REPO_ROOT}src/cli/main.ts`]);
   });
 
   it("is the copy's src/cli/main.js with the built-copy import hooks when there is one", () => {
-    expect(agentdCliArgs("/somewhere/.test-dist")).toEqual([
+    expect(cliArgsFor("/somewhere/.test-dist")).toEqual([
       "--import",
       `${REPO_ROOT}test/harness/built-copy-imports.ts`,
       "/somewhere/.test-dist/src/cli/main.js",

@@ -50,7 +50,7 @@ describe("the metrics endpoint of a server bound to another address (--host 127.
     });
     expect(res.headers.get("content-type")).toContain("text/plain");
     expect(await res.text()).toMatch(/^# (HELP|TYPE) /m);
-    expect(server.logs()).not.toContain(METRICS_TOKEN);
+    expect(await server.settledLogs()).not.toContain(METRICS_TOKEN);
   });
 });
 

@@ -86,6 +86,6 @@ describe("a provider echoing a configured key of no recognisable shape", () => {
     expect(output!.error?.status).toBe("UNAUTHENTICATED");
     expect(output!.error?.message).toContain("Incorrect API key provided: [redacted]. Check the key.");
     for (const piece of ["Zx9", "Sh4ped", "0042"]) expect(output!.error?.message).not.toContain(piece);
-    expect(server.logs()).not.toContain(KEY);
+    expect(await server.settledLogs()).not.toContain(KEY);
   });
 });
