@@ -57,6 +57,10 @@ export interface ToolCallEntry {
 /** What the journal reads and edits of the session: its history. */
 export interface JournalHistory {
   messages(): readonly Message[];
+  /** How many messages the history holds. */
+  readonly messageCount: number;
+  /** The message at `index` (negative: from the end), as `Array.prototype.at`. */
+  messageAt(index: number): Message | undefined;
   setMessages(messages: readonly Message[]): void;
 }
 
@@ -85,8 +89,8 @@ export function countToolCall(tool: string, outcome: "ran" | "replayed" | "refus
  */
 export class ToolCallJournal {
   private chain: Promise<void> = Promise.resolve();
-  /** The history the turn started from (a frozen array: later turns' messages never enter it). */
-  private readonly startHistory: readonly Message[];
+  /** How many messages the history held when the turn started (its identity hashes no later one). */
+  private readonly startLength: number;
   private turnValue: string | undefined;
   /** Index of the next new tool round. */
   nextRound: number;
@@ -98,9 +102,8 @@ export class ToolCallJournal {
     private readonly save: (() => Promise<void>) | undefined,
     private readonly stored?: TurnToolJournal,
   ) {
-    const history = session.messages();
-    this.startHistory = history;
-    const last = lastEntry(history);
+    this.startLength = session.messageCount;
+    const last = lastEntry(session);
     // A continued or resumed turn keeps the identity its earlier rounds used.
     this.turnValue = last?.turn;
     this.nextRound = last ? last.round + 1 : 0;
@@ -108,12 +111,17 @@ export class ToolCallJournal {
 
   /**
    * The turn part of this turn's tool-call identities (see `turnIdentity`).
-   * Computed on first use, from the history the turn started from: a turn
-   * that calls no tool never hashes its history, so its cost does not grow
-   * with the conversation.
+   * Computed on first use, from the messages the history held when the turn
+   * started (the turn edits only its own model messages, after the last user
+   * message, which the identity leaves out): a turn that calls no tool
+   * neither copies nor hashes its history, so its cost does not grow with
+   * the conversation.
    */
   get turn(): string {
-    return (this.turnValue ??= turnIdentity(this.requestId, this.startHistory));
+    return (this.turnValue ??= turnIdentity(
+      this.requestId,
+      this.requestId ? [] : this.session.messages().slice(0, this.startLength),
+    ));
   }
 
   /** The key of call `call` of round `round`. */
@@ -129,7 +137,7 @@ export class ToolCallJournal {
 
   /** The entry of part `partIndex` of the last message (the model message being answered). */
   entry(partIndex: number): ToolCallEntry | undefined {
-    return toolCallEntryOf(this.session.messages().at(-1)?.content[partIndex]);
+    return toolCallEntryOf(this.session.messageAt(-1)?.content[partIndex]);
   }
 
   /** Sets (merges) the entry of part `partIndex` of the last message. */
@@ -159,7 +167,7 @@ export class ToolCallJournal {
     const stored = await this.storedCalls(calls);
     for (const c of calls) {
       const earlier = this.entry(c.partIndex);
-      const key = earlier?.key ?? this.keyOf(c.round, callIndex(this.session.messages().at(-1)!, c.partIndex));
+      const key = earlier?.key ?? this.keyOf(c.round, callIndex(this.session.messageAt(-1)!, c.partIndex));
       const semantics = semanticsOf(c.request.name);
       if (earlier?.endedAt !== undefined && "output" in earlier) {
         plan.set(c.partIndex, { kind: "replay", key, output: earlier.output });
@@ -235,9 +243,9 @@ export class ToolCallJournal {
 }
 
 /** The last journal entry of the turn the history ends in (searched back to its last user message). */
-function lastEntry(history: readonly Message[]): ToolCallEntry | undefined {
-  for (let i = history.length - 1; i >= 0 && history[i]!.role !== "user"; i--) {
-    const message = history[i]!;
+function lastEntry(history: JournalHistory): ToolCallEntry | undefined {
+  for (let i = history.messageCount - 1; i >= 0 && history.messageAt(i)!.role !== "user"; i--) {
+    const message = history.messageAt(i)!;
     if (message.role !== "model") continue;
     for (let p = message.content.length - 1; p >= 0; p--) {
       const entry = toolCallEntryOf(message.content[p]);

@@ -89,7 +89,8 @@ class ToolLoop<S> {
   }
 
   async run(input: AgentInput): Promise<TurnResult> {
-    const history = this.ctx.session.messages();
+    // The history is read message by message: a turn never copies it before the model call.
+    const session = this.ctx.session;
     const turn = this.ctx.turn;
     this.journal = new ToolCallJournal(
       this.ctx.session,
@@ -105,7 +106,7 @@ class ToolLoop<S> {
           "INVALID_ARGUMENT",
           "send input.resume without input.message: a resume continues the interrupted turn",
         );
-      const pending = pendingRequests(history.at(-1));
+      const pending = pendingRequests(session.messageAt(-1));
       if (!pending)
         throw new AgentError(
           "INVALID_ARGUMENT",
@@ -123,12 +124,12 @@ class ToolLoop<S> {
       if (await this.answer(answers, Math.max(0, this.journal.nextRound - 1))) return { finishReason: "interrupted" };
       rounds = 1;
     } else {
-      const pending = pendingRequests(history.at(input.message ? -2 : -1));
+      const pending = pendingRequests(session.messageAt(input.message ? -2 : -1));
       if (pending) throw unresolvedInterruptError(pending);
       // A turn continued after a takeover: the tool rounds it already did count toward the limit.
-      if (this.ctx.turn.continued) rounds = toolRoundsSinceLastUserMessage(history);
+      if (this.ctx.turn.continued) rounds = toolRoundsSinceLastUserMessage(session.messages());
       // Cut inside a tool round (checkpointed before or during it): answer that round first, from the journal.
-      const open = this.ctx.turn.continued ? history.at(-1) : undefined;
+      const open = this.ctx.turn.continued ? session.messageAt(-1) : undefined;
       if (open?.role === "model" && toolRequestsOf(open).length > 0) {
         rounds++;
         if (await this.answer(runAnswers(open), this.journal.roundOf(open))) return { finishReason: "interrupted" };

@@ -76,6 +76,16 @@ export class Session<S = unknown> {
     return (this.historyView ??= Object.freeze(this.history.slice()));
   }
 
+  /** How many messages the history holds (no copy of it). */
+  get messageCount(): number {
+    return this.history.length;
+  }
+
+  /** The history's message at `index` (negative: from the end, as `Array.prototype.at`), without copying the history. */
+  messageAt(index: number): Message | undefined {
+    return this.history.at(index);
+  }
+
   /**
    * `prelude` followed by the history, in a new array the caller owns (its
    * messages are the session's frozen ones): what a model request is sent.
