@@ -1,3 +1,5 @@
+import { redactStoreUri } from "../../stores/redact-uri.js";
+
 /** Whether a store URI names the retired file store (`file:<dir>`). */
 export function isFileStoreUri(uri: string): boolean {
   return uri.trim().startsWith("file:");
@@ -7,7 +9,13 @@ export function isFileStoreUri(uri: string): boolean {
 function fileStoreDir(uri: string): string {
   const trimmed = uri.trim();
   let dir = trimmed.slice("file:".length);
-  if (dir.startsWith("//")) dir = decodeURIComponent(new URL(trimmed).pathname);
+  if (dir.startsWith("//")) {
+    try {
+      dir = decodeURIComponent(new URL(trimmed).pathname);
+    } catch {
+      // not a URL this hint can read: quote the path as written
+    }
+  }
   if (dir.length > 1) dir = dir.replace(/\/+$/, "");
   return dir === "" ? "." : dir;
 }
@@ -22,7 +30,7 @@ function fileStoreDir(uri: string): string {
 export function retiredFileStoreMessage(what: string, uri: string, from?: string): string {
   const dir = fileStoreDir(uri);
   const sqlite = `sqlite:${dir === "/" ? "" : dir}/agentd.db`;
-  const source = from?.trim() ?? `file:${dir}`;
+  const source = from === undefined ? `file:${dir}` : redactStoreUri(from.trim());
   return (
     `${what} ${uri.trim()}: the file store is retired; copy ${from === undefined ? "its" : "the"} sessions into SQLite with ` +
     `"agentd copy-store ${source} ${sqlite}", then serve --store ${sqlite}`

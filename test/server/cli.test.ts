@@ -155,6 +155,19 @@ describe("agentd serve (a real process)", () => {
     expect(existsSync(join(dir, "moved"))).toBe(false);
   });
 
+  it("copy-store's refusal of a file: destination hides the source's password", async () => {
+    const result = await runCli(["copy-store", "postgres://app:hunter2-pw@127.0.0.1:1/agentd", "file:/tmp/x"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("the file store is retired");
+    expect(result.stderr).not.toContain("hunter2-pw");
+  });
+
+  it("exits 2 with the usage hint for a file:// URI that is not a URL", async () => {
+    const result = await runCli(["serve", "--port", "0", "--store", "file://%zz"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("the file store is retired");
+  });
+
   it("exits 2 for an unknown --busy-policy", async () => {
     const result = await runCli(["serve", "--port", "0", "--store", "memory:", "--busy-policy", "wait"]);
     expect(result.code).toBe(2);
