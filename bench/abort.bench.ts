@@ -9,7 +9,7 @@
 // ratios against the in-memory same-process baseline measured in this run.
 //
 // Environment: ABORTS (per scenario, default 200); BENCH_STORES, a comma list of
-// file,mongodb,sqlite,postgres (default all; the memory baseline always runs):
+// mongodb,sqlite,postgres (default all; the memory baseline always runs):
 // sqlite shares one file between the two processes (the other process's Abort
 // is noticed by polling PRAGMA data_version), postgres starts a real server
 // (fsync on) whose LISTEN/NOTIFY carries it.
@@ -24,7 +24,7 @@ import { textInput } from "../test/harness/wire-chat.js";
 import { agentServiceClient } from "../test/harness/wire-clients.js";
 
 const N = Number(process.env.ABORTS ?? 200);
-const STORES = new Set((process.env.BENCH_STORES ?? "file,mongodb,sqlite,postgres").split(","));
+const STORES = new Set((process.env.BENCH_STORES ?? "mongodb,sqlite,postgres").split(","));
 
 interface Scenario {
   name: string;
@@ -106,7 +106,6 @@ async function main(): Promise<void> {
       : [];
   const scenarios: Scenario[] = [
     { name: "memory, same process", storeUri: "memory:", crossProcess: false },
-    ...both("file", (where) => `file:${join(dir, where)}`),
     ...both("mongodb", (where) => withDatabase(mongo!.uri, `bench_abort_${where}`)),
     ...both("sqlite", (where) => `sqlite:${join(dir, `${where}.db`)}`),
     ...both("postgres", (where) => postgres!.uri(`bench_abort_${where}`)),

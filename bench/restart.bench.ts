@@ -1,6 +1,6 @@
 // npm run bench:restart — clients ride out a crash (issue 47).
 //
-// For each client language (LANGS=ts,go,python): agentd on a fresh file store
+// For each client language (LANGS=ts,go,python): agentd on a fresh SQLite store
 // (STORE=mongodb: a database on mongo-java-server, or MONGODB_URI) with the
 // echo model's 100 ms delay per chunk is SIGKILLed and restarted on the same
 // port every 2–4 s (each incarnation up that long once listening) while
@@ -41,7 +41,7 @@ try {
     const dir = await mkdtemp(join(tmpdir(), "agentd-restart-bench-"));
     const storeUri = mongo
       ? mongoDatabase(mongo.uri, `restart_${variant.replace("-", "_")}_${Date.now()}`)
-      : `file:${dir}`;
+      : `sqlite:${join(dir, "agentd.db")}`;
     const loop = new KillRestartLoop({ args: ["--store", storeUri, "--echo-delay-ms", "100"] });
     try {
       await loop.start();

@@ -2,15 +2,15 @@
  * Wire benchmark (`npm run bench:wire`): what a Chat turn costs over the wire
  * in agentd against a bare connect-node bidi echo server with the same
  * service, message shapes and sizes (bench/wire/bare-echo-server.ts). Starts,
- * as their own processes, agentd on the memory store, agentd on a file store
- * (fsync on, in a temp directory) and the bare server, then measures, over
+ * as their own processes, agentd on the memory store, agentd on an SQLite
+ * store (fsync on, in a temp directory) and the bare server, then measures, over
  * gRPC h2c with the echo model and one short user message per turn:
  *
  * - p50/p99 per turn, sequential on one Chat stream (memory store; and the
- *   file store, whose turn waits for its fsyncs, when the file part runs);
+ *   persisted stores, whose turns wait for their fsyncs, when their parts run);
  * - turns per server CPU-second (utime + stime of the server process from
  *   /proc, not wall time) at 50 and 200 concurrent sessions of up to
- *   20 turns each, for the memory and file stores;
+ *   20 turns each, for the memory and persisted stores;
  *
  * - health Check p50/p99 during each throughput run of agentd: a probe calls
  *   `grpc.health.v1.Health/Check` every 25 ms over its own connection while
@@ -32,8 +32,8 @@
  * Environment: REPS, SEQ_TURNS (default 1000), LOAD_TURNS (turns per
  * throughput run, default 4000), BENCH_LOG_LEVEL (agentd's --log-level,
  * default info), BENCH_PARTS (comma list of
- * seq,memory,file,sqlite,sqlite-normal,postgres; default
- * seq,memory,file,sqlite; sqlite-normal is SQLite with
+ * seq,memory,sqlite,sqlite-normal,postgres; default
+ * seq,memory,sqlite (the file store is retired); sqlite-normal is SQLite with
  * ?synchronous=normal, no fsync per commit; postgres starts a real PostgreSQL server,
  * fsync on, as test/harness/postgres-server.ts does), BENCH_REQUEST_IDS (1,
  * the default: every input carries a request ID as agentd's clients send;
@@ -64,9 +64,9 @@ const LOAD_TURNS = Number(process.env.LOAD_TURNS ?? 4000);
 const TURNS_PER_SESSION = 20;
 const CONCURRENCY = [50, 200];
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "info";
-const PARTS = new Set((process.env.BENCH_PARTS ?? "seq,memory,file,sqlite").split(","));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "seq,memory,sqlite").split(","));
 /** The stores that persist (each a part of BENCH_PARTS), in report order. */
-const PERSISTED = ["file", "sqlite", "sqlite-normal", "postgres"] as const;
+const PERSISTED = ["sqlite", "sqlite-normal", "postgres"] as const;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const TRACING = ["1", "on", "true"].includes(process.env.BENCH_TRACING ?? "");
 const CLI = process.env.BENCH_CLI === "source" ? "source" : "built";
@@ -137,7 +137,6 @@ async function main(): Promise<void> {
     if (traced) servers.push(traced);
     if (PARTS.has("postgres")) postgres = await PostgresServer.start({ durable: true });
     const uris: Record<(typeof PERSISTED)[number], string> = {
-      file: `file:${join(fileDir, "file")}`,
       sqlite: `sqlite:${join(fileDir, "sqlite", "agentd.db")}`,
       "sqlite-normal": `sqlite:${join(fileDir, "sqlite-normal", "agentd.db")}?synchronous=normal`,
       postgres: postgres?.uri("bench") ?? "",

@@ -79,6 +79,11 @@ export type { FileSessionStoreOptions };
  * `deleteSession` removes the log and chunk logs under the session's lock.
  * Nothing expires on its own: the owner calls `sweepExpired` and
  * `sweepChunks` (at open and on a timer).
+ *
+ * @deprecated The file store is retired as a serving store (`agentd serve
+ * --store file:` is refused); it is kept only as the reader of `agentd
+ * copy-store file:<dir> sqlite:<dir>/agentd.db`, which moves its sessions into
+ * SQLite. Use `SqlSessionStore` (or `openStoreFromUri("sqlite:…")`) instead.
  */
 export class FileSessionStore<S = unknown> implements SessionStore<S>, SnapshotSubscriber, ChunkLog {
   private readonly root: string;

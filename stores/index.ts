@@ -49,6 +49,11 @@ export {
   MAX_PAGE_SIZE,
   type SnapshotSortKey,
 } from "./snapshot-order.js";
+/**
+ * @deprecated The file store is retired as a serving store; `FileSessionStore`
+ * is kept only as the reader of `agentd copy-store file:<dir> sqlite:…`. Use
+ * `SqlSessionStore` or `openStoreFromUri("sqlite:…")`.
+ */
 export { FileSessionStore, type FileSessionStoreOptions } from "./file-store.js";
 export { upgradeFormat2Store, type Format2Upgrade } from "./file/format-2-upgrade.js";
 export { sanitizePathPrefix } from "./file/path-prefix.js";

@@ -10,6 +10,7 @@ import { corsOrigins, duration, instanceId, integer } from "./flag-values.js";
 import { securityConfig } from "./security-flags.js";
 import { DEFAULT_PORT, DEFAULT_STORE, type CliCommand, type ServeConfig } from "./serve-config.js";
 import { UsageError } from "./usage-error.js";
+import { isFileStoreUri, retiredFileStoreMessage } from "./retired-file-store.js";
 
 export { DEFAULT_PORT, DEFAULT_STORE, type CliCommand, type SecurityConfig, type ServeConfig } from "./serve-config.js";
 export { UsageError } from "./usage-error.js";
@@ -115,6 +116,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   if (host.trim() === "") throw new UsageError("--host must not be empty");
   const store = values.store ?? DEFAULT_STORE;
   if (store.trim() === "") throw new UsageError("--store must not be empty");
+  if (isFileStoreUri(store)) throw new UsageError(retiredFileStoreMessage("--store", store));
   const busyPolicy = (values["busy-policy"] ?? DEFAULT_SESSION_SETTINGS.busyPolicy) as BusyPolicy;
   if (!["reject", "enqueue", "interrupt"].includes(busyPolicy)) {
     throw new UsageError(`--busy-policy must be reject, enqueue or interrupt, got "${busyPolicy}"`);

@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { AgentError } from "../errors/agent-error.js";
 import { copyStore, type StoreCopyReport } from "../../stores/copy/copy-store.js";
 import type { SessionCopy } from "../../stores/copy/copy-session.js";
+import { isFileStoreUri, retiredFileStoreMessage } from "./retired-file-store.js";
 import { redactStoreUri } from "../../stores/redact-uri.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
@@ -13,8 +14,9 @@ export const COPY_STORE_USAGE = `Usage: agentd copy-store <from-uri> <to-uri> [-
 
 Copies every session of one store into another: each session's head (agent, owner, labels, TTL,
 lease), every snapshot record of every branch (IDs, parent links, turn indexes, timestamps,
-status, state) and the webhook outbox's events. Store URIs as for --store: file:<dir>,
-mongodb://host/db[?collectionPrefix=p], and any other store this agentd opens. Stop every agentd
+status, state) and the webhook outbox's events. Store URIs as for --store: sqlite:<file>,
+postgres://host/db, mongodb://host/db[?collectionPrefix=p], and any other store this agentd opens;
+the source may also be a retired file store, file:<dir> (never the destination). Stop every agentd
 using either store first.
 
 Each session is verified after its copy (record count and SHA-256 of the session, read back from
@@ -91,11 +93,11 @@ export async function copyStoreCommand(args: readonly string[]): Promise<number>
     process.stderr.write(`agentd: copy-store: --concurrency must be an integer from 1 to 64\n`);
     return 2;
   }
-  const same =
-    fromUri!.trim().startsWith("file:") && toUri!.trim().startsWith("file:")
-      ? fileDirectory(fromUri!) === fileDirectory(toUri!)
-      : fromUri!.trim() === toUri!.trim();
-  if (same) {
+  if (isFileStoreUri(toUri!)) {
+    process.stderr.write(`agentd: copy-store: ${retiredFileStoreMessage("the destination", toUri!, fromUri!)}\n`);
+    return 2;
+  }
+  if (fromUri!.trim() === toUri!.trim()) {
     process.stderr.write(`agentd: copy-store: the source and the destination are the same store\n`);
     return 2;
   }

@@ -18,6 +18,6 @@ export function warnOfLegacyFileStore(storeUri: string, logger: Pick<Logger, "wa
   logger.warn(
     { legacyStore: `file:${LEGACY_FILE_STORE}`, store: DEFAULT_STORE },
     `./.agentd holds a file store of an earlier agentd, which the default store (SQLite) does not read: ` +
-      `copy it with "agentd copy-store file:${LEGACY_FILE_STORE} ${DEFAULT_STORE}", or serve it as before with --store file:${LEGACY_FILE_STORE}`,
+      `copy it with "agentd copy-store file:${LEGACY_FILE_STORE} ${DEFAULT_STORE}" (the file store is retired: --store file: is refused)`,
   );
 }

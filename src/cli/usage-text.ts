@@ -23,8 +23,9 @@ Through npm, flags go after "--": npm start -- --port 8080
 Options:
   --host <host>               interface to bind (default 127.0.0.1)
   --port <port>               TCP port, 0 = any free port (default $PORT or ${DEFAULT_PORT})
-  --store <uri>               sqlite:<file> | postgres://host/db | memory: | file:<dir> |
-                              mongodb://host/db (default sqlite:./.agentd/agentd.db)
+  --store <uri>               sqlite:<file> | postgres://host/db | memory: | mongodb://host/db
+                              (default sqlite:./.agentd/agentd.db; file:<dir> is retired:
+                              move it with agentd copy-store)
   --prompts <dir>             directory of .prompt files for prompt agents
   --examples, --no-examples   serve the example agents "assistant" and "tasks" (default: only
                               when no agents module and no --prompts is given)

@@ -32,7 +32,7 @@ function wrongFormat(dir: string, found: FoundFormat): AgentError {
   const what =
     found.format === 2
       ? `Stop every agentd using it and convert it with: agentd upgrade-store ${dir}`
-      : `Point the store at a new, empty directory (e.g. --store file:<new directory>) and keep this one for the agentd release that wrote it; ` +
+      : `Point the store at a new, empty directory and keep this one for the agentd release that wrote it; ` +
         `its data is not converted automatically.`;
   return new AgentError(
     "FAILED_PRECONDITION",

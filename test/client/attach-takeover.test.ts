@@ -5,17 +5,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgentClient, userText, type AgentStreamChunk } from "../../src/client/index.js";
 import { StreamedRun, type ChunkStreamResponse } from "../../src/client/streamed-run.js";
 import { agentOutputToWire, streamChunkToWire } from "../../src/protocol/index.js";
-import { FileSessionStore } from "../../stores/file-store.js";
+import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 
-/** Backdates the heartbeat of row `snapshotId` in the file store at `dir` halfway into the takeover window, as another process (its worker is dead: nothing writes it after). */
-async function presumeDead(dir: string, snapshotId: string): Promise<void> {
-  const store = new FileSessionStore(dir);
+/** Backdates the heartbeat of row `snapshotId` in the store at `uri` halfway into the takeover window, as another process (its worker is dead: nothing writes it after). */
+async function presumeDead(uri: string, snapshotId: string): Promise<void> {
+  const store = await openStoreFromUri(uri);
   try {
-    const written = await store.updateRecord(snapshotId, (r) => ({ ...r, heartbeatAt: Date.now() - 1.5 * TTL_MS }));
+    const written = await store.updateRecord?.(snapshotId, (r) => ({ ...r, heartbeatAt: Date.now() - 1.5 * TTL_MS }));
     expect(written?.status).toBe("pending");
   } finally {
-    await store.close();
+    await store.close?.();
   }
 }
 
@@ -28,12 +28,11 @@ const TTL_MS = 20_000;
 
 describe("client.attach after a takeover of detached work", () => {
   const words = "one two three four five six seven eight nine ten eleven twelve";
-  let dir: string;
+  let store: string;
   let a: AgentdProcess;
   let b: AgentdProcess;
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "agentd-client-takeover-"));
-    const store = `file:${dir}`;
+    store = `sqlite:${join(await mkdtemp(join(tmpdir(), "agentd-client-takeover-")), "agentd.db")}`;
     const liveness = ["--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", String(TTL_MS)];
     [a, b] = await Promise.all(
       ["A", "B"].map((id) => startAgentd({ args: ["--store", store, ...liveness, "--instance-id", id] })),
@@ -56,7 +55,7 @@ describe("client.attach after a takeover of detached work", () => {
       })(),
     ).rejects.toBeDefined(); // the connection died with A
     await a.stop("SIGKILL");
-    await presumeDead(dir, output.snapshotId!);
+    await presumeDead(store, output.snapshotId!);
 
     const run = createAgentClient(b.baseUrl).attach("assistant", output.snapshotId!);
     const chunks: AgentStreamChunk[] = [];

@@ -18,7 +18,7 @@ let server: AgentdProcess;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "agentd-retry-budget-"));
-  server = await startAgentd({ args: ["--store", `file:${dir}`] });
+  server = await startAgentd({ args: ["--store", `sqlite:${dir}/agentd.db`] });
 });
 afterAll(async () => {
   await server?.stop("SIGKILL");
@@ -37,7 +37,7 @@ describe("the default retry budget", () => {
     const run = client.run("assistant", "while down");
     const turn = conversation.send("also while down");
     await new Promise((resolve) => setTimeout(resolve, DOWN_MS)); // the outage, longer than the old budget
-    server = await startAgentd({ args: ["--store", `file:${dir}`, "--port", String(port)] });
+    server = await startAgentd({ args: ["--store", `sqlite:${dir}/agentd.db`, "--port", String(port)] });
 
     const out = await run;
     expect(messageText(out.message)).toBe("echo: while down");

@@ -1,8 +1,8 @@
 // `agentd copy-store <from> <to>` as a user runs it (a real CLI process): 1,000 sessions of a file
-// store into another file store, into SQLite, into PostgreSQL (a real server) and into MongoDB
-// (mongo-java-server) with every chain intact,
-// a copy killed midway and run again, a destination that holds something else, and the `.agentd`
-// directory a server of this release wrote, moved by the documented command and served again.
+// store (retired: copy-store reads it, nothing serves or writes it) into SQLite, into PostgreSQL (a
+// real server) and into MongoDB (mongo-java-server) with every chain intact, a copy killed midway
+// and run again, a destination that holds something else, a file: destination refused, and the
+// `.agentd` file store of an earlier release, moved by the documented command and served again.
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -111,20 +111,6 @@ describe("agentd copy-store", () => {
     );
   }
 
-  it("moves a file store of 1,000 sessions into another file store with every chain intact", async () => {
-    const dest = await tempDir();
-    const run = copyStoreCli([`file:${sourceDir}`, `file:${dest}`]);
-    expect(await run.exited, run.stderr()).toBe(0);
-    expect(run.stderr()).toBe("");
-    expectVerifiedOutput(run, ["copied"]);
-    const copy = fileStore(dest);
-    try {
-      expect(await expectSameSessions(source, copy, populated)).toBeGreaterThan(3 * SESSIONS);
-    } finally {
-      await copy.close();
-    }
-  }, 600_000);
-
   it("moves it into MongoDB with every chain intact; a second run writes nothing", async () => {
     const prefix = freshPrefix();
     const uri = `mongodb://127.0.0.1:${mongo.server.port}/agentd_copy_store?directConnection=true&collectionPrefix=${prefix}`;
@@ -186,8 +172,8 @@ describe("agentd copy-store", () => {
   }, 600_000);
 
   it("a copy killed midway finishes when run again: no duplicates, every session verified", async () => {
-    const dest = await tempDir();
-    const first = copyStoreCli([`file:${sourceDir}`, `file:${dest}`]);
+    const dest = `sqlite:${join(await tempDir(), "agentd.db")}`;
+    const first = copyStoreCli([`file:${sourceDir}`, dest]);
     const deadline = Date.now() + 300_000;
     while (sessionLines(first.lines).length < 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     first.kill();
@@ -196,14 +182,14 @@ describe("agentd copy-store", () => {
     expect(before).toBeGreaterThanOrEqual(200);
     expect(before).toBeLessThan(SESSIONS);
 
-    const second = copyStoreCli([`file:${sourceDir}`, `file:${dest}`]);
+    const second = copyStoreCli([`file:${sourceDir}`, dest]);
     expect(await second.exited, second.stderr()).toBe(0);
     const lines = sessionLines(second.lines);
     expect(lines.filter((l) => l.outcome === "unchanged").length).toBeGreaterThanOrEqual(before);
     expect(lines.filter((l) => l.outcome === "copied").length).toBeGreaterThan(0);
     for (const line of lines)
       expect({ records: line.records, checksum: line.checksum }).toEqual(expected.get(line.sessionId));
-    const copy = fileStore(dest);
+    const copy = await openSqlStore(dest);
     try {
       // Same record IDs in the same order per session: nothing written twice.
       await expectSameSessions(source, copy, populated);
@@ -217,8 +203,8 @@ describe("agentd copy-store", () => {
     const writer = new FileSessionStore(small, { fsync: false, debrisSweep: { intervalMs: 0 } });
     await populate(writer, 3);
     await writer.close();
-    const dest = await tempDir();
-    const taken = fileStore(dest);
+    const dest = `sqlite:${join(await tempDir(), "agentd.db")}`;
+    const taken = await openSqlStore(dest);
     await taken.commit({
       expectedVersion: 0,
       head: {
@@ -232,7 +218,7 @@ describe("agentd copy-store", () => {
       },
     });
     await taken.close();
-    const run = copyStoreCli([`file:${small}`, `file:${dest}`]);
+    const run = copyStoreCli([`file:${small}`, dest]);
     expect(await run.exited).toBe(1);
     expect(run.stderr()).toMatch(
       /^agentd: copy-store: FAILED_PRECONDITION: session s00001: the destination holds a session of this ID for another agent or owner/,
@@ -244,7 +230,7 @@ describe("agentd copy-store", () => {
     ).toEqual(["s00000", "s00002"]);
     expect(run.lines.at(-1)).toMatch(/1 failed.*NOT complete/);
 
-    const missing = copyStoreCli([`file:${dest}/nothing-here`, `file:${small}`]);
+    const missing = copyStoreCli([`file:${small}/nothing-here`, `sqlite:${join(await tempDir(), "agentd.db")}`]);
     expect(await missing.exited).toBe(2);
     expect(missing.stderr()).toMatch(/holds no agentd file store/);
     const one = copyStoreCli([`file:${small}`]);
@@ -252,14 +238,22 @@ describe("agentd copy-store", () => {
     expect(one.stderr()).toMatch(
       /^agentd: copy-store takes a source and a destination store URI\nUsage: agentd copy-store/,
     );
-    const same = copyStoreCli([`file:${small}`, `file:${small}/`]);
+    const same = copyStoreCli([dest, ` ${dest}`]);
     expect(await same.exited).toBe(2);
     expect(same.stderr()).toMatch(/the same store/);
+    // The file store is retired: a source only, never a destination.
+    const toFile = copyStoreCli([`file:${small}`, `file:${small}-copy`]);
+    expect(await toFile.exited).toBe(2);
+    expect(toFile.stderr()).toBe(
+      `agentd: copy-store: the destination file:${small}-copy: the file store is retired; copy the sessions into SQLite ` +
+        `with "agentd copy-store file:${small} sqlite:${small}-copy/agentd.db", then serve --store sqlite:${small}-copy/agentd.db\n`,
+    );
   }, 120_000);
 
-  it("moves the .agentd directory a server of this release wrote (the documented command); a server on the copy continues the sessions", async () => {
+  it("moves the .agentd file store of an earlier release (the documented command); a server on the default store continues the sessions", async () => {
     const cwd = await tempDir();
-    const first = await startAgentd({ cwd, args: ["--store", "file:./.agentd"] });
+    // The sessions a server wrote, in the file store an earlier release served from ./.agentd.
+    const first = await startAgentd({ cwd, args: ["--store", "sqlite:./first.db"] });
     const client = agentServiceClient(first.baseUrl, "grpc");
     const a1 = await client.run({ init: { agent: "assistant", labels: { team: "a" } }, input: textInput("one") });
     const sessionId = a1.output!.sessionId;
@@ -271,8 +265,23 @@ describe("agentd copy-store", () => {
     const other = await client.run({ init: { agent: "tasks" }, input: textInput("a task") });
     const before = await client.listSnapshots({ agent: "assistant", sessionId, includeState: true });
     expect(await first.stop("SIGTERM")).toBe(0);
+    const written = await openSqlStore(`sqlite:${join(cwd, "first.db")}`);
+    const legacy = new FileSessionStore(join(cwd, ".agentd"), { debrisSweep: { intervalMs: 0 } });
+    try {
+      expect(await copyStore(written, legacy)).toMatchObject({ sessions: 2, failures: [] });
+    } finally {
+      await written.close();
+      await legacy.close();
+    }
 
-    const run = copyStoreCli(["file:./.agentd", "file:./moved"], cwd);
+    const refused = await startAgentd({ cwd, args: ["--store", "file:./.agentd"] }).then(
+      async (p) => `started: ${await p.stop()}`,
+      (err: Error) => err.message,
+    );
+    expect(refused).toContain("agentd exited with code 2 before listening");
+    expect(refused).toContain('"agentd copy-store file:./.agentd sqlite:./.agentd/agentd.db"');
+
+    const run = copyStoreCli(["file:./.agentd", "sqlite:./.agentd/agentd.db"], cwd);
     expect(await run.exited, run.stderr()).toBe(0);
     expect(
       sessionLines(run.lines)
@@ -280,7 +289,7 @@ describe("agentd copy-store", () => {
         .sort(),
     ).toEqual([sessionId, other.output!.sessionId].sort());
 
-    const second = await startAgentd({ cwd, args: ["--store", "file:./moved"] });
+    const second = await startAgentd({ cwd, store: "cli-default" });
     try {
       const moved = agentServiceClient(second.baseUrl, "grpc");
       const after = await moved.listSnapshots({ agent: "assistant", sessionId, includeState: true });

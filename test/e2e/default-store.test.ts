@@ -1,10 +1,12 @@
-import { spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { nodeBinary, REPO_ROOT, startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { FileSessionStore } from "../../stores/file-store.js";
 import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
@@ -19,6 +21,20 @@ async function serve(cwd: string): Promise<AgentdProcess> {
   const p = await startAgentd({ cwd, store: "cli-default", viaBin: true });
   running.push(p);
   return p;
+}
+
+/** Runs `bin/agentd.js <args>` in `cwd` to its exit. */
+async function agentdBin(cwd: string, args: string[]): Promise<{ code: number; stderr: string }> {
+  try {
+    const { stderr } = await promisify(execFile)(nodeBinary(), [`${REPO_ROOT}bin/agentd.js`, ...args], {
+      cwd,
+      timeout: 120_000,
+    });
+    return { code: 0, stderr };
+  } catch (err) {
+    const e = err as { code: number; stderr: string };
+    return { code: e.code, stderr: e.stderr };
+  }
 }
 
 /** What the stock `sqlite3` shell prints for `sql` on `file` (node:sqlite when the shell is not installed). */
@@ -81,17 +97,26 @@ describe("the default store", { timeout: 300_000 }, () => {
     ).toEqual(["first turn", "echo: first turn", "second turn", "echo: second turn", "third turn", "echo: third turn"]);
   });
 
-  it("warns at start when ./.agentd still holds a file store of an earlier release, which stays usable", async () => {
+  it("warns at start when ./.agentd still holds a file store of an earlier release, which --store file: refuses and copy-store moves", async () => {
     const cwd = await mkdtemp(join(tmpdir(), "agentd-default-store-"));
     dirs.push(cwd);
-    const old = await startAgentd({ cwd, args: ["--store", "file:./.agentd"], viaBin: true });
-    running.push(old);
-    const before = await agentServiceClient(old.baseUrl, "grpc").run({
-      init: { agent: "assistant" },
-      input: textInput("kept in the file store"),
+    // A session in the file store an earlier release served from ./.agentd.
+    const legacy = new FileSessionStore(join(cwd, ".agentd"), { debrisSweep: { intervalMs: 0 } });
+    const sessionId = "kept-in-the-file-store";
+    await legacy.commit({
+      expectedVersion: 0,
+      head: {
+        sessionId,
+        agent: "assistant",
+        owner: "",
+        headSnapshotId: "",
+        turnCount: 0,
+        createdAt: 1,
+        updatedAt: 1,
+        labels: { kept: "yes" },
+      },
     });
-    await old.stop();
-    running.splice(running.indexOf(old), 1);
+    await legacy.close();
 
     const now = await serve(cwd);
     const warning = now.logLines().find((line) => String(line.msg).includes("file store of an earlier agentd"));
@@ -100,17 +125,23 @@ describe("the default store", { timeout: 300_000 }, () => {
       legacyStore: "file:./.agentd",
       msg: expect.stringContaining("agentd copy-store file:./.agentd sqlite:./.agentd/agentd.db"),
     });
+    expect(warning?.msg).not.toContain("serve it as before");
     await now.stop();
     running.splice(running.indexOf(now), 1);
 
-    // The SQLite file next to it does not disturb the file store.
-    const again = await startAgentd({ cwd, args: ["--store", "file:./.agentd"], viaBin: true });
-    running.push(again);
-    const { snapshot } = await agentServiceClient(again.baseUrl, "grpc").getSnapshot({
-      agent: "assistant",
-      sessionId: before.output!.sessionId,
-    });
-    expect(snapshot?.snapshotId).toBe(before.output!.snapshotId);
+    // Serving the file store is refused, naming the command that moves it.
+    const refused = await agentdBin(cwd, ["serve", "--port", "0", "--store", "file:./.agentd"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      '--store file:./.agentd: the file store is retired; copy its sessions into SQLite with "agentd copy-store file:./.agentd sqlite:./.agentd/agentd.db"',
+    );
+
+    // That command, then the default store serves the session.
+    const copied = await agentdBin(cwd, ["copy-store", "file:./.agentd", "sqlite:./.agentd/agentd.db"]);
+    expect(copied.code, copied.stderr).toBe(0);
+    const after = await serve(cwd);
+    const { session } = await agentServiceClient(after.baseUrl, "grpc").getSession({ sessionId });
+    expect(session?.labels).toEqual({ kept: "yes" });
   });
 
   it("stays quiet on the default store when ./.agentd holds no file store", async () => {

@@ -18,8 +18,8 @@ import { chunksText, textInput, WireChat } from "../harness/wire-chat.js";
 // Runs on the project's store (memory, or MongoDB in e2e-mongodb) and, in the
 // default project, again on a file store.
 const AGENT = "counted";
-const FILE_STORE_DIR = mkdtempSync(join(tmpdir(), "agentd-exactly-once-"));
-process.on("exit", () => rmSync(FILE_STORE_DIR, { recursive: true, force: true }));
+const SQLITE_DIR = mkdtempSync(join(tmpdir(), "agentd-exactly-once-"));
+process.on("exit", () => rmSync(SQLITE_DIR, { recursive: true, force: true }));
 
 /** A user text input carrying `requestId`. */
 function input(text: string, requestId: string): AgentInput {
@@ -37,7 +37,8 @@ async function codeOf(call: Promise<unknown>): Promise<Code | "ok"> {
 }
 
 describeExactlyOnce("the project's store", []);
-if (inject("e2eExpectedStore") === "memory") describeExactlyOnce("a file store", ["--store", `file:${FILE_STORE_DIR}`]);
+if (inject("e2eExpectedStore") === "memory")
+  describeExactlyOnce("an SQLite store", ["--store", `sqlite:${join(SQLITE_DIR, "agentd.db")}`]);
 
 function describeExactlyOnce(storeName: string, storeArgs: string[]): void {
   const agentd = useAgentd({ args: ["test/fixtures/retry-agents.ts", ...storeArgs] });
@@ -307,11 +308,11 @@ describe("retried session calls", () => {
   });
 });
 
-describe("exactly-once turns across instances (two servers, one file store)", () => {
+describe("exactly-once turns across instances (two servers, one SQLite store)", () => {
   const dir = mkdtempSync(join(tmpdir(), "agentd-exactly-once-shared-"));
   process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
-  const one = useAgentd({ args: ["test/fixtures/retry-agents.ts", "--store", `file:${dir}`] });
-  const two = useAgentd({ args: ["test/fixtures/retry-agents.ts", "--store", `file:${dir}`] });
+  const one = useAgentd({ args: ["test/fixtures/retry-agents.ts", "--store", `sqlite:${join(dir, "agentd.db")}`] });
+  const two = useAgentd({ args: ["test/fixtures/retry-agents.ts", "--store", `sqlite:${join(dir, "agentd.db")}`] });
 
   it("a retry on another instance waits for its running original (named by the lease) and answers its output", async () => {
     const { output } = await one.client.run({ init: { agent: AGENT }, input: textInput("hello") });

@@ -10,14 +10,17 @@ import { agentServiceClient } from "../harness/wire-clients.js";
 import { storedSnapshot } from "../harness/stored-records.js";
 import { until } from "../harness/until.js";
 
+/** The status of record `snapshotId` in the SQLite store in `dir`, read by a second store instance. */
 async function storedStatus(dir: string, snapshotId: string): Promise<string> {
-  return (await storedSnapshot(dir, snapshotId)).record.status;
+  return (await storedSnapshot(`sqlite:${join(dir, "agentd.db")}`, snapshotId)).record.status;
 }
 
 describe("liveness", () => {
   it("reports a pending row whose worker died as expired, without writing it", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-expiry-"));
-    const doomed = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-interval-ms", "100"] });
+    const doomed = await startAgentd({
+      args: ["--store", `sqlite:${dir}/agentd.db`, "--heartbeat-interval-ms", "100"],
+    });
     const { output } = await agentServiceClient(doomed.baseUrl, "grpc").run({
       init: { agent: "assistant" },
       input: { ...textInput("never finishes because the process dies", { echoDelayMs: 1000 }), detach: true },
@@ -26,7 +29,7 @@ describe("liveness", () => {
 
     // --no-takeover: the reader would otherwise take the dead worker's work over (work-takeover.test.ts).
     const reader = await startAgentd({
-      args: ["--store", `file:${dir}`, "--heartbeat-ttl-ms", "300", "--no-takeover"],
+      args: ["--store", `sqlite:${dir}/agentd.db`, "--heartbeat-ttl-ms", "300", "--no-takeover"],
     });
     try {
       // The heartbeat going stale is time passing, which no event announces: poll until the row reads expired.
@@ -43,9 +46,11 @@ describe("liveness", () => {
 
   it("WatchSnapshot reports expired when the pending row's worker dies mid-watch", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-watch-expiry-"));
-    const doomed = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-interval-ms", "100"] });
+    const doomed = await startAgentd({
+      args: ["--store", `sqlite:${dir}/agentd.db`, "--heartbeat-interval-ms", "100"],
+    });
     const watcher = await startAgentd({
-      args: ["--store", `file:${dir}`, "--heartbeat-ttl-ms", "800", "--no-takeover"],
+      args: ["--store", `sqlite:${dir}/agentd.db`, "--heartbeat-ttl-ms", "800", "--no-takeover"],
     });
     try {
       const { output } = await agentServiceClient(doomed.baseUrl, "grpc").run({
@@ -98,7 +103,7 @@ describe("liveness", () => {
 
   it("at shutdown leaves unfinished detached work pending (never a false completed) and exits 0", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-drain-"));
-    const server = await startAgentd({ args: ["--store", `file:${dir}`, "--drain-ms", "300"] });
+    const server = await startAgentd({ args: ["--store", `sqlite:${dir}/agentd.db`, "--drain-ms", "300"] });
     const { output } = await agentServiceClient(server.baseUrl, "grpc").run({
       init: { agent: "assistant" },
       input: { ...textInput("far too slow to finish before the drain deadline", { echoDelayMs: 1000 }), detach: true },
@@ -109,7 +114,7 @@ describe("liveness", () => {
 
   it("at shutdown lets detached work that fits the drain deadline complete", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-drain-ok-"));
-    const server = await startAgentd({ args: ["--store", `file:${dir}`, "--drain-ms", "5000"] });
+    const server = await startAgentd({ args: ["--store", `sqlite:${dir}/agentd.db`, "--drain-ms", "5000"] });
     const { output } = await agentServiceClient(server.baseUrl, "grpc").run({
       init: { agent: "assistant" },
       input: { ...textInput("quick one", { echoDelayMs: 100 }), detach: true },

@@ -28,7 +28,7 @@ const slowInput = {
  * session at once. Without that, a call with busy policy REJECT is refused
  * ABORTED until the lease expires.
  */
-describe.each(["file", "mongodb"] as const)(
+describe.each(["sqlite", "mongodb"] as const)(
   "%s store: a restarted instance frees the sessions its killed predecessor held",
   (kind) => {
     let store: string;
@@ -36,9 +36,9 @@ describe.each(["file", "mongodb"] as const)(
     let mongo: MongoJavaServer | undefined;
     const started: AgentdProcess[] = [];
     beforeAll(async () => {
-      if (kind === "file") {
+      if (kind === "sqlite") {
         dir = await mkdtemp(join(tmpdir(), "agentd-restart-leases-"));
-        store = `file:${dir}`;
+        store = `sqlite:${dir}/agentd.db`;
       } else {
         mongo = await MongoJavaServer.start(0, { replicaSet: "rs0" });
         store = `${mongo.uri.replace(/\/?(\?|$)/, "/agentd_restart_leases$1")}`;

@@ -26,13 +26,13 @@ interface ConversationLog {
  * after its running turn, and the client's reconnect continues it on the
  * other instance. No call fails; no turn is lost or run twice.
  */
-describe("rolling restart of two instances on one file store", () => {
+describe("rolling restart of two instances on one SQLite store", () => {
   let dir: string;
   const running = new Set<AgentdProcess>();
   let balancer: TcpBalancer;
   let baseUrl: string;
   const start = async (): Promise<AgentdProcess> => {
-    const server = await startAgentd({ args: ["--store", `file:${dir}`, "--drain-ms", "20000"] });
+    const server = await startAgentd({ args: ["--store", `sqlite:${dir}/agentd.db`, "--drain-ms", "20000"] });
     running.add(server);
     return server;
   };

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,6 +11,7 @@ import { textInput, WireChat } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { failure } from "../harness/call-failure.js";
 import { until } from "../harness/until.js";
+import { sqliteValue } from "../harness/sqlite-rows.js";
 
 const agentd = useAgentd({ args: ["--heartbeat-interval-ms", "100"] });
 
@@ -175,47 +176,42 @@ describe("sessions of another tenant", () => {
   });
 });
 
-/** Every file under `dir` whose content or name mentions `needle`. */
-function filesMentioning(dir: string, needle: string): string[] {
-  const found: string[] = [];
-  for (const entry of readdirSync(dir, { recursive: true }) as string[]) {
-    const path = join(dir, entry);
-    if (!statSync(path).isFile()) continue;
-    if (entry.includes(needle) || readFileSync(path, "utf8").includes(needle)) found.push(entry);
-  }
-  return found;
+/** How many rows of the SQLite store `file` (head, records, request IDs, chunk logs) belong to `sessionId`. */
+function rowsOf(file: string, sessionId: string): number {
+  return ["heads", "records", "requests", "chunk_logs", "chunks"]
+    .map((table) => Number(sqliteValue(file, `SELECT count(*) FROM ${table} WHERE session_id = ?`, sessionId)))
+    .reduce((a, b) => a + b);
 }
 
 describe("--session-ttl", () => {
   let server: AgentdProcess;
-  let dir: string;
+  let file: string;
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "agentd-ttl-"));
-    server = await startAgentd({ args: ["--store", `file:${dir}`, "--session-ttl", "2s"] });
+    file = join(mkdtempSync(join(tmpdir(), "agentd-ttl-")), "agentd.db");
+    server = await startAgentd({ args: ["--store", `sqlite:${file}`, "--session-ttl", "2s"] });
   });
   afterAll(async () => {
     await server?.stop();
   });
 
-  it("makes a session NOT_FOUND 2 s after its last turn, and the sweep removes its files", async () => {
+  it("makes a session NOT_FOUND 2 s after its last turn, and the sweep deletes its rows", async () => {
     const client = agentServiceClient(server.baseUrl, "grpc");
     const lastTurnStarted = Date.now();
     const { output } = await client.run({ init: { agent: "assistant" }, input: textInput("short-lived") });
     const sessionId = output!.sessionId;
     const info = await client.getSession({ sessionId });
     expect(Number(info.session!.ttl!.seconds)).toBe(2);
-    expect(filesMentioning(dir, sessionId).length).toBeGreaterThan(0);
+    expect(rowsOf(file, sessionId)).toBeGreaterThan(0);
     // Expiry is time passing, which no event announces: poll until the session reads NOT_FOUND.
     const readCode = async () => (await failure(() => client.getSession({ sessionId }))).code;
     await until("the session to expire", async () => (await readCode()) === Code.NotFound, { intervalMs: 100 });
     expect(Date.now() - lastTurnStarted).toBeGreaterThanOrEqual(2_000); // not before its TTL
     expect((await failure(() => client.getSnapshot({ agent: "assistant", sessionId }))).code).toBe(Code.NotFound);
     await server.logLine((l) => l.msg === "expired sessions deleted" && Number(l.removed) >= 1, 10_000);
-    // Its log goes with the sweep; the commit journal segments holding its batches right after.
-    await until("no file to mention the session", () => filesMentioning(dir, sessionId).length === 0, {
+    await until("no row of the session left", () => rowsOf(file, sessionId) === 0, {
       intervalMs: 50,
       timeoutMs: 5_000,
     });
-    expect(existsSync(dir)).toBe(true);
+    expect(existsSync(file)).toBe(true);
   });
 });

@@ -20,7 +20,7 @@ const shape = (err: ConnectError, id: string): string => err.rawMessage.replaceA
 
 const stores: [string, () => string][] = [
   ["the test project's store", () => defaultStoreUri()],
-  ["the file store", () => `file:${mkdtempSync(join(tmpdir(), "agentd-tenants-"))}`],
+  ["an SQLite store", () => `sqlite:${join(mkdtempSync(join(tmpdir(), "agentd-tenants-")), "agentd.db")}`],
 ];
 
 describe.each(stores)("sessions are owned by the caller's tenant, on %s", (_name, storeUri) => {

@@ -11,10 +11,10 @@ import { storedSnapshot } from "../harness/stored-records.js";
 
 let server: AgentdProcess;
 let client: ReturnType<typeof agentServiceClient>;
-let storeDir: string;
+let store: string;
 beforeAll(async () => {
-  storeDir = await mkdtemp(join(tmpdir(), "agentd-transforms-"));
-  server = await startAgentd({ args: ["test/fixtures/agents.ts", "--store", `file:${storeDir}`] });
+  store = `sqlite:${join(await mkdtemp(join(tmpdir(), "agentd-transforms-")), "agentd.db")}`;
+  server = await startAgentd({ args: ["test/fixtures/agents.ts", "--store", store] });
   client = agentServiceClient(server.baseUrl, "grpc");
 });
 afterAll(async () => {
@@ -26,7 +26,7 @@ describe("state transform", () => {
     const { output } = await client.run({ init: { agent: "redacted" }, input: textInput("hello") });
     const { snapshot } = await client.getSnapshot({ agent: "redacted", snapshotId: output!.snapshotId });
     expect(valueFromWire(snapshot?.state?.custom)).toEqual({ visible: "hello" });
-    expect((await storedSnapshot(storeDir, output!.snapshotId)).state?.custom).toEqual({
+    expect((await storedSnapshot(store, output!.snapshotId)).state?.custom).toEqual({
       visible: "hello",
       secret: "secret-of-hello",
     });
@@ -74,7 +74,7 @@ describe("chunk transform", () => {
       if (res.output) snapshotId = res.output.snapshotId;
     }
     expect(chunks.join("")).toBe("echo: my ******** is ok");
-    expect((await storedSnapshot(storeDir, snapshotId)).state?.messages.at(-1)?.content[0]?.text).toBe(
+    expect((await storedSnapshot(store, snapshotId)).state?.messages.at(-1)?.content[0]?.text).toBe(
       "echo: my password is hunter2 ok",
     );
   });

@@ -42,7 +42,7 @@ export function cliArgsFor(builtCopy: string | undefined): string[] {
 
 /** Options for {@link startAgentd}. */
 export interface StartAgentdOptions {
-  /** Extra CLI arguments after `serve --port 0 --store <default>` (later flags win, e.g. `--store file:...`). */
+  /** Extra CLI arguments after `serve --port 0 --store <default>` (later flags win, e.g. `--store sqlite:...`). */
   args?: string[];
   /** Extra environment variables. */
   env?: NodeJS.ProcessEnv;

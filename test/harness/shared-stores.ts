@@ -1,6 +1,7 @@
-// The stores several agentd processes can share in one test: a fresh file
-// store directory, a fresh SQLite file, a fresh schema on a real PostgreSQL
-// server, or a MongoDB (mongo-java-server, or MONGODB_URI when set).
+// The stores several agentd processes can share in one test: a fresh SQLite
+// file, a fresh schema on a real PostgreSQL server, or a MongoDB
+// (mongo-java-server, or MONGODB_URI when set). No file store: it is retired
+// (`--store file:` is refused; copy-store still reads it).
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +16,6 @@ export interface SharedStore {
 
 /** The kinds of shared store, by name (`describe.each(Object.keys(sharedStores))`). */
 export const sharedStores: Record<string, () => Promise<SharedStore>> = {
-  file: async () => ({ uri: `file:${await mkdtemp(join(tmpdir(), "agentd-shared-"))}`, stop: async () => {} }),
   sqlite: async () => ({
     uri: `sqlite:${join(await mkdtemp(join(tmpdir(), "agentd-shared-")), "agentd.db")}`,
     stop: async () => {},

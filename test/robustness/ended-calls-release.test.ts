@@ -57,7 +57,14 @@ describe("a call that ended with an error releases its invocation and its HTTP/2
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "agentd-ended-calls-"));
     server = await startAgentd({
-      args: ["--store", `file:${dir}`, "--max-message-bytes", String(4 * MIB), "--max-concurrent-streams", "1000"],
+      args: [
+        "--store",
+        `sqlite:${dir}/agentd.db`,
+        "--max-message-bytes",
+        String(4 * MIB),
+        "--max-concurrent-streams",
+        "1000",
+      ],
     });
   });
   afterAll(async () => {

@@ -38,14 +38,14 @@ interface Seen {
   thrown?: string;
 }
 
-for (const store of ["memory", "file"] as const) {
+for (const store of ["memory", "sqlite"] as const) {
   describe(`${store} store: a turn that fails in-band while the client's request side is open is seen as that failure`, () => {
     let server: AgentdProcess;
     let dir: string | undefined;
     beforeAll(async () => {
-      dir = store === "file" ? await mkdtemp(join(tmpdir(), "agentd-in-band-")) : undefined;
+      dir = store === "sqlite" ? await mkdtemp(join(tmpdir(), "agentd-in-band-")) : undefined;
       server = await startAgentd({
-        args: ["--store", dir ? `file:${dir}` : "memory:", "--max-session-bytes", "1024"],
+        args: ["--store", dir ? `sqlite:${dir}/agentd.db` : "memory:", "--max-session-bytes", "1024"],
       });
     });
     afterAll(async () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 47, crash side, per client language: agentd on a file store is
+ * Issue 47, crash side, per client language: agentd on an SQLite store is
  * SIGKILLed and restarted on the same port every 2–4 s while 4 conversations
  * of 6 turns each run through the TypeScript, Go and Python clients with their
  * default retry policies. No input of a successful turn may be lost and none
@@ -26,11 +26,11 @@ const MAX_ROUNDS = 5;
 
 const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
 
-describe("SIGKILL + restart every 2–4 s under load (file store, echo delay 100 ms)", () => {
+describe("SIGKILL + restart every 2–4 s under load (SQLite store, echo delay 100 ms)", () => {
   for (const language of ["ts", "go", "python"] as const satisfies readonly ClientLanguage[]) {
     it(`the ${language} client loses no input and stores none twice`, { timeout: 600_000 }, async () => {
       const dir = await mkdtemp(join(tmpdir(), "agentd-kill-restart-"));
-      const loop = new KillRestartLoop({ args: ["--store", `file:${dir}`, "--echo-delay-ms", "100"] });
+      const loop = new KillRestartLoop({ args: ["--store", `sqlite:${dir}/agentd.db`, "--echo-delay-ms", "100"] });
       try {
         await loop.start();
         loop.run();

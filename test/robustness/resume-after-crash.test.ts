@@ -12,7 +12,9 @@ import { agentServiceClient } from "../harness/wire-clients.js";
 describe("resume by session after a crash during detached work", () => {
   it("skips the expired head back to the last completed turn and continues from there", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-crash-resume-"));
-    const doomed = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-interval-ms", "100"] });
+    const doomed = await startAgentd({
+      args: ["--store", `sqlite:${dir}/agentd.db`, "--heartbeat-interval-ms", "100"],
+    });
     const first = agentServiceClient(doomed.baseUrl, "grpc");
     const done = await first.run({ init: { agent: "assistant" }, input: textInput("hello") });
     const sessionId = done.output!.sessionId;
@@ -23,7 +25,7 @@ describe("resume by session after a crash during detached work", () => {
     });
     await doomed.stop("SIGKILL");
 
-    const survivor = await startAgentd({ args: ["--store", `file:${dir}`, "--heartbeat-ttl-ms", "300"] });
+    const survivor = await startAgentd({ args: ["--store", `sqlite:${dir}/agentd.db`, "--heartbeat-ttl-ms", "300"] });
     try {
       const client = agentServiceClient(survivor.baseUrl, "grpc");
       // The dead worker's heartbeat going stale is time passing, which no event announces:

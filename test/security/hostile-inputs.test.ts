@@ -340,12 +340,12 @@ describe("steer bounds", () => {
   });
 });
 
-describe("steers posted for detached work on another instance (shared file store)", () => {
+describe("steers posted for detached work on another instance (shared SQLite store)", () => {
   let shared: SharedStore;
   let a: AgentdProcess;
   let b: AgentdProcess;
   beforeAll(async () => {
-    shared = await sharedStores.file!();
+    shared = await sharedStores.sqlite!();
     // A heartbeat every 3 s: posted steers wait that long for A to answer them.
     const args = [
       "test/fixtures/hostile-agents.ts",

@@ -106,7 +106,7 @@ describe("--page-token-secret-file", () => {
     const dir = mkdtempSync(join(tmpdir(), "agentd-page-tokens-"));
     const secretFile = join(dir, "page-secret");
     writeFileSync(secretFile, "0123456789abcdef0123456789abcdef-shared\n");
-    const store = `file:${join(dir, "store")}`;
+    const store = `sqlite:${join(dir, "agentd.db")}`;
     const start = (secret: boolean) =>
       startAgentd({ args: ["--store", store, ...(secret ? ["--page-token-secret-file", secretFile] : [])] });
 

@@ -1,5 +1,6 @@
 import { execFile, spawn } from "node:child_process";
 import { once } from "node:events";
+import { existsSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -130,6 +131,41 @@ describe("agentd serve (a real process)", () => {
     const result = await runCli(["serve", "--port", "0", "--store", "redis://x"]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('unknown store URI "redis://x"');
+  });
+
+  it("exits 2 for --store file:<dir>, naming the copy-store command that moves it to SQLite", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "agentd-retired-file-store-"));
+    const result = await runCli(["serve", "--port", "0", "--store", ` file:${dir} `]);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).toContain(`--store file:${dir}: the file store is retired`);
+    expect(result.stderr).toContain(`"agentd copy-store file:${dir} sqlite:${dir}/agentd.db"`);
+    expect(result.stderr).toContain(`then serve --store sqlite:${dir}/agentd.db`);
+    expect(existsSync(join(dir, "agentd-store.json"))).toBe(false);
+  });
+
+  it("agentd copy-store exits 2 for a file: destination, naming the copy into SQLite instead", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "agentd-retired-file-store-"));
+    const result = await runCli(["copy-store", "memory:", `file:${dir}/moved`]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      `agentd: copy-store: the destination file:${dir}/moved: the file store is retired; copy the sessions into SQLite ` +
+        `with "agentd copy-store memory: sqlite:${dir}/moved/agentd.db", then serve --store sqlite:${dir}/moved/agentd.db\n`,
+    );
+    expect(existsSync(join(dir, "moved"))).toBe(false);
+  });
+
+  it("copy-store's refusal of a file: destination hides the source's password", async () => {
+    const result = await runCli(["copy-store", "postgres://app:hunter2-pw@127.0.0.1:1/agentd", "file:/tmp/x"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("the file store is retired");
+    expect(result.stderr).not.toContain("hunter2-pw");
+  });
+
+  it("exits 2 with the usage hint for a file:// URI that is not a URL", async () => {
+    const result = await runCli(["serve", "--port", "0", "--store", "file://%zz"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("the file store is retired");
   });
 
   it("exits 2 for an unknown --busy-policy", async () => {

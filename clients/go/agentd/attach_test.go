@@ -3,6 +3,7 @@ package agentd_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -129,11 +130,11 @@ func TestAttachToAnUnknownSnapshotIsNotFound(t *testing.T) {
 }
 
 // startTakeoverPair starts two agentd servers, instances A and B, on one fresh
-// file: store, with a short heartbeat (a silent run is presumed dead after
+// SQLite store, with a short heartbeat (a silent run is presumed dead after
 // 1 s), and stops them when the test ends.
 func startTakeoverPair(t *testing.T) (a, b *serverProcess) {
 	t.Helper()
-	store := "file:" + t.TempDir() // removed after the servers stopped (cleanups run last first)
+	store := "sqlite:" + filepath.Join(t.TempDir(), "agentd.db") // removed after the servers stopped (cleanups run last first)
 	start := func(id string) (*serverProcess, error) {
 		return startServer("--store", store, "--heartbeat-interval-ms", "100", "--heartbeat-ttl-ms", "1000", "--instance-id", id)
 	}

@@ -2,6 +2,7 @@ package agentd_test
 
 import (
 	"context"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,8 +16,8 @@ import (
 // most — succeeds once agentd is back on the same port, after more than 5
 // attempts, each retry starting within 30 s of the first failure.
 func TestDefaultRetryBudgetRidesOutACrashAndRestart(t *testing.T) {
-	dir := t.TempDir()
-	first, err := startServer("--store", "file:"+dir)
+	store := "sqlite:" + filepath.Join(t.TempDir(), "agentd.db")
+	first, err := startServer("--store", store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestDefaultRetryBudgetRidesOutACrashAndRestart(t *testing.T) {
 		done <- result{agentd.MessageText(out.GetMessage()), err}
 	}()
 	time.Sleep(3 * time.Second) // the outage
-	second, err := startServer("--store", "file:"+dir, "--port", strconv.Itoa(port))
+	second, err := startServer("--store", store, "--port", strconv.Itoa(port))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,8 +127,8 @@ SLOW = {"echoDelayMs": 150}
 
 @pytest.fixture(scope="module")
 def takeover_store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A fresh ``file:`` store shared by the takeover servers of this module."""
-    return f"file:{tmp_path_factory.mktemp('agentd-takeover-store')}"
+    """A fresh ``sqlite:`` store shared by the takeover servers of this module."""
+    return f"sqlite:{tmp_path_factory.mktemp('agentd-takeover-store') / 'agentd.db'}"
 
 
 def takeover_instance(directory: Path, store: str, instance_id: str) -> AgentdProcess:

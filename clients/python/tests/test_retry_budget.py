@@ -10,7 +10,7 @@ from conftest import AgentdProcess
 
 
 def test_the_default_budget_rides_out_a_crash_and_restart(tmp_path):
-    store = ["--store", f"file:{tmp_path / 'store'}"]
+    store = ["--store", f"sqlite:{tmp_path / 'agentd.db'}"]
     first = AgentdProcess(tmp_path / "first.log", store)
     port = first.address.rsplit(":", 1)[1]
     events = []

@@ -40,7 +40,7 @@ export function startWebhooks(
   if (!hasWebhookOutbox(raw))
     throw new AgentError(
       "FAILED_PRECONDITION",
-      "--webhook-url needs a store with a webhook outbox (memory:, file: and mongodb:// have one); this store has none",
+      "--webhook-url needs a store with a webhook outbox (memory:, sqlite:, postgres:// and mongodb:// have one); this store has none",
     );
   const full: WebhookSettings = { ...WEBHOOK_DEFAULTS, ...settings };
   const outbox = raw.webhookOutbox();
