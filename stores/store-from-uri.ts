@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { AgentError } from "../src/errors/agent-error.js";
 import { FileSessionStore } from "./file-store.js";
+import { fileStoreUriPath, isFileStoreUri } from "./file-store-uri.js";
 import { InMemorySessionStore } from "./memory-store.js";
 import { redactStoreUri } from "./redact-uri.js";
 import type { StoreLogger } from "./mongodb/store-logger.js";
@@ -37,9 +38,8 @@ export interface OpenStoreOptions {
 export async function openStoreFromUri(uri: string, options: OpenStoreOptions = {}): Promise<SessionStore> {
   const trimmed = uri.trim();
   if (trimmed === "memory:" || trimmed === "memory") return new InMemorySessionStore();
-  if (trimmed.startsWith("file:")) {
-    let path = trimmed.slice("file:".length);
-    if (path.startsWith("//")) path = decodeURIComponent(new URL(trimmed).pathname);
+  if (isFileStoreUri(trimmed)) {
+    const path = fileStoreUriPath(trimmed);
     if (path.length === 0) {
       throw new AgentError(
         "INVALID_ARGUMENT",

@@ -10,7 +10,8 @@ import { corsOrigins, duration, instanceId, integer } from "./flag-values.js";
 import { securityConfig } from "./security-flags.js";
 import { DEFAULT_PORT, DEFAULT_STORE, type CliCommand, type ServeConfig } from "./serve-config.js";
 import { UsageError } from "./usage-error.js";
-import { isFileStoreUri, retiredFileStoreMessage } from "./retired-file-store.js";
+import { retiredFileStoreMessage } from "./retired-file-store.js";
+import { isFileStoreUri } from "../../stores/file-store-uri.js";
 
 export { DEFAULT_PORT, DEFAULT_STORE, type CliCommand, type SecurityConfig, type ServeConfig } from "./serve-config.js";
 export { UsageError } from "./usage-error.js";

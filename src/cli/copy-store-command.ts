@@ -4,7 +4,8 @@ import { parseArgs } from "node:util";
 import { AgentError } from "../errors/agent-error.js";
 import { copyStore, type StoreCopyReport } from "../../stores/copy/copy-store.js";
 import type { SessionCopy } from "../../stores/copy/copy-session.js";
-import { isFileStoreUri, retiredFileStoreMessage } from "./retired-file-store.js";
+import { retiredFileStoreMessage } from "./retired-file-store.js";
+import { fileStoreUriPath, isFileStoreUri } from "../../stores/file-store-uri.js";
 import { redactStoreUri } from "../../stores/redact-uri.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
@@ -27,17 +28,10 @@ one did not (each named on stderr), 2 for a usage error or a store it cannot ope
   --concurrency <n>   sessions copied at the same time (default 4)
 `;
 
-/** The directory a `file:` URI names. */
-function fileDirectory(uri: string): string {
-  let path = uri.trim().slice("file:".length);
-  if (path.startsWith("//")) path = decodeURIComponent(new URL(uri.trim()).pathname);
-  return resolve(process.cwd(), path);
-}
-
 /** Opens the source; a `file:` directory that holds no store is refused (opening it would create one). */
 async function openSource(uri: string): Promise<SessionStore> {
-  if (uri.trim().startsWith("file:")) {
-    const dir = fileDirectory(uri);
+  if (isFileStoreUri(uri)) {
+    const dir = resolve(process.cwd(), fileStoreUriPath(uri));
     if (!existsSync(join(dir, "agentd-store.json")))
       throw new AgentError("NOT_FOUND", `${dir} holds no agentd file store (no agentd-store.json)`);
   }

@@ -1,20 +1,13 @@
+import { fileStoreUriPath } from "../../stores/file-store-uri.js";
 import { redactStoreUri } from "../../stores/redact-uri.js";
 
-/** Whether a store URI names the retired file store (`file:<dir>`). */
-export function isFileStoreUri(uri: string): boolean {
-  return uri.trim().startsWith("file:");
-}
-
-/** The directory a `file:` URI names, as the user wrote it (a `file://` URL decoded to its path). */
+/** The directory a `file:` URI names, as the user wrote it, without trailing slashes ("." for none). */
 function fileStoreDir(uri: string): string {
-  const trimmed = uri.trim();
-  let dir = trimmed.slice("file:".length);
-  if (dir.startsWith("//")) {
-    try {
-      dir = decodeURIComponent(new URL(trimmed).pathname);
-    } catch {
-      // not a URL this hint can read: quote the path as written
-    }
+  let dir: string;
+  try {
+    dir = fileStoreUriPath(uri);
+  } catch {
+    dir = uri.trim().slice("file:".length); // not a URL this hint can read: quote the path as written
   }
   if (dir.length > 1) dir = dir.replace(/\/+$/, "");
   return dir === "" ? "." : dir;

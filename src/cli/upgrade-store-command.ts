@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { upgradeFormat2Store } from "../../stores/file/format-2-upgrade.js";
+import { fileStoreUriPath, isFileStoreUri } from "../../stores/file-store-uri.js";
 import { redactStoreUri } from "../../stores/redact-uri.js";
 import { migrateSchema } from "../../stores/sql/sql-migrations.js";
 import { isSqlStoreUri, openSqlStore } from "../../stores/sql/sql-store-uri.js";
@@ -18,12 +19,7 @@ For an SQL store (sqlite:, postgres://), applies the schema migrations this agen
 
 /** The directory a `file:` store URI or a plain path names. */
 function storeDirectory(arg: string): string {
-  let path = arg.trim();
-  if (path.startsWith("file:")) {
-    path = path.slice("file:".length);
-    if (path.startsWith("//")) path = decodeURIComponent(new URL(arg.trim()).pathname);
-  }
-  return resolve(process.cwd(), path);
+  return resolve(process.cwd(), isFileStoreUri(arg) ? fileStoreUriPath(arg) : arg.trim());
 }
 
 /**
