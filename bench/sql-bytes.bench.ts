@@ -61,6 +61,7 @@ function counting(engine: SqlEngine, current: () => TurnBytes): SqlEngine {
         query: (sql, params) => tx.query(sql, params),
         run: (sql, params) => (count(sql, params), tx.run(sql, params)),
         write: (sql, params) => (count(sql, params), tx.write(sql, params)),
+        guard: (sql, params) => (count(sql, params), tx.guard(sql, params)),
         announce: (change) => tx.announce(change),
       }),
     );

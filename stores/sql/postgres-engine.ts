@@ -7,6 +7,7 @@ import {
   type SqlExecutor,
   type SqlRow,
   type SqlTransaction,
+  WriteConflict,
   type SqlValue,
 } from "./sql-engine.js";
 
@@ -98,9 +99,12 @@ export class PostgresEngine implements SqlEngine {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.pooled(async (client) => {
-          const writes: Array<{ sql: string; params: readonly SqlValue[] }> = [];
+          const writes: Array<{ sql: string; params: readonly SqlValue[]; guard?: boolean }> = [];
           const flush = async (): Promise<void> => {
-            for (const w of writes.splice(0)) await client.query(numberPlaceholders(w.sql), w.params as unknown[]);
+            for (const w of writes.splice(0)) {
+              const result = await client.query(numberPlaceholders(w.sql), w.params as unknown[]);
+              if (w.guard && !result.rowCount) throw new WriteConflict(w.sql);
+            }
           };
           const tx: SqlTransaction = {
             query: async (sql, params) => {
@@ -112,6 +116,7 @@ export class PostgresEngine implements SqlEngine {
               return (await client.query(numberPlaceholders(sql), params as unknown[])).rowCount ?? 0;
             },
             write: (sql, params) => void writes.push({ sql, params: params ?? [] }),
+            guard: (sql, params) => void writes.push({ sql, params: params ?? [], guard: true }),
             announce: async (change) => {
               await client.query("SELECT pg_notify($1, $2)", [this.channel, JSON.stringify(change)]);
             },
@@ -254,8 +259,8 @@ export class PostgresEngine implements SqlEngine {
     }
   }
 
-  private failure(err: unknown): AgentError {
-    if (err instanceof AgentError) return err;
+  private failure(err: unknown): AgentError | WriteConflict {
+    if (err instanceof AgentError || err instanceof WriteConflict) return err;
     const e = err as { code?: string; message?: string };
     const status = statusOf(e);
     return new AgentError(status, `postgres store ${this.description}: ${e.message ?? String(err)}`, {

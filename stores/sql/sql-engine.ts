@@ -43,11 +43,31 @@ export interface SqlTransaction extends SqlExecutor {
    */
   write(sql: string, params?: readonly SqlValue[]): void;
   /**
+   * Queues a compare-and-set like {@link write}: a statement that must change
+   * at least one row. When it changes none, the statements queued after it
+   * do not run, the transaction is rolled back and `transaction()` rejects
+   * with {@link WriteConflict} (so a transaction can send its condition and
+   * its writes together, without waiting for the condition's answer).
+   */
+  guard(sql: string, params?: readonly SqlValue[]): void;
+  /**
    * Tells the other processes sharing the database about `change` once the
    * transaction commits (PostgreSQL: NOTIFY in the transaction; SQLite: a
    * no-op, its followers poll the database's change counter).
    */
   announce(change: SqlChange): Promise<void>;
+}
+
+/**
+ * A {@link SqlTransaction.guard} statement changed no row: the transaction
+ * was rolled back and nothing of it landed. Not an AgentError: the caller
+ * decides what a failed condition means (the SQL store: a head that moved).
+ */
+export class WriteConflict extends Error {
+  constructor(readonly sql: string) {
+    super(`the transaction's condition matched no row: ${sql.split(/\s+/).slice(0, 3).join(" ")}`);
+    this.name = "WriteConflict";
+  }
 }
 
 /**

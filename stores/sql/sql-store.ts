@@ -2,10 +2,9 @@ import { AgentError } from "../../src/errors/agent-error.js";
 import type { SnapshotStatus } from "../../src/types/snapshot.js";
 import type { ChunkLog, ChunkLogKey, StoredChunk } from "../chunk-log.js";
 import { chainFrom } from "../ledger/state-chain.js";
-import { headToStore, keepIdentity } from "../record-identity.js";
+import { keepIdentity } from "../record-identity.js";
 import { decodePageToken, encodePageToken, pageSizeOf } from "../snapshot-order.js";
 import type {
-  CommittedRequest,
   ExpireHook,
   HeadCommit,
   HeadPage,
@@ -22,17 +21,11 @@ import type {
 import type { WebhookOutbox, WebhookOutboxStore } from "../webhook-outbox.js";
 import { SqlChangeFeed } from "./sql-change-feed.js";
 import { SqlChunkLogs } from "./sql-chunk-logs.js";
-import type { SqlEngine, SqlRow, SqlTransaction, SqlValue } from "./sql-engine.js";
+import type { SqlEngine, SqlValue } from "./sql-engine.js";
 import { migrateSchema } from "./sql-migrations.js";
-import {
-  HEAD_COLUMNS,
-  headFromRow,
-  headValues,
-  RECORD_COLUMNS,
-  recordFromRow,
-  recordValues,
-  requestsColumn,
-} from "./sql-rows.js";
+import { headFromRow, recordFromRow, recordValues, requestsColumn } from "./sql-rows.js";
+import { commitHead } from "./sql-head-commit.js";
+import { KnownRequests } from "./sql-request-rows.js";
 import { SqlSessionLifecycle } from "./sql-session-lifecycle.js";
 import { SqlToolJournal } from "./sql-tool-journal.js";
 import type { JournaledToolCall, ToolJournalScope, ToolResultJournal } from "../tool-result-journal.js";
@@ -67,6 +60,7 @@ export class SqlSessionStore<S = unknown>
   private readonly lifecycle: SqlSessionLifecycle;
   private readonly outbox: SqlWebhookOutbox;
   private readonly toolJournal: SqlToolJournal;
+  private readonly knownRequests = new KnownRequests();
   private migrated: Promise<void> | undefined;
   private closed = false;
 
@@ -110,7 +104,7 @@ export class SqlSessionStore<S = unknown>
       `SELECT h.head, ${requestsColumn(this.engine.dialect, "h.session_id")} FROM heads h WHERE h.session_id = ?`,
       [sessionId],
     );
-    return rows[0] ? headFromRow(rows[0]) : undefined;
+    return rows[0] ? this.remembered(headFromRow(rows[0])) : undefined;
   }
 
   /** The head of the session holding `snapshotId`: one query whatever the ID. */
@@ -121,57 +115,25 @@ export class SqlSessionStore<S = unknown>
        JOIN heads h ON h.session_id = r.session_id WHERE r.snapshot_id = ?`,
       [snapshotId],
     );
-    return rows[0] ? headFromRow(rows[0]) : undefined;
+    return rows[0] ? this.remembered(headFromRow(rows[0])) : undefined;
   }
 
-  /** The head's compare-and-set, its record and its request-ID entries in one transaction. */
+  /** `head` (read with its request rows in one statement), remembered for the next commit. */
+  private remembered(head: SessionHead): SessionHead {
+    this.knownRequests.remember(head);
+    return head;
+  }
+
+  /**
+   * The head's compare-and-set, its record and its request-ID entries in one
+   * transaction (see sql-head-commit.ts: one message to SQLite's writer when
+   * this store knows the session's request rows at `expectedVersion`).
+   */
   async commit(commit: HeadCommit<S>, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {
-    const next = headToStore(commit);
-    const record = commit.record;
-    const recordRow = record ? recordValues(record, 1) : undefined;
     await this.open();
-    let moved: boolean;
-    try {
-      moved = await this.engine.transaction(async (tx) => {
-        const values = headValues(next);
-        // The compare-and-set and the read of the stored request IDs leave together (one message on SQLite).
-        const [changed, stored] = await Promise.all([
-          commit.expectedVersion === 0
-            ? tx.run(
-                `INSERT INTO heads (${HEAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING`,
-                values,
-              )
-            : tx.run(
-                `UPDATE heads SET owner = ?, agent = ?, version = ?, updated_at = ?, expires_at = ?, lease_expires_at = ?, head = ?
-                 WHERE session_id = ? AND version = ?`,
-                [...values.slice(1), next.sessionId, commit.expectedVersion],
-              ),
-          commit.expectedVersion === 0
-            ? Promise.resolve([])
-            : tx.query(`SELECT request_id, snapshot_id, committed_at FROM requests WHERE session_id = ?`, [
-                next.sessionId,
-              ]),
-        ]);
-        if (changed === 0) return false;
-        if (recordRow) {
-          tx.write(`INSERT INTO records (${RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, recordRow);
-          if (record!.status === "pending")
-            await tx.announce({ kind: "status", snapshotId: record!.snapshotId, status: record!.status, version: 1 });
-        }
-        writeRequests(tx, next.sessionId, next.requests ?? [], next.version, stored);
-        return true;
-      });
-    } catch (err) {
-      if (record && err instanceof AgentError && err.status === "ALREADY_EXISTS")
-        throw new AgentError(
-          "ALREADY_EXISTS",
-          `snapshot ${record.snapshotId} already exists; a commit needs a new snapshot ID`,
-        );
-      throw err;
-    }
-    if (!moved) return undefined;
-    if (record) this.feed.status(record.snapshotId, record.status, 1);
-    return next;
+    const head = await commitHead(this.engine, this.knownRequests, commit);
+    if (head && commit.record) this.feed.status(commit.record.snapshotId, commit.record.status, 1);
+    return head;
   }
 
   /** The record, or undefined. */
@@ -273,6 +235,7 @@ export class SqlSessionStore<S = unknown>
 
   /** See `SessionStore.deleteSession`: one transaction removes every row of the session. */
   deleteSession(sessionId: string, _ctx?: StoreCallContext): Promise<boolean> {
+    this.knownRequests.forget(sessionId);
     return this.lifecycle.deleteSession(sessionId);
   }
 
@@ -380,35 +343,4 @@ export class SqlSessionStore<S = unknown>
     await this.migrated?.catch(() => {});
     await this.engine.close();
   }
-}
-
-/**
- * Brings the session's rows in `requests` to `entries`: deletes the ones no
- * longer listed (or changed) and inserts the new ones after the kept ones
- * (position = head version × 1024 + index), so a turn writes one entry, not
- * the list. `stored` is the session's rows read in the same transaction;
- * the statements are queued (`write`), sent with the commit.
- */
-function writeRequests(
-  tx: SqlTransaction,
-  sessionId: string,
-  entries: readonly CommittedRequest[],
-  version: number,
-  stored: readonly SqlRow[],
-): void {
-  const wanted = new Map(entries.map((e, i) => [e.requestId, { entry: e, index: i }]));
-  for (const row of stored) {
-    const id = String(row.request_id);
-    const want = wanted.get(id);
-    if (want && want.entry.snapshotId === row.snapshot_id && want.entry.committedAt === Number(row.committed_at)) {
-      wanted.delete(id);
-      continue;
-    }
-    tx.write(`DELETE FROM requests WHERE session_id = ? AND request_id = ?`, [sessionId, id]);
-  }
-  for (const { entry, index } of wanted.values())
-    tx.write(
-      `INSERT INTO requests (session_id, request_id, snapshot_id, committed_at, position) VALUES (?, ?, ?, ?, ?)`,
-      [sessionId, entry.requestId, entry.snapshotId, entry.committedAt, version * 1024 + index],
-    );
 }

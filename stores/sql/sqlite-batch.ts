@@ -7,6 +7,8 @@ export interface BatchStatement {
   params?: readonly SqlValue[];
   /** True: reply with its rows; false: with the number of rows it changed. */
   rows?: boolean;
+  /** True: a compare-and-set; changing no row fails it (and the message stops there) with {@link WriteConflict}. */
+  guard?: boolean;
 }
 
 /** A message to the writer thread failed at statement `index` (the ones before it ran; none after it did). */
@@ -72,6 +74,10 @@ class PipelinedTransaction implements SqlTransaction {
     this.writes.push({ sql, params: params ?? [], rows: false });
   }
 
+  guard(sql: string, params?: readonly SqlValue[]): void {
+    this.writes.push({ sql, params: params ?? [], rows: false, guard: true });
+  }
+
   async announce(): Promise<void> {
     // SQLite's followers poll the database's change counter.
   }
@@ -122,10 +128,11 @@ interface Group {
  * Group commit on the SQLite writer thread with pipelined transactions: the
  * transactions queued while one commits share one BEGIN IMMEDIATE … COMMIT
  * (one fsync), each under its own savepoint, and each transaction costs as
- * few messages to the thread as its reads need — a commit that reads once
- * (the head's compare-and-set) and queues its writes is 2 messages: its
- * reads (with BEGIN and SAVEPOINT in front), then its writes, RELEASE and,
- * when no other transaction waits, COMMIT. A transaction that fails is
+ * few messages to the thread as its reads need — a transaction that only
+ * queues writes (guards included) is one message: BEGIN (when the batch has
+ * not begun), SAVEPOINT, its writes, RELEASE and, when no other transaction
+ * waits, COMMIT; one that reads once is 2: its reads (with BEGIN and
+ * SAVEPOINT in front), then the rest. A transaction that fails is
  * rolled back to its savepoint and leaves the others of its batch alone;
  * a failed BEGIN or COMMIT fails every transaction of the batch.
  */

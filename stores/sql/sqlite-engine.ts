@@ -4,7 +4,15 @@ import { dirname } from "node:path";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import { AgentError } from "../../src/errors/agent-error.js";
-import type { SqlChange, SqlEngine, SqlExecutor, SqlRow, SqlTransaction, SqlValue } from "./sql-engine.js";
+import {
+  type SqlChange,
+  type SqlEngine,
+  type SqlExecutor,
+  type SqlRow,
+  type SqlTransaction,
+  type SqlValue,
+  WriteConflict,
+} from "./sql-engine.js";
 import { type BatchStatement, SqliteBatcher, StatementFailure } from "./sqlite-batch.js";
 import { sqliteError, type SqliteErrorInfo } from "./sqlite-errors.js";
 import { switchToWal } from "./sqlite-wal.js";
@@ -26,7 +34,10 @@ export interface SqliteEngineOptions {
   maxBatch?: number;
 }
 
-type Reply = { id: number; results: unknown[] } | { id: number; error: SqliteErrorInfo; index?: number };
+type Reply =
+  | { id: number; results: unknown[] }
+  | { id: number; error: SqliteErrorInfo; index?: number }
+  | { id: number; conflict: true; index: number };
 
 /** Loads `node:sqlite` without its one-time ExperimentalWarning (see docs/stores.md on the choice). */
 function loadSqlite(): typeof import("node:sqlite") {
@@ -52,8 +63,9 @@ function loadSqlite(): typeof import("node:sqlite") {
  * (synchronous=FULL by default). A transaction that throws is rolled back to
  * its savepoint and leaves the others of its batch alone. Statements are
  * pipelined (see `SqliteBatcher`): a transaction's queued writes and its
- * reads issued together share one message to the thread, so a turn's commit
- * is 2 round trips. Reads run on the
+ * reads issued together share one message to the thread, and a guarded
+ * compare-and-set leaves with the writes it guards, so a turn's commit is
+ * one round trip (two when it must read first). Reads run on the
  * calling thread on a second connection (WAL: readers never wait for the
  * writer; each read is a short indexed lookup). Other processes sharing the
  * file take turns through SQLite's write lock (busy timeout); their commits
@@ -69,7 +81,10 @@ export class SqliteEngine implements SqlEngine {
   private readonly db: DatabaseSync;
   private readonly worker: Worker;
   private readonly started: Promise<void>;
-  private readonly replies = new Map<number, { resolve: (r: unknown[]) => void; reject: (e: unknown) => void }>();
+  private readonly replies = new Map<
+    number,
+    { resolve: (r: unknown[]) => void; reject: (e: unknown) => void; stmts?: BatchStatement[] }
+  >();
   private readonly statements = new Map<string, StatementSync>();
   private readonly batcher: SqliteBatcher;
   private readonly pollMs: number;
@@ -210,7 +225,9 @@ export class SqliteEngine implements SqlEngine {
     if (!waiter) return;
     this.replies.delete(reply.id);
     if (this.replies.size === 0) this.worker.unref();
-    if (!("error" in reply)) waiter.resolve(reply.results);
+    if ("results" in reply) waiter.resolve(reply.results);
+    else if ("conflict" in reply)
+      waiter.reject(new StatementFailure(reply.index, new WriteConflict(waiter.stmts?.[reply.index]?.sql ?? "guard")));
     else if (reply.id === 0) waiter.reject(sqliteError(reply.error, this.path));
     else waiter.reject(new StatementFailure(reply.index ?? 0, sqliteError(reply.error, this.path)));
   }
@@ -228,7 +245,7 @@ export class SqliteEngine implements SqlEngine {
     await this.started;
     const id = this.nextId++;
     return new Promise<unknown[]>((resolve, reject) => {
-      this.replies.set(id, { resolve, reject });
+      this.replies.set(id, { resolve, reject, stmts });
       if (this.replies.size === 1) this.worker.ref(); // a call in flight keeps the process alive
       this.posted++;
       this.worker.postMessage({ id, stmts });

@@ -9,9 +9,10 @@ import { SWITCH_TO_WAL_SOURCE } from "./sqlite-wal.js";
  * with their rows or changed-row counts, or with the first error. Only
  * `node:` built-ins, plain JavaScript.
  *
- * Messages in: `{ id, stmts: [{ sql, params, rows }] }`; out: `{ id, results }`
- * or `{ id, index, error: { message, errcode, errstr } }` (the statements
- * before `index` ran; none after it did).
+ * Messages in: `{ id, stmts: [{ sql, params, rows, guard }] }`; out: `{ id, results }`,
+ * `{ id, index, error: { message, errcode, errstr } }` (the statements
+ * before `index` ran; none after it did) or `{ id, index, conflict: true }`
+ * (statement `index`, a guard, changed no row; none after it ran).
  */
 export const SQLITE_WRITER_SOURCE = String.raw`
 const { parentPort, workerData } = require("node:worker_threads");
@@ -65,6 +66,10 @@ parentPort.on("message", (message) => {
         } else results.push(Number(prepared(s.sql).run().changes));
       } else if (s.rows) results.push(prepared(s.sql).all(...s.params));
       else results.push(Number(prepared(s.sql).run(...s.params).changes));
+      if (s.guard && results[index] === 0) {
+        parentPort.postMessage({ id: message.id, index, conflict: true });
+        return;
+      }
       index++;
     }
     parentPort.postMessage({ id: message.id, results });
