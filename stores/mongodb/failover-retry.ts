@@ -35,6 +35,53 @@ function driverCause(err: unknown): unknown {
   return err instanceof AgentError && err.cause !== undefined ? err.cause : err;
 }
 
+const STALLED_BRAND = Symbol("agentd.StalledStoreCall");
+
+/**
+ * A store call whose attempt got no answer before its budget ran out: the
+ * driver's operation was still waiting (on a connection that went silent:
+ * reset by the network without the driver noticing, or dropped by a NAT or
+ * load balancer), so the call gives up on it. A write of that attempt may
+ * still land: a commit turns this into its unknown-outcome error.
+ */
+export class StalledStoreCall extends AgentError {
+  private readonly [STALLED_BRAND] = true;
+
+  /** Only errors made by this class (AgentError's own check would accept every AgentError). */
+  static override [Symbol.hasInstance](value: unknown): value is StalledStoreCall {
+    return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[STALLED_BRAND] === true;
+  }
+
+  constructor(action: string) {
+    super(
+      "UNAVAILABLE",
+      `MongoDB ${action} failed: the server did not answer within the store's failover window or the call's deadline (check that the server in the store URI is reachable, and see "A connection that goes silent" in docs/stores.md; retry later)`,
+    );
+    this.name = "StalledStoreCall";
+  }
+}
+
+/**
+ * The least time an attempt gets before it counts as stalled, whatever its
+ * budget: a failover window of 0 (no retries) or a deadline about to pass
+ * still lets a call that is answered finish.
+ */
+export const MIN_ATTEMPT_MS = 5_000;
+
+/**
+ * `attempt`, or a {@link StalledStoreCall} once `deadline` (epoch ms; at
+ * least {@link MIN_ATTEMPT_MS} from now) has passed without its answer.
+ */
+export function beforeDeadline<T>(action: string, attempt: Promise<T>, deadline: number): Promise<T> {
+  if (!Number.isFinite(deadline)) return attempt;
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StalledStoreCall(action)), Math.max(MIN_ATTEMPT_MS, deadline - Date.now()));
+    timer.unref();
+  });
+  return Promise.race([attempt, stalled]).finally(() => clearTimeout(timer));
+}
+
 /**
  * Runs `op` (a read, or a write that is safe to repeat: idempotent, or
  * recognised by its token when it already landed), retrying transient
@@ -44,14 +91,18 @@ function driverCause(err: unknown): unknown {
  * server to send to ({@link UNSENT_ATTEMPTS}) fails at once: the store is
  * down, not electing. Errors are mapped to AgentErrors (UNAVAILABLE for the
  * transient ones, with `action` in the message); non-transient errors are
- * never retried.
+ * never retried. An attempt still unanswered at `budget.deadline` (and at
+ * least {@link MIN_ATTEMPT_MS} after it began) is given up
+ * ({@link StalledStoreCall}): a call never waits on a connection the driver
+ * waits on forever.
  */
 export async function acrossFailover<T>(action: string, budget: FailoverBudget, op: () => Promise<T>): Promise<T> {
   let unsent = 0;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await op();
+      return await beforeDeadline(action, op(), budget.deadline);
     } catch (err) {
+      if (err instanceof StalledStoreCall) throw err;
       if (!isTransient(err)) throw mongoError(err, action);
       unsent = isUnsentError(driverCause(err)) ? unsent + 1 : 0;
       if (unsent >= UNSENT_ATTEMPTS || budget.closed() || Date.now() >= budget.deadline) throw mongoError(err, action);

@@ -6,7 +6,7 @@ import type { CheckpointChunks } from "./checkpoint-chunks.js";
 import { unknownOutcome, type OutcomeProbe } from "./commit-outcome.js";
 import type { CommitSettlement } from "./commit-settlement.js";
 import { insertRecord, moveHead } from "./commit-writes.js";
-import { acrossFailover, type FailoverBudget } from "./failover-retry.js";
+import { acrossFailover, type FailoverBudget, StalledStoreCall } from "./failover-retry.js";
 import type { HeadWriteCache } from "./head-write-cache.js";
 import { isUnsentError } from "./mongo-errors.js";
 import { encodeRecord, nextVersion } from "./record-document.js";
@@ -87,7 +87,9 @@ export async function commitHead<S>(deps: HeadCommitDeps, commit: HeadCommit<S>)
     return head;
   });
   return committed.catch((err: unknown) => {
-    // A head write was sent and its outcome never learnt: the record stays (pending, proven by nothing yet).
+    // A head write was sent and its outcome never learnt (or an attempt stalled, which may have sent it):
+    // the record stays (pending, proven by nothing yet).
+    if (err instanceof StalledStoreCall) throw unknownOutcome(head.sessionId, err);
     if (outcomeUnknown && err instanceof AgentError && err.status === "UNAVAILABLE" && !err.details?.outcome)
       throw unknownOutcome(head.sessionId, err);
     throw err;

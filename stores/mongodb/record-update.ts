@@ -6,6 +6,7 @@ import { keepIdentity } from "../record-identity.js";
 import type { RecordMutator, SnapshotRecord } from "../snapshot-store.js";
 import type { StatusObservation } from "../status-channel.js";
 import type { CheckpointChunks } from "./checkpoint-chunks.js";
+import { beforeDeadline, StalledStoreCall } from "./failover-retry.js";
 import { conflictBackoff, guarded, isTransientMongoError } from "./mongo-errors.js";
 import {
   changedFields,
@@ -73,7 +74,11 @@ export async function updateRecordDocument<S>(
   let conflicts = 0;
   for (let failures = 0; ;) {
     try {
-      const outcome = await attempt(ctx, snapshotId, mutator, uncertain);
+      const outcome = await beforeDeadline(
+        `updating snapshot ${snapshotId}`,
+        attempt(ctx, snapshotId, mutator, uncertain),
+        deadline,
+      );
       if (outcome !== "conflict") return outcome;
       if (++conflicts > ctx.maxConflictRetries) {
         throw new AgentError(
@@ -84,7 +89,7 @@ export async function updateRecordDocument<S>(
       await conflictBackoff(conflicts - 1);
     } catch (err) {
       const transient = (err instanceof AgentError && err.status === "UNAVAILABLE") || isTransientMongoError(err);
-      if (!transient || ctx.closed() || Date.now() >= deadline) throw err;
+      if (!transient || err instanceof StalledStoreCall || ctx.closed() || Date.now() >= deadline) throw err;
       await failoverBackoff(failures++);
     }
   }

@@ -16,6 +16,10 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("MongoDB connection resets", (
     const mongo = await mongoForTests();
     stopMongo = mongo.stop;
     await proxy.start(mongo.server!.port);
+    // Now and then (under load, about one run in ten here) a reset leaves the driver's end of some
+    // connections open without an error, and the commands written to them never hear back: the store
+    // gives such a call up at the end of its failover window (30 s), UNAVAILABLE (docs/stores.md, "A
+    // connection that goes silent"; test/stores/mongodb-silent-connection.test.ts).
     const uri = `mongodb://127.0.0.1:${proxy.port}/agentd?directConnection=true&serverSelectionTimeoutMS=1000&retryWrites=false&retryReads=false`;
     agentd = await startAgentd({ args: ["--store", uri] });
   });
@@ -36,8 +40,9 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("MongoDB connection resets", (
     let connectionsReset = 0;
     for (let i = 0; i < 15; i++) {
       // A deadline per call: one that hangs shows up by name in the outcomes as deadlineexceeded
-      // instead of timing the whole test out.
-      const options = { timeoutMs: 20_000 };
+      // instead of timing the whole test out. Well past what the store's failover window allows a
+      // call stalled on a silent connection: 30 s for its commit, 30 s for the re-read of an unknown outcome.
+      const options = { timeoutMs: 120_000 };
       const calls = [
         outcomeOf(client.run({ init: { agent: "assistant" }, input: textInput(`new ${i}`) }, options)),
         outcomeOf(client.getSnapshot({ agent: "assistant", sessionId }, options)),
@@ -48,7 +53,8 @@ describe.skipIf(Boolean(process.env.MONGODB_URI))("MongoDB connection resets", (
       outcomes.push(...(await Promise.all(calls)));
     }
     const unexpected = outcomes.flatMap((o, i) => (o === "ok" || o === "unavailable" ? [] : [`call ${i}: ${o}`]));
-    expect(unexpected).toEqual([]);
+    // On a failure, the server's log lines of the unexpected outcomes' time show where the call waited.
+    expect(unexpected, unexpected.length ? agentd.logs().slice(-20_000) : "").toEqual([]);
     expect(outcomes).toHaveLength(45);
     expect(connectionsReset).toBeGreaterThan(15); // the resets cut the store's live connections
   }, 300_000);
