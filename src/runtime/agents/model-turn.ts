@@ -14,7 +14,7 @@ export async function generateModelTurn<S>(
 ): Promise<TurnResult> {
   const model = ctx.model(modelName);
   const response = await model.generate(
-    { messages: prelude.length > 0 ? [...prelude, ...ctx.session.messages()] : ctx.session.messages() },
+    { messages: prelude.length > 0 ? ctx.session.messagesAfter(prelude) : ctx.session.messages() },
     { signal: ctx.turn.signal, onChunk: (chunk) => ctx.responder.sendModelChunk(chunk) },
   );
   ctx.session.addMessages(response.message);

@@ -1,5 +1,6 @@
 import type { ZodType } from "zod";
 import type { AgentInput, TurnResult } from "../../types/agent-io.js";
+import type { Message } from "../../types/content.js";
 import type { SessionState } from "../../types/session-state.js";
 import type { FinishReason } from "../../types/snapshot.js";
 import type { AgentResult, TurnContext } from "./turn-context.js";
@@ -82,8 +83,15 @@ export class SessionRunner<S = unknown> extends Session<S> {
 
   /** The default invocation result: the last model message and every artifact. */
   result(): AgentResult {
-    const messages = this.messages();
-    const message = [...messages].reverse().find((m) => m.role === "model");
-    return { ...(message ? { message } : {}), artifacts: [...this.artifacts()] };
+    return { ...this.lastModelMessage(), artifacts: [...this.artifacts()] };
+  }
+
+  /** `{ message }` with the history's last model message (searched from the end, no copy of the history), or `{}`. */
+  private lastModelMessage(): { message?: Message } {
+    for (let i = this.messageCount - 1; i >= 0; i--) {
+      const message = this.messageAt(i)!;
+      if (message.role === "model") return { message };
+    }
+    return {};
   }
 }
