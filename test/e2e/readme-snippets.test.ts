@@ -32,7 +32,7 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -149,15 +149,37 @@ let server: AgentdProcess;
 let workDir: string;
 let receiverPort: number;
 
-/** A port free now (the Webhooks section's receivers listen on it in turn). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-    probe.on("error", reject);
+/** The lowest port of the kernel's ephemeral range (what `listen(0)` and outgoing connections get), else 32768. */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 11_000 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Whether `port` can be listened on now. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer()
+      .once("error", () => resolve(false))
+      .listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
   });
+}
+
+/**
+ * A port free now, below the ephemeral range: the Webhooks section's receivers listen on it in turn, and
+ * between them no other test's `listen(0)` or outgoing connection can take it (a port from the ephemeral
+ * range was taken once in CI between two receivers: EADDRINUSE).
+ */
+async function freePort(): Promise<number> {
+  const low = ephemeralLow();
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port between 10000 and ${low}`);
 }
 
 beforeAll(async () => {
