@@ -257,9 +257,26 @@ describe("a client retry of a turn that failed after its tool ran (not detached)
     await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
     const scope = { sessionId: session.sessionId, requestId: "r-1" };
     const journal = store as unknown as ToolResultJournal;
-    expect(await journal.journaledToolCalls(scope)).toHaveLength(1);
+    // The booking's result, and the entry naming the input that ran it.
+    expect((await journal.journaledToolCalls(scope)).map((c) => c.tool).sort()).toEqual(["agentd.input", "book"]);
     await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
     expect(await journal.journaledToolCalls(scope)).toEqual([]);
+  });
+
+  it("a retry that reuses the request ID for another input is INVALID_ARGUMENT and gets none of the first input's results", async () => {
+    const { agent, keys, store } = failingAfterTool();
+    const session = await agent.runText("hello");
+    await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+    const other = { role: "user" as const, content: [{ text: "book the other one" }] };
+    const reused = await agent.run({ message: other, requestId: "r-1" }, { sessionId: session.sessionId });
+    expect(reused.finishReason).toBe("failed");
+    expect(reused.error).toMatchObject({ status: "INVALID_ARGUMENT", message: expect.stringContaining('"r-1"') });
+    expect(keys).toHaveLength(1); // the tool did not run for the other input either
+    // The first input's retry still replays its result.
+    const retried = await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+    expect(retried.message?.content[0]!.text).toBe('booked {"booked":1}');
+    expect(keys).toHaveLength(1);
+    expect((await store.getHead(session.sessionId))?.turnCount).toBe(2);
   });
 
   it("a never-repeat tool whose call started without a journaled result is not run again: the retry ends interrupted", async () => {

@@ -134,12 +134,7 @@ export class InvocationTurns<S> {
     turn.checkpoint = () => this.checkpointTurn(turnIndex);
     this.toolJournal =
       this.turnRequest && snapshotId
-        ? turnToolJournal(
-            target.store,
-            this.parts.sessionId,
-            this.turnRequest.requestId,
-            this.parts.options.storeContext,
-          )
+        ? turnToolJournal(target.store, this.parts.sessionId, this.turnRequest, this.parts.options.storeContext)
         : undefined;
     if (this.toolJournal) turn.toolJournal = this.toolJournal;
     if (this.continuing) turn.continued = true;

@@ -1,3 +1,4 @@
+import { AgentError } from "../../errors/agent-error.js";
 import type { SessionStore, StoreCallContext } from "../../../stores/snapshot-store.js";
 import {
   hasToolResultJournal,
@@ -8,6 +9,13 @@ import {
 
 /** A journaled tool call of a turn, as the store keeps it (see `JournaledToolCall`). */
 export type TurnToolCall = JournaledToolCall;
+
+/**
+ * The journal entry that names the input whose attempt journaled the calls:
+ * its key (no tool-call key has this form: those are UUIDs) and tool; its
+ * `output` is the input's request fingerprint.
+ */
+export const INPUT_ENTRY = { key: "agentd.input", tool: "agentd.input" } as const;
 
 /**
  * The tool calls of one running turn as kept in the session store under the
@@ -31,35 +39,68 @@ export interface TurnToolJournal {
 export function turnToolJournal<S>(
   store: SessionStore<S> | undefined,
   sessionId: string,
-  requestId: string,
+  request: { requestId: string; fingerprint: string },
   ctx?: StoreCallContext,
 ): StoreTurnToolJournal | undefined {
   if (!hasToolResultJournal(store)) return undefined;
-  return new StoreTurnToolJournal(store, { sessionId, requestId }, ctx);
+  return new StoreTurnToolJournal(store, { sessionId, requestId: request.requestId }, request.fingerprint, ctx);
 }
 
-/** {@link TurnToolJournal} on a store; `drop` removes it once the turn committed. */
+/**
+ * {@link TurnToolJournal} on a store; `drop` removes it once the turn
+ * committed. The journal also holds the fingerprint of the input whose
+ * attempt journaled it ({@link INPUT_ENTRY}, written before the attempt's
+ * first call): a retry that reuses the request ID for another input finds
+ * INVALID_ARGUMENT instead of the first input's results, as it would once
+ * that turn committed.
+ */
 export class StoreTurnToolJournal implements TurnToolJournal {
   private loaded: Promise<ReadonlyMap<string, JournaledToolCall>> | undefined;
+  private inputNamed: Promise<void> | undefined;
   used = false;
 
   constructor(
     private readonly store: ToolResultJournal,
     private readonly scope: ToolJournalScope,
+    private readonly fingerprint: string,
     private readonly ctx: StoreCallContext | undefined,
   ) {}
 
   calls(): Promise<ReadonlyMap<string, JournaledToolCall>> {
     this.used = true;
-    this.loaded ??= this.store
-      .journaledToolCalls(this.scope, this.ctx)
-      .then((calls) => new Map(calls.map((c) => [c.key, c])));
+    this.loaded ??= this.store.journaledToolCalls(this.scope, this.ctx).then((calls) => this.ofThisInput(calls));
     return this.loaded;
   }
 
-  record(call: JournaledToolCall): Promise<void> {
+  async record(call: JournaledToolCall): Promise<void> {
     this.used = true;
+    // Read first (once): an entry naming another input fails here instead of being overwritten.
+    await this.calls();
+    this.inputNamed ??= this.nameInput();
+    await this.inputNamed;
     return this.store.recordToolCall(this.scope, call, this.ctx);
+  }
+
+  /** The journaled calls by key, without the input entry; INVALID_ARGUMENT when that names another input. */
+  private ofThisInput(calls: readonly JournaledToolCall[]): ReadonlyMap<string, JournaledToolCall> {
+    const byKey = new Map<string, JournaledToolCall>();
+    for (const call of calls) {
+      if (call.key !== INPUT_ENTRY.key) byKey.set(call.key, call);
+      else if (call.output === this.fingerprint) this.inputNamed ??= Promise.resolve();
+      else
+        throw new AgentError(
+          "INVALID_ARGUMENT",
+          `input.request_id "${this.scope.requestId}" was first sent with a different input, whose attempt ran tools before it failed; send a new input with a new request ID`,
+        );
+    }
+    return byKey;
+  }
+
+  /** Journals the input entry (once per attempt, before its first call). */
+  private nameInput(): Promise<void> {
+    const now = Date.now();
+    const entry = { ...INPUT_ENTRY, startedAt: now, endedAt: now, output: this.fingerprint };
+    return this.store.recordToolCall(this.scope, entry, this.ctx);
   }
 
   /** Removes the journal from the store (the turn committed: a retry is answered from its commit). */
