@@ -1,11 +1,10 @@
-import { execFile, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { nodeBinary, REPO_ROOT, startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { runAgentdBin, startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { FileSessionStore } from "../../stores/file-store.js";
 import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
@@ -21,20 +20,6 @@ async function serve(cwd: string): Promise<AgentdProcess> {
   const p = await startAgentd({ cwd, store: "cli-default", viaBin: true });
   running.push(p);
   return p;
-}
-
-/** Runs `bin/agentd.js <args>` in `cwd` to its exit. */
-async function agentdBin(cwd: string, args: string[]): Promise<{ code: number; stderr: string }> {
-  try {
-    const { stderr } = await promisify(execFile)(nodeBinary(), [`${REPO_ROOT}bin/agentd.js`, ...args], {
-      cwd,
-      timeout: 120_000,
-    });
-    return { code: 0, stderr };
-  } catch (err) {
-    const e = err as { code: number; stderr: string };
-    return { code: e.code, stderr: e.stderr };
-  }
 }
 
 /** What the stock `sqlite3` shell prints for `sql` on `file` (node:sqlite when the shell is not installed). */
@@ -130,14 +115,14 @@ describe("the default store", { timeout: 300_000 }, () => {
     running.splice(running.indexOf(now), 1);
 
     // Serving the file store is refused, naming the command that moves it.
-    const refused = await agentdBin(cwd, ["serve", "--port", "0", "--store", "file:./.agentd"]);
+    const refused = await runAgentdBin(["serve", "--port", "0", "--store", "file:./.agentd"], { cwd });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain(
       '--store file:./.agentd: the file store is retired; copy its sessions into SQLite with "agentd copy-store file:./.agentd sqlite:./.agentd/agentd.db"',
     );
 
     // That command, then the default store serves the session.
-    const copied = await agentdBin(cwd, ["copy-store", "file:./.agentd", "sqlite:./.agentd/agentd.db"]);
+    const copied = await runAgentdBin(["copy-store", "file:./.agentd", "sqlite:./.agentd/agentd.db"], { cwd });
     expect(copied.code, copied.stderr).toBe(0);
     const after = await serve(cwd);
     const { session } = await agentServiceClient(after.baseUrl, "grpc").getSession({ sessionId });

@@ -1,8 +1,9 @@
 import { inject } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 
 /** The repository root (where package.json and src/cli/main.ts live). */
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -125,6 +126,26 @@ export const STARTUP_TIMEOUT_MS = 120_000;
 export function nodeBinary(): string {
   const local = `${REPO_ROOT}node_modules/.bin/node`;
   return existsSync(local) ? local : process.execPath;
+}
+
+/**
+ * Runs `bin/agentd.js <args>` (as a user does) in `cwd` to its exit, within
+ * `timeoutMs`: its exit code (0 when it succeeded) and what it wrote to stderr.
+ */
+export async function runAgentdBin(
+  args: string[],
+  options: { cwd?: string; timeoutMs?: number } = {},
+): Promise<{ code: number; stderr: string }> {
+  try {
+    const { stderr } = await promisify(execFile)(nodeBinary(), [`${REPO_ROOT}bin/agentd.js`, ...args], {
+      cwd: options.cwd ?? REPO_ROOT,
+      timeout: options.timeoutMs ?? STARTUP_TIMEOUT_MS,
+    });
+    return { code: 0, stderr };
+  } catch (err) {
+    const e = err as { code: number; stderr: string };
+    return { code: e.code, stderr: e.stderr };
+  }
 }
 
 /**

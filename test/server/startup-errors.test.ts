@@ -1,28 +1,15 @@
-import { execFile } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../harness/agentd-process.js";
+import { REPO_ROOT, runAgentdBin } from "../harness/agentd-process.js";
 import { closestFlag } from "../../src/cli/flag-suggestion.js";
 import { parseCommandLine, UsageError } from "../../src/cli/args.js";
 import { checkWebhookAddress } from "../../src/cli/webhook-address-check.js";
 
-const NODE = `${REPO_ROOT}node_modules/.bin/node`;
-
 /** Runs bin/agentd.js (as a user does) to completion. */
-async function agentd(args: string[], cwd = REPO_ROOT): Promise<{ code: number; stderr: string }> {
-  try {
-    const { stderr } = await promisify(execFile)(NODE, [`${REPO_ROOT}bin/agentd.js`, ...args], {
-      cwd,
-      timeout: 60_000,
-    });
-    return { code: 0, stderr };
-  } catch (err) {
-    const e = err as { code: number; stderr: string };
-    return { code: e.code, stderr: e.stderr };
-  }
+function agentd(args: string[], cwd = REPO_ROOT): Promise<{ code: number; stderr: string }> {
+  return runAgentdBin(args, { cwd, timeoutMs: 60_000 });
 }
 
 async function moduleFile(name: string, source: string): Promise<string> {
