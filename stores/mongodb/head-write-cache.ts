@@ -1,3 +1,5 @@
+import { SessionMemo } from "../session-memo.js";
+
 /**
  * What this store last wrote to a session's head: its version, the token of
  * that write (in its slot of the head's `recentTokens` ring) and the stored
@@ -17,27 +19,10 @@ export interface WrittenHead {
 /** How many sessions' last head writes a store remembers (the oldest is forgotten first). */
 export const HEAD_WRITE_CACHE_SIZE = 10_000;
 
-/** The last head write per session (bounded; see {@link WrittenHead}). */
-export class HeadWriteCache {
-  private readonly entries = new Map<string, WrittenHead>();
-
-  constructor(private readonly limit = HEAD_WRITE_CACHE_SIZE) {}
-
-  /** The last write this store made to the session's head, if remembered. */
-  get(sessionId: string): WrittenHead | undefined {
-    return this.entries.get(sessionId);
-  }
-
-  /** Remembers a head write that landed. */
-  set(sessionId: string, written: WrittenHead): void {
-    this.entries.delete(sessionId);
-    this.entries.set(sessionId, written);
-    if (this.entries.size > this.limit) this.entries.delete(this.entries.keys().next().value!);
-  }
-
-  /** Forgets a session's head (a write whose outcome was learnt another way, a deletion). */
-  forget(sessionId: string): void {
-    this.entries.delete(sessionId);
+/** The last head write per session (bounded; see {@link WrittenHead}): `get`, `set` a write that landed, `forget`. */
+export class HeadWriteCache extends SessionMemo<WrittenHead> {
+  constructor(limit = HEAD_WRITE_CACHE_SIZE) {
+    super(limit);
   }
 }
 

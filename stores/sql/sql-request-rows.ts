@@ -1,4 +1,5 @@
 import type { CommittedRequest, SessionHead } from "../snapshot-store.js";
+import { SessionMemo } from "../session-memo.js";
 import type { SqlRow, SqlTransaction } from "./sql-engine.js";
 
 /**
@@ -23,30 +24,26 @@ export const KNOWN_REQUESTS_SIZE = 10_000;
  * these; a guard that fails sends the commit again the reading way.
  */
 export class KnownRequests {
-  private readonly entries = new Map<string, StoredRequests>();
+  private readonly memo: SessionMemo<StoredRequests>;
 
-  constructor(private readonly limit = KNOWN_REQUESTS_SIZE) {}
+  constructor(limit = KNOWN_REQUESTS_SIZE) {
+    this.memo = new SessionMemo(limit);
+  }
 
   /** The rows remembered for `sessionId` at `version`, if that is the version remembered. */
   at(sessionId: string, version: number): StoredRequests | undefined {
-    const known = this.entries.get(sessionId);
+    const known = this.memo.get(sessionId);
     return known?.version === version ? known : undefined;
   }
 
   /** Remembers the rows of a head read or written (in the same statement or transaction as its version). */
   remember(head: SessionHead): void {
-    this.entries.delete(head.sessionId);
-    this.entries.set(head.sessionId, {
-      version: head.version,
-      updatedAt: head.updatedAt,
-      requests: head.requests ?? [],
-    });
-    if (this.entries.size > this.limit) this.entries.delete(this.entries.keys().next().value!);
+    this.memo.set(head.sessionId, { version: head.version, updatedAt: head.updatedAt, requests: head.requests ?? [] });
   }
 
   /** Forgets a session (deleted, or its rows are not known any more). */
   forget(sessionId: string): void {
-    this.entries.delete(sessionId);
+    this.memo.forget(sessionId);
   }
 }
 
