@@ -1,4 +1,4 @@
-// How long the ownership check of a snapshot ID takes on the file store, for
+// How long the ownership check of a snapshot ID takes on the SQLite store, for
 // another tenant's snapshot and for an unknown ID: the "before" columns run
 // the old order (read the record, then its session's head), "after" the
 // runtime's `ownedRecord` (the owner checked before any record is read).
@@ -7,14 +7,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ownedRecord } from "../src/runtime/sessions/session-lookup.js";
-import { FileSessionStore } from "../stores/file-store.js";
+import { openSqlStore } from "../stores/sql/sql-store-uri.js";
 import { newSnapshotId } from "../stores/snapshot-identity.js";
 import type { SessionStore, StoreCallContext } from "../stores/snapshot-store.js";
 import { checkpointRecord, commitOf, type CounterState } from "../test/stores/snapshot-factory.js";
 
 const rounds = Number(process.argv[2] ?? 5000);
 const dir = mkdtempSync(join(tmpdir(), "agentd-id-oracle-"));
-const store = new FileSessionStore<CounterState>(dir);
+const store = (await openSqlStore(`sqlite:${join(dir, "agentd.db")}`)) as unknown as SessionStore<CounterState>;
 const foreign = newSnapshotId();
 const state = { ...checkpointRecord("s-acme", foreign) };
 // A realistic record: a few KB of conversation.

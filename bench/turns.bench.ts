@@ -1,7 +1,7 @@
 /**
  * Turn-cost benchmark (`npm run bench:turns`): one in-process conversation of
  * 1,000 turns (echo model, one ~270-byte user message per turn, custom state
- * and an artifact updated every turn) on the memory, file and MongoDB stores
+ * and an artifact updated every turn) on the memory, SQLite and MongoDB stores
  * (mongo-java-server, or MONGODB_URI when set). For each store it prints
  * ms/turn at turns 1–10, 91–100 and 991–1000 (the baseline is the same
  * workload at turns 1–10, measured in the same run), and the bytes written
@@ -10,7 +10,7 @@
  * included).
  * One uncounted memory-store conversation warms the JIT first. Stores are
  * interleaved across REPS repetitions (default 3); medians and the
- * min–max spread are printed. BENCH_STORES=memory,file limits the stores.
+ * min–max spread are printed. BENCH_STORES=memory,sqlite limits the stores.
  * Not a test: nothing is asserted.
  */
 import { randomBytes } from "node:crypto";
@@ -25,14 +25,14 @@ import { AgentRegistry } from "../src/runtime/agents/agent-registry.js";
 import { generateModelTurn } from "../src/runtime/agents/model-turn.js";
 import type { AgentStreamChunk } from "../src/types/agent-io.js";
 import { userText } from "../src/types/content.js";
-import { FileSessionStore } from "../stores/file-store.js";
+import { openSqlStore } from "../stores/sql/sql-store-uri.js";
 import { InMemorySessionStore } from "../stores/memory-store.js";
 import { MongoSessionStore } from "../stores/mongodb/mongo-store.js";
 import type { HeadCommit, SessionStore, SnapshotRecord } from "../stores/snapshot-store.js";
 import { mongoForTests } from "../test/harness/mongo-java-server.js";
 
-type Kind = "memory" | "file" | "mongodb";
-const KINDS = (process.env.BENCH_STORES ?? "memory,file,mongodb").split(",") as Kind[];
+type Kind = "memory" | "sqlite" | "mongodb";
+const KINDS = (process.env.BENCH_STORES ?? "memory,sqlite,mongodb").split(",") as Kind[];
 const TURNS = 1000;
 const REPS = Number(process.env.REPS ?? 3);
 const WINDOWS: [number, number][] = [
@@ -55,7 +55,7 @@ interface Notes {
   last: string;
 }
 
-/** Wraps a store so each committed record's serialized size is counted (JSON for memory/file, BSON for MongoDB). */
+/** Wraps a store so each committed record's serialized size is counted (JSON for memory/SQLite, BSON for MongoDB). */
 function counting(store: SessionStore<Notes>, kind: Kind, dispose: () => Promise<void>): Counting {
   const bytesByTurn = new Map<number, number>();
   const size = (record: SnapshotRecord<Notes>): number =>
@@ -75,11 +75,11 @@ async function open(kind: Kind, mongoUri: string | undefined): Promise<Counting>
     const store = new InMemorySessionStore<Notes>();
     return counting(store, kind, () => store.close());
   }
-  if (kind === "file") {
+  if (kind === "sqlite") {
     const dir = await mkdtemp(join(tmpdir(), "agentd-bench-turns-"));
-    const store = new FileSessionStore<Notes>(dir);
+    const store = (await openSqlStore(`sqlite:${join(dir, "agentd.db")}`)) as unknown as SessionStore<Notes>;
     return counting(store, kind, async () => {
-      await store.close();
+      await store.close?.();
       await rm(dir, { recursive: true, force: true });
     });
   }

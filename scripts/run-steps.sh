@@ -6,8 +6,9 @@
 # command ends that step only; steps started in the background have their
 # output captured and printed, whole and in the order they were started, when
 # `wait_steps` collects them; `steps_summary` prints one row per step (step,
-# result, seconds) in the order the steps were declared and returns 1 when any
-# step failed, 0 otherwise.
+# result, seconds, and when it ended: seconds since the runner was loaded — the
+# run's critical path reads off that column) in the order the steps were
+# declared and returns 1 when any step failed, 0 otherwise.
 #
 #   run_step ID "description" command [args...]     run in the foreground, output streamed
 #   start_step ID "description" command [args...]   start in the background, output captured
@@ -22,7 +23,7 @@ _RUN_STEPS_LOADED=1
 
 _steps_out="$(mktemp -d "${TMPDIR:-/tmp}/agentd-steps.XXXXXX")"
 _steps_order=()
-declare -A _steps_desc=() _steps_result=() _steps_seconds=() _steps_pid=()
+declare -A _steps_desc=() _steps_result=() _steps_seconds=() _steps_ended=() _steps_pid=()
 
 _steps_cleanup() {
   local id
@@ -47,6 +48,8 @@ _seconds_since() { # $1 start in microseconds
   printf '%d.%d' "$((d / 1000000))" "$((d % 1000000 / 100000))"
 }
 
+_steps_t0=$(_micros)
+
 _step_declare() { # $1 id, $2 description
   if [[ -n "${_steps_desc[$1]+set}" ]]; then
     echo "run-steps: step '$1' declared twice" >&2
@@ -67,6 +70,7 @@ run_step() { # id description command...
   (set -e; "$@")
   rc=$?
   _steps_seconds[$id]=$(_seconds_since "$start")
+  _steps_ended[$id]=$(_seconds_since "$_steps_t0")
   _steps_result[$id]=$rc
   if ((rc != 0)); then printf '=== %s: FAILED (exit %d)\n' "$id" "$rc"; fi
   return 0
@@ -86,14 +90,14 @@ start_step() { # id description command...
     start=$(_micros)
     (set -e; "$@") </dev/null >"$_steps_out/$id.log" 2>&1
     rc=$?
-    printf '%s %s\n' "$rc" "$(_seconds_since "$start")" >"$_steps_out/$id.result"
+    printf '%s %s %s\n' "$rc" "$(_seconds_since "$start")" "$(_seconds_since "$_steps_t0")" >"$_steps_out/$id.result"
   ) &
   _steps_pid[$id]=$!
   set +m
 }
 
 wait_steps() { # [id...]: all background steps still running when none given
-  local ids=("$@") id rc secs
+  local ids=("$@") id rc secs ended
   if ((${#ids[@]} == 0)); then
     for id in "${_steps_order[@]}"; do
       [[ -n "${_steps_pid[$id]+set}" ]] && ids+=("$id")
@@ -105,12 +109,14 @@ wait_steps() { # [id...]: all background steps still running when none given
     unset "_steps_pid[$id]"
     printf '\n=== %s [%s] (ran in the background)\n' "${_steps_desc[$id]}" "$id"
     cat "$_steps_out/$id.log" 2>/dev/null
-    if read -r rc secs <"$_steps_out/$id.result" 2>/dev/null; then
+    if read -r rc secs ended <"$_steps_out/$id.result" 2>/dev/null; then
       _steps_result[$id]=$rc
       _steps_seconds[$id]=$secs
+      _steps_ended[$id]=$ended
     else
       _steps_result[$id]=1 # the step's shell died before it could record a result
       _steps_seconds[$id]="?"
+      _steps_ended[$id]="?"
     fi
     if ((_steps_result[$id] != 0)); then printf '=== %s: FAILED (exit %d)\n' "$id" "${_steps_result[$id]}"; fi
   done
@@ -122,7 +128,7 @@ steps_summary() {
   local id failed=0 result width=4
   for id in "${_steps_order[@]}"; do ((${#id} > width)) && width=${#id}; done
   printf '\n=== summary\n'
-  printf "%-${width}s  %-6s  %8s  %s\n" step result seconds description
+  printf "%-${width}s  %-6s  %8s  %8s  %s\n" step result seconds ended description
   for id in "${_steps_order[@]}"; do
     if [[ "${_steps_result[$id]}" == 0 ]]; then
       result=ok
@@ -130,7 +136,7 @@ steps_summary() {
       result=FAILED
       failed=$((failed + 1))
     fi
-    printf "%-${width}s  %-6s  %8s  %s\n" "$id" "$result" "${_steps_seconds[$id]}" "${_steps_desc[$id]}"
+    printf "%-${width}s  %-6s  %8s  %8s  %s\n" "$id" "$result" "${_steps_seconds[$id]}" "${_steps_ended[$id]}" "${_steps_desc[$id]}"
   done
   if ((failed > 0)); then
     printf '%d of %d steps failed\n' "$failed" "${#_steps_order[@]}"

@@ -49,14 +49,8 @@ export {
   MAX_PAGE_SIZE,
   type SnapshotSortKey,
 } from "./snapshot-order.js";
-/**
- * @deprecated The file store is retired as a serving store; `FileSessionStore`
- * is kept only as the reader of `agentd copy-store file:<dir> sqlite:…`. Use
- * `SqlSessionStore` or `openStoreFromUri("sqlite:…")`.
- */
-export { FileSessionStore, type FileSessionStoreOptions } from "./file-store.js";
-export { upgradeFormat2Store, type Format2Upgrade } from "./file/format-2-upgrade.js";
-export { sanitizePathPrefix } from "./file/path-prefix.js";
+export { FileStoreArchive } from "./file-archive/file-store-archive.js";
+export type { CopySource } from "./copy/copy-source.js";
 export { openStoreFromUri, mongoConfigFromUri } from "./store-from-uri.js";
 export { SqlSessionStore } from "./sql/sql-store.js";
 export { SqliteEngine, type SqliteEngineOptions } from "./sql/sqlite-engine.js";

@@ -1,7 +1,5 @@
-import { resolve } from "node:path";
 import { AgentError } from "../src/errors/agent-error.js";
-import { FileSessionStore } from "./file-store.js";
-import { fileStoreUriPath, isFileStoreUri } from "./file-store-uri.js";
+import { isFileStoreUri } from "./file-store-uri.js";
 import { InMemorySessionStore } from "./memory-store.js";
 import { redactStoreUri } from "./redact-uri.js";
 import type { StoreLogger } from "./mongodb/store-logger.js";
@@ -23,8 +21,6 @@ export interface OpenStoreOptions {
 /**
  * Opens the store a URI names (the CLI's `--store`):
  * - `memory:` — {@link InMemorySessionStore};
- * - `file:./dir`, `file:/abs/dir` or `file:///abs/dir` — {@link FileSessionStore}
- *   (relative paths resolve against the current directory);
  * - `sqlite:./file.db`, `sqlite:/abs/file.db` — SqlSessionStore on SQLite
  *   (`node:sqlite`; relative paths resolve against the current directory);
  * - `postgres://…` / `postgresql://…` — SqlSessionStore on PostgreSQL (`pg`;
@@ -32,21 +28,19 @@ export interface OpenStoreOptions {
  * - `mongodb://…` / `mongodb+srv://…` — MongoSessionStore; the database is the
  *   URI's path (default `agentd`), the query parameter `collectionPrefix` sets the
  *   collection prefix (it is removed before the URI reaches the driver).
- * Anything else fails with INVALID_ARGUMENT. The MongoDB and PostgreSQL
+ * A retired file store (`file:<dir>`, read only by `FileStoreArchive` for
+ * copy-store) and anything else fail with INVALID_ARGUMENT. The MongoDB and PostgreSQL
  * drivers and `node:sqlite` are loaded only when such a URI is opened.
  */
 export async function openStoreFromUri(uri: string, options: OpenStoreOptions = {}): Promise<SessionStore> {
   const trimmed = uri.trim();
   if (trimmed === "memory:" || trimmed === "memory") return new InMemorySessionStore();
   if (isFileStoreUri(trimmed)) {
-    const path = fileStoreUriPath(trimmed);
-    if (path.length === 0) {
-      throw new AgentError(
-        "INVALID_ARGUMENT",
-        `store URI "${redactStoreUri(uri)}" has no directory: use e.g. file:./.agentd/snapshots`,
-      );
-    }
-    return new FileSessionStore(resolve(process.cwd(), path));
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `store URI "${redactStoreUri(uri)}": the file store is retired and cannot be opened as a store; copy its sessions ` +
+        `into SQLite with "agentd copy-store ${redactStoreUri(trimmed)} sqlite:<file>" (FileStoreArchive reads it)`,
+    );
   }
   if (isSqlStoreUri(trimmed)) return openSqlStore(trimmed);
   if (trimmed.startsWith("mongodb://") || trimmed.startsWith("mongodb+srv://")) {
@@ -59,7 +53,7 @@ export async function openStoreFromUri(uri: string, options: OpenStoreOptions = 
   }
   throw new AgentError(
     "INVALID_ARGUMENT",
-    `unknown store URI "${redactStoreUri(uri)}": use memory:, sqlite:<file>, postgres://user@host/database, file:<directory> or mongodb://host[:port]/<database>[?collectionPrefix=<prefix>]`,
+    `unknown store URI "${redactStoreUri(uri)}": use memory:, sqlite:<file>, postgres://user@host/database or mongodb://host[:port]/<database>[?collectionPrefix=<prefix>]`,
   );
 }
 

@@ -1,11 +1,11 @@
-import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { AgentError } from "../errors/agent-error.js";
+import type { CopySource } from "../../stores/copy/copy-source.js";
 import { copyStore, type StoreCopyReport } from "../../stores/copy/copy-store.js";
 import type { SessionCopy } from "../../stores/copy/copy-session.js";
 import { retiredFileStoreMessage } from "./retired-file-store.js";
 import { fileStoreUriPath, isFileStoreUri } from "../../stores/file-store-uri.js";
+import { FileStoreArchive } from "../../stores/file-archive/file-store-archive.js";
 import { redactStoreUri } from "../../stores/redact-uri.js";
 import { openStoreFromUri } from "../../stores/store-from-uri.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
@@ -17,8 +17,8 @@ Copies every session of one store into another: each session's head (agent, owne
 lease), every snapshot record of every branch (IDs, parent links, turn indexes, timestamps,
 status, state) and the webhook outbox's events. Store URIs as for --store: sqlite:<file>,
 postgres://host/db, mongodb://host/db[?collectionPrefix=p], and any other store this agentd opens;
-the source may also be a retired file store, file:<dir> (never the destination). Stop every agentd
-using either store first.
+the source may also be a retired file store, file:<dir> (store format 3 or 2; it is only read,
+never the destination). Stop every agentd using either store first.
 
 Each session is verified after its copy (record count and SHA-256 of the session, read back from
 the destination) and printed with both. A re-run after an interruption skips the sessions already
@@ -28,13 +28,9 @@ one did not (each named on stderr), 2 for a usage error or a store it cannot ope
   --concurrency <n>   sessions copied at the same time (default 4)
 `;
 
-/** Opens the source; a `file:` directory that holds no store is refused (opening it would create one). */
-async function openSource(uri: string): Promise<SessionStore> {
-  if (isFileStoreUri(uri)) {
-    const dir = resolve(process.cwd(), fileStoreUriPath(uri));
-    if (!existsSync(join(dir, "agentd-store.json")))
-      throw new AgentError("NOT_FOUND", `${dir} holds no agentd file store (no agentd-store.json)`);
-  }
+/** Opens the source: a `file:` directory is read by the retired file store's reader (NOT_FOUND when it holds no store). */
+async function openSource(uri: string): Promise<CopySource> {
+  if (isFileStoreUri(uri)) return FileStoreArchive.open(resolve(process.cwd(), fileStoreUriPath(uri)));
   return openStoreFromUri(uri);
 }
 
@@ -95,13 +91,13 @@ export async function copyStoreCommand(args: readonly string[]): Promise<number>
     process.stderr.write(`agentd: copy-store: the source and the destination are the same store\n`);
     return 2;
   }
-  const opened: SessionStore[] = [];
+  const opened: Pick<SessionStore, "close">[] = [];
   try {
-    let from: SessionStore, to: SessionStore;
+    let from: CopySource, to: SessionStore;
     try {
       from = await openSource(fromUri!);
       opened.push(from);
-      await from.ready?.();
+      await (from as Partial<SessionStore>).ready?.();
       to = await openStoreFromUri(toUri!);
       opened.push(to);
       await to.ready?.();

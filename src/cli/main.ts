@@ -50,7 +50,7 @@ const FORCED_EXIT_MARGIN_MS = 5_000;
  * until SIGTERM/SIGINT, then shuts down gracefully and exits 0 (a second
  * signal exits 1 at once; a shutdown still running 5 s after --drain-ms
  * exits 1). Start-up failures print one line to stderr and
- * exit 2. `agentd upgrade-store <dir>` converts an older file store (see
+ * exit 2. `agentd upgrade-store <sqlite:… | postgres://…>` applies SQL schema migrations (see
  * `upgradeStoreCommand`); `agentd copy-store <from> <to>` copies every session
  * between two stores (see `copyStoreCommand`); `agentd init [dir]` creates a project (see `initCommand`).
  */

@@ -1,6 +1,7 @@
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { HeadCommit, SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../snapshot-store.js";
 import { canonicalJson } from "./canonical-json.js";
+import type { CopySource } from "./copy-source.js";
 import { comparableHead, digestOf, readSessionContent, type SessionDigest } from "./session-content.js";
 
 /** How a session's copy went. */
@@ -44,7 +45,7 @@ export interface SessionCopy extends SessionDigest {
  * message names the session.
  */
 export async function copySession(
-  from: SessionStore,
+  from: CopySource,
   to: SessionStore,
   sourceHead: SessionHead,
   ctx?: StoreCallContext,

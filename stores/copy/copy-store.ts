@@ -1,6 +1,7 @@
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { SessionHead, SessionStore } from "../snapshot-store.js";
 import { hasWebhookOutbox } from "../webhook-outbox.js";
+import type { CopySource } from "./copy-source.js";
 import { copySession, type SessionCopy } from "./copy-session.js";
 import { copyWebhookEvents, type WebhookCopy } from "./copy-webhooks.js";
 
@@ -60,7 +61,7 @@ export interface StoreCopyReport {
  * replay buffers of running detached work) are not copied.
  */
 export async function copyStore(
-  from: SessionStore,
+  from: CopySource,
   to: SessionStore,
   options: StoreCopyOptions = {},
 ): Promise<StoreCopyReport> {
@@ -112,10 +113,11 @@ export async function copyStore(
     after = heads[heads.length - 1]!.sessionId;
   }
   report.failures.sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0));
-  if (hasWebhookOutbox(from)) {
+  const outbox = from.webhookOutbox?.();
+  if (outbox) {
     try {
       const destination = hasWebhookOutbox(to) ? to.webhookOutbox() : undefined;
-      report.webhooks = await copyWebhookEvents(from.webhookOutbox(), destination, [...owners].sort());
+      report.webhooks = await copyWebhookEvents(outbox, destination, [...owners].sort());
     } catch (err) {
       report.webhookFailure = AgentError.from(err).message;
     }

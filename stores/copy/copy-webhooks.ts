@@ -24,7 +24,7 @@ export interface WebhookCopy {
  * an event of that ID with other contents (e.g. delivered since an earlier run).
  */
 export async function copyWebhookEvents(
-  from: WebhookOutbox,
+  from: Pick<WebhookOutbox, "list">,
   to: WebhookOutbox | undefined,
   tenants: Iterable<string>,
 ): Promise<WebhookCopy> {

@@ -44,7 +44,7 @@ export function compareOldestFirst(a: SnapshotRecord, b: SnapshotRecord): number
  * by page, oldest first; the head as given. Reads nothing else.
  */
 export async function readSessionContent(
-  store: SessionStore,
+  store: Pick<SessionStore, "listRecords">,
   head: SessionHead,
   ctx?: StoreCallContext,
 ): Promise<SessionContent> {

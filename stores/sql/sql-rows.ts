@@ -36,9 +36,25 @@ export function requestsColumn(dialect: SqlDialect, sessionColumn: string): stri
          FROM (SELECT * FROM requests q WHERE q.session_id = ${sessionColumn} ORDER BY q.position) q) AS requests`;
 }
 
+/**
+ * A JSON column's value; DATA_LOSS naming the row (`what`) and the column
+ * when it is not JSON (a damaged or hand-edited row), never a bare SyntaxError.
+ */
+function parseColumn<T>(value: unknown, what: string, column: string): T {
+  try {
+    return JSON.parse(String(value)) as T;
+  } catch (err) {
+    throw new AgentError(
+      "DATA_LOSS",
+      `${what}: its ${column} column is not JSON; restore the row from a backup or delete the session`,
+      { cause: err },
+    );
+  }
+}
+
 /** A head from its row (`head` JSON and the `requests` column of {@link requestsColumn}). */
 export function headFromRow(row: SqlRow): SessionHead {
-  const head = JSON.parse(String(row.head)) as SessionHead;
+  const head = parseColumn<SessionHead>(row.head, `the head of session ${String(row.session_id)}`, "head");
   const requests = parseRequests(row.requests);
   if (requests.length > 0) head.requests = requests;
   return head;
@@ -90,9 +106,10 @@ export function recordValues<S>(record: SnapshotRecord<S>, version: number): Sql
 
 /** A record from its row (`meta`, and `checkpoint`/`delta` when selected). */
 export function recordFromRow<S>(row: SqlRow): SnapshotRecord<S> {
-  const record = JSON.parse(String(row.meta)) as SnapshotRecord<S>;
+  const what = `snapshot ${String(row.snapshot_id)}`;
+  const record = parseColumn<SnapshotRecord<S>>(row.meta, what, "meta");
   if (typeof row.checkpoint === "string")
-    record.checkpoint = JSON.parse(row.checkpoint) as SnapshotRecord<S>["checkpoint"];
-  if (typeof row.delta === "string") record.delta = JSON.parse(row.delta) as SnapshotRecord<S>["delta"];
+    record.checkpoint = parseColumn<SnapshotRecord<S>["checkpoint"]>(row.checkpoint, what, "checkpoint");
+  if (typeof row.delta === "string") record.delta = parseColumn<SnapshotRecord<S>["delta"]>(row.delta, what, "delta");
   return record;
 }

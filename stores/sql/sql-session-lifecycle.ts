@@ -21,7 +21,7 @@ export class SqlSessionLifecycle {
   ) {}
 
   private headSelect(where: string): string {
-    return `SELECT h.head, ${requestsColumn(this.engine.dialect, "h.session_id")} FROM heads h WHERE ${where}`;
+    return `SELECT h.session_id, h.head, ${requestsColumn(this.engine.dialect, "h.session_id")} FROM heads h WHERE ${where}`;
   }
 
   /** One page of the owner's sessions, newest updated first (see `SessionStore.listHeads`). */

@@ -31,8 +31,8 @@ import { SqlToolJournal } from "./sql-tool-journal.js";
 import type { JournaledToolCall, ToolJournalScope, ToolResultJournal } from "../tool-result-journal.js";
 import { SqlWebhookOutbox } from "./sql-webhook-outbox.js";
 
-const META_COLUMNS = "meta";
-const STATE_COLUMNS = "meta, checkpoint, delta";
+const META_COLUMNS = "snapshot_id, meta";
+const STATE_COLUMNS = "snapshot_id, meta, checkpoint, delta";
 
 /**
  * The session store on an SQL database: SQLite (`SqliteEngine`, the
@@ -101,7 +101,7 @@ export class SqlSessionStore<S = unknown>
   async getHead(sessionId: string, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {
     await this.open();
     const rows = await this.engine.reader.query(
-      `SELECT h.head, ${requestsColumn(this.engine.dialect, "h.session_id")} FROM heads h WHERE h.session_id = ?`,
+      `SELECT h.session_id, h.head, ${requestsColumn(this.engine.dialect, "h.session_id")} FROM heads h WHERE h.session_id = ?`,
       [sessionId],
     );
     return rows[0] ? this.remembered(headFromRow(rows[0])) : undefined;
@@ -111,7 +111,7 @@ export class SqlSessionStore<S = unknown>
   async headOfRecord(snapshotId: string, _ctx?: StoreCallContext): Promise<SessionHead | undefined> {
     await this.open();
     const rows = await this.engine.reader.query(
-      `SELECT h.head, ${requestsColumn(this.engine.dialect, "h.session_id")} FROM records r
+      `SELECT h.session_id, h.head, ${requestsColumn(this.engine.dialect, "h.session_id")} FROM records r
        JOIN heads h ON h.session_id = r.session_id WHERE r.snapshot_id = ?`,
       [snapshotId],
     );

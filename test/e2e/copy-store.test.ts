@@ -1,9 +1,14 @@
 // `agentd copy-store <from> <to>` as a user runs it (a real CLI process): 1,000 sessions of a file
-// store (retired: copy-store reads it, nothing serves or writes it) into SQLite, into PostgreSQL (a
-// real server) and into MongoDB (mongo-java-server) with every chain intact, a copy killed midway
-// and run again, a destination that holds something else, a file: destination refused, and the
-// `.agentd` file store of an earlier release, moved by the documented command and served again.
+// store (retired: copy-store reads it, nothing serves or writes it; the fixture was written by the
+// file store itself) into SQLite, into PostgreSQL (a real server) and into MongoDB
+// (mongo-java-server) with every chain intact, a copy killed midway and run again, a destination
+// that holds something else, a file: destination refused, and the `.agentd` file store of an
+// earlier release, moved by the documented command and served again. The copies are compared with
+// the same 1,000 sessions written through the store API into a memory store (`populate` is
+// deterministic), so the reader of the file store is checked against what was written, not
+// against itself.
 import { spawn } from "node:child_process";
+import { Code } from "@connectrpc/connect";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,13 +16,13 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { copyStore } from "../../stores/copy/copy-store.js";
 import { digestOf, readSessionContent } from "../../stores/copy/session-content.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
-import { FileSessionStore } from "../../stores/file-store.js";
+import { edgeExpected, extractFileStore } from "../harness/file-store-fixtures.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { agentdCliArgs, REPO_ROOT, startAgentd } from "../harness/agentd-process.js";
 import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { expectSameSessions, populate, type Populated } from "../stores/copy-fixtures.js";
-import { useTempDirs } from "../stores/file-fixtures.js";
+import { useTempDirs } from "../stores/os-fixtures.js";
 import { freshPrefix, useMongoServer } from "../stores/mongodb-fixtures.js";
 import { openSqlStore } from "../../stores/sql/sql-store-uri.js";
 import { freshSchema, postgresForTests } from "../harness/postgres-server.js";
@@ -73,26 +78,21 @@ async function digests(
   return out;
 }
 
-function fileStore(dir: string): FileSessionStore {
-  return new FileSessionStore(dir, { debrisSweep: { intervalMs: 0 } });
-}
-
 describe("agentd copy-store", () => {
   let sourceDir = "";
-  let source: FileSessionStore;
+  /** The same sessions as the file store's, written through the store API. */
+  let source: InMemorySessionStore;
   let populated: Populated;
   let expected: Map<string, { records: number; checksum: string }>;
 
   beforeAll(async () => {
     // Its own directory: useTempDirs removes its directories after each test, this one serves them all.
     sourceDir = await mkdtemp(join(tmpdir(), "agentd-copy-store-source-"));
-    const writer = new FileSessionStore(sourceDir, { fsync: false, debrisSweep: { intervalMs: 0 } });
-    populated = await populate(writer, SESSIONS);
-    await writer.close();
-    source = fileStore(sourceDir);
+    extractFileStore("populated-1000", sourceDir);
+    source = new InMemorySessionStore();
+    populated = await populate(source, SESSIONS);
     expected = await digests(source, populated.sessionIds);
     return async () => {
-      await source.close();
       await rm(sourceDir, { recursive: true, force: true });
     };
   }, 300_000);
@@ -200,16 +200,14 @@ describe("agentd copy-store", () => {
 
   it("exits 1 naming the session when the destination holds another owner's session of that ID; 2 for usage errors", async () => {
     const small = await tempDir();
-    const writer = new FileSessionStore(small, { fsync: false, debrisSweep: { intervalMs: 0 } });
-    await populate(writer, 3);
-    await writer.close();
+    extractFileStore("edge", small);
     const dest = `sqlite:${join(await tempDir(), "agentd.db")}`;
     const taken = await openSqlStore(dest);
     await taken.commit({
       expectedVersion: 0,
       head: {
-        sessionId: "s00001",
-        agent: "tasks",
+        sessionId: "e4",
+        agent: "assistant",
         owner: "other-tenant",
         headSnapshotId: "x",
         turnCount: 0,
@@ -221,13 +219,13 @@ describe("agentd copy-store", () => {
     const run = copyStoreCli([`file:${small}`, dest]);
     expect(await run.exited).toBe(1);
     expect(run.stderr()).toMatch(
-      /^agentd: copy-store: FAILED_PRECONDITION: session s00001: the destination holds a session of this ID for another agent or owner/,
+      /^agentd: copy-store: FAILED_PRECONDITION: session e4: the destination holds a session of this ID for another agent or owner/,
     );
     expect(
       sessionLines(run.lines)
         .map((l) => l.sessionId)
         .sort(),
-    ).toEqual(["s00000", "s00002"]);
+    ).toEqual(["e1", "e3", "e5", "e6"]);
     expect(run.lines.at(-1)).toMatch(/1 failed.*NOT complete/);
 
     const missing = copyStoreCli([`file:${small}/nothing-here`, `sqlite:${join(await tempDir(), "agentd.db")}`]);
@@ -252,27 +250,9 @@ describe("agentd copy-store", () => {
 
   it("moves the .agentd file store of an earlier release (the documented command); a server on the default store continues the sessions", async () => {
     const cwd = await tempDir();
-    // The sessions a server wrote, in the file store an earlier release served from ./.agentd.
-    const first = await startAgentd({ cwd, args: ["--store", "sqlite:./first.db"] });
-    const client = agentServiceClient(first.baseUrl, "grpc");
-    const a1 = await client.run({ init: { agent: "assistant", labels: { team: "a" } }, input: textInput("one") });
-    const sessionId = a1.output!.sessionId;
-    const a2 = await client.run({ init: { agent: "assistant", sessionId }, input: textInput("two") });
-    const fork = await client.run({
-      init: { agent: "assistant", snapshotId: a1.output!.snapshotId },
-      input: textInput("fork"),
-    });
-    const other = await client.run({ init: { agent: "tasks" }, input: textInput("a task") });
-    const before = await client.listSnapshots({ agent: "assistant", sessionId, includeState: true });
-    expect(await first.stop("SIGTERM")).toBe(0);
-    const written = await openSqlStore(`sqlite:${join(cwd, "first.db")}`);
-    const legacy = new FileSessionStore(join(cwd, ".agentd"), { debrisSweep: { intervalMs: 0 } });
-    try {
-      expect(await copyStore(written, legacy)).toMatchObject({ sessions: 2, failures: [] });
-    } finally {
-      await written.close();
-      await legacy.close();
-    }
+    // The file store an earlier release served from ./.agentd, as that release wrote it.
+    extractFileStore("edge", join(cwd, ".agentd"));
+    const expectedEdge = edgeExpected();
 
     const refused = await startAgentd({ cwd, args: ["--store", "file:./.agentd"] }).then(
       async (p) => `started: ${await p.stop()}`,
@@ -287,23 +267,28 @@ describe("agentd copy-store", () => {
       sessionLines(run.lines)
         .map((l) => l.sessionId)
         .sort(),
-    ).toEqual([sessionId, other.output!.sessionId].sort());
+    ).toEqual(expectedEdge.sessions.map((s) => s.head.sessionId).sort());
 
     const second = await startAgentd({ cwd, store: "cli-default" });
     try {
       const moved = agentServiceClient(second.baseUrl, "grpc");
-      const after = await moved.listSnapshots({ agent: "assistant", sessionId, includeState: true });
-      expect(after.snapshots).toEqual(before.snapshots);
-      expect(after.snapshots.map((s) => s.snapshotId).sort()).toEqual(
-        [a1.output!.snapshotId, a2.output!.snapshotId, fork.output!.snapshotId].sort(),
-      );
-      expect((await moved.getSession({ sessionId })).session?.labels).toEqual({ team: "a" });
-      const next = await moved.run({ init: { agent: "assistant", sessionId }, input: textInput("three") });
+      for (const { head, records } of expectedEdge.sessions) {
+        // acme's session is not the anonymous caller's; e1's TTL ran out long ago (in either store).
+        if (head.owner !== "" || (head.expiresAt ?? Infinity) <= Date.now()) continue;
+        const after = await moved.listSnapshots({ agent: "assistant", sessionId: head.sessionId });
+        expect(
+          after.snapshots.map((s) => s.snapshotId),
+          head.sessionId,
+        ).toEqual(records.map((r) => r.snapshotId));
+      }
+      await expect(moved.getSession({ sessionId: "e1" })).rejects.toMatchObject({ code: Code.NotFound });
+      // e4's last turn was only in the journal of the process that died writing it: the next turn follows it.
+      const next = await moved.run({ init: { agent: "assistant", sessionId: "e4" }, input: textInput("three") });
       const { snapshot } = await moved.getSnapshot({ agent: "assistant", snapshotId: next.output!.snapshotId });
-      expect(snapshot?.parentId).toBe(fork.output!.snapshotId);
+      expect(snapshot?.parentId).toBe("e4-r2");
       expect(
         snapshot?.state?.messages.map((m) => (m.content[0]?.kind.case === "text" ? m.content[0].kind.value : "")),
-      ).toEqual(["one", "echo: one", "fork", "echo: fork", "three", "echo: three"]);
+      ).toEqual(["turn 2 of e4", "three", "echo: three"]);
     } finally {
       await second.stop();
     }

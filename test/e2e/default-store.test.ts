@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runAgentdBin, startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
-import { FileSessionStore } from "../../stores/file-store.js";
+import { extractFileStore } from "../harness/file-store-fixtures.js";
 import { textInput } from "../harness/wire-chat.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 
@@ -85,23 +85,9 @@ describe("the default store", { timeout: 300_000 }, () => {
   it("warns at start when ./.agentd still holds a file store of an earlier release, which --store file: refuses and copy-store moves", async () => {
     const cwd = await mkdtemp(join(tmpdir(), "agentd-default-store-"));
     dirs.push(cwd);
-    // A session in the file store an earlier release served from ./.agentd.
-    const legacy = new FileSessionStore(join(cwd, ".agentd"), { debrisSweep: { intervalMs: 0 } });
-    const sessionId = "kept-in-the-file-store";
-    await legacy.commit({
-      expectedVersion: 0,
-      head: {
-        sessionId,
-        agent: "assistant",
-        owner: "",
-        headSnapshotId: "",
-        turnCount: 0,
-        createdAt: 1,
-        updatedAt: 1,
-        labels: { kept: "yes" },
-      },
-    });
-    await legacy.close();
+    // The file store an earlier release served from ./.agentd, as it wrote it (one session's last
+    // turn is still only in the journal of the process that died writing it).
+    extractFileStore("edge", join(cwd, ".agentd"));
 
     const now = await serve(cwd);
     const warning = now.logLines().find((line) => String(line.msg).includes("file store of an earlier agentd"));
@@ -125,8 +111,11 @@ describe("the default store", { timeout: 300_000 }, () => {
     const copied = await runAgentdBin(["copy-store", "file:./.agentd", "sqlite:./.agentd/agentd.db"], { cwd });
     expect(copied.code, copied.stderr).toBe(0);
     const after = await serve(cwd);
-    const { session } = await agentServiceClient(after.baseUrl, "grpc").getSession({ sessionId });
-    expect(session?.labels).toEqual({ kept: "yes" });
+    const client = agentServiceClient(after.baseUrl, "grpc");
+    expect((await client.getSession({ sessionId: "e5" })).session?.sessionId).toBe("e5");
+    const { snapshot } = await client.getSnapshot({ agent: "assistant", sessionId: "e4" });
+    expect(snapshot?.snapshotId).toBe("e4-r2");
+    expect(snapshot?.turnIndex).toBe(2);
   });
 
   it("stays quiet on the default store when ./.agentd holds no file store", async () => {

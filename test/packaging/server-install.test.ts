@@ -268,7 +268,7 @@ describe("the packed agentd installed with its peers", { timeout: 180_000 }, () 
       `const stores = await import("@agentd-dev/agentd/stores");`,
       `const root = await import("@agentd-dev/agentd");`,
       `console.log(JSON.stringify([typeof server.startServer, typeof server.agentServiceRoutes, typeof server.StaticTokens, typeof server.jwtBearerAuthenticator,`,
-      `  typeof server.startServe, typeof mongo.MongoSessionStore, typeof stores.FileSessionStore, typeof root.AgentRegistry]));`,
+      `  typeof server.startServe, typeof mongo.MongoSessionStore, typeof stores.FileStoreArchive, typeof root.AgentRegistry]));`,
     ].join("\n");
     const { stdout } = await run(NODE, ["--input-type=module", "-e", script], { cwd: project, timeoutMs: 60_000 });
     expect(JSON.parse(stdout.trim())).toEqual(Array(8).fill("function"));

@@ -7,7 +7,7 @@ import { holderGone, leaseHolder, type LeaseHolder } from "../../src/runtime/ses
 import { takeOverDeadWork } from "../../src/runtime/background/work-takeover.js";
 import { DEFAULT_LIVENESS } from "../../src/runtime/sessions/snapshot-liveness.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
-import { FileSessionStore } from "../../stores/file-store.js";
+import { openSqlStore } from "../../stores/sql/sql-store-uri.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { claimOf, existingSession, patchHead } from "./claim-fixtures.js";
 
@@ -54,14 +54,14 @@ describe("holderGone: is a lease's holder provably dead?", () => {
   });
 });
 
-describe.each(["memory", "file"] as const)("%s store: leases of a dead holder", (kind) => {
+describe.each(["memory", "sqlite"] as const)("%s store: leases of a dead holder", (kind) => {
   let store: SessionStore;
   let dir: string | undefined;
   let dead: LeaseHolder;
   beforeAll(async () => {
-    if (kind === "file") {
+    if (kind === "sqlite") {
       dir = await mkdtemp(join(tmpdir(), "agentd-lease-holder-"));
-      store = new FileSessionStore(dir);
+      store = await openSqlStore(`sqlite:${join(dir, "agentd.db")}`);
     } else store = new InMemorySessionStore();
     const { child, exited } = sleeper();
     dead = otherHolder(child.pid!);

@@ -9,7 +9,7 @@ import { MongoClient, type CommandStartedEvent } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentError } from "../../src/errors/agent-error.js";
 import { ownedRecord } from "../../src/runtime/sessions/session-lookup.js";
-import { FileSessionStore } from "../../stores/file-store.js";
+import { openSqlStore } from "../../stores/sql/sql-store-uri.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { mongoForTests } from "../harness/mongo-java-server.js";
@@ -65,7 +65,10 @@ afterAll(async () => {
 });
 
 describe.each([
-  ["file store", async () => new FileSessionStore<CounterState>(tempDir())],
+  [
+    "SQLite store",
+    async () => (await openSqlStore(`sqlite:${join(tempDir(), "agentd.db")}`)) as unknown as SessionStore<CounterState>,
+  ],
   ["memory store (no headOfRecord)", async () => new InMemorySessionStore<CounterState>()],
   [
     "MongoDB store (mongo-java-server)",
@@ -105,9 +108,11 @@ describe.each([
   });
 });
 
-describe("the file store's ownership check", () => {
+describe("the SQLite store's ownership check", () => {
   it("reads no record of another tenant's snapshot (only the session head)", async () => {
-    const store = new FileSessionStore<CounterState>(tempDir());
+    const store = (await openSqlStore(
+      `sqlite:${join(tempDir(), "agentd.db")}`,
+    )) as unknown as SessionStore<CounterState>;
     try {
       const id = newSnapshotId();
       const commit = commitOf(undefined, checkpointRecord("s-acme", id));

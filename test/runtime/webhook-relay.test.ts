@@ -2,7 +2,8 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { FileSessionStore } from "../../stores/file-store.js";
+import { openSqlStore } from "../../stores/sql/sql-store-uri.js";
+import type { SqlSessionStore } from "../../stores/sql/sql-store.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import { hasWebhookOutbox } from "../../stores/webhook-outbox.js";
 import { takeOverDeadWork } from "../../src/runtime/background/work-takeover.js";
@@ -22,13 +23,18 @@ const WORK: DetachedWork = {
   principal: { subject: "ann", tenant: "acme", claims: {} },
 };
 
-/** A file store whose session `s1` has a detached row `r1` (heartbeat at `heartbeatAt`) and a lapsed lease of its dead worker. */
-async function deadWorker(heartbeatAt: number): Promise<FileSessionStore> {
-  const store = new FileSessionStore(await mkdtemp(join(tmpdir(), "agentd-relay-")));
+/** An SQLite store whose session `s1` has a detached row `r1` (heartbeat at `heartbeatAt`) and a lapsed lease of its dead worker. */
+async function deadWorker(heartbeatAt: number): Promise<SqlSessionStore> {
+  const store = await sqliteStore();
   const commit = commitOf(undefined, pendingRecord("s1", "r1", { work: WORK, heartbeatAt, updatedAt: heartbeatAt }));
   commit.head = { ...commit.head, owner: "acme", lease: { invocationId: "dead", expiresAt: Date.now() - 1 } };
   await store.commit(commit, { tenant: "acme" });
   return store;
+}
+
+/** A fresh SQLite store in a temporary directory. */
+async function sqliteStore(): Promise<SqlSessionStore> {
+  return openSqlStore(`sqlite:${join(await mkdtemp(join(tmpdir(), "agentd-relay-")), "agentd.db")}`);
 }
 
 /** Webhooks on `store` (nothing is delivered: the dispatcher is not started). */
@@ -100,7 +106,7 @@ describe("the webhook relay of work whose worker died", () => {
   });
 
   it("the wrapped store's sweep queues session.expired before deleting; a sweep dying in between leaves the session, and the next one queues the same event once", async () => {
-    const store = new FileSessionStore(await mkdtemp(join(tmpdir(), "agentd-relay-")));
+    const store = await sqliteStore();
     const first = commitOf(undefined, checkpointRecord("s1", "r0", { createdAt: 1000 }));
     await store.commit({ ...first, head: { ...first.head, ttlMs: 50, labels: { team: "blue" } } });
     const webhooks = webhooksOn(store);

@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileSessionStore } from "../../stores/file-store.js";
-import { sessionKey, StoreLayout } from "../../stores/file/store-layout.js";
+import { DatabaseSync } from "node:sqlite";
+import { openSqlStore } from "../../stores/sql/sql-store-uri.js";
 import { Rendezvous, expectAgentError, historyOf, until, recordsOf, setLease, gatedAgent } from "./runtime-fixtures.js";
 import {
   ANN,
@@ -242,18 +242,17 @@ describe("taking over the detached work of a dead instance", () => {
 
   it("a pass that cannot read a head's record still takes over the others, then rejects with that error (and the poller reports it)", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-takeover-corrupt-"));
-    const files = new FileSessionStore(dir);
+    const files = await openSqlStore(`sqlite:${join(dir, "agentd.db")}`);
     try {
       const [a] = instances(["A"], { store: files }).all as [Instance];
       const [b] = instances(["B"], { store: files }).all as [Instance];
       // A session whose head is leased and whose head record is corrupt (DATA_LOSS on read).
       const broken = await a.agent.runText("broken");
       await setLease(files as SessionStore, broken.sessionId, { invocationId: "dead", expiresAt: Date.now() - 1 });
-      const log = new StoreLayout(dir).logPathOfKey(sessionKey(broken.sessionId));
-      const text = await readFile(log, "latin1");
-      const at = text.indexOf(`"snapshotId":"${broken.snapshotId}"`);
-      // One byte of the record's line changed: its CRC no longer matches.
-      await writeFile(log, `${text.slice(0, at + 14)}X${text.slice(at + 15)}`, "latin1");
+      // The record's row damaged: its metadata is no longer JSON.
+      const db = new DatabaseSync(join(dir, "agentd.db"));
+      db.prepare("UPDATE records SET meta = '{' WHERE snapshot_id = ?").run(broken.snapshotId!);
+      db.close();
       const { snapshotId } = await detachThenShutDown(a);
       b.gate.release("one");
       await presumeDead(files, snapshotId);
@@ -355,10 +354,9 @@ describe("taking over the detached work of a dead instance", () => {
     expect(b.takenOver.length + c.takenOver.length).toBe(1);
   });
 
-  it("a tenant's work stays the tenant's: found in its directory, taken over as its principal, and other tenants cannot read it", async () => {
-    // A file store with a directory per tenant: the takeover must read and write with the owner's context.
+  it("a tenant's work stays the tenant's: taken over as its principal, and other tenants cannot read it", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-takeover-tenant-"));
-    const files = new FileSessionStore(dir, { pathPrefix: (ctx) => ctx.tenant ?? "" });
+    const files = await openSqlStore(`sqlite:${join(dir, "agentd.db")}`);
     const acmeCtx = { tenant: "acme" };
     try {
       const [a] = instances(["A"], { store: files }).all as [Instance];

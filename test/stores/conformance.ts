@@ -29,7 +29,7 @@ export interface StoreUnderTest {
   cleanup?(): Promise<void>;
   /**
    * For stores several processes can share: how a child process opens this
-   * same store (`{kind: "file", dir}` or `{kind: "mongodb", uri, database,
+   * same store (`{kind: "sql", uri}` or `{kind: "mongodb", uri, database,
    * collectionPrefix}`). The cross-process tests run only when it is set.
    */
   crossProcess?: SharedStoreDescriptor;

@@ -5,11 +5,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { copySession } from "../../stores/copy/copy-session.js";
 import { copyStore } from "../../stores/copy/copy-store.js";
 import { digestOf, readSessionContent } from "../../stores/copy/session-content.js";
-import { FileSessionStore } from "../../stores/file-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import type { HeadCommit, SessionStore } from "../../stores/snapshot-store.js";
+import { openSqlStore } from "../../stores/sql/sql-store-uri.js";
+import { join } from "node:path";
 import { expectSameSessions, populate } from "./copy-fixtures.js";
-import { useTempDirs } from "./file-fixtures.js";
+import { useTempDirs } from "./os-fixtures.js";
 
 const tempDir = useTempDirs("agentd-copy-store-");
 const opened: SessionStore[] = [];
@@ -18,8 +19,9 @@ afterEach(async () => {
   for (const store of opened.splice(0)) await store.close?.();
 });
 
-function fileStore(dir: string): FileSessionStore {
-  const store = new FileSessionStore(dir, { fsync: false, debrisSweep: { intervalMs: 0 } });
+/** An SQLite store in `dir` (closed after the test); opened again on the same file, it reads what was written. */
+async function sqliteStore(dir: string): Promise<SessionStore> {
+  const store = await openSqlStore(`sqlite:${join(dir, "agentd.db")}`);
   opened.push(store);
   return store;
 }
@@ -44,7 +46,7 @@ describe("copyStore", () => {
   it("copies every session of every owner, every record, state and webhook event, and verifies each", async () => {
     const source = new InMemorySessionStore();
     const populated = await populate(source, 60);
-    const copy = fileStore(await tempDir());
+    const copy = await sqliteStore(await tempDir());
     const seen: string[] = [];
     const report = await copyStore(source, copy, { onSession: (c) => seen.push(c.sessionId) });
     expect(report).toMatchObject({
@@ -71,8 +73,10 @@ describe("copyStore", () => {
     const sessionId = populated.sessionIds[0]!; // s00000: 3 turns, a fork and a detached row
     const dir = await tempDir();
     const head = (await source.getHead(sessionId))!;
-    await expect(copySession(source, dyingAfter(fileStore(dir), 2), head)).rejects.toThrow("the copy process died");
-    const half = fileStore(dir);
+    await expect(copySession(source, dyingAfter(await sqliteStore(dir), 2), head)).rejects.toThrow(
+      "the copy process died",
+    );
+    const half = await sqliteStore(dir);
     const partial = await readSessionContent(half, (await half.getHead(sessionId))!);
     expect(partial.records).toHaveLength(2);
     // The interrupted copy left a consistent session: its head names a record it holds.
@@ -181,7 +185,7 @@ describe("copyStore", () => {
 describe("scanHeads", () => {
   for (const [name, make] of [
     ["memory", async () => new InMemorySessionStore()],
-    ["file", async () => fileStore(await tempDir())],
+    ["sqlite", async () => sqliteStore(await tempDir())],
   ] as const) {
     it(`${name}: every head of every owner once, sessionId ascending, in pages`, async () => {
       const store: SessionStore = await make();

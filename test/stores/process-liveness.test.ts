@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { processAlive } from "../../stores/file/process-liveness.js";
-import { deadPid, zombiePid } from "./file-fixtures.js";
+import { processAlive } from "../../stores/process-liveness.js";
+import { deadPid, zombiePid } from "./os-fixtures.js";
 
-// Whether the holder of a lock file still runs (stores/file/process-liveness.ts): what the file
-// store's lock recovery and journal replay decide on.
+// Whether a process still runs (stores/process-liveness.ts): what a lease holder's death and the
+// file-store reader's refusal of a store a live process still writes decide on.
 
 describe("processAlive", () => {
   it("is true for a running process", () => {

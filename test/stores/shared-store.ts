@@ -12,13 +12,11 @@ import type { CounterState } from "./snapshot-factory.js";
 
 /**
  * How a second process opens the store under test (JSON-serializable).
- * - `file`: `new FileSessionStore(dir, options)`;
  * - `mongodb`: `new MongoSessionStore({ uri, database, collectionPrefix, ...options })`;
  * - `sql`: `openSqlStore(uri)` (`sqlite:<file>` or `postgres://…?schema=…`).
  * `options` are extra constructor options (plain JSON) the test's own store was opened with.
  */
 export type SharedStoreDescriptor =
-  | { kind: "file"; dir: string; options?: Record<string, unknown> }
   | { kind: "mongodb"; uri: string; database: string; collectionPrefix: string; options?: Record<string, unknown> }
   | { kind: "sql"; uri: string };
 
@@ -29,12 +27,6 @@ export type SharedStore = SessionStore<CounterState> & SnapshotSubscriber;
  * when needed, so a memory-store test never loads the MongoDB driver.
  */
 export async function openSharedStore(descriptor: SharedStoreDescriptor): Promise<SharedStore> {
-  if (descriptor.kind === "file") {
-    const { FileSessionStore } = (await import("../../stores/file-store.js")) as unknown as {
-      FileSessionStore: new (dir: string, options?: Record<string, unknown>) => SharedStore;
-    };
-    return new FileSessionStore(descriptor.dir, descriptor.options ?? {});
-  }
   if (descriptor.kind === "mongodb") {
     const { MongoSessionStore } = (await import("../../stores/mongodb/mongo-store.js")) as unknown as {
       MongoSessionStore: new (config: Record<string, unknown>) => SharedStore;

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -7,6 +7,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SqliteEngine, type SqliteEngineOptions } from "../../stores/sql/sqlite-engine.js";
 import { SQL_SCHEMA_VERSION } from "../../stores/sql/sql-migrations.js";
 import { SqlSessionStore } from "../../stores/sql/sql-store.js";
+import { openSqlStore } from "../../stores/sql/sql-store-uri.js";
+import { DatabaseSync } from "node:sqlite";
 import { agentdCliArgs, REPO_ROOT } from "../harness/agentd-process.js";
 import { runStoreConformance } from "./conformance.js";
 import { sqlFootprint } from "./sql-fixtures.js";
@@ -147,6 +149,32 @@ describe("sqlite store engine", () => {
   });
 });
 
+describe("a damaged SQLite row", () => {
+  it("reads as DATA_LOSS naming the snapshot or session and the column, not as an internal error", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "agentd-sqlite-damaged-"));
+    const file = join(dir, "agentd.db");
+    const store = await openSqlStore(`sqlite:${file}`);
+    try {
+      await store.commit(commitOf(undefined, checkpointRecord("s1", "r1")));
+      const db = new DatabaseSync(file);
+      db.exec(`UPDATE records SET meta = '{"snapshotId":' WHERE snapshot_id = 'r1'`);
+      db.exec(`UPDATE heads SET head = 'not json' WHERE session_id = 's1'`);
+      db.close();
+      await expect(store.getRecord("r1")).rejects.toMatchObject({
+        status: "DATA_LOSS",
+        message: "snapshot r1: its meta column is not JSON; restore the row from a backup or delete the session",
+      });
+      await expect(store.getHead("s1")).rejects.toMatchObject({
+        status: "DATA_LOSS",
+        message: expect.stringMatching(/^the head of session s1: its head column is not JSON/),
+      });
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("agentd upgrade-store on an SQL store (the CLI)", () => {
   async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
@@ -183,6 +211,29 @@ describe("agentd upgrade-store on an SQL store (the CLI)", () => {
           /^agentd: upgrade-store: postgres store postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/db: /,
         );
         expect(unreachable.stderr).not.toContain("pw@");
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it(
+    "exits 2 for a file store directory, naming the copy-store command that moves it, and changes nothing",
+    { timeout: 90_000 },
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), "agentd-file-upgrade-"));
+      try {
+        await writeFile(join(dir, "agentd-store.json"), `{"format":2}\n`);
+        for (const arg of [dir, `file:${dir}`]) {
+          expect(await runCli(["upgrade-store", arg])).toEqual({
+            code: 2,
+            stdout: "",
+            stderr:
+              `agentd: upgrade-store: the store file:${dir}: the file store is retired; copy its sessions into SQLite with ` +
+              `"agentd copy-store file:${dir} sqlite:${dir}/agentd.db", then serve --store sqlite:${dir}/agentd.db\n`,
+          });
+        }
+        expect(await readdir(dir)).toEqual(["agentd-store.json"]);
       } finally {
         await rm(dir, { recursive: true, force: true });
       }

@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { FileSessionStore } from "../../stores/file-store.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { mongoConfigFromUri, openStoreFromUri } from "../../stores/store-from-uri.js";
@@ -13,13 +13,14 @@ describe("openStoreFromUri", () => {
     expect(await openStoreFromUri("memory:")).toBeInstanceOf(InMemorySessionStore);
   });
 
-  it("opens the file store in a directory relative to the current directory", async () => {
+  it("refuses the retired file store with INVALID_ARGUMENT pointing to copy-store, creating nothing", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-uri-"));
     try {
-      // A relative path from the working directory (no chdir: tests may run in worker threads).
-      const store = await openStoreFromUri(`file:${relative(process.cwd(), join(dir, "snaps"))}`);
-      expect(store).toBeInstanceOf(FileSessionStore);
-      expect((store as FileSessionStore).directory).toBe(join(dir, "snaps"));
+      await expect(openStoreFromUri(`file:${join(dir, "snaps")}`)).rejects.toMatchObject({
+        status: "INVALID_ARGUMENT",
+        message: expect.stringContaining(`agentd copy-store file:${join(dir, "snaps")} sqlite:`),
+      });
+      expect(existsSync(join(dir, "snaps"))).toBe(false);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -34,9 +35,7 @@ describe("openStoreFromUri", () => {
   it("rejects an unknown scheme with INVALID_ARGUMENT naming the supported ones", async () => {
     await expect(openStoreFromUri("redis://localhost")).rejects.toMatchObject({
       status: "INVALID_ARGUMENT",
-      message: expect.stringContaining(
-        "memory:, sqlite:<file>, postgres://user@host/database, file:<directory> or mongodb://",
-      ),
+      message: expect.stringContaining("memory:, sqlite:<file>, postgres://user@host/database or mongodb://"),
     });
   });
 
@@ -119,13 +118,6 @@ describe("openStoreFromUri", () => {
       uri: "mongodb+srv://cluster.example/",
       database: "agentd",
       collectionPrefix: "",
-    });
-  });
-
-  it("rejects file: without a directory, showing a valid example", async () => {
-    await expect(openStoreFromUri("file:")).rejects.toMatchObject({
-      status: "INVALID_ARGUMENT",
-      message: 'store URI "file:" has no directory: use e.g. file:./.agentd/snapshots',
     });
   });
 

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FileSessionStore } from "../../stores/file-store.js";
+import { openSqlStore } from "../../stores/sql/sql-store-uri.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import type { SessionHead, SessionStore, SnapshotRecord } from "../../stores/snapshot-store.js";
@@ -72,12 +72,12 @@ describe("SessionHead.usage is persisted", () => {
     await roundTrip(new InMemorySessionStore());
   });
 
-  it("by the file store", async () => {
+  it("by the SQLite store (read back after a reopen)", async () => {
     const dir = await mkdtemp(join(tmpdir(), "agentd-head-usage-"));
-    const store = new FileSessionStore(dir);
+    const store = await openSqlStore(`sqlite:${join(dir, "agentd.db")}`);
     try {
       await roundTrip(store);
-      const reopened = new FileSessionStore(dir);
+      const reopened = await openSqlStore(`sqlite:${join(dir, "agentd.db")}`);
       const [headOnDisk] = (await reopened.listHeads({ owner: "" })).heads;
       expect(headOnDisk?.usage).toBeUndefined(); // the last write cleared it
       await reopened.close();

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync, readlinkSync } from "node:fs";
 import { hostname } from "node:os";
 import type { LeaseHolder } from "../../../stores/snapshot-store.js";
-import { processAlive } from "../../../stores/file/process-liveness.js";
+import { processAlive } from "../../../stores/process-liveness.js";
 import { defaultInstanceId } from "../background/instance-id.js";
 
 export type { LeaseHolder } from "../../../stores/snapshot-store.js";
