@@ -30,7 +30,7 @@ import {
 const CONVERSATIONS = Number(process.env.CONVERSATIONS ?? 8);
 const TURNS = Number(process.env.TURNS ?? 25);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
-const STORE = process.env.STORE ?? "file";
+const STORE = process.env.STORE ?? "sqlite";
 const LANGS = (process.env.LANGS ?? "ts,go,python").split(",").filter(Boolean);
 const variants = [...LANGS, ...(process.env.TS_LEGACY === "1" ? ["ts-legacy"] : [])];
 

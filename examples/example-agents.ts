@@ -1,13 +1,13 @@
 import { z } from "zod";
-import {
-  defineAgent,
-  defineCustomAgent,
-  generateModelTurn,
-  messageText,
-  splitIntoChunks,
-  type Agent,
-  type AnyAgent,
-} from "../src/index.js";
+// Each from its own module rather than the package root, so serving the examples loads neither the
+// .prompt toolchain nor the MCP SDK (an agents module outside this repository imports the same
+// names from "@agentd-dev/agentd").
+import { defineAgent } from "../src/prompts/inline-agent.js";
+import type { Agent, AnyAgent } from "../src/runtime/agents/agent.js";
+import { defineCustomAgent } from "../src/runtime/agents/custom-agent.js";
+import { generateModelTurn } from "../src/runtime/agents/model-turn.js";
+import { splitIntoChunks } from "../src/models/echo-model.js";
+import { messageText } from "../src/types/content.js";
 
 /** Custom state of the `tasks` example agent. */
 export const TaskListSchema = z.object({

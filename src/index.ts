@@ -53,14 +53,8 @@ export { EchoModel, splitIntoChunks } from "./models/echo-model.js";
 export { ScriptedModel, directiveScript, type ModelScript, type ScriptedReply } from "./models/scripted-model.js";
 export { builtinModelResolver, type ModelResolver, type ModelSettings } from "./models/model-resolver.js";
 export { toolRequestsOf, type ModelToolDefinition } from "./models/model.js";
-export {
-  defineAgent,
-  definePromptAgent,
-  promptAgentsFromDirectory,
-  type InlineAgentDefinition,
-  type PromptAgentDefinition,
-  type PromptBackedOptions,
-} from "./prompts/prompt-agent.js";
+export { defineAgent, type InlineAgentDefinition, type PromptBackedOptions } from "./prompts/inline-agent.js";
+export { definePromptAgent, promptAgentsFromDirectory, type PromptAgentDefinition } from "./prompts/prompt-agent.js";
 export { PromptRegistry, type LoadedPrompt, type RenderedPromptTurn } from "./prompts/prompt-registry.js";
 export { defineTool, type Tool, type ToolContext, type ToolDefinition } from "./tools/define-tool.js";
 export { ToolInterrupt } from "./tools/interrupts.js";

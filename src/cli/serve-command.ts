@@ -10,7 +10,6 @@ import { AgentRegistry } from "../runtime/agents/agent-registry.js";
 import type { TurnEvent } from "../runtime/invocations/runtime-events.js";
 import { startSessionSweeper, sweepIntervalFor } from "../runtime/sessions/session-sweeper.js";
 import { DEFAULT_LIVENESS } from "../runtime/sessions/snapshot-liveness.js";
-import { promptAgentsFromDirectory } from "../prompts/prompt-agent.js";
 import { agentServiceRoutes } from "../server/agent-service.js";
 import { PageTokens } from "../server/page-tokens.js";
 import { startServer, type RunningServer } from "../server/server.js";
@@ -57,12 +56,14 @@ export async function startServe(
   logger: Logger = createCliLogger(config.logLevel),
 ): Promise<ServeInstance> {
   const promptAgents: Agent<unknown>[] = [];
-  const mcpTools = mcpToolboxFromFlags(config.mcp, logger);
+  const mcpTools = await mcpToolboxFromFlags(config.mcp, logger);
   if (config.promptsDir !== undefined) {
     const dir = resolve(config.promptsDir);
     const info = await stat(dir).catch(() => undefined);
     if (!info?.isDirectory())
       throw new Error(`--prompts directory "${config.promptsDir}" does not exist (looked for ${dir})`);
+    // Loaded only with --prompts: the .prompt toolchain (dotprompt, Handlebars, YAML) is not needed otherwise.
+    const { promptAgentsFromDirectory } = await import("../prompts/prompt-agent.js");
     promptAgents.push(...promptAgentsFromDirectory(dir, mcpTools));
   }
   const modules = await loadAgentModules(config.agentModules);

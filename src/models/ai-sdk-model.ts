@@ -1,17 +1,9 @@
-import {
-  jsonSchema,
-  streamText,
-  type LanguageModel,
-  type ModelMessage,
-  type SystemModelMessage,
-  type ToolSet,
-} from "ai";
+import type { LanguageModel, ModelMessage, SystemModelMessage, ToolSet } from "ai";
 import { AgentError } from "../errors/agent-error.js";
 import type { Message, Part } from "../types/content.js";
 import type { FinishReason } from "../types/snapshot.js";
 import { usageOf, type Usage } from "../types/usage.js";
 import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from "./model.js";
-import { mapProviderError } from "./provider-errors.js";
 import { generationCancelled } from "./generation-cancelled.js";
 
 /** Default per-call deadline of hosted models (ms); override with config `timeoutMs`. */
@@ -35,7 +27,7 @@ const CALL_SETTINGS = [
  * declared but never executed by the SDK: tool requests come back as
  * `toolRequest` parts for the agent's tool loop. The provider model is created
  * on the first call (so a missing API key is reported then, not at start-up).
- * Provider errors reject as AgentError (see {@link mapProviderError}); the call
+ * Provider errors reject as AgentError (see `mapProviderError` in provider-errors.ts); the call
  * is bounded by config `timeoutMs` (default {@link DEFAULT_MODEL_TIMEOUT_MS})
  * and, unless config `maxRetries` says otherwise, not retried.
  */
@@ -61,6 +53,12 @@ export class AiSdkModel implements Model {
       if (config[key] !== undefined) settings[key] = config[key];
       delete config[key];
     }
+    // The AI SDK is loaded on a hosted model's first call, not when agentd starts (most of a start's
+    // module loading otherwise; the offline models never need it).
+    const [{ streamText, jsonSchema }, { mapProviderError }] = await Promise.all([
+      import("ai"),
+      import("./provider-errors.js"),
+    ]);
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new AgentError("DEADLINE_EXCEEDED", "deadline")), timeoutMs);
     const signal = AbortSignal.any([options.signal, deadline.signal]);
@@ -75,7 +73,7 @@ export class AiSdkModel implements Model {
         ...(instructions.length > 0 ? { instructions } : {}),
         messages,
         allowSystemInMessages: true,
-        ...(request.tools?.length ? { tools: toolSet(request) } : {}),
+        ...(request.tools?.length ? { tools: toolSet(request, jsonSchema) } : {}),
         ...settings,
         ...(Object.keys(config).length > 0 ? { providerOptions: { [this.provider]: config as never } } : {}),
         maxRetries,
@@ -150,7 +148,7 @@ function mapFinishReason(reason: string): FinishReason {
   }
 }
 
-function toolSet(request: ModelRequest): ToolSet {
+function toolSet(request: ModelRequest, jsonSchema: typeof import("ai").jsonSchema): ToolSet {
   const tools: ToolSet = {};
   for (const t of request.tools ?? []) {
     tools[t.name] = { description: t.description, inputSchema: jsonSchema(t.inputSchema as never) } as ToolSet[string];

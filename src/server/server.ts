@@ -30,7 +30,6 @@ import { requestGate } from "./request-gate.js";
 import { requestValidationInterceptor } from "./request-validation.js";
 import { withCors } from "./cors.js";
 import { inspectorHandler, type InspectorAssets } from "./inspector-route.js";
-import { mcpRoute } from "./mcp/mcp-route.js";
 import type { AgentRegistry } from "../runtime/agents/agent-registry.js";
 import { fairShareInterceptor } from "./fair-share-interceptor.js";
 import { DEFAULT_TENANT_LIMITS, TenantLimits, type TenantLimitOptions } from "./tenant-limits.js";
@@ -210,8 +209,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   });
   const inspector = options.inspector ? inspectorHandler(options.inspector) : undefined;
+  // Loaded only when MCP is served: the MCP SDK is a large part of a start's module loading.
   const mcp = options.mcp
-    ? mcpRoute({
+    ? (await import("./mcp/mcp-route.js")).mcpRoute({
         registry: options.mcp.registry,
         auth: options.auth ?? {},
         logger,
