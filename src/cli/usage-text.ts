@@ -10,7 +10,7 @@ import { DEFAULT_PORT } from "./serve-config.js";
 /** Usage text printed by `agentd --help`. */
 export const USAGE = `Usage: agentd serve [agents-module ...] [options]
        agentd init [directory]            (create a project that serves and tests one agent; see agentd init --help)
-       agentd upgrade-store <store>       (convert an older file store, or migrate an SQL store's schema; see --help)
+       agentd upgrade-store <store>       (migrate an SQL store's schema; see agentd upgrade-store --help)
        agentd copy-store <from> <to>      (copy every session between two stores; see agentd copy-store --help)
 
 Serves agentd.v1.AgentService (gRPC, gRPC-Web and Connect on one port), with
