@@ -126,9 +126,12 @@ export async function resolveInit<S>(
   const policy = init.busyPolicy ?? agent.busyPolicy;
   let resumed = sessionId;
   if (!sessionId && !snapshotId) {
-    const retried = call.requestId ? await requestSession(agent, store, call.requestId, call) : undefined;
-    if (retried?.exists) resumed = retried.sessionId;
-    else return freshStart(agent, store, init, call, retried?.sessionId ?? uuidv7());
+    if (!call.requestId) return freshStart(agent, store, init, call, uuidv7());
+    const retried = await requestSession(agent, store, call.requestId, call, (id) =>
+      freshStart(agent, store, init, call, id),
+    );
+    if ("start" in retried) return retried.start;
+    resumed = retried.sessionId;
   }
   if (snapshotId) {
     // A branch point is fixed by its ID: check it before waiting for the session.
@@ -197,22 +200,28 @@ function freshStart<S>(
  * The session a new-session call whose first input carries `requestId`
  * starts: its ID is derived from owner, agent and request ID
  * (`requestSessionId`), so a retry of the call resolves to the session the
- * first attempt created. `exists`: that session has a head (the retry resumes
- * it, and its turn is answered from the ledger). While another invocation of
- * this process holds the derived session before its first commit (a racing
- * duplicate), waits for it to commit or give up.
+ * first attempt created: `{ sessionId }` when that session has a head (the
+ * retry resumes it, and its turn is answered from the ledger), else the start
+ * `fresh` makes of it. While another invocation of this process holds the
+ * derived session before its first commit (a racing duplicate), waits for it
+ * to commit or give up. `fresh` runs in the same synchronous step as the check
+ * that no invocation of this process holds the session, so of two racing
+ * duplicates exactly one starts it and the other waits (two reads of the
+ * head may resolve in one tick: a check followed by an await would let both
+ * through, and the loser's commit would fail UNAVAILABLE).
  */
 async function requestSession<S>(
   agent: InitTarget<S>,
   store: SessionStore<S>,
   requestId: string,
   call: InitCall,
-): Promise<{ sessionId: string; exists: boolean }> {
+  fresh: (sessionId: string) => ResolvedStart<S>,
+): Promise<{ sessionId: string } | { start: ResolvedStart<S> }> {
   const sessionId = requestSessionId(ownerOf(call.ctx), agent.name, requestId);
   const local = LocalClaims.of(store);
   for (;;) {
-    if (await store.getHead(sessionId, call.ctx)) return { sessionId, exists: true };
-    if (!local.holds(sessionId)) return { sessionId, exists: false };
+    if (await store.getHead(sessionId, call.ctx)) return { sessionId };
+    if (!local.holds(sessionId)) return { start: fresh(sessionId) };
     if (call.signal?.aborted) {
       throw new AgentError("CANCELLED", `the call ended while waiting for session "${sessionId}" to be created`);
     }
