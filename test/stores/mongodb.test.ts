@@ -405,7 +405,9 @@ describe("mongodb store: status change stream", () => {
     const { seen, stop } = recordStatuses(watcher, "bg");
     await eventually(() => seen.length === 1 && watcher.changeStreamOpen);
     await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
-    await eventually(() => seen.length === 2);
+    // The subscription's own first read may land after the update on a loaded machine and deliver
+    // "aborted" itself: wait for the change event too, which must come whichever path was first.
+    await eventually(() => seen.length === 2 && watcher.changeEventsReceived === 1);
     await stop();
     expect(seen).toEqual(["pending", "aborted"]);
     expect(watcher.changeEventsReceived).toBe(1);
