@@ -103,15 +103,28 @@ function registerGaplessSuite(name: string, uri: () => string, database: string,
       const writer = tracked(open(prefix));
       await Promise.all([watcher.ready(), writer.ready()]);
       const key = { sessionId: "s1", snapshotId: "bg" };
-      // Hold the stream's opening until the other instance's append is acknowledged: the append has no
-      // event on the stream, only the re-read after it opens can report it.
-      const source = (watcher as unknown as { chunkLogs: { source: { collection: () => Promise<unknown> } } }).chunkLogs
-        .source;
+      // Hold the stream's opening (the second collection() call; the first is the watch's baseline
+      // read) until the other instance's append is acknowledged: the append has no event on the
+      // stream, only the re-read after it opens can report it. The append waits for the baseline
+      // read to be answered first: an append by another instance that the baseline already counts
+      // is one made "before the watch", which by contract wakes nobody.
+      const chunkLogs = (
+        watcher as unknown as {
+          chunkLogs: {
+            source: { collection: () => Promise<unknown> };
+            watchers: { of(key: unknown): { baseline: Promise<void> }[] };
+          };
+        }
+      ).chunkLogs;
+      const source = chunkLogs.source;
       const collection = source.collection;
       let calls = 0;
       source.collection = async () => {
         const opened = await collection();
-        if (++calls === 2) await writer.appendChunks(key, [chunk(1)], Date.now() + HOUR);
+        if (++calls === 2) {
+          await Promise.all(chunkLogs.watchers.of(key).map((w) => w.baseline));
+          await writer.appendChunks(key, [chunk(1)], Date.now() + HOUR);
+        }
         return opened;
       };
       const watch = startWatch(watcher, key);
