@@ -214,12 +214,22 @@ describe("mongodb chunk logs: watchers", () => {
     // The watcher asks for its collection twice before its stream exists: for the baseline read, then to
     // open the stream. Hold the second until the other instance's append is acknowledged: that append
     // has no change event on the stream, only the catch-up read after it is established can report it.
-    const source = (watcher as unknown as { chunkLogs: { source: ChunkStreamSource } }).chunkLogs.source;
+    // The append waits for the baseline read's answer: one the baseline already counts was made
+    // "before the call", which by contract wakes nobody.
+    const chunkLogs = (
+      watcher as unknown as {
+        chunkLogs: { source: ChunkStreamSource; watchers: { of(key: unknown): { baseline: Promise<void> }[] } };
+      }
+    ).chunkLogs;
+    const source = chunkLogs.source;
     const collection = source.collection;
     let calls = 0;
     source.collection = async () => {
       const opened = await collection();
-      if (++calls === 2) await writer.appendChunks(BG, [chunk(1)], Date.now() + HOUR);
+      if (++calls === 2) {
+        await Promise.all(chunkLogs.watchers.of(BG).map((w) => w.baseline));
+        await writer.appendChunks(BG, [chunk(1)], Date.now() + HOUR);
+      }
       return opened;
     };
     const watch = startWatch(watcher, BG);
