@@ -100,7 +100,9 @@ describe("a call that ended with an error releases its invocation and its HTTP/2
       }
       const after = await rssMiB(server.proc.pid!);
       // Each call loads the whole session (4 MiB of history): kept per stream, 200 streams are 800 MiB.
-      expect(after - before).toBeLessThan(150);
+      // Garbage the collector has not returned yet stays in RSS for a while: 170 MiB was seen beside a
+      // busy CPU with nothing kept, so the bound sits at half of what keeping them would cost.
+      expect(after - before).toBeLessThan(400);
       for (const requests of held) requests.close();
     },
   );
