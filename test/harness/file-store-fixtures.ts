@@ -1,5 +1,6 @@
-// File stores written by the retired format-3 file store itself (FileSessionStore, at commit
-// 667ce36, before it was removed), kept as tarballs in test/fixtures/file-store/:
+// File stores written by the retired format-3 file store itself (FileSessionStore, before it was
+// removed; the generator, test/fixtures/file-store/make-fixtures.ts, is in commit 94a83fd), kept as
+// tarballs in test/fixtures/file-store/:
 // - populated-1000.tar.gz: `populate(store, 1000)` of test/stores/copy-fixtures.ts;
 // - edge.tar.gz: sessions e1 (labels, TTL, a record updated twice), e2 (deleted), e3 (owner acme,
 //   in the tenant prefix directory acme/), e4 (its last batch only in a dead process's journal
