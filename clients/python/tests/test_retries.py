@@ -285,10 +285,12 @@ def test_a_conversation_dropped_between_turns_reconnects_while_agentd_still_hold
     drop, and retries it like a reset: the next turn runs once."""
     events: list = []
     # Full-jitter backoff averages a quarter second per retry here: 100 attempts (about 25 s)
-    # outlast the second the proxy keeps agentd's side of the dropped connection open even on a
-    # loaded machine, where agentd takes longer to notice the drop (20 attempts once ran out).
+    # outlast the 5 s the proxy keeps agentd's side of the dropped connection open even on a
+    # loaded machine, where agentd takes longer to notice the drop (20 attempts once ran out). The
+    # 5 s make sure the client is back while agentd still holds the session: with 1 s, a client
+    # slowed by a busy CPU once reconnected after agentd had let go, and never met the busy answer.
     policy = RetryPolicy(max_attempts=100, initial_backoff=0.1, max_backoff=0.5, on_retry=events.append)
-    with FaultProxy(agentd_address, server_reset_delay=1.0) as late:
+    with FaultProxy(agentd_address, server_reset_delay=5.0) as late:
         with AgentClient(late.address, timeout=30, retry=policy) as retrying:
             conversation = retrying.chat(AGENT)
             conversation.send("before the drop").wait()
