@@ -25,7 +25,12 @@ describe("resume by session after a crash during detached work", () => {
     });
     await doomed.stop("SIGKILL");
 
-    const survivor = await startAgentd({ args: ["--store", `sqlite:${dir}/agentd.db`, "--heartbeat-ttl-ms", "300"] });
+    // --no-takeover: a survivor started within two TTLs of the last heartbeat would otherwise take
+    // the dead worker's work over and finish it (work-takeover.test.ts), and the row would never
+    // read expired; this test is about the crash nobody took over.
+    const survivor = await startAgentd({
+      args: ["--store", `sqlite:${dir}/agentd.db`, "--heartbeat-ttl-ms", "300", "--no-takeover"],
+    });
     try {
       const client = agentServiceClient(survivor.baseUrl, "grpc");
       // The dead worker's heartbeat going stale is time passing, which no event announces:
