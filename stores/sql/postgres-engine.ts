@@ -49,8 +49,9 @@ const RETRIED = new Set(["40P01", "40001"]);
  * deadlock), and one LISTEN connection on the channel `agentd_<schema>` that
  * delivers the changes other instances announce (`pg_notify` inside their
  * transactions, so a notification leaves only with its commit). When that
- * connection drops it is reopened with backoff and followers are told
- * `unknown`, so they re-read what they follow and miss nothing.
+ * connection drops it is reopened with backoff; each time LISTEN is up
+ * (the first time too) followers are told `unknown`, so they re-read what
+ * they follow and miss nothing committed before it was.
  */
 export class PostgresEngine implements SqlEngine {
   readonly dialect = "postgres" as const;
@@ -223,9 +224,10 @@ export class PostgresEngine implements SqlEngine {
       await client.query(`LISTEN ${this.channel}`);
       if (this.listenerClient !== client) return;
       this.listening = true;
-      const wasReconnect = this.backoffMs > 100;
       this.backoffMs = 100;
-      if (wasReconnect) this.listener?.({ kind: "unknown" });
+      // Followers read what they follow before LISTEN was up (at their start, or before a
+      // reconnect): a change committed meanwhile sent its notification to nobody, so re-read.
+      this.listener?.({ kind: "unknown" });
     } catch {
       lost();
     }

@@ -119,9 +119,9 @@ export class SqlChangeFeed {
     this.following = false;
   }
 
-  /** True when the engine's feed is active (changes from now on reach the followers). */
+  /** True when nothing is followed, or the engine's feed is active (changes from now on reach the followers). */
   get settled(): boolean {
-    return this.watches.size === 0 || (this.following && this.engine.following);
+    return (this.subscribers.isEmpty && this.watches.size === 0) || (this.following && this.engine.following);
   }
 
   private updateFollowing(): void {

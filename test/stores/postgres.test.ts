@@ -75,6 +75,35 @@ describe("postgres store engine", () => {
     expect(seen).toEqual(["pending", "aborted"]);
   });
 
+  it("tells its follower to re-read once LISTEN is up, the first time too: what changed before that sent no notification", async () => {
+    const engine = new PostgresEngine({ connectionString: server.uri(), schema: freshSchema(), description: "test" });
+    const changes: string[] = [];
+    try {
+      engine.follow((change) => changes.push(change.kind));
+      await eventually(() => engine.following);
+      expect(changes).toEqual(["unknown"]);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("reports its watchers settled only once LISTEN is up, for a status subscription alone", async () => {
+    const schema = freshSchema();
+    const watcher = open(schema);
+    const writer = open(schema);
+    await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
+    const { seen, stop } = recordStatuses(watcher, "bg");
+    try {
+      expect(watcher.watchersSettled).toBe(false);
+      await eventually(() => watcher.watchersSettled);
+      await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
+      await eventually(() => seen.length === 2);
+    } finally {
+      await stop();
+    }
+    expect(seen).toEqual(["pending", "aborted"]);
+  });
+
   it("answers UNAVAILABLE, naming the database without its password, when PostgreSQL is unreachable", async () => {
     const uri = "postgres://agentd:s3cret@127.0.0.1:1/agentd";
     const store = new SqlSessionStore<CounterState>(
