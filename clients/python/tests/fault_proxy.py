@@ -82,10 +82,13 @@ class _Link:
             self._closed = True
         self._proxy._count_reset()
         _reset(self.client)
-        if self._proxy.server_reset_delay > 0:
-            # agentd's side stays open a while: it learns of the drop late, as behind a
-            # load balancer that reset only the client's connection.
-            threading.Timer(self._proxy.server_reset_delay, _reset, args=(self.server,)).start()
+        delay = self._proxy.server_reset_delay
+        if delay is None:
+            # agentd's side stays open until the test lets it go: agentd learns of the drop
+            # only then, as behind a load balancer that reset only the client's connection.
+            self._proxy._hold(self.server)
+        elif delay > 0:
+            threading.Timer(delay, _reset, args=(self.server,)).start()
         else:
             _reset(self.server)
 
@@ -109,7 +112,8 @@ class FaultProxy:
     and to agentd) once it has carried ``reset_every`` bytes (both directions together), each
     limit drawn uniformly within ``+-jitter`` of it; after ``max_resets`` resets (None:
     unlimited) connections are left alone. ``resets`` counts the resets done. agentd's side of
-    a reset connection is reset too, ``server_reset_delay`` seconds later (0: at once). Threads, so it
+    a reset connection is reset too, ``server_reset_delay`` seconds later (0: at once; None: when
+    ``release_held()`` is called, or at ``close()``). Threads, so it
     serves the synchronous and the asyncio client alike. ``close()`` stops it."""
 
     def __init__(
@@ -120,7 +124,7 @@ class FaultProxy:
         jitter: float = 0.5,
         max_resets: Optional[int] = None,
         seed: Optional[int] = None,
-        server_reset_delay: float = 0.0,
+        server_reset_delay: Optional[float] = 0.0,
     ) -> None:
         host, port = target.rsplit(":", 1)
         self._target = (host, int(port))
@@ -133,6 +137,7 @@ class FaultProxy:
         self._resets = 0
         self._bytes = 0
         self._links: List[_Link] = []
+        self._held: List[socket.socket] = []
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", 0))
@@ -152,6 +157,17 @@ class FaultProxy:
             links = list(self._links)
         for link in links:
             link.reset()
+
+    def release_held(self) -> None:
+        """Resets agentd's side of every reset connection held open (``server_reset_delay=None``)."""
+        with self._lock:
+            held, self._held = self._held, []
+        for sock in held:
+            _reset(sock)
+
+    def _hold(self, server: socket.socket) -> None:
+        with self._lock:
+            self._held.append(server)
 
     def _next_limit(self) -> Optional[int]:
         with self._lock:
@@ -202,6 +218,7 @@ class FaultProxy:
             links = list(self._links)
         for link in links:
             link.close()
+        self.release_held()
 
     def __enter__(self) -> "FaultProxy":
         return self

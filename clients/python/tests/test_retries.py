@@ -284,13 +284,20 @@ def test_a_conversation_dropped_between_turns_reconnects_while_agentd_still_hold
     """The reopened Chat meets its own old invocation (ABORTED busy) until agentd notices the
     drop, and retries it like a reset: the next turn runs once."""
     events: list = []
-    # Full-jitter backoff averages a quarter second per retry here: 100 attempts (about 25 s)
-    # outlast the 5 s the proxy keeps agentd's side of the dropped connection open even on a
-    # loaded machine, where agentd takes longer to notice the drop (20 attempts once ran out). The
-    # 5 s make sure the client is back while agentd still holds the session: with 1 s, a client
-    # slowed by a busy CPU once reconnected after agentd had let go, and never met the busy answer.
-    policy = RetryPolicy(max_attempts=100, initial_backoff=0.1, max_backoff=0.5, on_retry=events.append)
-    with FaultProxy(agentd_address, server_reset_delay=5.0) as late:
+    # The proxy holds agentd's side of the dropped connection open until the reopened Chat has
+    # met the busy answer, and lets it go then: agentd notices the drop, and a later attempt runs
+    # the turn. Waiting on that event, not on a fixed delay, keeps the client's return within the
+    # window however slow a busy CPU makes it (with a fixed delay, of 1 s and once of 5 s, a CI run
+    # beside a busy CPU loop never met the busy answer).
+    late = FaultProxy(agentd_address, server_reset_delay=None)
+
+    def on_retry(event) -> None:
+        events.append(event)
+        if event.procedure == "Chat" and event.code == grpc.StatusCode.ABORTED:
+            late.release_held()
+
+    policy = RetryPolicy(max_attempts=100, initial_backoff=0.1, max_backoff=0.5, on_retry=on_retry)
+    with late:
         with AgentClient(late.address, timeout=30, retry=policy) as retrying:
             conversation = retrying.chat(AGENT)
             conversation.send("before the drop").wait()
