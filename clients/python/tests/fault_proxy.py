@@ -65,7 +65,13 @@ class _Link:
         """The part of ``data`` to forward and whether the connection is reset after it."""
         self._proxy._count_bytes(len(data))
         with self._lock:
-            if self._limit is None or self._closed:
+            if self._closed:
+                # Reset (or closed) meanwhile: nothing more passes. A pump thread that was slow to
+                # wake (a busy CPU) can still read what the client sent before its socket closed;
+                # forwarding it to agentd's side, held open, would deliver an input the client
+                # saw fail.
+                return b"", False
+            if self._limit is None:
                 return data, False
             room = self._limit - self._forwarded
             if len(data) < room:
