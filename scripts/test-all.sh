@@ -49,11 +49,12 @@ start_step lint "lint (typescript-eslint, the layer rule, Prettier)" npm run lin
 run_step buf-lint "proto lint (buf lint)" npx buf lint
 run_step proto-breaking "wire contract (scripts/check-proto-breaking.sh)" bash scripts/check-proto-breaking.sh
 run_step generated "generated code is current (scripts/check-generated.sh)" bash scripts/check-generated.sh
-# Before the TypeScript suite: its packaging tests rebuild dist/ (npm pack) themselves. The suite's
-# servers run from a copy of this build (.test-dist/, AGENTD_TEST_DIST; see agentdCliArgs in
-# test/harness/agentd-process.ts): a start costs about half the CPU of one through tsx, and the
-# packaging tests' rebuilds of dist/ never pull files from under a running server. Without a
-# fresh build (it failed, or TEST_STEPS left it out) the servers run the sources through tsx.
+# Before the TypeScript suite: its packaging tests pack this build (npm pack --ignore-scripts when
+# AGENTD_TEST_DIST is set: this step ran prepack's `npm run build`). The suite's servers run from a
+# copy of it (.test-dist/, AGENTD_TEST_DIST; see agentdCliArgs in test/harness/agentd-process.ts): a
+# start costs about half the CPU of one through tsx, and a rebuild of dist/ meanwhile never pulls
+# files from under a running server. Without a fresh build (it failed, or TEST_STEPS left it out)
+# the servers run the sources through tsx and the packaging tests rebuild dist/ when they pack.
 build_and_copy_for_tests() {
   npm run build
   cp -r dist .test-dist

@@ -62,9 +62,20 @@ export async function run(
 const LOCK = join(REPO_ROOT, ".cache/npm-pack.lock");
 
 /**
+ * Set by scripts/test-all.sh right after its build step ran `npm run build` (the
+ * `prepack` script itself) in this checkout: dist/ is this run's build, so a
+ * pack need not rebuild it.
+ */
+const FRESH_BUILD = process.env.AGENTD_TEST_DIST !== undefined && process.env.AGENTD_TEST_DIST !== "";
+
+/**
  * Packs the repository into `destination` and returns the tarball's path.
  * `npm pack` rebuilds dist/ from scratch (prepack), so concurrent packs (the
  * packaging test files run in parallel) take turns through a lock directory.
+ * Under `npm test` (see {@link FRESH_BUILD}) it packs the build the test
+ * command made, without running `prepack` again: the same files, and the four
+ * packaging files no longer rebuild dist/ one after another (the packaging
+ * tests took 102 CPU-seconds with the rebuilds, 60 without).
  */
 export async function packAgentd(destination: string): Promise<string> {
   await mkdir(dirname(LOCK), { recursive: true });
@@ -82,7 +93,8 @@ export async function packAgentd(destination: string): Promise<string> {
     }
   }
   try {
-    await run("npm", ["pack", "--pack-destination", destination, "--silent"], { cwd: REPO_ROOT });
+    const skipPrepack = FRESH_BUILD ? ["--ignore-scripts"] : [];
+    await run("npm", ["pack", ...skipPrepack, "--pack-destination", destination, "--silent"], { cwd: REPO_ROOT });
   } finally {
     await rm(LOCK, { recursive: true, force: true });
   }
