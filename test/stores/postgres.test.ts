@@ -49,12 +49,17 @@ describe("postgres store engine", () => {
     return store;
   }
 
-  it("re-reads what it follows when its LISTEN connection is cut, so a change made meanwhile still arrives", async () => {
+  /** A watcher and a writer on a fresh schema, a pending row "bg", and the watcher's status subscription to it. */
+  async function watchedPendingRow() {
     const schema = freshSchema();
     const watcher = open(schema);
     const writer = open(schema);
     await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
-    const { seen, stop } = recordStatuses(watcher, "bg");
+    return { schema, watcher, writer, ...recordStatuses(watcher, "bg") };
+  }
+
+  it("re-reads what it follows when its LISTEN connection is cut, so a change made meanwhile still arrives", async () => {
+    const { schema, watcher, writer, seen, stop } = await watchedPendingRow();
     try {
       await eventually(() => seen.length === 1 && watcher.watchersSettled);
       const admin = new pg.Client({ connectionString: server.uri() });
@@ -68,7 +73,7 @@ describe("postgres store engine", () => {
         await admin.end();
       }
       await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
-      await eventually(() => seen.length === 2, 10_000);
+      await eventually(() => seen.length === 2);
     } finally {
       await stop();
     }
@@ -88,14 +93,11 @@ describe("postgres store engine", () => {
   });
 
   it("reports its watchers settled only once LISTEN is up, for a status subscription alone", async () => {
-    const schema = freshSchema();
-    const watcher = open(schema);
-    const writer = open(schema);
-    await commitRecord(writer, undefined, pendingRecord("s1", "bg"));
-    const { seen, stop } = recordStatuses(watcher, "bg");
+    const { watcher, writer, seen, stop } = await watchedPendingRow();
     try {
       expect(watcher.watchersSettled).toBe(false);
-      await eventually(() => watcher.watchersSettled);
+      // The first read too, or a slow one would read the change itself (a status delivered once).
+      await eventually(() => seen.length === 1 && watcher.watchersSettled);
       await writer.updateRecord("bg", (e) => ({ ...e, status: "aborted" }));
       await eventually(() => seen.length === 2);
     } finally {
