@@ -66,7 +66,7 @@ const LOCK = join(REPO_ROOT, ".cache/npm-pack.lock");
  * `prepack` script itself) in this checkout: dist/ is this run's build, so a
  * pack need not rebuild it.
  */
-const FRESH_BUILD = process.env.AGENTD_TEST_DIST !== undefined && process.env.AGENTD_TEST_DIST !== "";
+const FRESH_BUILD = Boolean(process.env.AGENTD_TEST_DIST);
 
 /**
  * Packs the repository into `destination` and returns the tarball's path.

@@ -2,13 +2,19 @@ import { BSON } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
 import { TTL_BACKSTOP_MS } from "../../stores/mongodb/chunk-retention.js";
-import type { ChunkStreamSource } from "../../stores/mongodb/chunk-stream.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
 import { expectAgentError } from "../harness/agent-error-expectations.js";
 import { chunk, chunks } from "./chunk-factory.js";
 import { HOUR, startWatch } from "./conformance-chunks.js";
-import { adminCommand, capturingLogger, freshPrefix, useMongoServer } from "./mongodb-fixtures.js";
+import {
+  adminCommand,
+  capturingLogger,
+  freshPrefix,
+  holdStreamOpening,
+  useMongoServer,
+  watchBaselinesRead,
+} from "./mongodb-fixtures.js";
 import { commitRecord, eventually, pendingRecord, type CounterState } from "./snapshot-factory.js";
 
 // The MongoDB store's chunk logs beyond the conformance suite: the documents and indexes, the
@@ -214,30 +220,17 @@ describe("mongodb chunk logs: watchers", () => {
     // The watcher asks for its collection twice before its stream exists: for the baseline read, then to
     // open the stream. Hold the second until the other instance's append is acknowledged: that append
     // has no change event on the stream, only the catch-up read after it is established can report it.
-    // The append waits for the baseline read's answer: one the baseline already counts was made
-    // "before the call", which by contract wakes nobody.
-    const chunkLogs = (
-      watcher as unknown as {
-        chunkLogs: { source: ChunkStreamSource; watchers: { of(key: unknown): { baseline: Promise<void> }[] } };
-      }
-    ).chunkLogs;
-    const source = chunkLogs.source;
-    const collection = source.collection;
-    let calls = 0;
-    source.collection = async () => {
-      const opened = await collection();
-      if (++calls === 2) {
-        await Promise.all(chunkLogs.watchers.of(BG).map((w) => w.baseline));
-        await writer.appendChunks(BG, [chunk(1)], Date.now() + HOUR);
-      }
-      return opened;
-    };
+    const hold = holdStreamOpening(watcher, 1, 1);
     const watch = startWatch(watcher, BG);
     try {
+      await hold.firstHeld;
+      await watchBaselinesRead(watcher, BG);
+      await writer.appendChunks(BG, [chunk(1)], Date.now() + HOUR);
+      hold.release();
       await watch.untilWakes(1);
-      expect(calls).toBeGreaterThanOrEqual(2);
       expect(await watcher.readChunks(BG, 0, 10)).toEqual([chunk(1)]);
     } finally {
+      hold.release(); // a failure before the append leaves nothing held
       await watch.stop();
     }
   });

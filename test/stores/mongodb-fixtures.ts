@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { MongoClient, type CommandStartedEvent, type CommandSucceededEvent, type Db, type Document } from "mongodb";
 import { afterAll, beforeAll } from "vitest";
+import type { ChunkLogKey } from "../../stores/chunk-log.js";
 import type { ChunkStreamSource } from "../../stores/mongodb/chunk-stream.js";
 import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mongodb/mongo-store.js";
 import type { StoreLogger } from "../../stores/mongodb/store-logger.js";
@@ -66,28 +67,43 @@ export function capturingLogger(): StoreLogger & { lines: { message: string; fie
  * Holds the `n` requests a store makes for its chunk collection after its first `baselines` ones:
  * with `baselines` watchers just started (each asks once for its baseline read), those are the
  * requests that open their change streams, so only in-process delivery can wake them until
- * `release` lets them go on.
+ * `release` lets them go on. `firstHeld` resolves when the first of them is held.
  */
 export function holdStreamOpening(
   store: MongoSessionStore<unknown>,
   baselines: number,
   n: number,
-): { held: () => number; release: () => void } {
+): { held: () => number; firstHeld: Promise<void>; release: () => void } {
   const source = (store as unknown as { chunkLogs: { source: ChunkStreamSource } }).chunkLogs.source;
   const collection = source.collection;
   let calls = 0;
   let held = 0;
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
+  let reached!: () => void;
+  const firstHeld = new Promise<void>((resolve) => (reached = resolve));
   source.collection = async () => {
     const call = ++calls;
     if (call > baselines && call <= baselines + n) {
       held++;
+      reached();
       await released;
     }
     return collection();
   };
-  return { held: () => held, release };
+  return { held: () => held, firstHeld, release };
+}
+
+/**
+ * Resolves once every chunk watcher of `key` on `store` has its baseline read answered: an append
+ * by another instance after that is one the watch must report; one the baseline already counts was
+ * made "before the watch", which by contract wakes nobody.
+ */
+export async function watchBaselinesRead(store: MongoSessionStore<unknown>, key: ChunkLogKey): Promise<void> {
+  const watchers = (
+    store as unknown as { chunkLogs: { watchers: { of(key: ChunkLogKey): { baseline: Promise<void> }[] } } }
+  ).chunkLogs.watchers;
+  await Promise.all(watchers.of(key).map((w) => w.baseline));
 }
 
 /** A mongo-java-server for one test file, a client of it and the stores its tests open (see {@link useMongoServer}). */

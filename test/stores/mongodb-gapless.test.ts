@@ -4,7 +4,7 @@ import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mo
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
 import { chunk } from "./chunk-factory.js";
 import { HOUR, startWatch } from "./conformance-chunks.js";
-import { commandLog, freshPrefix, type CommandLog } from "./mongodb-fixtures.js";
+import { commandLog, freshPrefix, holdStreamOpening, watchBaselinesRead, type CommandLog } from "./mongodb-fixtures.js";
 import {
   checkpointRecord,
   commitOf,
@@ -105,33 +105,18 @@ function registerGaplessSuite(name: string, uri: () => string, database: string,
       const key = { sessionId: "s1", snapshotId: "bg" };
       // Hold the stream's opening (the second collection() call; the first is the watch's baseline
       // read) until the other instance's append is acknowledged: the append has no event on the
-      // stream, only the re-read after it opens can report it. The append waits for the baseline
-      // read to be answered first: an append by another instance that the baseline already counts
-      // is one made "before the watch", which by contract wakes nobody.
-      const chunkLogs = (
-        watcher as unknown as {
-          chunkLogs: {
-            source: { collection: () => Promise<unknown> };
-            watchers: { of(key: unknown): { baseline: Promise<void> }[] };
-          };
-        }
-      ).chunkLogs;
-      const source = chunkLogs.source;
-      const collection = source.collection;
-      let calls = 0;
-      source.collection = async () => {
-        const opened = await collection();
-        if (++calls === 2) {
-          await Promise.all(chunkLogs.watchers.of(key).map((w) => w.baseline));
-          await writer.appendChunks(key, [chunk(1)], Date.now() + HOUR);
-        }
-        return opened;
-      };
+      // stream, only the re-read after it opens can report it.
+      const hold = holdStreamOpening(watcher, 1, 1);
       const watch = startWatch(watcher, key);
       try {
+        await hold.firstHeld;
+        await watchBaselinesRead(watcher, key);
+        await writer.appendChunks(key, [chunk(1)], Date.now() + HOUR);
+        hold.release();
         await watch.untilWakes(1, 20_000);
         expect(await watcher.readChunks(key, 0, 10)).toEqual([chunk(1)]);
       } finally {
+        hold.release(); // a failure before the append leaves nothing held
         await watch.stop();
       }
     });
