@@ -31,13 +31,13 @@ export function agentdCliArgs(): string[] {
 
 /**
  * The Node.js arguments that run the agentd CLI from `builtCopy`:
- * `--import test/harness/built-copy-imports.ts <copy>/src/cli/main.js`, which loads TypeScript
+ * `--import test/harness/built-copy-imports.mjs <copy>/src/cli/main.js`, which loads TypeScript
  * agents modules with Node's own type stripping and gives their imports of `src/` the built files;
  * with no copy (undefined), `--import tsx src/cli/main.ts`.
  */
 export function cliArgsFor(builtCopy: string | undefined): string[] {
   return builtCopy
-    ? ["--import", `${REPO_ROOT}test/harness/built-copy-imports.ts`, `${builtCopy}/src/cli/main.js`]
+    ? ["--import", `${REPO_ROOT}test/harness/built-copy-imports.mjs`, `${builtCopy}/src/cli/main.js`]
     : ["--import", TSX_LOADER, `${REPO_ROOT}src/cli/main.ts`];
 }
 

@@ -1,5 +1,5 @@
 // Under `npm test` the suite's servers run from a copy of the fresh build (AGENTD_TEST_DIST, set by
-// scripts/test-all.sh): agentdCliArgs (cliArgsFor) picks the copy's CLI, and test/harness/built-copy-imports.ts
+// scripts/test-all.sh): agentdCliArgs (cliArgsFor) picks the copy's CLI, and test/harness/built-copy-imports.mjs
 // lets a TypeScript agents module run on Node's own type stripping with its imports of the
 // checkout's sources answered by the copy's built files. Without the variable, the sources run
 // through tsx.
@@ -20,13 +20,13 @@ describe("the CLI the harness starts", () => {
   it("is the copy's src/cli/main.js with the built-copy import hooks when there is one", () => {
     expect(cliArgsFor("/somewhere/.test-dist")).toEqual([
       "--import",
-      `${REPO_ROOT}test/harness/built-copy-imports.ts`,
+      `${REPO_ROOT}test/harness/built-copy-imports.mjs`,
       "/somewhere/.test-dist/src/cli/main.js",
     ]);
   });
 });
 
-describe("test/harness/built-copy-imports.ts", () => {
+describe("test/harness/built-copy-imports.mjs", () => {
   let dir: string;
 
   beforeAll(async () => {
@@ -53,7 +53,7 @@ describe("test/harness/built-copy-imports.ts", () => {
   it("gives a TypeScript module's imports of src/ the copy's built files and its .js imports of .ts files the .ts", async () => {
     const { stdout } = await promisify(execFile)(
       nodeBinary(),
-      ["--import", `${REPO_ROOT}test/harness/built-copy-imports.ts`, join(dir, "module/agents.ts")],
+      ["--import", `${REPO_ROOT}test/harness/built-copy-imports.mjs`, join(dir, "module/agents.ts")],
       { env: { ...process.env, AGENTD_TEST_DIST: join(dir, "copy") } },
     );
     expect(stdout).toBe("the built copy | the built copy | the sibling .ts\n");

@@ -58,12 +58,23 @@ export class RuntimeSession {
   head: SessionHead | undefined;
   turnIndex = 0;
 
+  readonly sessionId: string;
+  private readonly store: SessionStore<CounterState>;
+  private readonly policy: CheckpointPolicy;
+  private readonly clock: () => number;
+
+  // Fields spelled out (no parameter properties): child writers load this file with Node's type
+  // stripping (see typeScriptScriptArgs in test/harness/agentd-process.ts).
   constructor(
-    private readonly store: SessionStore<CounterState>,
-    readonly sessionId: string,
-    private readonly policy: CheckpointPolicy,
-    private readonly clock: () => number = () => Date.now(),
+    store: SessionStore<CounterState>,
+    sessionId: string,
+    policy: CheckpointPolicy,
+    clock: () => number = () => Date.now(),
   ) {
+    this.store = store;
+    this.sessionId = sessionId;
+    this.policy = policy;
+    this.clock = clock;
     this.state = { sessionId, messages: [], artifacts: [] };
   }
 

@@ -1,7 +1,7 @@
 /**
  * A second process for the store conformance suite's cross-process tests:
  *
- *   node --import tsx ledger-writer.ts '<SharedStoreDescriptor JSON>' '<WriterCommand JSON>'
+ *   node <typeScriptScriptArgs()> ledger-writer.ts '<SharedStoreDescriptor JSON>' '<WriterCommand JSON>'
  *
  * Opens the store, prints `ready`, waits for a `go` line on stdin, runs the
  * command, prints `{"result": …}` on one line, closes the store and exits 0

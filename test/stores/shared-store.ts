@@ -4,10 +4,10 @@
  * child. No vitest imports: the child loads this file too.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import type { SessionStore, SnapshotSubscriber } from "../../stores/snapshot-store.js";
+import { typeScriptScriptArgs } from "../harness/typescript-script.js";
 import type { CounterState } from "./snapshot-factory.js";
 
 /**
@@ -65,7 +65,6 @@ export interface ChildWriter<R> {
 }
 
 const WRITER_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "ledger-writer.ts");
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 
 /**
  * Spawns `ledger-writer.ts` in a new Node process on the store `descriptor`
@@ -76,7 +75,7 @@ const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).
 export function startChildWriter<R>(descriptor: SharedStoreDescriptor, command: WriterCommand): ChildWriter<R> {
   const child: ChildProcess = spawn(
     process.execPath,
-    ["--import", TSX_LOADER, WRITER_SCRIPT, JSON.stringify(descriptor), JSON.stringify(command)],
+    [...typeScriptScriptArgs(), WRITER_SCRIPT, JSON.stringify(descriptor), JSON.stringify(command)],
     {
       stdio: ["pipe", "pipe", "pipe"],
     },

@@ -1,17 +1,16 @@
 import { spawn } from "node:child_process";
 import { SQL_SCHEMA_VERSION } from "../../stores/sql/sql-migrations.js";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { SqlSessionStore } from "../../stores/sql/sql-store.js";
 import { SqliteEngine } from "../../stores/sql/sqlite-engine.js";
 import { REPO_ROOT } from "../harness/agentd-process.js";
+import { typeScriptScriptArgs } from "../harness/typescript-script.js";
 
 const OPENER = join(dirname(fileURLToPath(import.meta.url)), "sqlite-opener.ts");
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 const PROCESSES = 8;
 const ROUNDS = 25;
 
@@ -23,7 +22,7 @@ interface Opener {
 }
 
 function startOpener(): Opener {
-  const child = spawn(`${REPO_ROOT}node_modules/.bin/node`, ["--import", TSX_LOADER, OPENER], {
+  const child = spawn(`${REPO_ROOT}node_modules/.bin/node`, [...typeScriptScriptArgs(), OPENER], {
     cwd: REPO_ROOT,
     stdio: ["pipe", "pipe", "inherit"],
   });
