@@ -12,10 +12,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"
-# Node's on-disk compile cache for every Node process of the run: the suites start several
-# hundred servers and test workers, and each would compile the same modules again (about 50 ms
-# of CPU per server start saved). Stale entries are detected by Node and recompiled.
-export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-$PWD/.cache/node-compile-cache}"
 source scripts/run-steps.sh
 
 go_tests() {
