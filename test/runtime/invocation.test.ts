@@ -656,6 +656,80 @@ describe("Invocation: busy policy INTERRUPT", () => {
   });
 });
 
+/**
+ * Parks the next commit of a turn record once it landed in the store, before
+ * its answer reaches the committing invocation: `parked` resolves then, and
+ * the answer goes back at `release()`.
+ */
+function parkLandedTurnCommit(store: ReturnType<typeof harness>["store"]): {
+  parked: Promise<void>;
+  release(): void;
+} {
+  const parked = deferred<void>();
+  const answer = deferred<void>();
+  const commit = store.commit.bind(store);
+  const spy = vi.spyOn(store, "commit").mockImplementation(async (request, ctx) => {
+    const stored = await commit(request, ctx);
+    if (request.record) {
+      spy.mockRestore();
+      parked.resolve();
+      await answer.promise;
+    }
+    return stored;
+  });
+  return { parked: parked.promise, release: () => answer.resolve() };
+}
+
+describe("Invocation: an INTERRUPT racing a commit that landed", () => {
+  it("a Run whose only turn committed before the interrupt took the session answers that turn, not ABORTED", async () => {
+    const { store, registry } = harness();
+    const agent = register(registry, { name: "a", store: "default", turn: replyTurn });
+    const start = await converse(await agent.connect(), "first");
+    const holder = await agent.connect({ sessionId: start.output.sessionId });
+    const parked = parkLandedTurnCommit(store);
+    holder.sendText("second");
+    const output = holder.output();
+    await parked.parked;
+    const committed = (await store.getHead(holder.sessionId))!.headSnapshotId;
+
+    const interrupter = await agent.connect({ sessionId: holder.sessionId, busyPolicy: "interrupt" });
+    parked.release();
+    expect(await output).toMatchObject({
+      snapshotId: committed,
+      finishReason: "stop",
+      message: model("reply: second"),
+    });
+    const next = await converse(interrupter, "third");
+    expect(historyOf((await agent.getSnapshot({ snapshotId: next.output.snapshotId! })).state)).toEqual([
+      "user:first",
+      "model:reply: first",
+      "user:second",
+      "model:reply: second",
+      "user:third",
+      "model:reply: third",
+    ]);
+  });
+
+  it("a Chat interrupted after its turn's commit landed streams that TurnEnd, then ends ABORTED", async () => {
+    const { store, registry } = harness();
+    const agent = register(registry, { name: "a", store: "default", turn: replyTurn });
+    const start = await converse(await agent.connect(), "first");
+    const holder = await agent.connect({ sessionId: start.output.sessionId });
+    const holderStream = drain(holder);
+    const parked = parkLandedTurnCommit(store);
+    holder.sendText("second"); // the input stays open: more turns may come
+    await parked.parked;
+    const committed = (await store.getHead(holder.sessionId))!.headSnapshotId;
+
+    await agent.connect({ sessionId: holder.sessionId, busyPolicy: "interrupt" });
+    parked.release();
+    const drained = await holderStream;
+    expect((drained.error as AgentError).status).toBe("ABORTED");
+    expect(turnEndsOf(drained.chunks).map((end) => end.snapshotId)).toEqual([committed]);
+    await expectAgentError(holder.output(), "ABORTED", /interrupted: invocation ".+" took over session/);
+  });
+});
+
 describe("Invocation: client-managed agents", () => {
   const schema = z.object({ notes: z.array(z.string()) });
 

@@ -15,12 +15,23 @@ export type RemainingWork = Omit<DetachedWork, "runs" | "completed">;
  */
 export class InputProgress {
   private running: AgentInput | undefined;
+  /** An input was pulled whose turn has not yet ended with a TurnEnd. */
+  private unanswered = false;
   private nextTurnIndex: number;
   private lastTurnEnd = 0;
 
   /** `firstTurnIndex`: the index the invocation's first turn gets. */
   constructor(firstTurnIndex: number) {
     this.nextTurnIndex = firstTurnIndex;
+  }
+
+  /**
+   * True when the turn of every input pulled so far ended with a TurnEnd
+   * from its commit (or, for a retry, from the commit it repeats): nothing
+   * of them is left to write. False while an input's turn runs or failed.
+   */
+  get allAnswered(): boolean {
+    return !this.unanswered;
   }
 
   /** The sequence of the last TurnEnd chunk (0 before any). */
@@ -33,6 +44,7 @@ export class InputProgress {
     return tapStream(inputs, {
       item: (input) => {
         this.running = input;
+        this.unanswered = true;
         this.nextTurnIndex = turnIndexOf() + 1;
       },
     });
@@ -41,6 +53,11 @@ export class InputProgress {
   /** The running turn was committed as an attached turn: it is no longer part of detached work. */
   committed(): void {
     this.running = undefined;
+  }
+
+  /** The running input got the TurnEnd of its commit (or of the commit a retry repeats), queued to the client. */
+  answered(): void {
+    this.unanswered = false;
   }
 
   /** The running turn ended with a TurnEnd at `sequence`. */

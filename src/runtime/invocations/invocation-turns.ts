@@ -59,6 +59,8 @@ export class InvocationTurns<S> {
   private good: SessionState<S>;
   private finish: FinishReason = "stop";
   private save: Promise<unknown> = Promise.resolve();
+  /** Settles once the running turn's commit, if one is under way, landed and its TurnEnd was queued, or failed. */
+  private ending: Promise<void> = Promise.resolve();
   private turnStartedAt = 0;
   /** The request ID and fingerprint of the running turn's input, if it carried a request ID. */
   private turnRequest: TurnRequest | undefined;
@@ -89,6 +91,16 @@ export class InvocationTurns<S> {
   /** The last turn commit started; settles (never rejects) once it is written or failed. */
   get turnSave(): Promise<unknown> {
     return this.save;
+  }
+
+  /**
+   * Settles once a turn commit under way when this is read has landed and
+   * its TurnEnd is queued (or the commit failed); at once when none is.
+   * Never rejects. What a lost claim waits for, so that a turn whose commit
+   * landed is answered as committed.
+   */
+  get turnEnding(): Promise<void> {
+    return this.ending;
   }
 
   /** The tokens of the committed turns this invocation answered again, if any. */
@@ -160,31 +172,42 @@ export class InvocationTurns<S> {
     let snapshotId: string | undefined;
     const commits = this.parts.commits;
     const usage = telemetry.turnUsage;
+    let ended = (): void => {};
     if (turn.snapshotId && !this.parts.detachedRun() && commits) {
-      progress.committed();
-      const save = commits.commit(
-        turn.snapshotId,
-        turn.turnIndex,
-        finishReason,
-        runner.snapshotState(),
-        runner.unchangedMessages(),
-        usage,
-        this.turnRequest,
-      );
-      this.save = save.catch(() => {});
-      await save;
-      // Committed: a retry is answered from the commit, so the turn's tool-call journal can go (else it expires).
-      if (this.toolJournal?.used) await this.toolJournal.drop().catch(() => {});
-      if (claim) claim.runningRequestId = undefined;
-      runner.markUnchanged();
-      snapshotId = turn.snapshotId;
-      this.replayed = undefined;
+      this.ending = new Promise((resolve) => (ended = resolve));
     }
-    this.good = runner.snapshotState();
-    this.finish = finishReason;
-    this.logTurn(turn, finishReason, snapshotId);
-    telemetry.endTurn(finishReason, snapshotId);
-    await this.emit({ turnEnd: turnEndOf(snapshotId, finishReason, turn.turnIndex, this.parts.sessionId, usage) });
+    let sent: Promise<void> | undefined;
+    try {
+      if (turn.snapshotId && !this.parts.detachedRun() && commits) {
+        progress.committed();
+        const save = commits.commit(
+          turn.snapshotId,
+          turn.turnIndex,
+          finishReason,
+          runner.snapshotState(),
+          runner.unchangedMessages(),
+          usage,
+          this.turnRequest,
+        );
+        this.save = save.catch(() => {});
+        await save;
+        // Committed: a retry is answered from the commit, so the turn's tool-call journal can go (else it expires).
+        if (this.toolJournal?.used) await this.toolJournal.drop().catch(() => {});
+        if (claim) claim.runningRequestId = undefined;
+        runner.markUnchanged();
+        snapshotId = turn.snapshotId;
+        this.replayed = undefined;
+      }
+      this.good = runner.snapshotState();
+      this.finish = finishReason;
+      this.logTurn(turn, finishReason, snapshotId);
+      telemetry.endTurn(finishReason, snapshotId);
+      sent = this.emit({ turnEnd: turnEndOf(snapshotId, finishReason, turn.turnIndex, this.parts.sessionId, usage) });
+      progress.answered();
+    } finally {
+      ended();
+    }
+    await sent;
     progress.turnEnded(out.sequence);
     // After its TurnEnd is recorded: a takeover resumes after this turn.
     await this.parts.detachedRun()?.turnCompleted(turn.turnIndex, usage, this.good, out.sequence);
@@ -238,9 +261,11 @@ export class InvocationTurns<S> {
     this.finish = finishReason;
     this.replayedUsage = addUsage(this.replayedUsage, record.usage);
     this.replayed = record;
-    await this.emit({
+    const sent = this.emit({
       turnEnd: turnEndOf(record.snapshotId, finishReason, record.turnIndex, sessionId, record.usage),
     });
+    this.parts.progress.answered();
+    await sent;
     this.parts.progress.turnEnded(out.sequence);
     return true;
   }

@@ -134,10 +134,7 @@ export class Invocation<S> implements AgentConnection<S> {
       ...(start.edit ? { edit: start.edit } : {}),
     });
     this.runner.onCustomChange(() => this.streamCustom());
-    this.claim?.whenLost((err) => {
-      if (this.detachedRun) this.work.abort(err);
-      else this.failClosed(err);
-    });
+    this.claim?.whenLost((err) => this.claimLost(err));
     options.signal?.addEventListener("abort", this.onClientAbort, { once: true });
     if (options.signal?.aborted) this.clientGone();
     if (adopted) this.adopt(adopted);
@@ -343,6 +340,25 @@ export class Invocation<S> implements AgentConnection<S> {
       },
       (err) => this.failClosed(AgentError.from(err)),
     );
+  }
+
+  /**
+   * The session was taken from this invocation (an INTERRUPT, or its lease
+   * went to another instance): detached work is cancelled; an attached
+   * invocation ends with `err`, unless nothing was cut — its input is closed
+   * and every input's turn committed (a commit under way when the session
+   * was taken is waited for: one that landed is the caller's turn, and its
+   * TurnEnd is streamed before the error).
+   */
+  private claimLost(err: AgentError): void {
+    if (this.detachedRun) {
+      this.work.abort(err);
+      return;
+    }
+    void this.turns.turnEnding.then(() => {
+      const nothingCut = this.inputClosed && this.turnInputs.size === 0 && this.progress.allAnswered;
+      if (!nothingCut) this.failClosed(err);
+    });
   }
 
   /** The client's signal listener; removed once the invocation settled, so the call's signal holds nothing of it. */
