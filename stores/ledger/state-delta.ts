@@ -13,15 +13,47 @@ import { deepFreeze } from "./frozen-value.js";
  * compared one pointer at a time. Custom state is diffed as JSON.
  */
 export function diffState<S>(parent: SessionState<S>, next: SessionState<S>, keptMessages?: number): StateDelta<S> {
-  const delta: StateDelta<S> = { keepMessages: 0, appendMessages: [] };
-  const before = parent.messages;
-  const after = next.messages;
-  const limit = Math.min(before.length, after.length);
+  return diffStateAfterMessages(
+    parent,
+    next,
+    diffMessages(parent.messages, next.messages, next.messages.length, keptMessages),
+  );
+}
+
+/** The messages' part of a {@link StateDelta}. */
+export type MessagesDelta = Pick<StateDelta<unknown>, "keepMessages" | "appendMessages">;
+
+/**
+ * The messages' part of the change from `before` to the first `afterLength`
+ * messages of `after`, compared by identity: how many leading messages they
+ * share, and the rest of `after`'s. `keptMessages` (checked at its last
+ * message) skips comparing the ones the caller knows are unchanged. Costs
+ * what changed, plus the comparisons the hint does not cover.
+ */
+export function diffMessages(
+  before: readonly Message[],
+  after: readonly Message[],
+  afterLength: number,
+  keptMessages?: number,
+): MessagesDelta {
+  const limit = Math.min(before.length, afterLength);
   let keep = keptMessages !== undefined ? Math.min(keptMessages, limit) : 0;
   if (keep > 0 && before[keep - 1] !== after[keep - 1]) keep = 0; // a wrong hint: fall back to comparing
   while (keep < limit && before[keep] === after[keep]) keep++;
-  delta.keepMessages = keep;
-  delta.appendMessages = after.slice(keep);
+  return { keepMessages: keep, appendMessages: after.slice(keep, afterLength) };
+}
+
+/**
+ * The change from `parent` to `next` when the caller already knows its
+ * messages' part (`messages`): custom state and artifacts are diffed as by
+ * {@link diffState}; neither side's messages are read.
+ */
+export function diffStateAfterMessages<S>(
+  parent: { readonly custom?: S | undefined; readonly artifacts: readonly Artifact[] },
+  next: { readonly custom?: S | undefined; readonly artifacts: readonly Artifact[] },
+  messages: MessagesDelta,
+): StateDelta<S> {
+  const delta: StateDelta<S> = { keepMessages: messages.keepMessages, appendMessages: messages.appendMessages };
   const custom = diffCustom(parent.custom, next.custom);
   if (custom === "removed") delta.customRemoved = true;
   else if (custom && custom.length > 0) delta.customPatch = custom;

@@ -166,6 +166,46 @@ describe("Session: state", () => {
   });
 });
 
+describe("Session: marks (the runtime's per-turn states, no copy of the history)", () => {
+  it("keeps a mark's state as it was when taken, however the history, custom state and artifacts change after", () => {
+    const session = new Session({ sessionId: "s", messages: history(2), artifacts: [], custom: { n: 1 } });
+    session.addArtifacts({ name: "a", parts: [{ text: "1" }] });
+    const taken = session.mark();
+    session.addMessages(userText("later"));
+    session.updateCustom(() => ({ n: 2 }));
+    session.addArtifacts({ name: "a", parts: [{ text: "2" }] });
+    session.setMessages([userText("replaced")]);
+    session.addMessages(userText("after"));
+    expect(taken.state()).toEqual({
+      sessionId: "s",
+      messages: history(2),
+      artifacts: [{ name: "a", parts: [{ text: "1" }] }],
+      custom: { n: 1 },
+    });
+    expect(Object.isFrozen(taken.state())).toBe(true);
+    expect(Object.isFrozen(taken.state().messages)).toBe(true);
+    expect(taken.state()).toBe(taken.state());
+  });
+
+  it("equals snapshotState's state at the same point, without a custom key when there is none", () => {
+    const session = new Session({ sessionId: "s", messages: history(3), artifacts: [] });
+    expect(session.mark().state()).toEqual(session.snapshotState());
+    expect("custom" in session.mark().state()).toBe(false);
+  });
+
+  it("knows a mark of the same history taken at or after it from an earlier one or one of a replaced history", () => {
+    const session = new Session({ messages: history(1), artifacts: [] });
+    const first = session.mark();
+    session.addMessages(userText("m1"));
+    const second = session.mark();
+    expect(first.isPrefixOf(second)).toBe(true);
+    expect(first.isPrefixOf(first)).toBe(true);
+    expect(second.isPrefixOf(first)).toBe(false);
+    session.setMessages(session.messages());
+    expect(second.isPrefixOf(session.mark())).toBe(false);
+  });
+});
+
 describe("Session: custom state", () => {
   const schema = z.object({ n: z.number(), label: z.string().default("none") });
 

@@ -5,6 +5,8 @@ import { TurnCommits } from "../../src/runtime/sessions/turn-commits.js";
 import { DEFAULT_RECORD_SETTINGS, type RecordSettings } from "../../src/runtime/sessions/turn-record.js";
 import { userText, type Message } from "../../src/types/content.js";
 import type { SessionState } from "../../src/types/session-state.js";
+import { Session } from "../../src/runtime/sessions/session.js";
+import { SessionMark } from "../../src/runtime/sessions/session-mark.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
 import { uuidv7 } from "../../stores/uuid-v7.js";
 
@@ -30,15 +32,21 @@ function fresh(settings: RecordSettings = DEFAULT_RECORD_SETTINGS) {
   return { store, claim, commits: new TurnCommits(claim, "s1", settings, undefined) };
 }
 
-/** States of a conversation growing by one exchange per turn, sharing earlier messages as the session does. */
-function growing(turns: number): SessionState<{ n: number }>[] {
-  const states: SessionState<{ n: number }>[] = [];
-  let messages: Message[] = [];
+/** Marks of one session's conversation growing by one exchange per turn, as the runtime takes them after each turn. */
+function growing(turns: number): SessionMark<{ n: number }>[] {
+  const session = new Session<{ n: number }>({ sessionId: "s1", messages: [], artifacts: [] });
+  const marks: SessionMark<{ n: number }>[] = [];
   for (let i = 0; i < turns; i++) {
-    messages = [...messages, Object.freeze(userText(`q${i}`)), Object.freeze(model(`a${i}`))];
-    states.push(Object.freeze({ sessionId: "s1", messages, artifacts: [], custom: { n: i } }));
+    session.addMessages(userText(`q${i}`), model(`a${i}`));
+    session.updateCustom(() => ({ n: i }));
+    marks.push(session.mark());
   }
-  return states;
+  return marks;
+}
+
+/** A mark of `state` on a history array of its own. */
+function markOf<S>(state: SessionState<S>): SessionMark<S> {
+  return new SessionMark(state.sessionId ?? "", state.messages, state.messages.length, state.custom, state.artifacts);
 }
 
 describe("TurnCommits", () => {
@@ -58,14 +66,19 @@ describe("TurnCommits", () => {
       checkpointTurn: 0,
     });
     expect(stored.parentId).toBeUndefined();
-    expect(stored.checkpoint).toEqual(state);
-    expect(stored.checkpointBytes).toBe(JSON.stringify(state).length);
-    expect(commits.last).toEqual({
+    expect(stored.checkpoint).toEqual({
+      sessionId: "s1",
+      messages: [userText("q0"), model("a0")],
+      artifacts: [],
+      custom: { n: 0 },
+    });
+    expect(stored.checkpointBytes).toBe(JSON.stringify(stored.checkpoint).length);
+    expect(commits.last).toMatchObject({
       snapshotId: "snap-0",
       createdAt: stored.createdAt,
-      state,
       position: { depth: 0, deltaBytes: 0, checkpointBytes: stored.checkpointBytes, checkpointTurn: 0 },
     });
+    expect(commits.last!.state).toEqual(stored.checkpoint);
     await claim.release();
   });
 
@@ -91,6 +104,48 @@ describe("TurnCommits", () => {
     expect(stored.deltaBytes).toBe(JSON.stringify(stored.delta).length);
     expect(commits.last!.position.depth).toBe(1);
     expect((await store.getHead("s1"))!).toMatchObject({ headSnapshotId: "snap-1", turnCount: 2 });
+    await claim.release();
+  });
+
+  it("takes a later turn's delta from the history it shares with the last commit, without reading the earlier messages", async () => {
+    const { store, claim, commits } = fresh();
+    const [s0, s1] = growing(3); // the history holds a third exchange after s1's mark
+    await commits.commit("snap-0", 0, "stop", s0!, 0);
+    // The hint is ignored on this path: the shared history says what the turn appended.
+    await commits.commit("snap-1", 1, "stop", s1!, 0);
+    expect((await store.getRecord("snap-1"))!.delta).toMatchObject({
+      keepMessages: 2,
+      appendMessages: [userText("q1"), model("a1")],
+    });
+    expect(commits.last!.state.messages).toEqual([userText("q0"), model("a0"), userText("q1"), model("a1")]);
+    await claim.release();
+  });
+
+  it("compares messages when the history was replaced since the last commit (a rewritten message is not kept)", async () => {
+    const { store, claim, commits } = fresh();
+    const session = new Session<{ n: number }>({ sessionId: "s1", messages: [], artifacts: [] });
+    session.addMessages(userText("q0"), model("a0"));
+    await commits.commit("snap-0", 0, "stop", session.mark(), 0);
+    const [q0] = session.messages();
+    session.setMessages([q0!, model("a0, edited"), userText("q1")]);
+    await commits.commit("snap-1", 1, "stop", session.mark(), session.unchangedMessages());
+    expect((await store.getRecord("snap-1"))!.delta).toMatchObject({
+      keepMessages: 1,
+      appendMessages: [model("a0, edited"), userText("q1")],
+    });
+    await claim.release();
+  });
+
+  it("continues from a loaded point (a resume): the delta keeps the messages the hint names", async () => {
+    const { store, claim, commits: first } = fresh();
+    const [s0] = growing(1);
+    await first.commit("snap-0", 0, "stop", s0!, 0);
+    const loaded = { ...first.last!, state: structuredClone(first.last!.state) };
+    const resumed = new TurnCommits(claim, "s1", DEFAULT_RECORD_SETTINGS, loaded);
+    const session = new Session(loaded.state);
+    session.addMessages(userText("q1"));
+    await resumed.commit("snap-1", 1, "stop", session.mark(), session.unchangedMessages());
+    expect((await store.getRecord("snap-1"))!.delta).toEqual({ keepMessages: 2, appendMessages: [userText("q1")] });
     await claim.release();
   });
 
@@ -137,7 +192,7 @@ describe("TurnCommits", () => {
     const { store, claim, commits } = fresh({ ...DEFAULT_RECORD_SETTINGS, maxSessionBytes: 100 });
     const state: SessionState = { sessionId: "s1", messages: [userText("x".repeat(200))], artifacts: [] };
     const error = await expectAgentError(
-      commits.commit("snap-0", 0, "stop", state, 0),
+      commits.commit("snap-0", 0, "stop", markOf(state), 0),
       "RESOURCE_EXHAUSTED",
       /over the limit of 100 .*nothing was written/,
     );

@@ -16,6 +16,7 @@ import { committedRequest, inputFingerprint } from "../sessions/request-ledger.j
 import type { TurnEvent } from "./runtime-events.js";
 import type { SessionClaim } from "../sessions/session-claim.js";
 import type { SessionRunner } from "../sessions/session-runner.js";
+import type { SessionMark } from "../sessions/session-mark.js";
 import type { TurnCommits } from "../sessions/turn-commits.js";
 import type { TurnControl } from "./turn-control.js";
 import { turnRequestOf, type TurnRequest } from "../sessions/turn-request.js";
@@ -56,7 +57,8 @@ export interface InvocationTurnsParts<S> {
  */
 export class InvocationTurns<S> {
   private readonly parts: InvocationTurnsParts<S>;
-  private good: SessionState<S>;
+  /** The state after the last successful turn, kept without a copy of the history. */
+  private good: SessionMark<S>;
   private finish: FinishReason = "stop";
   private save: Promise<unknown> = Promise.resolve();
   /** Settles once the running turn's commit, if one is under way, landed and its TurnEnd was queued, or failed. */
@@ -75,12 +77,12 @@ export class InvocationTurns<S> {
 
   constructor(parts: InvocationTurnsParts<S>) {
     this.parts = parts;
-    this.good = parts.runner.snapshotState();
+    this.good = parts.runner.mark();
   }
 
   /** The state after the last successful turn (what a failure rolls back to). */
   get lastGood(): SessionState<S> {
-    return this.good;
+    return this.good.state();
   }
 
   /** The finish reason of the last turn that ended well or was answered again ("stop" before any). */
@@ -178,13 +180,14 @@ export class InvocationTurns<S> {
     }
     let sent: Promise<void> | undefined;
     try {
+      const mark = runner.mark();
       if (turn.snapshotId && !this.parts.detachedRun() && commits) {
         progress.committed();
         const save = commits.commit(
           turn.snapshotId,
           turn.turnIndex,
           finishReason,
-          runner.snapshotState(),
+          mark,
           runner.unchangedMessages(),
           usage,
           this.turnRequest,
@@ -198,7 +201,7 @@ export class InvocationTurns<S> {
         snapshotId = turn.snapshotId;
         this.replayed = undefined;
       }
-      this.good = runner.snapshotState();
+      this.good = mark;
       this.finish = finishReason;
       this.logTurn(turn, finishReason, snapshotId);
       telemetry.endTurn(finishReason, snapshotId);
@@ -210,7 +213,8 @@ export class InvocationTurns<S> {
     await sent;
     progress.turnEnded(out.sequence);
     // After its TurnEnd is recorded: a takeover resumes after this turn.
-    await this.parts.detachedRun()?.turnCompleted(turn.turnIndex, usage, this.good, out.sequence);
+    const detached = this.parts.detachedRun();
+    if (detached) await detached.turnCompleted(turn.turnIndex, usage, this.good.state(), out.sequence);
   }
 
   /** Ends a failed turn: rolls the session back to the last good state and streams a failed (or aborted) TurnEnd. */
@@ -222,7 +226,7 @@ export class InvocationTurns<S> {
     this.logTurn(turn, finishReason, undefined);
     const usage = telemetry.turnUsage; // spent even though nothing is written
     telemetry.failTurn(error, finishReason);
-    runner.restore(this.good);
+    runner.restore(this.good.state());
     await out.drained();
     await this.emit({ turnEnd: turnEndOf(undefined, finishReason, turn.turnIndex, this.parts.sessionId, usage) });
   }

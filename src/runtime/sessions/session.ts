@@ -4,6 +4,7 @@ import type { SessionState } from "../../types/session-state.js";
 import { deepFreeze, frozenCopy } from "../../../stores/ledger/frozen-value.js";
 import { addArtifact } from "../../../stores/ledger/state-delta.js";
 import { validateCustomState } from "../agents/custom-state-schema.js";
+import { SessionMark } from "./session-mark.js";
 
 /** Called after every change to custom state (the runtime streams a patch). */
 export type CustomChangeListener = () => void | Promise<void>;
@@ -23,6 +24,7 @@ export type CustomChangeListener = () => void | Promise<void>;
  */
 export class Session<S = unknown> {
   private readonly id: string;
+  /** Only ever appended to, or replaced by a new array: a {@link SessionMark} keeps a prefix of it. */
   private history: Message[];
   private historyView: readonly Message[] | undefined;
   /** Leading messages unchanged since the last {@link Session.markUnchanged} (the delta keeps them). */
@@ -60,6 +62,15 @@ export class Session<S = unknown> {
     };
     if (this.customValue !== undefined) state.custom = this.customValue;
     return Object.freeze(state);
+  }
+
+  /**
+   * @internal The state as it is now without copying the history (see
+   * {@link SessionMark}): O(1) in the history length, plus a copy of the
+   * artifacts.
+   */
+  mark(): SessionMark<S> {
+    return new SessionMark(this.id, this.history, this.history.length, this.customValue, this.artifacts());
   }
 
   /** Replaces the whole state (the runtime rolls back to the last good state with it). */

@@ -1,9 +1,19 @@
 import type { SessionState } from "../../types/session-state.js";
+import { diffMessages, diffStateAfterMessages } from "../../../stores/ledger/state-delta.js";
+import type { StateDelta } from "../../../stores/snapshot-store.js";
 import type { FinishReason, SnapshotEdit } from "../../types/snapshot.js";
 import type { Usage } from "../../types/usage.js";
 import type { SessionClaim } from "./session-claim.js";
 import type { TurnRequest } from "./turn-request.js";
-import { buildRecord, chainPosition, stateFieldsFor, type CommittedPoint, type RecordSettings } from "./turn-record.js";
+import type { SessionMark } from "./session-mark.js";
+import {
+  buildRecord,
+  chainPosition,
+  recordFieldsFor,
+  type ChainPosition,
+  type CommittedPoint,
+  type RecordSettings,
+} from "./turn-record.js";
 
 /**
  * The turn-end snapshots of one invocation: each successful turn becomes one
@@ -39,26 +49,36 @@ export class TurnCommits<S> {
   }
 
   /**
-   * Commits `state` as turn `turnIndex` under `snapshotId`. `keptMessages` is
-   * how many leading messages are unchanged since the last commit; `usage`
-   * (the turn's tokens) goes on the record and into the head's totals;
-   * `request` (the input's request ID and fingerprint) goes on the record and
-   * into the head's committed request IDs, in the same compare-and-set. Throws
-   * RESOURCE_EXHAUSTED over the session size cap and ABORTED when the session
-   * was taken or moved; nothing is written then.
+   * Commits `mark`'s state as turn `turnIndex` under `snapshotId`.
+   * `keptMessages` is how many leading messages are unchanged since the last
+   * commit; `usage` (the turn's tokens) goes on the record and into the
+   * head's totals; `request` (the input's request ID and fingerprint) goes on
+   * the record and into the head's committed request IDs, in the same
+   * compare-and-set. Costs what the turn changed: the history is not copied
+   * (but for a checkpoint, when one is due). Throws RESOURCE_EXHAUSTED over
+   * the session size cap and ABORTED when the session was taken or moved;
+   * nothing is written then.
    */
   async commit(
     snapshotId: string,
     turnIndex: number,
     finishReason: FinishReason,
-    state: SessionState<S>,
+    mark: SessionMark<S>,
     keptMessages: number,
     usage?: Usage,
     request?: TurnRequest,
   ): Promise<void> {
     const parent = this.point;
     const createdAt = Math.max(Date.now(), (parent?.createdAt ?? 0) + 1);
-    const fields = stateFieldsFor(parent, state, turnIndex, this.settings, keptMessages);
+    const delta = parent ? deltaSince(parent, mark, keptMessages) : undefined;
+    const fields = recordFieldsFor(
+      parent?.position,
+      delta,
+      () => mark.state(),
+      turnIndex,
+      this.settings,
+      this.sessionId,
+    );
     const meta = {
       snapshotId,
       sessionId: this.sessionId,
@@ -71,7 +91,38 @@ export class TurnCommits<S> {
       ...(this.edit ? { edit: this.edit } : {}),
     };
     await this.claim.commit(buildRecord(meta, parent, fields), usage);
-    this.point = { snapshotId, createdAt, state, position: chainPosition(fields) };
+    this.point = new MarkedPoint(snapshotId, createdAt, mark, chainPosition(fields));
     this.edit = undefined;
   }
+}
+
+/** A point this class committed: its state kept as the {@link SessionMark} it was committed from. */
+class MarkedPoint<S> implements CommittedPoint<S> {
+  constructor(
+    readonly snapshotId: string,
+    readonly createdAt: number,
+    readonly mark: SessionMark<S>,
+    readonly position: ChainPosition,
+  ) {}
+
+  /** The committed state (its messages copied out of the history on first read). */
+  get state(): SessionState<S> {
+    return this.mark.state();
+  }
+}
+
+/**
+ * The change from `parent` to `mark`. From a point committed from a mark of
+ * the same history, the messages' part is what was appended since, read
+ * straight from the history; otherwise the parent's messages are compared
+ * with the history after the `keptMessages` hint. Neither copies the history.
+ */
+function deltaSince<S>(parent: CommittedPoint<S>, mark: SessionMark<S>, keptMessages: number): StateDelta<S> {
+  const base = parent instanceof MarkedPoint ? (parent.mark as SessionMark<S>) : undefined;
+  if (base?.isPrefixOf(mark)) {
+    const appended = { keepMessages: base.length, appendMessages: mark.history.slice(base.length, mark.length) };
+    return diffStateAfterMessages(base, mark, appended);
+  }
+  const before = parent.state;
+  return diffStateAfterMessages(before, mark, diffMessages(before.messages, mark.history, mark.length, keptMessages));
 }

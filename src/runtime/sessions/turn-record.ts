@@ -10,7 +10,7 @@ import {
   type RecordStateFields,
 } from "../../../stores/ledger/checkpoint-policy.js";
 import { diffState } from "../../../stores/ledger/state-delta.js";
-import type { SnapshotRecord } from "../../../stores/snapshot-store.js";
+import type { SnapshotRecord, StateDelta } from "../../../stores/snapshot-store.js";
 
 /** The chain bookkeeping of a committed record (what the next delta builds on). */
 export type ChainPosition = Pick<SnapshotRecord, "depth" | "deltaBytes" | "checkpointBytes" | "checkpointTurn">;
@@ -70,26 +70,37 @@ export function stateFieldsFor<S>(
   settings: RecordSettings,
   keptMessages?: number,
 ): RecordStateFields<S> {
-  const fields = parent
-    ? recordStateFields(
-        parent.position,
-        diffState(parent.state, state, keptMessages),
-        () => state,
-        turnIndex,
-        settings.checkpoints,
-      )
-    : recordStateFields(
-        undefined,
-        { keepMessages: 0, appendMessages: [] },
-        () => state,
-        turnIndex,
-        settings.checkpoints,
-      );
+  const delta = parent ? diffState(parent.state, state, keptMessages) : undefined;
+  return recordFieldsFor(parent?.position, delta, () => state, turnIndex, settings, state.sessionId ?? "");
+}
+
+/**
+ * The stored-state fields of a record whose change from `parent` (the
+ * parent's chain position; undefined for a new session) is `delta`: the
+ * delta, or `state()` as a checkpoint when due (only then is it called).
+ * Throws RESOURCE_EXHAUSTED, before anything is written, when session
+ * `sessionId` would exceed `settings.maxSessionBytes`.
+ */
+export function recordFieldsFor<S>(
+  parent: ChainPosition | undefined,
+  delta: StateDelta<S> | undefined,
+  state: () => SessionState<S>,
+  turnIndex: number,
+  settings: RecordSettings,
+  sessionId: string,
+): RecordStateFields<S> {
+  const fields = recordStateFields(
+    parent,
+    delta ?? { keepMessages: 0, appendMessages: [] },
+    state,
+    turnIndex,
+    settings.checkpoints,
+  );
   const bytes = fields.checkpointBytes + fields.deltaBytes;
   if (bytes > settings.maxSessionBytes) {
     throw new AgentError(
       "RESOURCE_EXHAUSTED",
-      `session "${state.sessionId ?? ""}" would grow to ${bytes} bytes, over the limit of ${settings.maxSessionBytes} (--max-session-bytes); nothing was written. Start a new session or trim the history`,
+      `session "${sessionId}" would grow to ${bytes} bytes, over the limit of ${settings.maxSessionBytes} (--max-session-bytes); nothing was written. Start a new session or trim the history`,
       { details: { sessionBytes: bytes, maxSessionBytes: settings.maxSessionBytes } },
     );
   }
