@@ -680,13 +680,18 @@ function parkLandedTurnCommit(store: ReturnType<typeof harness>["store"]): {
   return { parked: parked.promise, release: () => answer.resolve() };
 }
 
+/** A session with turn "first", a second invocation on it (the holder), and the holder's next turn commit parked once landed. */
+async function holderWithParkedCommit() {
+  const { store, registry } = harness();
+  const agent = register(registry, { name: "a", store: "default", turn: replyTurn });
+  const start = await converse(await agent.connect(), "first");
+  const holder = await agent.connect({ sessionId: start.output.sessionId });
+  return { store, agent, holder, parked: parkLandedTurnCommit(store) };
+}
+
 describe("Invocation: an INTERRUPT racing a commit that landed", () => {
   it("a Run whose only turn committed before the interrupt took the session answers that turn, not ABORTED", async () => {
-    const { store, registry } = harness();
-    const agent = register(registry, { name: "a", store: "default", turn: replyTurn });
-    const start = await converse(await agent.connect(), "first");
-    const holder = await agent.connect({ sessionId: start.output.sessionId });
-    const parked = parkLandedTurnCommit(store);
+    const { store, agent, holder, parked } = await holderWithParkedCommit();
     holder.sendText("second");
     const output = holder.output();
     await parked.parked;
@@ -711,12 +716,8 @@ describe("Invocation: an INTERRUPT racing a commit that landed", () => {
   });
 
   it("a Chat interrupted after its turn's commit landed streams that TurnEnd, then ends ABORTED", async () => {
-    const { store, registry } = harness();
-    const agent = register(registry, { name: "a", store: "default", turn: replyTurn });
-    const start = await converse(await agent.connect(), "first");
-    const holder = await agent.connect({ sessionId: start.output.sessionId });
+    const { store, agent, holder, parked } = await holderWithParkedCommit();
     const holderStream = drain(holder);
-    const parked = parkLandedTurnCommit(store);
     holder.sendText("second"); // the input stays open: more turns may come
     await parked.parked;
     const committed = (await store.getHead(holder.sessionId))!.headSnapshotId;
