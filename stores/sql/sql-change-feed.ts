@@ -166,11 +166,14 @@ export class SqlChangeFeed {
     }
     const watches = [...this.watches.values()];
     if (watches.length === 0) return;
+    const seenBefore = watches.map((w) => w.lastSequence);
     const sequences = await this.readLastSequences(watches.map((w) => w.key));
-    for (const watch of watches) {
+    for (const [i, watch] of watches.entries()) {
       const last = sequences.get(chunkWatchKey(watch.key));
       if (last === undefined) {
         // No log (not yet appended to, or removed): a removal may wake; a log never seen stays quiet.
+        // A sequence seen while the read ran (a notification) may be newer than the read: no removal then.
+        if (watch.lastSequence !== seenBefore[i]) continue;
         if (watch.lastSequence !== undefined && watch.lastSequence > 0) {
           watch.lastSequence = 0;
           for (const channel of watch.channels) channel.wake();
