@@ -8,7 +8,7 @@ import { expectAgentError } from "../harness/agent-error-expectations.js";
 import { chunk, chunks } from "./chunk-factory.js";
 import { HOUR, startWatch } from "./conformance-chunks.js";
 import {
-  adminCommand,
+  closeChangeStreamCursors,
   capturingLogger,
   freshPrefix,
   holdStreamOpening,
@@ -278,10 +278,7 @@ describe("mongodb chunk logs: watchers", () => {
     const writer = storeOn(prefix);
     const watch = startWatch(watcher, BG);
     try {
-      await eventually(() => watcher.chunkStreamsOpen === 1);
-      expect(await adminCommand(mongo.server.uri, { agentdTestCloseChangeStreams: 1 })).toMatchObject({
-        closed: expect.any(Number),
-      });
+      await closeChangeStreamCursors(mongo.server.uri, () => watcher.chunkStreamsOpen === 1);
       await eventually(() => logger.lines.some((l) => l.message === "MongoDB chunk change stream ended; reopening it"));
       expect(logger.lines.find((l) => l.message.startsWith("MongoDB chunk change stream"))?.fields).toMatchObject({
         watchedLogs: 1,

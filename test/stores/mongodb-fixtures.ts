@@ -6,7 +6,7 @@ import type { ChunkStreamSource } from "../../stores/mongodb/chunk-stream.js";
 import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mongodb/mongo-store.js";
 import type { StoreLogger } from "../../stores/mongodb/store-logger.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
-import type { CounterState } from "./snapshot-factory.js";
+import { eventually, type CounterState } from "./snapshot-factory.js";
 
 /** A collection prefix no other test uses. */
 export function freshPrefix(): string {
@@ -51,6 +51,28 @@ export async function adminCommand(uri: string, command: Document): Promise<Docu
   } finally {
     await client.close();
   }
+}
+
+/**
+ * Has the server end its change-stream cursors with no event (the test backend's
+ * `agentdTestCloseChangeStreams` hook) once the store under test reports its stream open
+ * (`isOpen`) and the server holds at least one such cursor; `beforeTry` runs right before each
+ * call of the hook. The store reports its stream open once the aggregate answered, yet a CI run
+ * once found no cursor on the server at that point (the hook closed 0): until the hook finds one,
+ * it is called again once the store reports the stream open. Returns how many it closed.
+ */
+export async function closeChangeStreamCursors(
+  uri: string,
+  isOpen: () => boolean,
+  beforeTry: () => void = () => {},
+): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    await eventually(isOpen);
+    beforeTry();
+    const { closed } = await adminCommand(uri, { agentdTestCloseChangeStreams: 1 });
+    if (typeof closed === "number" && closed > 0) return closed;
+  }
+  throw new Error("the server never held a change-stream cursor while the store reported its stream open");
 }
 
 /** A logger that keeps every line (message and fields). */

@@ -3,7 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MongoSessionStore, type MongoSessionStoreConfig } from "../../stores/mongodb/mongo-store.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
 import { ResettingProxy } from "../harness/resetting-proxy.js";
-import { adminCommand, capturingLogger, commandLog, freshPrefix } from "./mongodb-fixtures.js";
+import {
+  adminCommand,
+  capturingLogger,
+  closeChangeStreamCursors,
+  commandLog,
+  freshPrefix,
+} from "./mongodb-fixtures.js";
 import { commitRecord, eventually, pendingRecord, sleep, type CounterState } from "./snapshot-factory.js";
 import { recordStatuses } from "./status-recorder.js";
 
@@ -68,23 +74,6 @@ async function openWatchedRow(extra: Partial<MongoSessionStoreConfig> = {}) {
   return { prefix, logger, watcher, writer, seen: recorder.seen, close };
 }
 
-/**
- * Has the server end `watcher`'s change-stream cursor with no event (the test backend's hook) and
- * returns how often the stream had reopened before. The store reports its stream open once the
- * aggregate answered, but a CI run once found no cursor on the server at that point (the hook closed
- * 0): until the hook finds the cursor, it is called again once the store reports the stream open.
- */
-async function closeWatcherCursor(watcher: Store): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    await eventually(() => watcher.changeStreamOpen);
-    const reopens = watcher.changeStreamReopens;
-    const reply = await adminCommand(server.uri, { agentdTestCloseChangeStreams: 1 });
-    if (reply.closed === 1) return reopens;
-    expect(reply).toMatchObject({ closed: 0 });
-  }
-  throw new Error("the server never held the watcher's change-stream cursor");
-}
-
 describe("mongodb status stream: reopening", () => {
   it("reopens after the snapshots collection is dropped (drop + invalidate) and delivers later status changes", async () => {
     await withWatchedRow(async ({ prefix, logger, watcher, writer, seen }) => {
@@ -128,7 +117,13 @@ describe("mongodb status stream: reopening", () => {
 
   it("reopens when the server closes the cursor without an event (tryNext would return null for ever)", async () => {
     await withWatchedRow(async ({ watcher, writer, seen }) => {
-      const reopensBefore = await closeWatcherCursor(watcher);
+      let reopensBefore = 0;
+      const closed = await closeChangeStreamCursors(
+        server.uri,
+        () => watcher.changeStreamOpen,
+        () => (reopensBefore = watcher.changeStreamReopens),
+      );
+      expect(closed).toBe(1);
       await eventually(() => watcher.changeStreamReopens === reopensBefore + 1 && watcher.changeStreamOpen);
       expect(watcher.changeStreamLastEnding).toMatchObject({
         resume: false,
