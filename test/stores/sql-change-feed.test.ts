@@ -40,13 +40,19 @@ function countWakes(channel: AsyncIterable<void>): { readonly count: number } {
   return counter;
 }
 
+/** A feed whose engine changes and log reads the test drives, watching {@link KEY}'s log (seen empty). */
+function watchedFeed() {
+  const { engine, change } = followedEngine();
+  const reads = heldReads();
+  const feed = new SqlChangeFeed(engine, async () => new Map(), reads.read);
+  const stop = new AbortController();
+  const wakes = countWakes(feed.watchChunks(KEY, stop.signal, 0));
+  return { change, reads, wakes, stop: () => stop.abort() };
+}
+
 describe("SqlChangeFeed: chunk watchers", () => {
   it("a re-read that found no log while a notification arrived does not wake the watcher again as a removal", async () => {
-    const { engine, change } = followedEngine();
-    const reads = heldReads();
-    const feed = new SqlChangeFeed(engine, async () => new Map(), reads.read);
-    const stop = new AbortController();
-    const wakes = countWakes(feed.watchChunks(KEY, stop.signal, 0));
+    const { change, reads, wakes, stop } = watchedFeed();
     change({ kind: "unknown" }); // a reconnect: the logs are re-read
     change({ kind: "chunks", ...KEY, lastSequence: 1 }); // an append's notification, while the read runs
     await settle();
@@ -54,21 +60,17 @@ describe("SqlChangeFeed: chunk watchers", () => {
     reads.answer(new Map()); // the read ran before the append: no log yet
     await settle();
     expect(wakes.count).toBe(1);
-    stop.abort();
+    stop();
   });
 
   it("a re-read that finds a seen log gone wakes the watcher (a removal)", async () => {
-    const { engine, change } = followedEngine();
-    const reads = heldReads();
-    const feed = new SqlChangeFeed(engine, async () => new Map(), reads.read);
-    const stop = new AbortController();
-    const wakes = countWakes(feed.watchChunks(KEY, stop.signal, 0));
+    const { change, reads, wakes, stop } = watchedFeed();
     change({ kind: "chunks", ...KEY, lastSequence: 1 });
     await settle();
     change({ kind: "unknown" });
     reads.answer(new Map());
     await settle();
     expect(wakes.count).toBe(2);
-    stop.abort();
+    stop();
   });
 });
