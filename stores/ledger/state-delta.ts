@@ -13,34 +13,37 @@ import { deepFreeze } from "./frozen-value.js";
  * compared one pointer at a time. Custom state is diffed as JSON.
  */
 export function diffState<S>(parent: SessionState<S>, next: SessionState<S>, keptMessages?: number): StateDelta<S> {
-  return diffStateAfterMessages(
-    parent,
-    next,
-    diffMessages(parent.messages, next.messages, next.messages.length, keptMessages),
-  );
+  return diffStateAfterMessages(parent, next, diffMessages(prefixOf(parent), prefixOf(next), keptMessages));
 }
 
 /** The messages' part of a {@link StateDelta}. */
 export type MessagesDelta = Pick<StateDelta<unknown>, "keepMessages" | "appendMessages">;
 
+/** The first `length` messages of `history` (a session's history as it was when marked, or a state's messages). */
+export interface HistoryPrefix {
+  readonly history: readonly Message[];
+  readonly length: number;
+}
+
+/** All of `state`'s messages, as a {@link HistoryPrefix}. */
+function prefixOf(state: SessionState<unknown>): HistoryPrefix {
+  return { history: state.messages, length: state.messages.length };
+}
+
 /**
- * The messages' part of the change from `before` to the first `afterLength`
- * messages of `after`, compared by identity: how many leading messages they
- * share, and the rest of `after`'s. `keptMessages` (checked at its last
- * message) skips comparing the ones the caller knows are unchanged. Costs
- * what changed, plus the comparisons the hint does not cover.
+ * The messages' part of the change from `before` to `after`, compared by
+ * identity: how many leading messages they share, and the rest of
+ * `after`'s. `keptMessages` (checked at its last message) skips comparing
+ * the ones the caller knows are unchanged. Costs what changed, plus the
+ * comparisons the hint does not cover; neither history is copied.
  */
-export function diffMessages(
-  before: readonly Message[],
-  after: readonly Message[],
-  afterLength: number,
-  keptMessages?: number,
-): MessagesDelta {
-  const limit = Math.min(before.length, afterLength);
+export function diffMessages(before: HistoryPrefix, after: HistoryPrefix, keptMessages?: number): MessagesDelta {
+  const [a, b] = [before.history, after.history];
+  const limit = Math.min(before.length, after.length);
   let keep = keptMessages !== undefined ? Math.min(keptMessages, limit) : 0;
-  if (keep > 0 && before[keep - 1] !== after[keep - 1]) keep = 0; // a wrong hint: fall back to comparing
-  while (keep < limit && before[keep] === after[keep]) keep++;
-  return { keepMessages: keep, appendMessages: after.slice(keep, afterLength) };
+  if (keep > 0 && a[keep - 1] !== b[keep - 1]) keep = 0; // a wrong hint: fall back to comparing
+  while (keep < limit && a[keep] === b[keep]) keep++;
+  return { keepMessages: keep, appendMessages: b.slice(keep, after.length) };
 }
 
 /**

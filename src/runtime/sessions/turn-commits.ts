@@ -112,17 +112,15 @@ class MarkedPoint<S> implements CommittedPoint<S> {
 }
 
 /**
- * The change from `parent` to `mark`. From a point committed from a mark of
- * the same history, the messages' part is what was appended since, read
- * straight from the history; otherwise the parent's messages are compared
- * with the history after the `keptMessages` hint. Neither copies the history.
+ * The change from `parent` to `mark`, comparing messages by identity without
+ * copying either history. From a point committed from a mark of the same
+ * history the turn only appended, so that mark's length is the kept count;
+ * otherwise the `keptMessages` hint is checked and the rest compared.
  */
 function deltaSince<S>(parent: CommittedPoint<S>, mark: SessionMark<S>, keptMessages: number): StateDelta<S> {
   const base = parent instanceof MarkedPoint ? (parent.mark as SessionMark<S>) : undefined;
-  if (base?.isPrefixOf(mark)) {
-    const appended = { keepMessages: base.length, appendMessages: mark.history.slice(base.length, mark.length) };
-    return diffStateAfterMessages(base, mark, appended);
-  }
-  const before = parent.state;
-  return diffStateAfterMessages(before, mark, diffMessages(before.messages, mark.history, mark.length, keptMessages));
+  const before = base ?? parent.state;
+  const beforeMessages = base ?? { history: parent.state.messages, length: parent.state.messages.length };
+  const kept = base?.isPrefixOf(mark) ? base.length : keptMessages;
+  return diffStateAfterMessages(before, mark, diffMessages(beforeMessages, mark, kept));
 }
