@@ -172,19 +172,18 @@ export class InvocationTurns<S> {
     // From here the turn commits: a cancel finds nothing to cancel, an untaken steer runs next.
     this.parts.control.seal();
     let snapshotId: string | undefined;
-    const commits = this.parts.commits;
     const usage = telemetry.turnUsage;
+    // The turn is committed before detach, on a store; a lost claim waits for the commit (see turnEnding).
+    const commits = turn.snapshotId && !this.parts.detachedRun() ? this.parts.commits : undefined;
     let ended = (): void => {};
-    if (turn.snapshotId && !this.parts.detachedRun() && commits) {
-      this.ending = new Promise((resolve) => (ended = resolve));
-    }
+    if (commits) this.ending = new Promise((resolve) => (ended = resolve));
     let sent: Promise<void> | undefined;
     try {
       const mark = runner.mark();
-      if (turn.snapshotId && !this.parts.detachedRun() && commits) {
+      if (commits) {
         progress.committed();
         const save = commits.commit(
-          turn.snapshotId,
+          turn.snapshotId!,
           turn.turnIndex,
           finishReason,
           mark,
