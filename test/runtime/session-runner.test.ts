@@ -7,6 +7,7 @@ import type { AgentInput } from "../../src/types/agent-io.js";
 import { userText, type Message } from "../../src/types/content.js";
 import type { FinishReason } from "../../src/types/snapshot.js";
 import { AsyncChannel } from "../../src/streams/async-channel.js";
+import { TurnSlices } from "../../src/runtime/sessions/turn-slices.js";
 
 vi.setConfig({ testTimeout: 5_000 });
 
@@ -58,6 +59,20 @@ describe("SessionRunner.run", () => {
       "end:1:stop",
     ]);
     expect(runner.turnIndex).toBe(2);
+  });
+
+  it("begins a turn only once the process's turn slices admit it", async () => {
+    const { lifecycle, calls } = recordingLifecycle([{ message: userText("a") }, { message: userText("b") }]);
+    const later: (() => void)[] = [];
+    // A clock that stands still and a slice of 0 ms: one turn per turn of the (hand-turned) event loop.
+    const slices = new TurnSlices(0, { now: () => 0, later: (fn) => later.push(fn) });
+    const run = new SessionRunner(emptyState(), undefined, 0, lifecycle, slices).run(async () => {});
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toEqual(["begin:0", "end:0:stop"]);
+    expect(slices.queued).toBe(1);
+    for (const fn of later.splice(0)) fn();
+    await run;
+    expect(calls).toEqual(["begin:0", "end:0:stop", "begin:1", "end:1:stop"]);
   });
 
   it("numbers turns from the first turn index it was given", async () => {

@@ -5,6 +5,7 @@ import type { SessionState } from "../../types/session-state.js";
 import type { FinishReason } from "../../types/snapshot.js";
 import type { AgentResult, TurnContext } from "./turn-context.js";
 import { Session } from "./session.js";
+import { PROCESS_TURN_SLICES, type TurnSlices } from "./turn-slices.js";
 
 /** The runtime's side of the turn loop (implemented by the invocation). */
 export interface TurnLifecycle {
@@ -36,7 +37,8 @@ export interface TurnLifecycle {
 
 /**
  * A {@link Session} plus the turn loop. `run(fn)` calls `fn` once per input (the
- * input's message is added to the history first), except for inputs the
+ * input's message is added to the history first; the turn starts when the
+ * process's {@link TurnSlices} admit it), except for inputs the
  * lifecycle answered already (retries of committed turns); after each successful turn
  * the snapshot is written and TurnEnd streamed. A throwing turn streams a failed
  * TurnEnd, writes nothing, and `run` rethrows; a turn stopped by a cancel input
@@ -46,21 +48,27 @@ export class SessionRunner<S = unknown> extends Session<S> {
   /** Index of the next (or current) turn. */
   turnIndex: number;
   private readonly lifecycle: TurnLifecycle;
+  private readonly slices: TurnSlices;
 
+  /** `slices`: where each turn waits for its start (default {@link PROCESS_TURN_SLICES}). */
   constructor(
     state: SessionState<S>,
     schema: ZodType<S> | undefined,
     firstTurnIndex: number,
     lifecycle: TurnLifecycle,
+    slices: TurnSlices = PROCESS_TURN_SLICES,
   ) {
     super(state, schema);
     this.turnIndex = firstTurnIndex;
     this.lifecycle = lifecycle;
+    this.slices = slices;
   }
 
   /** Runs `fn` for every input until the input side closes. Rethrows the first turn failure. */
   async run(fn: (input: AgentInput, turn: TurnContext) => Promise<TurnResult | void>): Promise<void> {
     for await (const input of this.lifecycle.inputs) {
+      const admitted = this.slices.admit(); // under a burst of inputs, the turn waits for a later turn of the event loop
+      if (admitted) await admitted;
       if (input.requestId && this.lifecycle.answered && (await this.lifecycle.answered(input))) continue;
       const turn = this.lifecycle.beginTurn(this.turnIndex, input);
       if (input.message) this.addMessages(input.message);

@@ -1,0 +1,124 @@
+/** The clock and scheduler a {@link TurnSlices} uses (injectable for tests). */
+export interface TurnSliceClock {
+  /** Milliseconds, monotonic. */
+  now(): number;
+  /** Runs `fn` in a later turn of the event loop, after pending I/O. */
+  later(fn: () => void): void;
+}
+
+/**
+ * The real clock, bound when this module loads: a test that fakes timers
+ * afterwards does not stop turns from being admitted.
+ */
+const REAL_CLOCK: TurnSliceClock = (() => {
+  const now = performance.now.bind(performance);
+  const schedule = setImmediate;
+  return { now, later: (fn) => void schedule(fn) };
+})();
+
+/** How long turn starts may go on in one slice before the next ones wait for a later turn of the event loop (ms). */
+export const DEFAULT_TURN_SLICE_MS = 4;
+
+/** Most turn starts admitted from the waiting line in one turn of the event loop. */
+const SLOTS = 32;
+
+/**
+ * Time-slices the start of turns across turns of the event loop, so a burst
+ * of inputs cannot hold the loop: one socket read can carry the inputs of
+ * hundreds of sessions, and on a store that answers in-process a turn runs
+ * from its input to its TurnEnd without giving the loop back. Without
+ * slicing, a health check or another tenant's call waited behind all of
+ * them (loop turns of 40–160 ms at 200 busy sessions).
+ *
+ * A slice opens at the first turn start after the last slice closed, and
+ * closes in the next turn of the event loop. Turns start at once while the
+ * open slice is younger than `sliceMs`; after that, further starts wait in
+ * one first-come-first-served line and are admitted in later turns of the
+ * event loop, one slice's worth each, with the server's I/O (sockets, health
+ * checks) served between them. A turn that waits is delayed, never dropped,
+ * and turns start in the order they asked (the line is FIFO, so a session's
+ * turns keep their order). An idle server admits every turn at once, with no
+ * hop: the cost is one clock read per turn, and one scheduled callback per
+ * slice.
+ */
+export class TurnSlices {
+  /** Start of the open slice (clock ms), or undefined when none is open. */
+  private sliceStart: number | undefined;
+  /** Starts waiting for a later slice, oldest first (from `head` on). */
+  private waiting: (() => void)[] = [];
+  private head = 0;
+  /** Admission callbacks scheduled (each admits at most one start per turn of the event loop). */
+  private slots = 0;
+
+  constructor(
+    private readonly sliceMs: number = DEFAULT_TURN_SLICE_MS,
+    private readonly clock: TurnSliceClock = REAL_CLOCK,
+  ) {}
+
+  /** Turn starts waiting for a later slice. */
+  get queued(): number {
+    return this.waiting.length - this.head;
+  }
+
+  /**
+   * Undefined when the turn may start now (the fast path: nothing to await);
+   * otherwise a promise that resolves when its slice comes. Never rejects.
+   */
+  admit(): Promise<void> | undefined {
+    if (this.queued === 0 && this.withinSlice()) return undefined;
+    const admitted = new Promise<void>((resolve) => this.waiting.push(resolve));
+    while (this.slots < SLOTS) {
+      this.slots++;
+      this.clock.later(this.slot);
+    }
+    return admitted;
+  }
+
+  /** True while the open slice has time left; opens one when none is open. */
+  private withinSlice(): boolean {
+    const now = this.clock.now();
+    if (this.sliceStart === undefined) {
+      this.sliceStart = now;
+      this.clock.later(this.closeSlice);
+      return true;
+    }
+    return now - this.sliceStart < this.sliceMs;
+  }
+
+  private readonly closeSlice = (): void => {
+    this.sliceStart = undefined;
+  };
+
+  /**
+   * One admission callback: admits the first waiting start if the slice has
+   * time left, then comes back in the next turn of the event loop while
+   * starts wait. Several run per turn of the loop; the admitted turn's
+   * synchronous work (its microtasks) runs before the next one checks the
+   * slice, so each check sees the time spent.
+   */
+  private readonly slot = (): void => {
+    if (this.queued === 0) {
+      this.slots--;
+      return;
+    }
+    if (this.withinSlice()) this.shift()();
+    if (this.queued === 0) this.slots--;
+    else this.clock.later(this.slot);
+  };
+
+  private shift(): () => void {
+    const resolve = this.waiting[this.head]!;
+    this.head++;
+    if (this.head === this.waiting.length) {
+      this.waiting = [];
+      this.head = 0;
+    } else if (this.head >= 1024 && this.head * 2 >= this.waiting.length) {
+      this.waiting = this.waiting.slice(this.head);
+      this.head = 0;
+    }
+    return resolve;
+  }
+}
+
+/** The slices this process's turns share: one event loop per process. */
+export const PROCESS_TURN_SLICES = new TurnSlices();
