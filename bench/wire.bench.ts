@@ -12,10 +12,11 @@
  *   /proc, not wall time) at 50 and 200 concurrent sessions of up to
  *   20 turns each, for the memory and persisted stores;
  *
- * - health Check p50/p99 during each throughput run of agentd: a probe calls
+ * - health Check p50/p99 during each throughput run: a probe calls
  *   `grpc.health.v1.Health/Check` every 25 ms over its own connection while
- *   the load runs (bench/wire/health-probe.ts; agentd only, the bare server
- *   has no health service), and the share of those Checks that answered
+ *   the load runs (bench/wire/health-probe.ts; the bare server answers
+ *   Check too, so the same load on the same machine gives the baseline), and
+ *   the share of those Checks that agentd answered
  *   NOT_SERVING (the store's own health probe failed or timed out);
  *
  * and the ratios agentd/bare. One uncounted round warms the JITs; then REPS
@@ -107,6 +108,22 @@ function summary(values: number[], digits: number): string {
   return `${median(values).toFixed(digits)} [${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}]`;
 }
 
+/** A throughput run and what the health probe saw during it. */
+interface ProbedLoad {
+  load: Throughput;
+  probed: HealthProbed;
+}
+
+/** {@link concurrentTurns} on `server` with the health probe calling it throughout. */
+async function probedLoad(server: ServerProcess, sessions: number, turns: number): Promise<ProbedLoad> {
+  const probe = await startHealthProbe(server);
+  const load = await concurrentTurns(server, sessions, turns, TURNS_PER_SESSION).catch(async (err: unknown) => {
+    await probe.stop().catch(() => undefined); // the load's failure is the one to report
+    throw err;
+  });
+  return { load, probed: await probe.stop() };
+}
+
 /** Runs `agentd` and `bare` in the order of this repetition (alternating). */
 async function pair<T>(rep: number, agentd: () => Promise<T>, bare: () => Promise<T>): Promise<[T, T]> {
   if (rep % 2 === 0) {
@@ -187,8 +204,8 @@ async function main(): Promise<void> {
     for (const store of loadStores) {
       for (const c of CONCURRENCY)
         health.set(`${store}/${c}`, [
-          row(`health p50 ms, ${store}, ${c} sessions`, 2, false),
-          row(`health p99 ms, ${store}, ${c} sessions`, 2, false),
+          row(`health p50 ms, ${store}, ${c} sessions`, 2),
+          row(`health p99 ms, ${store}, ${c} sessions`, 2),
           row(`(health not SERVING, ${store}, ${c} sessions)`, 2, false),
         ]);
     }
@@ -219,9 +236,9 @@ async function main(): Promise<void> {
         }
       }
       for (const c of CONCURRENCY) {
-        // One bare run per concurrency level, shared by both stores' ratios.
-        let bareRun: ReturnType<typeof concurrentTurns> | undefined;
-        const bareOnce = () => (bareRun ??= concurrentTurns(bare, c, loadTurns, TURNS_PER_SESSION));
+        // One bare run per concurrency level, shared by every store's ratios.
+        let bareRun: Promise<ProbedLoad> | undefined;
+        const bareOnce = () => (bareRun ??= probedLoad(bare, c, loadTurns));
         const stores: Array<readonly [string, ServerProcess | undefined]> = [
           ["memory", PARTS.has("memory") ? memory : undefined],
           ...persisted,
@@ -229,21 +246,19 @@ async function main(): Promise<void> {
         ];
         for (const [store, server] of stores) {
           if (!server) continue;
-          let probed: HealthProbed = { latencies: [], notServing: 0 };
-          const probedLoad = async (): Promise<Throughput> => {
-            const probe = await startHealthProbe(server);
-            try {
-              return await concurrentTurns(server, c, loadTurns, TURNS_PER_SESSION);
-            } finally {
-              probed = await probe.stop();
-            }
-          };
-          const [a, b] = await pair(rep, probedLoad, bareOnce);
+          const [{ load: a, probed }, { load: b, probed: bareProbed }] = await pair(
+            rep,
+            () => probedLoad(server, c, loadTurns),
+            bareOnce,
+          );
           if (!counted) continue;
           const [healthP50, healthP99, notServing] = health.get(`${store}/${c}`)!;
           healthP50.agentd.push(percentile(probed.latencies, 50));
+          healthP50.bare.push(percentile(bareProbed.latencies, 50));
           healthP99.agentd.push(percentile(probed.latencies, 99));
+          healthP99.bare.push(percentile(bareProbed.latencies, 99));
           notServing.agentd.push(probed.notServing / probed.latencies.length);
+          notServing.bare.push(bareProbed.notServing / bareProbed.latencies.length);
           load.get(`${store}/${c}`)!.agentd.push(a.turns / a.serverCpuSeconds);
           load.get(`${store}/${c}`)!.bare.push(b.turns / b.serverCpuSeconds);
           wall.get(`${store}/${c}`)!.agentd.push(a.turns / a.wallSeconds);

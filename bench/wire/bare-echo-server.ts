@@ -11,7 +11,9 @@
  * agentd, it answers nothing to a request without input (the first request's
  * init): answering it would put one turn's reply in flight ahead of the
  * client, and the sequential rows would time a reply that was already sent.
- * No runtime, no store, no logging, no interceptors.
+ * It also answers `grpc.health.v1.Health/Check` with SERVING, so the health
+ * probe's latencies under the same load have a baseline. No runtime, no
+ * store, no logging, no interceptors.
  *
  * Run as its own process (`node --import tsx bench/wire/bare-echo-server.ts`)
  * so its CPU can be measured apart from the client; prints one JSON line
@@ -27,8 +29,16 @@ import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
 import { AgentService, ChatResponseSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { echoUsage, splitIntoChunks } from "../../src/models/echo-model.js";
 import { usageToWire } from "../../src/protocol/usage-wire.js";
+import {
+  Health,
+  HealthCheckResponseSchema,
+  HealthCheckResponse_ServingStatus,
+} from "../../gen/ts/grpc/health/v1/health_pb.js";
 
 function routes(router: ConnectRouter): void {
+  router.service(Health, {
+    check: () => create(HealthCheckResponseSchema, { status: HealthCheckResponse_ServingStatus.SERVING }),
+  });
   router.service(AgentService, {
     async *chat(requests) {
       const sessionId = randomUUID();

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startAgentdProcess, startBareProcess, type ServerProcess } from "../../bench/wire/server-process.js";
 import { ChatSession, concurrentTurns, sequentialTurns } from "../../bench/wire/wire-load.js";
 import { AgentService, ChatResponseSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import { Health, HealthCheckResponse_ServingStatus } from "../../gen/ts/grpc/health/v1/health_pb.js";
 
 /** The encoded size of each response of a Chat stream's second turn (the first may differ: it starts the session). */
 async function secondTurnSizes(server: ServerProcess): Promise<number[]> {
@@ -45,6 +46,16 @@ describe("bench:wire servers and load", () => {
     await server.stop();
     server = await startBareProcess("bare");
     expect(await secondTurnSizes(server)).toEqual(agentd);
+  });
+
+  it("the bare echo server answers a health Check with SERVING, as agentd does (the health rows' baseline)", async () => {
+    const check = async (): Promise<HealthCheckResponse_ServingStatus> =>
+      (await createClient(Health, createGrpcTransport({ baseUrl: server!.baseUrl })).check({})).status;
+    server = await startAgentdProcess("agentd", "memory:", "info");
+    expect(await check()).toBe(HealthCheckResponse_ServingStatus.SERVING);
+    await server.stop();
+    server = await startBareProcess("bare");
+    expect(await check()).toBe(HealthCheckResponse_ServingStatus.SERVING);
   });
 
   it("agentd starts at a log level that hides its listening line", async () => {

@@ -17,7 +17,7 @@ const REAL_CLOCK: TurnSliceClock = (() => {
 })();
 
 /** How long turn starts may go on in one slice before the next ones wait for a later turn of the event loop (ms). */
-export const DEFAULT_TURN_SLICE_MS = 4;
+export const DEFAULT_TURN_SLICE_MS = 1;
 
 /** Most turn starts admitted from the waiting line in one turn of the event loop. */
 const SLOTS = 32;
