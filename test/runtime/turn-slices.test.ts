@@ -49,6 +49,19 @@ function startTurn(slices: TurnSlices, loop: ManualLoop, started: string[], name
   else run();
 }
 
+/** Slices of 4 ms on a {@link ManualLoop}; `start(name, ms)` asks for a turn that takes `ms` once started. */
+function fourMsSlices(): {
+  loop: ManualLoop;
+  slices: TurnSlices;
+  started: string[];
+  start: (name: string, ms: number) => void;
+} {
+  const loop = new ManualLoop();
+  const slices = new TurnSlices(4, loop);
+  const started: string[] = [];
+  return { loop, slices, started, start: (name, ms) => startTurn(slices, loop, started, name, ms) };
+}
+
 describe("TurnSlices", () => {
   it("admits a turn on an idle server at once, with nothing to await", () => {
     const slices = new TurnSlices(4, new ManualLoop());
@@ -64,11 +77,9 @@ describe("TurnSlices", () => {
   });
 
   it("makes a turn that asks after the slice's length wait for a later turn of the event loop", async () => {
-    const loop = new ManualLoop();
-    const slices = new TurnSlices(4, loop);
-    const started: string[] = [];
-    startTurn(slices, loop, started, "a", 4);
-    startTurn(slices, loop, started, "b", 1);
+    const { loop, slices, started, start } = fourMsSlices();
+    start("a", 4);
+    start("b", 1);
     await settle();
     expect(started).toEqual(["a"]);
     expect(slices.queued).toBe(1);
@@ -78,10 +89,8 @@ describe("TurnSlices", () => {
   });
 
   it("admits waiting turns in the order they asked, one slice's worth per turn of the event loop", async () => {
-    const loop = new ManualLoop();
-    const slices = new TurnSlices(4, loop);
-    const started: string[] = [];
-    for (const name of ["a", "b", "c", "d", "e", "f", "g"]) startTurn(slices, loop, started, name, 2);
+    const { loop, started, start } = fourMsSlices();
+    for (const name of ["a", "b", "c", "d", "e", "f", "g"]) start(name, 2);
     await settle();
     expect(started).toEqual(["a", "b"]); // 0 + 2 + 2: the slice's 4 ms are spent
     await loop.turn();
@@ -93,14 +102,12 @@ describe("TurnSlices", () => {
   });
 
   it("puts a turn that asks while others wait behind them, also when a new slice could admit it", async () => {
-    const loop = new ManualLoop();
-    const slices = new TurnSlices(4, loop);
-    const started: string[] = [];
-    startTurn(slices, loop, started, "a", 4);
-    startTurn(slices, loop, started, "b", 0);
+    const { loop, slices, started, start } = fourMsSlices();
+    start("a", 4);
+    start("b", 0);
     await loop.step(); // the event loop's next turn begins: the slice closes, b still waits for its admission
     expect(slices.queued).toBe(1);
-    startTurn(slices, loop, started, "c", 0); // no slice is open: c alone would start now
+    start("c", 0); // no slice is open: c alone would start now
     await settle();
     expect(started).toEqual(["a"]);
     await loop.turn();
