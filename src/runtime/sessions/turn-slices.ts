@@ -1,3 +1,5 @@
+import { FifoQueue } from "../../streams/fifo-queue.js";
+
 /** The clock and scheduler a {@link TurnSlices} uses (injectable for tests). */
 export interface TurnSliceClock {
   /** Milliseconds, monotonic. */
@@ -44,9 +46,8 @@ const SLOTS = 32;
 export class TurnSlices {
   /** Start of the open slice (clock ms), or undefined when none is open. */
   private sliceStart: number | undefined;
-  /** Starts waiting for a later slice, oldest first (from `head` on). */
-  private waiting: (() => void)[] = [];
-  private head = 0;
+  /** Starts waiting for a later slice, oldest first. */
+  private readonly waiting = new FifoQueue<() => void>();
   /** Admission callbacks scheduled (each admits at most one start per turn of the event loop). */
   private slots = 0;
 
@@ -57,7 +58,7 @@ export class TurnSlices {
 
   /** Turn starts waiting for a later slice. */
   get queued(): number {
-    return this.waiting.length - this.head;
+    return this.waiting.size;
   }
 
   /**
@@ -97,27 +98,10 @@ export class TurnSlices {
    * slice, so each check sees the time spent.
    */
   private readonly slot = (): void => {
-    if (this.queued === 0) {
-      this.slots--;
-      return;
-    }
-    if (this.withinSlice()) this.shift()();
+    if (this.queued > 0 && this.withinSlice()) this.waiting.shift()!();
     if (this.queued === 0) this.slots--;
     else this.clock.later(this.slot);
   };
-
-  private shift(): () => void {
-    const resolve = this.waiting[this.head]!;
-    this.head++;
-    if (this.head === this.waiting.length) {
-      this.waiting = [];
-      this.head = 0;
-    } else if (this.head >= 1024 && this.head * 2 >= this.waiting.length) {
-      this.waiting = this.waiting.slice(this.head);
-      this.head = 0;
-    }
-    return resolve;
-  }
 }
 
 /** The slices this process's turns share: one event loop per process. */
