@@ -38,13 +38,20 @@ class ManualLoop implements TurnSliceClock {
   }
 }
 
-/** Admits a turn called `name` that takes `ms` of the manual clock once it starts; `started` records the order. */
-function startTurn(slices: TurnSlices, loop: ManualLoop, started: string[], name: string, ms: number): void {
+/** Admits a turn called `name` of `tenant` that takes `ms` of the manual clock once it starts; `started` records the order. */
+function startTurn(
+  slices: TurnSlices,
+  loop: ManualLoop,
+  started: string[],
+  name: string,
+  ms: number,
+  tenant = "",
+): void {
   const run = (): void => {
     started.push(name);
     loop.time += ms;
   };
-  const admitted = slices.admit();
+  const admitted = slices.line(tenant).admit();
   if (admitted) void admitted.then(run);
   else run();
 }
@@ -54,12 +61,12 @@ function fourMsSlices(): {
   loop: ManualLoop;
   slices: TurnSlices;
   started: string[];
-  start: (name: string, ms: number) => void;
+  start: (name: string, ms: number, tenant?: string) => void;
 } {
   const loop = new ManualLoop();
   const slices = new TurnSlices(4, loop);
   const started: string[] = [];
-  return { loop, slices, started, start: (name, ms) => startTurn(slices, loop, started, name, ms) };
+  return { loop, slices, started, start: (name, ms, tenant) => startTurn(slices, loop, started, name, ms, tenant) };
 }
 
 describe("TurnSlices", () => {
@@ -99,6 +106,17 @@ describe("TurnSlices", () => {
     expect(started).toEqual(["a", "b", "c", "d", "e", "f"]);
     await loop.turn();
     expect(started).toEqual(["a", "b", "c", "d", "e", "f", "g"]);
+  });
+
+  it("serves the tenants waiting in turn, one start each, first come first served within a tenant", async () => {
+    const { loop, started, start } = fourMsSlices();
+    for (const name of ["a1", "a2", "a3", "a4"]) start(name, 4, "a"); // a1 spends the slice: the rest wait
+    for (const name of ["b1", "b2"]) start(name, 4, "b");
+    start("c1", 4, "c");
+    await settle();
+    expect(started).toEqual(["a1"]);
+    for (let turn = 0; turn < 6; turn++) await loop.turn();
+    expect(started).toEqual(["a1", "a2", "b1", "c1", "a3", "b2", "a4"]);
   });
 
   it("puts a turn that asks while others wait behind them, also when a new slice could admit it", async () => {

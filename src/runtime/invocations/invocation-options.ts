@@ -6,6 +6,7 @@ import type { AgentFn } from "../agents/agent-function.js";
 import type { BackgroundWork } from "../background/background-work.js";
 import type { InputLimits } from "../sessions/input-limits.js";
 import type { TenantInputBudget } from "../sessions/tenant-input-budget.js";
+import type { TurnSlices } from "../sessions/turn-slices.js";
 import type { RecordSettings } from "../sessions/turn-record.js";
 import type { LivenessSettings } from "../sessions/snapshot-liveness.js";
 import type { RuntimeEvents } from "./runtime-events.js";
@@ -32,6 +33,8 @@ export interface InvocationTarget<S> {
   inputs?: InputLimits;
   /** Bytes of waiting inputs each tenant may hold across its invocations (`--tenant-max-waiting-input-bytes`); unset: no such bound. */
   tenantInputs?: TenantInputBudget;
+  /** Where the turns wait for their start, in the line of the caller's tenant (default the process's `PROCESS_TURN_SLICES`). */
+  turnSlices?: TurnSlices;
   /** Spans and metrics of turns and model calls (OpenTelemetry API); token usage is counted either way. */
   telemetry?: boolean;
   /** This server instance's name, recorded with the detached work it runs (`--instance-id`). */

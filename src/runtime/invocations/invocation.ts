@@ -13,6 +13,7 @@ import type { ResolvedStart } from "../sessions/init-resolver.js";
 import type { SessionClaim } from "../sessions/session-claim.js";
 import { TurnCommits } from "../sessions/turn-commits.js";
 import { SessionRunner, type TurnLifecycle } from "../sessions/session-runner.js";
+import { PROCESS_TURN_SLICES } from "../sessions/turn-slices.js";
 import { ANONYMOUS } from "../../types/principal.js";
 import { applyStateTransform, transformContextOf, type TransformContext } from "../agents/state-transform.js";
 import { InvocationTelemetry } from "./invocation-telemetry.js";
@@ -83,7 +84,9 @@ export class Invocation<S> implements AgentConnection<S> {
     this.telemetry = new InvocationTelemetry(target.name, this.sessionId, target.telemetry === true);
     this.startsSession = start.parent === undefined;
     this.claim = start.claim;
-    const edit = start.edit ? snapshotEditOf(start.edit, options.principal ?? ANONYMOUS) : undefined;
+    const principal = options.principal ?? ANONYMOUS;
+    const tenant = principal.tenant;
+    const edit = start.edit ? snapshotEditOf(start.edit, principal) : undefined;
     this.edit = start.edit;
     this.commits = start.claim
       ? new TurnCommits(start.claim, this.sessionId, target.records, start.parent, edit)
@@ -113,10 +116,11 @@ export class Invocation<S> implements AgentConnection<S> {
         maxWaitingInputBytes: inputs.maxWaitingInputBytes,
       },
       this.turnInputs,
-      target.tenantInputs?.hold((options.principal ?? ANONYMOUS).tenant),
+      target.tenantInputs?.hold(tenant),
     );
     this.initialState = start.state;
-    this.runner = new SessionRunner(start.state, target.stateSchema, start.nextTurnIndex, this.lifecycle());
+    const turnLine = (target.turnSlices ?? PROCESS_TURN_SLICES).line(tenant);
+    this.runner = new SessionRunner(start.state, target.stateSchema, start.nextTurnIndex, this.lifecycle(), turnLine);
     this.turns = new InvocationTurns({
       target,
       options,

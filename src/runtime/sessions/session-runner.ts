@@ -5,7 +5,7 @@ import type { SessionState } from "../../types/session-state.js";
 import type { FinishReason } from "../../types/snapshot.js";
 import type { AgentResult, TurnContext } from "./turn-context.js";
 import { Session } from "./session.js";
-import { PROCESS_TURN_SLICES, type TurnSlices } from "./turn-slices.js";
+import { PROCESS_TURN_SLICES, type TurnLine } from "./turn-slices.js";
 
 /** The runtime's side of the turn loop (implemented by the invocation). */
 export interface TurnLifecycle {
@@ -48,15 +48,15 @@ export class SessionRunner<S = unknown> extends Session<S> {
   /** Index of the next (or current) turn. */
   turnIndex: number;
   private readonly lifecycle: TurnLifecycle;
-  private readonly slices: TurnSlices;
+  private readonly slices: TurnLine;
 
-  /** `slices`: where each turn waits for its start (default {@link PROCESS_TURN_SLICES}). */
+  /** `slices`: where each turn waits for its start (default {@link PROCESS_TURN_SLICES}, tenant ""; an invocation passes its tenant's line). */
   constructor(
     state: SessionState<S>,
     schema: ZodType<S> | undefined,
     firstTurnIndex: number,
     lifecycle: TurnLifecycle,
-    slices: TurnSlices = PROCESS_TURN_SLICES,
+    slices: TurnLine = PROCESS_TURN_SLICES,
   ) {
     super(state, schema);
     this.turnIndex = firstTurnIndex;

@@ -24,6 +24,12 @@ export const DEFAULT_TURN_SLICE_MS = 1;
 /** Most turn starts admitted from the waiting line in one turn of the event loop. */
 const SLOTS = 32;
 
+/** Where one caller's turns wait for their start: a tenant's place in a {@link TurnSlices}. */
+export interface TurnLine {
+  /** Undefined when the turn may start now; otherwise a promise that resolves when its slice comes. Never rejects. */
+  admit(): Promise<void> | undefined;
+}
+
 /**
  * Time-slices the start of turns across turns of the event loop, so a burst
  * of inputs cannot hold the loop: one socket read can carry the inputs of
@@ -34,20 +40,24 @@ const SLOTS = 32;
  *
  * A slice opens at the first turn start after the last slice closed, and
  * closes in the next turn of the event loop. Turns start at once while the
- * open slice is younger than `sliceMs`; after that, further starts wait in
- * one first-come-first-served line and are admitted in later turns of the
- * event loop, one slice's worth each, with the server's I/O (sockets, health
- * checks) served between them. A turn that waits is delayed, never dropped,
- * and turns start in the order they asked (the line is FIFO, so a session's
- * turns keep their order). An idle server admits every turn at once, with no
- * hop: the cost is one clock read per turn, and one scheduled callback per
- * slice.
+ * open slice is younger than `sliceMs`; after that, further starts wait and
+ * are admitted in later turns of the event loop, one slice's worth each,
+ * with the server's I/O (sockets, health checks) served between them. The
+ * starts waiting are served tenant by tenant in turn (round-robin, one start
+ * each), first come first served within a tenant (so a session's turns keep
+ * their order): a tenant with a thousand turns waiting delays another
+ * tenant's turn by one start of each tenant waiting, not by its thousand. A
+ * turn that waits is delayed, never dropped. An idle server admits every
+ * turn at once, with no hop: the cost is one clock read per turn, and one
+ * scheduled callback per slice.
  */
-export class TurnSlices {
+export class TurnSlices implements TurnLine {
   /** Start of the open slice (clock ms), or undefined when none is open. */
   private sliceStart: number | undefined;
-  /** Starts waiting for a later slice, oldest first. */
-  private readonly waiting = new FifoQueue<() => void>();
+  /** Tenants with starts waiting, in the order they are served (a Map keeps insertion order), each its starts oldest first. */
+  private readonly lines = new Map<string, FifoQueue<() => void>>();
+  /** Starts waiting, all tenants. */
+  private waiting = 0;
   /** Admission callbacks scheduled (each admits at most one start per turn of the event loop). */
   private slots = 0;
 
@@ -56,23 +66,46 @@ export class TurnSlices {
     private readonly clock: TurnSliceClock = REAL_CLOCK,
   ) {}
 
-  /** Turn starts waiting for a later slice. */
+  /** Turn starts waiting for a later slice (all tenants). */
   get queued(): number {
-    return this.waiting.size;
+    return this.waiting;
+  }
+
+  /** The line of `tenant`'s turns (the tenant of the caller whose turns they are; "" without authentication). */
+  line(tenant: string): TurnLine {
+    return { admit: () => this.admit(tenant) };
   }
 
   /**
    * Undefined when the turn may start now (the fast path: nothing to await);
-   * otherwise a promise that resolves when its slice comes. Never rejects.
+   * otherwise a promise that resolves when its slice comes, after the starts
+   * waiting before it in `tenant`'s line. Never rejects.
    */
-  admit(): Promise<void> | undefined {
-    if (this.queued === 0 && this.withinSlice()) return undefined;
-    const admitted = new Promise<void>((resolve) => this.waiting.push(resolve));
+  admit(tenant = ""): Promise<void> | undefined {
+    if (this.waiting === 0 && this.withinSlice()) return undefined;
+    const admitted = new Promise<void>((resolve) => this.enqueue(tenant, resolve));
     while (this.slots < SLOTS) {
       this.slots++;
       this.clock.later(this.slot);
     }
     return admitted;
+  }
+
+  private enqueue(tenant: string, start: () => void): void {
+    let line = this.lines.get(tenant);
+    if (!line) this.lines.set(tenant, (line = new FifoQueue()));
+    line.push(start);
+    this.waiting++;
+  }
+
+  /** The oldest start of the first tenant in turn, which then goes to the back (or leaves, its line empty). */
+  private next(): () => void {
+    const [tenant, line] = this.lines.entries().next().value!;
+    const start = line.shift()!;
+    this.lines.delete(tenant);
+    if (line.size > 0) this.lines.set(tenant, line);
+    this.waiting--;
+    return start;
   }
 
   /** True while the open slice has time left; opens one when none is open. */
@@ -91,15 +124,15 @@ export class TurnSlices {
   };
 
   /**
-   * One admission callback: admits the first waiting start if the slice has
+   * One admission callback: admits the next waiting start if the slice has
    * time left, then comes back in the next turn of the event loop while
    * starts wait. Several run per turn of the loop; the admitted turn's
    * synchronous work (its microtasks) runs before the next one checks the
    * slice, so each check sees the time spent.
    */
   private readonly slot = (): void => {
-    if (this.queued > 0 && this.withinSlice()) this.waiting.shift()!();
-    if (this.queued === 0) this.slots--;
+    if (this.waiting > 0 && this.withinSlice()) this.next()();
+    if (this.waiting === 0) this.slots--;
     else this.clock.later(this.slot);
   };
 }
