@@ -58,6 +58,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         "first-bytes-timeout-ms": { type: "string" },
         "headers-timeout-ms": { type: "string" },
         "idle-timeout-ms": { type: "string" },
+        "keepalive-interval-ms": { type: "string" },
+        "keepalive-timeout-ms": { type: "string" },
         "max-connections": { type: "string" },
         "max-concurrent-streams": { type: "string" },
         otel: { type: "boolean" },
@@ -128,6 +130,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     ["first-bytes-timeout-ms", "firstBytesTimeoutMs", 100, 3_600_000],
     ["headers-timeout-ms", "headersTimeoutMs", 100, 3_600_000],
     ["idle-timeout-ms", "idleTimeoutMs", 100, 86_400_000],
+    ["keepalive-interval-ms", "keepaliveIntervalMs", 100, 86_400_000],
+    ["keepalive-timeout-ms", "keepaliveTimeoutMs", 100, 3_600_000],
     ["max-connections", "maxConnections", 1, 1_000_000],
     ["max-concurrent-streams", "maxConcurrentStreams", 1, 2 ** 31 - 1],
   ];

@@ -79,6 +79,9 @@ Options:
                               by then (default ${DEFAULT_CONNECTION_LIMITS.headersTimeoutMs})
   --idle-timeout-ms <n>       close an HTTP/1.1 keep-alive connection or HTTP/2 session with no
                               request or stream open for this long (default ${DEFAULT_CONNECTION_LIMITS.idleTimeoutMs})
+  --keepalive-interval-ms <n> PING an HTTP/2 session with a stream open this often (default ${DEFAULT_CONNECTION_LIMITS.keepaliveIntervalMs})
+  --keepalive-timeout-ms <n>  close an HTTP/2 session (resetting its streams, ending their calls) whose
+                              PING is not acknowledged within this long: a client that vanished (default ${DEFAULT_CONNECTION_LIMITS.keepaliveTimeoutMs})
   --max-connections <n>       open connections at most; more are closed at once (default ${DEFAULT_CONNECTION_LIMITS.maxConnections})
   --max-concurrent-streams <n>
                               HTTP/2 streams (calls) open at once per connection (default ${DEFAULT_CONNECTION_LIMITS.maxConcurrentStreams})

@@ -34,18 +34,35 @@ export interface ConnectionLimits {
    * does not keep a session alive.
    */
   idleTimeoutMs: number;
+  /**
+   * An HTTP/2 session with a stream open gets a PING this often (ms); see
+   * {@link ConnectionLimits.keepaliveTimeoutMs}.
+   */
+  keepaliveIntervalMs: number;
+  /**
+   * A PING not acknowledged within this many ms destroys its HTTP/2 session
+   * and resets its streams: the calls of a client that vanished without
+   * closing the connection end and free what they held.
+   */
+  keepaliveTimeoutMs: number;
   /** Open connections at most; connections over it are closed as soon as they are accepted. */
   maxConnections: number;
   /** HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients (streams per connection). */
   maxConcurrentStreams: number;
 }
 
-/** The defaults: a silent or trickling connection is gone within about 31 s, an idle one within 60 s. */
+/**
+ * The defaults: a silent or trickling connection is gone within about 31 s,
+ * an idle one within 60 s, and the streams of an HTTP/2 client that vanished
+ * within 50 s.
+ */
 export const DEFAULT_CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({
   firstBytesTimeoutMs: 10_000,
   headersTimeoutMs: 30_000,
   requestTimeoutMs: 300_000,
   idleTimeoutMs: 60_000,
+  keepaliveIntervalMs: 30_000,
+  keepaliveTimeoutMs: 20_000,
   maxConnections: 1024,
   maxConcurrentStreams: 100,
 });

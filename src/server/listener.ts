@@ -4,6 +4,7 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
+import { pingWhileStreaming } from "./session-keepalive.js";
 import type { UnauthenticatedShare } from "./unauthenticated-share.js";
 
 /** A request listener usable by both `http` and `http2` servers (what connectNodeAdapter returns). */
@@ -127,6 +128,7 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
     closeWhenIdle(session, limits.idleTimeoutMs);
+    pingWhileStreaming(session, limits.keepaliveIntervalMs, limits.keepaliveTimeoutMs);
     if (draining) session.close();
   });
 

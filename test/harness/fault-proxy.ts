@@ -61,6 +61,8 @@ interface Link {
   bytes: number;
   threshold: number;
   dead: boolean;
+  /** Set by `freezeAll()`: nothing is forwarded any more, both sockets stay open. */
+  frozen: boolean;
 }
 
 interface ArmedFault extends Required<FaultOptions> {
@@ -114,6 +116,15 @@ export class FaultProxy {
     for (const link of this.links) this.reset(link);
   }
 
+  /**
+   * Every open connection stops forwarding, both ways, and stays open: what
+   * a peer looks like when its host vanished (crashed, or its network path
+   * dropped) without a FIN or an RST. Connections opened later are not frozen.
+   */
+  freezeAll(): void {
+    for (const link of this.links) link.frozen = true;
+  }
+
   /** Stops listening and resets the open connections. */
   async close(): Promise<void> {
     for (const link of this.links) this.destroy(link);
@@ -122,7 +133,7 @@ export class FaultProxy {
 
   private accept(client: Socket): void {
     const upstream = connect(this.options.target.port, this.options.target.host);
-    const link: Link = { client, upstream, bytes: 0, threshold: this.nextThreshold(), dead: false };
+    const link: Link = { client, upstream, bytes: 0, threshold: this.nextThreshold(), dead: false, frozen: false };
     this.links.add(link);
     for (const s of [client, upstream]) {
       s.on("error", () => undefined);
@@ -133,7 +144,7 @@ export class FaultProxy {
   }
 
   private fromClient(link: Link, data: Buffer): void {
-    if (link.dead) return;
+    if (link.dead || link.frozen) return;
     const fault = this.armed;
     if (fault?.point === "before-request") {
       this.armed = undefined;
@@ -146,7 +157,7 @@ export class FaultProxy {
   }
 
   private fromServer(link: Link, data: Buffer): void {
-    if (link.dead) return;
+    if (link.dead || link.frozen) return;
     const fault = this.armed;
     if (fault?.link === link && fault.point === "mid-response") {
       const room = fault.bytes - fault.sent;

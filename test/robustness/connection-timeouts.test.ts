@@ -375,6 +375,8 @@ describe("connection limit flags", () => {
     "--first-bytes-timeout-ms",
     "--headers-timeout-ms",
     "--idle-timeout-ms",
+    "--keepalive-interval-ms",
+    "--keepalive-timeout-ms",
     "--max-connections",
     "--max-concurrent-streams",
   ];
@@ -385,13 +387,21 @@ describe("connection limit flags", () => {
       firstBytesTimeoutMs: 1000,
       headersTimeoutMs: 1001,
       idleTimeoutMs: 1002,
-      maxConnections: 1003,
-      maxConcurrentStreams: 1004,
+      keepaliveIntervalMs: 1003,
+      keepaliveTimeoutMs: 1004,
+      maxConnections: 1005,
+      maxConcurrentStreams: 1006,
     });
     const defaults = parseCommandLine(["serve"], {});
     expect(defaults.kind === "serve" && defaults.config.connectionLimits).toBeUndefined();
     for (const flag of FLAGS) expect(USAGE).toContain(flag);
     expect(USAGE).toContain(`(default ${DEFAULT_CONNECTION_LIMITS.idleTimeoutMs})`);
+    // As docs/server.md and docs/limits.md state them: a PING every 30 s, answered within 20 s.
+    expect([DEFAULT_CONNECTION_LIMITS.keepaliveIntervalMs, DEFAULT_CONNECTION_LIMITS.keepaliveTimeoutMs]).toEqual([
+      30_000, 20_000,
+    ]);
+    expect(USAGE).toContain("(default 30000)");
+    expect(USAGE).toContain("(default 20000)");
     expect(
       DEFAULT_CONNECTION_LIMITS.firstBytesTimeoutMs + DEFAULT_CONNECTION_LIMITS.headersTimeoutMs,
     ).toBeLessThanOrEqual(60_000);
