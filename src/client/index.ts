@@ -25,6 +25,7 @@ export type { ConversationInput } from "./conversation-input.js";
 export { createAgentClient, type AgentClientOptions } from "./create-agent-client.js";
 export {
   createNodeTransport,
+  DEFAULT_CLIENT_KEEPALIVE,
   type ClientProtocol,
   type ClientTls,
   type NodeTransportOptions,

@@ -27,7 +27,23 @@ export interface NodeTransportOptions {
   token?: string | (() => string | Promise<string>);
   /** TLS settings for an `https://` base URL (PEM strings or buffers); default: the system's CAs, no client certificate. */
   tls?: ClientTls;
+  /**
+   * HTTP/2: while a call is open and nothing arrived on its connection for
+   * this many ms, the client sends a PING (default 30 000; `Infinity`: never).
+   * See {@link NodeTransportOptions.keepaliveTimeoutMs}.
+   */
+  keepaliveIntervalMs?: number;
+  /**
+   * HTTP/2: a PING not answered within this many ms closes the connection
+   * and fails its calls `UNAVAILABLE` (default 20 000), as when the server's
+   * host vanished without closing the connection; without it such a call
+   * would wait forever.
+   */
+  keepaliveTimeoutMs?: number;
 }
+
+/** The client's HTTP/2 keepalive defaults: a PING after 30 s without a frame while a call is open, answered within 20 s. */
+export const DEFAULT_CLIENT_KEEPALIVE = Object.freeze({ intervalMs: 30_000, timeoutMs: 20_000 });
 
 /** TLS settings of a client. */
 export interface ClientTls {
@@ -48,6 +64,18 @@ function bearerInterceptor(token: NonNullable<NodeTransportOptions["token"]>): I
     req.header.set("authorization", `Bearer ${value}`);
     return next(req);
   };
+}
+
+/** A keepalive setting: `value` if it is a positive number of ms (`Infinity` only if `unbounded`), `fallback` when unset; INVALID_ARGUMENT otherwise. */
+function keepaliveSetting(name: string, value: number | undefined, fallback: number, unbounded: boolean): number {
+  if (value === undefined) return fallback;
+  const ok = typeof value === "number" && value > 0 && (Number.isFinite(value) || (unbounded && value === Infinity));
+  if (!ok)
+    throw clientError(
+      Code.InvalidArgument,
+      `${name} must be a positive${unbounded ? "" : ", finite"} number of milliseconds, got ${String(value)}`,
+    );
+  return value;
 }
 
 /** The HTTP version a protocol uses when none is asked for. */
@@ -75,6 +103,11 @@ export function createNodeTransport(baseUrl: string, options: NodeTransportOptio
     ...(tls ? { nodeOptions: { ...tls } } : {}),
     ...(options.defaultTimeoutMs !== undefined ? { defaultTimeoutMs: options.defaultTimeoutMs } : {}),
   };
+  const { intervalMs, timeoutMs } = DEFAULT_CLIENT_KEEPALIVE;
+  const keepalive = {
+    pingIntervalMs: keepaliveSetting("keepaliveIntervalMs", options.keepaliveIntervalMs, intervalMs, true),
+    pingTimeoutMs: keepaliveSetting("keepaliveTimeoutMs", options.keepaliveTimeoutMs, timeoutMs, false),
+  };
   switch (options.protocol) {
     case "grpc":
       if (httpVersion !== "2")
@@ -82,14 +115,14 @@ export function createNodeTransport(baseUrl: string, options: NodeTransportOptio
           Code.InvalidArgument,
           'gRPC needs HTTP/2: drop httpVersion or use protocol "connect" or "grpc-web" for HTTP/1.1',
         );
-      return createGrpcTransport(common);
+      return createGrpcTransport({ ...common, ...keepalive });
     case "connect": {
-      const transport = createConnectTransport({ ...common, httpVersion });
-      return httpVersion === "2" ? transport : markHalfDuplex(transport, "Connect over HTTP/1.1");
+      if (httpVersion === "2") return createConnectTransport({ ...common, ...keepalive, httpVersion });
+      return markHalfDuplex(createConnectTransport({ ...common, httpVersion }), "Connect over HTTP/1.1");
     }
     case "grpc-web": {
-      const transport = createGrpcWebTransport({ ...common, httpVersion });
-      return httpVersion === "2" ? transport : markHalfDuplex(transport, "gRPC-Web over HTTP/1.1");
+      if (httpVersion === "2") return createGrpcWebTransport({ ...common, ...keepalive, httpVersion });
+      return markHalfDuplex(createGrpcWebTransport({ ...common, httpVersion }), "gRPC-Web over HTTP/1.1");
     }
     default:
       throw clientError(

@@ -119,7 +119,9 @@ export class FaultProxy {
   /**
    * Every open connection stops forwarding, both ways, and stays open: what
    * a peer looks like when its host vanished (crashed, or its network path
-   * dropped) without a FIN or an RST. Connections opened later are not frozen.
+   * dropped) without a FIN or an RST. When one side of a frozen connection
+   * closes, the other is not told (nothing gets through); `close()` ends
+   * both. Connections opened later are not frozen.
    */
   freezeAll(): void {
     for (const link of this.links) link.frozen = true;
@@ -137,7 +139,9 @@ export class FaultProxy {
     this.links.add(link);
     for (const s of [client, upstream]) {
       s.on("error", () => undefined);
-      s.on("close", () => this.destroy(link));
+      s.on("close", () => {
+        if (!link.frozen) this.destroy(link);
+      });
     }
     client.on("data", (data: Buffer) => this.fromClient(link, data));
     upstream.on("data", (data: Buffer) => this.fromServer(link, data));
