@@ -26,8 +26,9 @@ type Client struct {
 // cleartext HTTP/2 (h2c) for "http://" and HTTP/2 over TLS for "https://",
 // so every RPC, bidi Chat included, works; see WithConnectProtocol,
 // WithGRPCWeb and WithHTTPClient, and WithBearerToken, WithTokenSource and
-// WithTLS for authentication and TLS settings. It does not connect until the
-// first call.
+// WithTLS for authentication and TLS settings, and WithKeepalive for the
+// HTTP/2 PINGs that detect a server that vanished. It does not connect until
+// the first call.
 //
 // The client retries what may not have happened (see RetryPolicy): on by
 // default, set with WithRetry, off with WithoutRetry. Every input it sends
@@ -37,16 +38,6 @@ func NewClient(baseURL string, opts ...Option) *Client {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	switch {
-	case cfg.tls != nil && cfg.httpClient != nil:
-		cfg.httpClient = misconfiguredClient{connect.NewError(connect.CodeInvalidArgument,
-			errors.New("agentd: WithTLS cannot be combined with WithHTTPClient; configure TLS on that client's transport"))}
-	case cfg.tls != nil && !strings.HasPrefix(strings.ToLower(baseURL), "https://"):
-		cfg.httpClient = misconfiguredClient{connect.NewError(connect.CodeInvalidArgument,
-			errors.New("agentd: WithTLS needs an https:// base URL"))}
-	case cfg.httpClient == nil:
-		cfg.httpClient = newHTTP2Client(cfg.tls)
-	}
 	var copts []connect.ClientOption
 	if cfg.protocol != nil {
 		copts = append(copts, cfg.protocol)
@@ -55,10 +46,39 @@ func NewClient(baseURL string, opts ...Option) *Client {
 		copts = append(copts, connect.WithInterceptors(tokenInterceptor{cfg.token}))
 	}
 	copts = append(copts, cfg.extra...)
+	copts = append(copts, connect.WithInterceptors(lostConnectionInterceptor{}))
 	return &Client{
-		rpc:   agentdv1connect.NewAgentServiceClient(cfg.httpClient, baseURL, copts...),
+		rpc:   agentdv1connect.NewAgentServiceClient(cfg.httpClientFor(baseURL), baseURL, copts...),
 		retry: newRetrier(cfg.retry),
 	}
+}
+
+// httpClientFor returns the HTTP client of a Client of baseURL: the one of
+// WithHTTPClient, else the default transport with the TLS and keepalive
+// settings, or, when the options conflict, one that fails every call with
+// connect.CodeInvalidArgument.
+func (cfg *clientConfig) httpClientFor(baseURL string) connect.HTTPClient {
+	ka := defaultKeepalive
+	if cfg.keepalive != nil {
+		ka = *cfg.keepalive
+	}
+	kaErr := ka.validate()
+	switch {
+	case cfg.keepalive != nil && cfg.httpClient != nil:
+		return misconfiguredClient{connect.NewError(connect.CodeInvalidArgument,
+			errors.New("agentd: WithKeepalive cannot be combined with WithHTTPClient; set HTTP2.SendPingTimeout and PingTimeout on that client's transport"))}
+	case kaErr != nil:
+		return misconfiguredClient{connect.NewError(connect.CodeInvalidArgument, kaErr)}
+	case cfg.tls != nil && cfg.httpClient != nil:
+		return misconfiguredClient{connect.NewError(connect.CodeInvalidArgument,
+			errors.New("agentd: WithTLS cannot be combined with WithHTTPClient; configure TLS on that client's transport"))}
+	case cfg.tls != nil && !strings.HasPrefix(strings.ToLower(baseURL), "https://"):
+		return misconfiguredClient{connect.NewError(connect.CodeInvalidArgument,
+			errors.New("agentd: WithTLS needs an https:// base URL"))}
+	case cfg.httpClient == nil:
+		return newHTTP2Client(cfg.tls, ka)
+	}
+	return cfg.httpClient
 }
 
 // Service returns the generated connect-go client underneath, for calls the

@@ -102,6 +102,15 @@
 //		OnRetry: func(e agentd.RetryEvent) { log.Printf("retry %s: %v", e.Procedure, e.Err) },
 //	}))
 //
+// # Keepalive
+//
+// A server that vanished without closing the connection (a crashed host, a
+// dropped network path) sends nothing more. The client sends an HTTP/2 PING
+// on a connection that received nothing for 30 s and closes the connection
+// when the PING is not answered within 20 s: its calls fail with
+// connect.CodeUnavailable, which the retry policy retries (a Conversation
+// reopens on a new connection). WithKeepalive changes the two durations.
+//
 // # Errors
 //
 // Every RPC failure is a *connect.Error carrying a gRPC status code; read it

@@ -13,7 +13,8 @@ import (
 // client connections: each connection forwards a random number of bytes (both
 // directions counted) between every/2 and every*3/2, then the proxy aborts it
 // with an RST (SO_LINGER 0, then Close) and closes the upstream connection.
-// Faults can be switched off to measure the proxy alone.
+// Faults can be switched off to measure the proxy alone. FreezeAll makes
+// the live connections look like a peer that vanished.
 type faultProxy struct {
 	ln     net.Listener
 	target string
@@ -23,9 +24,10 @@ type faultProxy struct {
 	faults atomic.Bool
 	resetN atomic.Int64
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	resets map[net.Conn]func() // each live client connection's reset
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	resets  map[net.Conn]func()       // each live client connection's reset
+	freezes map[net.Conn]*atomic.Bool // each live client connection's frozen flag
 }
 
 // startFaultProxy listens on a free loopback port and forwards to target
@@ -37,7 +39,8 @@ func startFaultProxy(t *testing.T, target string, every int64) *faultProxy {
 	if err != nil {
 		t.Fatalf("fault proxy: listen: %v", err)
 	}
-	p := &faultProxy{ln: ln, target: target, every: every, conns: map[net.Conn]struct{}{}, resets: map[net.Conn]func(){}}
+	p := &faultProxy{ln: ln, target: target, every: every, conns: map[net.Conn]struct{}{}, resets: map[net.Conn]func(){},
+		freezes: map[net.Conn]*atomic.Bool{}}
 	p.faults.Store(true)
 	go p.serve()
 	t.Cleanup(p.close)
@@ -102,16 +105,32 @@ func (p *faultProxy) forward(client net.Conn) {
 		_ = client.Close()
 		closeUpstream(0)
 	}
+	frozen := &atomic.Bool{}
 	p.mu.Lock()
 	if p.resets != nil {
 		p.resets[client] = reset
+		p.freezes[client] = frozen
 	}
 	p.mu.Unlock()
-	go p.pipe(upstream, client, budget, reset, end)
-	p.pipe(client, upstream, budget, reset, end)
+	go p.pipe(upstream, client, budget, frozen, reset, end)
+	p.pipe(client, upstream, budget, frozen, reset, end)
 	p.mu.Lock()
 	delete(p.resets, client)
+	delete(p.freezes, client)
 	p.mu.Unlock()
+}
+
+// FreezeAll freezes every live client connection: from now on nothing is
+// forwarded either way and the proxy closes neither side, even when the
+// other one closes (both are closed when the proxy closes). This is what a
+// peer looks like whose host crashed or whose network path dropped: no byte,
+// no FIN, no RST. Connections opened later are not frozen.
+func (p *faultProxy) FreezeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, frozen := range p.freezes {
+		frozen.Store(true)
+	}
 }
 
 // ResetAll resets every live client connection now (faults on or off).
@@ -146,11 +165,18 @@ func (p *faultProxy) track(conns ...net.Conn) bool {
 
 // pipe copies src to dst. While faults are on, each read is charged to the
 // shared budget; the read that exhausts it is forwarded only up to the budget
-// and the connection is reset (mid-frame, usually).
-func (p *faultProxy) pipe(src, dst net.Conn, budget *atomic.Int64, reset, end func()) {
+// and the connection is reset (mid-frame, usually). Once frozen, what src
+// sends is dropped, and its end closes nothing.
+func (p *faultProxy) pipe(src, dst net.Conn, budget *atomic.Int64, frozen *atomic.Bool, reset, end func()) {
 	buf := make([]byte, 4096)
 	for {
 		n, err := src.Read(buf)
+		if frozen.Load() {
+			if err != nil {
+				return
+			}
+			continue
+		}
 		if n > 0 {
 			chunk := buf[:n]
 			if p.faults.Load() {
@@ -188,5 +214,5 @@ func (p *faultProxy) close() {
 	for c := range p.conns {
 		_ = c.Close()
 	}
-	p.conns, p.resets = nil, nil
+	p.conns, p.resets, p.freezes = nil, nil, nil
 }

@@ -20,13 +20,18 @@ type clientConfig struct {
 	tls        *tls.Config // set by WithTLS
 	token      TokenSource // set by WithBearerToken or WithTokenSource
 	retry      RetryPolicy // set by WithRetry or WithoutRetry
+	keepalive  *keepalive  // set by WithKeepalive
 }
 
 // WithHTTPClient makes the client send its requests with c instead of the
 // default cleartext HTTP/2 (h2c) client. Bidi Chat needs HTTP/2 end to end;
 // use an http.Client whose transport speaks HTTP/2 (TLS or h2c). It cannot be
-// combined with WithTLS: configure TLS on c's transport instead (every call
-// of a client given both fails with connect.CodeInvalidArgument).
+// combined with WithTLS or WithKeepalive: configure TLS and HTTP/2 PINGs on
+// c's transport instead (every call of a client given both fails with
+// connect.CodeInvalidArgument). The client then sends only the PINGs c's
+// transport sends (an http.Transport: none unless its HTTP2 field sets
+// SendPingTimeout), so a call whose server vanished may wait until TCP gives
+// up on the connection.
 func WithHTTPClient(c connect.HTTPClient) Option {
 	return func(cfg *clientConfig) { cfg.httpClient = c }
 }
@@ -75,13 +80,18 @@ const idleConnTimeout = 90 * time.Second
 // HTTP/2 over TLS for "https://" URLs. It is the default transport of
 // NewClient, so bidi Chat works against a plaintext agentd. Like
 // http.DefaultTransport it closes connections idle for 90 seconds, so a
-// Client that is dropped does not keep its connection open forever.
-func NewH2CClient() *http.Client { return newHTTP2Client(nil) }
+// Client that is dropped does not keep its connection open forever. It sends
+// an HTTP/2 PING on a connection that received nothing for 30 seconds
+// (DefaultKeepaliveInterval) and closes the connection when the PING is not
+// answered within 20 seconds (DefaultKeepaliveTimeout), so a call whose
+// server vanished fails instead of waiting forever (see WithKeepalive).
+func NewH2CClient() *http.Client { return newHTTP2Client(nil, defaultKeepalive) }
 
 // newHTTP2Client is NewH2CClient with TLS settings for "https://" URLs: a
-// clone of tlsConfig (nil: the system roots), TLS 1.2 at least. The
+// clone of tlsConfig (nil: the system roots), TLS 1.2 at least, and the
+// keepalive ka, which applies to h2c and TLS connections alike. The
 // transport offers "h2" by ALPN, which gRPC (and bidi Chat) needs.
-func newHTTP2Client(tlsConfig *tls.Config) *http.Client {
+func newHTTP2Client(tlsConfig *tls.Config, ka keepalive) *http.Client {
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
 	protocols.SetHTTP2(true)
@@ -98,5 +108,7 @@ func newHTTP2Client(tlsConfig *tls.Config) *http.Client {
 		TLSClientConfig:   cfg,
 		ForceAttemptHTTP2: true,
 		IdleConnTimeout:   idleConnTimeout,
+		// SendPingTimeout 0 sends no PINGs (PingTimeout is then unused).
+		HTTP2: &http.HTTP2Config{SendPingTimeout: ka.interval, PingTimeout: ka.timeout},
 	}}
 }

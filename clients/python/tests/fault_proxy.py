@@ -1,5 +1,6 @@
 """A fault-injecting TCP proxy for the tests: forwards a loopback port to agentd and resets the
-client's connection (RST: SO_LINGER 0, then close) every few KB of traffic."""
+client's connection (RST: SO_LINGER 0, then close) every few KB of traffic, or freezes it (a
+server that vanished without closing it); it counts the HTTP/2 PINGs the client sends."""
 
 from __future__ import annotations
 
@@ -29,6 +30,52 @@ def _reset(sock: socket.socket) -> None:
         pass
 
 
+#: What an HTTP/2 client sends before its first frame (RFC 9113, 3.4).
+_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+_FRAME_HEADER = 9
+_PING = 0x6
+_ACK = 0x1
+
+
+class _PingCounter:
+    """Reads the HTTP/2 frames a client sends (plaintext h2c) and counts its PINGs (not the
+    acknowledgements of the server's): ``pings`` in all, ``in_a_row`` since the last frame of
+    any other type (DATA, HEADERS, WINDOW_UPDATE, ...; a PING acknowledgement does not count
+    as one), i.e. PINGs sent while the client sent nothing else."""
+
+    def __init__(self) -> None:
+        self.pings = 0
+        self.in_a_row = 0
+        self._preface = len(_PREFACE)  # bytes of the preface still to skip
+        self._header = b""  # the frame header read so far
+        self._payload = 0  # bytes of the current frame's payload still to skip
+
+    def feed(self, data: bytes) -> None:
+        at = 0
+        while at < len(data):
+            if self._preface or self._payload:
+                skipped = min(self._preface or self._payload, len(data) - at)
+                if self._preface:
+                    self._preface -= skipped
+                else:
+                    self._payload -= skipped
+                at += skipped
+                continue
+            wanted = _FRAME_HEADER - len(self._header)
+            self._header += data[at : at + wanted]
+            at += wanted
+            if len(self._header) < _FRAME_HEADER:
+                return
+            kind, flags = self._header[3], self._header[4]
+            if kind == _PING and not flags & _ACK:
+                self.pings += 1
+                self.in_a_row += 1
+            elif kind != _PING:
+                self.in_a_row = 0
+            self._payload = int.from_bytes(self._header[:3], "big")
+            self._header = b""
+
+
 class _Link:
     """One proxied connection: the client's socket, agentd's socket and the bytes forwarded."""
 
@@ -40,6 +87,10 @@ class _Link:
         self._forwarded = 0
         self._limit = proxy._next_limit()
         self._closed = False
+        #: Set by ``freeze()``: nothing is forwarded any more, and neither side learns when the
+        #: other closes (both sockets stay open until ``close()``).
+        self.frozen = False
+        self.client_pings = _PingCounter()
 
     def start(self) -> None:
         for source, sink in ((self.client, self.server), (self.server, self.client)):
@@ -51,6 +102,8 @@ class _Link:
                 data = source.recv(16384)
                 if not data:
                     break
+                if source is self.client:
+                    self.client_pings.feed(data)
                 data, reset = self._account(data)
                 if data:
                     sink.sendall(data)
@@ -59,12 +112,20 @@ class _Link:
                     return
         except OSError:
             pass
-        self.close()
+        if not self.frozen:
+            self.close()
+
+    def freeze(self) -> None:
+        """Stops forwarding, both ways, and keeps both sockets open whatever either side does."""
+        with self._lock:
+            self.frozen = True
 
     def _account(self, data: bytes) -> Tuple[bytes, bool]:
         """The part of ``data`` to forward and whether the connection is reset after it."""
         self._proxy._count_bytes(len(data))
         with self._lock:
+            if self.frozen:
+                return b"", False
             if self._closed:
                 # Reset (or closed) meanwhile: nothing more passes. A pump thread that was slow to
                 # wake (a busy CPU) can still read what the client sent before its socket closed;
@@ -119,7 +180,9 @@ class FaultProxy:
     limit drawn uniformly within ``+-jitter`` of it; after ``max_resets`` resets (None:
     unlimited) connections are left alone. ``resets`` counts the resets done. agentd's side of
     a reset connection is reset too, ``server_reset_delay`` seconds later (0: at once; None: when
-    ``release_held()`` is called, or at ``close()``). Threads, so it
+    ``release_held()`` is called, or at ``close()``). ``freeze_all()`` makes the open
+    connections go silent instead. ``client_pings_in_a_row()`` tells how many HTTP/2 PINGs a
+    client sent on one connection without any other frame in between. Threads, so it
     serves the synchronous and the asyncio client alike. ``close()`` stops it."""
 
     def __init__(
@@ -163,6 +226,25 @@ class FaultProxy:
             links = list(self._links)
         for link in links:
             link.reset()
+
+    def freeze_all(self) -> None:
+        """Every open connection stops forwarding, both ways, and stays open: what a server
+        looks like when its host vanished (crashed, or its network path dropped) without a FIN
+        or an RST. Nothing either side sends arrives, a side that closes its socket is not
+        told to the other, and the sockets close at ``close()``. Connections opened later are
+        not frozen."""
+        with self._lock:
+            links = [link for link in self._links if not link._closed]
+        for link in links:
+            link.freeze()
+
+    def client_pings_in_a_row(self) -> int:
+        """The most HTTP/2 PINGs a client sent on one connection (open or frozen) since it last
+        sent another frame (DATA, HEADERS, WINDOW_UPDATE, ...): the keepalive PINGs of a quiet
+        stream. Reads plaintext HTTP/2 only."""
+        with self._lock:
+            links = list(self._links)
+        return max((link.client_pings.in_a_row for link in links), default=0)
 
     def release_held(self) -> None:
         """Resets agentd's side of every reset connection held open (``server_reset_delay=None``)."""

@@ -41,7 +41,13 @@ class AgentClient(ClientBase[grpc.Channel]):
     ``RetryPolicy()``; ``None``: off) retries what may not have happened - UNAVAILABLE, a
     broken connection, a stream that ends early - with the same request IDs, so the server
     runs each input once; conversations reconnect, watches and attachments re-open;
-    ``stats.retries`` counts the retries. Every method raises an ``AgentdError`` subclass
+    ``stats.retries`` counts the retries. ``options`` (grpcio channel options, ``(name,
+    value)`` pairs) go to a channel the client opens, over its defaults: a 128 MiB receive
+    limit, redials 0.1-1 s apart, and HTTP/2 keepalive PINGs while a call is open (every 30 s;
+    one unanswered for 20 s closes the connection, so a call whose server vanished without
+    closing it fails UNAVAILABLE instead of hanging); a caller's value for one of these options
+    replaces its default (``ClientBase.DEFAULT_KEEPALIVE`` and the others). A ``channel=`` of
+    your own keeps its own settings. Every method raises an ``AgentdError`` subclass
     carrying the call's ``grpc.StatusCode``. Use as a context manager
     to close the channel. Thread-safe (the channel is); conversations are not.
     """

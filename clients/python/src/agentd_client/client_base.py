@@ -46,7 +46,10 @@ class ClientBase(Generic[ChannelT]):
     once per attempt), ``_call_timeout(timeout)`` the deadline of one call across its attempts
     (``timeout``, else the client's default). ``retry`` (default ``DEFAULT_RETRY``; None: off)
     drives ``_retrier``, whose counters are ``stats``. The token never appears in an error
-    message.
+    message. A channel the client opens gets ``options`` (grpcio channel options, ``(name,
+    value)`` pairs) plus the defaults the caller did not set: ``DEFAULT_MAX_RECEIVE_BYTES``,
+    ``DEFAULT_RECONNECT_BACKOFF_MS`` and ``DEFAULT_KEEPALIVE`` (HTTP/2 keepalive PINGs). A
+    ``channel`` passed in keeps its own settings: none of these defaults reach it.
     """
 
     #: Largest response the client accepts by default (grpcio's own default is 4 MiB). The server
@@ -61,6 +64,25 @@ class ClientBase(Generic[ChannelT]):
     DEFAULT_RECONNECT_BACKOFF_MS: ClassVar[Tuple[Tuple[str, int], ...]] = (
         ("grpc.initial_reconnect_backoff_ms", 100),
         ("grpc.max_reconnect_backoff_ms", 1000),
+    )
+
+    #: HTTP/2 keepalive by default, as the Go and TypeScript clients and agentd itself
+    #: (``--keepalive-interval-ms`` / ``--keepalive-timeout-ms``): while a call is open the
+    #: channel sends a PING every 30 s, and a PING unanswered for 20 s closes the connection, so
+    #: a call whose server vanished without closing it (a crashed host, a dropped network path:
+    #: no FIN, no RST) fails with UNAVAILABLE instead of waiting forever. grpcio sends no
+    #: keepalive PINGs by default. What grpc core needs besides the two keepalive options:
+    #: ``grpc.http2.ping_timeout_ms`` (chttp2's ``GRPC_ARG_PING_TIMEOUT_MS``) is the wait it
+    #: applies to an unanswered PING (grpcio 1.85 ignores ``grpc.keepalive_timeout_ms`` and
+    #: waits a minute unless this is set; grpc/grpc#39239), and ``grpc.http2.max_pings_without_data`` 0 lifts its limit of 2
+    #: PINGs while the client sends nothing, after which it pings a quiet stream (a Chat
+    #: between turns, a reply that takes long) only once a minute. A channel without calls is
+    #: not pinged (``grpc.keepalive_permit_without_calls`` stays 0).
+    DEFAULT_KEEPALIVE: ClassVar[Tuple[Tuple[str, int], ...]] = (
+        ("grpc.keepalive_time_ms", 30_000),
+        ("grpc.keepalive_timeout_ms", 20_000),
+        ("grpc.http2.ping_timeout_ms", 20_000),
+        ("grpc.http2.max_pings_without_data", 0),
     )
 
     #: ``grpc`` for the synchronous client, ``grpc.aio`` for the asyncio one.
@@ -102,7 +124,7 @@ class ClientBase(Generic[ChannelT]):
         if channel is None:
             if not target:
                 raise ValueError(f"{name} needs a target like '127.0.0.1:50051' or a channel")
-            options = with_default_reconnect(with_default_limits(options))
+            options = with_default_keepalive(with_default_reconnect(with_default_limits(options)))
             channel = self._open_channel(target, credentials, options, tuple(interceptors or ()))
             self._owns_channel = True
         else:
@@ -220,4 +242,21 @@ def with_default_reconnect(options: Optional[Sequence[Tuple[str, Any]]]) -> List
     names = {name for name, _ in ClientBase.DEFAULT_RECONNECT_BACKOFF_MS}
     if not any(name in names for name, _ in merged):
         merged.extend(ClientBase.DEFAULT_RECONNECT_BACKOFF_MS)
+    return merged
+
+
+def with_default_keepalive(options: Optional[Sequence[Tuple[str, Any]]]) -> List[Tuple[str, Any]]:
+    """``options`` plus each entry of ``ClientBase.DEFAULT_KEEPALIVE`` whose option the caller
+    did not set: the caller's value always wins, option by option (setting
+    ``grpc.keepalive_time_ms`` alone keeps the default timeout). A caller's
+    ``grpc.keepalive_timeout_ms`` is also the default ``grpc.http2.ping_timeout_ms``, the
+    wait grpc core applies, so that timeout is the one in effect."""
+    merged = list(options or ())
+    given = dict(merged)
+    for name, value in ClientBase.DEFAULT_KEEPALIVE:
+        if name in given:
+            continue
+        if name == "grpc.http2.ping_timeout_ms" and "grpc.keepalive_timeout_ms" in given:
+            value = given["grpc.keepalive_timeout_ms"]
+        merged.append((name, value))
     return merged
