@@ -38,14 +38,17 @@ var ErrTurnNotEnded = errors.New("agentd: the conversation ended before this tur
 // client-managed agent (no snapshots) is not reopened once a turn ended:
 // its state lives only in the stream.
 type Conversation struct {
-	client *Client
-	agent  string
-	ctx    context.Context // the conversation's own context: cancel cancels it
-	cancel context.CancelFunc
-	custom customState
+	client    *Client
+	agent     string
+	ctx       context.Context         // the conversation's own context: cancel cancels it
+	cancelCtx context.CancelCauseFunc // cancels ctx; the cause says why (see contextError)
+	custom    customState
 
-	// stream is replaced by a reconnect, which holds sendMu and recvMu.
-	stream *connect.BidiStreamForClient[agentdv1.ChatRequest, agentdv1.ChatResponse]
+	// stream and unwatch are replaced by a reconnect, which holds sendMu and
+	// recvMu; unwatch stops the watch of ctx that closes stream (see
+	// openStream).
+	stream  *connect.BidiStreamForClient[agentdv1.ChatRequest, agentdv1.ChatResponse]
+	unwatch func() bool
 
 	sendMu        sync.Mutex
 	firstInit     *agentdv1.AgentInit  // the init of ChatOptions
@@ -76,6 +79,11 @@ type Conversation struct {
 // opts (see ChatOptions). Nothing is sent until the first Send, Output or
 // Detach; ctx bounds the whole conversation. Call Output, Detach or Close
 // when done so the stream is released.
+//
+// When ctx ends (or the context of a pending Send, Output, Detach, Cancel or
+// Steer), the conversation ends at once, whatever its connection does: the
+// calls reading it fail with connect.CodeDeadlineExceeded for a deadline,
+// connect.CodeCanceled for a cancellation, and nothing is retried.
 func (c *Client) Chat(ctx context.Context, agent string, opts ChatOptions) (*Conversation, error) {
 	conv := &Conversation{
 		client:     c,
@@ -94,9 +102,65 @@ func (c *Client) Chat(ctx context.Context, agent string, opts ChatOptions) (*Con
 		}
 	}
 	conv.firstInit = conv.init
-	conv.ctx, conv.cancel = context.WithCancel(ctx)
-	conv.stream = c.rpc.Chat(conv.ctx)
+	conv.ctx, conv.cancelCtx = context.WithCancelCause(ctx)
+	conv.openStream()
 	return conv, nil
+}
+
+// openStream opens a Chat stream on the conversation's context and watches
+// that context: net/http's HTTP/2 client stops watching a request's context
+// once the response has begun while the request body is still open, which
+// a bidi stream's is until Output or Detach, so a Receive on a connection
+// that went silent (its peer vanished: no FIN, no RST, keepalive off) would
+// outlive the context. When the context ends, the watch closes the stream's
+// response side: a blocked Receive returns (and a blocked Send, as the
+// transport then drops the request body). unwatch stops the watch once the
+// stream is done with. sendMu and recvMu must be held (or the conversation
+// not shared yet).
+func (c *Conversation) openStream() {
+	stream := c.client.rpc.Chat(c.ctx)
+	c.stream = stream
+	c.unwatch = context.AfterFunc(c.ctx, func() { _ = stream.CloseResponse() })
+}
+
+// cancel cancels the conversation (Close, or its end).
+func (c *Conversation) cancel() { c.cancelCtx(context.Canceled) }
+
+// cancelBy returns the function that cancels the conversation because ctx,
+// the context of one of its calls, ended: ctx's error is the cause, so a
+// call's deadline reads as connect.CodeDeadlineExceeded.
+func (c *Conversation) cancelBy(ctx context.Context) func() {
+	return func() { c.cancelCtx(ctx.Err()) }
+}
+
+// failure is the error to report for err, the failure of a send or receive
+// on the stream: once the conversation's context ended, the context's error
+// (see contextError), not what the stream closed by it says, unless the
+// server sent a status.
+func (c *Conversation) failure(err error) error {
+	if err == nil || connect.IsWireError(err) {
+		return err
+	}
+	if ctxErr := contextError(c.ctx); ctxErr != nil {
+		return ctxErr
+	}
+	return err
+}
+
+// contextError is the error of a call whose context ended:
+// connect.CodeDeadlineExceeded when a deadline ended it (the context's own,
+// or that of the call whose end cancelled it: the cause), else
+// connect.CodeCanceled. It is nil while ctx is live.
+func contextError(ctx context.Context) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	cause := context.Cause(ctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded) {
+		return connect.NewError(connect.CodeDeadlineExceeded, cause)
+	}
+	return connect.NewError(connect.CodeCanceled, cause)
 }
 
 // Agent returns the name of the agent this conversation talks to.
@@ -165,12 +229,8 @@ func (c *Conversation) SendText(ctx context.Context, text string) (*Turn, error)
 // copy of input. With retries on, an input whose send fails on a broken
 // stream is re-sent by the reconnect; its Turn reports the outcome.
 func (c *Conversation) Send(ctx context.Context, input *agentdv1.AgentInput) (*Turn, error) {
-	if err := ctx.Err(); err != nil {
-		code := connect.CodeCanceled
-		if errors.Is(err, context.DeadlineExceeded) {
-			code = connect.CodeDeadlineExceeded
-		}
-		return nil, connect.NewError(code, err)
+	if err := contextError(ctx); err != nil {
+		return nil, err
 	}
 	input = withRequestID(input)
 	c.sendMu.Lock()
@@ -188,7 +248,7 @@ func (c *Conversation) Send(ctx context.Context, input *agentdv1.AgentInput) (*T
 	// Registered before sending, so a turn that ends at once still
 	// unregisters it: a ctx cancelled after its turn must not cancel the
 	// conversation.
-	t.stop = context.AfterFunc(ctx, c.cancel)
+	t.stop = context.AfterFunc(ctx, c.cancelBy(ctx))
 	c.turns = append(c.turns, t)
 	c.mu.Unlock()
 
@@ -243,6 +303,7 @@ func (c *Conversation) Detach(ctx context.Context) (*agentdv1.AgentOutput, error
 	c.closeRequestLocked()
 	c.sendMu.Unlock()
 	if err != nil && !errors.Is(err, io.EOF) && !(c.client.retry.enabled() && retryable(c.ctx, err)) {
+		err = c.failure(err)
 		c.cancel()
 		return nil, err
 	}
@@ -286,7 +347,7 @@ func (c *Conversation) closeRequestLocked() {
 
 // await reads the stream until the output (or an error) arrives.
 func (c *Conversation) await(ctx context.Context) (*agentdv1.AgentOutput, error) {
-	stop := context.AfterFunc(ctx, c.cancel)
+	stop := context.AfterFunc(ctx, c.cancelBy(ctx))
 	defer stop()
 	for {
 		c.mu.Lock()
@@ -305,7 +366,7 @@ func (c *Conversation) await(ctx context.Context) (*agentdv1.AgentOutput, error)
 // is read from the response side.
 func (c *Conversation) sendError(err error) error {
 	if !errors.Is(err, io.EOF) {
-		return err
+		return c.failure(err)
 	}
 	for {
 		c.mu.Lock()

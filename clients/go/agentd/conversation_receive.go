@@ -25,6 +25,9 @@ func (c *Conversation) receive() {
 		if errors.Is(err, io.EOF) {
 			err = connect.NewError(connect.CodeInternal, streamEndedError("agentd: the server closed the Chat stream without an output"))
 		}
+		// Once the context ended (the watch of openStream closed the stream,
+		// or the transport noticed), report why; never retried.
+		err = c.failure(err)
 		if !c.reconnect(err) {
 			c.finish(nil, err)
 		}
@@ -95,6 +98,7 @@ func (c *Conversation) dispatch(chunk *agentdv1.AgentStreamChunk) {
 
 // finish records the end of the stream and ends every waiting turn.
 func (c *Conversation) finish(out *agentdv1.AgentOutput, err error) {
+	c.unwatch()
 	_ = c.stream.CloseResponse()
 	c.cancel()
 	c.mu.Lock()

@@ -37,9 +37,10 @@ func (c *Conversation) reconnect(err error) bool {
 	c.reopened = true
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	c.unwatch()
 	_ = c.stream.CloseRequest()
 	_ = c.stream.CloseResponse()
-	c.stream = c.client.rpc.Chat(c.ctx)
+	c.openStream()
 	c.mu.Lock()
 	c.init = c.reconnectInitLocked()
 	c.dropControlsLocked()

@@ -47,10 +47,11 @@ var defaultKeepalive = keepalive{interval: DefaultKeepaliveInterval, timeout: De
 // Without this option the client uses DefaultKeepaliveInterval (30 s) and
 // DefaultKeepaliveTimeout (20 s). A zero interval or timeout takes its
 // default; a negative interval turns the PINGs off (the timeout is then
-// ignored): a call whose server vanished then waits until TCP gives up on
-// the connection (minutes, if ever). A negative timeout with PINGs on is a
-// mistake: every call of the client fails with connect.CodeInvalidArgument,
-// nothing is sent. The last WithKeepalive wins.
+// ignored): a call whose server vanished then waits until its context ends
+// (a Chat included: see Client.Chat) or TCP gives up on the connection
+// (minutes, if ever). A negative timeout with PINGs on is a mistake: every
+// call of the client fails with connect.CodeInvalidArgument, nothing is
+// sent. The last WithKeepalive wins.
 //
 // It configures the client's own transport only, so it cannot be combined
 // with WithHTTPClient (every call of a client given both fails with

@@ -20,9 +20,9 @@ const (
 )
 
 // turnAfterFreeze sends text on conv and waits for the turn's end, or for
-// ctx to end (the failure bound: a Chat whose connection is frozen ignores
-// its context in net/http's HTTP/2 client while its request side is open,
-// so only the test gives up). finished is false when ctx ended first.
+// ctx to end (the failure bound: the keepalive must end the turn well
+// before it; were ctx to end first, the turn would fail with its deadline,
+// see context_test.go). finished is false when ctx ended first.
 func turnAfterFreeze(ctx context.Context, conv *agentd.Conversation, text string) (turn *agentd.Turn, err error, finished bool) {
 	type result struct {
 		turn *agentd.Turn

@@ -111,9 +111,9 @@ func (c *Conversation) sendControl(ctx context.Context, input *agentdv1.AgentInp
 		c.mu.Lock()
 		c.removeTurnLocked(steerTurn)
 		c.mu.Unlock()
-		return nil, err
+		return nil, c.failure(err)
 	}
-	stop := context.AfterFunc(ctx, c.cancel)
+	stop := context.AfterFunc(ctx, c.cancelBy(ctx))
 	defer stop()
 	id := input.GetRequestId()
 	for {
