@@ -5,6 +5,7 @@ import * as tls from "node:tls";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { resolveConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
 import { pingWhileStreaming } from "./session-keepalive.js";
+import { watchOpenStreams } from "./session-streams.js";
 import type { UnauthenticatedShare } from "./unauthenticated-share.js";
 
 /** A request listener usable by both `http` and `http2` servers (what connectNodeAdapter returns). */
@@ -301,24 +302,21 @@ function tlsTerminator(
  * and an open stream, however quiet, keeps the session.
  */
 function closeWhenIdle(session: http2.ServerHttp2Session, idleMs: number): void {
-  let open = 0;
   let timer: NodeJS.Timeout | undefined;
   const arm = (): void => {
     timer = setTimeout(() => {
       session.close();
       // A peer that ignores GOAWAY still goes (unless a stream slipped in before it).
       setTimeout(() => {
-        if (open === 0) session.destroy();
+        if (!streaming()) session.destroy();
       }, SETTLE_MS).unref();
     }, idleMs).unref();
   };
-  session.on("stream", (stream: http2.ServerHttp2Stream) => {
-    open++;
-    clearTimeout(timer);
-    stream.once("close", () => {
-      open--;
-      if (open === 0 && !session.closed && !session.destroyed) arm();
-    });
+  const streaming = watchOpenStreams(session, {
+    busy: () => clearTimeout(timer),
+    idle: () => {
+      if (!session.closed && !session.destroyed) arm();
+    },
   });
   session.once("close", () => clearTimeout(timer));
   arm();

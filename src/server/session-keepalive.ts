@@ -1,4 +1,5 @@
 import type * as http2 from "node:http2";
+import { watchOpenStreams } from "./session-streams.js";
 
 /**
  * Keeps watch on an HTTP/2 session while it has streams open: every
@@ -14,7 +15,6 @@ import type * as http2 from "node:http2";
  * streams is not pinged (the idle timeout closes it).
  */
 export function pingWhileStreaming(session: http2.ServerHttp2Session, intervalMs: number, timeoutMs: number): void {
-  let open = 0;
   let interval: NodeJS.Timeout | undefined;
   let deadline: NodeJS.Timeout | undefined;
   const stop = (): void => {
@@ -24,6 +24,12 @@ export function pingWhileStreaming(session: http2.ServerHttp2Session, intervalMs
   };
   const ping = (): void => {
     if (deadline || session.closed || session.destroyed) return; // the last PING is still unanswered
+    const sent = session.ping((err) => {
+      if (err) return; // the session ended meanwhile
+      clearTimeout(deadline);
+      deadline = undefined;
+    });
+    if (!sent) return; // too many PINGs in flight: try again at the next interval
     const timer = setTimeout(() => {
       // An acknowledgement already read off the socket (a stalled process wakes to timers first) is
       // processed by the event loop's poll phase, which runs before this check-phase callback.
@@ -32,23 +38,7 @@ export function pingWhileStreaming(session: http2.ServerHttp2Session, intervalMs
       });
     }, timeoutMs).unref();
     deadline = timer;
-    const sent = session.ping((err) => {
-      if (err) return; // the session ended meanwhile
-      clearTimeout(deadline);
-      deadline = undefined;
-    });
-    if (!sent) {
-      clearTimeout(deadline); // too many PINGs in flight: try again at the next interval
-      deadline = undefined;
-    }
   };
-  session.on("stream", (stream: http2.ServerHttp2Stream) => {
-    open++;
-    interval ??= setInterval(ping, intervalMs).unref();
-    stream.once("close", () => {
-      open--;
-      if (open === 0) stop();
-    });
-  });
+  watchOpenStreams(session, { busy: () => (interval = setInterval(ping, intervalMs).unref()), idle: stop });
   session.once("close", stop);
 }
