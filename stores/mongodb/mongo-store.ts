@@ -22,7 +22,6 @@ import type {
 } from "../snapshot-store.js";
 import { StatusChannel } from "../status-channel.js";
 import { changeStreamsUnsupported } from "./change-stream-support.js";
-import { readAfter } from "./change-stream-hub.js";
 import { ChunkCollection } from "./chunk-collection.js";
 import { MongoChunkLogs } from "./store-chunk-logs.js";
 import type { OutcomeProbe } from "./commit-outcome.js";
@@ -45,7 +44,7 @@ import {
   sweepExpiredSessions,
   type OrphanScan,
 } from "./session-lifecycle.js";
-import { ChangeStreamMultiplexer, type StreamEndingReport } from "./status-stream.js";
+import { ChangeStreamMultiplexer, recordStatusReader, type StreamEndingReport } from "./status-stream.js";
 import type { MongoSessionStoreConfig } from "./store-config.js";
 import { openCollections, storeConnection, type OpenedStore } from "./store-connection.js";
 import { ToolCallCollection } from "./tool-call-collection.js";
@@ -125,15 +124,10 @@ export class MongoSessionStore<S = unknown>
       db: this.db,
       warnings: this.warnings,
     } = storeConnection(config));
+    const records = async () => (await this.open()).c.records;
     this.statusStream = new ChangeStreamMultiplexer(
-      async () => (await this.open()).c.records,
-      async (id, start) => {
-        const { c } = await this.open();
-        const doc = await readAfter(this.client, start, (session) =>
-          c.records.findOne({ _id: id }, { projection: { status: 1, version: 1 }, ...(session ? { session } : {}) }),
-        );
-        return doc ? { status: doc.status, version: doc.version } : undefined;
-      },
+      records,
+      recordStatusReader(this.client, records),
       config.logger,
       this.streamHealth,
     );
@@ -236,8 +230,7 @@ export class MongoSessionStore<S = unknown>
    * deleted). Like every read, retried across an election (failover-retry.ts).
    */
   async getHead(sessionId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
-    const { c } = await this.open();
-    const doc = await acrossFailover(`reading session ${sessionId}`, this.budget(ctx), () =>
+    const doc = await this.read(`reading session ${sessionId}`, ctx, ({ c }) =>
       c.heads.findOne({ _id: sessionId, ...LIVE_HEAD }, { projection: WITHOUT_TOKENS }),
     );
     return doc ? fromHeadDocument(doc) : undefined;
@@ -285,14 +278,23 @@ export class MongoSessionStore<S = unknown>
     return { deadline: Math.min(window, ctx?.deadline ?? window), closed: () => this.closed };
   }
 
+  /** One read of the opened store, retried across an election within the call's budget ({@link budget}). */
+  private async read<T>(
+    what: string,
+    ctx: StoreCallContext | undefined,
+    read: (opened: OpenedStore<S>) => Promise<T>,
+  ): Promise<T> {
+    const opened = await this.open();
+    return acrossFailover(what, this.budget(ctx), () => read(opened));
+  }
+
   /**
    * The head of the session holding `snapshotId`, without reading the
    * record's state: its session ID (a projected read), then that head. An
    * unknown ID makes the same two reads (the head of its own ID, ignored).
    */
   async headOfRecord(snapshotId: string, ctx?: StoreCallContext): Promise<SessionHead | undefined> {
-    const { reads } = await this.open();
-    const sessionId = await acrossFailover(`reading snapshot ${snapshotId}`, this.budget(ctx), () =>
+    const sessionId = await this.read(`reading snapshot ${snapshotId}`, ctx, ({ reads }) =>
       reads.sessionIdOf(snapshotId),
     );
     const head = await this.getHead(sessionId ?? snapshotId, ctx);
@@ -301,25 +303,17 @@ export class MongoSessionStore<S = unknown>
 
   /** The record (checkpoint joined from its chunks), or undefined. */
   async getRecord(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S> | undefined> {
-    const { reads } = await this.open();
-    return (await acrossFailover(`reading snapshot ${snapshotId}`, this.budget(ctx), () => reads.load(snapshotId)))
-      ?.record;
+    return (await this.read(`reading snapshot ${snapshotId}`, ctx, ({ reads }) => reads.load(snapshotId)))?.record;
   }
 
   /** The chain from the nearest checkpoint: the target, then one range query on (sessionId, turnIndex). */
   async getChain(snapshotId: string, ctx?: StoreCallContext): Promise<SnapshotRecord<S>[] | undefined> {
-    const { reads } = await this.open();
-    return acrossFailover(`reading the chain of snapshot ${snapshotId}`, this.budget(ctx), () =>
-      reads.chain(snapshotId),
-    );
+    return this.read(`reading the chain of snapshot ${snapshotId}`, ctx, ({ reads }) => reads.chain(snapshotId));
   }
 
   /** The session's records newest first, keyset-paginated. */
   async listRecords(sessionId: string, page?: SnapshotPageRequest, ctx?: StoreCallContext): Promise<RecordPage<S>> {
-    const { reads } = await this.open();
-    return acrossFailover(`listing the snapshots of session ${sessionId}`, this.budget(ctx), () =>
-      reads.list(sessionId, page),
-    );
+    return this.read(`listing the snapshots of session ${sessionId}`, ctx, ({ reads }) => reads.list(sessionId, page));
   }
 
   /**
@@ -365,8 +359,7 @@ export class MongoSessionStore<S = unknown>
    * see listHeadsPage.
    */
   async listHeads(query: SessionQuery, ctx?: StoreCallContext): Promise<HeadPage> {
-    const { c } = await this.open();
-    return acrossFailover("listing sessions", this.budget(ctx), () => listHeadsPage(c.heads, query));
+    return this.read("listing sessions", ctx, ({ c }) => listHeadsPage(c.heads, query));
   }
 
   /**
@@ -379,18 +372,12 @@ export class MongoSessionStore<S = unknown>
    */
   async listLeasedHeads(limit: number, ctx?: StoreCallContext): Promise<SessionHead[]> {
     checkLeasedHeadsLimit(limit);
-    const { c } = await this.open();
-    return acrossFailover("listing the leased sessions", this.budget(ctx), () =>
-      listLeasedHeadDocuments(c.heads, limit),
-    );
+    return this.read("listing the leased sessions", ctx, ({ c }) => listLeasedHeadDocuments(c.heads, limit));
   }
 
   /** Every head of every owner, sessionId ascending, after `afterSessionId` (see `SessionStore.scanHeads`, scanHeadDocuments). */
   async scanHeads(afterSessionId: string | undefined, limit: number, ctx?: StoreCallContext): Promise<SessionHead[]> {
-    const { c } = await this.open();
-    return acrossFailover("scanning the sessions", this.budget(ctx), () =>
-      scanHeadDocuments(c.heads, afterSessionId, limit),
-    );
+    return this.read("scanning the sessions", ctx, ({ c }) => scanHeadDocuments(c.heads, afterSessionId, limit));
   }
 
   /**

@@ -1,7 +1,7 @@
-import type { ChangeStream, Collection, Document, ResumeToken, Timestamp } from "mongodb";
+import type { ChangeStream, Collection, Document, MongoClient, ResumeToken, Timestamp } from "mongodb";
 import type { StatusChannel, StatusObservation } from "../status-channel.js";
 import { StatusSubscribers } from "../status-subscribers.js";
-import { onStreamStart, resumedStart } from "./change-stream-hub.js";
+import { onStreamStart, readAfter, resumedStart } from "./change-stream-hub.js";
 import type { RecordDocument } from "./record-document.js";
 import { classifyChangeEvent, STATUS_PIPELINE } from "./status-events.js";
 import type { StoreLogger } from "./store-logger.js";
@@ -14,6 +14,23 @@ import { closedByServer, endingOfError, type StreamEnding } from "./stream-endin
  * than it (`afterClusterTime`), so no change the stream starts after is missed.
  */
 export type StatusReader = (snapshotId: string, start?: Timestamp) => Promise<StatusObservation | undefined>;
+
+/**
+ * The {@link StatusReader} of the `snapshots` collection: one projected read of
+ * a record's status and version, made after `start` ({@link readAfter}).
+ */
+export function recordStatusReader(
+  client: MongoClient,
+  records: () => Promise<Collection<RecordDocument>>,
+): StatusReader {
+  return async (id, start) => {
+    const collection = await records();
+    const doc = await readAfter(client, start, (session) =>
+      collection.findOne({ _id: id }, { projection: { status: 1, version: 1 }, ...(session ? { session } : {}) }),
+    );
+    return doc ? { status: doc.status, version: doc.version } : undefined;
+  };
+}
 
 /** Pause after an empty getMore batch (bounds the extra delivery latency). */
 const IDLE_PAUSE_MS = 25;
