@@ -5,8 +5,9 @@
  * runs unless a `<!-- not run: reason -->` comment sits just above it; those
  * are counted and printed. A block with `<!-- continues the block above -->` or
  * `<!-- continues "Heading" -->` above it runs appended to the block it continues.
- * The server also serves test/e2e/docs-agents.ts (the pages' `notes`, `shopper`,
- * `planner`, `flaky`, `bank`).
+ * The servers also serve test/e2e/docs-agents.ts (the pages' `notes`, `shopper`,
+ * `planner`, `flaky`, `bank`). The blocks of docs/webhooks.md run against a server of their
+ * own, the only one that sends webhooks, so their receivers get only their own block's event.
  *
  * The wrappers change only what a reader would fill in themselves:
  * - the address `127.0.0.1:50051` becomes the test server's;
@@ -146,6 +147,13 @@ const EXPECTED_OUTPUT: Record<string, RegExp[]> = {
 
 const blocks = SNIPPET_FILES.flatMap((file) => markdownCodeBlocks(file, "ts", "go", "python"));
 let server: AgentdProcess;
+/**
+ * The server of the Webhooks section's blocks, the only one with a webhook URL: the other sections'
+ * sessions (deleted, expired, detached) announce nothing, so each receiver gets only its own block's event.
+ */
+let webhookServer: AgentdProcess;
+/** The page whose blocks run against {@link webhookServer}. */
+const WEBHOOKS_PAGE = "docs/webhooks.md";
 let workDir: string;
 let receiverPort: number;
 
@@ -191,19 +199,22 @@ beforeAll(async () => {
   writeFileSync(secretFile, `${secret}\n`);
   process.env.AGENTD_WEBHOOK_SECRET = secret;
   receiverPort = await freePort();
-  server = await startAgentd({
-    args: [
-      DOCS_AGENTS,
-      "--webhook-url",
-      `http://127.0.0.1:${receiverPort}/`,
-      "--webhook-secret-file",
-      secretFile,
-      "--webhook-allow-private",
-    ],
-  });
+  [server, webhookServer] = await Promise.all([
+    startAgentd({ args: [DOCS_AGENTS] }),
+    startAgentd({
+      args: [
+        DOCS_AGENTS,
+        "--webhook-url",
+        `http://127.0.0.1:${receiverPort}/`,
+        "--webhook-secret-file",
+        secretFile,
+        "--webhook-allow-private",
+      ],
+    }),
+  ]);
 });
 afterAll(async () => {
-  await server?.stop();
+  await Promise.all([server?.stop(), webhookServer?.stop()]);
   if (workDir) rmSync(workDir, { recursive: true, force: true });
   const counts = (pred: (b: ReadmeCodeBlock) => boolean) =>
     ["ts", "go", "python"].map((l) => `${l} ${blocks.filter((b) => b.lang === l && pred(b)).length}`).join(", ");
@@ -240,9 +251,14 @@ function exec(
   });
 }
 
-function withServerAddress(code: string): string {
+/** The server `block` runs against. */
+function serverFor(block: ReadmeCodeBlock): AgentdProcess {
+  return block.file === WEBHOOKS_PAGE ? webhookServer : server;
+}
+
+function withServerAddress(code: string, target: AgentdProcess): string {
   return code
-    .replaceAll(README_ADDRESS, server.target)
+    .replaceAll(README_ADDRESS, target.target)
     .replaceAll(`127.0.0.1:${README_RECEIVER_PORT}`, `127.0.0.1:${receiverPort}`)
     .replaceAll(`listen(${README_RECEIVER_PORT},`, `listen(${receiverPort},`)
     .replaceAll(`("127.0.0.1", ${README_RECEIVER_PORT})`, `("127.0.0.1", ${receiverPort})`);
@@ -299,7 +315,7 @@ async function runTypeScript(block: ReadmeCodeBlock, previousModule: ReadmeCodeB
     prelude.push(`const client = __createAgentClient("http://${README_ADDRESS}", { protocol: "grpc" });`);
   }
   // No process.exit at the end: a block that leaves a conversation or stream open never exits, and fails here.
-  const script = withLocalImports(withServerAddress([...prelude, block.code, ""].join("\n")));
+  const script = withLocalImports(withServerAddress([...prelude, block.code, ""].join("\n"), serverFor(block)));
   const file = join(dir, "snippet.mts");
   writeFileSync(file, script);
   return exec(TSX, [file], { cwd: dir });
@@ -343,7 +359,7 @@ async function runGo(block: ReadmeCodeBlock): Promise<string> {
   ].join("\n");
   writeFileSync(join(dir, "go.mod"), goMod);
   copyFileSync(join(REPO_ROOT, "clients/go/go.sum"), join(dir, "go.sum"));
-  const body = withServerAddress(block.code);
+  const body = withServerAddress(block.code, serverFor(block));
   if (body.startsWith("package main\n")) {
     // A complete program: built exactly as written.
     writeFileSync(join(dir, "main.go"), body);
@@ -375,7 +391,7 @@ async function runGo(block: ReadmeCodeBlock): Promise<string> {
     "func run() error {",
     // A block that starts from its own ctx (`ctx := context.Background()`) declares it; the others get one.
     ...(/\bctx := /.test(body) ? [] : ["\tctx := context.Background()", "\t_ = ctx"]),
-    ...(createsClient ? [] : [`\tclient := agentd.NewClient("http://${server.target}")`]),
+    ...(createsClient ? [] : [`\tclient := agentd.NewClient("http://${serverFor(block).target}")`]),
     body,
     "\treturn nil",
     "}",
@@ -392,7 +408,7 @@ async function runPython(block: ReadmeCodeBlock): Promise<string> {
   const prelude = ["import datetime", "from agentd_client import AgentClient as __AgentClient"];
   if (!/AgentClient\(/.test(block.code)) prelude.push(`client = __AgentClient("${README_ADDRESS}")`);
   const file = join(dir, "snippet.py");
-  writeFileSync(file, withServerAddress([...prelude, block.code].join("\n")));
+  writeFileSync(file, withServerAddress([...prelude, block.code].join("\n"), serverFor(block)));
   return exec(PYTHON, [file], { cwd: dir, env: { PYTHONPATH } });
 }
 
