@@ -88,7 +88,8 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
   let rejected = 0;
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.Http2Session>();
-  const http1Active = new Map<net.Socket, number>();
+  /** The calls in flight on each HTTP/1.1 connection (the finish of each: see `track`). */
+  const http1Active = new Map<net.Socket, Set<() => void>>();
   let active = 0;
   let draining = false;
   let drained: (() => void) | undefined;
@@ -100,7 +101,10 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
 
   // A call is done once its response has ended ("finish"), even when the client
   // never half-closes its side of the stream ("close" would wait for that).
-  const track = (res: { once(event: "close" | "finish", fn: () => void): unknown }, onDone?: () => void): void => {
+  const track = (
+    res: { once(event: "close" | "finish", fn: () => void): unknown },
+    onDone?: () => void,
+  ): (() => void) => {
     active++;
     let done = false;
     const finish = (): void => {
@@ -112,6 +116,7 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
     };
     res.once("finish", finish);
     res.once("close", finish);
+    return finish;
   };
 
   // Node's rapid-reset (CVE-2023-44487) and flood protections stay at their
@@ -141,14 +146,16 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
   };
   const h1Server = http.createServer(h1Options, (req, res) => {
     const socket = req.socket;
-    http1Active.set(socket, (http1Active.get(socket) ?? 0) + 1);
+    let calls = http1Active.get(socket);
+    if (!calls) http1Active.set(socket, (calls = new Set()));
     if (draining) res.setHeader("connection", "close");
-    track(res, () => {
-      const left = (http1Active.get(socket) ?? 1) - 1;
-      if (left > 0) http1Active.set(socket, left);
-      else http1Active.delete(socket);
-      if (draining && left <= 0) socket.end();
+    const finish = track(res, () => {
+      calls.delete(finish);
+      if (calls.size > 0) return;
+      if (http1Active.get(socket) === calls) http1Active.delete(socket);
+      if (draining) socket.end();
     });
+    calls.add(finish);
     options.handler(req, res);
   });
   // This server never listens itself (sockets arrive by emit("connection")),
@@ -166,7 +173,11 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
     socket.once("close", () => {
       sockets.delete(socket);
       if (sockets.size === 0) socketsGone?.();
+      // A pipelined request still queued behind another never gets its response's "finish" or "close":
+      // the connection is gone, so every call on it is over.
+      const calls = http1Active.get(routedSocket(socket));
       http1Active.delete(routedSocket(socket));
+      for (const finish of calls ?? []) finish();
     });
     socket.on("error", () => socket.destroy());
     options.unauthenticated?.accepted(socket);

@@ -1,7 +1,9 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { create, toJsonString } from "@bufbuild/protobuf";
+import { connect } from "node:net";
 import { describe, expect, it } from "vitest";
-import { AgentService } from "../../gen/ts/agentd/v1/agent_service_pb.js";
+import { AgentService, RunRequestSchema } from "../../gen/ts/agentd/v1/agent_service_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as Serving } from "../../gen/ts/grpc/health/v1/health_pb.js";
 import { serverTestAgents, turnGate } from "../fixtures/server-agents.js";
 import { textInput } from "../harness/wire-chat.js";
@@ -41,6 +43,24 @@ describe("graceful shutdown", () => {
     turnGate.release("connect in flight");
     expect(answerText(await call)).toBe("released: connect in flight");
     await closing;
+  });
+
+  it("does not wait for pipelined HTTP/1.1 calls whose connection closed before their turn to answer", async () => {
+    const server = await startTestServer({ agents: serverTestAgents() });
+    const post = (path: string, body: string) =>
+      `POST ${path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const socket = connect(server.port, "127.0.0.1");
+    socket.on("error", () => undefined);
+    // A Run that holds its turn, and a health check pipelined behind it (its response waits for the Run's).
+    const run = toJsonString(RunRequestSchema, create(RunRequestSchema, gatedRun("pipelined then gone")));
+    socket.write(post("/agentd.v1.AgentService/Run", run) + post("/grpc.health.v1.Health/Check", "{}"));
+    await turnGate.started("pipelined then gone");
+    const gone = new Promise((resolve) => socket.once("close", resolve));
+    socket.destroy();
+    await gone;
+    // Neither call can answer any more: close must not wait out the grace (that would time the test out).
+    await server.close({ graceMs: GRACE_PAST_THE_TEST_MS });
+    turnGate.release("pipelined then gone");
   });
 
   it("cancels calls still running when the grace period ends, with UNAVAILABLE", async () => {
