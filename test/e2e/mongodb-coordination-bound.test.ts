@@ -34,7 +34,7 @@ describe("mongodb coordination of one instance with 200 followers of 10 jobs", (
     });
   }, 300_000);
   afterAll(async () => {
-    await agentd?.stop();
+    await agentd?.stop("SIGKILL"); // its detached jobs still run: a graceful stop would wait out the drain (10 s)
     await tap?.close();
     await mongo?.stop();
   });

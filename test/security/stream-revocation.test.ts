@@ -56,7 +56,7 @@ describe("revoking a token ends its open server streams within one heartbeat", (
   });
   afterAll(async () => {
     stop.abort();
-    await server?.stop();
+    await server?.stop("SIGKILL"); // its detached jobs still run: a graceful stop would wait out the drain (10 s)
   });
 
   async function reload(lines: string[]): Promise<void> {
