@@ -22,11 +22,11 @@
  *   defines must be listed (a module exporting `authenticate` must refuse an
  *   unauthenticated call).
  * - Go: a block that starts with `package main` is a complete program, built
- *   as written; any other is the body of `func run() error` (with a `ctx` unless it declares one) in a
+ *   as written; any other is the body of a function `… () error` (with a `ctx` unless it declares one) in a
  *   temporary module that uses clients/go and gen/go of this checkout by
  *   `replace`; the imports it uses are added; `client := agentd.NewClient(<server>)`
- *   when it creates no client; `_ = name` for a variable the block declares
- *   and leaves unused (the compiler reports it).
+ *   when it creates no client. The body blocks are built together into one program (one link), each
+ *   run in a process of its own; when that build fails, each is built alone.
  * - Python: runs with .tools/venv's python (the editable installs of
  *   gen/python and clients/python); `import datetime` and, when the block opens
  *   no `AgentClient`, `client = AgentClient(<server>)` come first.
@@ -39,6 +39,7 @@ import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT, startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { typeScriptScriptArgs } from "../harness/typescript-script.js";
 import { agentServiceClient } from "../harness/wire-clients.js";
 import { continuedCode, markdownCodeBlocks, type ReadmeCodeBlock } from "./readme-commands.js";
 
@@ -46,7 +47,6 @@ const README_ADDRESS = "127.0.0.1:50051";
 /** The webhook receivers' port in the README; the test server sends its webhooks to a free port instead. */
 const README_RECEIVER_PORT = 8080;
 const SNIPPETS_DIR = join(REPO_ROOT, ".cache");
-const TSX = join(REPO_ROOT, "node_modules/.bin/tsx");
 const PYTHON = join(REPO_ROOT, ".tools/venv/bin/python");
 /** This checkout's Python client and generated code (the venv's editable installs may be another checkout's). */
 const PYTHONPATH = [join(REPO_ROOT, "clients/python/src"), join(REPO_ROOT, "gen/python/src")].join(":");
@@ -318,7 +318,9 @@ async function runTypeScript(block: ReadmeCodeBlock, previousModule: ReadmeCodeB
   const script = withLocalImports(withServerAddress([...prelude, block.code, ""].join("\n"), serverFor(block)));
   const file = join(dir, "snippet.mts");
   writeFileSync(file, script);
-  return exec(TSX, [file], { cwd: dir });
+  // On the test command's built copy with Node's own type stripping (a block must be erasable TypeScript, as a
+  // user's would under Node), else through tsx: see typeScriptScriptArgs.
+  return exec(process.execPath, [...typeScriptScriptArgs(), file], { cwd: dir });
 }
 
 const GO_IMPORTS: [RegExp, string][] = [
@@ -339,8 +341,9 @@ const GO_IMPORTS: [RegExp, string][] = [
   [/\bstandardwebhooks\./, 'standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"'],
 ];
 
-async function runGo(block: ReadmeCodeBlock): Promise<string> {
-  const dir = join(workDir, `go-${++counter}`);
+/** A Go module in a new directory of {@link workDir} that uses clients/go and gen/go of this checkout. */
+function goModuleDir(name: string): string {
+  const dir = join(workDir, name);
   mkdirSync(dir);
   const goMod = [
     "module readmesnippet",
@@ -359,27 +362,50 @@ async function runGo(block: ReadmeCodeBlock): Promise<string> {
   ].join("\n");
   writeFileSync(join(dir, "go.mod"), goMod);
   copyFileSync(join(REPO_ROOT, "clients/go/go.sum"), join(dir, "go.sum"));
+  return dir;
+}
+
+const GO_ENV = { GOFLAGS: "-mod=mod", GOWORK: "off" };
+
+/** Builds the module in `dir` into `dir/snippet`. */
+function goBuild(dir: string): Promise<string> {
+  return exec("go", ["build", "-o", "snippet", "."], { cwd: dir, env: GO_ENV, timeoutMs: 240_000 });
+}
+
+/** Whether `block` is a complete Go program (built as written) rather than the body of a function. */
+const isGoProgram = (block: ReadmeCodeBlock) => block.code.startsWith("package main\n");
+
+/**
+ * The wrapper of a Go body block: the imports it uses (always context, fmt, os and the client) and the
+ * statements of the function it becomes (a `ctx` unless it declares one, a `client` unless it creates one,
+ * the block, `return nil`). The block compiles as written: no variable of it may go unused (a user copies it
+ * as is).
+ */
+function goBody(block: ReadmeCodeBlock): { imports: string[]; statements: string } {
+  const target = serverFor(block).target;
   const body = withServerAddress(block.code, serverFor(block));
-  if (body.startsWith("package main\n")) {
-    // A complete program: built exactly as written.
-    writeFileSync(join(dir, "main.go"), body);
-    await exec("go", ["build", "-o", "snippet", "."], {
-      cwd: dir,
-      env: { GOFLAGS: "-mod=mod", GOWORK: "off" },
-      timeoutMs: 240_000,
-    });
-    return exec(join(dir, "snippet"), [], { cwd: dir });
-  }
   const imports = ['"context"', '"fmt"', '"os"', '"github.com/agentd-dev/agentd/clients/go/agentd"'];
   const code = body.replace(/\/\/.*$/gm, ""); // a package named in a comment only is not imported
   for (const [use, path] of GO_IMPORTS) if (use.test(code) && !imports.includes(path)) imports.push(path);
-  const createsClient = /\bclient :?= /.test(body);
-  const env = { GOFLAGS: "-mod=mod", GOWORK: "off" };
-  // The block compiles as written: no variable of it may go unused (a user copies it as is).
-  const source = [
+  const statements = [
+    // A block that starts from its own ctx (`ctx := context.Background()`) declares it; the others get one.
+    ...(/\bctx := /.test(body) ? [] : ["\tctx := context.Background()", "\t_ = ctx"]),
+    ...(/\bclient :?= /.test(body) ? [] : [`\tclient := agentd.NewClient("http://${target}")`]),
+    body,
+    "\treturn nil",
+  ].join("\n");
+  return { imports, statements };
+}
+
+const goImports = (imports: string[]) => `import (\n\t${imports.join("\n\t")}\n)`;
+
+/** One Go body block as a program of its own: `main` runs it as `run() error`. */
+function goProgramOf(block: ReadmeCodeBlock): string {
+  const { imports, statements } = goBody(block);
+  return [
     "package main",
     "",
-    `import (\n\t${imports.join("\n\t")}\n)`,
+    goImports(imports),
     "",
     "func main() {",
     "\tif err := run(); err != nil {",
@@ -389,16 +415,91 @@ async function runGo(block: ReadmeCodeBlock): Promise<string> {
     "}",
     "",
     "func run() error {",
-    // A block that starts from its own ctx (`ctx := context.Background()`) declares it; the others get one.
-    ...(/\bctx := /.test(body) ? [] : ["\tctx := context.Background()", "\t_ = ctx"]),
-    ...(createsClient ? [] : [`\tclient := agentd.NewClient("http://${serverFor(block).target}")`]),
-    body,
-    "\treturn nil",
+    statements,
     "}",
     "",
   ].join("\n");
+}
+
+/**
+ * Every Go body block of the pages, built once into one program (one compile and one link instead of one per
+ * block: most of a block's build is the link): block `i` is the function `snippet<i>` in its own file with
+ * its own imports, and `snippet <i>` runs it. Undefined when that build fails: each block is then built on
+ * its own, so the failure is reported against the block that causes it.
+ */
+let goBodies: Promise<{ binary: string; names: Map<ReadmeCodeBlock, string> } | undefined> | undefined;
+
+function buildGoBodies(): Promise<{ binary: string; names: Map<ReadmeCodeBlock, string> } | undefined> {
+  goBodies ??= (async () => {
+    const dir = goModuleDir("go-bodies");
+    const names = new Map<ReadmeCodeBlock, string>();
+    const bodies = blocks.filter((b) => b.lang === "go" && !b.notRun && !isGoProgram(b));
+    bodies.forEach((block, i) => {
+      const name = `snippet${i}`;
+      names.set(block, name);
+      const { imports, statements } = goBody({ ...block, code: continuedCode(block, blocks) });
+      const file = [
+        `// ${block.file}:${block.line}`,
+        "package main",
+        "",
+        goImports(imports),
+        "",
+        `func init() { snippets["${name}"] = ${name} }`,
+        "",
+        "// The wrapper's imports stay used whatever the block uses.",
+        "var _, _, _, _ = context.Background, fmt.Sprint, os.Exit, agentd.NewClient",
+        "",
+        `func ${name}() error {`,
+        statements,
+        "}",
+        "",
+      ].join("\n");
+      writeFileSync(join(dir, `${name}.go`), file);
+    });
+    writeFileSync(
+      join(dir, "main.go"),
+      [
+        "package main",
+        "",
+        'import (\n\t"fmt"\n\t"os"\n)',
+        "",
+        "var snippets = map[string]func() error{}",
+        "",
+        "func main() {",
+        "\trun, ok := snippets[os.Args[1]]",
+        "\tif !ok {",
+        '\t\tfmt.Fprintln(os.Stderr, "no snippet", os.Args[1])',
+        "\t\tos.Exit(2)",
+        "\t}",
+        "\tif err := run(); err != nil {",
+        "\t\tfmt.Fprintln(os.Stderr, err)",
+        "\t\tos.Exit(1)",
+        "\t}",
+        "}",
+        "",
+      ].join("\n"),
+    );
+    try {
+      await goBuild(dir);
+      return { binary: join(dir, "snippet"), names };
+    } catch {
+      return undefined;
+    }
+  })();
+  return goBodies;
+}
+
+async function runGo(block: ReadmeCodeBlock, original: ReadmeCodeBlock): Promise<string> {
+  if (!isGoProgram(block)) {
+    const built = await buildGoBodies();
+    const name = built?.names.get(original);
+    if (built && name) return exec(built.binary, [name], { cwd: workDir });
+  }
+  const dir = goModuleDir(`go-${++counter}`);
+  // A complete program is built exactly as written.
+  const source = isGoProgram(block) ? withServerAddress(block.code, serverFor(block)) : goProgramOf(block);
   writeFileSync(join(dir, "main.go"), source);
-  await exec("go", ["build", "-o", "snippet", "."], { cwd: dir, env, timeoutMs: 240_000 });
+  await goBuild(dir);
   return exec(join(dir, "snippet"), [], { cwd: dir });
 }
 
@@ -451,7 +552,7 @@ describe("the TypeScript, Go and Python snippets of the README and the docs it l
         block.lang === "ts"
           ? await runTypeScript(typed, module)
           : block.lang === "go"
-            ? await runGo(typed)
+            ? await runGo(typed, block)
             : await runPython(typed);
       const nth = blocks
         .filter((b) => b.file === block.file && b.heading === block.heading && b.lang === block.lang)
