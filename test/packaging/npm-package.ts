@@ -5,7 +5,7 @@
  */
 import { execFile as execFileCallback } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -62,20 +62,22 @@ export async function run(
 const LOCK = join(REPO_ROOT, ".cache/npm-pack.lock");
 
 /**
- * Set by scripts/test-all.sh right after its build step ran `npm run build` (the
- * `prepack` script itself) in this checkout: dist/ is this run's build, so a
- * pack need not rebuild it.
+ * Set under `npm test`: scripts/test-all.sh's build step ran `npm run build` (the `prepack` script
+ * itself) in this checkout, so dist/ is this run's build and a pack need not rebuild it; the first
+ * pack of the run is kept for the others, inside the run's built copy (`AGENTD_TEST_DIST`, which
+ * test-all.sh makes anew each run, so no run gets an earlier run's tarball).
  */
-const FRESH_BUILD = Boolean(process.env.AGENTD_TEST_DIST);
+const SHARED_PACK = process.env.AGENTD_TEST_DIST ? join(process.env.AGENTD_TEST_DIST, ".packed") : undefined;
 
 /**
  * Packs the repository into `destination` and returns the tarball's path.
  * `npm pack` rebuilds dist/ from scratch (prepack), so concurrent packs (the
  * packaging test files run in parallel) take turns through a lock directory.
- * Under `npm test` (see {@link FRESH_BUILD}) it packs the build the test
+ * Under `npm test` (see {@link SHARED_PACK}) it packs the build the test
  * command made, without running `prepack` again: the same files, and the four
  * packaging files no longer rebuild dist/ one after another (the packaging
- * tests took 102 CPU-seconds with the rebuilds, 60 without).
+ * tests took 102 CPU-seconds with the rebuilds, 60 without), once per run: the
+ * packaging files get copies of the first one's tarball ({@link SHARED_PACK}).
  */
 export async function packAgentd(destination: string): Promise<string> {
   await mkdir(dirname(LOCK), { recursive: true });
@@ -93,8 +95,16 @@ export async function packAgentd(destination: string): Promise<string> {
     }
   }
   try {
-    const skipPrepack = FRESH_BUILD ? ["--ignore-scripts"] : [];
-    await run("npm", ["pack", ...skipPrepack, "--pack-destination", destination, "--silent"], { cwd: REPO_ROOT });
+    if (SHARED_PACK) {
+      await mkdir(SHARED_PACK, { recursive: true });
+      if (!(await readdir(SHARED_PACK)).some((name) => name.endsWith(".tgz")))
+        await run("npm", ["pack", "--ignore-scripts", "--pack-destination", SHARED_PACK, "--silent"], {
+          cwd: REPO_ROOT,
+        });
+      await cp(SHARED_PACK, destination, { recursive: true });
+    } else {
+      await run("npm", ["pack", "--pack-destination", destination, "--silent"], { cwd: REPO_ROOT });
+    }
   } finally {
     await rm(LOCK, { recursive: true, force: true });
   }
