@@ -397,6 +397,9 @@ function goBody(block: ReadmeCodeBlock): { imports: string[]; statements: string
   return { imports, statements };
 }
 
+/** The end of a Go `main`: runs `run() error` and exits 1 with the error when it fails. */
+const GO_RUN_OR_EXIT = ["\tif err := run(); err != nil {", "\t\tfmt.Fprintln(os.Stderr, err)", "\t\tos.Exit(1)", "\t}"];
+
 const goImports = (imports: string[]) => `import (\n\t${imports.join("\n\t")}\n)`;
 
 /** One Go body block as a program of its own: `main` runs it as `run() error`. */
@@ -408,10 +411,7 @@ function goProgramOf(block: ReadmeCodeBlock): string {
     goImports(imports),
     "",
     "func main() {",
-    "\tif err := run(); err != nil {",
-    "\t\tfmt.Fprintln(os.Stderr, err)",
-    "\t\tos.Exit(1)",
-    "\t}",
+    ...GO_RUN_OR_EXIT,
     "}",
     "",
     "func run() error {",
@@ -471,10 +471,7 @@ function buildGoBodies(): Promise<{ binary: string; names: Map<ReadmeCodeBlock, 
         '\t\tfmt.Fprintln(os.Stderr, "no snippet", os.Args[1])',
         "\t\tos.Exit(2)",
         "\t}",
-        "\tif err := run(); err != nil {",
-        "\t\tfmt.Fprintln(os.Stderr, err)",
-        "\t\tos.Exit(1)",
-        "\t}",
+        ...GO_RUN_OR_EXIT,
         "}",
         "",
       ].join("\n"),
