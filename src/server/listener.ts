@@ -175,8 +175,9 @@ export async function listenDualProtocol(options: DualProtocolListenerOptions): 
       if (sockets.size === 0) socketsGone?.();
       // A pipelined request still queued behind another never gets its response's "finish" or "close":
       // the connection is gone, so every call on it is over.
-      const calls = http1Active.get(routedSocket(socket));
-      http1Active.delete(routedSocket(socket));
+      const routed = routedSocket(socket);
+      const calls = http1Active.get(routed);
+      http1Active.delete(routed);
       for (const finish of calls ?? []) finish();
     });
     socket.on("error", () => socket.destroy());

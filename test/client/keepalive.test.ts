@@ -4,6 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgentClient, DEFAULT_CLIENT_KEEPALIVE, messageText } from "../../src/client/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { failure } from "../harness/call-failure.js";
 import { FaultProxy } from "../harness/fault-proxy.js";
 
 let server: AgentdProcess;
@@ -19,16 +20,6 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** The ConnectError `promise` rejects with (fails the test if it resolves). */
-async function rejection(promise: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await promise;
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error("expected the call to fail");
-}
-
 describe("HTTP/2 keepalive of the TypeScript client", () => {
   it("fails a Chat UNAVAILABLE once its connection stops answering PINGs, instead of waiting forever", async () => {
     const client = createAgentClient(`http://127.0.0.1:${proxy.port}`, {
@@ -41,9 +32,9 @@ describe("HTTP/2 keepalive of the TypeScript client", () => {
     expect(await conversation.send("before the server vanished").text()).toBe("echo: before the server vanished");
     proxy.freezeAll();
     const lost = conversation.send("after");
-    const error = await rejection(lost.text());
+    const error = await failure(() => lost.text());
     expect(error.code).toBe(Code.Unavailable);
-    await rejection(conversation.output());
+    await failure(() => conversation.output());
   });
 
   it("lets a conversation whose connection silently died go on: the client reconnects and the next turn completes", async () => {

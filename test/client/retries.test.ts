@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   Code,
-  ConnectError,
   createAgentClient,
   messageText,
   type AgentClient,
@@ -11,6 +10,7 @@ import {
   type Turn,
 } from "../../src/client/index.js";
 import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
+import { failure } from "../harness/call-failure.js";
 import { FaultProxy } from "../harness/fault-proxy.js";
 
 let server: AgentdProcess;
@@ -45,15 +45,6 @@ async function userTexts(sessionId: string): Promise<string[]> {
   return (snapshot.state?.messages ?? []).filter((m) => m.role === "user").map(messageText);
 }
 
-async function rejection(promise: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await promise;
-  } catch (err) {
-    return err as ConnectError;
-  }
-  throw new Error("expected a rejection");
-}
-
 describe("client retries through a resetting proxy", () => {
   it("retries a Run the reset cut before the server saw it, and tells onRetry", async () => {
     proxy.arm("before-request");
@@ -70,20 +61,20 @@ describe("client retries through a resetting proxy", () => {
     const noRetry = createAgentClient(`http://127.0.0.1:${proxy.port}`, { protocol: "grpc", retry: false });
     await noRetry.listAgents();
     proxy.arm("before-request");
-    const err = await rejection(noRetry.run("assistant", "no retry"));
+    const err = await failure(() => noRetry.run("assistant", "no retry"));
     expect(err.code).toBe(Code.Aborted);
     expect(noRetry.retryCount).toBe(0);
   });
 
   it("does not retry a status the server answered (NOT_FOUND)", async () => {
-    const err = await rejection(client.run("no-such-agent", "hello"));
+    const err = await failure(() => client.run("no-such-agent", "hello"));
     expect(err.code).toBe(Code.NotFound);
     expect(client.retryCount).toBe(0);
     expect(events).toEqual([]);
   });
 
   it("does not retry INVALID_ARGUMENT", async () => {
-    const err = await rejection(client.run("assistant", { message: { role: "user", content: [] } }));
+    const err = await failure(() => client.run("assistant", { message: { role: "user", content: [] } }));
     expect(err.code).toBe(Code.InvalidArgument);
     expect(client.retryCount).toBe(0);
     expect(events).toEqual([]);
@@ -144,7 +135,7 @@ describe("client retries through a resetting proxy", () => {
     await few.listAgents();
     proxy.resetEveryBytes = 1; // every connection dies at its first byte
     try {
-      const err = await rejection(few.listAgents());
+      const err = await failure(() => few.listAgents());
       expect([Code.Aborted, Code.Canceled, Code.Unavailable]).toContain(err.code);
       expect(few.retryCount).toBe(1);
     } finally {
@@ -159,7 +150,7 @@ describe("client retries through a resetting proxy", () => {
       retry: { maxAttempts: 100, initialBackoffMs: 50, maxBackoffMs: 50 },
     });
     try {
-      await rejection(slow.listAgents({ timeoutMs: 300 }));
+      await failure(() => slow.listAgents({ timeoutMs: 300 }));
     } finally {
       proxy.resetEveryBytes = 0;
     }

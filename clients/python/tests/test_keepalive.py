@@ -79,24 +79,32 @@ def _quiet_pings(proxy: FaultProxy) -> Callable[[], bool]:
 # --- The defaults -----------------------------------------------------------------------------
 
 
-class _RecordingClient(AgentClient):
+class _RecordsChannelOptions:
+    """Mixed into a client class: records the options its channel is opened with."""
+
+    opened_with: List[Tuple[str, Any]] = []
+
+    def _open_channel(self, target, credentials, options, interceptors):
+        type(self).opened_with = list(options)
+        return super()._open_channel(target, credentials, options, interceptors)
+
+
+class _RecordingClient(_RecordsChannelOptions, AgentClient):
     """An AgentClient that records the options its channel is opened with."""
 
-    opened_with: List[Tuple[str, Any]] = []
 
-    def _open_channel(self, target, credentials, options, interceptors):
-        type(self).opened_with = list(options)
-        return super()._open_channel(target, credentials, options, interceptors)
-
-
-class _RecordingAsyncClient(AsyncAgentClient):
+class _RecordingAsyncClient(_RecordsChannelOptions, AsyncAgentClient):
     """An AsyncAgentClient that records the options its channel is opened with."""
 
-    opened_with: List[Tuple[str, Any]] = []
 
-    def _open_channel(self, target, credentials, options, interceptors):
-        type(self).opened_with = list(options)
-        return super()._open_channel(target, credentials, options, interceptors)
+# The documented defaults (docs/client-python.md, the Go and TypeScript clients, agentd's
+# own --keepalive-interval-ms / --keepalive-timeout-ms).
+DOCUMENTED_DEFAULTS = {
+    "grpc.keepalive_time_ms": 30_000,
+    "grpc.keepalive_timeout_ms": 20_000,
+    "grpc.http2.ping_timeout_ms": 20_000,
+    "grpc.http2.max_pings_without_data": 0,
+}
 
 
 def _keepalive(options: List[Tuple[str, Any]]) -> dict:
@@ -104,16 +112,10 @@ def _keepalive(options: List[Tuple[str, Any]]) -> dict:
 
 
 def test_the_channel_pings_every_30_s_and_drops_a_connection_whose_ping_is_unanswered_for_20_s():
-    # The documented defaults (docs/client-python.md, the Go and TypeScript clients, agentd's
-    # own --keepalive-interval-ms / --keepalive-timeout-ms), also while a stream is quiet.
+    # Also while a stream is quiet.
     with _RecordingClient("127.0.0.1:1"):
         pass
-    assert _keepalive(_RecordingClient.opened_with) == {
-        "grpc.keepalive_time_ms": 30_000,
-        "grpc.keepalive_timeout_ms": 20_000,
-        "grpc.http2.ping_timeout_ms": 20_000,
-        "grpc.http2.max_pings_without_data": 0,
-    }
+    assert _keepalive(_RecordingClient.opened_with) == DOCUMENTED_DEFAULTS
 
 
 def test_the_asyncio_client_opens_its_channel_with_the_same_keepalive():
@@ -122,30 +124,22 @@ def test_the_asyncio_client_opens_its_channel_with_the_same_keepalive():
             pass
 
     asyncio.run(scenario())
-    assert _keepalive(_RecordingAsyncClient.opened_with) == {
-        "grpc.keepalive_time_ms": 30_000,
-        "grpc.keepalive_timeout_ms": 20_000,
-        "grpc.http2.ping_timeout_ms": 20_000,
-        "grpc.http2.max_pings_without_data": 0,
-    }
+    assert _keepalive(_RecordingAsyncClient.opened_with) == DOCUMENTED_DEFAULTS
 
 
 def test_a_caller_set_keepalive_option_wins_and_the_other_defaults_stay():
     with _RecordingClient("127.0.0.1:1", options=[("grpc.keepalive_time_ms", 10_000)]):
         pass
     assert _keepalive(_RecordingClient.opened_with) == {
+        **DOCUMENTED_DEFAULTS,
         "grpc.keepalive_time_ms": 10_000,
-        "grpc.keepalive_timeout_ms": 20_000,
-        "grpc.http2.ping_timeout_ms": 20_000,
-        "grpc.http2.max_pings_without_data": 0,
     }
     mine = [("grpc.keepalive_time_ms", 60_000), ("grpc.http2.max_pings_without_data", 2)]
     with _RecordingClient("127.0.0.1:1", options=mine):
         pass
     assert _keepalive(_RecordingClient.opened_with) == {
+        **DOCUMENTED_DEFAULTS,
         "grpc.keepalive_time_ms": 60_000,
-        "grpc.keepalive_timeout_ms": 20_000,
-        "grpc.http2.ping_timeout_ms": 20_000,
         "grpc.http2.max_pings_without_data": 2,
     }
 
@@ -156,10 +150,9 @@ def test_a_caller_set_keepalive_timeout_is_also_grpc_cores_ping_timeout():
     with _RecordingClient("127.0.0.1:1", options=[("grpc.keepalive_timeout_ms", 5_000)]):
         pass
     assert _keepalive(_RecordingClient.opened_with) == {
-        "grpc.keepalive_time_ms": 30_000,
+        **DOCUMENTED_DEFAULTS,
         "grpc.keepalive_timeout_ms": 5_000,
         "grpc.http2.ping_timeout_ms": 5_000,
-        "grpc.http2.max_pings_without_data": 0,
     }
     mine = [("grpc.keepalive_timeout_ms", 5_000), ("grpc.http2.ping_timeout_ms", 7_000)]
     with _RecordingClient("127.0.0.1:1", options=mine):
