@@ -59,7 +59,7 @@ export interface ChunkLog {
    * that MongoDB refuses a sequence it already holds with ALREADY_EXISTS)
    * and keeps the log at least until `keepUntil` (epoch ms; a later
    * keep-until already set stays). Resolves once they are durable in the
-   * store (file store: fsynced).
+   * store (SQLite: fsynced; PostgreSQL and MongoDB: committed).
    */
   appendChunks(
     key: ChunkLogKey,
@@ -96,8 +96,7 @@ export interface ChunkLog {
   watchChunks(key: ChunkLogKey, signal: AbortSignal, ctx?: StoreCallContext): AsyncIterable<void>;
   /**
    * Removes every log whose keep-until time is ≤ `now`; resolves to how many
-   * were removed. Without `ctx`, a file store with tenant path prefixes
-   * sweeps every tenant directory (as `sweepExpired` does).
+   * were removed, of every owner.
    */
   sweepChunks(now: number, ctx?: StoreCallContext): Promise<number>;
   /**

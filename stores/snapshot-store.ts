@@ -378,23 +378,21 @@ export interface SessionStore<S = unknown> {
   /**
    * The heads that carry a lease (valid or lapsed), of every owner, the
    * earliest `lease.expiresAt` first, at most `limit` (an integer ≥ 1;
-   * otherwise INVALID_ARGUMENT). Without `ctx`, a file store with tenant path
-   * prefixes covers every tenant directory (as `sweepExpired` does). What
+   * otherwise INVALID_ARGUMENT). What
    * instances poll to find detached work whose worker died (see
-   * `DetachedWork`). Cost: MongoDB, one indexed query; files, every head file
-   * read (as `sweepExpired`); memory, a scan of the heads. Optional.
+   * `DetachedWork`). Cost: SQL and MongoDB, one indexed query; memory, a scan
+   * of the heads. Optional.
    */
   listLeasedHeads?(limit: number, ctx?: StoreCallContext): Promise<SessionHead[]>;
   /**
    * Every session head of the store, of every owner and agent (expired heads
    * not yet swept and leased heads included, heads being deleted left out),
    * `sessionId` ascending (in the store's string order: code units in
-   * memory and file stores, UTF-8 bytes in MongoDB), strictly after
+   * memory, UTF-8 bytes in SQLite, PostgreSQL (`COLLATE "C"`) and MongoDB), strictly after
    * `afterSessionId` when it is given, at most `limit` (an integer >= 1;
    * otherwise INVALID_ARGUMENT); fewer than `limit` means the scan is done.
    * What `agentd copy-store` enumerates a source store with (sessions
-   * created while it scans may or may not be returned). A file store scans
-   * the directory of `ctx` (its root without one). Optional: a store without
+   * created while it scans may or may not be returned). Optional: a store without
    * it can be a copy destination but not a copy source.
    */
   scanHeads?(afterSessionId: string | undefined, limit: number, ctx?: StoreCallContext): Promise<SessionHead[]>;

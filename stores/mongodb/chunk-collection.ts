@@ -47,7 +47,7 @@ function tooLarge(key: ChunkLogKey, sequence: number, bytes: number): AgentError
     "RESOURCE_EXHAUSTED",
     `chunk ${sequence} of snapshot ${key.snapshotId} needs a ${(bytes / 1024 / 1024).toFixed(1)} MiB document, over MongoDB's ` +
       `16 MiB document limit; nothing was appended. Stream smaller chunks (e.g. an artifact in parts, or stored elsewhere and ` +
-      `referenced) or use the file store.`,
+      `referenced) or use the SQLite or PostgreSQL store (64 MiB per record).`,
     { details: { snapshotId: key.snapshotId, sequence, bytes, limitBytes: MAX_DOCUMENT_BYTES } },
   );
 }

@@ -186,7 +186,7 @@ export function tooLarge(snapshotId: string, bytes: number, update: boolean): Ag
     "RESOURCE_EXHAUSTED",
     `snapshot ${snapshotId} needs a ${size} document (its delta: one turn's new messages and artifacts; only a checkpoint is ` +
       `split into chunks), over MongoDB's 16 MiB document limit; ${update ? "the stored record is unchanged" : "nothing was written"}. ` +
-      `Make the turn smaller (e.g. store large tool results or artifacts elsewhere and reference them) or use the file store.`,
+      `Make the turn smaller (e.g. store large tool results or artifacts elsewhere and reference them) or use the SQLite or PostgreSQL store (64 MiB per record).`,
     { details: { snapshotId, bytes, limitBytes: MAX_DOCUMENT_BYTES } },
   );
 }

@@ -157,7 +157,11 @@ describe("SessionLifecycle.list", () => {
     const registry = new AgentRegistry({ defaultStore: store });
     const agent = register(registry, { name: "m", store: "default", turn: replyTurn });
     const output = await agent.runText("x");
-    await expectAgentError(registry.lifecycle.list({}), "UNIMPLEMENTED", /cannot list sessions/);
+    await expectAgentError(
+      registry.lifecycle.list({}),
+      "UNIMPLEMENTED",
+      /cannot list sessions: use the memory, SQLite, PostgreSQL or MongoDB store$/,
+    );
     await expectAgentError(registry.lifecycle.delete(output.sessionId), "UNIMPLEMENTED", /cannot delete sessions/);
   });
 });

@@ -42,7 +42,7 @@ describe("mongodb chunk collection: errors", () => {
     await expectAgentError(
       storeOn().appendChunks(BG, [huge as { sequence: number; chunk: AgentStreamChunk }], Date.now() + HOUR),
       "RESOURCE_EXHAUSTED",
-      /Stream smaller chunks \(e\.g\. an artifact in parts, or stored elsewhere and referenced\) or use the file store\.$/,
+      /Stream smaller chunks \(e\.g\. an artifact in parts, or stored elsewhere and referenced\) or use the SQLite or PostgreSQL store \(64 MiB per record\)\.$/,
     );
   });
 

@@ -148,7 +148,7 @@ describe("record documents: MongoDB's 16 MiB limit", () => {
     expect(err.message).toBe(
       "snapshot r9 needs a 17.5 MiB document (its delta: one turn's new messages and artifacts; only a checkpoint is " +
         "split into chunks), over MongoDB's 16 MiB document limit; nothing was written. " +
-        "Make the turn smaller (e.g. store large tool results or artifacts elsewhere and reference them) or use the file store.",
+        "Make the turn smaller (e.g. store large tool results or artifacts elsewhere and reference them) or use the SQLite or PostgreSQL store (64 MiB per record).",
     );
     expect(err.details).toEqual({ snapshotId: "r9", bytes: 17.5 * MiB, limitBytes: MAX_DOCUMENT_BYTES });
   });

@@ -29,7 +29,7 @@ function chunkStoreOf<S>(target: SnapshotAccessTarget<S>): AttachStore<S> {
     throw new AgentError(
       "FAILED_PRECONDITION",
       `the store of agent "${target.name}" keeps no streamed chunks, so there is nothing to attach to ` +
-        "(the memory, file and MongoDB stores keep them)",
+        "(the memory, SQLite, PostgreSQL and MongoDB stores keep them)",
     );
   }
   return store;

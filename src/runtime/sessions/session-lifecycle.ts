@@ -51,7 +51,10 @@ export interface SessionLifecycleOptions {
 const MAX_ATTEMPTS = 100;
 
 function unsupported(what: string): AgentError {
-  return new AgentError("UNIMPLEMENTED", `this session store cannot ${what}: use the memory, file or MongoDB store`);
+  return new AgentError(
+    "UNIMPLEMENTED",
+    `this session store cannot ${what}: use the memory, SQLite, PostgreSQL or MongoDB store`,
+  );
 }
 
 /**
