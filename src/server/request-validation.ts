@@ -17,7 +17,7 @@ export const MAX_ID_CHARS = MAX_ECHO_CHARS;
 /**
  * An interceptor that checks every request message before the handler sees
  * it: JSON nesting at most {@link MAX_JSON_DEPTH} levels and IDs at most
- * {@link MAX_ID_CHARS} characters, else INVALID_ARGUMENT naming the field.
+ * {@link MAX_ID_CHARS} characters without NUL, else INVALID_ARGUMENT naming the field.
  * For streamed requests it also turns an undecodable message into
  * INVALID_ARGUMENT (connect-es raises those as INTERNAL).
  */
@@ -61,12 +61,7 @@ function walkMessage(desc: DescMessage, message: Record<string, unknown>, path: 
 function checkField(field: DescField, value: unknown, name: string, level: number): void {
   switch (field.fieldKind) {
     case "scalar":
-      if (typeof value === "string" && isIdField(field) && value.length > MAX_ID_CHARS) {
-        throw new AgentError(
-          "INVALID_ARGUMENT",
-          `${name} is ${value.length} characters long; the limit is ${MAX_ID_CHARS}`,
-        );
-      }
+      if (typeof value === "string" && isIdField(field)) checkId(value, name);
       return;
     case "message":
       checkMessage(field.message, value, name, level);
@@ -83,6 +78,27 @@ function checkField(field: DescField, value: unknown, name: string, level: numbe
       return;
     default:
       return;
+  }
+}
+
+/**
+ * An ID or agent name: at most {@link MAX_ID_CHARS} characters, and no NUL
+ * (U+0000), which no ID agentd makes holds and PostgreSQL cannot store in
+ * text; the same answer on every store, instead of NOT_FOUND on some and a
+ * store error on PostgreSQL.
+ */
+function checkId(value: string, name: string): void {
+  if (value.length > MAX_ID_CHARS) {
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `${name} is ${value.length} characters long; the limit is ${MAX_ID_CHARS}`,
+    );
+  }
+  if (value.includes("\u0000")) {
+    throw new AgentError(
+      "INVALID_ARGUMENT",
+      `${name} contains the character U+0000 (NUL), which no ID or agent name holds`,
+    );
   }
 }
 

@@ -31,10 +31,18 @@ const TYPES = {
       : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
-/** SQLSTATE classes and codes that mean "try again later" rather than a bug. */
+/**
+ * SQLSTATEs of a value PostgreSQL's text cannot hold (a NUL character,
+ * U+0000, or one the database encoding lacks): the value's fault, not the
+ * store's.
+ */
+const UNSTORABLE_TEXT = new Set(["22021", "22P05"]);
+
+/** The status of a PostgreSQL error: SQLSTATE classes and codes that mean "try again later" rather than a bug, and the value faults. */
 function statusOf(err: { code?: string }): StatusName {
   const code = err.code ?? "";
   if (code === "23505") return "ALREADY_EXISTS";
+  if (UNSTORABLE_TEXT.has(code)) return "INVALID_ARGUMENT";
   if (code === "53100" || code === "54000") return "RESOURCE_EXHAUSTED";
   if (/^(08|53|57P|40)/.test(code) || /^E[A-Z]+$/.test(code)) return "UNAVAILABLE";
   return "INTERNAL";
@@ -265,7 +273,10 @@ export class PostgresEngine implements SqlEngine {
     if (err instanceof AgentError || err instanceof WriteConflict) return err;
     const e = err as { code?: string; message?: string };
     const status = statusOf(e);
-    return new AgentError(status, `postgres store ${this.description}: ${e.message ?? String(err)}`, {
+    const hint = UNSTORABLE_TEXT.has(e.code ?? "")
+      ? ": PostgreSQL cannot store this text (it holds a NUL character, U+0000, or one the database encoding lacks)"
+      : "";
+    return new AgentError(status, `postgres store ${this.description}: ${e.message ?? String(err)}${hint}`, {
       details: e.code ? { sqlState: e.code } : {},
     });
   }

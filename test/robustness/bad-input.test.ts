@@ -219,6 +219,27 @@ describe("oversized and overly nested input", () => {
     expect(r.trailerBytes).toBeLessThan(1024);
   });
 
+  it("an ID or agent name holding a NUL character is INVALID_ARGUMENT naming the field (whatever the store)", async () => {
+    const calls: Array<[string, () => Promise<unknown>]> = [
+      ["session_id", () => client.getSession({ sessionId: "s\u0000" })],
+      ["session_id", () => client.deleteSession({ sessionId: "s\u0000" })],
+      ["snapshot_id", () => client.getSnapshot({ agent: "assistant", snapshotId: "p\u0000" })],
+      [
+        "init.session_id",
+        () => client.run({ init: { agent: "assistant", sessionId: "s\u0000" }, input: textInput("x") }),
+      ],
+      ["init.agent", () => client.run({ init: { agent: "assistant\u0000" }, input: textInput("x") })],
+    ];
+    for (const [field, call] of calls) {
+      const err = await call().then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(err?.code, field).toBe(Code.InvalidArgument);
+      expect(err?.rawMessage).toBe(`${field} contains the character U+0000 (NUL), which no ID or agent name holds`);
+    }
+  });
+
   it("long input echoed in other errors is cut to a prefix and its length", async () => {
     // A 150-character (allowed) session ID that does not exist: NOT_FOUND, message intact.
     const id = "n".repeat(150);

@@ -123,6 +123,19 @@ describe("postgres store engine", () => {
     }
   });
 
+  it("answers INVALID_ARGUMENT, not INTERNAL, for text PostgreSQL cannot hold (a NUL character), and stays usable", async () => {
+    const store = open(freshSchema());
+    for (const call of [() => store.getHead("s\u0000"), () => store.deleteSession("s\u0000")]) {
+      const error = await call().then(
+        () => undefined,
+        (e: unknown) => e as AgentError,
+      );
+      expect(error).toMatchObject({ status: "INVALID_ARGUMENT" });
+      expect(error!.message).toContain("PostgreSQL cannot store this text (it holds a NUL character, U+0000");
+    }
+    expect(await store.getHead("s")).toBeUndefined();
+  });
+
   it("answers a health ping while every pooled connection is held by a transaction", async () => {
     const schema = freshSchema();
     const store = new SqlSessionStore<CounterState>(

@@ -108,23 +108,33 @@ export async function resolveRecordRef<S>(
   return { record: await headRecord(store, head, ctx), head };
 }
 
-/** The record a session's head points at; DATA_LOSS when the store lost it (the head itself was checked by the caller). */
+/**
+ * The record a session's head points at. NOT_FOUND when the session was
+ * deleted after the caller read its head (the head is gone when read
+ * again); DATA_LOSS when the head is still there and the store lost the
+ * record.
+ */
 export async function headRecord<S>(
   store: SessionStore<S>,
   head: SessionHead,
   ctx?: StoreCallContext,
 ): Promise<SnapshotRecord<S>> {
   const record = await store.getRecord(head.headSnapshotId, ctx);
-  if (!record) {
-    throw new AgentError(
-      "DATA_LOSS",
-      `session "${head.sessionId}" points at snapshot "${head.headSnapshotId}", which is missing from the store`,
-    );
-  }
-  return record;
+  if (record) return record;
+  if (!(await store.getHead(head.sessionId, ctx))) throw sessionNotFound(head.sessionId);
+  throw new AgentError(
+    "DATA_LOSS",
+    `session "${head.sessionId}" points at snapshot "${head.headSnapshotId}", which is missing from the store`,
+  );
 }
 
-/** The state of `record` (frozen; undefined for a pending record), rebuilt from its checkpoint and deltas. */
+/**
+ * The state of `record` (frozen; undefined for a pending record), rebuilt
+ * from its checkpoint and deltas. NOT_FOUND when the record, or an ancestor
+ * of its chain, went with its session, deleted while the chain was read (a
+ * store reads a chain in more than one step); DATA_LOSS when the session is
+ * still there and its chain is broken.
+ */
 export async function loadRecordState<S>(
   store: SessionStore<S>,
   record: SnapshotRecord<S>,
@@ -132,7 +142,14 @@ export async function loadRecordState<S>(
 ): Promise<SessionState<S> | undefined> {
   if (record.checkpoint) return stateOfChain([record]);
   if (!record.delta) return undefined;
-  const chain = await store.getChain(record.snapshotId, ctx);
+  let chain: SnapshotRecord<S>[] | undefined;
+  try {
+    chain = await store.getChain(record.snapshotId, ctx);
+  } catch (err) {
+    const lost = err instanceof AgentError && err.status === "DATA_LOSS";
+    if (lost && !(await store.getHead(record.sessionId, ctx))) throw snapshotNotFound(record.snapshotId);
+    throw err;
+  }
   if (!chain) throw snapshotNotFound(record.snapshotId);
   return stateOfChain(chain);
 }
