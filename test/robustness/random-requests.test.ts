@@ -83,7 +83,7 @@ describe.each(["memory", ...Object.keys(sharedStores)])(
       }
       const client = clients.get("grpc")!;
       known.agents = (await client.listAgents({})).agents.map((a) => a.name);
-      for (const agent of ["assistant", "notes", "tasks"]) {
+      for (const agent of ["assistant", "ledger-notes", "tasks"]) {
         const { output } = await client.run({ init: { agent }, input: textInput(`hello ${agent}`) });
         known.sessions.push(output!.sessionId);
         known.snapshots.push(output!.snapshotId);
