@@ -7,6 +7,7 @@ import { textInput } from "../harness/wire-chat.js";
 import { transportFor, type WireProtocol } from "../harness/wire-clients.js";
 import { sharedStores, type SharedStore } from "../harness/shared-stores.js";
 import { prng } from "./bad-payloads.js";
+import { callToEnd, sendRandomRequests, type AnyClient } from "./random-calls.js";
 import { RandomRequests, type KnownNames } from "./random-requests.js";
 
 /** Calls per store, and how many are in flight at once (on the same few sessions). */
@@ -33,27 +34,6 @@ interface Outcome {
   method: string;
   code: Code | "OK";
   fault?: string;
-}
-
-type AnyClient = Record<string, (request: unknown, options: { signal: AbortSignal }) => unknown>;
-
-/** Calls `method` with `request` to the end (a stream read through), within {@link CALL_MS}. */
-async function call(client: AnyClient, method: (typeof AgentService.methods)[number], request: unknown): Promise<void> {
-  const signal = AbortSignal.timeout(CALL_MS);
-  const fn = client[method.localName]!;
-  if (method.methodKind === "unary") {
-    await fn(request, { signal });
-    return;
-  }
-  const input =
-    method.methodKind === "bidi_streaming"
-      ? (async function* () {
-          yield request;
-        })()
-      : request;
-  for await (const _ of fn(input, { signal }) as AsyncIterable<unknown>) {
-    // read to the end
-  }
 }
 
 /** A short, printable form of a request, for a failure message. */
@@ -99,26 +79,19 @@ describe.each(["memory", ...Object.keys(sharedStores)])(
       const rnd = prng(seed);
       const requests = new RandomRequests(rnd, known);
       const outcomes: Outcome[] = [];
-      let next = 0;
-      const worker = async (): Promise<void> => {
-        while (next < CALLS) {
-          next++;
-          const method = requests.pick(AgentService.methods);
-          const request = requests.request(method);
-          const client = clients.get(rnd() < 0.5 ? "grpc" : "connect-h2") as unknown as AnyClient;
-          try {
-            await call(client, method, request);
-            outcomes.push({ method: method.name, code: "OK" });
-          } catch (err) {
-            const e = ConnectError.from(err);
-            const fault = SERVER_FAULTS.has(e.code)
-              ? `${method.name}: ${Code[e.code]} ${e.rawMessage.slice(0, 300)} — request ${describeRequest(request)}`
-              : undefined;
-            outcomes.push({ method: method.name, code: e.code, ...(fault ? { fault } : {}) });
-          }
+      await sendRandomRequests(requests, AgentService.methods, CALLS, IN_FLIGHT, async (method, request) => {
+        const client = clients.get(rnd() < 0.5 ? "grpc" : "connect-h2") as unknown as AnyClient;
+        try {
+          await callToEnd(client, method, request, CALL_MS);
+          outcomes.push({ method: method.name, code: "OK" });
+        } catch (err) {
+          const e = ConnectError.from(err);
+          const fault = SERVER_FAULTS.has(e.code)
+            ? `${method.name}: ${Code[e.code]} ${e.rawMessage.slice(0, 300)} — request ${describeRequest(request)}`
+            : undefined;
+          outcomes.push({ method: method.name, code: e.code, ...(fault ? { fault } : {}) });
         }
-      };
-      await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+      });
       return outcomes;
     }
 

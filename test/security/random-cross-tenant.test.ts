@@ -7,6 +7,7 @@ import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { sharedStores, type SharedStore } from "../harness/shared-stores.js";
 import { textInput } from "../harness/wire-chat.js";
 import { prng } from "../robustness/bad-payloads.js";
+import { callToEnd, sendRandomRequests, type AnyClient } from "../robustness/random-calls.js";
 import { RandomRequests, type KnownNames } from "../robustness/random-requests.js";
 
 // Tenant B sends random well-formed requests to every method, most of them
@@ -21,30 +22,6 @@ const A_SECRET = "tenant-a-secret";
 const CALLS = 400;
 const IN_FLIGHT = 16;
 const CALL_MS = 10_000;
-
-type AnyClient = Record<string, (request: unknown, options: { signal: AbortSignal }) => unknown>;
-
-/** Everything `method` answered to `request` (every message of a stream), as JSON text. */
-async function answers(
-  client: AnyClient,
-  method: (typeof AgentService.methods)[number],
-  request: unknown,
-): Promise<string> {
-  const signal = AbortSignal.timeout(CALL_MS);
-  const fn = client[method.localName]!;
-  const seen: unknown[] = [];
-  if (method.methodKind === "unary") seen.push(await fn(request, { signal }));
-  else {
-    const input =
-      method.methodKind === "bidi_streaming"
-        ? (async function* () {
-            yield request;
-          })()
-        : request;
-    for await (const message of fn(input, { signal }) as AsyncIterable<unknown>) seen.push(message);
-  }
-  return JSON.stringify(seen, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value));
-}
 
 /** What tenant A can see of a session: enough to tell any change. */
 async function sessionAsA(client: Client<typeof AgentService>, sessionId: string): Promise<unknown> {
@@ -108,31 +85,27 @@ describe.each(["memory", ...Object.keys(sharedStores)])(
       const leaks: string[] = [];
       const faults: string[] = [];
       const codes = new Map<string, number>();
-      let next = 0;
-      const worker = async (): Promise<void> => {
-        while (next < CALLS) {
-          next++;
-          const method = requests.pick(AgentService.methods);
-          const request = requests.request(method);
-          let code = "OK";
-          let text: string;
-          try {
-            text = await answers(requests.pick(clients), method, request);
-          } catch (err) {
-            const e = ConnectError.from(err);
-            code = Code[e.code];
-            text = e.rawMessage;
-            if ([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unavailable, Code.PermissionDenied].includes(e.code))
-              faults.push(`${method.name}: ${code} ${e.rawMessage.slice(0, 200)}`);
-          }
-          codes.set(`${method.name} ${code}`, (codes.get(`${method.name} ${code}`) ?? 0) + 1);
-          // A's text never reaches B; nor does an answer that names A's session or snapshot succeed.
-          if (text.includes(A_SECRET)) leaks.push(`${method.name} ${code}: ${text.slice(0, 300)}`);
-          if (code === "OK" && [...ofA.sessions, ...ofA.snapshots].some((id) => text.includes(id)))
-            leaks.push(`${method.name} OK named A's session or snapshot: ${text.slice(0, 300)}`);
+      await sendRandomRequests(requests, AgentService.methods, CALLS, IN_FLIGHT, async (method, request) => {
+        let code = "OK";
+        let text: string;
+        try {
+          const answered = await callToEnd(requests.pick(clients), method, request, CALL_MS);
+          text = JSON.stringify(answered, (_key, value: unknown) =>
+            typeof value === "bigint" ? value.toString() : value,
+          );
+        } catch (err) {
+          const e = ConnectError.from(err);
+          code = Code[e.code];
+          text = e.rawMessage;
+          if ([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unavailable, Code.PermissionDenied].includes(e.code))
+            faults.push(`${method.name}: ${code} ${e.rawMessage.slice(0, 200)}`);
         }
-      };
-      await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+        codes.set(`${method.name} ${code}`, (codes.get(`${method.name} ${code}`) ?? 0) + 1);
+        // A's text never reaches B; nor does an answer that names A's session or snapshot succeed.
+        if (text.includes(A_SECRET)) leaks.push(`${method.name} ${code}: ${text.slice(0, 300)}`);
+        if (code === "OK" && [...ofA.sessions, ...ofA.snapshots].some((id) => text.includes(id)))
+          leaks.push(`${method.name} OK named A's session or snapshot: ${text.slice(0, 300)}`);
+      });
 
       expect(leaks).toEqual([]);
       expect(faults).toEqual([]);
