@@ -95,6 +95,11 @@ describe("JWT bearer tokens from a JWKS file", () => {
       "not signed by a trusted key",
     ],
     ["a token without the tenant claim", () => token({ sub: "u", tenant: "globex" }), 'no "org_id" claim'],
+    [
+      "a token whose tenant claim holds NUL",
+      () => token({ sub: "u", org_id: "globex\u0000" }),
+      '"org_id" claim holds the character U+0000 (NUL)',
+    ],
     ["a token that is not a JWT", async () => "not-a-jwt-at-all-0123456789", "credentials were not accepted"],
   ])("refuses %s with UNAUTHENTICATED saying why", async (_name, make, reason) => {
     const jwt = await make();

@@ -102,6 +102,13 @@ export function jwtBearerAuthenticator(options: JwtBearerOptions): Authenticate 
     if (typeof tenant !== "string" || tenant === "") {
       throw new AgentError("UNAUTHENTICATED", `the bearer token (JWT) has no "${tenantClaim}" claim naming the tenant`);
     }
+    if (tenant.includes("\u0000")) {
+      // No store could keep sessions for it (PostgreSQL text cannot hold NUL): refused at sign-in, not at its first write.
+      throw new AgentError(
+        "UNAUTHENTICATED",
+        `the bearer token's (JWT) "${tenantClaim}" claim holds the character U+0000 (NUL), which no tenant name may hold`,
+      );
+    }
     const principal: Principal = {
       subject: typeof payload.sub === "string" ? payload.sub : tenant,
       tenant,
