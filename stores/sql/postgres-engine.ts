@@ -273,9 +273,10 @@ export class PostgresEngine implements SqlEngine {
     if (err instanceof AgentError || err instanceof WriteConflict) return err;
     const e = err as { code?: string; message?: string };
     const status = statusOf(e);
-    const hint = UNSTORABLE_TEXT.has(e.code ?? "")
-      ? ": PostgreSQL cannot store this text (it holds a NUL character, U+0000, or one the database encoding lacks)"
-      : "";
+    const hint =
+      status === "INVALID_ARGUMENT"
+        ? ": PostgreSQL cannot store this text (it holds a NUL character, U+0000, or one the database encoding lacks)"
+        : "";
     return new AgentError(status, `postgres store ${this.description}: ${e.message ?? String(err)}${hint}`, {
       details: e.code ? { sqlState: e.code } : {},
     });

@@ -1,5 +1,20 @@
 import type { DescMethod } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
 import type { RandomRequests } from "./random-requests.js";
+
+/**
+ * Codes that are never the answer to a well-formed request of an
+ * authenticated (or, with no auth configured, any) caller on a healthy
+ * server: a server fault, a store fault, or a refusal it has no grounds for.
+ */
+export const SERVER_FAULTS: ReadonlySet<Code> = new Set([
+  Code.Internal,
+  Code.Unknown,
+  Code.DataLoss,
+  Code.Unavailable,
+  Code.Unauthenticated,
+  Code.PermissionDenied,
+]);
 
 /** A generated client's methods, called by name (the request's type is the method's). */
 export type AnyClient = Record<string, (request: unknown, options: { signal: AbortSignal }) => unknown>;

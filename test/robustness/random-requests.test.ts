@@ -7,7 +7,7 @@ import { textInput } from "../harness/wire-chat.js";
 import { transportFor, type WireProtocol } from "../harness/wire-clients.js";
 import { sharedStores, type SharedStore } from "../harness/shared-stores.js";
 import { prng } from "./bad-payloads.js";
-import { callToEnd, sendRandomRequests, type AnyClient } from "./random-calls.js";
+import { callToEnd, sendRandomRequests, SERVER_FAULTS, type AnyClient } from "./random-calls.js";
 import { RandomRequests, type KnownNames } from "./random-requests.js";
 
 /** Calls per store, and how many are in flight at once (on the same few sessions). */
@@ -15,20 +15,6 @@ const CALLS = 600;
 const IN_FLIGHT = 16;
 /** A call still open after this is cancelled by the client (a slow agent's turn; not a finding). */
 const CALL_MS = 10_000;
-/**
- * Codes that are never the answer to a client's request on a healthy server:
- * a server fault, a store fault, or a refusal the server has no grounds for
- * (no auth is configured).
- */
-const SERVER_FAULTS = new Set([
-  Code.Internal,
-  Code.Unknown,
-  Code.DataLoss,
-  Code.Unavailable,
-  Code.Unauthenticated,
-  Code.PermissionDenied,
-]);
-
 /** One call's outcome: its method and code, and on a server fault what was sent. */
 interface Outcome {
   method: string;

@@ -7,7 +7,7 @@ import { startAgentd, type AgentdProcess } from "../harness/agentd-process.js";
 import { sharedStores, type SharedStore } from "../harness/shared-stores.js";
 import { textInput } from "../harness/wire-chat.js";
 import { prng } from "../robustness/bad-payloads.js";
-import { callToEnd, sendRandomRequests, type AnyClient } from "../robustness/random-calls.js";
+import { callToEnd, sendRandomRequests, SERVER_FAULTS, type AnyClient } from "../robustness/random-calls.js";
 import { RandomRequests, type KnownNames } from "../robustness/random-requests.js";
 
 // Tenant B sends random well-formed requests to every method, most of them
@@ -97,8 +97,7 @@ describe.each(["memory", ...Object.keys(sharedStores)])(
           const e = ConnectError.from(err);
           code = Code[e.code];
           text = e.rawMessage;
-          if ([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unavailable, Code.PermissionDenied].includes(e.code))
-            faults.push(`${method.name}: ${code} ${e.rawMessage.slice(0, 200)}`);
+          if (SERVER_FAULTS.has(e.code)) faults.push(`${method.name}: ${code} ${e.rawMessage.slice(0, 200)}`);
         }
         codes.set(`${method.name} ${code}`, (codes.get(`${method.name} ${code}`) ?? 0) + 1);
         // A's text never reaches B; nor does an answer that names A's session or snapshot succeed.

@@ -109,6 +109,15 @@ export async function resolveRecordRef<S>(
 }
 
 /**
+ * Whether the session is gone when read again: a record or chain found
+ * missing went with a DeleteSession that landed between a call's reads (a
+ * store reads head, record and chain in separate queries), not lost data.
+ */
+async function deletedMeanwhile(store: SessionStore, sessionId: string, ctx?: StoreCallContext): Promise<boolean> {
+  return (await store.getHead(sessionId, ctx)) === undefined;
+}
+
+/**
  * The record a session's head points at. NOT_FOUND when the session was
  * deleted after the caller read its head (the head is gone when read
  * again); DATA_LOSS when the head is still there and the store lost the
@@ -121,7 +130,7 @@ export async function headRecord<S>(
 ): Promise<SnapshotRecord<S>> {
   const record = await store.getRecord(head.headSnapshotId, ctx);
   if (record) return record;
-  if (!(await store.getHead(head.sessionId, ctx))) throw sessionNotFound(head.sessionId);
+  if (await deletedMeanwhile(store, head.sessionId, ctx)) throw sessionNotFound(head.sessionId);
   throw new AgentError(
     "DATA_LOSS",
     `session "${head.sessionId}" points at snapshot "${head.headSnapshotId}", which is missing from the store`,
@@ -147,7 +156,7 @@ export async function loadRecordState<S>(
     chain = await store.getChain(record.snapshotId, ctx);
   } catch (err) {
     const lost = err instanceof AgentError && err.status === "DATA_LOSS";
-    if (lost && !(await store.getHead(record.sessionId, ctx))) throw snapshotNotFound(record.snapshotId);
+    if (lost && (await deletedMeanwhile(store, record.sessionId, ctx))) throw snapshotNotFound(record.snapshotId);
     throw err;
   }
   if (!chain) throw snapshotNotFound(record.snapshotId);
