@@ -48,6 +48,10 @@ async function detachedJob(agentd: AgentdProcess, text = "background job", token
   return res.output!.snapshotId;
 }
 
+/** The `webhook-id` of every delivery `receiver` got, in arrival order. */
+const deliveredIds = (receiver: WebhookReceiver): string[] =>
+  receiver.received.map((d) => String(d.headers["webhook-id"]));
+
 describe("webhooks on one instance", () => {
   let receiver: WebhookReceiver;
   let agentd: AgentdProcess;
@@ -333,8 +337,16 @@ describe.each(Object.keys(sharedStores))("webhooks on a shared %s store", (kind)
           labels: { team: "blue" },
         }),
       ]);
-      await new Promise((r) => setTimeout(r, 1500)); // later sweeps find nothing more to announce
-      expect(receiver.received).toHaveLength(1);
+      // A later session's expiry is announced only by a sweep after the first announcement: that sweep found nothing more.
+      const later = await agentServiceClient(agentd.baseUrl, "grpc").run({
+        init: { agent: "assistant" },
+        input: textInput("later"),
+      });
+      await until("the later session's delivery", () => receiver.received.length > 1, { timeoutMs: 15_000 });
+      expect(receiver.received.map((d) => d.headers["webhook-id"])).toEqual([
+        `msg_${output!.sessionId}_expired`,
+        `msg_${later.output!.sessionId}_expired`,
+      ]);
     } finally {
       await agentd.stop();
       await receiver.close();
@@ -383,9 +395,18 @@ describe.each(Object.keys(sharedStores))("webhooks on a shared %s store", (kind)
         }),
       );
       await until("four deliveries", () => receiver.received.length >= 4, { timeoutMs: 20_000 });
-      await new Promise((r) => setTimeout(r, 1500)); // a second delivery would come within a poll or two
-      const delivered = receiver.received.map((d) => String(d.headers["webhook-id"]));
-      expect(delivered.sort()).toEqual(sessions.map((id) => `msg_${id}_expired`).sort());
+      // Each instance then announces a later session: its sweeps after the four deliveries found nothing more of theirs.
+      const later = await Promise.all(
+        instances.map(async (agentd) => {
+          const client = agentServiceClient(agentd.baseUrl, "grpc");
+          return (await client.run({ init: { agent: "assistant" }, input: textInput("later") })).output!.sessionId;
+        }),
+      );
+      const laterIds = later.map((id) => `msg_${id}_expired`);
+      await until("the later sessions' deliveries", () => laterIds.every((id) => deliveredIds(receiver).includes(id)), {
+        timeoutMs: 20_000,
+      });
+      expect(deliveredIds(receiver).sort()).toEqual([...sessions, ...later].map((id) => `msg_${id}_expired`).sort());
     } finally {
       await Promise.all(instances.map((a) => a.stop()));
       await receiver.close();
@@ -404,9 +425,13 @@ describe.each(Object.keys(sharedStores))("webhooks on a shared %s store", (kind)
     try {
       const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => detachedJob(instances[i % 2]!, `job ${i}`)));
       await until("six deliveries", () => receiver.received.length >= 6, { timeoutMs: 20_000 });
-      await new Promise((r) => setTimeout(r, 1500)); // a second delivery would come within a poll or two
-      const delivered = receiver.received.map((d) => String(d.headers["webhook-id"]));
-      expect(delivered.sort()).toEqual(ids.map((id) => `msg_${id}`).sort());
+      // Each instance then announces a later job: its outbox polls after the six deliveries found nothing more to send.
+      const later = await Promise.all(instances.map((agentd) => detachedJob(agentd, "later job")));
+      const laterIds = later.map((id) => `msg_${id}`);
+      await until("the later jobs' deliveries", () => laterIds.every((id) => deliveredIds(receiver).includes(id)), {
+        timeoutMs: 20_000,
+      });
+      expect(deliveredIds(receiver).sort()).toEqual([...ids, ...later].map((id) => `msg_${id}`).sort());
     } finally {
       await Promise.all(instances.map((a) => a.stop()));
       await receiver.close();
