@@ -215,13 +215,16 @@ export class ToolCallJournal {
    * request part and, for a turn with a store journal, durably in the store;
    * then checkpoints (detached work). Resolves once durable; rejects when
    * the store could not record it (the turn fails: a retry runs the call
-   * again with the same key, rather than lose track of it).
+   * again with the same key, rather than lose track of it). `inStore`
+   * false keeps the result on the request part only: a call without an
+   * effect (to a tool the agent does not define), which a retry answers the
+   * same way again.
    */
-  async completed(partIndex: number, output: unknown): Promise<void> {
+  async completed(partIndex: number, output: unknown, inStore = true): Promise<void> {
     const endedAt = Date.now();
     this.set(partIndex, { outcome: "ran", endedAt, output });
     const entry = this.entry(partIndex)!;
-    if (this.stored)
+    if (this.stored && inStore)
       await this.stored.record({ key: entry.key, tool: entry.tool, startedAt: entry.startedAt, endedAt, output });
     await this.checkpoint();
   }

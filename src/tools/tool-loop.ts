@@ -285,7 +285,9 @@ class ToolLoop<S> {
     if ("output" in outcome) {
       countToolCall(tool, "ran");
       // Durable before the next model call: a re-execution replays it instead of running the tool again.
-      await this.journal.completed(c.partIndex, outcome.output);
+      // A tool the agent does not define had no effect to guard, and its name is the model's, which a
+      // store may not be able to keep (PostgreSQL text holds no NUL): its error answer stays in the turn only.
+      await this.journal.completed(c.partIndex, outcome.output, this.tools.has(tool));
     }
     return outcome;
   }

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { until } from "./runtime-fixtures.js";
 import { detachInputs, instances, row, takeOverUntil, type Instance } from "./takeover-fixtures.js";
@@ -11,6 +11,10 @@ import { toolCallKey, turnIdentity } from "../../src/tools/tool-journal.js";
 import type { Message } from "../../src/types/content.js";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import type { ToolResultJournal } from "../../stores/tool-result-journal.js";
+import { InMemorySessionStore } from "../../stores/memory-store.js";
+import { PostgresEngine } from "../../stores/sql/postgres-engine.js";
+import { SqlSessionStore } from "../../stores/sql/sql-store.js";
+import { freshSchema, postgresForTests, type PostgresServer } from "../harness/postgres-server.js";
 import { registerInProcessTelemetry, type InProcessTelemetry } from "../telemetry/in-process-telemetry.js";
 
 vi.setConfig({ testTimeout: 8_000 });
@@ -305,5 +309,71 @@ describe("a client retry of a turn that failed after its tool ran (not detached)
     await agent.runText("book again", { sessionId: session.sessionId });
     expect(keys).toHaveLength(3);
     expect(keys[2]).not.toBe(keys[0]);
+  });
+});
+
+describe("a call to a tool the agent does not define", () => {
+  /** Prompt agent "once" whose model calls `tool` (which it lacks) for "call…", then fails its next call the first time only. */
+  function callingUnknown(tool: string, store?: SessionStore) {
+    let failures = 1;
+    const model = new ScriptedModel((request) => {
+      const last = request.messages.at(-1)!;
+      if (last.role === "user")
+        return last.content[0]!.text!.startsWith("call") ? { toolRequests: [{ name: tool }] } : { text: "hi" };
+      if (failures-- > 0) throw new Error("the provider is down");
+      return { text: `told ${JSON.stringify(last.content[0]!.toolResponse!.output)}` };
+    });
+    const { all } = instances(["A"], {
+      ...(store ? { store } : {}),
+      define: (registry) => {
+        const agent = defineAgent({ name: "once", model, store: "default", tools: [] });
+        registry.register(agent);
+        return agent;
+      },
+    });
+    return all[0]!.agent;
+  }
+  const message = { role: "user" as const, content: [{ text: "call it" }] };
+
+  it("is answered with the unknown-tool error, kept out of the store's journal, and answered the same way on a retry", async () => {
+    const store = new InMemorySessionStore();
+    const agent = callingUnknown("lookup", store);
+    const session = await agent.runText("hello");
+    const failed = await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+    expect(failed.finishReason).toBe("failed");
+    const scope = { sessionId: session.sessionId, requestId: "r-1" };
+    expect(await store.journaledToolCalls(scope)).toEqual([]);
+    const retried = await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+    expect(retried.finishReason).toBe("stop");
+    expect(retried.message?.content[0]!.text).toBe(
+      'told {"error":"unknown tool \\"lookup\\"; available tools: (none)"}',
+    );
+  });
+
+  describe("on PostgreSQL", () => {
+    let release: (() => Promise<void>) | undefined;
+    let server: PostgresServer;
+    beforeAll(async () => {
+      ({ server, release } = await postgresForTests());
+    }, 120_000);
+    afterAll(() => release?.());
+
+    it("whose name holds NUL (which PostgreSQL text cannot) does not fail the turn", async () => {
+      const schema = freshSchema();
+      const store = new SqlSessionStore(
+        new PostgresEngine({ connectionString: server.uri(), schema, description: server.uri(schema) }),
+      );
+      try {
+        const agent = callingUnknown("look\u0000up", store);
+        const session = await agent.runText("hello");
+        await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+        const retried = await agent.run({ message, requestId: "r-1" }, { sessionId: session.sessionId });
+        expect(retried.error).toBeUndefined();
+        expect(retried.finishReason).toBe("stop");
+        expect(retried.message?.content[0]!.text).toContain("unknown tool");
+      } finally {
+        await store.close();
+      }
+    });
   });
 });
