@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 /**
  * The fast, in-process tests that cover stores/, src/runtime/, src/streams/, src/codec/ and src/protocol/:
  * what `npm run mutation` (Stryker, stryker.config.mjs) runs against each mutant.
- * Store conformance runs on the memory and file stores and on mongo-java-server.
+ * Store conformance runs on the memory store, SQLite, a real PostgreSQL server and mongo-java-server.
  */
 export default defineConfig({
   test: {
