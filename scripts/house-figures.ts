@@ -3,6 +3,8 @@
  * lines, rooms (files), floors (layers from architecture-layers.mjs), arrows
  * (file-to-file imports), arrows running back up (imports the layer rule
  * forbids) and circles (import cycles between files). `npm run house`.
+ * With `--check` (part of `npm run lint`) it exits 1 when an arrow runs back
+ * up or a circle exists, so neither comes back unnoticed.
  */
 import { readdirSync, readFileSync, statSync, existsSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -110,3 +112,9 @@ console.log(`up      ${upward.length} arrows running back up`);
 for (const arrow of upward) console.log(`          ${arrow}`);
 console.log(`circles ${cycles.length}`);
 for (const cycle of cycles) console.log(`          ${cycle.join(" ⇄ ")}`);
+if (process.argv.includes("--check") && (upward.length > 0 || cycles.length > 0)) {
+  console.error(
+    "house check failed: break each circle (move the shared type into a file of its own) and point every arrow down the floors",
+  );
+  process.exit(1);
+}

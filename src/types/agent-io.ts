@@ -3,14 +3,11 @@ import type { Artifact, Message, Part, Role } from "./content.js";
 import type { SessionState } from "./session-state.js";
 import type { FinishReason } from "./snapshot.js";
 import type { Usage } from "./usage.js";
+import type { JsonPatchOperation } from "./json-patch.js";
+import type { ToolResume } from "./tool-resume.js";
 
-/** Parts that resume an interrupted turn. Mirrors `agentd.v1.ToolResume`. */
-export interface ToolResume {
-  /** toolResponse parts answering pending tool requests. */
-  respond?: Part[];
-  /** toolRequest parts to run again. */
-  restart?: Part[];
-}
+export type { JsonPatchOperation } from "./json-patch.js";
+export type { ToolResume } from "./tool-resume.js";
 
 /** One input of a conversation. Mirrors `agentd.v1.AgentInput`. */
 export interface AgentInput {
@@ -57,14 +54,6 @@ export interface InputAck {
 /** True when `input` resumes an interrupted turn (its resume has at least one respond or restart part). */
 export function hasResume(input: AgentInput): boolean {
   return (input.resume?.respond?.length ?? 0) + (input.resume?.restart?.length ?? 0) > 0;
-}
-
-/** One RFC 6902 operation. */
-export interface JsonPatchOperation {
-  op: "add" | "remove" | "replace" | "move" | "copy" | "test";
-  path: string;
-  value?: unknown;
-  from?: string;
 }
 
 /** A piece of streamed model output. */

@@ -1,4 +1,4 @@
-import type { JsonPatchOperation } from "./agent-io.js";
+import type { JsonPatchOperation } from "./json-patch.js";
 import type { Artifact, Message } from "./content.js";
 
 /**

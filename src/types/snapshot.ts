@@ -1,5 +1,6 @@
 import type { AgentErrorData } from "../errors/agent-error.js";
-import type { JsonPatchOperation, ToolResume } from "./agent-io.js";
+import type { JsonPatchOperation } from "./json-patch.js";
+import type { ToolResume } from "./tool-resume.js";
 import type { Message } from "./content.js";
 import type { SessionState } from "./session-state.js";
 import type { Usage } from "./usage.js";

@@ -1,7 +1,7 @@
 import type { Collection } from "mongodb";
 import { AgentError } from "../../src/errors/agent-error.js";
 import type { ChunkLogKey } from "../chunk-log.js";
-import type { StreamChunkDocument } from "./chunk-collection.js";
+import type { StreamChunkDocument } from "./chunk-document.js";
 import { KEEP_SEQUENCE } from "./chunk-retention.js";
 import { isDuplicateKey } from "./mongo-errors.js";
 

@@ -1,6 +1,6 @@
 import type { Collection, Document } from "mongodb";
 import type { ChunkLogKey } from "../chunk-log.js";
-import type { StreamChunkDocument } from "./chunk-collection.js";
+import type { StreamChunkDocument } from "./chunk-document.js";
 import { isDuplicateKey } from "./mongo-errors.js";
 
 /**

@@ -3,7 +3,7 @@ import type { AgentError } from "../../src/errors/agent-error.js";
 import type { ChunkLogKey } from "../chunk-log.js";
 import type { WakeChannel } from "../wake-channel.js";
 import { ChangeStreamHub, readAfter, type StreamStart } from "./change-stream-hub.js";
-import type { StreamChunkDocument } from "./chunk-collection.js";
+import type { StreamChunkDocument } from "./chunk-document.js";
 import { KEEP_SEQUENCE } from "./chunk-retention.js";
 import { CoalescedReads } from "./coalesced-reads.js";
 import type { StoreLogger } from "./store-logger.js";

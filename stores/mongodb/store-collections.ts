@@ -3,7 +3,7 @@ import { AgentError } from "../../src/errors/agent-error.js";
 import { STORE_FORMAT_VERSION } from "../snapshot-store.js";
 import { assertChangeStreams } from "./change-stream-support.js";
 import type { ChunkDocument } from "./checkpoint-chunks.js";
-import type { StreamChunkDocument } from "./chunk-collection.js";
+import type { StreamChunkDocument } from "./chunk-document.js";
 import type { HeadDocument } from "./head-document.js";
 import { ensureIndexes, type IndexSpec } from "./index-setup.js";
 import { isDuplicateKey } from "./mongo-errors.js";

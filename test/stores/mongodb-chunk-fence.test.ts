@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AgentStreamChunk } from "../../src/types/agent-io.js";
 import type { ChunkLogKey, StoredChunk } from "../../stores/chunk-log.js";
 import { claimLog } from "../../stores/mongodb/chunk-fence.js";
-import type { StreamChunkDocument } from "../../stores/mongodb/chunk-collection.js";
+import type { StreamChunkDocument } from "../../stores/mongodb/chunk-document.js";
 import { MongoSessionStore } from "../../stores/mongodb/mongo-store.js";
 import { MongoJavaServer } from "../harness/mongo-java-server.js";
 import { freshPrefix } from "./mongodb-fixtures.js";

@@ -1,36 +1,15 @@
 import { uuidv7 } from "../../../stores/uuid-v7.js";
 import { isChunkLog } from "../../../stores/chunk-log.js";
 import type { SessionHead, SessionStore, SnapshotRecord, StoreCallContext } from "../../../stores/snapshot-store.js";
-import type { AgentInput } from "../../types/agent-io.js";
 import type { DetachedWork } from "../../types/detached-work.js";
 import type { Principal } from "../../types/principal.js";
 import type { SessionState } from "../../types/session-state.js";
-import type { Usage } from "../../types/usage.js";
 import { Invocation, type InvocationTarget } from "../invocations/invocation.js";
 import { SessionClaim, type ClaimSettings } from "../sessions/session-claim.js";
 import { loadRecordState } from "../sessions/session-lookup.js";
 import { takeoverDue } from "../sessions/snapshot-liveness.js";
 import { chainPosition, type CommittedPoint } from "../sessions/turn-record.js";
-
-/** What a takeover hands the invocation that continues the work. */
-export interface AdoptedWork<S> {
-  /** The pending row (unchanged: the work keeps its snapshot ID). */
-  snapshotId: string;
-  /** The row's parent: the base of its state fields. */
-  parent: CommittedPoint<S> | undefined;
-  /** The tokens of the turns the row already holds. */
-  usage?: Usage;
-  /** The inputs still to run, in order (a continued turn's first one carries no message). */
-  inputs: AgentInput[];
-  /** The first input continues a turn cut after a checkpoint (`TurnContext.continued`). */
-  continuesTurn: boolean;
-  /** The sequence of the last completed turn's TurnEnd: later recorded chunks are superseded. */
-  supersededAfter: number;
-  /** The last sequence in the work's chunk log: the takeover's chunks are numbered after it. */
-  lastRecordedSequence: number;
-  /** This run's index in the work's runs (0: the run that detached it): its chunk appends carry it. */
-  run: number;
-}
+import type { AdoptedWork } from "./adopted-work.js";
 
 /** What a takeover needs of the agent: an invocation target with its session lease timing. */
 export interface TakeoverTarget<S> extends InvocationTarget<S> {

@@ -2,7 +2,7 @@ import type { AgentInput } from "../../types/agent-io.js";
 import type { Principal } from "../../types/principal.js";
 import type { SessionState } from "../../types/session-state.js";
 import type { DetachedRunOptions, DetachedWorkStart } from "../background/detached-run.js";
-import type { AdoptedWork } from "../background/work-adoption.js";
+import type { AdoptedWork } from "../background/adopted-work.js";
 import type { TurnCommits } from "../sessions/turn-commits.js";
 import type { TurnRequest } from "../sessions/turn-request.js";
 import type { InputProgress } from "./input-progress.js";

@@ -20,7 +20,7 @@ import { InvocationTelemetry } from "./invocation-telemetry.js";
 import { invocationOutput } from "./invocation-output.js";
 import { detachStart } from "./detach-start.js";
 import type { InvocationOptions, InvocationTarget } from "./invocation-options.js";
-import type { AdoptedWork } from "../background/work-adoption.js";
+import type { AdoptedWork } from "../background/adopted-work.js";
 import { InputProgress } from "./input-progress.js";
 import { InvocationStream } from "./invocation-stream.js";
 import { InvocationTurns } from "./invocation-turns.js";
