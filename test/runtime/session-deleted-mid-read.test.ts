@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { AgentError } from "../../src/errors/agent-error.js";
 import { AgentRegistry } from "../../src/runtime/agents/agent-registry.js";
 import { chainFrom } from "../../stores/ledger/state-chain.js";
 import { InMemorySessionStore } from "../../stores/memory-store.js";
@@ -77,5 +78,21 @@ describe("a session deleted while a call reads it", () => {
     // The ancestor checkpoint is lost, the session is not: the store lost data.
     store.getChain = async (snapshotId) => chainFrom([(await store.getRecord(snapshotId))!], snapshotId);
     await expectAgentError(agent.getSnapshot({ snapshotId: second.snapshotId }), "DATA_LOSS", "is missing");
+  });
+
+  it("a store fault while the chain is read stays that fault (a retry gets the answer), even if the session is gone by then", async () => {
+    const { store, agent } = setup();
+    const first = await agent.runText("one");
+    const second = await agent.runText("two", { sessionId: first.sessionId });
+    store.getChain = async (snapshotId) => {
+      const target = await store.getRecord(snapshotId);
+      await store.deleteSession(target!.sessionId);
+      throw new AgentError("UNAVAILABLE", "the store's connection dropped");
+    };
+    await expectAgentError(
+      agent.getSnapshot({ snapshotId: second.snapshotId }),
+      "UNAVAILABLE",
+      "the store's connection dropped",
+    );
   });
 });
