@@ -26,6 +26,31 @@ function input(text: string, requestId: string): AgentInput {
   return { ...textInput(text), requestId } as AgentInput;
 }
 
+type AgentClient = ReturnType<typeof agentServiceClient>;
+
+/**
+ * Runs `request` as a RunStream: `running` resolves at its first chunk (the
+ * turn has the session; the fixture's `slow` inputs stream one before they
+ * wait) or when the call ended, `output` with its output.
+ */
+function runningRun(client: AgentClient, request: Parameters<AgentClient["runStream"]>[0]) {
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const output = (async () => {
+    try {
+      let output;
+      for await (const res of client.runStream(request)) {
+        if (res.chunk) started();
+        if (res.output) output = res.output;
+      }
+      return output;
+    } finally {
+      started();
+    }
+  })();
+  return { running, output };
+}
+
 /** The code a call fails with (or "ok"). */
 async function codeOf(call: Promise<unknown>): Promise<Code | "ok"> {
   try {
@@ -175,13 +200,16 @@ function describeExactlyOnce(storeName: string, storeArgs: string[]): void {
     it("a retry sent while its original still runs waits for it and answers its output (not ABORTED busy)", async () => {
       const sessionId = await newSession();
       const id = randomUUID();
-      const original = agentd.client.run({ init: { agent: AGENT, sessionId }, input: input("slow 800 work", id) });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      const original = runningRun(agentd.client, {
+        init: { agent: AGENT, sessionId },
+        input: input("slow 800 work", id),
+      });
+      await original.running;
       const other = await codeOf(
         agentd.client.run({ init: { agent: AGENT, sessionId }, input: input("unrelated", randomUUID()) }),
       );
       const retry = await agentd.client.run({ init: { agent: AGENT, sessionId }, input: input("slow 800 work", id) });
-      expect(retry.output).toEqual((await original).output);
+      expect(retry.output).toEqual(await original.output);
       expect(other).toBe(Code.Aborted); // an input that is not a retry is still refused (busy policy REJECT)
       expect(await turnCount(sessionId)).toBe(2);
     });
@@ -318,10 +346,13 @@ describe("exactly-once turns across instances (two servers, one SQLite store)", 
     const { output } = await one.client.run({ init: { agent: AGENT }, input: textInput("hello") });
     const sessionId = output!.sessionId;
     const id = randomUUID();
-    const original = one.client.run({ init: { agent: AGENT, sessionId }, input: input("slow 1000 shared", id) });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const original = runningRun(one.client, {
+      init: { agent: AGENT, sessionId },
+      input: input("slow 1000 shared", id),
+    });
+    await original.running;
     const retry = await two.client.run({ init: { agent: AGENT, sessionId }, input: input("slow 1000 shared", id) });
-    expect(retry.output).toEqual((await original).output);
+    expect(retry.output).toEqual(await original.output);
     expect((await two.client.getSession({ sessionId })).session!.turnCount).toBe(2);
   });
 
