@@ -5,6 +5,7 @@ import { durationMs } from "@bufbuild/protobuf/wkt";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { Health } from "../../gen/ts/grpc/health/v1/health_pb.js";
 import { FinishReason } from "../../gen/ts/agentd/v1/state_pb.js";
+import { until } from "../harness/until.js";
 import { parseCommandLine, UsageError } from "../../src/cli/args.js";
 import { RetryInfoSchema } from "../../src/server/retry-info.js";
 import { clientWithToken, writeTokensFile } from "../harness/auth-clients.js";
@@ -99,7 +100,9 @@ describe("fair-share limits", () => {
   });
 
   it("ends a Health/Watch without credentials UNAVAILABLE after --unauthenticated-stream-timeout-ms", async () => {
-    await new Promise((resolve) => setTimeout(resolve, 200)); // the previous test's holders are gone
+    // The previous test's holders are gone once a call without credentials is served again.
+    const health = createClient(Health, createGrpcTransport({ baseUrl: server.baseUrl }));
+    await until("a free unauthenticated slot", () => health.check({ service: "" }).then(() => true));
     const holders = new AbortController();
     try {
       const started = performance.now();
@@ -122,8 +125,10 @@ describe("fair-share limits", () => {
     expect(retryDelayMs(err)).toBe(1000);
     expect((await run(server, GLOBEX)).output?.finishReason).toBe(FinishReason.STOP);
     await chat.finish();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect((await run(server, ACME)).output?.finishReason).toBe(FinishReason.STOP);
+    // The slot is freed as the invocation's call ends on the server, just after the client saw its end.
+    // One probe per 250 ms stays inside the tenant's rate (5 per second), so only the slot can refuse it.
+    const freed = await until("acme's invocation slot freed", () => run(server, ACME), { intervalMs: 250 });
+    expect(freed.output?.finishReason).toBe(FinishReason.STOP);
   });
 
   it("refuses a tenant's calls over --tenant-rate / --tenant-burst with RESOURCE_EXHAUSTED and retry info, while another tenant is served", async () => {
