@@ -2,6 +2,7 @@ import { MemoryWebhookOutbox } from "./memory-webhook-outbox.js";
 import type { WebhookOutbox } from "./webhook-outbox.js";
 import type { ChunkLog, ChunkLogKey, StoredChunk } from "./chunk-log.js";
 import { deepFreeze } from "./ledger/frozen-value.js";
+import { checkNow } from "./chunk-arguments.js";
 import { MemoryChunkLogs } from "./memory-chunk-log.js";
 import { MemoryToolJournal } from "./memory-tool-journal.js";
 import type { JournaledToolCall, ToolJournalScope, ToolResultJournal } from "./tool-result-journal.js";
@@ -186,6 +187,7 @@ export class InMemorySessionStore<S = unknown>
 
   /** Deletes every session whose expiresAt <= now, each after `beforeExpire` (see `SessionStore.sweepExpired`); resolves to how many. */
   async sweepExpired(now: number, _ctx?: StoreCallContext, beforeExpire?: ExpireHook): Promise<number> {
+    checkNow(now, "sweepExpired");
     let removed = 0;
     for (const head of [...this.heads.values()]) {
       if (!isExpired(head, now)) continue;

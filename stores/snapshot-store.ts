@@ -402,7 +402,8 @@ export interface SessionStore<S = unknown> {
    * to it before that session is deleted (webhooks queue `session.expired`
    * there); when it rejects, the sweep rejects and the session stays for the
    * next sweep. A session written between the hook and the deletion stays
-   * (the hook may then have seen a head that did not expire).
+   * (the hook may then have seen a head that did not expire) and is not
+   * counted. A `now` that is not a finite number is INVALID_ARGUMENT.
    */
   sweepExpired?(now: number, ctx?: StoreCallContext, beforeExpire?: ExpireHook): Promise<number>;
   /**

@@ -35,6 +35,10 @@ export function describeHeadScan(fresh: () => Promise<StoreUnderTest>): void {
       expect(seen[0]).toEqual(await store.getHead(seen[0]!.sessionId));
       expect(await scanning.scanHeads("z", 3)).toEqual([]);
       await expect(scanning.scanHeads(undefined, 0)).rejects.toMatchObject({ status: "INVALID_ARGUMENT" });
+      await expect(scanning.scanHeads(42 as unknown as string, 3)).rejects.toMatchObject({
+        status: "INVALID_ARGUMENT",
+        message: expect.stringContaining("afterSessionId must be a session ID string"),
+      });
     });
   });
 }

@@ -335,6 +335,30 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
         expect(seen).toEqual(["short"]);
       });
 
+      it("sweepExpired keeps, and does not count, a session written while its beforeExpire ran (its expiry moved)", async () => {
+        const { store } = await lifecycleStore(fresh);
+        const U = T0 + 1000;
+        const { head } = await seed(store, "renewed", { at: U, ttlMs: 50 });
+        const removed = await store.sweepExpired(U + 50, undefined, async () => {
+          const record = checkpointRecord("renewed", "renewed-r1", {
+            parentId: "renewed-r0",
+            turnIndex: 1,
+            createdAt: U + 100,
+          });
+          await commitRecord(store, head, record);
+        });
+        expect(removed).toBe(0);
+        expect((await store.getHead("renewed"))?.expiresAt).toBe(U + 150);
+      });
+
+      it("sweepExpired rejects a now that is not an epoch-millisecond number with INVALID_ARGUMENT naming it", async () => {
+        const { store } = await lifecycleStore(fresh);
+        await expect(store.sweepExpired(Number.NaN)).rejects.toMatchObject({
+          status: "INVALID_ARGUMENT",
+          message: expect.stringContaining("sweepExpired: now must be an epoch-millisecond number"),
+        });
+      });
+
       it("moves expiresAt with every head write, so an active session is not swept", async () => {
         const { store } = await lifecycleStore(fresh);
         const U = T0 + 1000;
@@ -421,6 +445,29 @@ export function describeLifecycle(fresh: () => Promise<StoreUnderTest>): void {
         await expect(store.listHeads({ owner: "", labels: { "Bad Key": "x" } })).rejects.toMatchObject({
           status: "INVALID_ARGUMENT",
         });
+      });
+
+      it("a label filter finds matches behind hundreds of sessions without the label, and a page that fills exactly still says more remain", async () => {
+        const { store } = await lifecycleStore(fresh);
+        // 206 sessions, newest first n205 … n0; five labelled among the newest 200 (a store may read those in
+        // one batch), and the oldest one too.
+        const labelled = new Set([100, 101, 102, 103, 104, 0]);
+        const ids = Array.from({ length: 206 }, (_, i) => i);
+        for (let i = 0; i < ids.length; i += 25)
+          await Promise.all(
+            ids
+              .slice(i, i + 25)
+              .map((n) =>
+                seed(store, `n${n}`, { at: T0 + n, ...(labelled.has(n) ? { labels: { pick: "yes" } } : {}) }),
+              ),
+          );
+        const query = { owner: "", labels: { pick: "yes" }, pageSize: 5, now: T0 };
+        const first = await store.listHeads(query);
+        expect(sessionIds(first.heads)).toEqual(["n104", "n103", "n102", "n101", "n100"]);
+        expect(first.nextPageToken).toEqual(expect.any(String));
+        const second = await store.listHeads({ ...query, pageToken: first.nextPageToken! });
+        expect(sessionIds(second.heads)).toEqual(["n0"]);
+        expect(second.nextPageToken).toBeUndefined();
       });
 
       it("rejects a page size below 1 and a page token it did not issue with INVALID_ARGUMENT", async () => {
