@@ -95,7 +95,10 @@ export function describeCommit(fresh: () => Promise<StoreUnderTest>): void {
       const expected = structuredClone(original);
       const head = await commitRecord(store, undefined, original);
       const duplicate = checkpointRecord("s1", "dup", { turnIndex: 1, createdAt: T0 + 1, status: "failed" });
-      await expect(store.commit(commitOf(head, duplicate))).rejects.toMatchObject({ status: "ALREADY_EXISTS" });
+      await expect(store.commit(commitOf(head, duplicate))).rejects.toMatchObject({
+        status: "ALREADY_EXISTS",
+        message: expect.stringContaining("already exists; a commit needs a new snapshot ID"),
+      });
       expect(await store.getHead("s1")).toEqual(head);
       expect(await store.getRecord("dup")).toEqual(expected);
       expect(await allRecords(store, "s1")).toEqual([expected]);

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { SessionStore } from "../../stores/snapshot-store.js";
 import {
   hasToolResultJournal,
+  MAX_JOURNALED_CALLS,
   MAX_JOURNALED_OUTPUT_BYTES,
   type JournaledToolCall,
   type ToolResultJournal,
@@ -115,6 +116,30 @@ export function describeToolJournal(fresh: () => Promise<StoreUnderTest>): void 
       const big = "x".repeat(MAX_JOURNALED_OUTPUT_BYTES);
       await expectAgentError(store.recordToolCall(scope(), result("k1", big)), "RESOURCE_EXHAUSTED", /bytes/);
       expect(await store.journaledToolCalls(scope())).toEqual([]);
+    });
+
+    it("holds at most 1,000 calls per turn: a new call past them is RESOURCE_EXHAUSTED; a recorded call's result and other turns still go in", async () => {
+      const { store } = await journalStore(fresh);
+      const keys = Array.from({ length: MAX_JOURNALED_CALLS }, (_, i) => `k${i}`);
+      for (let i = 0; i < keys.length; i += 100)
+        await Promise.all(keys.slice(i, i + 100).map((key) => store.recordToolCall(scope(), started(key))));
+      await expectAgentError(
+        store.recordToolCall(scope(), started("one-more")),
+        "RESOURCE_EXHAUSTED",
+        `already journaled ${MAX_JOURNALED_CALLS} tool calls`,
+      );
+      await store.recordToolCall(scope(), result("k0", "done"));
+      await store.recordToolCall(scope("req-2"), started("one-more"));
+      const calls = await store.journaledToolCalls(scope());
+      expect(calls).toHaveLength(MAX_JOURNALED_CALLS);
+      expect(calls.find((c) => c.key === "k0")).toMatchObject({ endedAt: 2_000, output: "done" });
+      expect(await store.journaledToolCalls(scope("req-2"))).toHaveLength(1);
+    });
+
+    it("refuses to read or drop a journal without a session or request ID with INVALID_ARGUMENT", async () => {
+      const { store } = await journalStore(fresh);
+      await expectAgentError(store.journaledToolCalls(scope("")), "INVALID_ARGUMENT", /requestId/);
+      await expectAgentError(store.dropToolCalls(scope("req-1", "")), "INVALID_ARGUMENT", /sessionId/);
     });
   });
 }

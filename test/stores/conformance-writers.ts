@@ -110,6 +110,31 @@ export function describeWriters(fresh: () => Promise<StoreUnderTest>, name: stri
       },
     );
 
+    it(
+      "tells a subscriber waiting for a record that another process then commits pending",
+      { timeout: 60_000 },
+      async () => {
+        const { store, crossProcess } = await fresh();
+        if (!crossProcess)
+          throw new Error(`${name}: sharedAcrossProcesses is set but the factory gave no crossProcess descriptor`);
+        const { seen, stop } = recordStatuses(store, "elsewhere");
+        try {
+          const child = startChildWriter<number | null>(crossProcess, {
+            cmd: "pending",
+            sessionId: "s-elsewhere",
+            snapshotId: "elsewhere",
+          });
+          await child.ready;
+          child.go();
+          expect(await child.result).toBe(1);
+          await eventually(() => seen.length === 1, 5_000);
+        } finally {
+          await stop();
+        }
+        expect(seen).toEqual(["pending"]);
+      },
+    );
+
     it("delivers a status change written by another process to a subscriber", { timeout: 60_000 }, async () => {
       const { store, crossProcess } = await fresh();
       if (!crossProcess)

@@ -13,6 +13,7 @@ import type { SnapshotStatus } from "../../src/types/snapshot.js";
 import { isChunkLog } from "../../stores/chunk-log.js";
 import { chunks } from "./chunk-factory.js";
 import { contendingWriter } from "./ledger-fixtures.js";
+import { commitRecord, pendingRecord } from "./snapshot-factory.js";
 import { openSharedStore, type SharedStoreDescriptor, type WriterCommand } from "./shared-store.js";
 
 const [descriptorJson, commandJson] = process.argv.slice(2);
@@ -62,6 +63,10 @@ async function run(): Promise<unknown> {
           updatedAt: Date.now(),
         }));
         return stored?.status ?? null;
+      }
+      case "pending": {
+        const head = await commitRecord(store, undefined, pendingRecord(command.sessionId, command.snapshotId));
+        return head.version;
       }
       case "chunks": {
         if (!isChunkLog(store)) throw new Error("the store keeps no chunk logs");

@@ -49,6 +49,8 @@ export type WriterCommand =
   | { cmd: "heartbeats"; snapshotId: string; count: number }
   /** Rewrites the status of `snapshotId` with updateRecord; result: the stored status (or null). */
   | { cmd: "status"; snapshotId: string; status: string }
+  /** Creates session `sessionId` with the pending record `snapshotId`; result: the new head's version (or null). */
+  | { cmd: "pending"; sessionId: string; snapshotId: string }
   /** Appends `chunks(from, to)` (see chunk-factory.ts) to the log of `snapshotId` in `sessionId` in one call; result: how many. */
   | { cmd: "chunks"; sessionId: string; snapshotId: string; from: number; to: number; keepUntil: number };
 

@@ -112,8 +112,10 @@ describe("sqlite store engine", () => {
     }
     expect(head.requests?.map((r) => r.requestId)).toEqual(Array.from({ length: WINDOW }, (_, i) => `req-${25 + i}`));
     expect((await store.getHead("s1"))?.requests).toEqual(head.requests);
-    const rows = await store.engine.reader.query("SELECT request_id FROM requests WHERE session_id = 's1'");
+    const rows = await store.engine.reader.query("SELECT request_id, position FROM requests WHERE session_id = 's1'");
     expect(rows).toHaveLength(WINDOW);
+    // Each kept row is the one its turn wrote (position = head version × 1024 + index), never rewritten by a later turn.
+    expect(new Set(rows.map((r) => Math.floor(Number(r.position) / 1024))).size).toBe(WINDOW);
     expect(Math.max(...headBytes) - Math.min(...headBytes)).toBeLessThan(8); // only the counters' digits change
   });
 
