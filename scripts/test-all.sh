@@ -45,7 +45,7 @@ start_step system-packages "tools: Chromium for the inspector's browser tests an
   system_packages
 start_step mongo-java-server "tools: the mongo-java-server launcher (Maven)" mongo_java_server
 start_step typecheck "typecheck (tsc --noEmit)" npx tsc --noEmit
-start_step lint "lint (typescript-eslint, the layer rule, Prettier)" npm run lint
+start_step lint "lint (typescript-eslint, the layer rule, Prettier, no import cycles)" npm run lint
 run_step buf-lint "proto lint (buf lint)" npx buf lint
 run_step proto-breaking "wire contract (scripts/check-proto-breaking.sh)" bash scripts/check-proto-breaking.sh
 run_step generated "generated code is current (scripts/check-generated.sh)" bash scripts/check-generated.sh
