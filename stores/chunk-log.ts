@@ -56,7 +56,8 @@ export interface ChunkLog {
   /**
    * Appends `chunks` (their sequences follow the log's last one; the caller
    * is the log's only writer, and this is not checked across appends, except
-   * that MongoDB refuses a sequence it already holds with ALREADY_EXISTS)
+   * that MongoDB and the SQL stores refuse a sequence they already hold with
+   * ALREADY_EXISTS, appending nothing)
    * and keeps the log at least until `keepUntil` (epoch ms; a later
    * keep-until already set stays). Resolves once they are durable in the
    * store (SQLite: fsynced; PostgreSQL and MongoDB: committed).

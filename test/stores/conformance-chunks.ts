@@ -115,6 +115,12 @@ export function describeChunks(fresh: () => Promise<StoreUnderTest>, name: strin
         expect(await log.readChunks(key("bg"), 0, 100)).toEqual(chunks(1, 6));
       });
 
+      it("stores a large append whole and in order (more chunks than one statement holds)", async () => {
+        const { log } = await chunkStore(fresh);
+        await log.appendChunks(key("bg"), chunks(1, 400), Date.now() + HOUR);
+        expect(await log.readChunks(key("bg"), 0, 1000)).toEqual(chunks(1, 400));
+      });
+
       it("returns only the chunks after afterSequence, at most limit of them", async () => {
         const { log } = await chunkStore(fresh);
         await log.appendChunks(key("bg"), chunks(1, 6), Date.now() + HOUR);

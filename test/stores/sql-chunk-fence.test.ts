@@ -127,11 +127,31 @@ describe.each(engines)("$name: chunk logs fenced by run", ({ workers: makeWorker
       details: { run: 1, supersededBy: 2 },
     });
     // An append without a run (a writer that does not fence) still fails ALREADY_EXISTS on a held sequence.
-    await expect(a.appendChunks(log, [chunk(2, "x")], KEEP)).rejects.toMatchObject({ status: "ALREADY_EXISTS" });
+    await expect(a.appendChunks(log, [chunk(2, "x"), chunk(3, "y")], KEEP)).rejects.toMatchObject({
+      status: "ALREADY_EXISTS",
+      message: expect.stringContaining("already holds a chunk with one of sequences 2..3; nothing was appended"),
+    });
     // A fenced append of the holding run at a sequence another run holds: ALREADY_EXISTS, nothing appended.
     await expect(b.appendChunks(runOf(2), [chunk(1, "x"), chunk(2, "y")], KEEP)).rejects.toMatchObject({
       status: "ALREADY_EXISTS",
     });
     expect(labels(await a.readChunks(log, 0, 100))).toEqual(["1:a1", "2:marker"]);
+  });
+
+  it("refuses a claim whose run is not an integer >= 0 with INVALID_ARGUMENT, writing nothing; run 0 may claim", async () => {
+    const [a] = await workers();
+    await a.appendChunks(log, [chunk(1, "a1")], KEEP);
+    for (const run of [-1, 1.5, Number.NaN]) {
+      await expect(a.claimChunks(runOf(run), 1, marker(run), KEEP)).rejects.toMatchObject({
+        status: "INVALID_ARGUMENT",
+        message: `claimChunks: run must be an integer >= 0 (got ${run})`,
+      });
+    }
+    await expect(a.claimChunks(runOf(0), 1, marker(0), Number.NaN)).rejects.toMatchObject({
+      status: "INVALID_ARGUMENT",
+      message: expect.stringContaining("claimChunks"),
+    });
+    expect(labels(await a.readChunks(log, 0, 100))).toEqual(["1:a1"]);
+    expect(await a.claimChunks(runOf(0), 1, marker(0), KEEP)).toBe(2);
   });
 });
