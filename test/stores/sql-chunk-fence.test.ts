@@ -88,7 +88,11 @@ describe.each(engines)("$name: chunk logs fenced by run", ({ workers: makeWorker
     expect(await b.claimChunks(runOf(1), 3, marker(1), KEEP)).toBe(4);
     // The stalled worker wakes up and appends its next chunk: refused, naming the later run.
     const late = await a.appendChunks(runOf(0), [chunk(4, "a4")], KEEP).catch((e: unknown) => e);
-    expect(late).toMatchObject({ status: "ABORTED", details: { run: 0, supersededBy: 1 } });
+    expect(late).toMatchObject({
+      status: "ABORTED",
+      message: "the chunk log of snapshot job was taken over by run 1 of its work; this run's (0) append is refused",
+      details: { run: 0, supersededBy: 1 },
+    });
     // Even at a sequence no run holds yet.
     await expect(a.appendChunks(runOf(0), [chunk(9, "a9")], KEEP)).rejects.toMatchObject({ status: "ABORTED" });
     // The new run emits its marker at the claimed sequence (a repeated append of its own: done) and goes on.
@@ -153,5 +157,24 @@ describe.each(engines)("$name: chunk logs fenced by run", ({ workers: makeWorker
     });
     expect(labels(await a.readChunks(log, 0, 100))).toEqual(["1:a1"]);
     expect(await a.claimChunks(runOf(0), 1, marker(0), KEEP)).toBe(2);
+  });
+
+  it("refuses a run's append that overlaps its own chunks only in part, or chunks no run appended, with ALREADY_EXISTS", async () => {
+    const [a] = await workers();
+    await a.appendChunks(log, [chunk(1, "u1"), chunk(2, "u2")], KEEP); // no run: an unfenced writer
+    const held = "already holds a chunk with one of sequences";
+    // Run 0 does not hold the unfenced chunks: its append of the same sequences is not a repeat of its own.
+    await expect(a.appendChunks(runOf(0), [chunk(1, "r1"), chunk(2, "r2")], KEEP)).rejects.toMatchObject({
+      status: "ALREADY_EXISTS",
+      message: expect.stringContaining(`${held} 1..2; nothing was appended`),
+    });
+    expect(await a.claimChunks(runOf(1), 2, marker(1), KEEP)).toBe(3);
+    await a.appendChunks(runOf(1), [chunk(4, "b4")], KEEP);
+    await a.appendChunks(runOf(1), [chunk(4, "b4")], KEEP); // a repeat of its own: done, nothing more
+    await expect(a.appendChunks(runOf(1), [chunk(4, "b4"), chunk(5, "b5")], KEEP)).rejects.toMatchObject({
+      status: "ALREADY_EXISTS",
+      message: expect.stringContaining(`${held} 4..5; nothing was appended`),
+    });
+    expect(labels(await a.readChunks(log, 0, 100))).toEqual(["1:u1", "2:u2", "3:marker", "4:b4"]);
   });
 });
