@@ -87,13 +87,19 @@ export function describeWriters(fresh: () => Promise<StoreUnderTest>, name: stri
     // Registered only for stores shared across processes (never skipped: a memory store run just has fewer tests).
     if (!options.sharedAcrossProcesses) return;
 
+    /** The store under test and what a second process needs to open it (a shared store's factory must give it). */
+    async function sharedStore() {
+      const { store, crossProcess } = await fresh();
+      if (!crossProcess)
+        throw new Error(`${name}: sharedAcrossProcesses is set but the factory gave no crossProcess descriptor`);
+      return { store, crossProcess };
+    }
+
     it(
       "loses no updateRecord increment when another process increments the same record",
       { timeout: 60_000 },
       async () => {
-        const { store, crossProcess } = await fresh();
-        if (!crossProcess)
-          throw new Error(`${name}: sharedAcrossProcesses is set but the factory gave no crossProcess descriptor`);
+        const { store, crossProcess } = await sharedStore();
         await commitRecord(store, undefined, checkpointRecord("s1", "counter"));
         const child = startChildWriter<number>(crossProcess, { cmd: "heartbeats", snapshotId: "counter", count: 30 });
         await child.ready;
@@ -114,9 +120,7 @@ export function describeWriters(fresh: () => Promise<StoreUnderTest>, name: stri
       "tells a subscriber waiting for a record that another process then commits pending",
       { timeout: 60_000 },
       async () => {
-        const { store, crossProcess } = await fresh();
-        if (!crossProcess)
-          throw new Error(`${name}: sharedAcrossProcesses is set but the factory gave no crossProcess descriptor`);
+        const { store, crossProcess } = await sharedStore();
         const { seen, stop } = recordStatuses(store, "elsewhere");
         try {
           const child = startChildWriter<number | null>(crossProcess, {
@@ -136,9 +140,7 @@ export function describeWriters(fresh: () => Promise<StoreUnderTest>, name: stri
     );
 
     it("delivers a status change written by another process to a subscriber", { timeout: 60_000 }, async () => {
-      const { store, crossProcess } = await fresh();
-      if (!crossProcess)
-        throw new Error(`${name}: sharedAcrossProcesses is set but the factory gave no crossProcess descriptor`);
+      const { store, crossProcess } = await sharedStore();
       await commitRecord(store, undefined, pendingRecord("s1", "bg"));
       const { seen, stop } = recordStatuses(store, "bg");
       try {
