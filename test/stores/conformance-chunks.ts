@@ -5,7 +5,7 @@ import type { SessionStore, StoreCallContext } from "../../stores/snapshot-store
 import { expectAgentError, expectThrowsAgentError } from "../harness/agent-error-expectations.js";
 import { chunk, chunks } from "./chunk-factory.js";
 import type { ConformanceOptions, StoreUnderTest } from "./conformance.js";
-import { startChildWriter } from "./shared-store.js";
+import { crossProcessOf, runChildWriter } from "./shared-store.js";
 import { commitOf, eventually, pendingRecord, sleep, T0, type CounterState } from "./snapshot-factory.js";
 
 type LogStore = SessionStore<CounterState> & ChunkLog;
@@ -501,13 +501,12 @@ export function describeChunks(fresh: () => Promise<StoreUnderTest>, name: strin
         { timeout: 60_000 },
         async () => {
           const { log, crossProcess, watchersSettled } = await chunkStore(fresh);
-          if (!crossProcess)
-            throw new Error(`${name}: sharedAcrossProcesses is set but the factory gave no crossProcess descriptor`);
+          const descriptor = crossProcessOf(name, crossProcess);
           await log.appendChunks(key("bg"), [chunk(1)], Date.now() + HOUR);
           const watch = startWatch(log, key("bg"));
           try {
             await eventually(() => watchersSettled?.() ?? true);
-            const child = startChildWriter<number>(crossProcess, {
+            const appended = await runChildWriter<number>(descriptor, {
               cmd: "chunks",
               sessionId: "s1",
               snapshotId: "bg",
@@ -515,9 +514,7 @@ export function describeChunks(fresh: () => Promise<StoreUnderTest>, name: strin
               to: 3,
               keepUntil: Date.now() + HOUR,
             });
-            await child.ready;
-            child.go();
-            expect(await child.result).toBe(2);
+            expect(appended).toBe(2);
             await watch.untilWakes(1);
             expect(await log.readChunks(key("bg"), 1, 10)).toEqual(chunks(2, 3));
           } finally {

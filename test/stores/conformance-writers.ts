@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ConformanceOptions, StoreUnderTest } from "./conformance.js";
 import { contendingWriter, createContendedSession, type WriterAck } from "./ledger-fixtures.js";
-import { startChildWriter } from "./shared-store.js";
+import { crossProcessOf, runChildWriter, startChildWriter } from "./shared-store.js";
 import {
   allRecords,
   checkpointRecord,
@@ -90,9 +90,7 @@ export function describeWriters(fresh: () => Promise<StoreUnderTest>, name: stri
     /** The store under test and what a second process needs to open it (a shared store's factory must give it). */
     async function sharedStore() {
       const { store, crossProcess } = await fresh();
-      if (!crossProcess)
-        throw new Error(`${name}: sharedAcrossProcesses is set but the factory gave no crossProcess descriptor`);
-      return { store, crossProcess };
+      return { store, crossProcess: crossProcessOf(name, crossProcess) };
     }
 
     it(
@@ -123,14 +121,12 @@ export function describeWriters(fresh: () => Promise<StoreUnderTest>, name: stri
         const { store, crossProcess } = await sharedStore();
         const { seen, stop } = recordStatuses(store, "elsewhere");
         try {
-          const child = startChildWriter<number | null>(crossProcess, {
+          const version = await runChildWriter<number>(crossProcess, {
             cmd: "pending",
             sessionId: "s-elsewhere",
             snapshotId: "elsewhere",
           });
-          await child.ready;
-          child.go();
-          expect(await child.result).toBe(1);
+          expect(version).toBe(1);
           await eventually(() => seen.length === 1, 5_000);
         } finally {
           await stop();
@@ -145,14 +141,12 @@ export function describeWriters(fresh: () => Promise<StoreUnderTest>, name: stri
       const { seen, stop } = recordStatuses(store, "bg");
       try {
         await eventually(() => seen.length === 1);
-        const child = startChildWriter<string | null>(crossProcess, {
+        const status = await runChildWriter<string | null>(crossProcess, {
           cmd: "status",
           snapshotId: "bg",
           status: "aborted",
         });
-        await child.ready;
-        child.go();
-        expect(await child.result).toBe("aborted");
+        expect(status).toBe("aborted");
         await eventually(() => seen.length === 2, 5_000);
       } finally {
         await stop();

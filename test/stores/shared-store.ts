@@ -125,3 +125,22 @@ export function startChildWriter<R>(descriptor: SharedStoreDescriptor, command: 
     },
   };
 }
+
+/**
+ * The descriptor `crossProcess` a shared store's factory gave (what a second
+ * process needs to open the store); throws naming the store `name` when it
+ * gave none, so a cross-process test fails instead of running in one process.
+ */
+export function crossProcessOf(name: string, crossProcess: SharedStoreDescriptor | undefined): SharedStoreDescriptor {
+  if (!crossProcess)
+    throw new Error(`${name}: sharedAcrossProcesses is set but the factory gave no crossProcess descriptor`);
+  return crossProcess;
+}
+
+/** Runs `command` in a child writer to its end (let go as soon as it is ready) and resolves to its result. */
+export async function runChildWriter<R>(descriptor: SharedStoreDescriptor, command: WriterCommand): Promise<R> {
+  const child = startChildWriter<R>(descriptor, command);
+  await child.ready;
+  child.go();
+  return child.result;
+}
